@@ -1,0 +1,13 @@
+//! The wire layer, sans IO: it never imports tokio, hyper or rustls.
+//!
+//! - [`jsonrpc`]: the JSON-RPC 2.0 message model, decoding with validation, encoding.
+//! - [`mcp_types`]: every MCP type of every revision, and the method table.
+//! - [`version`]: protocol revisions and negotiation.
+//! - `framing` (feature `framing`): newline-delimited and SSE framing on `bytes::BytesMut`.
+
+pub mod jsonrpc;
+pub mod mcp_types;
+pub mod version;
+
+#[cfg(feature = "framing")]
+pub mod framing;
