@@ -1,8 +1,28 @@
-//! The JSON-RPC 2.0 message model (placeholder: full version in progress).
+//! The JSON-RPC 2.0 message model that MCP runs on: requests, notifications, responses and
+//! error responses, decoded with validation and encoded without re-serializing payloads.
+//!
+//! `params`, `result` and `error.data` stay raw JSON ([`RawValue`]): decoding an envelope
+//! validates the whole text once and copies each payload once, and routing or forwarding a
+//! message never parses or re-encodes its payload. Typed decoding of a payload happens where it
+//! is needed, through [`Request::params_as`] and friends.
+//!
+//! What this module does not do: framing (see `framing`), UTF-8 checks beyond what a `&str`
+//! already guarantees, or MCP semantics (see `mcp_types`). A JSON array (batch) is accepted only
+//! by [`decode`] and only where the session's revision allows it (2025-03-26).
+//!
+//! Spec: JSON-RPC 2.0 (<https://www.jsonrpc.org/specification>) as profiled by MCP
+//! (`basic/index` "Messages": ids are strings or integers, never null, never reused).
 
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
-/// A request id: an integer or a string, kept as the peer wrote it.
+use crate::proto::version::ProtocolVersion;
+
+/// A request id: an integer or a string, kept as the peer wrote it (`1` and `"1"` differ).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Id {
@@ -10,4 +30,843 @@ pub enum Id {
     Number(i64),
     /// A string id.
     String(String),
+}
+
+impl From<i64> for Id {
+    fn from(n: i64) -> Self {
+        Id::Number(n)
+    }
+}
+
+impl From<&str> for Id {
+    fn from(s: &str) -> Self {
+        Id::String(s.to_owned())
+    }
+}
+
+impl From<String> for Id {
+    fn from(s: String) -> Self {
+        Id::String(s)
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::Number(n) => write!(f, "{n}"),
+            Id::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A JSON-RPC error code. Open: any `i32` is valid on the wire; the constants name the ones
+/// JSON-RPC and MCP define.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCode(pub i32);
+
+impl ErrorCode {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: ErrorCode = ErrorCode(-32700);
+    /// The JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode(-32600);
+    /// The method does not exist or is not available.
+    pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode(-32601);
+    /// Invalid method parameters.
+    pub const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
+    /// Internal JSON-RPC error.
+    pub const INTERNAL_ERROR: ErrorCode = ErrorCode(-32603);
+    /// MCP: the requested resource does not exist (`resources/read`).
+    pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+    /// MCP 2025-11-25: the request needs a URL-mode elicitation to complete first.
+    pub const URL_ELICITATION_REQUIRED: ErrorCode = ErrorCode(-32042);
+    /// MCP 2026-07-28: HTTP headers disagree with the body, or are missing or malformed.
+    pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
+    /// MCP 2026-07-28: the request needs a client capability the client did not declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: ErrorCode = ErrorCode(-32021);
+    /// MCP 2026-07-28: the request's protocol version is unknown or unsupported.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
+
+    /// The conventional message for a code this crate knows, for building error responses.
+    pub fn default_message(self) -> &'static str {
+        match self {
+            Self::PARSE_ERROR => "Parse error",
+            Self::INVALID_REQUEST => "Invalid Request",
+            Self::METHOD_NOT_FOUND => "Method not found",
+            Self::INVALID_PARAMS => "Invalid params",
+            Self::INTERNAL_ERROR => "Internal error",
+            Self::RESOURCE_NOT_FOUND => "Resource not found",
+            Self::URL_ELICITATION_REQUIRED => "URL elicitation required",
+            Self::HEADER_MISMATCH => "Header mismatch",
+            Self::MISSING_REQUIRED_CLIENT_CAPABILITY => "Missing required client capability",
+            Self::UNSUPPORTED_PROTOCOL_VERSION => "Unsupported protocol version",
+            _ => "Error",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The `error` member of an error response.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// What kind of error.
+    pub code: ErrorCode,
+    /// A short description.
+    pub message: String,
+    /// Anything else the sender attached, as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Box<RawValue>>,
+}
+
+impl ErrorObject {
+    /// An error with `code` and `message` and no data.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorObject { code, message: message.into(), data: None }
+    }
+
+    /// Attaches `data`, serialized once here.
+    ///
+    /// # Errors
+    /// When `data` cannot be serialized to JSON.
+    pub fn with_data(mut self, data: &impl Serialize) -> Result<Self, serde_json::Error> {
+        self.data = Some(serde_json::value::to_raw_value(data)?);
+        Ok(self)
+    }
+}
+
+impl PartialEq for ErrorObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code
+            && self.message == other.message
+            && self.data.as_ref().map(|d| d.get()) == other.data.as_ref().map(|d| d.get())
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for ErrorObject {}
+
+/// A request: expects exactly one response with the same id.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Chosen by the sender, unique among its requests in flight.
+    pub id: Id,
+    /// The method name, e.g. `tools/call`.
+    pub method: String,
+    /// The params object as written, if any.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A notification: no id, no response.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// The method name, e.g. `notifications/progress`.
+    pub method: String,
+    /// The params object as written, if any.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A successful response.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The id of the request it answers.
+    pub id: Id,
+    /// The result as written.
+    pub result: Box<RawValue>,
+}
+
+/// An error response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorResponse {
+    /// The id of the request it answers; `None` when the request's id could not be read
+    /// (JSON-RPC writes `null` there; MCP 2026-07-28 omits the member, and so do we).
+    pub id: Option<Id>,
+    /// What went wrong.
+    pub error: ErrorObject,
+}
+
+/// Any JSON-RPC message.
+#[derive(Debug, Clone)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A successful response.
+    Response(Response),
+    /// An error response.
+    Error(ErrorResponse),
+}
+
+/// What one frame held: a message, or (2025-03-26 only) a batch of them.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// One message.
+    Single(Message),
+    /// A JSON array of messages, in order.
+    Batch(Vec<Message>),
+}
+
+/// Why a frame is not a valid JSON-RPC message. One variant per violation.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The bytes are not UTF-8.
+    InvalidUtf8 {
+        /// Length of the valid prefix.
+        valid_up_to: usize,
+    },
+    /// The text is not JSON.
+    InvalidJson(serde_json::Error),
+    /// The JSON is neither an object nor (where allowed) an array.
+    NotAnObject,
+    /// The `jsonrpc` member is missing.
+    MissingVersion,
+    /// The `jsonrpc` member is not `"2.0"`.
+    WrongVersion(String),
+    /// The `id` member is neither an integer nor a string (e.g. a fraction, a boolean).
+    InvalidId(String),
+    /// A request has `"id": null`, which MCP forbids.
+    NullRequestId,
+    /// A response has no usable id.
+    MissingResponseId,
+    /// `method` is not a string.
+    InvalidMethod,
+    /// A message has `method` and also `result` or `error`.
+    MethodWithResult,
+    /// A response has both `result` and `error`.
+    ResultAndError,
+    /// An object with none of `method`, `result`, `error`.
+    NotAMessage,
+    /// `params` is present but neither an object nor an array.
+    InvalidParams,
+    /// `error` is not an object with an integer `code` and a string `message`.
+    InvalidError(serde_json::Error),
+    /// A batch arrived where the session's revision does not allow batches.
+    BatchNotAllowed {
+        /// The session's revision, if known.
+        version: Option<ProtocolVersion>,
+    },
+    /// An empty JSON array.
+    EmptyBatch,
+}
+
+impl DecodeError {
+    /// The error code to answer with: -32700 for text that is not JSON, -32600 otherwise.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            DecodeError::InvalidUtf8 { .. } | DecodeError::InvalidJson(_) => ErrorCode::PARSE_ERROR,
+            _ => ErrorCode::INVALID_REQUEST,
+        }
+    }
+
+    /// The error object to answer with.
+    pub fn to_error_object(&self) -> ErrorObject {
+        ErrorObject::new(self.code(), self.to_string())
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::InvalidUtf8 { valid_up_to } => {
+                write!(f, "invalid utf-8 after {valid_up_to} bytes")
+            }
+            DecodeError::InvalidJson(e) => write!(f, "invalid json: {e}"),
+            DecodeError::NotAnObject => f.write_str("a json-rpc message must be a json object"),
+            DecodeError::MissingVersion => f.write_str("missing \"jsonrpc\": \"2.0\""),
+            DecodeError::WrongVersion(v) => write!(f, "\"jsonrpc\" must be \"2.0\", got {v}"),
+            DecodeError::InvalidId(v) => write!(f, "id must be an integer or a string, got {v}"),
+            DecodeError::NullRequestId => f.write_str("a request id must not be null"),
+            DecodeError::MissingResponseId => f.write_str("a successful response must carry the request's id"),
+            DecodeError::InvalidMethod => f.write_str("\"method\" must be a string"),
+            DecodeError::MethodWithResult => {
+                f.write_str("a message cannot have both \"method\" and \"result\"/\"error\"")
+            }
+            DecodeError::ResultAndError => f.write_str("a response must have exactly one of \"result\" and \"error\""),
+            DecodeError::NotAMessage => {
+                f.write_str("not a request, notification or response: no \"method\", \"result\" or \"error\"")
+            }
+            DecodeError::InvalidParams => f.write_str("\"params\" must be an object or an array"),
+            DecodeError::InvalidError(e) => write!(f, "invalid \"error\" member: {e}"),
+            DecodeError::BatchNotAllowed { version: Some(v) } => {
+                write!(f, "json-rpc batches are not allowed in protocol version {v} (only 2025-03-26)")
+            }
+            DecodeError::BatchNotAllowed { version: None } => {
+                f.write_str("json-rpc batches are not allowed before a 2025-03-26 session is established")
+            }
+            DecodeError::EmptyBatch => f.write_str("empty json-rpc batch"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DecodeError::InvalidJson(e) | DecodeError::InvalidError(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Deserializes a member that is present (even as `null`) into `Some`, leaving absence to
+/// `#[serde(default)]`. Plain `Option` would read `null` as absent.
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// The members of a message object, borrowed from the input. Unknown members are ignored.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// `Some(None)` for a JSON `null` id.
+fn parse_id(raw: &RawValue) -> Result<Option<Id>, DecodeError> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'"') => {
+            serde_json::from_str::<String>(text).map(|s| Some(Id::String(s))).map_err(DecodeError::InvalidJson)
+        }
+        Some(b'-' | b'0'..=b'9') => {
+            text.parse::<i64>().map(|n| Some(Id::Number(n))).map_err(|_| DecodeError::InvalidId(text.to_owned()))
+        }
+        _ if text == "null" => Ok(None),
+        _ => Err(DecodeError::InvalidId(text.to_owned())),
+    }
+}
+
+fn parse_method(raw: &RawValue) -> Result<String, DecodeError> {
+    if !raw.get().starts_with('"') {
+        return Err(DecodeError::InvalidMethod);
+    }
+    let method: Cow<'_, str> = serde_json::from_str(raw.get()).map_err(DecodeError::InvalidJson)?;
+    Ok(method.into_owned())
+}
+
+fn own_params(raw: Option<&RawValue>) -> Result<Option<Box<RawValue>>, DecodeError> {
+    match raw {
+        None => Ok(None),
+        Some(p) if p.get().starts_with(['{', '[']) => Ok(Some(p.to_owned())),
+        Some(_) => Err(DecodeError::InvalidParams),
+    }
+}
+
+impl<'a> Envelope<'a> {
+    fn into_message(self) -> Result<Message, DecodeError> {
+        match self.jsonrpc.map(RawValue::get) {
+            None => return Err(DecodeError::MissingVersion),
+            Some("\"2.0\"") => {}
+            Some(other) => return Err(DecodeError::WrongVersion(other.to_owned())),
+        }
+        let id = self.id.map(parse_id).transpose()?;
+        if let Some(method) = self.method {
+            if self.result.is_some() || self.error.is_some() {
+                return Err(DecodeError::MethodWithResult);
+            }
+            let method = parse_method(method)?;
+            let params = own_params(self.params)?;
+            return match id {
+                None => Ok(Message::Notification(Notification { method, params })),
+                Some(None) => Err(DecodeError::NullRequestId),
+                Some(Some(id)) => Ok(Message::Request(Request { id, method, params })),
+            };
+        }
+        match (self.result, self.error) {
+            (Some(_), Some(_)) => Err(DecodeError::ResultAndError),
+            (None, None) => Err(DecodeError::NotAMessage),
+            (Some(result), None) => match id {
+                Some(Some(id)) => Ok(Message::Response(Response { id, result: result.to_owned() })),
+                _ => Err(DecodeError::MissingResponseId),
+            },
+            (None, Some(error)) => {
+                let error: ErrorObject = serde_json::from_str(error.get()).map_err(DecodeError::InvalidError)?;
+                Ok(Message::Error(ErrorResponse { id: id.flatten(), error }))
+            }
+        }
+    }
+}
+
+fn first_significant_byte(text: &str) -> Option<u8> {
+    text.bytes().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+fn decode_object(text: &str) -> Result<Message, DecodeError> {
+    let envelope: Envelope<'_> = serde_json::from_str(text).map_err(DecodeError::InvalidJson)?;
+    envelope.into_message()
+}
+
+impl Message {
+    /// Decodes one message (a batch is an error: use [`decode`] where batches may occur).
+    ///
+    /// # Errors
+    /// A [`DecodeError`] naming the first violation found.
+    #[allow(clippy::should_implement_trait)]
+    pub fn from_str(text: &str) -> Result<Message, DecodeError> {
+        match first_significant_byte(text) {
+            Some(b'{') => decode_object(text),
+            Some(b'[') => Err(DecodeError::BatchNotAllowed { version: None }),
+            _ => Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Err(e) => DecodeError::InvalidJson(e),
+                Ok(_) => DecodeError::NotAnObject,
+            }),
+        }
+    }
+
+    /// Like [`Message::from_str`], checking UTF-8 first.
+    ///
+    /// # Errors
+    /// [`DecodeError::InvalidUtf8`], or any error of [`Message::from_str`].
+    pub fn from_slice(bytes: &[u8]) -> Result<Message, DecodeError> {
+        Message::from_str(utf8(bytes)?)
+    }
+
+    /// The method name of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) | Message::Error(_) => None,
+        }
+    }
+
+    /// The id of a request or response.
+    pub fn id(&self) -> Option<&Id> {
+        match self {
+            Message::Request(r) => Some(&r.id),
+            Message::Response(r) => Some(&r.id),
+            Message::Error(e) => e.id.as_ref(),
+            Message::Notification(_) => None,
+        }
+    }
+
+    /// Appends the compact JSON text of this message to `out`. Payloads are copied as written.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        // Serializing borrowed ids, strings and RawValues into a Vec cannot fail.
+        serde_json::to_writer(out, self).expect("serializing a message to memory cannot fail");
+    }
+
+    /// The compact JSON text of this message.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len_hint());
+        self.write_to(&mut out);
+        out
+    }
+
+    fn encoded_len_hint(&self) -> usize {
+        let payload = match self {
+            Message::Request(r) => r.params.as_ref().map_or(0, |p| p.get().len()) + r.method.len(),
+            Message::Notification(n) => n.params.as_ref().map_or(0, |p| p.get().len()) + n.method.len(),
+            Message::Response(r) => r.result.get().len(),
+            Message::Error(e) => e.error.message.len() + e.error.data.as_ref().map_or(0, |d| d.get().len()),
+        };
+        payload + 64
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bytes = self.to_vec();
+        f.write_str(std::str::from_utf8(&bytes).map_err(|_| fmt::Error)?)
+    }
+}
+
+fn utf8(bytes: &[u8]) -> Result<&str, DecodeError> {
+    std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { valid_up_to: e.valid_up_to() })
+}
+
+/// Decodes one frame: a message, or a batch where `version` allows batches (2025-03-26).
+///
+/// # Errors
+/// [`DecodeError::BatchNotAllowed`] for an array in any other revision (or before the
+/// revision is known), [`DecodeError::EmptyBatch`] for `[]`, or the first violation found in
+/// the message (for a batch: in the first invalid element).
+pub fn decode(bytes: &[u8], version: Option<ProtocolVersion>) -> Result<Payload, DecodeError> {
+    let text = utf8(bytes)?;
+    if first_significant_byte(text) != Some(b'[') {
+        return Message::from_str(text).map(Payload::Single);
+    }
+    if !version.is_some_and(ProtocolVersion::allows_batches) {
+        // Still report text that is not JSON as such.
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(DecodeError::InvalidJson)?;
+        return Err(DecodeError::BatchNotAllowed { version });
+    }
+    let items: Vec<&RawValue> = serde_json::from_str(text).map_err(DecodeError::InvalidJson)?;
+    if items.is_empty() {
+        return Err(DecodeError::EmptyBatch);
+    }
+    items.into_iter().map(|item| Message::from_str(item.get())).collect::<Result<Vec<_>, _>>().map(Payload::Batch)
+}
+
+/// The wire form of a message, borrowing everything.
+#[derive(Serialize)]
+struct Outgoing<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Id>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
+}
+
+impl Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = Outgoing { jsonrpc: "2.0", id: None, method: None, params: None, result: None, error: None };
+        match self {
+            Message::Request(r) => {
+                out.id = Some(&r.id);
+                out.method = Some(&r.method);
+                out.params = r.params.as_deref();
+            }
+            Message::Notification(n) => {
+                out.method = Some(&n.method);
+                out.params = n.params.as_deref();
+            }
+            Message::Response(r) => {
+                out.id = Some(&r.id);
+                out.result = Some(&r.result);
+            }
+            Message::Error(e) => {
+                out.id = e.id.as_ref();
+                out.error = Some(&e.error);
+            }
+        }
+        out.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(d)?;
+        Message::from_str(raw.get()).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Payload::Single(m) => m.serialize(s),
+            Payload::Batch(ms) => ms.serialize(s),
+        }
+    }
+}
+
+fn to_raw(value: &impl Serialize) -> Result<Box<RawValue>, serde_json::Error> {
+    serde_json::value::to_raw_value(value)
+}
+
+fn from_raw<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, serde_json::Error> {
+    serde_json::from_str(raw.map_or("{}", RawValue::get))
+}
+
+impl Request {
+    /// A request with params serialized once here.
+    ///
+    /// # Errors
+    /// When `params` cannot be serialized.
+    pub fn new(
+        id: impl Into<Id>,
+        method: impl Into<String>,
+        params: &impl Serialize,
+    ) -> Result<Request, serde_json::Error> {
+        Ok(Request { id: id.into(), method: method.into(), params: Some(to_raw(params)?) })
+    }
+
+    /// Decodes the params as `T`; absent params decode as `{}`.
+    ///
+    /// # Errors
+    /// When the params do not fit `T`.
+    pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        from_raw(self.params.as_deref())
+    }
+}
+
+impl Notification {
+    /// A notification with params serialized once here.
+    ///
+    /// # Errors
+    /// When `params` cannot be serialized.
+    pub fn new(method: impl Into<String>, params: &impl Serialize) -> Result<Notification, serde_json::Error> {
+        Ok(Notification { method: method.into(), params: Some(to_raw(params)?) })
+    }
+
+    /// Decodes the params as `T`; absent params decode as `{}`.
+    ///
+    /// # Errors
+    /// When the params do not fit `T`.
+    pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        from_raw(self.params.as_deref())
+    }
+}
+
+impl Response {
+    /// A successful response with the result serialized once here.
+    ///
+    /// # Errors
+    /// When `result` cannot be serialized.
+    pub fn new_ok(id: Id, result: &impl Serialize) -> Result<Response, serde_json::Error> {
+        Ok(Response { id, result: to_raw(result)? })
+    }
+
+    /// Decodes the result as `T`.
+    ///
+    /// # Errors
+    /// When the result does not fit `T`.
+    pub fn result_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.result.get())
+    }
+}
+
+impl ErrorResponse {
+    /// An error response to request `id`.
+    pub fn new(id: Option<Id>, error: ErrorObject) -> ErrorResponse {
+        ErrorResponse { id, error }
+    }
+}
+
+impl From<Request> for Message {
+    fn from(r: Request) -> Self {
+        Message::Request(r)
+    }
+}
+
+impl From<Notification> for Message {
+    fn from(n: Notification) -> Self {
+        Message::Notification(n)
+    }
+}
+
+impl From<Response> for Message {
+    fn from(r: Response) -> Self {
+        Message::Response(r)
+    }
+}
+
+impl From<ErrorResponse> for Message {
+    fn from(e: ErrorResponse) -> Self {
+        Message::Error(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round_trip(text: &str) -> String {
+        String::from_utf8(Message::from_str(text).unwrap().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn request_wire_shape() {
+        let m = Message::from_str(
+            r#"{"method":"tools/call","params":{"name":"echo","arguments":{"n":1.0}},"jsonrpc":"2.0","id":0}"#,
+        )
+        .unwrap();
+        let Message::Request(r) = &m else { panic!("not a request: {m:?}") };
+        assert_eq!(r.id, Id::Number(0));
+        assert_eq!(r.method, "tools/call");
+        // Params stay as written, number spelling included.
+        assert_eq!(r.params.as_ref().unwrap().get(), r#"{"name":"echo","arguments":{"n":1.0}}"#);
+        assert_eq!(
+            String::from_utf8(m.to_vec()).unwrap(),
+            r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo","arguments":{"n":1.0}}}"#
+        );
+    }
+
+    #[test]
+    fn string_and_integer_ids_stay_distinct() {
+        assert_eq!(
+            round_trip(r#"{"jsonrpc":"2.0","id":"1","method":"ping"}"#),
+            r#"{"jsonrpc":"2.0","id":"1","method":"ping"}"#
+        );
+        assert_eq!(
+            round_trip(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+        );
+        assert_eq!(
+            round_trip(r#"{"jsonrpc":"2.0","id":-7,"method":"ping"}"#),
+            r#"{"jsonrpc":"2.0","id":-7,"method":"ping"}"#
+        );
+        assert_ne!(Id::from("1"), Id::from(1));
+    }
+
+    #[test]
+    fn notification_wire_shape() {
+        assert_eq!(
+            round_trip(r#"{"method":"notifications/initialized","jsonrpc":"2.0"}"#),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        );
+        let n = Notification::new("notifications/progress", &json!({"progressToken": 5, "progress": 1})).unwrap();
+        assert_eq!(
+            Message::from(n).to_string(),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1,"progressToken":5}}"#
+        );
+    }
+
+    #[test]
+    fn response_wire_shapes() {
+        assert_eq!(round_trip(r#"{"result":{},"jsonrpc":"2.0","id":1}"#), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        // A null result is a result.
+        assert_eq!(
+            round_trip(r#"{"jsonrpc":"2.0","id":1,"result":null}"#),
+            r#"{"jsonrpc":"2.0","id":1,"result":null}"#
+        );
+        assert_eq!(
+            round_trip(
+                r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method not found","data":"ping"}}"#
+            ),
+            r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method not found","data":"ping"}}"#
+        );
+    }
+
+    #[test]
+    fn error_response_without_usable_id() {
+        for text in [
+            r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#,
+        ] {
+            let Message::Error(e) = Message::from_str(text).unwrap() else { panic!() };
+            assert_eq!(e.id, None);
+            assert_eq!(e.error.code, ErrorCode(-32000));
+        }
+        let e = ErrorResponse::new(None, ErrorObject::new(ErrorCode::PARSE_ERROR, "Parse error"));
+        assert_eq!(
+            Message::from(e).to_string(),
+            r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}"#
+        );
+    }
+
+    #[test]
+    fn validation_errors_are_typed() {
+        type Check = fn(&DecodeError) -> bool;
+        let cases: &[(&str, Check)] = &[
+            (r#"{"id":1,"method":"ping"}"#, |e| matches!(e, DecodeError::MissingVersion)),
+            (r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, |e| matches!(e, DecodeError::WrongVersion(_))),
+            (r#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#, |e| matches!(e, DecodeError::WrongVersion(_))),
+            (r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, |e| matches!(e, DecodeError::InvalidId(_))),
+            (r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#, |e| matches!(e, DecodeError::InvalidId(_))),
+            (r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, |e| matches!(e, DecodeError::InvalidId(_))),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, |e| matches!(e, DecodeError::NullRequestId)),
+            (r#"{"jsonrpc":"2.0","id":1,"method":7}"#, |e| matches!(e, DecodeError::InvalidMethod)),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#, |e| {
+                matches!(e, DecodeError::ResultAndError)
+            }),
+            (r#"{"jsonrpc":"2.0","id":1}"#, |e| matches!(e, DecodeError::NotAMessage)),
+            (r#"{"jsonrpc":"2.0","result":{}}"#, |e| matches!(e, DecodeError::MissingResponseId)),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}"#, |e| matches!(e, DecodeError::MethodWithResult)),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":3}"#, |e| matches!(e, DecodeError::InvalidParams)),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#, |e| {
+                matches!(e, DecodeError::InvalidError(_))
+            }),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1}}"#, |e| matches!(e, DecodeError::InvalidError(_))),
+            (r#"{"jsonrpc":"2.0","id":1,"#, |e| matches!(e, DecodeError::InvalidJson(_))),
+            ("42", |e| matches!(e, DecodeError::NotAnObject)),
+            (r#"[{"jsonrpc":"2.0","method":"x"}]"#, |e| matches!(e, DecodeError::BatchNotAllowed { .. })),
+        ];
+        for (text, check) in cases {
+            let err = Message::from_str(text).expect_err(text);
+            assert!(check(&err), "{text}: unexpected {err:?}");
+            assert!(!err.to_string().ends_with('.'), "{err}");
+        }
+        assert_eq!(Message::from_str("{").unwrap_err().code(), ErrorCode::PARSE_ERROR);
+        assert_eq!(Message::from_str("{}").unwrap_err().code(), ErrorCode::INVALID_REQUEST);
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_as_such() {
+        let err = Message::from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}").unwrap_err();
+        assert!(matches!(err, DecodeError::InvalidUtf8 { valid_up_to: 27 }), "{err:?}");
+        assert_eq!(err.code(), ErrorCode::PARSE_ERROR);
+    }
+
+    #[test]
+    fn batches_only_in_2025_03_26() {
+        let batch =
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
+        let Payload::Batch(ms) = decode(batch, Some(ProtocolVersion::V2025_03_26)).unwrap() else { panic!() };
+        assert_eq!(ms.len(), 2);
+        assert_eq!(ms[0].method(), Some("ping"));
+        for v in [
+            None,
+            Some(ProtocolVersion::V2024_11_05),
+            Some(ProtocolVersion::V2025_06_18),
+            Some(ProtocolVersion::V2025_11_25),
+        ] {
+            let err = decode(batch, v).unwrap_err();
+            assert!(matches!(err, DecodeError::BatchNotAllowed { version } if version == v), "{err:?}");
+        }
+        assert!(matches!(decode(b"[]", Some(ProtocolVersion::V2025_03_26)), Err(DecodeError::EmptyBatch)));
+        assert!(matches!(decode(b"[1,", Some(ProtocolVersion::V2025_11_25)), Err(DecodeError::InvalidJson(_))));
+        let bad_item = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"id":2}]"#;
+        assert!(matches!(decode(bad_item, Some(ProtocolVersion::V2025_03_26)), Err(DecodeError::MissingVersion)));
+        assert_eq!(
+            serde_json::to_string(&decode(batch, Some(ProtocolVersion::V2025_03_26)).unwrap()).unwrap(),
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]"#
+        );
+    }
+
+    #[test]
+    fn unknown_top_level_members_are_ignored() {
+        assert_eq!(
+            round_trip(r#"{"jsonrpc":"2.0","id":1,"method":"ping","extra":[1,2]}"#),
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+        );
+    }
+
+    #[test]
+    fn typed_params_and_results() {
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct Echo {
+            text: String,
+        }
+        let r = Request::new(3, "tools/call", &Echo { text: "hi".into() }).unwrap();
+        assert_eq!(r.params_as::<Echo>().unwrap(), Echo { text: "hi".into() });
+        let resp = Response::new_ok(Id::from(3), &json!({"content": []})).unwrap();
+        assert_eq!(Message::from(resp.clone()).to_string(), r#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#);
+        assert_eq!(resp.result_as::<serde_json::Value>().unwrap(), json!({"content": []}));
+        let ping = Message::from_str(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
+        let Message::Request(ping) = ping else { panic!() };
+        assert_eq!(ping.params_as::<serde_json::Map<String, serde_json::Value>>().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn message_embeds_in_other_json() {
+        #[derive(Deserialize)]
+        struct Line {
+            msg: Message,
+        }
+        let line: Line = serde_json::from_str(r#"{"seq":1,"msg":{"jsonrpc":"2.0","id":"a","method":"ping"}}"#).unwrap();
+        assert_eq!(line.msg.id(), Some(&Id::from("a")));
+        assert!(serde_json::from_str::<Line>(r#"{"msg":{"id":1}}"#).is_err());
+    }
 }

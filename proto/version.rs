@@ -39,13 +39,8 @@ impl std::error::Error for UnknownVersion {}
 
 impl ProtocolVersion {
     /// Every revision, oldest first.
-    pub const ALL: [ProtocolVersion; 5] = [
-        Self::V2024_11_05,
-        Self::V2025_03_26,
-        Self::V2025_06_18,
-        Self::V2025_11_25,
-        Self::V2026_07_28,
-    ];
+    pub const ALL: [ProtocolVersion; 5] =
+        [Self::V2024_11_05, Self::V2025_03_26, Self::V2025_06_18, Self::V2025_11_25, Self::V2026_07_28];
 
     /// The newest revision negotiated through `initialize` (the handshake era).
     pub const LATEST_HANDSHAKE: ProtocolVersion = Self::V2025_11_25;
@@ -138,10 +133,7 @@ impl FromStr for ProtocolVersion {
     type Err = UnknownVersion;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|v| v.as_str() == s)
-            .ok_or_else(|| UnknownVersion(s.to_owned()))
+        Self::ALL.into_iter().find(|v| v.as_str() == s).ok_or_else(|| UnknownVersion(s.to_owned()))
     }
 }
 
@@ -186,33 +178,18 @@ mod tests {
     #[test]
     fn server_answers_unknown_offer_with_its_latest_handshake_version() {
         let all = ProtocolVersion::ALL;
-        assert_eq!(
-            ProtocolVersion::server_counter_offer("2099-01-01", &all),
-            Some(ProtocolVersion::V2025_11_25)
-        );
-        assert_eq!(
-            ProtocolVersion::server_counter_offer("2024-11-05", &all),
-            Some(ProtocolVersion::V2024_11_05)
-        );
+        assert_eq!(ProtocolVersion::server_counter_offer("2099-01-01", &all), Some(ProtocolVersion::V2025_11_25));
+        assert_eq!(ProtocolVersion::server_counter_offer("2024-11-05", &all), Some(ProtocolVersion::V2024_11_05));
         // 2026-07-28 is never negotiated through initialize.
-        assert_eq!(
-            ProtocolVersion::server_counter_offer("2026-07-28", &all),
-            Some(ProtocolVersion::V2025_11_25)
-        );
+        assert_eq!(ProtocolVersion::server_counter_offer("2026-07-28", &all), Some(ProtocolVersion::V2025_11_25));
         let old_only = [ProtocolVersion::V2024_11_05];
-        assert_eq!(
-            ProtocolVersion::server_counter_offer("2025-11-25", &old_only),
-            Some(ProtocolVersion::V2024_11_05)
-        );
+        assert_eq!(ProtocolVersion::server_counter_offer("2025-11-25", &old_only), Some(ProtocolVersion::V2024_11_05));
     }
 
     #[test]
     fn client_rejects_a_version_it_does_not_speak() {
         let ours = [ProtocolVersion::V2025_06_18, ProtocolVersion::V2025_11_25];
-        assert_eq!(
-            ProtocolVersion::client_accepts("2025-06-18", &ours),
-            Ok(ProtocolVersion::V2025_06_18)
-        );
+        assert_eq!(ProtocolVersion::client_accepts("2025-06-18", &ours), Ok(ProtocolVersion::V2025_06_18));
         assert!(ProtocolVersion::client_accepts("2024-11-05", &ours).is_err());
         assert!(ProtocolVersion::client_accepts("1999-01-01", &ours).is_err());
     }
