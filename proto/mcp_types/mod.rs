@@ -192,3 +192,28 @@ pub use crate::__mcp_notification as notification;
 
 mod meta;
 pub use meta::*;
+
+/// Every method of every revision, in both directions.
+static METHOD_TABLES: &[&[MethodInfo]] = &[];
+
+/// The row of the method table for `name`, if any revision has that method.
+pub fn find_method(name: &str) -> Option<&'static MethodInfo> {
+    METHOD_TABLES.iter().flat_map(|t| t.iter()).find(|m| m.name == name)
+}
+
+/// Every row of the method table.
+pub fn all_methods() -> impl Iterator<Item = &'static MethodInfo> {
+    METHOD_TABLES.iter().flat_map(|t| t.iter())
+}
+
+/// Round trip of a result of `method`: a 2026-07-28 result whose `resultType` is
+/// `input_required` is checked as an `InputRequiredResult`, any other as the method's own result.
+///
+/// # Errors
+/// When the result does not fit its type.
+pub fn round_trip_result(method: &MethodInfo, raw: &RawValue) -> Result<Value, serde_json::Error> {
+    match method.result {
+        Some(result) => result(raw),
+        None => Err(serde::de::Error::custom(format!("{} is a notification and has no result", method.name))),
+    }
+}
