@@ -1,1 +1,85 @@
-fn main() {}
+//! Decode speed of JSON-RPC envelopes and typed MCP results, against the floor.
+//!
+//! For `tools/call` results of 16 B to 1 MiB of text it measures:
+//! - `floor`: `serde_json::from_slice::<IgnoredAny>` — validating the JSON and nothing else;
+//! - `envelope`: `jsonrpc::decode` — validation plus the envelope, with the result kept raw;
+//! - `typed`: `envelope` plus decoding the result into `CallToolResult`.
+//!
+//! One JSON line per scenario on stdout, with the ratio of each to the floor's throughput
+//! (1.0 = as fast as the floor). `cargo bench --bench envelope` measures for about a second per
+//! cell; `-- --quick` runs each cell briefly, only to prove the bench works (CI does that).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use mcpwire::proto::jsonrpc::{decode, Message, Payload};
+use mcpwire::proto::mcp_types::CallToolResult;
+
+const SIZES: [usize; 6] = [16, 256, 4096, 65536, 262_144, 1_048_576];
+
+/// A `tools/call` response whose text content has `size` bytes, with an escape every 64 bytes
+/// as real text has (newlines, quotes).
+fn call_tool_response(size: usize) -> Vec<u8> {
+    let mut text = String::with_capacity(size + size / 32);
+    while text.len() < size {
+        let chunk = "the quick brown fox jumps over the lazy dog 0123456789 abcdefgh";
+        text.push_str(&chunk[..chunk.len().min(size - text.len())]);
+        if text.len() < size {
+            text.push('\n');
+        }
+    }
+    let result = serde_json::json!({"content": [{"type": "text", "text": text}], "isError": false});
+    serde_json::to_vec(&serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": result})).unwrap()
+}
+
+/// Runs `f` repeatedly for about `budget` and returns nanoseconds per call (best of 3 rounds).
+fn time_per_call(budget: Duration, mut f: impl FnMut()) -> f64 {
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let mut calls = 0u64;
+        while start.elapsed() < budget / 3 {
+            for _ in 0..8 {
+                f();
+            }
+            calls += 8;
+        }
+        best = best.min(start.elapsed().as_nanos() as f64 / calls as f64);
+    }
+    best
+}
+
+fn envelope(bytes: &[u8]) -> Message {
+    match decode(bytes, None).expect("valid message") {
+        Payload::Single(m) => m,
+        Payload::Batch(_) => unreachable!("not a batch"),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick") || !args.iter().any(|a| a == "--bench");
+    let budget = if quick { Duration::from_millis(30) } else { Duration::from_millis(1500) };
+    for size in SIZES {
+        let bytes = call_tool_response(size);
+        let floor = time_per_call(budget, || {
+            black_box(serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&bytes)).unwrap());
+        });
+        let env = time_per_call(budget, || {
+            black_box(envelope(black_box(&bytes)));
+        });
+        let typed = time_per_call(budget, || {
+            let Message::Response(r) = envelope(black_box(&bytes)) else { unreachable!() };
+            black_box(r.result_as::<CallToolResult>().unwrap());
+        });
+        for (scenario, ns) in [("floor", floor), ("envelope", env), ("typed", typed)] {
+            println!(
+                "{{\"bench\":\"decode\",\"scenario\":\"{scenario}\",\"payload_bytes\":{size},\"frame_bytes\":{},\"ns_per_op\":{:.0},\"mib_per_s\":{:.1},\"ratio_to_floor\":{:.3},\"quick\":{quick}}}",
+                bytes.len(),
+                ns,
+                bytes.len() as f64 / ns * 1e9 / (1024.0 * 1024.0),
+                floor / ns,
+            );
+        }
+    }
+}

@@ -411,13 +411,25 @@ impl<'a> Envelope<'a> {
     }
 }
 
-fn first_significant_byte(text: &str) -> Option<u8> {
-    text.bytes().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+fn first_significant_byte(text: impl AsRef<[u8]>) -> Option<u8> {
+    text.as_ref().iter().copied().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
 }
 
 fn decode_object(text: &str) -> Result<Message, DecodeError> {
     let envelope: Envelope<'_> = serde_json::from_str(text).map_err(DecodeError::InvalidJson)?;
     envelope.into_message()
+}
+
+/// Decodes an object straight from bytes: serde_json checks the UTF-8 of every string and raw
+/// payload it reads, so a separate validation pass over the whole frame is not needed.
+fn decode_object_bytes(bytes: &[u8]) -> Result<Message, DecodeError> {
+    match serde_json::from_slice::<Envelope<'_>>(bytes) {
+        Ok(envelope) => envelope.into_message(),
+        Err(e) => Err(match std::str::from_utf8(bytes) {
+            Err(bad) => DecodeError::InvalidUtf8 { valid_up_to: bad.valid_up_to() },
+            Ok(_) => DecodeError::InvalidJson(e),
+        }),
+    }
 }
 
 impl Message {
@@ -442,7 +454,10 @@ impl Message {
     /// # Errors
     /// [`DecodeError::InvalidUtf8`], or any error of [`Message::from_str`].
     pub fn from_slice(bytes: &[u8]) -> Result<Message, DecodeError> {
-        Message::from_str(utf8(bytes)?)
+        match first_significant_byte(bytes) {
+            Some(b'{') => decode_object_bytes(bytes),
+            _ => Message::from_str(utf8(bytes)?),
+        }
     }
 
     /// The method name of a request or notification.
@@ -506,10 +521,10 @@ fn utf8(bytes: &[u8]) -> Result<&str, DecodeError> {
 /// revision is known), [`DecodeError::EmptyBatch`] for `[]`, or the first violation found in
 /// the message (for a batch: in the first invalid element).
 pub fn decode(bytes: &[u8], version: Option<ProtocolVersion>) -> Result<Payload, DecodeError> {
-    let text = utf8(bytes)?;
-    if first_significant_byte(text) != Some(b'[') {
-        return Message::from_str(text).map(Payload::Single);
+    if first_significant_byte(bytes) != Some(b'[') {
+        return Message::from_slice(bytes).map(Payload::Single);
     }
+    let text = utf8(bytes)?;
     if !version.is_some_and(ProtocolVersion::allows_batches) {
         // Still report text that is not JSON as such.
         serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(DecodeError::InvalidJson)?;
