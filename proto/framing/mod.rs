@@ -15,9 +15,10 @@
 use std::fmt;
 
 pub mod lines;
-// pub mod sse;
+pub mod sse;
 
 pub use lines::{check_line, encode_line, try_encode_line, Frame, LineDecoder};
+pub use sse::{encode_comment, encode_event, SseDecoder, SseEvent, SseItem};
 
 /// Default cap on one frame (a line, or one SSE event): 4 MiB.
 ///
