@@ -238,9 +238,9 @@ impl SseDecoder {
             let end = self.next_index + i;
             self.next_index = 0;
             self.after_cr = buf[end] == b'\r';
-            let line = buf.split_to(end);
-            buf.advance(1);
-            if let Some(item) = self.line(&line) {
+            let item = self.line(&buf[..end]);
+            buf.advance(end + 1);
+            if let Some(item) = item {
                 return Some(item);
             }
         }
