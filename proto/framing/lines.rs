@@ -28,9 +28,7 @@ impl Frame {
     pub fn new(bytes: Bytes) -> Result<Self, FrameError> {
         match std::str::from_utf8(&bytes) {
             Ok(_) => Ok(Self(bytes)),
-            Err(e) => Err(FrameError::InvalidUtf8 {
-                valid_up_to: e.valid_up_to(),
-            }),
+            Err(e) => Err(FrameError::InvalidUtf8 { valid_up_to: e.valid_up_to() }),
         }
     }
 
@@ -129,11 +127,7 @@ impl LineDecoder {
 
     /// A decoder whose lines may be at most `max` bytes, line ending not counted.
     pub fn with_max_frame_bytes(max: usize) -> Self {
-        Self {
-            max,
-            next_index: 0,
-            discarding: false,
-        }
+        Self { max, next_index: 0, discarding: false }
     }
 
     /// The cap in bytes.
@@ -179,10 +173,7 @@ impl LineDecoder {
                     buf.clear();
                     self.next_index = 0;
                     self.discarding = true;
-                    return Some(Err(FrameError::TooLarge {
-                        max: self.max,
-                        seen: at_least,
-                    }));
+                    return Some(Err(FrameError::TooLarge { max: self.max, seen: at_least }));
                 }
                 return None;
             };
@@ -223,10 +214,7 @@ impl LineDecoder {
             line.truncate(line.len() - 1);
         }
         if line.len() > self.max {
-            return Some(Err(FrameError::TooLarge {
-                max: self.max,
-                seen: line.len(),
-            }));
+            return Some(Err(FrameError::TooLarge { max: self.max, seen: line.len() }));
         }
         if line.iter().all(|&b| b == b' ' || b == b'\t' || b == b'\r') {
             return None;
@@ -356,20 +344,12 @@ mod tests {
         let want = whole(32, MIXED);
         for i in 0..=MIXED.len() {
             let (a, b) = MIXED.split_at(i);
-            assert_eq!(
-                run(LineDecoder::with_max_frame_bytes(32), &[a, b]),
-                want,
-                "split at {i}"
-            );
+            assert_eq!(run(LineDecoder::with_max_frame_bytes(32), &[a, b]), want, "split at {i}");
         }
         for i in 0..=MIXED.len() {
             for j in i..=MIXED.len() {
                 let chunks = [&MIXED[..i], &MIXED[i..j], &MIXED[j..]];
-                assert_eq!(
-                    run(LineDecoder::with_max_frame_bytes(32), &chunks),
-                    want,
-                    "{i}/{j}"
-                );
+                assert_eq!(run(LineDecoder::with_max_frame_bytes(32), &chunks), want, "{i}/{j}");
             }
         }
         let bytes: Vec<&[u8]> = MIXED.chunks(1).collect();
@@ -413,19 +393,13 @@ mod tests {
         let input = vec![b'z'; 50];
         assert_eq!(whole(10, &input), vec![too_large(10)]);
         let chunks: Vec<&[u8]> = input.chunks(4).collect();
-        assert_eq!(
-            run(LineDecoder::with_max_frame_bytes(10), &chunks),
-            vec![too_large(10)]
-        );
+        assert_eq!(run(LineDecoder::with_max_frame_bytes(10), &chunks), vec![too_large(10)]);
     }
 
     #[test]
     fn cap_counts_content_not_the_line_ending() {
         assert_eq!(whole(3, b"abc\r\n"), vec![Ok("abc".into())]);
-        assert_eq!(
-            run(LineDecoder::with_max_frame_bytes(3), &[b"abc\r", b"\n"]),
-            vec![Ok("abc".into())]
-        );
+        assert_eq!(run(LineDecoder::with_max_frame_bytes(3), &[b"abc\r", b"\n"]), vec![Ok("abc".into())]);
         assert_eq!(whole(3, b"abcd\n"), vec![too_large(3)]);
         assert_eq!(whole(3, b"abc"), vec![Ok("abc".into())]);
         assert_eq!(whole(3, b"abc\r"), vec![Ok("abc".into())]);
@@ -434,22 +408,13 @@ mod tests {
     #[test]
     fn invalid_utf8_affects_one_frame() {
         let got = whole(100, b"\xC3(\n{\"x\":2}\n");
-        assert_eq!(
-            got,
-            vec![
-                Err(FrameError::InvalidUtf8 { valid_up_to: 0 }),
-                Ok("{\"x\":2}".into())
-            ]
-        );
+        assert_eq!(got, vec![Err(FrameError::InvalidUtf8 { valid_up_to: 0 }), Ok("{\"x\":2}".into())]);
     }
 
     #[test]
     fn blank_lines_and_crlf() {
         assert_eq!(whole(100, b"\n\r\n \t\n\r\n"), Vec::<Out>::new());
-        assert_eq!(
-            whole(100, b"a\r\nb\n"),
-            vec![Ok("a".into()), Ok("b".into())]
-        );
+        assert_eq!(whole(100, b"a\r\nb\n"), vec![Ok("a".into()), Ok("b".into())]);
         // Only one `\r` before `\n` is a line ending; an inner `\r` stays.
         assert_eq!(whole(100, b"a\rb\r\n"), vec![Ok("a\rb".into())]);
         // Leading whitespace of a non-blank line is kept.
@@ -462,10 +427,7 @@ mod tests {
         let mut buf = BytesMut::from(&b"{\"a\":1}\n{\"b\":2}"[..]);
         assert_eq!(dec.decode(&mut buf).unwrap().unwrap().as_str(), "{\"a\":1}");
         assert!(dec.decode(&mut buf).is_none());
-        assert_eq!(
-            dec.decode_eof(&mut buf).unwrap().unwrap().as_str(),
-            "{\"b\":2}"
-        );
+        assert_eq!(dec.decode_eof(&mut buf).unwrap().unwrap().as_str(), "{\"b\":2}");
         assert!(dec.decode_eof(&mut buf).is_none());
         assert!(buf.is_empty());
     }
@@ -474,10 +436,7 @@ mod tests {
     fn encoder_wire_shape() {
         let mut dst = BytesMut::new();
         encode_line(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, &mut dst);
-        assert_eq!(
-            &dst[..],
-            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"
-        );
+        assert_eq!(&dst[..], b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
         dst.clear();
         encode_line(b"{\r\n  \"a\": 1\n}", &mut dst);
         assert_eq!(&dst[..], b"{    \"a\": 1 }\n");
@@ -519,10 +478,7 @@ mod tests {
     #[test]
     fn try_encode_line_refuses_line_breaks() {
         let mut dst = BytesMut::new();
-        assert_eq!(
-            try_encode_line(b"{\n}", &mut dst),
-            Err(FrameError::LineBreak { at: 1 })
-        );
+        assert_eq!(try_encode_line(b"{\n}", &mut dst), Err(FrameError::LineBreak { at: 1 }));
         assert_eq!(check_line(b"ab\r"), Err(FrameError::LineBreak { at: 2 }));
         assert!(dst.is_empty());
     }
@@ -533,14 +489,8 @@ mod tests {
         assert_eq!(f.as_str(), "héllo");
         assert_eq!(f.as_bytes(), "héllo".as_bytes());
         assert_eq!(f.len(), 6);
-        assert_eq!(
-            f.clone().into_bytes(),
-            Bytes::from_static("héllo".as_bytes())
-        );
-        assert_eq!(
-            Frame::new(Bytes::from_static(b"ab\xFF")),
-            Err(FrameError::InvalidUtf8 { valid_up_to: 2 })
-        );
+        assert_eq!(f.clone().into_bytes(), Bytes::from_static("héllo".as_bytes()));
+        assert_eq!(Frame::new(Bytes::from_static(b"ab\xFF")), Err(FrameError::InvalidUtf8 { valid_up_to: 2 }));
     }
 
     /// Every bundled recording is JSONL: fed in odd-sized chunks, each line comes out as one
@@ -557,11 +507,7 @@ mod tests {
             files += 1;
             let input = std::fs::read(&path).unwrap();
             let text = std::str::from_utf8(&input).unwrap();
-            let want: Vec<Out> = text
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| Ok(l.to_owned()))
-                .collect();
+            let want: Vec<Out> = text.lines().filter(|l| !l.trim().is_empty()).map(|l| Ok(l.to_owned())).collect();
             let chunks: Vec<&[u8]> = input.chunks(113).collect();
             let got = run(LineDecoder::new(), &chunks);
             assert_eq!(got, want, "{}", path.display());

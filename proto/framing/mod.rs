@@ -1,12 +1,13 @@
 //! Framing: cutting a byte stream into messages and writing messages back as bytes.
 //!
 //! - [`lines`]: newline-delimited frames, the MCP stdio transport (one JSON-RPC message per line).
+//! - [`messages`]: lines decoded into JSON-RPC messages, one bad line costing only itself.
 //! - [`sse`]: Server-Sent Events, for the Streamable HTTP and legacy HTTP+SSE transports.
 //!
 //! Both work on [`bytes::BytesMut`] buffers that the caller fills; this module does no IO
-//! (no tokio, no `std::io::Read`) and does not parse JSON. A frame is only "one message's worth
+//! (no tokio, no `std::io::Read`) and, but for [`messages`], does not parse JSON. A frame is only "one message's worth
 //! of valid UTF-8"; turning it into a JSON-RPC message is the job of [`crate::proto::jsonrpc`],
-//! and a `MessageDecoder` that glues the two together will sit on top of this module.
+//! which [`MessageDecoder`] calls for each line.
 //!
 //! Decoders never rescan bytes they have already searched, and never hold more than their
 //! size cap plus what one read appended: an oversized frame is reported once and then skipped
@@ -15,9 +16,11 @@
 use std::fmt;
 
 pub mod lines;
+pub mod messages;
 pub mod sse;
 
 pub use lines::{check_line, encode_line, try_encode_line, Frame, LineDecoder};
+pub use messages::{encode_message, LineError, MessageDecoder};
 pub use sse::{encode_comment, encode_event, SseDecoder, SseEvent, SseItem};
 
 /// Default cap on one frame (a line, or one SSE event): 4 MiB.
@@ -92,25 +95,15 @@ mod tests {
             FrameError::TooLarge { max: 4, seen: 5 },
             FrameError::InvalidUtf8 { valid_up_to: 3 },
             FrameError::LineBreak { at: 1 },
-            FrameError::InvalidField {
-                field: "id",
-                byte: b'\n',
-            },
+            FrameError::InvalidField { field: "id", byte: b'\n' },
         ];
         for e in errors {
             let s = e.to_string();
             assert!(!s.ends_with('.'), "{s}");
-            assert_eq!(
-                s.chars().next().unwrap().to_lowercase().next(),
-                s.chars().next()
-            );
+            assert_eq!(s.chars().next().unwrap().to_lowercase().next(), s.chars().next());
         }
         assert_eq!(
-            FrameError::InvalidField {
-                field: "id",
-                byte: b'\n'
-            }
-            .to_string(),
+            FrameError::InvalidField { field: "id", byte: b'\n' }.to_string(),
             "sse field `id` must not contain byte 0x0a"
         );
     }

@@ -49,10 +49,7 @@ pub struct SseEvent {
 impl SseEvent {
     /// An event of the default type with this data and no id.
     pub fn new(data: impl Into<String>) -> Self {
-        Self {
-            data: data.into(),
-            ..Self::default()
-        }
+        Self { data: data.into(), ..Self::default() }
     }
 
     /// Sets the `id` field.
@@ -321,9 +318,7 @@ impl SseDecoder {
                 return Some(Err(self.too_large(line.len())));
             }
             let text = comment.strip_prefix(b" ").unwrap_or(comment);
-            return Some(Ok(SseItem::Comment(
-                String::from_utf8_lossy(text).into_owned(),
-            )));
+            return Some(Ok(SseItem::Comment(String::from_utf8_lossy(text).into_owned())));
         }
         self.event_bytes += line.len();
         if self.event_bytes > self.max {
@@ -397,10 +392,7 @@ impl SseDecoder {
     }
 
     fn too_large(&self, seen: usize) -> FrameError {
-        FrameError::TooLarge {
-            max: self.max,
-            seen,
-        }
+        FrameError::TooLarge { max: self.max, seen }
     }
 }
 
@@ -418,18 +410,12 @@ impl SseDecoder {
 pub fn encode_event(event: &SseEvent, dst: &mut BytesMut) -> Result<(), FrameError> {
     if let Some(id) = &event.id {
         if let Some(at) = memchr3(b'\r', b'\n', 0, id.as_bytes()) {
-            return Err(FrameError::InvalidField {
-                field: "id",
-                byte: id.as_bytes()[at],
-            });
+            return Err(FrameError::InvalidField { field: "id", byte: id.as_bytes()[at] });
         }
     }
     if let Some(ty) = &event.event {
         if let Some(at) = memchr2(b'\r', b'\n', ty.as_bytes()) {
-            return Err(FrameError::InvalidField {
-                field: "event",
-                byte: ty.as_bytes()[at],
-            });
+            return Err(FrameError::InvalidField { field: "event", byte: ty.as_bytes()[at] });
         }
     }
     dst.reserve(event.data.len() + 32);
@@ -479,11 +465,7 @@ fn split_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
                 Some(t)
             }
             Some(i) => {
-                let skip = if t[i] == b'\r' && t.get(i + 1) == Some(&b'\n') {
-                    2
-                } else {
-                    1
-                };
+                let skip = if t[i] == b'\r' && t.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
                 rest = Some(&t[i + skip..]);
                 Some(&t[..i])
             }
@@ -507,9 +489,7 @@ mod tests {
             buf.extend_from_slice(chunk);
             while let Some(r) = dec.decode_item(&mut buf) {
                 out.push(match r {
-                    Err(FrameError::TooLarge { max, .. }) => {
-                        Err(FrameError::TooLarge { max, seen: 0 })
-                    }
+                    Err(FrameError::TooLarge { max, .. }) => Err(FrameError::TooLarge { max, seen: 0 }),
                     other => other,
                 });
             }
@@ -520,12 +500,7 @@ mod tests {
     }
 
     fn ev(event: Option<&str>, data: &str, id: Option<&str>, retry: Option<u64>) -> Out {
-        Ok(SseItem::Event(SseEvent {
-            event: event.map(Into::into),
-            data: data.into(),
-            id: id.map(Into::into),
-            retry,
-        }))
+        Ok(SseItem::Event(SseEvent { event: event.map(Into::into), data: data.into(), id: id.map(Into::into), retry }))
     }
 
     fn comment(text: &str) -> Out {
@@ -616,10 +591,7 @@ mod tests {
         assert!(dec.decode_eof(&mut buf).is_none());
         assert_eq!(dec.last_event_id(), Some("123"));
         buf.extend_from_slice(b"id:\ndata: z\n\n");
-        assert_eq!(
-            dec.decode(&mut buf).unwrap().unwrap().id.as_deref(),
-            Some("")
-        );
+        assert_eq!(dec.decode(&mut buf).unwrap().unwrap().id.as_deref(), Some(""));
         assert_eq!(dec.last_event_id(), None);
     }
 
@@ -637,10 +609,7 @@ mod tests {
         // blank line would dispatch "a" alone.
         let want = vec![ev(None, "a\nb", None, None)];
         assert_eq!(run(100, &[b"data: a\r", b"\n", b"data: b\n\n"]), want);
-        assert_eq!(
-            run(100, &[b"data: a\r", b"", b"\ndata: b\r", b"\n\r", b"\n"]),
-            want
-        );
+        assert_eq!(run(100, &[b"data: a\r", b"", b"\ndata: b\r", b"\n\r", b"\n"]), want);
         // A lone `\r` is a line ending too.
         assert_eq!(run(100, &[b"data: a\rdata: b\r\r"]), want);
     }
@@ -680,55 +649,28 @@ mod tests {
     #[test]
     fn cap_counts_all_field_lines_of_an_event() {
         // 10 + 10 bytes fit a cap of 20; one more byte does not.
-        assert_eq!(
-            run(20, &[b"data: 1234\ndata: 1234\n\n"]),
-            vec![ev(None, "1234\n1234", None, None)]
-        );
+        assert_eq!(run(20, &[b"data: 1234\ndata: 1234\n\n"]), vec![ev(None, "1234\n1234", None, None)]);
         assert_eq!(
             run(20, &[b"data: 1234\ndata: 12345\n\ndata: ok\n\n"]),
-            vec![
-                Err(FrameError::TooLarge { max: 20, seen: 0 }),
-                ev(None, "ok", None, None)
-            ]
+            vec![Err(FrameError::TooLarge { max: 20, seen: 0 }), ev(None, "ok", None, None)]
         );
         // An oversized comment drops that line only.
         let mut long = b":".to_vec();
         long.extend([b'c'; 30]);
         long.extend_from_slice(b"\ndata: ok\n\n");
-        assert_eq!(
-            run(20, &[&long]),
-            vec![
-                Err(FrameError::TooLarge { max: 20, seen: 0 }),
-                ev(None, "ok", None, None)
-            ]
-        );
+        assert_eq!(run(20, &[&long]), vec![Err(FrameError::TooLarge { max: 20, seen: 0 }), ev(None, "ok", None, None)]);
     }
 
     #[test]
     fn field_parsing_rules() {
         // One leading space stripped, not two; no colon means empty value.
-        assert_eq!(
-            run(100, &[b"data:  a\n\n"]),
-            vec![ev(None, " a", None, None)]
-        );
-        assert_eq!(
-            run(100, &[b"data\ndata\n\n"]),
-            vec![ev(None, "\n", None, None)]
-        );
+        assert_eq!(run(100, &[b"data:  a\n\n"]), vec![ev(None, " a", None, None)]);
+        assert_eq!(run(100, &[b"data\ndata\n\n"]), vec![ev(None, "\n", None, None)]);
         // retry must be all digits.
-        assert_eq!(
-            run(100, &[b"retry: 1 0\ndata: x\n\n"]),
-            vec![ev(None, "x", None, None)]
-        );
-        assert_eq!(
-            run(100, &[b"retry: 99999999999999999999999\ndata: x\n\n"]),
-            vec![ev(None, "x", None, None)]
-        );
+        assert_eq!(run(100, &[b"retry: 1 0\ndata: x\n\n"]), vec![ev(None, "x", None, None)]);
+        assert_eq!(run(100, &[b"retry: 99999999999999999999999\ndata: x\n\n"]), vec![ev(None, "x", None, None)]);
         // A colon in the value is kept.
-        assert_eq!(
-            run(100, &[b"data: a: b\n\n"]),
-            vec![ev(None, "a: b", None, None)]
-        );
+        assert_eq!(run(100, &[b"data: a: b\n\n"]), vec![ev(None, "a: b", None, None)]);
     }
 
     #[test]
@@ -745,10 +687,7 @@ mod tests {
         dst.clear();
         let event = SseEvent::new("a\nb\r\nc\rd").with_retry(1000);
         encode_event(&event, &mut dst).unwrap();
-        assert_eq!(
-            &dst[..],
-            b"retry: 1000\ndata: a\ndata: b\ndata: c\ndata: d\n\n"
-        );
+        assert_eq!(&dst[..], b"retry: 1000\ndata: a\ndata: b\ndata: c\ndata: d\n\n");
 
         dst.clear();
         encode_comment("ping", &mut dst);
@@ -765,17 +704,10 @@ mod tests {
             (SseEvent::new("x").with_id("1\r"), "id", b'\r'),
             (SseEvent::new("x").with_id("a\0b"), "id", 0),
             (SseEvent::new("x").with_event("a\nb"), "event", b'\n'),
-            (
-                SseEvent::new("x").with_id("ok").with_event("\r"),
-                "event",
-                b'\r',
-            ),
+            (SseEvent::new("x").with_id("ok").with_event("\r"), "event", b'\r'),
         ];
         for (event, field, byte) in bad {
-            assert_eq!(
-                encode_event(&event, &mut dst),
-                Err(FrameError::InvalidField { field, byte })
-            );
+            assert_eq!(encode_event(&event, &mut dst), Err(FrameError::InvalidField { field, byte }));
             assert!(dst.is_empty());
         }
     }
@@ -806,10 +738,7 @@ mod tests {
     fn event_type_defaults_to_message() {
         assert_eq!(SseEvent::new("x").event_type(), "message");
         assert_eq!(SseEvent::new("x").with_event("ping").event_type(), "ping");
-        assert_eq!(
-            run(100, &[b"event:\ndata: x\n\n"]),
-            vec![ev(None, "x", None, None)]
-        );
+        assert_eq!(run(100, &[b"event:\ndata: x\n\n"]), vec![ev(None, "x", None, None)]);
     }
 
     /// Replays every SSE-borne message of the bundled recordings (priming events with empty
