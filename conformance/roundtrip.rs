@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::diff::{first_difference, Difference};
 use super::recording::{Dir, Recording};
-use crate::proto::jsonrpc::{Id, Message};
+use crate::proto::jsonrpc::{Body, Id, Message};
 use crate::proto::mcp_types::{find_method, round_trip_result, MethodInfo};
 use crate::proto::version::ProtocolVersion;
 
@@ -143,17 +143,25 @@ fn check_payload(
         Message::Request(r) => {
             let info = find_method(&r.method);
             pending.requests.insert((dir, r.id.clone()), info);
-            check_call(&r.method, info, r.params.as_deref(), client_to_server, session, "request")
+            check_call(&r.method, info, r.params.as_ref().and_then(Body::as_raw), client_to_server, session, "request")
         }
         Message::Notification(n) => {
             let info = find_method(&n.method);
-            check_call(&n.method, info, n.params.as_deref(), client_to_server, session, "notification")
+            check_call(
+                &n.method,
+                info,
+                n.params.as_ref().and_then(Body::as_raw),
+                client_to_server,
+                session,
+                "notification",
+            )
         }
         Message::Response(r) => match pending.requests.remove(&(dir.reverse(), r.id.clone())) {
             None => ("response".to_owned(), false, Err(Failure::UnmatchedResponse)),
             Some(None) => ("response to an unknown method".to_owned(), false, Ok(())),
             Some(Some(info)) => {
-                (format!("{} result", info.name), true, compare(&r.result, round_trip_result(info, &r.result)))
+                let raw = r.result.as_raw().expect("decoded messages hold raw bodies");
+                (format!("{} result", info.name), true, compare(raw, round_trip_result(info, raw)))
             }
         },
         Message::Error(e) => {

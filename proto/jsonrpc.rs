@@ -1,10 +1,12 @@
 //! The JSON-RPC 2.0 message model that MCP runs on: requests, notifications, responses and
 //! error responses, decoded with validation and encoded without re-serializing payloads.
 //!
-//! `params`, `result` and `error.data` stay raw JSON ([`RawValue`]): decoding an envelope
-//! validates the whole text once and copies each payload once, and routing or forwarding a
-//! message never parses or re-encodes its payload. Typed decoding of a payload happens where it
-//! is needed, through [`Request::params_as`] and friends.
+//! `params` and `result` are a [`Body`]: raw JSON ([`RawValue`]) as read from the wire, or a
+//! Rust value not serialized yet. Decoding an envelope validates the whole text once and copies
+//! each payload once; routing or forwarding a message never parses or re-encodes its payload;
+//! an in-process transport hands typed bodies across without serializing them at all. Typed
+//! decoding of a payload happens where it is needed, through [`Request::params_as`] and friends.
+//! `error.data` is always raw JSON.
 //!
 //! What this module does not do: framing (see `framing`), UTF-8 checks beyond what a `&str`
 //! already guarantees, or MCP semantics (see `mcp_types`). A JSON array (batch) is accepted only
@@ -13,8 +15,10 @@
 //! Spec: JSON-RPC 2.0 (<https://www.jsonrpc.org/specification>) as profiled by MCP
 //! (`basic/index` "Messages": ids are strings or integers, never null, never reused).
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -155,6 +159,143 @@ impl fmt::Display for ErrorObject {
 
 impl std::error::Error for ErrorObject {}
 
+/// A Rust value that can stand as a message body without being serialized yet.
+///
+/// Implemented for every `Serialize + Send + Sync + 'static` type; there is nothing to implement.
+pub trait TypedBody: Send + Sync + 'static {
+    /// Serializes the value.
+    ///
+    /// # Errors
+    /// When the value cannot be represented as JSON.
+    fn to_raw(&self) -> Result<Box<RawValue>, serde_json::Error>;
+    /// The value, for downcasting.
+    fn as_any(&self) -> &dyn Any;
+    /// The value, for downcasting by ownership.
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+    /// The Rust type's name, for debugging.
+    fn type_name(&self) -> &'static str;
+}
+
+impl<T: Serialize + Send + Sync + 'static> TypedBody for T {
+    fn to_raw(&self) -> Result<Box<RawValue>, serde_json::Error> {
+        serde_json::value::to_raw_value(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<T>()
+    }
+}
+
+/// The `params` or `result` of a message.
+#[derive(Clone)]
+pub enum Body {
+    /// JSON text as read from the wire (or produced by serializing once).
+    Raw(Box<RawValue>),
+    /// A Rust value handed over in process; serialized only if it ever reaches a wire.
+    Typed(Arc<dyn TypedBody>),
+}
+
+impl Body {
+    /// A body holding `value` unserialized.
+    pub fn typed<T: Serialize + Send + Sync + 'static>(value: T) -> Body {
+        Body::Typed(Arc::new(value))
+    }
+
+    /// A body holding `value` serialized to JSON now.
+    ///
+    /// # Errors
+    /// When `value` cannot be serialized.
+    pub fn serialized(value: &impl Serialize) -> Result<Body, serde_json::Error> {
+        serde_json::value::to_raw_value(value).map(Body::Raw)
+    }
+
+    /// The JSON text, if this body is raw.
+    pub fn as_raw(&self) -> Option<&RawValue> {
+        match self {
+            Body::Raw(raw) => Some(raw),
+            Body::Typed(_) => None,
+        }
+    }
+
+    /// The body as JSON text, serializing a typed body.
+    ///
+    /// # Errors
+    /// When a typed body cannot be serialized.
+    pub fn to_raw(&self) -> Result<Cow<'_, RawValue>, serde_json::Error> {
+        match self {
+            Body::Raw(raw) => Ok(Cow::Borrowed(raw)),
+            Body::Typed(value) => value.to_raw().map(Cow::Owned),
+        }
+    }
+
+    /// Decodes the body as `T`: a typed body holding a `T` is cloned, anything else is decoded
+    /// from JSON.
+    ///
+    /// # Errors
+    /// When the body does not fit `T`.
+    pub fn decode<T: DeserializeOwned + Clone + 'static>(&self) -> Result<T, serde_json::Error> {
+        match self {
+            Body::Raw(raw) => serde_json::from_str(raw.get()),
+            Body::Typed(value) => match value.as_any().downcast_ref::<T>() {
+                Some(t) => Ok(t.clone()),
+                None => serde_json::from_str(value.to_raw()?.get()),
+            },
+        }
+    }
+
+    /// Like [`Body::decode`], but takes the value out of a typed body without copying it when
+    /// this is its only owner.
+    ///
+    /// # Errors
+    /// When the body does not fit `T`.
+    pub fn into_decoded<T: DeserializeOwned + Clone + Send + Sync + 'static>(self) -> Result<T, serde_json::Error> {
+        match self {
+            Body::Raw(raw) => serde_json::from_str(raw.get()),
+            Body::Typed(value) => {
+                if value.as_any().is::<T>() {
+                    let arc = value.into_any().downcast::<T>().expect("type checked above");
+                    Ok(Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone()))
+                } else {
+                    serde_json::from_str(value.to_raw()?.get())
+                }
+            }
+        }
+    }
+
+    fn len_hint(&self) -> usize {
+        self.as_raw().map_or(0, |raw| raw.get().len())
+    }
+}
+
+impl From<Box<RawValue>> for Body {
+    fn from(raw: Box<RawValue>) -> Self {
+        Body::Raw(raw)
+    }
+}
+
+impl fmt::Debug for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Body::Raw(raw) => write!(f, "Raw({})", raw.get()),
+            Body::Typed(value) => write!(f, "Typed({})", value.type_name()),
+        }
+    }
+}
+
+impl Serialize for Body {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Body::Raw(raw) => raw.serialize(s),
+            Body::Typed(value) => value.to_raw().map_err(serde::ser::Error::custom)?.serialize(s),
+        }
+    }
+}
+
 /// A request: expects exactly one response with the same id.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -162,8 +303,8 @@ pub struct Request {
     pub id: Id,
     /// The method name, e.g. `tools/call`.
     pub method: String,
-    /// The params object as written, if any.
-    pub params: Option<Box<RawValue>>,
+    /// The params object, if any.
+    pub params: Option<Body>,
 }
 
 /// A notification: no id, no response.
@@ -171,8 +312,8 @@ pub struct Request {
 pub struct Notification {
     /// The method name, e.g. `notifications/progress`.
     pub method: String,
-    /// The params object as written, if any.
-    pub params: Option<Box<RawValue>>,
+    /// The params object, if any.
+    pub params: Option<Body>,
 }
 
 /// A successful response.
@@ -180,8 +321,8 @@ pub struct Notification {
 pub struct Response {
     /// The id of the request it answers.
     pub id: Id,
-    /// The result as written.
-    pub result: Box<RawValue>,
+    /// The result.
+    pub result: Body,
 }
 
 /// An error response.
@@ -368,10 +509,10 @@ fn parse_method(raw: &RawValue) -> Result<String, DecodeError> {
     Ok(method.into_owned())
 }
 
-fn own_params(raw: Option<&RawValue>) -> Result<Option<Box<RawValue>>, DecodeError> {
+fn own_params(raw: Option<&RawValue>) -> Result<Option<Body>, DecodeError> {
     match raw {
         None => Ok(None),
-        Some(p) if p.get().starts_with(['{', '[']) => Ok(Some(p.to_owned())),
+        Some(p) if p.get().starts_with(['{', '[']) => Ok(Some(Body::Raw(p.to_owned()))),
         Some(_) => Err(DecodeError::InvalidParams),
     }
 }
@@ -400,7 +541,7 @@ impl<'a> Envelope<'a> {
             (Some(_), Some(_)) => Err(DecodeError::ResultAndError),
             (None, None) => Err(DecodeError::NotAMessage),
             (Some(result), None) => match id {
-                Some(Some(id)) => Ok(Message::Response(Response { id, result: result.to_owned() })),
+                Some(Some(id)) => Ok(Message::Response(Response { id, result: Body::Raw(result.to_owned()) })),
                 _ => Err(DecodeError::MissingResponseId),
             },
             (None, Some(error)) => {
@@ -494,9 +635,9 @@ impl Message {
 
     fn encoded_len_hint(&self) -> usize {
         let payload = match self {
-            Message::Request(r) => r.params.as_ref().map_or(0, |p| p.get().len()) + r.method.len(),
-            Message::Notification(n) => n.params.as_ref().map_or(0, |p| p.get().len()) + n.method.len(),
-            Message::Response(r) => r.result.get().len(),
+            Message::Request(r) => r.params.as_ref().map_or(0, Body::len_hint) + r.method.len(),
+            Message::Notification(n) => n.params.as_ref().map_or(0, Body::len_hint) + n.method.len(),
+            Message::Response(r) => r.result.len_hint(),
             Message::Error(e) => e.error.message.len() + e.error.data.as_ref().map_or(0, |d| d.get().len()),
         };
         payload + 64
@@ -546,9 +687,9 @@ struct Outgoing<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     method: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a RawValue>,
+    params: Option<&'a Body>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a RawValue>,
+    result: Option<&'a Body>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a ErrorObject>,
 }
@@ -560,11 +701,11 @@ impl Serialize for Message {
             Message::Request(r) => {
                 out.id = Some(&r.id);
                 out.method = Some(&r.method);
-                out.params = r.params.as_deref();
+                out.params = r.params.as_ref();
             }
             Message::Notification(n) => {
                 out.method = Some(&n.method);
-                out.params = n.params.as_deref();
+                out.params = n.params.as_ref();
             }
             Message::Response(r) => {
                 out.id = Some(&r.id);
@@ -595,12 +736,11 @@ impl Serialize for Payload {
     }
 }
 
-fn to_raw(value: &impl Serialize) -> Result<Box<RawValue>, serde_json::Error> {
-    serde_json::value::to_raw_value(value)
-}
-
-fn from_raw<T: DeserializeOwned>(raw: Option<&RawValue>) -> Result<T, serde_json::Error> {
-    serde_json::from_str(raw.map_or("{}", RawValue::get))
+fn params_as<T: DeserializeOwned + Clone + 'static>(params: Option<&Body>) -> Result<T, serde_json::Error> {
+    match params {
+        Some(body) => body.decode(),
+        None => serde_json::from_str("{}"),
+    }
 }
 
 impl Request {
@@ -613,15 +753,15 @@ impl Request {
         method: impl Into<String>,
         params: &impl Serialize,
     ) -> Result<Request, serde_json::Error> {
-        Ok(Request { id: id.into(), method: method.into(), params: Some(to_raw(params)?) })
+        Ok(Request { id: id.into(), method: method.into(), params: Some(Body::serialized(params)?) })
     }
 
     /// Decodes the params as `T`; absent params decode as `{}`.
     ///
     /// # Errors
     /// When the params do not fit `T`.
-    pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        from_raw(self.params.as_deref())
+    pub fn params_as<T: DeserializeOwned + Clone + 'static>(&self) -> Result<T, serde_json::Error> {
+        params_as(self.params.as_ref())
     }
 }
 
@@ -631,15 +771,15 @@ impl Notification {
     /// # Errors
     /// When `params` cannot be serialized.
     pub fn new(method: impl Into<String>, params: &impl Serialize) -> Result<Notification, serde_json::Error> {
-        Ok(Notification { method: method.into(), params: Some(to_raw(params)?) })
+        Ok(Notification { method: method.into(), params: Some(Body::serialized(params)?) })
     }
 
     /// Decodes the params as `T`; absent params decode as `{}`.
     ///
     /// # Errors
     /// When the params do not fit `T`.
-    pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        from_raw(self.params.as_deref())
+    pub fn params_as<T: DeserializeOwned + Clone + 'static>(&self) -> Result<T, serde_json::Error> {
+        params_as(self.params.as_ref())
     }
 }
 
@@ -649,15 +789,15 @@ impl Response {
     /// # Errors
     /// When `result` cannot be serialized.
     pub fn new_ok(id: Id, result: &impl Serialize) -> Result<Response, serde_json::Error> {
-        Ok(Response { id, result: to_raw(result)? })
+        Ok(Response { id, result: Body::serialized(result)? })
     }
 
     /// Decodes the result as `T`.
     ///
     /// # Errors
     /// When the result does not fit `T`.
-    pub fn result_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(self.result.get())
+    pub fn result_as<T: DeserializeOwned + Clone + 'static>(&self) -> Result<T, serde_json::Error> {
+        self.result.decode()
     }
 }
 
@@ -711,7 +851,7 @@ mod tests {
         assert_eq!(r.id, Id::Number(0));
         assert_eq!(r.method, "tools/call");
         // Params stay as written, number spelling included.
-        assert_eq!(r.params.as_ref().unwrap().get(), r#"{"name":"echo","arguments":{"n":1.0}}"#);
+        assert_eq!(r.params.as_ref().unwrap().as_raw().unwrap().get(), r#"{"name":"echo","arguments":{"n":1.0}}"#);
         assert_eq!(
             String::from_utf8(m.to_vec()).unwrap(),
             r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo","arguments":{"n":1.0}}}"#
@@ -860,7 +1000,7 @@ mod tests {
 
     #[test]
     fn typed_params_and_results() {
-        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        #[derive(Serialize, Deserialize, PartialEq, Debug, Clone)]
         struct Echo {
             text: String,
         }
@@ -872,6 +1012,27 @@ mod tests {
         let ping = Message::from_str(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
         let Message::Request(ping) = ping else { panic!() };
         assert_eq!(ping.params_as::<serde_json::Map<String, serde_json::Value>>().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn typed_bodies_pass_without_serializing_and_encode_on_demand() {
+        #[derive(Serialize, Deserialize, PartialEq, Debug, Clone)]
+        struct Echo {
+            text: String,
+        }
+        let body = Body::typed(Echo { text: "x".repeat(4) });
+        assert!(body.as_raw().is_none());
+        assert_eq!(format!("{body:?}"), format!("Typed({})", std::any::type_name::<Echo>()));
+        // Same type: handed over, no JSON involved.
+        let shared = body.clone();
+        assert_eq!(body.decode::<Echo>().unwrap().text, "xxxx");
+        assert_eq!(shared.into_decoded::<Echo>().unwrap().text, "xxxx");
+        // Another type: goes through JSON.
+        let as_value: serde_json::Value = body.decode().unwrap();
+        assert_eq!(as_value, json!({"text": "xxxx"}));
+        // On a wire it is ordinary JSON.
+        let response = Message::Response(Response { id: Id::from(1), result: body });
+        assert_eq!(response.to_string(), r#"{"jsonrpc":"2.0","id":1,"result":{"text":"xxxx"}}"#);
     }
 
     #[test]
