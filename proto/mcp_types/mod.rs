@@ -192,3 +192,11 @@ pub use crate::__mcp_notification as notification;
 
 mod meta;
 pub use meta::*;
+mod lifecycle;
+pub use lifecycle::*;
+mod content;
+pub use content::*;
+mod tools;
+pub use tools::*;
+mod tasks;
+pub use tasks::*;
