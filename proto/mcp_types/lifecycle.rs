@@ -454,3 +454,169 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::notification::<Cancelled>(),
     MethodInfo::notification::<Progress>(),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::mcp_types::{Direction, Method, Notification};
+    use crate::proto::version::ProtocolVersion;
+    use serde_json::json;
+
+    fn round_trip<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let typed: T = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&typed).unwrap(), v);
+        typed
+    }
+
+    #[test]
+    fn initialize_2024_11_05() {
+        let p: InitializeRequestParams = round_trip(json!({
+            "protocolVersion": "2024-11-05",
+            "capabilities": {"sampling": {}, "roots": {"listChanged": true}, "experimental": {"x": {"y": 1}}},
+            "clientInfo": {"name": "typescript-sdk-client", "version": "1.0.4"}
+        }));
+        assert_eq!(p.protocol_version, "2024-11-05");
+        assert_eq!(p.capabilities.sampling, Some(SamplingCapability::default()));
+        assert_eq!(p.capabilities.roots.unwrap().list_changed, Some(true));
+        let r: InitializeResult = round_trip(json!({
+            "protocolVersion": "2024-11-05",
+            "capabilities": {"prompts": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false},
+                             "tools": {"listChanged": false}},
+            "serverInfo": {"name": "mcp-time", "version": "2026.10.19"}
+        }));
+        assert_eq!(r.capabilities.resources.unwrap().subscribe, Some(false));
+        assert!(r.instructions.is_none());
+    }
+
+    #[test]
+    fn capabilities_2025_11_25_everything() {
+        let c: ClientCapabilities = round_trip(json!({
+            "roots": {"listChanged": true},
+            "sampling": {"context": {}, "tools": {}},
+            "elicitation": {"form": {}, "url": {}},
+            "tasks": {"list": {}, "cancel": {}, "requests": {
+                "sampling": {"createMessage": {}}, "elicitation": {"create": {}}}}
+        }));
+        let t = c.tasks.unwrap().requests.unwrap();
+        assert!(t.sampling.unwrap().create_message.is_some());
+        assert!(c.elicitation.unwrap().url.is_some());
+        let s: ServerCapabilities = round_trip(json!({
+            "tools": {"listChanged": true}, "prompts": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true}, "logging": {}, "completions": {},
+            "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }));
+        assert!(s
+            .tasks
+            .unwrap()
+            .requests
+            .unwrap()
+            .tools
+            .unwrap()
+            .call
+            .is_some());
+        assert_eq!(s.logging, Some(Map::new()));
+        // Absent and empty stay apart.
+        let empty: ServerCapabilities = round_trip(json!({}));
+        assert!(empty.logging.is_none());
+    }
+
+    #[test]
+    fn implementation_2025_11_25() {
+        let i: Implementation = round_trip(json!({
+            "name": "srv", "version": "1", "title": "Server", "description": "d",
+            "websiteUrl": "https://example.com",
+            "icons": [{"src": "https://example.com/i.svg", "mimeType": "image/svg+xml", "sizes": ["any"], "theme": "light"}]
+        }));
+        assert_eq!(i.icons.unwrap()[0].theme.as_deref(), Some("light"));
+    }
+
+    #[test]
+    fn discover_2026_07_28() {
+        let p: DiscoverRequestParams = round_trip(json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "2.3.0"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}}
+        }}));
+        assert_eq!(
+            p.meta.unwrap().protocol_version.as_deref(),
+            Some("2026-07-28")
+        );
+        let r: DiscoverResult = round_trip(json!({
+            "cacheScope": "private",
+            "capabilities": {"tools": {"listChanged": false}},
+            "instructions": "Fixture server.",
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "ttlMs": 0,
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mcp-time", "version": "2026.10.19"}}
+        }));
+        assert_eq!(r.result_type, Some(ResultType::Complete));
+        assert_eq!(r.ttl_ms, Some(0));
+        assert_eq!(r.cache_scope, Some(CacheScope::Private));
+        assert_eq!(r.meta.unwrap().server_info.unwrap().name, "mcp-time");
+    }
+
+    #[test]
+    fn cancelled_with_and_without_request_id() {
+        let c: CancelledNotificationParams =
+            round_trip(json!({"requestId": "123", "reason": "User requested cancellation"}));
+        assert_eq!(c.request_id, Some(Id::String("123".into())));
+        let c: CancelledNotificationParams = round_trip(json!({"requestId": 4}));
+        assert_eq!(c.request_id, Some(Id::Number(4)));
+        let c: CancelledNotificationParams = round_trip(json!({"reason": "task"}));
+        assert!(c.request_id.is_none());
+    }
+
+    #[test]
+    fn progress_numbers_keep_their_spelling() {
+        let text = r#"{"progressToken":5,"progress":1,"total":2.0,"message":"step 1/2"}"#;
+        let p: ProgressNotificationParams = serde_json::from_str(text).unwrap();
+        assert_eq!(p.progress_token, Id::Number(5));
+        assert!(p.progress.is_u64());
+        assert!(p.total.as_ref().unwrap().is_f64());
+        assert_eq!(serde_json::to_string(&p).unwrap(), text);
+        let p: ProgressNotificationParams =
+            round_trip(json!({"progressToken": "tok", "progress": 0.25}));
+        assert_eq!(p.progress.as_f64(), Some(0.25));
+    }
+
+    #[test]
+    fn ping_and_empty_params() {
+        let _: EmptyParams = round_trip(json!({}));
+        let _: EmptyResult = round_trip(json!({}));
+        assert_eq!(Ping::DIRECTION, Direction::Both);
+        assert_eq!(Ping::REMOVED_IN, Some(ProtocolVersion::V2026_07_28));
+        assert_eq!(Discover::SINCE, ProtocolVersion::V2026_07_28);
+        assert_eq!(Initialized::NAME, "notifications/initialized");
+    }
+
+    #[test]
+    fn method_tables_are_consistent() {
+        use crate::proto::mcp_types::{tasks, tools};
+        let all: Vec<_> = METHODS
+            .iter()
+            .chain(tools::METHODS)
+            .chain(tasks::METHODS)
+            .collect();
+        for (i, a) in all.iter().enumerate() {
+            assert!(
+                all[i + 1..].iter().all(|b| b.name != a.name),
+                "{} twice",
+                a.name
+            );
+            assert_eq!(
+                a.is_notification,
+                a.name.starts_with("notifications/"),
+                "{}",
+                a.name
+            );
+        }
+        let ping = all.iter().find(|m| m.name == "ping").unwrap();
+        assert!(ping.exists_in(ProtocolVersion::V2025_11_25));
+        assert!(!ping.exists_in(ProtocolVersion::V2026_07_28));
+        let get = all.iter().find(|m| m.name == "tasks/get").unwrap();
+        assert!(!get.exists_in(ProtocolVersion::V2025_06_18));
+        assert!(get.exists_in(ProtocolVersion::V2025_11_25));
+    }
+}
