@@ -214,6 +214,9 @@ pub struct ToolResultContent {
 }
 
 /// One piece of content in a tool result, prompt message or sampling message ("ContentBlock").
+///
+/// The variant structs do not hold `type`: the enum writes it. (A variant struct decoded on its
+/// own keeps `type` in its `extra`; wrapping such a struct in the enum replaces it.)
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
     /// `text`.

@@ -154,15 +154,16 @@ impl From<String> for ResultType {
     }
 }
 
-/// 2026-07-28 `cacheScope` of a cacheable result (results that carry `ttlMs` and
-/// `cacheScope` have them as explicit optional fields, next to `resultType`): who may reuse it for `ttlMs`.
+/// 2026-07-28 `cacheScope` of a cacheable result ("CacheableResult"), like HTTP
+/// `Cache-Control: public`/`private`. Cacheable results carry it, with `ttlMs` and
+/// `resultType`, as explicit optional fields.
 ///
 /// Open: an unknown value is kept in [`CacheScope::Other`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CacheScope {
-    /// `private`: only the client that asked may reuse it.
+    /// `private`: reusable only within the same authorization context.
     Private,
-    /// `public`: any client may reuse it.
+    /// `public`: holds no user-specific data; any cache may share it.
     Public,
     /// Any other value, as written.
     Other(String),

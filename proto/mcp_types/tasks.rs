@@ -194,7 +194,7 @@ pub struct ListTasksRequestParams {
 }
 
 /// Result of `tasks/list`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResult {
     /// The tasks on this page.

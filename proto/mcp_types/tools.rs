@@ -138,7 +138,7 @@ pub struct ListToolsRequestParams {
 }
 
 /// Result of `tools/list`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
     /// The tools on this page.
