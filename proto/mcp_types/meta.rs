@@ -1,11 +1,332 @@
-//! placeholder
-use super::Extra;
-use serde_json::{Map, Value};
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct EmptyResult {
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
+//! Shared building blocks: the typed `_meta` objects of requests, results and notifications,
+//! the 2026-07-28 result enums (`resultType`, `cacheScope`), empty params and results,
+//! progress tokens and cursors.
+//!
+//! Not here: the method-specific params and results (see the sibling modules) and the JSON-RPC
+//! envelope (`proto::jsonrpc`).
+
+use serde::{Deserialize, Serialize};
+
+use super::{ClientCapabilities, Extra, Implementation, RelatedTaskMetadata};
+use crate::proto::jsonrpc::Id;
+
+/// A progress token: an integer or a string, kept as the sender wrote it (same shape as a
+/// request id).
+pub type ProgressToken = Id;
+
+/// An opaque pagination cursor.
+pub type Cursor = String;
+
+/// The `_meta` key that ties a message to a task (2025-11-25, "Tasks").
+pub const RELATED_TASK_META_KEY: &str = "io.modelcontextprotocol/related-task";
+
+/// The typed view of a request's `params._meta`.
+///
+/// Up to 2025-11-25 it is optional and holds at most `progressToken`; from 2026-07-28 every
+/// request carries the protocol version, client capabilities and client info here (the
+/// stateless revision has no `initialize`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestMeta {
+    /// Token the receiver puts on `notifications/progress` for this request.
+    #[serde(
+        rename = "progressToken",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub progress_token: Option<ProgressToken>,
+    /// 2026-07-28: the revision this request speaks (kept as a string so unknown versions
+    /// survive).
+    #[serde(
+        rename = "io.modelcontextprotocol/protocolVersion",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub protocol_version: Option<String>,
+    /// 2026-07-28: the client's capabilities, sent with every request.
+    #[serde(
+        rename = "io.modelcontextprotocol/clientCapabilities",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_capabilities: Option<ClientCapabilities>,
+    /// 2026-07-28: who the client is.
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_info: Option<Implementation>,
+    /// 2026-07-28: the log level the client wants for this request (a `LoggingLevel` string).
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub log_level: Option<String>,
+    /// 2025-11-25: the task this request belongs to.
+    #[serde(
+        rename = "io.modelcontextprotocol/related-task",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub related_task: Option<RelatedTaskMetadata>,
+    /// Every other key.
     #[serde(flatten)]
     pub extra: Extra,
 }
-pub type EmptyParams = EmptyResult;
+
+/// The typed view of a result's `_meta`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResultMeta {
+    /// 2026-07-28: who the server is (replaces `InitializeResult.serverInfo`).
+    #[serde(
+        rename = "io.modelcontextprotocol/serverInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub server_info: Option<Implementation>,
+    /// 2025-11-25: the task this result belongs to (e.g. on a `tasks/result` payload).
+    #[serde(
+        rename = "io.modelcontextprotocol/related-task",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub related_task: Option<RelatedTaskMetadata>,
+    /// Every other key.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The typed view of a notification's `params._meta`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NotificationMeta {
+    /// 2026-07-28: the `subscriptions/listen` stream this notification belongs to.
+    #[serde(
+        rename = "io.modelcontextprotocol/subscriptionId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub subscription_id: Option<Id>,
+    /// 2025-11-25: the task this notification belongs to.
+    #[serde(
+        rename = "io.modelcontextprotocol/related-task",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub related_task: Option<RelatedTaskMetadata>,
+    /// Every other key.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// 2026-07-28 `resultType`: whether a result is final. Absent means `complete`.
+///
+/// Open: a value this crate does not know is kept in [`ResultType::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ResultType {
+    /// `complete`: the request is done.
+    Complete,
+    /// `input_required`: the server needs answers from the client before it can finish
+    /// (an `InputRequiredResult`).
+    InputRequired,
+    /// Any other value, as written.
+    Other(String),
+}
+
+impl ResultType {
+    /// The wire spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ResultType::Complete => "complete",
+            ResultType::InputRequired => "input_required",
+            ResultType::Other(s) => s,
+        }
+    }
+}
+
+impl From<String> for ResultType {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "complete" => ResultType::Complete,
+            "input_required" => ResultType::InputRequired,
+            _ => ResultType::Other(s),
+        }
+    }
+}
+
+/// 2026-07-28 `cacheScope` of a cacheable result ("CacheableResult"), like HTTP
+/// `Cache-Control: public`/`private`. Cacheable results carry it, with `ttlMs` and
+/// `resultType`, as explicit optional fields.
+///
+/// Open: an unknown value is kept in [`CacheScope::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CacheScope {
+    /// `private`: reusable only within the same authorization context.
+    Private,
+    /// `public`: holds no user-specific data; any cache may share it.
+    Public,
+    /// Any other value, as written.
+    Other(String),
+}
+
+impl CacheScope {
+    /// The wire spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            CacheScope::Private => "private",
+            CacheScope::Public => "public",
+            CacheScope::Other(s) => s,
+        }
+    }
+}
+
+impl From<String> for CacheScope {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "private" => CacheScope::Private,
+            "public" => CacheScope::Public,
+            _ => CacheScope::Other(s),
+        }
+    }
+}
+
+/// Implements `Serialize`/`Deserialize` as a plain string for an open string enum that has
+/// `as_str` and `From<String>`.
+macro_rules! open_string_enum_serde {
+    ($ty:ty) => {
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                Ok(<$ty>::from(String::deserialize(d)?))
+            }
+        }
+    };
+}
+pub(crate) use open_string_enum_serde;
+
+open_string_enum_serde!(ResultType);
+open_string_enum_serde!(CacheScope);
+
+/// A result with nothing in it (e.g. the answer to `ping`), or any result whose members are
+/// not modelled: everything but `_meta` and `resultType` stays in `extra`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyResult {
+    /// 2026-07-28 `resultType`.
+    #[serde(
+        rename = "resultType",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub result_type: Option<ResultType>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of a request that has none of its own (only `_meta`, required from 2026-07-28).
+/// `Default` stands for absent params.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyParams {
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of a notification that has none of its own (only an optional `_meta`).
+/// `Default` stands for absent params.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyNotificationParams {
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<NotificationMeta>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn round_trip<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let typed: T = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&typed).unwrap(), v);
+        typed
+    }
+
+    #[test]
+    fn request_meta_2026_keys_are_typed() {
+        let m: RequestMeta = round_trip(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+            "io.modelcontextprotocol/logLevel": "debug",
+            "progressToken": 7,
+            "vendor/x": true
+        }));
+        assert_eq!(m.protocol_version.as_deref(), Some("2026-07-28"));
+        assert_eq!(m.client_info.unwrap().name, "c");
+        assert!(m.client_capabilities.unwrap().sampling.is_some());
+        assert_eq!(m.log_level.as_deref(), Some("debug"));
+        assert_eq!(m.progress_token, Some(Id::Number(7)));
+        assert_eq!(m.extra["vendor/x"], json!(true));
+    }
+
+    #[test]
+    fn progress_token_keeps_its_kind() {
+        let s: RequestMeta = round_trip(json!({"progressToken": "7"}));
+        assert_eq!(s.progress_token, Some(Id::String("7".into())));
+    }
+
+    #[test]
+    fn result_meta_and_related_task() {
+        let m: ResultMeta = round_trip(json!({
+            "io.modelcontextprotocol/serverInfo": {"name": "s", "version": "2"},
+            "io.modelcontextprotocol/related-task": {"taskId": "t1"}
+        }));
+        assert_eq!(m.server_info.unwrap().version, "2");
+        assert_eq!(m.related_task.unwrap().task_id, "t1");
+    }
+
+    #[test]
+    fn open_enums_keep_unknown_values() {
+        let r: ResultType = round_trip(json!("input_required"));
+        assert_eq!(r, ResultType::InputRequired);
+        let r: ResultType = round_trip(json!("partial"));
+        assert_eq!(r, ResultType::Other("partial".into()));
+        let c: CacheScope = round_trip(json!("public"));
+        assert_eq!(c, CacheScope::Public);
+        let c: CacheScope = round_trip(json!("shared"));
+        assert_eq!(c.as_str(), "shared");
+    }
+
+    #[test]
+    fn empty_result_shapes() {
+        let e: EmptyResult = round_trip(json!({}));
+        assert_eq!(e, EmptyResult::default());
+        let e: EmptyResult = round_trip(json!({"_meta": {}}));
+        assert_eq!(e.meta, Some(ResultMeta::default()));
+        let e: EmptyResult = round_trip(json!({"resultType": "complete", "other": 1.0}));
+        assert_eq!(e.result_type, Some(ResultType::Complete));
+        assert_eq!(e.extra["other"], json!(1.0));
+    }
+
+    #[test]
+    fn empty_params_keep_meta() {
+        let p: EmptyParams = round_trip(json!({"_meta": {"progressToken": 1}}));
+        assert_eq!(p.meta.unwrap().progress_token, Some(Id::Number(1)));
+        let _: EmptyNotificationParams =
+            round_trip(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": "s"}}));
+    }
+}

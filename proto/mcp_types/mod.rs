@@ -192,9 +192,17 @@ pub use crate::__mcp_notification as notification;
 
 mod meta;
 pub use meta::*;
+mod lifecycle;
+pub use lifecycle::*;
+mod content;
+pub use content::*;
+mod tools;
+pub use tools::*;
+mod tasks;
+pub use tasks::*;
 
 /// Every method of every revision, in both directions.
-static METHOD_TABLES: &[&[MethodInfo]] = &[];
+static METHOD_TABLES: &[&[MethodInfo]] = &[lifecycle::METHODS, tools::METHODS, tasks::METHODS];
 
 /// The row of the method table for `name`, if any revision has that method.
 pub fn find_method(name: &str) -> Option<&'static MethodInfo> {

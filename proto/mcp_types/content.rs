@@ -1,0 +1,567 @@
+//! Content: what tools return, prompts hold and sampling exchanges — text, image, audio,
+//! resource links and embedded resources (`ContentBlock`), the 2025-11-25 sampling blocks
+//! (`ToolUseContent`, `ToolResultContent`, `SamplingMessageContentBlock`), annotations, roles,
+//! and resource contents (`TextResourceContents` / `BlobResourceContents`).
+//!
+//! Not here: resources, prompts and sampling messages themselves (their own modules).
+//!
+//! The tagged unions are decoded by hand: the `type` (or, for resource contents, which of
+//! `text`/`blob` is present) picks the variant, and an object of an unknown `type` is kept
+//! whole in an `Other` variant so that it survives a round trip.
+
+use serde::de::Error as _;
+use serde::ser::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Number, Value};
+
+use super::{meta::open_string_enum_serde, Extra, Icon};
+
+/// The sender or recipient of a message ("Role"): `user` or `assistant`.
+///
+/// Open: an unknown role is kept in [`Role::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `user`.
+    User,
+    /// `assistant`.
+    Assistant,
+    /// Any other value, as written.
+    Other(String),
+}
+
+impl Role {
+    /// The wire spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Other(s) => s,
+        }
+    }
+}
+
+impl From<String> for Role {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            _ => Role::Other(s),
+        }
+    }
+}
+
+open_string_enum_serde!(Role);
+
+/// Hints for the client about how to use an object ("Annotations"; `Annotated` in 2024-11-05).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who the object is meant for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<Role>>,
+    /// Importance from 0 to 1, spelled as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Number>,
+    /// 2025-06-18: ISO 8601 time of the last change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "text"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "image"`: base64 image data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageContent {
+    /// Base64 data.
+    pub data: String,
+    /// MIME type of the image.
+    pub mime_type: String,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "audio"` (2025-03-26): base64 audio data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AudioContent {
+    /// Base64 data.
+    pub data: String,
+    /// MIME type of the audio.
+    pub mime_type: String,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "resource_link"` (2025-06-18): a pointer to a resource, not its contents.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceLink {
+    /// URI of the resource.
+    pub uri: String,
+    /// Programmatic name.
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Size in bytes, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// 2025-11-25: icons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "resource"`: a resource's contents inlined.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddedResource {
+    /// The contents.
+    pub resource: ResourceContents,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "tool_use"` (2025-11-25): the model asks to call a tool during sampling.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolUseContent {
+    /// Id that the matching `tool_result` refers to.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Tool arguments.
+    pub input: Map<String, Value>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `type: "tool_result"` (2025-11-25): the outcome of a `tool_use`, sent back to the model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultContent {
+    /// The `id` of the `tool_use` this answers.
+    pub tool_use_id: String,
+    /// What the tool returned.
+    pub content: Vec<ContentBlock>,
+    /// Structured output (an object in 2025-11-25, any JSON in 2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// The tool failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One piece of content in a tool result, prompt message or sampling message ("ContentBlock").
+///
+/// The variant structs do not hold `type`: the enum writes it. (A variant struct decoded on its
+/// own keeps `type` in its `extra`; wrapping such a struct in the enum replaces it.)
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentBlock {
+    /// `text`.
+    Text(TextContent),
+    /// `image`.
+    Image(ImageContent),
+    /// `audio`.
+    Audio(AudioContent),
+    /// `resource_link`.
+    ResourceLink(ResourceLink),
+    /// `resource`.
+    Resource(EmbeddedResource),
+    /// Any other `type`: the whole object, `type` included, as written.
+    Other(Map<String, Value>),
+}
+
+/// Content of a sampling message from 2025-11-25 on ("SamplingMessageContentBlock").
+#[derive(Debug, Clone, PartialEq)]
+pub enum SamplingMessageContentBlock {
+    /// `text`.
+    Text(TextContent),
+    /// `image`.
+    Image(ImageContent),
+    /// `audio`.
+    Audio(AudioContent),
+    /// `tool_use`.
+    ToolUse(ToolUseContent),
+    /// `tool_result`.
+    ToolResult(ToolResultContent),
+    /// Any other `type`: the whole object, `type` included, as written.
+    Other(Map<String, Value>),
+}
+
+/// Encodes `inner` as an object and sets its `type` member.
+fn serialize_tagged<S: Serializer, T: Serialize>(
+    s: S,
+    tag: &str,
+    inner: &T,
+) -> Result<S::Ok, S::Error> {
+    match serde_json::to_value(inner).map_err(S::Error::custom)? {
+        Value::Object(mut map) => {
+            map.insert("type".to_owned(), Value::String(tag.to_owned()));
+            map.serialize(s)
+        }
+        _ => Err(S::Error::custom(
+            "content block did not encode as an object",
+        )),
+    }
+}
+
+/// Decodes an object, without its `type`, as `T`.
+fn from_map<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+    map: Map<String, Value>,
+) -> Result<T, E> {
+    serde_json::from_value(Value::Object(map)).map_err(E::custom)
+}
+
+/// Splits off the `type` of a tagged object; `None` if it is missing or not a string.
+fn take_type(map: &mut Map<String, Value>) -> Option<String> {
+    match map.get("type") {
+        Some(Value::String(_)) => match map.remove("type") {
+            Some(Value::String(t)) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ContentBlock::Text(c) => serialize_tagged(s, "text", c),
+            ContentBlock::Image(c) => serialize_tagged(s, "image", c),
+            ContentBlock::Audio(c) => serialize_tagged(s, "audio", c),
+            ContentBlock::ResourceLink(c) => serialize_tagged(s, "resource_link", c),
+            ContentBlock::Resource(c) => serialize_tagged(s, "resource", c),
+            ContentBlock::Other(m) => m.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut map = Map::deserialize(d)?;
+        let Some(ty) = take_type(&mut map) else {
+            return Err(D::Error::custom("content block without a string `type`"));
+        };
+        Ok(match ty.as_str() {
+            "text" => ContentBlock::Text(from_map(map)?),
+            "image" => ContentBlock::Image(from_map(map)?),
+            "audio" => ContentBlock::Audio(from_map(map)?),
+            "resource_link" => ContentBlock::ResourceLink(from_map(map)?),
+            "resource" => ContentBlock::Resource(from_map(map)?),
+            _ => {
+                map.insert("type".to_owned(), Value::String(ty));
+                ContentBlock::Other(map)
+            }
+        })
+    }
+}
+
+impl Serialize for SamplingMessageContentBlock {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SamplingMessageContentBlock::Text(c) => serialize_tagged(s, "text", c),
+            SamplingMessageContentBlock::Image(c) => serialize_tagged(s, "image", c),
+            SamplingMessageContentBlock::Audio(c) => serialize_tagged(s, "audio", c),
+            SamplingMessageContentBlock::ToolUse(c) => serialize_tagged(s, "tool_use", c),
+            SamplingMessageContentBlock::ToolResult(c) => serialize_tagged(s, "tool_result", c),
+            SamplingMessageContentBlock::Other(m) => m.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SamplingMessageContentBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut map = Map::deserialize(d)?;
+        let Some(ty) = take_type(&mut map) else {
+            return Err(D::Error::custom("sampling content without a string `type`"));
+        };
+        Ok(match ty.as_str() {
+            "text" => SamplingMessageContentBlock::Text(from_map(map)?),
+            "image" => SamplingMessageContentBlock::Image(from_map(map)?),
+            "audio" => SamplingMessageContentBlock::Audio(from_map(map)?),
+            "tool_use" => SamplingMessageContentBlock::ToolUse(from_map(map)?),
+            "tool_result" => SamplingMessageContentBlock::ToolResult(from_map(map)?),
+            _ => {
+                map.insert("type".to_owned(), Value::String(ty));
+                SamplingMessageContentBlock::Other(map)
+            }
+        })
+    }
+}
+
+impl From<TextContent> for ContentBlock {
+    fn from(c: TextContent) -> Self {
+        ContentBlock::Text(c)
+    }
+}
+
+impl ContentBlock {
+    /// A plain text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text(TextContent {
+            text: text.into(),
+            ..Default::default()
+        })
+    }
+}
+
+/// Text contents of a resource.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextResourceContents {
+    /// URI of the resource.
+    pub uri: String,
+    /// MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The text.
+    pub text: String,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Binary contents of a resource, base64.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlobResourceContents {
+    /// URI of the resource.
+    pub uri: String,
+    /// MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Base64 data.
+    pub blob: String,
+    /// `_meta`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other member.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The contents of a resource: text or blob, told apart by which member is present
+/// (`text` wins if both are). An object with neither is kept whole in `Other`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResourceContents {
+    /// Has `text`.
+    Text(TextResourceContents),
+    /// Has `blob`.
+    Blob(BlobResourceContents),
+    /// Has neither, as written.
+    Other(Map<String, Value>),
+}
+
+impl Serialize for ResourceContents {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ResourceContents::Text(c) => c.serialize(s),
+            ResourceContents::Blob(c) => c.serialize(s),
+            ResourceContents::Other(m) => m.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ResourceContents {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::deserialize(d)?;
+        Ok(if map.contains_key("text") {
+            ResourceContents::Text(from_map(map)?)
+        } else if map.contains_key("blob") {
+            ResourceContents::Blob(from_map(map)?)
+        } else {
+            ResourceContents::Other(map)
+        })
+    }
+}
+
+impl ResourceContents {
+    /// The resource's URI, if the contents have one.
+    pub fn uri(&self) -> Option<&str> {
+        match self {
+            ResourceContents::Text(c) => Some(&c.uri),
+            ResourceContents::Blob(c) => Some(&c.uri),
+            ResourceContents::Other(m) => m.get("uri").and_then(Value::as_str),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn round_trip<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let typed: T = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&typed).unwrap(), v);
+        typed
+    }
+
+    #[test]
+    fn text_block_with_annotations() {
+        let b: ContentBlock = round_trip(json!({
+            "type": "text", "text": "hi",
+            "annotations": {"audience": ["user", "assistant"], "priority": 0.5, "lastModified": "2025-01-01T00:00:00Z"}
+        }));
+        let ContentBlock::Text(t) = b else {
+            panic!("not text")
+        };
+        assert_eq!(t.text, "hi");
+        let a = t.annotations.unwrap();
+        assert_eq!(a.audience.unwrap(), [Role::User, Role::Assistant]);
+        assert!(t.extra.is_empty(), "type must not leak into extra");
+    }
+
+    #[test]
+    fn priority_keeps_its_spelling() {
+        let b: ContentBlock =
+            round_trip(json!({"type": "text", "text": "x", "annotations": {"priority": 1}}));
+        assert!(serde_json::to_string(&b)
+            .unwrap()
+            .contains("\"priority\":1}"));
+        let b: ContentBlock =
+            round_trip(json!({"type": "text", "text": "x", "annotations": {"priority": 1.0}}));
+        assert!(serde_json::to_string(&b)
+            .unwrap()
+            .contains("\"priority\":1.0"));
+    }
+
+    #[test]
+    fn image_audio_and_link() {
+        let _: ContentBlock =
+            round_trip(json!({"type": "image", "data": "AAA=", "mimeType": "image/png"}));
+        let b: ContentBlock = round_trip(
+            json!({"type": "audio", "data": "AAA=", "mimeType": "audio/wav", "_meta": {"k": 1}}),
+        );
+        assert!(matches!(b, ContentBlock::Audio(ref a) if a.meta.is_some()));
+        let b: ContentBlock = round_trip(json!({
+            "type": "resource_link", "uri": "file:///a", "name": "a", "size": 12,
+            "icons": [{"src": "data:image/png;base64,AA", "sizes": ["any"], "theme": "dark"}]
+        }));
+        let ContentBlock::ResourceLink(l) = b else {
+            panic!()
+        };
+        assert_eq!(l.size, Some(12));
+    }
+
+    #[test]
+    fn embedded_resources_text_and_blob() {
+        let b: ContentBlock = round_trip(
+            json!({"type": "resource", "resource": {"uri": "x:1", "mimeType": "text/plain", "text": "t"}}),
+        );
+        let ContentBlock::Resource(r) = b else {
+            panic!()
+        };
+        assert!(matches!(r.resource, ResourceContents::Text(_)));
+        let b: ContentBlock =
+            round_trip(json!({"type": "resource", "resource": {"uri": "x:2", "blob": "AA=="}}));
+        let ContentBlock::Resource(r) = b else {
+            panic!()
+        };
+        assert!(matches!(r.resource, ResourceContents::Blob(_)));
+        let c: ResourceContents = round_trip(json!({"uri": "x:3"}));
+        assert_eq!(c.uri(), Some("x:3"));
+        assert!(matches!(c, ResourceContents::Other(_)));
+    }
+
+    #[test]
+    fn unknown_content_type_survives() {
+        let v = json!({"type": "video", "url": "https://v", "frames": [1, 2.5]});
+        let b: ContentBlock = round_trip(v.clone());
+        assert!(matches!(b, ContentBlock::Other(_)));
+        let s: SamplingMessageContentBlock = round_trip(v);
+        assert!(matches!(s, SamplingMessageContentBlock::Other(_)));
+        assert!(serde_json::from_value::<ContentBlock>(json!({"text": "no type"})).is_err());
+    }
+
+    #[test]
+    fn sampling_tool_blocks() {
+        let u: SamplingMessageContentBlock = round_trip(
+            json!({"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Paris"}}),
+        );
+        assert!(
+            matches!(u, SamplingMessageContentBlock::ToolUse(ref t) if t.name == "get_weather")
+        );
+        let r: SamplingMessageContentBlock = round_trip(json!({
+            "type": "tool_result", "toolUseId": "call_1",
+            "content": [{"type": "text", "text": "18°C"}],
+            "structuredContent": [1, 2], "isError": false
+        }));
+        let SamplingMessageContentBlock::ToolResult(r) = r else {
+            panic!()
+        };
+        assert_eq!(r.content.len(), 1);
+        assert_eq!(r.structured_content, Some(json!([1, 2])));
+    }
+
+    #[test]
+    fn role_is_open() {
+        let r: Role = round_trip(json!("system"));
+        assert_eq!(r, Role::Other("system".into()));
+    }
+}
