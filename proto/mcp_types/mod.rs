@@ -132,7 +132,7 @@ impl MethodInfo {
 
     /// Whether revision `v` has this method.
     pub fn exists_in(&self, v: ProtocolVersion) -> bool {
-        v >= self.since && self.removed_in.is_none_or(|r| v < r)
+        v >= self.since && self.removed_in.map_or(true, |r| v < r)
     }
 }
 
