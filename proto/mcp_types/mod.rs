@@ -192,3 +192,37 @@ pub use crate::__mcp_notification as notification;
 
 mod meta;
 pub use meta::*;
+
+mod open_enum;
+
+mod completion;
+mod elicitation;
+mod errors;
+mod input;
+mod logging;
+mod prompts;
+mod resources;
+mod roots;
+mod sampling;
+pub use completion::*;
+pub use elicitation::*;
+pub use errors::*;
+pub use input::*;
+pub use logging::*;
+pub use prompts::*;
+pub use resources::*;
+pub use roots::*;
+pub use sampling::*;
+
+/// The method table rows declared by the feature modules (resources, prompts, completion,
+/// logging, sampling, elicitation, roots, and the 2026-07-28 input/subscription flow).
+pub const FEATURE_METHODS: &[&[MethodInfo]] = &[
+    resources::METHODS,
+    prompts::METHODS,
+    completion::METHODS,
+    logging::METHODS,
+    sampling::METHODS,
+    elicitation::METHODS,
+    roots::METHODS,
+    input::METHODS,
+];

@@ -1,0 +1,276 @@
+//! The stateless flow of 2026-07-28: a server that needs something from the client (sampling,
+//! elicitation, roots) answers with an [`InputRequiredResult`]; the client retries the original
+//! request with [`InputResponses`] and the echoed `requestState` ([`InputResponseRequestParams`]).
+//! Also `subscriptions/listen`, the long-lived request that replaces per-resource subscriptions
+//! and list-changed capabilities, and its `notifications/subscriptions/acknowledged`.
+//!
+//! Not here: the params and results of the embedded requests themselves (see
+//! [`sampling`](super::sampling), [`elicitation`](super::elicitation), [`roots`](super::roots)).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::open_enum::const_tag;
+use super::*;
+use crate::proto::jsonrpc::Id;
+
+const CREATE_MESSAGE: &str = "sampling/createMessage";
+const ELICIT: &str = "elicitation/create";
+const LIST_ROOTS: &str = "roots/list";
+
+/// One request the server needs answered before it can finish: `{method, params}` without an
+/// id.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputRequest {
+    /// `sampling/createMessage`.
+    CreateMessage(CreateMessageRequestParams),
+    /// `elicitation/create`.
+    Elicit(ElicitRequestParams),
+    /// `roots/list`; `None` when it has no `params`.
+    ListRoots(Option<ListRootsRequestParams>),
+    /// Another method, extra members, or params that did not fit: the whole object as written.
+    Other(Map<String, Value>),
+}
+
+impl InputRequest {
+    /// The `method` of this request, if it has a string one.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Self::CreateMessage(_) => Some(CREATE_MESSAGE),
+            Self::Elicit(_) => Some(ELICIT),
+            Self::ListRoots(_) => Some(LIST_ROOTS),
+            Self::Other(m) => m.get("method").and_then(Value::as_str),
+        }
+    }
+}
+
+impl Serialize for InputRequest {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        fn entry<S: Serializer, P: Serialize>(
+            s: S,
+            method: &str,
+            params: Option<&P>,
+        ) -> Result<S::Ok, S::Error> {
+            let mut map = s.serialize_map(None)?;
+            map.serialize_entry("method", method)?;
+            if let Some(p) = params {
+                map.serialize_entry("params", p)?;
+            }
+            map.end()
+        }
+        match self {
+            Self::CreateMessage(p) => entry(s, CREATE_MESSAGE, Some(p)),
+            Self::Elicit(p) => entry(s, ELICIT, Some(p)),
+            Self::ListRoots(p) => entry(s, LIST_ROOTS, p.as_ref()),
+            Self::Other(m) => m.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for InputRequest {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::deserialize(d)?;
+        let only_known_keys = map.keys().all(|k| k == "method" || k == "params");
+        let params = map.get("params").cloned();
+        let typed = match (only_known_keys, map.get("method").and_then(Value::as_str)) {
+            (true, Some(CREATE_MESSAGE)) => params
+                .and_then(|p| serde_json::from_value(p).ok())
+                .map(Self::CreateMessage),
+            (true, Some(ELICIT)) => params
+                .and_then(|p| serde_json::from_value(p).ok())
+                .map(Self::Elicit),
+            (true, Some(LIST_ROOTS)) => match params {
+                None => Some(Self::ListRoots(None)),
+                Some(p) => serde_json::from_value(p)
+                    .ok()
+                    .map(|p| Self::ListRoots(Some(p))),
+            },
+            _ => None,
+        };
+        Ok(typed.unwrap_or(Self::Other(map)))
+    }
+}
+
+/// The input requests of an [`InputRequiredResult`], by a key the server chooses; the client
+/// answers under the same keys.
+pub type InputRequests = BTreeMap<String, InputRequest>;
+
+/// The client's answer to one [`InputRequest`]: the result the request would have had.
+///
+/// The wire form carries no tag; decoding picks by shape (`action` → elicitation, `roots` →
+/// roots, `model` → sampling) and keeps anything else whole.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum InputResponse {
+    /// Answer to `sampling/createMessage`.
+    CreateMessage(CreateMessageResult),
+    /// Answer to `elicitation/create`.
+    Elicit(ElicitResult),
+    /// Answer to `roots/list`.
+    ListRoots(ListRootsResult),
+    /// Something else, as written.
+    Other(Map<String, Value>),
+}
+
+impl<'de> Deserialize<'de> for InputResponse {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::deserialize(d)?;
+        let value = || Value::Object(map.clone());
+        let typed = if map.contains_key("action") {
+            serde_json::from_value(value()).ok().map(Self::Elicit)
+        } else if map.contains_key("roots") {
+            serde_json::from_value(value()).ok().map(Self::ListRoots)
+        } else if map.contains_key("model") {
+            serde_json::from_value(value())
+                .ok()
+                .map(Self::CreateMessage)
+        } else {
+            None
+        };
+        Ok(typed.unwrap_or(Self::Other(map)))
+    }
+}
+
+/// The client's answers, under the keys of the [`InputRequests`] they answer.
+pub type InputResponses = BTreeMap<String, InputResponse>;
+
+const_tag!(
+    /// `resultType: "input_required"`.
+    InputRequiredType = "input_required"
+);
+
+/// A result saying the server needs input first (2026-07-28). It can stand in for the result
+/// of `tools/call`, `prompts/get` and `resources/read`; only its `resultType` tells it apart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// Always `"input_required"`.
+    pub result_type: InputRequiredType,
+    /// What the client must answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<InputRequests>,
+    /// Opaque state to send back unchanged with the retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The members a retried request adds to its params (2026-07-28). The request types that can
+/// be retried (`prompts/get`, `resources/read`, `tools/call`) carry the same two fields
+/// directly; this struct is for code that handles them generically.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputResponseRequestParams {
+    /// Answers to the earlier input requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// The `requestState` of the earlier result, unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// Request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Which notifications a `subscriptions/listen` stream should carry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionFilter {
+    /// `notifications/tools/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_list_changed: Option<bool>,
+    /// `notifications/prompts/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_list_changed: Option<bool>,
+    /// `notifications/resources/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_list_changed: Option<bool>,
+    /// URIs to get `notifications/resources/updated` about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_subscriptions: Option<Vec<String>>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of `subscriptions/listen`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscriptionsListenRequestParams {
+    /// What to listen for.
+    pub notifications: SubscriptionFilter,
+    /// Request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `_meta` of a [`SubscriptionsListenResult`]: which subscription ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscriptionsListenResultMeta {
+    /// The id of the `subscriptions/listen` request.
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+    pub subscription_id: Id,
+    /// The server's name and version.
+    #[serde(
+        rename = "io.modelcontextprotocol/serverInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub server_info: Option<Implementation>,
+    /// Other metadata.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Result of `subscriptions/listen`, sent when the server closes the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscriptionsListenResult {
+    /// Which subscription this closes.
+    #[serde(rename = "_meta")]
+    pub meta: SubscriptionsListenResultMeta,
+    /// Members not modelled here (`resultType`).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of `notifications/subscriptions/acknowledged`: what the server agreed to send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscriptionsAcknowledgedNotificationParams {
+    /// The notifications the stream will carry (may be fewer than asked).
+    pub notifications: SubscriptionFilter,
+    /// Notification metadata, normally `io.modelcontextprotocol/subscriptionId`.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+method!(
+    /// `subscriptions/listen`: open a stream of list-changed and resource-updated
+    /// notifications (2026-07-28).
+    SubscriptionsListen, "subscriptions/listen", ClientToServer, SubscriptionsListenRequestParams, SubscriptionsListenResult, since V2026_07_28
+);
+notification!(
+    /// `notifications/subscriptions/acknowledged`: the first message of a listen stream.
+    SubscriptionsAcknowledged, "notifications/subscriptions/acknowledged", ServerToClient, SubscriptionsAcknowledgedNotificationParams, since V2026_07_28
+);
+
+/// Every method this module declares.
+pub(crate) const METHODS: &[MethodInfo] = &[
+    MethodInfo::request::<SubscriptionsListen>(),
+    MethodInfo::notification::<SubscriptionsAcknowledged>(),
+];

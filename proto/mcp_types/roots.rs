@@ -1,0 +1,58 @@
+//! Roots: the directories or files a client exposes to servers, `roots/list` (asked by the
+//! server) and `notifications/roots/list_changed` (sent by the client; gone in 2026-07-28).
+//!
+//! In 2026-07-28 `roots/list` travels inside an `input_required` result (see
+//! [`input`](super::input)) rather than as a JSON-RPC request; the types are the same.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::*;
+
+/// A root the client lets servers work in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Root {
+    /// Its URI (`file://` in current revisions).
+    pub uri: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Free metadata (2025-06-18 on).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of `roots/list`: only optional metadata.
+pub type ListRootsRequestParams = EmptyParams;
+
+/// Result of `roots/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListRootsResult {
+    /// The roots.
+    pub roots: Vec<Root>,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+method!(
+    /// `roots/list`: the server asks for the client's roots. From 2026-07-28 it is an input
+    /// request inside a result instead.
+    ListRoots, "roots/list", ServerToClient, ListRootsRequestParams, ListRootsResult, since V2024_11_05, removed V2026_07_28
+);
+notification!(
+    /// `notifications/roots/list_changed`: the client's roots changed.
+    RootsListChanged, "notifications/roots/list_changed", ClientToServer, EmptyParams, since V2024_11_05, removed V2026_07_28
+);
+
+/// Every method this module declares.
+pub(crate) const METHODS: &[MethodInfo] = &[
+    MethodInfo::request::<ListRoots>(),
+    MethodInfo::notification::<RootsListChanged>(),
+];
