@@ -226,3 +226,7 @@ pub const FEATURE_METHODS: &[&[MethodInfo]] = &[
     roots::METHODS,
     input::METHODS,
 ];
+
+
+#[cfg(test)]
+mod feature_recordings;
