@@ -174,3 +174,66 @@ method!(
 
 /// Every method this module declares.
 pub(crate) const METHODS: &[MethodInfo] = &[MethodInfo::request::<Complete>()];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn prompt_reference() {
+        let p: CompleteRequestParams = rt(json!({
+            "ref": {"type": "ref/prompt", "name": "completable-prompt"},
+            "argument": {"name": "department", "value": "S"}
+        }));
+        match &p.reference {
+            CompletionReference::Prompt(r) => assert_eq!(r.name, "completable-prompt"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(p.argument.value, "S");
+        assert!(p.context.is_none());
+    }
+
+    #[test]
+    fn resource_template_reference_with_context() {
+        let p: CompleteRequestParams = rt(json!({
+            "ref": {"type": "ref/resource", "uri": "fixture://user/{user_id}/profile"},
+            "argument": {"name": "user_id", "value": "b"},
+            "context": {"arguments": {"org": "acme"}}
+        }));
+        assert!(
+            matches!(p.reference, CompletionReference::ResourceTemplate(ref r)
+            if r.uri == "fixture://user/{user_id}/profile")
+        );
+        assert_eq!(p.context.unwrap().arguments.unwrap()["org"], "acme");
+    }
+
+    #[test]
+    fn unknown_or_malformed_reference_is_kept() {
+        let p: CompleteRequestParams = rt(json!({
+            "ref": {"type": "ref/tool", "name": "t"}, "argument": {"name": "a", "value": ""}
+        }));
+        assert!(matches!(p.reference, CompletionReference::Other(_)));
+        // A prompt reference without its name does not fit and stays whole too.
+        let p: CompleteRequestParams = rt(json!({
+            "ref": {"type": "ref/prompt"}, "argument": {"name": "a", "value": ""}
+        }));
+        assert!(matches!(p.reference, CompletionReference::Other(_)));
+    }
+
+    #[test]
+    fn result() {
+        let r: CompleteResult =
+            rt(json!({"completion": {"values": ["rust", "ruby"], "total": 2, "hasMore": false}}));
+        assert_eq!(r.completion.values, ["rust", "ruby"]);
+        assert_eq!(r.completion.has_more, Some(false));
+        let r: CompleteResult = rt(json!({"completion": {"values": []}, "resultType": "complete"}));
+        assert!(r.completion.total.is_none());
+    }
+}

@@ -115,3 +115,50 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::request::<SetLevel>(),
     MethodInfo::notification::<LoggingMessage>(),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::version::ProtocolVersion;
+    use serde_json::json;
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn levels_are_ordered_by_severity() {
+        assert!(LoggingLevel::Debug < LoggingLevel::Info);
+        assert!(LoggingLevel::Warning < LoggingLevel::Error);
+        assert!(LoggingLevel::Alert < LoggingLevel::Emergency);
+        let mut sorted = LoggingLevel::ALL;
+        sorted.sort();
+        assert_eq!(sorted, LoggingLevel::ALL);
+        for l in LoggingLevel::ALL {
+            assert_eq!(serde_json::to_value(l).unwrap(), json!(l.as_str()));
+        }
+        assert!(serde_json::from_value::<LoggingLevel>(json!("verbose")).is_err());
+    }
+
+    #[test]
+    fn set_level_and_message() {
+        let p: SetLevelRequestParams = rt(json!({"level": "info"}));
+        assert_eq!(p.level, LoggingLevel::Info);
+        let m: LoggingMessageNotificationParams =
+            rt(json!({"level": "error", "logger": "db", "data": {"error": "x", "n": 1.0}}));
+        assert!(m.level >= LoggingLevel::Warning);
+        assert_eq!(m.data["n"], json!(1.0));
+        let m: LoggingMessageNotificationParams = rt(json!({"level": "debug", "data": null}));
+        assert!(m.data.is_null() && m.logger.is_none());
+    }
+
+    #[test]
+    fn method_rows() {
+        let set = &METHODS[0];
+        assert_eq!(set.name, "logging/setLevel");
+        assert_eq!(set.removed_in, Some(ProtocolVersion::V2026_07_28));
+        assert_eq!(METHODS[1].direction, Direction::ServerToClient);
+    }
+}

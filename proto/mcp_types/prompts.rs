@@ -157,3 +157,58 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::request::<GetPrompt>(),
     MethodInfo::notification::<PromptListChanged>(),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn list_result_with_arguments() {
+        let l: ListPromptsResult = rt(json!({"prompts": [{
+            "name": "review", "title": "Review", "description": "Review code",
+            "arguments": [{"name": "code", "required": true},
+                          {"name": "language", "description": "lang", "required": false}],
+            "icons": [{"src": "data:image/png;base64,AA"}]
+        }]}));
+        let args = l.prompts[0].arguments.as_ref().unwrap();
+        assert_eq!(args[0].required, Some(true));
+        assert_eq!(args[1].required, Some(false));
+    }
+
+    #[test]
+    fn get_params_absent_and_empty_arguments_stay_apart() {
+        let p: GetPromptRequestParams = rt(json!({"name": "simple-prompt"}));
+        assert!(p.arguments.is_none());
+        let p: GetPromptRequestParams = rt(json!({"name": "args-prompt", "arguments": {}}));
+        assert_eq!(p.arguments, Some(BTreeMap::new()));
+        let p: GetPromptRequestParams =
+            rt(json!({"name": "review", "arguments": {"code": "x = 1", "language": "python"}}));
+        assert_eq!(p.arguments.unwrap()["language"], "python");
+    }
+
+    #[test]
+    fn get_result_2026() {
+        let r: GetPromptResult = rt(json!({
+            "description": "Review some code",
+            "messages": [{"content": {"text": "Please review", "type": "text"}, "role": "user"}],
+            "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
+        }));
+        assert_eq!(r.messages.len(), 1);
+        assert_eq!(r.extra["resultType"], "complete");
+    }
+
+    #[test]
+    fn method_rows() {
+        assert_eq!(METHODS.len(), 3);
+        assert!(METHODS.iter().all(|m| m.direction != Direction::Both));
+        assert!(METHODS.iter().all(|m| m.removed_in.is_none()));
+    }
+}

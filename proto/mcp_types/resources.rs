@@ -240,3 +240,118 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::notification::<ResourceListChanged>(),
     MethodInfo::notification::<ResourceUpdated>(),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::version::ProtocolVersion;
+    use serde_json::json;
+
+    /// Decodes `v` as `T`, checks that encoding gives `v` back, and returns the typed value.
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn resource_with_every_member_and_an_unknown_one() {
+        let r: Resource = rt(json!({
+            "uri": "file:///a.txt", "name": "a", "title": "A", "description": "d",
+            "mimeType": "text/plain", "size": 12,
+            "annotations": {"audience": ["user"], "priority": 0.5},
+            "icons": [{"src": "https://x/i.png"}], "_meta": {"k": 1}, "x-vendor": true
+        }));
+        assert_eq!(r.uri, "file:///a.txt");
+        assert_eq!(r.mime_type.as_deref(), Some("text/plain"));
+        assert_eq!(r.size, Some(12));
+        assert_eq!(r.extra["x-vendor"], json!(true));
+        // 2024-11-05 minimal shape: absent members stay absent.
+        let r: Resource = rt(json!({"uri": "demo://1", "name": "one"}));
+        assert!(r.title.is_none() && r.meta.is_none() && r.extra.is_empty());
+    }
+
+    #[test]
+    fn list_results_2025_and_2026() {
+        let l: ListResourcesResult = rt(json!({
+            "resources": [{"uri": "demo://1", "name": "one"}], "nextCursor": "2"
+        }));
+        assert_eq!(l.next_cursor.as_deref(), Some("2"));
+        // 2026-07-28 adds resultType / ttlMs / cacheScope, kept in `extra`.
+        let l: ListResourcesResult = rt(json!({
+            "cacheScope": "private", "resources": [], "resultType": "complete", "ttlMs": 0,
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
+        }));
+        assert_eq!(l.extra["ttlMs"], json!(0));
+        assert!(l.meta.is_some());
+        let t: ListResourceTemplatesResult = rt(json!({
+            "resourceTemplates": [{"uriTemplate": "fixture://user/{id}", "name": "user",
+                                   "mimeType": "application/json"}]
+        }));
+        assert_eq!(t.resource_templates[0].uri_template, "fixture://user/{id}");
+    }
+
+    #[test]
+    fn list_params_absent_cursor_and_meta() {
+        let p: ListResourcesRequestParams = rt(json!({}));
+        assert_eq!(p, ListResourcesRequestParams::default());
+        let p: ListResourcesRequestParams =
+            rt(json!({"cursor": "res-2", "_meta": {"progressToken": 3}}));
+        assert_eq!(p.cursor.as_deref(), Some("res-2"));
+    }
+
+    #[test]
+    fn read_params_and_result() {
+        let p: ReadResourceRequestParams = rt(json!({"uri": "demo://r/1"}));
+        assert!(p.input_responses.is_none() && p.request_state.is_none());
+        // A 2026-07-28 retry carrying input responses and the request state.
+        let p: ReadResourceRequestParams = rt(json!({
+            "uri": "demo://r/1", "requestState": "abc",
+            "inputResponses": {"k": {"action": "decline"}},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}
+        }));
+        assert!(matches!(
+            p.input_responses.unwrap()["k"],
+            InputResponse::Elicit(_)
+        ));
+        assert!(serde_json::from_value::<ReadResourceRequestParams>(json!({})).is_err());
+        let r: ReadResourceResult = rt(json!({"contents": [
+            {"uri": "demo://r/1", "mimeType": "text/plain", "text": "hi"},
+            {"uri": "demo://r/2", "blob": "AAEC"}
+        ]}));
+        assert_eq!(r.contents.len(), 2);
+    }
+
+    #[test]
+    fn notifications_and_subscribe() {
+        let n: ResourceUpdatedNotificationParams = rt(json!({"uri": "demo://r/2"}));
+        assert_eq!(n.uri, "demo://r/2");
+        let n: ResourceUpdatedNotificationParams = rt(
+            json!({"uri": "demo://r/2", "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}),
+        );
+        assert!(n.meta.is_some());
+        let s: SubscribeRequestParams = rt(json!({"uri": "demo://r/2"}));
+        assert_eq!(s.uri, "demo://r/2");
+        let _: EmptyParams = rt(json!({}));
+    }
+
+    #[test]
+    fn method_rows() {
+        let names: Vec<_> = METHODS.iter().map(|m| m.name).collect();
+        assert_eq!(names.len(), 7);
+        let sub = METHODS
+            .iter()
+            .find(|m| m.name == "resources/subscribe")
+            .unwrap();
+        assert_eq!(sub.direction, Direction::ClientToServer);
+        assert!(sub.exists_in(ProtocolVersion::V2025_11_25));
+        assert!(!sub.exists_in(ProtocolVersion::V2026_07_28));
+        let upd = METHODS
+            .iter()
+            .find(|m| m.name == "notifications/resources/updated")
+            .unwrap();
+        assert!(upd.is_notification && upd.direction == Direction::ServerToClient);
+        assert!(upd.exists_in(ProtocolVersion::V2026_07_28));
+    }
+}
