@@ -541,3 +541,128 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::request::<Elicit>(),
     MethodInfo::notification::<ElicitationComplete>(),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::version::ProtocolVersion;
+    use serde_json::json;
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn form_mode_with_every_field_kind() {
+        let p: ElicitRequestParams = rt(json!({
+            "message": "Please provide inputs",
+            "requestedSchema": {"type": "object", "title": "Prefs", "properties": {
+                "name": {"title": "String", "type": "string", "description": "Your name",
+                         "minLength": 1, "maxLength": 50},
+                "email": {"type": "string", "format": "email"},
+                "check": {"type": "boolean", "default": false},
+                "integer": {"type": "integer", "minimum": 1, "maximum": 100, "default": 42},
+                "number": {"type": "number", "minimum": 0, "maximum": 1000, "default": 2.5},
+                "untitled": {"type": "string", "enum": ["a", "b"], "default": "a"},
+                "titled": {"type": "string", "oneOf": [{"const": "h1", "title": "Superman"}]},
+                "multi": {"type": "array", "minItems": 1, "maxItems": 3,
+                          "items": {"type": "string", "enum": ["x", "y"]}, "default": ["x"]},
+                "titledMulti": {"type": "array",
+                                "items": {"anyOf": [{"const": "f1", "title": "Tuna"}]}},
+                "legacy": {"type": "string", "enum": ["p1"], "enumNames": ["Cats"]},
+                "weird": {"type": "object", "properties": {}}
+            }, "required": ["name"]}
+        }));
+        let ElicitRequestParams::Form(f) = p else {
+            panic!("not form")
+        };
+        assert!(f.mode.is_none());
+        let props = &f.requested_schema.properties;
+        use PrimitiveSchemaDefinition as P;
+        assert!(matches!(&props["name"], P::String(s) if s.max_length == Some(50)));
+        assert!(matches!(&props["email"], P::String(s) if s.format == Some(StringFormat::Email)));
+        assert!(matches!(&props["check"], P::Boolean(b) if b.default == Some(false)));
+        assert!(matches!(&props["integer"], P::Number(n) if n.kind == NumberType::Integer));
+        assert!(matches!(&props["number"], P::Number(n) if n.default.as_ref().unwrap().is_f64()));
+        assert!(matches!(&props["untitled"], P::UntitledSingleSelectEnum(_)));
+        assert!(
+            matches!(&props["titled"], P::TitledSingleSelectEnum(e) if e.one_of[0].value == "h1")
+        );
+        assert!(matches!(&props["multi"], P::UntitledMultiSelectEnum(_)));
+        assert!(matches!(&props["titledMulti"], P::TitledMultiSelectEnum(_)));
+        assert!(matches!(&props["legacy"], P::LegacyTitledEnum(_)));
+        assert!(matches!(&props["weird"], P::Other(_)));
+        assert_eq!(f.requested_schema.extra["title"], "Prefs");
+    }
+
+    #[test]
+    fn form_mode_explicit_2025_11_25() {
+        let p: ElicitRequestParams = rt(json!({
+            "mode": "form", "message": "m",
+            "requestedSchema": {"type": "object", "properties": {}},
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "t1"}}
+        }));
+        assert!(matches!(p, ElicitRequestParams::Form(ref f) if f.mode.is_some()));
+    }
+
+    #[test]
+    fn url_mode_2025_11_25_and_2026_07_28() {
+        let p: ElicitRequestParams = rt(json!({
+            "mode": "url", "message": "Authorize access",
+            "url": "https://mcp.example.com/oauth?state=1", "elicitationId": "e-1"
+        }));
+        let ElicitRequestParams::Url(u) = p else {
+            panic!("not url")
+        };
+        assert_eq!(u.elicitation_id.as_deref(), Some("e-1"));
+        // 2026-07-28 drops elicitationId.
+        let p: ElicitRequestParams = rt(json!({
+            "mode": "url", "url": "https://mcp.example.com/ui/set_api_key",
+            "message": "Please provide your API key to continue."
+        }));
+        assert!(matches!(p, ElicitRequestParams::Url(ref u) if u.elicitation_id.is_none()));
+        // URL mode without url is an error, an unknown mode is kept.
+        assert!(serde_json::from_value::<ElicitRequestParams>(
+            json!({"mode": "url", "message": ""})
+        )
+        .is_err());
+        let p: ElicitRequestParams = rt(json!({"mode": "voice", "message": "say it"}));
+        assert!(matches!(p, ElicitRequestParams::Other(_)));
+    }
+
+    #[test]
+    fn results() {
+        let r: ElicitResult = rt(json!({"action": "accept", "content": {
+            "name": "octocat", "age": 30, "ratio": 0.5, "ok": true, "tags": ["a", "b"]
+        }}));
+        assert_eq!(r.action, ElicitAction::Accept);
+        let c = r.content.unwrap();
+        assert!(matches!(c["age"], ElicitValue::Number(_)));
+        assert!(matches!(c["ok"], ElicitValue::Boolean(true)));
+        assert!(matches!(c["tags"], ElicitValue::StringArray(_)));
+        let r: ElicitResult = rt(json!({"action": "accept"}));
+        assert!(r.content.is_none());
+        let r: ElicitResult = rt(json!({"action": "decline"}));
+        assert_eq!(r.action, ElicitAction::Decline);
+        let r: ElicitResult = rt(json!({"action": "snooze"}));
+        assert_eq!(r.action, ElicitAction::Other("snooze".into()));
+    }
+
+    #[test]
+    fn complete_notification() {
+        let n: ElicitationCompleteNotificationParams = rt(json!({"elicitationId": "e-1"}));
+        assert_eq!(n.elicitation_id, "e-1");
+    }
+
+    #[test]
+    fn method_rows() {
+        assert_eq!(METHODS[0].direction, Direction::ServerToClient);
+        assert!(!METHODS[0].exists_in(ProtocolVersion::V2025_03_26));
+        assert!(METHODS[0].exists_in(ProtocolVersion::V2025_06_18));
+        assert!(METHODS[1].exists_in(ProtocolVersion::V2025_11_25));
+        assert!(!METHODS[1].exists_in(ProtocolVersion::V2025_06_18));
+        assert!(!METHODS[1].exists_in(ProtocolVersion::V2026_07_28));
+    }
+}

@@ -56,3 +56,38 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::request::<ListRoots>(),
     MethodInfo::notification::<RootsListChanged>(),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::version::ProtocolVersion;
+    use serde_json::json;
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn list_result() {
+        let r: ListRootsResult = rt(json!({"roots": [
+            {"uri": "file:///tmp/mcp-fixtures/project", "name": "project"},
+            {"uri": "file:///srv", "_meta": {"k": 1}}
+        ]}));
+        assert_eq!(r.roots[0].name.as_deref(), Some("project"));
+        assert!(r.roots[1].name.is_none());
+        let r: ListRootsResult = rt(json!({"roots": []}));
+        assert!(r.roots.is_empty());
+    }
+
+    #[test]
+    fn method_rows() {
+        assert_eq!(METHODS[0].direction, Direction::ServerToClient);
+        assert_eq!(METHODS[1].direction, Direction::ClientToServer);
+        assert!(METHODS[1].is_notification);
+        assert!(METHODS
+            .iter()
+            .all(|m| m.removed_in == Some(ProtocolVersion::V2026_07_28)));
+    }
+}

@@ -194,3 +194,117 @@ method!(
 
 /// Every method this module declares.
 pub(crate) const METHODS: &[MethodInfo] = &[MethodInfo::request::<CreateMessage>()];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::version::ProtocolVersion;
+    use serde_json::json;
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn request_2024_11_05() {
+        let p: CreateMessageRequestParams = rt(json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+            "modelPreferences": {"hints": [{"name": "claude-3-sonnet"}],
+                                 "intelligencePriority": 0.8, "speedPriority": 0.5},
+            "systemPrompt": "You are a helpful test server.",
+            "includeContext": "thisServer",
+            "maxTokens": 20, "temperature": 0.7, "stopSequences": ["\n\n"],
+            "metadata": {"provider": {"x": 1}}
+        }));
+        assert!(matches!(p.messages[0].content, SamplingContent::Single(_)));
+        assert_eq!(p.include_context, Some(IncludeContext::ThisServer));
+        assert_eq!(p.max_tokens.as_u64(), Some(20));
+        let prefs = p.model_preferences.unwrap();
+        assert_eq!(
+            prefs.hints.unwrap()[0].name.as_deref(),
+            Some("claude-3-sonnet")
+        );
+        assert!(prefs.cost_priority.is_none());
+        assert!(p.tools.is_none() && p.tool_choice.is_none() && p.task.is_none());
+    }
+
+    #[test]
+    fn number_spelling_is_kept() {
+        let p: CreateMessageRequestParams =
+            rt(json!({"messages": [], "maxTokens": 100, "temperature": 1.0}));
+        assert_eq!(serde_json::to_string(&p.temperature).unwrap(), "1.0");
+        let p: CreateMessageRequestParams =
+            rt(json!({"messages": [], "maxTokens": 100, "temperature": 1}));
+        assert_eq!(serde_json::to_string(&p.temperature).unwrap(), "1");
+    }
+
+    #[test]
+    fn request_2025_11_25_with_tools_and_array_content() {
+        let p: CreateMessageRequestParams = rt(json!({
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Weather in Paris?"}},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "toolUseId": "c1",
+                     "content": [{"type": "text", "text": "18C"}]}
+                ], "_meta": {"k": "v"}}
+            ],
+            "tools": [{"name": "get_weather", "inputSchema": {"type": "object"}}],
+            "toolChoice": {"mode": "auto"},
+            "task": {"ttl": 60000},
+            "maxTokens": 1000
+        }));
+        assert!(matches!(p.messages[1].content, SamplingContent::Multiple(ref v) if v.len() == 1));
+        assert_eq!(p.tool_choice.unwrap().mode, Some(ToolChoiceMode::Auto));
+        assert_eq!(p.tools.unwrap().len(), 1);
+        assert!(p.task.is_some());
+        assert!(p.messages[2].meta.is_some());
+    }
+
+    #[test]
+    fn results_single_and_array() {
+        let r: CreateMessageResult = rt(json!({
+            "role": "assistant", "content": {"type": "text", "text": "Canned reply to: hi"},
+            "model": "canned-model-1", "stopReason": "endTurn"
+        }));
+        assert!(matches!(r.content, SamplingContent::Single(_)));
+        assert_eq!(r.stop_reason, Some(StopReason::EndTurn));
+        let r: CreateMessageResult = rt(json!({
+            "role": "assistant", "model": "m", "stopReason": "toolUse",
+            "content": [{"type": "tool_use", "id": "c2", "name": "get_weather", "input": {}}]
+        }));
+        assert!(matches!(r.content, SamplingContent::Multiple(_)));
+        assert_eq!(r.stop_reason, Some(StopReason::ToolUse));
+        // stopReason is an open string.
+        let r: CreateMessageResult = rt(json!({
+            "role": "assistant", "model": "m", "stopReason": "refusal",
+            "content": {"type": "text", "text": ""}
+        }));
+        assert_eq!(r.stop_reason, Some(StopReason::Other("refusal".into())));
+    }
+
+    #[test]
+    fn open_enums_keep_unknown_values() {
+        let c: ToolChoice = rt(json!({"mode": "any"}));
+        assert_eq!(c.mode, Some(ToolChoiceMode::Other("any".into())));
+        let c: ToolChoice = rt(json!({}));
+        assert!(c.mode.is_none());
+        let i: IncludeContext = rt(json!("everything"));
+        assert_eq!(i.as_str(), "everything");
+    }
+
+    #[test]
+    fn method_row() {
+        let m = &METHODS[0];
+        assert_eq!(
+            (m.name, m.direction),
+            ("sampling/createMessage", Direction::ServerToClient)
+        );
+        assert!(m.exists_in(ProtocolVersion::V2024_11_05));
+        assert!(!m.exists_in(ProtocolVersion::V2026_07_28));
+    }
+}
