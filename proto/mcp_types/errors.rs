@@ -51,3 +51,44 @@ pub struct MissingRequiredClientCapabilityData {
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn codes() {
+        assert_eq!(
+            [
+                URL_ELICITATION_REQUIRED,
+                UNSUPPORTED_PROTOCOL_VERSION,
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                HEADER_MISMATCH
+            ],
+            [-32042, -32022, -32021, -32020]
+        );
+    }
+
+    #[test]
+    fn data_payloads() {
+        let d: UnsupportedProtocolVersionData =
+            rt(json!({"supported": ["2026-07-28", "2025-11-25"], "requested": "1900-01-01"}));
+        assert_eq!(d.requested, "1900-01-01");
+        let d: MissingRequiredClientCapabilityData =
+            rt(json!({"requiredCapabilities": {"elicitation": {}}}));
+        assert!(d.extra.is_empty());
+        let d: UrlElicitationRequiredData = rt(json!({"elicitations": [{
+            "mode": "url", "elicitationId": "e-1", "url": "https://example.com/connect",
+            "message": "Connect your account"
+        }], "hint": "retry after"}));
+        assert_eq!(d.elicitations[0].elicitation_id.as_deref(), Some("e-1"));
+        assert_eq!(d.extra["hint"], "retry after");
+    }
+}

@@ -274,3 +274,131 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::request::<SubscriptionsListen>(),
     MethodInfo::notification::<SubscriptionsAcknowledged>(),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::version::ProtocolVersion;
+    use serde_json::json;
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn input_required_result_with_requests_and_state() {
+        let r: InputRequiredResult = rt(json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                "github_login": {"method": "elicitation/create", "params": {
+                    "message": "Please provide your GitHub username",
+                    "requestedSchema": {"type": "object",
+                        "properties": {"name": {"type": "string"}}, "required": ["name"]}}},
+                "capital_of_france": {"method": "sampling/createMessage", "params": {
+                    "messages": [{"role": "user",
+                                  "content": {"type": "text", "text": "Capital of France?"}}],
+                    "maxTokens": 100}},
+                "where": {"method": "roots/list"},
+                "future": {"method": "something/new", "params": {"x": 1}}
+            },
+            "requestState": "eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0"
+        }));
+        let reqs = r.input_requests.unwrap();
+        assert!(matches!(
+            reqs["github_login"],
+            InputRequest::Elicit(ElicitRequestParams::Form(_))
+        ));
+        assert!(matches!(
+            reqs["capital_of_france"],
+            InputRequest::CreateMessage(_)
+        ));
+        assert_eq!(reqs["where"], InputRequest::ListRoots(None));
+        assert!(matches!(reqs["future"], InputRequest::Other(_)));
+        assert_eq!(reqs["future"].method(), Some("something/new"));
+        assert_eq!(
+            r.request_state.as_deref(),
+            Some("eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0")
+        );
+        // Only `resultType: "input_required"` decodes as this type.
+        let r: InputRequiredResult =
+            rt(json!({"resultType": "input_required", "requestState": "s"}));
+        assert!(r.input_requests.is_none());
+        let done = json!({"resultType": "complete", "content": []});
+        assert!(serde_json::from_value::<InputRequiredResult>(done).is_err());
+    }
+
+    #[test]
+    fn retried_request_carries_responses_and_state() {
+        let p: InputResponseRequestParams = rt(json!({
+            "inputResponses": {
+                "github_login": {"action": "accept", "content": {"name": "octocat"}},
+                "capital_of_france": {"role": "assistant",
+                    "content": {"type": "text", "text": "Paris."},
+                    "model": "claude-3-sonnet-20240307", "stopReason": "endTurn"},
+                "where": {"roots": [{"uri": "file:///p"}]},
+                "odd": {"something": true}
+            },
+            "requestState": "eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}
+        }));
+        let resp = p.input_responses.unwrap();
+        assert!(matches!(resp["github_login"], InputResponse::Elicit(_)));
+        assert!(matches!(
+            resp["capital_of_france"],
+            InputResponse::CreateMessage(_)
+        ));
+        assert!(matches!(resp["where"], InputResponse::ListRoots(_)));
+        assert!(matches!(resp["odd"], InputResponse::Other(_)));
+        // The same members inside a typed request of a feature module.
+        let g: GetPromptRequestParams = rt(json!({
+            "name": "review", "requestState": "s",
+            "inputResponses": {"k": {"action": "cancel"}}
+        }));
+        assert_eq!(g.request_state.as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn subscriptions_listen_exchange() {
+        let p: SubscriptionsListenRequestParams = rt(json!({
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientInfo": {"name": "ExampleClient", "version": "1.0.0"},
+                      "io.modelcontextprotocol/clientCapabilities": {}},
+            "notifications": {"toolsListChanged": true,
+                              "resourceSubscriptions": ["file:///project/config.json"]}
+        }));
+        assert_eq!(p.notifications.tools_list_changed, Some(true));
+        assert!(p.notifications.prompts_list_changed.is_none());
+        let ack: SubscriptionsAcknowledgedNotificationParams = rt(json!({
+            "_meta": {"io.modelcontextprotocol/subscriptionId": "listen-1"},
+            "notifications": {"toolsListChanged": true,
+                              "resourceSubscriptions": ["file:///project/config.json"]}
+        }));
+        assert_eq!(ack.notifications, p.notifications);
+        let done: SubscriptionsListenResult = rt(json!({
+            "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/subscriptionId": "listen-1"}
+        }));
+        assert_eq!(done.meta.subscription_id, Id::String("listen-1".into()));
+        assert_eq!(done.extra["resultType"], "complete");
+        let done: SubscriptionsListenResult = rt(json!({
+            "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/subscriptionId": 4,
+                      "io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
+        }));
+        assert_eq!(done.meta.subscription_id, Id::Number(4));
+        assert!(done.meta.server_info.is_some());
+    }
+
+    #[test]
+    fn method_rows() {
+        for m in METHODS {
+            assert_eq!(m.since, ProtocolVersion::V2026_07_28);
+            assert!(!m.exists_in(ProtocolVersion::V2025_11_25));
+        }
+        assert_eq!(METHODS[0].direction, Direction::ClientToServer);
+        assert_eq!(METHODS[1].direction, Direction::ServerToClient);
+    }
+}
