@@ -227,6 +227,5 @@ pub const FEATURE_METHODS: &[&[MethodInfo]] = &[
     input::METHODS,
 ];
 
-
 #[cfg(test)]
 mod feature_recordings;
