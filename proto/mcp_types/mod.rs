@@ -132,7 +132,7 @@ impl MethodInfo {
 
     /// Whether revision `v` has this method.
     pub fn exists_in(&self, v: ProtocolVersion) -> bool {
-        v >= self.since && self.removed_in.is_none_or(|r| v < r)
+        v >= self.since && self.removed_in.map_or(true, |r| v < r)
     }
 }
 
@@ -192,21 +192,56 @@ pub use crate::__mcp_notification as notification;
 
 mod meta;
 pub use meta::*;
-mod lifecycle;
-pub use lifecycle::*;
+mod open_enum;
+
+mod completion;
 mod content;
-pub use content::*;
-mod tools;
-pub use tools::*;
+mod elicitation;
+mod errors;
+mod input;
+mod lifecycle;
+mod logging;
+mod prompts;
+mod resources;
+mod roots;
+mod sampling;
 mod tasks;
+mod tools;
+pub use completion::*;
+pub use content::*;
+pub use elicitation::*;
+pub use errors::*;
+pub use input::*;
+pub use lifecycle::*;
+pub use logging::*;
+pub use prompts::*;
+pub use resources::*;
+pub use roots::*;
+pub use sampling::*;
 pub use tasks::*;
+pub use tools::*;
+
+#[cfg(test)]
+mod feature_recordings;
 
 /// Every method of every revision, in both directions.
-static METHOD_TABLES: &[&[MethodInfo]] = &[lifecycle::METHODS, tools::METHODS, tasks::METHODS];
+static METHOD_TABLES: &[&[MethodInfo]] = &[
+    lifecycle::METHODS,
+    tools::METHODS,
+    tasks::METHODS,
+    resources::METHODS,
+    prompts::METHODS,
+    completion::METHODS,
+    logging::METHODS,
+    sampling::METHODS,
+    elicitation::METHODS,
+    roots::METHODS,
+    input::METHODS,
+];
 
 /// The row of the method table for `name`, if any revision has that method.
 pub fn find_method(name: &str) -> Option<&'static MethodInfo> {
-    METHOD_TABLES.iter().flat_map(|t| t.iter()).find(|m| m.name == name)
+    all_methods().find(|m| m.name == name)
 }
 
 /// Every row of the method table.
@@ -214,12 +249,21 @@ pub fn all_methods() -> impl Iterator<Item = &'static MethodInfo> {
     METHOD_TABLES.iter().flat_map(|t| t.iter())
 }
 
-/// Round trip of a result of `method`: a 2026-07-28 result whose `resultType` is
-/// `input_required` is checked as an `InputRequiredResult`, any other as the method's own result.
+/// Round trip of a result of `method`: a result whose `resultType` is `input_required`
+/// (2026-07-28) is checked as an [`InputRequiredResult`], any other as the method's own result.
 ///
 /// # Errors
 /// When the result does not fit its type.
 pub fn round_trip_result(method: &MethodInfo, raw: &RawValue) -> Result<Value, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "resultType", borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    let kind: Kind<'_> = serde_json::from_str(raw.get())?;
+    if kind.result_type.as_deref() == Some("input_required") {
+        return round_trip::<InputRequiredResult>(raw);
+    }
     match method.result {
         Some(result) => result(raw),
         None => Err(serde::de::Error::custom(format!("{} is a notification and has no result", method.name))),

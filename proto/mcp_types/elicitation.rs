@@ -1,0 +1,668 @@
+//! Elicitation: `elicitation/create` (2025-06-18 on), by which a server asks the user for input
+//! through the client, either as a form described by a flat schema of primitive fields or
+//! (2025-11-25 on) by sending the user to a URL; [`ElicitResult`]; and
+//! `notifications/elicitation/complete` (2025-11-25 only) for URL mode.
+//!
+//! The form schema is typed ([`PrimitiveSchemaDefinition`]) but anything that fits none of the
+//! spec's field kinds is kept as written. In 2026-07-28 the request travels inside an
+//! `input_required` result (see [`input`](super::input)) rather than as a JSON-RPC request.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Number, Value};
+
+use super::open_enum::{const_tag, open_enum};
+use super::*;
+
+const_tag!(
+    /// `mode: "form"`.
+    FormMode = "form"
+);
+const_tag!(
+    /// `mode: "url"`.
+    UrlMode = "url"
+);
+const_tag!(
+    /// `type: "object"`.
+    ObjectType = "object"
+);
+const_tag!(
+    /// `type: "string"`.
+    StringType = "string"
+);
+const_tag!(
+    /// `type: "boolean"`.
+    BooleanType = "boolean"
+);
+const_tag!(
+    /// `type: "array"`.
+    ArrayType = "array"
+);
+
+/// `type` of a [`NumberSchema`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NumberType {
+    /// Whole numbers only.
+    Integer,
+    /// Any number.
+    Number,
+}
+
+open_enum!(
+    /// `format` of a [`StringSchema`]. Open: an unknown format is kept.
+    StringFormat {
+        /// An email address.
+        Email = "email",
+        /// A URI.
+        Uri = "uri",
+        /// A calendar date.
+        Date = "date",
+        /// A date and time.
+        DateTime = "date-time",
+    }
+);
+
+/// A free-text field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StringSchema {
+    /// Always `"string"`.
+    #[serde(rename = "type")]
+    pub kind: StringType,
+    /// Label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Help text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Minimum length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<u64>,
+    /// Maximum length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    /// Expected format.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<StringFormat>,
+    /// Pre-filled value (2025-11-25 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A numeric field; bounds and default kept as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumberSchema {
+    /// `"integer"` or `"number"`.
+    #[serde(rename = "type")]
+    pub kind: NumberType,
+    /// Label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Help text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Lower bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<Number>,
+    /// Upper bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<Number>,
+    /// Pre-filled value (2025-11-25 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Number>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A yes/no field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BooleanSchema {
+    /// Always `"boolean"`.
+    #[serde(rename = "type")]
+    pub kind: BooleanType,
+    /// Label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Help text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Pre-filled value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<bool>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Pick one of plain string values (2025-11-25 name; the 2025-06-18 `EnumSchema` without
+/// `enumNames` has this shape).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UntitledSingleSelectEnumSchema {
+    /// Always `"string"`.
+    #[serde(rename = "type")]
+    pub kind: StringType,
+    /// Label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Help text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The choices.
+    #[serde(rename = "enum")]
+    pub values: Vec<String>,
+    /// Pre-selected choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One choice with a display label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TitledEnumOption {
+    /// The value sent back.
+    #[serde(rename = "const")]
+    pub value: String,
+    /// What the user sees.
+    pub title: String,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Pick one of labelled values (`oneOf` of `const`/`title`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TitledSingleSelectEnumSchema {
+    /// Always `"string"`.
+    #[serde(rename = "type")]
+    pub kind: StringType,
+    /// Label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Help text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The choices.
+    pub one_of: Vec<TitledEnumOption>,
+    /// Pre-selected choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `items` of an [`UntitledMultiSelectEnumSchema`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UntitledEnumItems {
+    /// Always `"string"`.
+    #[serde(rename = "type")]
+    pub kind: StringType,
+    /// The choices.
+    #[serde(rename = "enum")]
+    pub values: Vec<String>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `items` of a [`TitledMultiSelectEnumSchema`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TitledEnumItems {
+    /// The choices.
+    pub any_of: Vec<TitledEnumOption>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Pick several of plain string values (2025-11-25).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UntitledMultiSelectEnumSchema {
+    /// Always `"array"`.
+    #[serde(rename = "type")]
+    pub kind: ArrayType,
+    /// Label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Help text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Fewest choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<u64>,
+    /// Most choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
+    /// The choices.
+    pub items: UntitledEnumItems,
+    /// Pre-selected choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Vec<String>>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Pick several of labelled values (2025-11-25).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TitledMultiSelectEnumSchema {
+    /// Always `"array"`.
+    #[serde(rename = "type")]
+    pub kind: ArrayType,
+    /// Label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Help text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Fewest choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<u64>,
+    /// Most choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
+    /// The choices.
+    pub items: TitledEnumItems,
+    /// Pre-selected choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Vec<String>>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Pick one value, labels given in a parallel `enumNames` array (the 2025-06-18 form, kept
+/// for compatibility).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyTitledEnumSchema {
+    /// Always `"string"`.
+    #[serde(rename = "type")]
+    pub kind: StringType,
+    /// Label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Help text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The choices.
+    #[serde(rename = "enum")]
+    pub values: Vec<String>,
+    /// Their labels, same order.
+    pub enum_names: Vec<String>,
+    /// Pre-selected choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One field of a form's `requestedSchema`.
+///
+/// Decoding looks at `type` and at which of `enum`, `enumNames`, `oneOf`, `items` are present;
+/// a field that fits no kind is kept whole in `Other`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum PrimitiveSchemaDefinition {
+    /// Free text.
+    String(StringSchema),
+    /// A number.
+    Number(NumberSchema),
+    /// Yes/no.
+    Boolean(BooleanSchema),
+    /// One of plain values.
+    UntitledSingleSelectEnum(UntitledSingleSelectEnumSchema),
+    /// One of labelled values.
+    TitledSingleSelectEnum(TitledSingleSelectEnumSchema),
+    /// Several of plain values.
+    UntitledMultiSelectEnum(UntitledMultiSelectEnumSchema),
+    /// Several of labelled values.
+    TitledMultiSelectEnum(TitledMultiSelectEnumSchema),
+    /// One value with `enumNames` labels.
+    LegacyTitledEnum(LegacyTitledEnumSchema),
+    /// Anything else, as written.
+    Other(Map<String, Value>),
+}
+
+impl<'de> Deserialize<'de> for PrimitiveSchemaDefinition {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use PrimitiveSchemaDefinition as P;
+        fn parse<T: serde::de::DeserializeOwned>(
+            map: &Map<String, Value>,
+            wrap: fn(T) -> PrimitiveSchemaDefinition,
+        ) -> Option<PrimitiveSchemaDefinition> {
+            serde_json::from_value(Value::Object(map.clone()))
+                .ok()
+                .map(wrap)
+        }
+        let map = Map::deserialize(d)?;
+        let has = |k: &str| map.contains_key(k);
+        let parsed = match map.get("type").and_then(Value::as_str) {
+            Some("string") if has("oneOf") => parse(&map, P::TitledSingleSelectEnum),
+            Some("string") if has("enum") && has("enumNames") => parse(&map, P::LegacyTitledEnum),
+            Some("string") if has("enum") => parse(&map, P::UntitledSingleSelectEnum),
+            Some("string") => parse(&map, P::String),
+            Some("integer" | "number") => parse(&map, P::Number),
+            Some("boolean") => parse(&map, P::Boolean),
+            Some("array") => match map.get("items") {
+                Some(items) if items.get("anyOf").is_some() => {
+                    parse(&map, P::TitledMultiSelectEnum)
+                }
+                Some(items) if items.get("enum").is_some() => {
+                    parse(&map, P::UntitledMultiSelectEnum)
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        Ok(parsed.unwrap_or(P::Other(map)))
+    }
+}
+
+/// The `requestedSchema` of a form: a flat object schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationSchema {
+    /// JSON Schema dialect (2025-11-25 on).
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// Always `"object"`.
+    #[serde(rename = "type")]
+    pub kind: ObjectType,
+    /// The fields, by name.
+    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
+    /// Names of the fields that must be filled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<Vec<String>>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of a form-mode elicitation (the only mode before 2025-11-25, where `mode` is absent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitRequestFormParams {
+    /// `"form"`, or absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<FormMode>,
+    /// What to tell the user.
+    pub message: String,
+    /// The fields to fill.
+    pub requested_schema: ElicitationSchema,
+    /// Run as a task (2025-11-25 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskMetadata>,
+    /// Request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of a URL-mode elicitation (2025-11-25 on): the user is sent to `url`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitRequestURLParams {
+    /// Always `"url"`.
+    pub mode: UrlMode,
+    /// Why the user should go there.
+    pub message: String,
+    /// Where to send the user.
+    pub url: String,
+    /// Id for `notifications/elicitation/complete` (required in 2025-11-25, gone in 2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation_id: Option<String>,
+    /// Run as a task (2025-11-25 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskMetadata>,
+    /// Request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of `elicitation/create`, told apart by `mode` (`"url"`, or `"form"`/absent).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ElicitRequestParams {
+    /// Form mode.
+    Form(ElicitRequestFormParams),
+    /// URL mode.
+    Url(ElicitRequestURLParams),
+    /// A mode this crate does not know, kept whole.
+    Other(Map<String, Value>),
+}
+
+impl<'de> Deserialize<'de> for ElicitRequestParams {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let map = Map::deserialize(d)?;
+        let value = Value::Object(map);
+        match value.get("mode") {
+            None => serde_json::from_value(value).map(Self::Form),
+            Some(Value::String(m)) if m == "form" => serde_json::from_value(value).map(Self::Form),
+            Some(Value::String(m)) if m == "url" => serde_json::from_value(value).map(Self::Url),
+            Some(_) => match value {
+                Value::Object(map) => Ok(Self::Other(map)),
+                _ => unreachable!("built from a map"),
+            },
+        }
+        .map_err(D::Error::custom)
+    }
+}
+
+open_enum!(
+    /// What the user did. Open: an unknown action is kept (a receiver should treat it like
+    /// `cancel`).
+    ElicitAction {
+        /// Submitted (form: `content` holds the answers).
+        Accept = "accept",
+        /// Explicitly refused.
+        Decline = "decline",
+        /// Dismissed without choosing.
+        Cancel = "cancel",
+    }
+);
+
+/// One answer in [`ElicitResult::content`]. Numbers kept as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ElicitValue {
+    /// Text or a single choice.
+    String(String),
+    /// A number.
+    Number(Number),
+    /// Yes/no.
+    Boolean(bool),
+    /// Several choices (2025-11-25 on).
+    StringArray(Vec<String>),
+    /// Anything else, as written.
+    Other(Value),
+}
+
+/// Result of `elicitation/create`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElicitResult {
+    /// What the user did.
+    pub action: ElicitAction,
+    /// The answers, by field name (form mode, on accept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<BTreeMap<String, ElicitValue>>,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of `notifications/elicitation/complete`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationCompleteNotificationParams {
+    /// The URL-mode elicitation that finished.
+    pub elicitation_id: String,
+    /// Notification metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+method!(
+    /// `elicitation/create`: the server asks the user for input via the client. From
+    /// 2026-07-28 it is an input request inside a result instead.
+    Elicit, "elicitation/create", ServerToClient, ElicitRequestParams, ElicitResult, since V2025_06_18, removed V2026_07_28
+);
+notification!(
+    /// `notifications/elicitation/complete`: a URL-mode elicitation has finished.
+    ElicitationComplete, "notifications/elicitation/complete", ServerToClient, ElicitationCompleteNotificationParams, since V2025_11_25, removed V2026_07_28
+);
+
+/// Every method this module declares.
+pub(crate) const METHODS: &[MethodInfo] = &[
+    MethodInfo::request::<Elicit>(),
+    MethodInfo::notification::<ElicitationComplete>(),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::version::ProtocolVersion;
+    use serde_json::json;
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn form_mode_with_every_field_kind() {
+        let p: ElicitRequestParams = rt(json!({
+            "message": "Please provide inputs",
+            "requestedSchema": {"type": "object", "title": "Prefs", "properties": {
+                "name": {"title": "String", "type": "string", "description": "Your name",
+                         "minLength": 1, "maxLength": 50},
+                "email": {"type": "string", "format": "email"},
+                "check": {"type": "boolean", "default": false},
+                "integer": {"type": "integer", "minimum": 1, "maximum": 100, "default": 42},
+                "number": {"type": "number", "minimum": 0, "maximum": 1000, "default": 2.5},
+                "untitled": {"type": "string", "enum": ["a", "b"], "default": "a"},
+                "titled": {"type": "string", "oneOf": [{"const": "h1", "title": "Superman"}]},
+                "multi": {"type": "array", "minItems": 1, "maxItems": 3,
+                          "items": {"type": "string", "enum": ["x", "y"]}, "default": ["x"]},
+                "titledMulti": {"type": "array",
+                                "items": {"anyOf": [{"const": "f1", "title": "Tuna"}]}},
+                "legacy": {"type": "string", "enum": ["p1"], "enumNames": ["Cats"]},
+                "weird": {"type": "object", "properties": {}}
+            }, "required": ["name"]}
+        }));
+        let ElicitRequestParams::Form(f) = p else {
+            panic!("not form")
+        };
+        assert!(f.mode.is_none());
+        let props = &f.requested_schema.properties;
+        use PrimitiveSchemaDefinition as P;
+        assert!(matches!(&props["name"], P::String(s) if s.max_length == Some(50)));
+        assert!(matches!(&props["email"], P::String(s) if s.format == Some(StringFormat::Email)));
+        assert!(matches!(&props["check"], P::Boolean(b) if b.default == Some(false)));
+        assert!(matches!(&props["integer"], P::Number(n) if n.kind == NumberType::Integer));
+        assert!(matches!(&props["number"], P::Number(n) if n.default.as_ref().unwrap().is_f64()));
+        assert!(matches!(&props["untitled"], P::UntitledSingleSelectEnum(_)));
+        assert!(
+            matches!(&props["titled"], P::TitledSingleSelectEnum(e) if e.one_of[0].value == "h1")
+        );
+        assert!(matches!(&props["multi"], P::UntitledMultiSelectEnum(_)));
+        assert!(matches!(&props["titledMulti"], P::TitledMultiSelectEnum(_)));
+        assert!(matches!(&props["legacy"], P::LegacyTitledEnum(_)));
+        assert!(matches!(&props["weird"], P::Other(_)));
+        assert_eq!(f.requested_schema.extra["title"], "Prefs");
+    }
+
+    #[test]
+    fn form_mode_explicit_2025_11_25() {
+        let p: ElicitRequestParams = rt(json!({
+            "mode": "form", "message": "m",
+            "requestedSchema": {"type": "object", "properties": {}},
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "t1"}}
+        }));
+        assert!(matches!(p, ElicitRequestParams::Form(ref f) if f.mode.is_some()));
+    }
+
+    #[test]
+    fn url_mode_2025_11_25_and_2026_07_28() {
+        let p: ElicitRequestParams = rt(json!({
+            "mode": "url", "message": "Authorize access",
+            "url": "https://mcp.example.com/oauth?state=1", "elicitationId": "e-1"
+        }));
+        let ElicitRequestParams::Url(u) = p else {
+            panic!("not url")
+        };
+        assert_eq!(u.elicitation_id.as_deref(), Some("e-1"));
+        // 2026-07-28 drops elicitationId.
+        let p: ElicitRequestParams = rt(json!({
+            "mode": "url", "url": "https://mcp.example.com/ui/set_api_key",
+            "message": "Please provide your API key to continue."
+        }));
+        assert!(matches!(p, ElicitRequestParams::Url(ref u) if u.elicitation_id.is_none()));
+        // URL mode without url is an error, an unknown mode is kept.
+        assert!(serde_json::from_value::<ElicitRequestParams>(
+            json!({"mode": "url", "message": ""})
+        )
+        .is_err());
+        let p: ElicitRequestParams = rt(json!({"mode": "voice", "message": "say it"}));
+        assert!(matches!(p, ElicitRequestParams::Other(_)));
+    }
+
+    #[test]
+    fn results() {
+        let r: ElicitResult = rt(json!({"action": "accept", "content": {
+            "name": "octocat", "age": 30, "ratio": 0.5, "ok": true, "tags": ["a", "b"]
+        }}));
+        assert_eq!(r.action, ElicitAction::Accept);
+        let c = r.content.unwrap();
+        assert!(matches!(c["age"], ElicitValue::Number(_)));
+        assert!(matches!(c["ok"], ElicitValue::Boolean(true)));
+        assert!(matches!(c["tags"], ElicitValue::StringArray(_)));
+        let r: ElicitResult = rt(json!({"action": "accept"}));
+        assert!(r.content.is_none());
+        let r: ElicitResult = rt(json!({"action": "decline"}));
+        assert_eq!(r.action, ElicitAction::Decline);
+        let r: ElicitResult = rt(json!({"action": "snooze"}));
+        assert_eq!(r.action, ElicitAction::Other("snooze".into()));
+    }
+
+    #[test]
+    fn complete_notification() {
+        let n: ElicitationCompleteNotificationParams = rt(json!({"elicitationId": "e-1"}));
+        assert_eq!(n.elicitation_id, "e-1");
+    }
+
+    #[test]
+    fn method_rows() {
+        assert_eq!(METHODS[0].direction, Direction::ServerToClient);
+        assert!(!METHODS[0].exists_in(ProtocolVersion::V2025_03_26));
+        assert!(METHODS[0].exists_in(ProtocolVersion::V2025_06_18));
+        assert!(METHODS[1].exists_in(ProtocolVersion::V2025_11_25));
+        assert!(!METHODS[1].exists_in(ProtocolVersion::V2025_06_18));
+        assert!(!METHODS[1].exists_in(ProtocolVersion::V2026_07_28));
+    }
+}

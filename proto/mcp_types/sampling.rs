@@ -1,0 +1,310 @@
+//! Sampling: `sampling/createMessage`, by which a server asks the client's model for a
+//! completion, with [`SamplingMessage`], [`ModelPreferences`], the 2025-11-25 tool use members
+//! (`tools`, `toolChoice`) and task augmentation, and [`CreateMessageResult`].
+//!
+//! In 2026-07-28 the request no longer travels as a JSON-RPC request of its own but inside an
+//! `input_required` result (see [`input`](super::input)); the params and result types are the
+//! same. Not here: the content blocks themselves and [`Tool`] (other modules).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+
+use super::open_enum::open_enum;
+use super::*;
+
+/// The content of a sampling message or result: one block, or (2025-11-25 on) an array of
+/// blocks. Which form was used is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SamplingContent {
+    /// An array of blocks (2025-11-25 on).
+    Multiple(Vec<SamplingMessageContentBlock>),
+    /// A single block.
+    Single(SamplingMessageContentBlock),
+}
+
+/// One message of a sampling conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplingMessage {
+    /// Who says it.
+    pub role: Role,
+    /// What is said.
+    pub content: SamplingContent,
+    /// Free metadata (2025-11-25 on).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The server's wishes about which model the client picks. Priorities are numbers in 0..=1,
+/// kept as written.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelPreferences {
+    /// Model names or families to prefer, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hints: Option<Vec<ModelHint>>,
+    /// How much cost matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_priority: Option<Number>,
+    /// How much speed matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_priority: Option<Number>,
+    /// How much capability matters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intelligence_priority: Option<Number>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A hint about a model: a (sub)string of its name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelHint {
+    /// Name or fragment, e.g. `"sonnet"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+open_enum!(
+    /// Which servers' context the client should add to the prompt. Open: an unknown value is
+    /// kept, and a client may ignore the request anyway.
+    IncludeContext {
+        /// No context.
+        None = "none",
+        /// Context from the requesting server.
+        ThisServer = "thisServer",
+        /// Context from every connected server.
+        AllServers = "allServers",
+    }
+);
+
+open_enum!(
+    /// How the model may use the offered tools (2025-11-25). Open: an unknown mode is kept.
+    ToolChoiceMode {
+        /// The model decides.
+        Auto = "auto",
+        /// The model must use at least one tool.
+        Required = "required",
+        /// The model must not use tools.
+        None = "none",
+    }
+);
+
+open_enum!(
+    /// Why sampling stopped. The spec gives known values but allows any string, so this is
+    /// open.
+    StopReason {
+        /// The model ended its turn.
+        EndTurn = "endTurn",
+        /// A stop sequence was hit.
+        StopSequence = "stopSequence",
+        /// The token limit was hit.
+        MaxTokens = "maxTokens",
+        /// The model wants to call tools (2025-11-25).
+        ToolUse = "toolUse",
+    }
+);
+
+/// Tool use policy of a sampling request (2025-11-25 on).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolChoice {
+    /// The policy; the client's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ToolChoiceMode>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Params of `sampling/createMessage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMessageRequestParams {
+    /// The conversation so far.
+    pub messages: Vec<SamplingMessage>,
+    /// Model selection wishes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_preferences: Option<ModelPreferences>,
+    /// System prompt the server asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Context to include.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_context: Option<IncludeContext>,
+    /// Sampling temperature, kept as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<Number>,
+    /// Upper bound of tokens to generate. The spec says integer; kept as written.
+    pub max_tokens: Number,
+    /// Sequences that end generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Vec<String>>,
+    /// Provider-specific metadata, passed through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// Tools the model may call (2025-11-25 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Tool>>,
+    /// How it may call them (2025-11-25 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Run as a task (2025-11-25 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskMetadata>,
+    /// Request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// Result of `sampling/createMessage`: the generated message and which model wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMessageResult {
+    /// Normally `assistant`.
+    pub role: Role,
+    /// The generated content, one block or (2025-11-25 on) several.
+    pub content: SamplingContent,
+    /// The model used.
+    pub model: String,
+    /// Why generation stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+method!(
+    /// `sampling/createMessage`: the server asks the client for an LLM completion. From
+    /// 2026-07-28 it is an input request inside a result instead.
+    CreateMessage, "sampling/createMessage", ServerToClient, CreateMessageRequestParams, CreateMessageResult, since V2024_11_05, removed V2026_07_28
+);
+
+/// Every method this module declares.
+pub(crate) const METHODS: &[MethodInfo] = &[MethodInfo::request::<CreateMessage>()];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::version::ProtocolVersion;
+    use serde_json::json;
+
+    fn rt<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).expect("decode");
+        assert_eq!(serde_json::to_value(&t).expect("encode"), v);
+        t
+    }
+
+    #[test]
+    fn request_2024_11_05() {
+        let p: CreateMessageRequestParams = rt(json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+            "modelPreferences": {"hints": [{"name": "claude-3-sonnet"}],
+                                 "intelligencePriority": 0.8, "speedPriority": 0.5},
+            "systemPrompt": "You are a helpful test server.",
+            "includeContext": "thisServer",
+            "maxTokens": 20, "temperature": 0.7, "stopSequences": ["\n\n"],
+            "metadata": {"provider": {"x": 1}}
+        }));
+        assert!(matches!(p.messages[0].content, SamplingContent::Single(_)));
+        assert_eq!(p.include_context, Some(IncludeContext::ThisServer));
+        assert_eq!(p.max_tokens.as_u64(), Some(20));
+        let prefs = p.model_preferences.unwrap();
+        assert_eq!(
+            prefs.hints.unwrap()[0].name.as_deref(),
+            Some("claude-3-sonnet")
+        );
+        assert!(prefs.cost_priority.is_none());
+        assert!(p.tools.is_none() && p.tool_choice.is_none() && p.task.is_none());
+    }
+
+    #[test]
+    fn number_spelling_is_kept() {
+        let p: CreateMessageRequestParams =
+            rt(json!({"messages": [], "maxTokens": 100, "temperature": 1.0}));
+        assert_eq!(serde_json::to_string(&p.temperature).unwrap(), "1.0");
+        let p: CreateMessageRequestParams =
+            rt(json!({"messages": [], "maxTokens": 100, "temperature": 1}));
+        assert_eq!(serde_json::to_string(&p.temperature).unwrap(), "1");
+    }
+
+    #[test]
+    fn request_2025_11_25_with_tools_and_array_content() {
+        let p: CreateMessageRequestParams = rt(json!({
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Weather in Paris?"}},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"city": "Paris"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "toolUseId": "c1",
+                     "content": [{"type": "text", "text": "18C"}]}
+                ], "_meta": {"k": "v"}}
+            ],
+            "tools": [{"name": "get_weather", "inputSchema": {"type": "object"}}],
+            "toolChoice": {"mode": "auto"},
+            "task": {"ttl": 60000},
+            "maxTokens": 1000
+        }));
+        assert!(matches!(p.messages[1].content, SamplingContent::Multiple(ref v) if v.len() == 1));
+        assert_eq!(p.tool_choice.unwrap().mode, Some(ToolChoiceMode::Auto));
+        assert_eq!(p.tools.unwrap().len(), 1);
+        assert!(p.task.is_some());
+        assert!(p.messages[2].meta.is_some());
+    }
+
+    #[test]
+    fn results_single_and_array() {
+        let r: CreateMessageResult = rt(json!({
+            "role": "assistant", "content": {"type": "text", "text": "Canned reply to: hi"},
+            "model": "canned-model-1", "stopReason": "endTurn"
+        }));
+        assert!(matches!(r.content, SamplingContent::Single(_)));
+        assert_eq!(r.stop_reason, Some(StopReason::EndTurn));
+        let r: CreateMessageResult = rt(json!({
+            "role": "assistant", "model": "m", "stopReason": "toolUse",
+            "content": [{"type": "tool_use", "id": "c2", "name": "get_weather", "input": {}}]
+        }));
+        assert!(matches!(r.content, SamplingContent::Multiple(_)));
+        assert_eq!(r.stop_reason, Some(StopReason::ToolUse));
+        // stopReason is an open string.
+        let r: CreateMessageResult = rt(json!({
+            "role": "assistant", "model": "m", "stopReason": "refusal",
+            "content": {"type": "text", "text": ""}
+        }));
+        assert_eq!(r.stop_reason, Some(StopReason::Other("refusal".into())));
+    }
+
+    #[test]
+    fn open_enums_keep_unknown_values() {
+        let c: ToolChoice = rt(json!({"mode": "any"}));
+        assert_eq!(c.mode, Some(ToolChoiceMode::Other("any".into())));
+        let c: ToolChoice = rt(json!({}));
+        assert!(c.mode.is_none());
+        let i: IncludeContext = rt(json!("everything"));
+        assert_eq!(i.as_str(), "everything");
+    }
+
+    #[test]
+    fn method_row() {
+        let m = &METHODS[0];
+        assert_eq!(
+            (m.name, m.direction),
+            ("sampling/createMessage", Direction::ServerToClient)
+        );
+        assert!(m.exists_in(ProtocolVersion::V2024_11_05));
+        assert!(!m.exists_in(ProtocolVersion::V2026_07_28));
+    }
+}
