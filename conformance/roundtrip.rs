@@ -8,8 +8,12 @@
 //! the typed struct of that method and re-encoded. Unknown methods are checked at the envelope
 //! level only and counted as untyped.
 //!
-//! One tolerance, and only one: an error response whose id is `null` re-encodes without the
-//! `id` member (the MCP schema's form); both mean "the request id could not be read".
+//! Two rules decide what is not a failure, and only these two. An error response whose id is
+//! `null` re-encodes without the `id` member (the MCP schema's form); both mean "the request id
+//! could not be read". And a request whose params do not fit the method's type (a recording may
+//! provoke errors on purpose, e.g. `resources/read` without `uri`) passes only if the peer
+//! answered it with an error: our types reject what the peer rejected. Answered with a result,
+//! it fails.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -84,10 +88,18 @@ impl FileCheck {
     }
 }
 
+/// A request waiting for its response.
+struct Waiting {
+    method: Option<&'static MethodInfo>,
+    /// Index in the file's checks of a request whose params did not decode: its verdict waits
+    /// for the answer.
+    invalid_params: Option<usize>,
+}
+
 /// Which requests are waiting for a response, per direction of the request.
 #[derive(Default)]
 struct Pending {
-    requests: HashMap<(Dir, Id), Option<&'static MethodInfo>>,
+    requests: HashMap<(Dir, Id), Waiting>,
 }
 
 fn to_value(raw: &RawValue) -> Result<Value, Failure> {
@@ -137,41 +149,51 @@ fn check_payload(
     dir: Dir,
     session: Option<ProtocolVersion>,
     pending: &mut Pending,
+    index: usize,
 ) -> (String, bool, Result<(), Failure>) {
     let client_to_server = dir == Dir::ClientToServer;
     match message {
         Message::Request(r) => {
-            let info = find_method(&r.method);
-            pending.requests.insert((dir, r.id.clone()), info);
-            check_call(&r.method, info, r.params.as_ref().and_then(Body::as_raw), client_to_server, session, "request")
+            let method = find_method(&r.method);
+            let params = r.params.as_ref().and_then(Body::as_raw);
+            let outcome = check_call(&r.method, method, params, client_to_server, session, "request");
+            let invalid_params = matches!(outcome.2, Err(Failure::Decode(_))).then_some(index);
+            pending.requests.insert((dir, r.id.clone()), Waiting { method, invalid_params });
+            outcome
         }
         Message::Notification(n) => {
-            let info = find_method(&n.method);
-            check_call(
-                &n.method,
-                info,
-                n.params.as_ref().and_then(Body::as_raw),
-                client_to_server,
-                session,
-                "notification",
-            )
+            let method = find_method(&n.method);
+            let params = n.params.as_ref().and_then(Body::as_raw);
+            check_call(&n.method, method, params, client_to_server, session, "notification")
         }
         Message::Response(r) => match pending.requests.remove(&(dir.reverse(), r.id.clone())) {
             None => ("response".to_owned(), false, Err(Failure::UnmatchedResponse)),
-            Some(None) => ("response to an unknown method".to_owned(), false, Ok(())),
-            Some(Some(info)) => {
+            Some(Waiting { method: None, .. }) => ("response to an unknown method".to_owned(), false, Ok(())),
+            Some(Waiting { method: Some(info), .. }) => {
                 let raw = r.result.as_raw().expect("decoded messages hold raw bodies");
                 (format!("{} result", info.name), true, compare(raw, round_trip_result(info, raw)))
             }
         },
         Message::Error(e) => {
             let answered = e.id.as_ref().and_then(|id| pending.requests.remove(&(dir.reverse(), id.clone())));
-            let label = match answered {
-                Some(Some(info)) => format!("{} error {}", info.name, e.error.code),
-                _ => format!("error {}", e.error.code),
+            let label = match answered.as_ref().and_then(|w| w.method) {
+                Some(info) => format!("{} error {}", info.name, e.error.code),
+                None => format!("error {}", e.error.code),
             };
             (label, false, Ok(()))
         }
+    }
+}
+
+/// Settles requests whose params did not decode: rejected by the peer is a pass.
+fn settle_invalid_params(message: &Message, dir: Dir, pending: &Pending, checks: &mut [MessageCheck]) {
+    let Message::Error(e) = message else { return };
+    let Some(id) = &e.id else { return };
+    // Looked up before check_payload removes the entry.
+    if let Some(Waiting { invalid_params: Some(index), .. }) = pending.requests.get(&(dir.reverse(), id.clone())) {
+        let request = &mut checks[*index];
+        request.failure = None;
+        request.label.push_str(" (invalid params, rejected by the peer)");
     }
 }
 
@@ -236,7 +258,9 @@ pub fn check_recording(recording: &Recording) -> FileCheck {
                 },
                 Ok(message) => {
                     let envelope = check_envelope(item, &message);
-                    let (label, typed, payload) = check_payload(&message, entry.dir, session, &mut pending);
+                    settle_invalid_params(&message, entry.dir, &pending, &mut messages);
+                    let (label, typed, payload) =
+                        check_payload(&message, entry.dir, session, &mut pending, messages.len());
                     MessageCheck { seq: entry.seq, dir: entry.dir, label, typed, failure: envelope.and(payload).err() }
                 }
             };

@@ -47,3 +47,51 @@ fn every_known_method_is_checked_typed() {
         }
     }
 }
+
+fn check_text(lines: &[&str]) -> FileCheck {
+    let header = r#"{"mcp_recording":1,"name":"t","transport":"stdio","protocol_version":"2025-11-25"}"#;
+    let text = std::iter::once(header).chain(lines.iter().copied()).collect::<Vec<_>>().join("\n");
+    check_recording(&Recording::parse(Path::new("t.jsonl"), &text).unwrap())
+}
+
+#[test]
+fn a_message_our_types_would_change_is_reported_with_its_path() {
+    let check = check_text(&[
+        r#"{"seq":1,"t_ms":0,"dir":"c2s","msg":{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}}"#,
+        r#"{"seq":2,"t_ms":1,"dir":"s2c","msg":{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":7}]}}}"#,
+    ]);
+    assert_eq!(check.failed(), 1);
+    let failure = check.messages[1].failure.as_ref().unwrap().to_string();
+    assert!(failure.starts_with("does not decode"), "{failure}");
+}
+
+#[test]
+fn invalid_params_pass_only_when_the_peer_rejected_them() {
+    let request =
+        r#"{"seq":1,"t_ms":0,"dir":"c2s","msg":{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{}}}"#;
+    let rejected = check_text(&[
+        request,
+        r#"{"seq":2,"t_ms":1,"dir":"s2c","msg":{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"uri required"}}}"#,
+    ]);
+    assert_eq!(rejected.failed(), 0);
+    assert!(rejected.messages[0].label.ends_with("(invalid params, rejected by the peer)"));
+    let accepted = check_text(&[
+        request,
+        r#"{"seq":2,"t_ms":1,"dir":"s2c","msg":{"jsonrpc":"2.0","id":1,"result":{"contents":[]}}}"#,
+    ]);
+    assert_eq!(accepted.failed(), 1, "{:?}", accepted.messages);
+}
+
+#[test]
+fn wrong_direction_and_unmatched_responses_fail() {
+    let check = check_text(&[
+        r#"{"seq":1,"t_ms":0,"dir":"s2c","msg":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}"#,
+        r#"{"seq":2,"t_ms":1,"dir":"s2c","msg":{"jsonrpc":"2.0","id":9,"result":{}}}"#,
+    ]);
+    let failures: Vec<String> =
+        check.messages.iter().filter_map(|m| m.failure.as_ref().map(ToString::to_string)).collect();
+    assert_eq!(
+        failures,
+        ["this method does not travel in this direction", "answers no request seen in the other direction"]
+    );
+}

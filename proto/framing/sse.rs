@@ -627,7 +627,7 @@ mod tests {
         const MAX: usize = 64;
         const CHUNK: usize = 5;
         let mut input = b"id: 9\ndata: ".to_vec();
-        input.extend(std::iter::repeat(b'q').take(50 * MAX));
+        input.extend(std::iter::repeat_n(b'q', 50 * MAX));
         input.extend_from_slice(b"\ndata: tail\n: note\n\ndata: after\n\n");
         let mut dec = SseDecoder::with_max_event_bytes(MAX);
         let mut buf = BytesMut::new();

@@ -207,10 +207,8 @@ mod tests {
             "argument": {"name": "user_id", "value": "b"},
             "context": {"arguments": {"org": "acme"}}
         }));
-        assert!(
-            matches!(p.reference, CompletionReference::ResourceTemplate(ref r)
-            if r.uri == "fixture://user/{user_id}/profile")
-        );
+        assert!(matches!(p.reference, CompletionReference::ResourceTemplate(ref r)
+            if r.uri == "fixture://user/{user_id}/profile"));
         assert_eq!(p.context.unwrap().arguments.unwrap()["org"], "acme");
     }
 
@@ -229,8 +227,7 @@ mod tests {
 
     #[test]
     fn result() {
-        let r: CompleteResult =
-            rt(json!({"completion": {"values": ["rust", "ruby"], "total": 2, "hasMore": false}}));
+        let r: CompleteResult = rt(json!({"completion": {"values": ["rust", "ruby"], "total": 2, "hasMore": false}}));
         assert_eq!(r.completion.values, ["rust", "ruby"]);
         assert_eq!(r.completion.has_more, Some(false));
         let r: CompleteResult = rt(json!({"completion": {"values": []}, "resultType": "complete"}));

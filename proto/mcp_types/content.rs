@@ -251,26 +251,18 @@ pub enum SamplingMessageContentBlock {
 }
 
 /// Encodes `inner` as an object and sets its `type` member.
-fn serialize_tagged<S: Serializer, T: Serialize>(
-    s: S,
-    tag: &str,
-    inner: &T,
-) -> Result<S::Ok, S::Error> {
+fn serialize_tagged<S: Serializer, T: Serialize>(s: S, tag: &str, inner: &T) -> Result<S::Ok, S::Error> {
     match serde_json::to_value(inner).map_err(S::Error::custom)? {
         Value::Object(mut map) => {
             map.insert("type".to_owned(), Value::String(tag.to_owned()));
             map.serialize(s)
         }
-        _ => Err(S::Error::custom(
-            "content block did not encode as an object",
-        )),
+        _ => Err(S::Error::custom("content block did not encode as an object")),
     }
 }
 
 /// Decodes an object, without its `type`, as `T`.
-fn from_map<T: serde::de::DeserializeOwned, E: serde::de::Error>(
-    map: Map<String, Value>,
-) -> Result<T, E> {
+fn from_map<T: serde::de::DeserializeOwned, E: serde::de::Error>(map: Map<String, Value>) -> Result<T, E> {
     serde_json::from_value(Value::Object(map)).map_err(E::custom)
 }
 
@@ -360,10 +352,7 @@ impl From<TextContent> for ContentBlock {
 impl ContentBlock {
     /// A plain text block.
     pub fn text(text: impl Into<String>) -> Self {
-        ContentBlock::Text(TextContent {
-            text: text.into(),
-            ..Default::default()
-        })
+        ContentBlock::Text(TextContent { text: text.into(), ..Default::default() })
     }
 }
 
@@ -468,9 +457,7 @@ mod tests {
             "type": "text", "text": "hi",
             "annotations": {"audience": ["user", "assistant"], "priority": 0.5, "lastModified": "2025-01-01T00:00:00Z"}
         }));
-        let ContentBlock::Text(t) = b else {
-            panic!("not text")
-        };
+        let ContentBlock::Text(t) = b else { panic!("not text") };
         assert_eq!(t.text, "hi");
         let a = t.annotations.unwrap();
         assert_eq!(a.audience.unwrap(), [Role::User, Role::Assistant]);
@@ -479,50 +466,34 @@ mod tests {
 
     #[test]
     fn priority_keeps_its_spelling() {
-        let b: ContentBlock =
-            round_trip(json!({"type": "text", "text": "x", "annotations": {"priority": 1}}));
-        assert!(serde_json::to_string(&b)
-            .unwrap()
-            .contains("\"priority\":1}"));
-        let b: ContentBlock =
-            round_trip(json!({"type": "text", "text": "x", "annotations": {"priority": 1.0}}));
-        assert!(serde_json::to_string(&b)
-            .unwrap()
-            .contains("\"priority\":1.0"));
+        let b: ContentBlock = round_trip(json!({"type": "text", "text": "x", "annotations": {"priority": 1}}));
+        assert!(serde_json::to_string(&b).unwrap().contains("\"priority\":1}"));
+        let b: ContentBlock = round_trip(json!({"type": "text", "text": "x", "annotations": {"priority": 1.0}}));
+        assert!(serde_json::to_string(&b).unwrap().contains("\"priority\":1.0"));
     }
 
     #[test]
     fn image_audio_and_link() {
-        let _: ContentBlock =
-            round_trip(json!({"type": "image", "data": "AAA=", "mimeType": "image/png"}));
-        let b: ContentBlock = round_trip(
-            json!({"type": "audio", "data": "AAA=", "mimeType": "audio/wav", "_meta": {"k": 1}}),
-        );
+        let _: ContentBlock = round_trip(json!({"type": "image", "data": "AAA=", "mimeType": "image/png"}));
+        let b: ContentBlock =
+            round_trip(json!({"type": "audio", "data": "AAA=", "mimeType": "audio/wav", "_meta": {"k": 1}}));
         assert!(matches!(b, ContentBlock::Audio(ref a) if a.meta.is_some()));
         let b: ContentBlock = round_trip(json!({
             "type": "resource_link", "uri": "file:///a", "name": "a", "size": 12,
             "icons": [{"src": "data:image/png;base64,AA", "sizes": ["any"], "theme": "dark"}]
         }));
-        let ContentBlock::ResourceLink(l) = b else {
-            panic!()
-        };
+        let ContentBlock::ResourceLink(l) = b else { panic!() };
         assert_eq!(l.size, Some(12));
     }
 
     #[test]
     fn embedded_resources_text_and_blob() {
-        let b: ContentBlock = round_trip(
-            json!({"type": "resource", "resource": {"uri": "x:1", "mimeType": "text/plain", "text": "t"}}),
-        );
-        let ContentBlock::Resource(r) = b else {
-            panic!()
-        };
-        assert!(matches!(r.resource, ResourceContents::Text(_)));
         let b: ContentBlock =
-            round_trip(json!({"type": "resource", "resource": {"uri": "x:2", "blob": "AA=="}}));
-        let ContentBlock::Resource(r) = b else {
-            panic!()
-        };
+            round_trip(json!({"type": "resource", "resource": {"uri": "x:1", "mimeType": "text/plain", "text": "t"}}));
+        let ContentBlock::Resource(r) = b else { panic!() };
+        assert!(matches!(r.resource, ResourceContents::Text(_)));
+        let b: ContentBlock = round_trip(json!({"type": "resource", "resource": {"uri": "x:2", "blob": "AA=="}}));
+        let ContentBlock::Resource(r) = b else { panic!() };
         assert!(matches!(r.resource, ResourceContents::Blob(_)));
         let c: ResourceContents = round_trip(json!({"uri": "x:3"}));
         assert_eq!(c.uri(), Some("x:3"));
@@ -541,20 +512,15 @@ mod tests {
 
     #[test]
     fn sampling_tool_blocks() {
-        let u: SamplingMessageContentBlock = round_trip(
-            json!({"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Paris"}}),
-        );
-        assert!(
-            matches!(u, SamplingMessageContentBlock::ToolUse(ref t) if t.name == "get_weather")
-        );
+        let u: SamplingMessageContentBlock =
+            round_trip(json!({"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Paris"}}));
+        assert!(matches!(u, SamplingMessageContentBlock::ToolUse(ref t) if t.name == "get_weather"));
         let r: SamplingMessageContentBlock = round_trip(json!({
             "type": "tool_result", "toolUseId": "call_1",
             "content": [{"type": "text", "text": "18°C"}],
             "structuredContent": [1, 2], "isError": false
         }));
-        let SamplingMessageContentBlock::ToolResult(r) = r else {
-            panic!()
-        };
+        let SamplingMessageContentBlock::ToolResult(r) = r else { panic!() };
         assert_eq!(r.content.len(), 1);
         assert_eq!(r.structured_content, Some(json!([1, 2])));
     }

@@ -344,9 +344,7 @@ impl<'de> Deserialize<'de> for PrimitiveSchemaDefinition {
             map: &Map<String, Value>,
             wrap: fn(T) -> PrimitiveSchemaDefinition,
         ) -> Option<PrimitiveSchemaDefinition> {
-            serde_json::from_value(Value::Object(map.clone()))
-                .ok()
-                .map(wrap)
+            serde_json::from_value(Value::Object(map.clone())).ok().map(wrap)
         }
         let map = Map::deserialize(d)?;
         let has = |k: &str| map.contains_key(k);
@@ -358,12 +356,8 @@ impl<'de> Deserialize<'de> for PrimitiveSchemaDefinition {
             Some("integer" | "number") => parse(&map, P::Number),
             Some("boolean") => parse(&map, P::Boolean),
             Some("array") => match map.get("items") {
-                Some(items) if items.get("anyOf").is_some() => {
-                    parse(&map, P::TitledMultiSelectEnum)
-                }
-                Some(items) if items.get("enum").is_some() => {
-                    parse(&map, P::UntitledMultiSelectEnum)
-                }
+                Some(items) if items.get("anyOf").is_some() => parse(&map, P::TitledMultiSelectEnum),
+                Some(items) if items.get("enum").is_some() => parse(&map, P::UntitledMultiSelectEnum),
                 _ => None,
             },
             _ => None,
@@ -537,10 +531,8 @@ notification!(
 );
 
 /// Every method this module declares.
-pub(crate) const METHODS: &[MethodInfo] = &[
-    MethodInfo::request::<Elicit>(),
-    MethodInfo::notification::<ElicitationComplete>(),
-];
+pub(crate) const METHODS: &[MethodInfo] =
+    &[MethodInfo::request::<Elicit>(), MethodInfo::notification::<ElicitationComplete>()];
 
 #[cfg(test)]
 mod tests {
@@ -575,9 +567,7 @@ mod tests {
                 "weird": {"type": "object", "properties": {}}
             }, "required": ["name"]}
         }));
-        let ElicitRequestParams::Form(f) = p else {
-            panic!("not form")
-        };
+        let ElicitRequestParams::Form(f) = p else { panic!("not form") };
         assert!(f.mode.is_none());
         let props = &f.requested_schema.properties;
         use PrimitiveSchemaDefinition as P;
@@ -587,9 +577,7 @@ mod tests {
         assert!(matches!(&props["integer"], P::Number(n) if n.kind == NumberType::Integer));
         assert!(matches!(&props["number"], P::Number(n) if n.default.as_ref().unwrap().is_f64()));
         assert!(matches!(&props["untitled"], P::UntitledSingleSelectEnum(_)));
-        assert!(
-            matches!(&props["titled"], P::TitledSingleSelectEnum(e) if e.one_of[0].value == "h1")
-        );
+        assert!(matches!(&props["titled"], P::TitledSingleSelectEnum(e) if e.one_of[0].value == "h1"));
         assert!(matches!(&props["multi"], P::UntitledMultiSelectEnum(_)));
         assert!(matches!(&props["titledMulti"], P::TitledMultiSelectEnum(_)));
         assert!(matches!(&props["legacy"], P::LegacyTitledEnum(_)));
@@ -613,9 +601,7 @@ mod tests {
             "mode": "url", "message": "Authorize access",
             "url": "https://mcp.example.com/oauth?state=1", "elicitationId": "e-1"
         }));
-        let ElicitRequestParams::Url(u) = p else {
-            panic!("not url")
-        };
+        let ElicitRequestParams::Url(u) = p else { panic!("not url") };
         assert_eq!(u.elicitation_id.as_deref(), Some("e-1"));
         // 2026-07-28 drops elicitationId.
         let p: ElicitRequestParams = rt(json!({
@@ -624,10 +610,7 @@ mod tests {
         }));
         assert!(matches!(p, ElicitRequestParams::Url(ref u) if u.elicitation_id.is_none()));
         // URL mode without url is an error, an unknown mode is kept.
-        assert!(serde_json::from_value::<ElicitRequestParams>(
-            json!({"mode": "url", "message": ""})
-        )
-        .is_err());
+        assert!(serde_json::from_value::<ElicitRequestParams>(json!({"mode": "url", "message": ""})).is_err());
         let p: ElicitRequestParams = rt(json!({"mode": "voice", "message": "say it"}));
         assert!(matches!(p, ElicitRequestParams::Other(_)));
     }

@@ -81,8 +81,7 @@ mod tests {
         let d: UnsupportedProtocolVersionData =
             rt(json!({"supported": ["2026-07-28", "2025-11-25"], "requested": "1900-01-01"}));
         assert_eq!(d.requested, "1900-01-01");
-        let d: MissingRequiredClientCapabilityData =
-            rt(json!({"requiredCapabilities": {"elicitation": {}}}));
+        let d: MissingRequiredClientCapabilityData = rt(json!({"requiredCapabilities": {"elicitation": {}}}));
         assert!(d.extra.is_empty());
         let d: UrlElicitationRequiredData = rt(json!({"elicitations": [{
             "mode": "url", "elicitationId": "e-1", "url": "https://example.com/connect",

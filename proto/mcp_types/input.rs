@@ -49,11 +49,7 @@ impl InputRequest {
 impl Serialize for InputRequest {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        fn entry<S: Serializer, P: Serialize>(
-            s: S,
-            method: &str,
-            params: Option<&P>,
-        ) -> Result<S::Ok, S::Error> {
+        fn entry<S: Serializer, P: Serialize>(s: S, method: &str, params: Option<&P>) -> Result<S::Ok, S::Error> {
             let mut map = s.serialize_map(None)?;
             map.serialize_entry("method", method)?;
             if let Some(p) = params {
@@ -76,17 +72,13 @@ impl<'de> Deserialize<'de> for InputRequest {
         let only_known_keys = map.keys().all(|k| k == "method" || k == "params");
         let params = map.get("params").cloned();
         let typed = match (only_known_keys, map.get("method").and_then(Value::as_str)) {
-            (true, Some(CREATE_MESSAGE)) => params
-                .and_then(|p| serde_json::from_value(p).ok())
-                .map(Self::CreateMessage),
-            (true, Some(ELICIT)) => params
-                .and_then(|p| serde_json::from_value(p).ok())
-                .map(Self::Elicit),
+            (true, Some(CREATE_MESSAGE)) => {
+                params.and_then(|p| serde_json::from_value(p).ok()).map(Self::CreateMessage)
+            }
+            (true, Some(ELICIT)) => params.and_then(|p| serde_json::from_value(p).ok()).map(Self::Elicit),
             (true, Some(LIST_ROOTS)) => match params {
                 None => Some(Self::ListRoots(None)),
-                Some(p) => serde_json::from_value(p)
-                    .ok()
-                    .map(|p| Self::ListRoots(Some(p))),
+                Some(p) => serde_json::from_value(p).ok().map(|p| Self::ListRoots(Some(p))),
             },
             _ => None,
         };
@@ -106,7 +98,7 @@ pub type InputRequests = BTreeMap<String, InputRequest>;
 #[serde(untagged)]
 pub enum InputResponse {
     /// Answer to `sampling/createMessage`.
-    CreateMessage(CreateMessageResult),
+    CreateMessage(Box<CreateMessageResult>),
     /// Answer to `elicitation/create`.
     Elicit(ElicitResult),
     /// Answer to `roots/list`.
@@ -124,9 +116,7 @@ impl<'de> Deserialize<'de> for InputResponse {
         } else if map.contains_key("roots") {
             serde_json::from_value(value()).ok().map(Self::ListRoots)
         } else if map.contains_key("model") {
-            serde_json::from_value(value())
-                .ok()
-                .map(Self::CreateMessage)
+            serde_json::from_value(value()).ok().map(Self::CreateMessage)
         } else {
             None
         };
@@ -224,11 +214,7 @@ pub struct SubscriptionsListenResultMeta {
     #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
     pub subscription_id: Id,
     /// The server's name and version.
-    #[serde(
-        rename = "io.modelcontextprotocol/serverInfo",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/serverInfo", default, skip_serializing_if = "Option::is_none")]
     pub server_info: Option<Implementation>,
     /// Other metadata.
     #[serde(flatten)]
@@ -270,10 +256,8 @@ notification!(
 );
 
 /// Every method this module declares.
-pub(crate) const METHODS: &[MethodInfo] = &[
-    MethodInfo::request::<SubscriptionsListen>(),
-    MethodInfo::notification::<SubscriptionsAcknowledged>(),
-];
+pub(crate) const METHODS: &[MethodInfo] =
+    &[MethodInfo::request::<SubscriptionsListen>(), MethodInfo::notification::<SubscriptionsAcknowledged>()];
 
 #[cfg(test)]
 mod tests {
@@ -306,24 +290,14 @@ mod tests {
             "requestState": "eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0"
         }));
         let reqs = r.input_requests.unwrap();
-        assert!(matches!(
-            reqs["github_login"],
-            InputRequest::Elicit(ElicitRequestParams::Form(_))
-        ));
-        assert!(matches!(
-            reqs["capital_of_france"],
-            InputRequest::CreateMessage(_)
-        ));
+        assert!(matches!(reqs["github_login"], InputRequest::Elicit(ElicitRequestParams::Form(_))));
+        assert!(matches!(reqs["capital_of_france"], InputRequest::CreateMessage(_)));
         assert_eq!(reqs["where"], InputRequest::ListRoots(None));
         assert!(matches!(reqs["future"], InputRequest::Other(_)));
         assert_eq!(reqs["future"].method(), Some("something/new"));
-        assert_eq!(
-            r.request_state.as_deref(),
-            Some("eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0")
-        );
+        assert_eq!(r.request_state.as_deref(), Some("eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0"));
         // Only `resultType: "input_required"` decodes as this type.
-        let r: InputRequiredResult =
-            rt(json!({"resultType": "input_required", "requestState": "s"}));
+        let r: InputRequiredResult = rt(json!({"resultType": "input_required", "requestState": "s"}));
         assert!(r.input_requests.is_none());
         let done = json!({"resultType": "complete", "content": []});
         assert!(serde_json::from_value::<InputRequiredResult>(done).is_err());
@@ -346,10 +320,7 @@ mod tests {
         }));
         let resp = p.input_responses.unwrap();
         assert!(matches!(resp["github_login"], InputResponse::Elicit(_)));
-        assert!(matches!(
-            resp["capital_of_france"],
-            InputResponse::CreateMessage(_)
-        ));
+        assert!(matches!(resp["capital_of_france"], InputResponse::CreateMessage(_)));
         assert!(matches!(resp["where"], InputResponse::ListRoots(_)));
         assert!(matches!(resp["odd"], InputResponse::Other(_)));
         // The same members inside a typed request of a feature module.

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
 use super::{
-    method, notification, CacheScope, EmptyNotificationParams, EmptyParams, EmptyResult, Extra,
-    MethodInfo, NotificationMeta, ProgressToken, RequestMeta, ResultMeta, ResultType,
+    method, notification, CacheScope, EmptyNotificationParams, EmptyParams, EmptyResult, Extra, MethodInfo,
+    NotificationMeta, ProgressToken, RequestMeta, ResultMeta, ResultType,
 };
 use crate::proto::jsonrpc::Id;
 
@@ -505,15 +505,7 @@ mod tests {
             "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
             "extensions": {"io.modelcontextprotocol/tasks": {}}
         }));
-        assert!(s
-            .tasks
-            .unwrap()
-            .requests
-            .unwrap()
-            .tools
-            .unwrap()
-            .call
-            .is_some());
+        assert!(s.tasks.unwrap().requests.unwrap().tools.unwrap().call.is_some());
         assert_eq!(s.logging, Some(Map::new()));
         // Absent and empty stay apart.
         let empty: ServerCapabilities = round_trip(json!({}));
@@ -537,10 +529,7 @@ mod tests {
             "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "2.3.0"},
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}}
         }}));
-        assert_eq!(
-            p.meta.unwrap().protocol_version.as_deref(),
-            Some("2026-07-28")
-        );
+        assert_eq!(p.meta.unwrap().protocol_version.as_deref(), Some("2026-07-28"));
         let r: DiscoverResult = round_trip(json!({
             "cacheScope": "private",
             "capabilities": {"tools": {"listChanged": false}},
@@ -575,8 +564,7 @@ mod tests {
         assert!(p.progress.is_u64());
         assert!(p.total.as_ref().unwrap().is_f64());
         assert_eq!(serde_json::to_string(&p).unwrap(), text);
-        let p: ProgressNotificationParams =
-            round_trip(json!({"progressToken": "tok", "progress": 0.25}));
+        let p: ProgressNotificationParams = round_trip(json!({"progressToken": "tok", "progress": 0.25}));
         assert_eq!(p.progress.as_f64(), Some(0.25));
     }
 
@@ -593,23 +581,10 @@ mod tests {
     #[test]
     fn method_tables_are_consistent() {
         use crate::proto::mcp_types::{tasks, tools};
-        let all: Vec<_> = METHODS
-            .iter()
-            .chain(tools::METHODS)
-            .chain(tasks::METHODS)
-            .collect();
+        let all: Vec<_> = METHODS.iter().chain(tools::METHODS).chain(tasks::METHODS).collect();
         for (i, a) in all.iter().enumerate() {
-            assert!(
-                all[i + 1..].iter().all(|b| b.name != a.name),
-                "{} twice",
-                a.name
-            );
-            assert_eq!(
-                a.is_notification,
-                a.name.starts_with("notifications/"),
-                "{}",
-                a.name
-            );
+            assert!(all[i + 1..].iter().all(|b| b.name != a.name), "{} twice", a.name);
+            assert_eq!(a.is_notification, a.name.starts_with("notifications/"), "{}", a.name);
         }
         let ping = all.iter().find(|m| m.name == "ping").unwrap();
         assert!(ping.exists_in(ProtocolVersion::V2025_11_25));

@@ -111,10 +111,8 @@ notification!(
 );
 
 /// Every method this module declares.
-pub(crate) const METHODS: &[MethodInfo] = &[
-    MethodInfo::request::<SetLevel>(),
-    MethodInfo::notification::<LoggingMessage>(),
-];
+pub(crate) const METHODS: &[MethodInfo] =
+    &[MethodInfo::request::<SetLevel>(), MethodInfo::notification::<LoggingMessage>()];
 
 #[cfg(test)]
 mod tests {

@@ -28,47 +28,23 @@ pub const RELATED_TASK_META_KEY: &str = "io.modelcontextprotocol/related-task";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestMeta {
     /// Token the receiver puts on `notifications/progress` for this request.
-    #[serde(
-        rename = "progressToken",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "progressToken", default, skip_serializing_if = "Option::is_none")]
     pub progress_token: Option<ProgressToken>,
     /// 2026-07-28: the revision this request speaks (kept as a string so unknown versions
     /// survive).
-    #[serde(
-        rename = "io.modelcontextprotocol/protocolVersion",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
     /// 2026-07-28: the client's capabilities, sent with every request.
-    #[serde(
-        rename = "io.modelcontextprotocol/clientCapabilities",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default, skip_serializing_if = "Option::is_none")]
     pub client_capabilities: Option<ClientCapabilities>,
     /// 2026-07-28: who the client is.
-    #[serde(
-        rename = "io.modelcontextprotocol/clientInfo",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", default, skip_serializing_if = "Option::is_none")]
     pub client_info: Option<Implementation>,
     /// 2026-07-28: the log level the client wants for this request (a `LoggingLevel` string).
-    #[serde(
-        rename = "io.modelcontextprotocol/logLevel",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/logLevel", default, skip_serializing_if = "Option::is_none")]
     pub log_level: Option<String>,
     /// 2025-11-25: the task this request belongs to.
-    #[serde(
-        rename = "io.modelcontextprotocol/related-task",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/related-task", default, skip_serializing_if = "Option::is_none")]
     pub related_task: Option<RelatedTaskMetadata>,
     /// Every other key.
     #[serde(flatten)]
@@ -79,18 +55,10 @@ pub struct RequestMeta {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResultMeta {
     /// 2026-07-28: who the server is (replaces `InitializeResult.serverInfo`).
-    #[serde(
-        rename = "io.modelcontextprotocol/serverInfo",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/serverInfo", default, skip_serializing_if = "Option::is_none")]
     pub server_info: Option<Implementation>,
     /// 2025-11-25: the task this result belongs to (e.g. on a `tasks/result` payload).
-    #[serde(
-        rename = "io.modelcontextprotocol/related-task",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/related-task", default, skip_serializing_if = "Option::is_none")]
     pub related_task: Option<RelatedTaskMetadata>,
     /// Every other key.
     #[serde(flatten)]
@@ -101,18 +69,10 @@ pub struct ResultMeta {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NotificationMeta {
     /// 2026-07-28: the `subscriptions/listen` stream this notification belongs to.
-    #[serde(
-        rename = "io.modelcontextprotocol/subscriptionId",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId", default, skip_serializing_if = "Option::is_none")]
     pub subscription_id: Option<Id>,
     /// 2025-11-25: the task this notification belongs to.
-    #[serde(
-        rename = "io.modelcontextprotocol/related-task",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "io.modelcontextprotocol/related-task", default, skip_serializing_if = "Option::is_none")]
     pub related_task: Option<RelatedTaskMetadata>,
     /// Every other key.
     #[serde(flatten)]
@@ -216,11 +176,7 @@ open_string_enum_serde!(CacheScope);
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EmptyResult {
     /// 2026-07-28 `resultType`.
-    #[serde(
-        rename = "resultType",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "resultType", default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -326,7 +282,6 @@ mod tests {
     fn empty_params_keep_meta() {
         let p: EmptyParams = round_trip(json!({"_meta": {"progressToken": 1}}));
         assert_eq!(p.meta.unwrap().progress_token, Some(Id::Number(1)));
-        let _: EmptyNotificationParams =
-            round_trip(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": "s"}}));
+        let _: EmptyNotificationParams = round_trip(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": "s"}}));
     }
 }

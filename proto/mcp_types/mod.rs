@@ -132,7 +132,7 @@ impl MethodInfo {
 
     /// Whether revision `v` has this method.
     pub fn exists_in(&self, v: ProtocolVersion) -> bool {
-        v >= self.since && self.removed_in.map_or(true, |r| v < r)
+        v >= self.since && self.removed_in.is_none_or(|r| v < r)
     }
 }
 
@@ -220,9 +220,6 @@ pub use roots::*;
 pub use sampling::*;
 pub use tasks::*;
 pub use tools::*;
-
-#[cfg(test)]
-mod feature_recordings;
 
 /// Every method of every revision, in both directions.
 static METHOD_TABLES: &[&[MethodInfo]] = &[

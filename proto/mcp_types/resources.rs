@@ -295,8 +295,7 @@ mod tests {
     fn list_params_absent_cursor_and_meta() {
         let p: ListResourcesRequestParams = rt(json!({}));
         assert_eq!(p, ListResourcesRequestParams::default());
-        let p: ListResourcesRequestParams =
-            rt(json!({"cursor": "res-2", "_meta": {"progressToken": 3}}));
+        let p: ListResourcesRequestParams = rt(json!({"cursor": "res-2", "_meta": {"progressToken": 3}}));
         assert_eq!(p.cursor.as_deref(), Some("res-2"));
     }
 
@@ -311,10 +310,7 @@ mod tests {
             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                       "io.modelcontextprotocol/clientCapabilities": {}}
         }));
-        assert!(matches!(
-            p.input_responses.unwrap()["k"],
-            InputResponse::Elicit(_)
-        ));
+        assert!(matches!(p.input_responses.unwrap()["k"], InputResponse::Elicit(_)));
         assert!(serde_json::from_value::<ReadResourceRequestParams>(json!({})).is_err());
         let r: ReadResourceResult = rt(json!({"contents": [
             {"uri": "demo://r/1", "mimeType": "text/plain", "text": "hi"},
@@ -327,9 +323,8 @@ mod tests {
     fn notifications_and_subscribe() {
         let n: ResourceUpdatedNotificationParams = rt(json!({"uri": "demo://r/2"}));
         assert_eq!(n.uri, "demo://r/2");
-        let n: ResourceUpdatedNotificationParams = rt(
-            json!({"uri": "demo://r/2", "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}),
-        );
+        let n: ResourceUpdatedNotificationParams =
+            rt(json!({"uri": "demo://r/2", "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}));
         assert!(n.meta.is_some());
         let s: SubscribeRequestParams = rt(json!({"uri": "demo://r/2"}));
         assert_eq!(s.uri, "demo://r/2");
@@ -340,17 +335,11 @@ mod tests {
     fn method_rows() {
         let names: Vec<_> = METHODS.iter().map(|m| m.name).collect();
         assert_eq!(names.len(), 7);
-        let sub = METHODS
-            .iter()
-            .find(|m| m.name == "resources/subscribe")
-            .unwrap();
+        let sub = METHODS.iter().find(|m| m.name == "resources/subscribe").unwrap();
         assert_eq!(sub.direction, Direction::ClientToServer);
         assert!(sub.exists_in(ProtocolVersion::V2025_11_25));
         assert!(!sub.exists_in(ProtocolVersion::V2026_07_28));
-        let upd = METHODS
-            .iter()
-            .find(|m| m.name == "notifications/resources/updated")
-            .unwrap();
+        let upd = METHODS.iter().find(|m| m.name == "notifications/resources/updated").unwrap();
         assert!(upd.is_notification && upd.direction == Direction::ServerToClient);
         assert!(upd.exists_in(ProtocolVersion::V2026_07_28));
     }

@@ -52,10 +52,8 @@ notification!(
 );
 
 /// Every method this module declares.
-pub(crate) const METHODS: &[MethodInfo] = &[
-    MethodInfo::request::<ListRoots>(),
-    MethodInfo::notification::<RootsListChanged>(),
-];
+pub(crate) const METHODS: &[MethodInfo] =
+    &[MethodInfo::request::<ListRoots>(), MethodInfo::notification::<RootsListChanged>()];
 
 #[cfg(test)]
 mod tests {
@@ -86,8 +84,6 @@ mod tests {
         assert_eq!(METHODS[0].direction, Direction::ServerToClient);
         assert_eq!(METHODS[1].direction, Direction::ClientToServer);
         assert!(METHODS[1].is_notification);
-        assert!(METHODS
-            .iter()
-            .all(|m| m.removed_in == Some(ProtocolVersion::V2026_07_28)));
+        assert!(METHODS.iter().all(|m| m.removed_in == Some(ProtocolVersion::V2026_07_28)));
     }
 }

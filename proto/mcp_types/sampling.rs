@@ -222,21 +222,16 @@ mod tests {
         assert_eq!(p.include_context, Some(IncludeContext::ThisServer));
         assert_eq!(p.max_tokens.as_u64(), Some(20));
         let prefs = p.model_preferences.unwrap();
-        assert_eq!(
-            prefs.hints.unwrap()[0].name.as_deref(),
-            Some("claude-3-sonnet")
-        );
+        assert_eq!(prefs.hints.unwrap()[0].name.as_deref(), Some("claude-3-sonnet"));
         assert!(prefs.cost_priority.is_none());
         assert!(p.tools.is_none() && p.tool_choice.is_none() && p.task.is_none());
     }
 
     #[test]
     fn number_spelling_is_kept() {
-        let p: CreateMessageRequestParams =
-            rt(json!({"messages": [], "maxTokens": 100, "temperature": 1.0}));
+        let p: CreateMessageRequestParams = rt(json!({"messages": [], "maxTokens": 100, "temperature": 1.0}));
         assert_eq!(serde_json::to_string(&p.temperature).unwrap(), "1.0");
-        let p: CreateMessageRequestParams =
-            rt(json!({"messages": [], "maxTokens": 100, "temperature": 1}));
+        let p: CreateMessageRequestParams = rt(json!({"messages": [], "maxTokens": 100, "temperature": 1}));
         assert_eq!(serde_json::to_string(&p.temperature).unwrap(), "1");
     }
 
@@ -300,10 +295,7 @@ mod tests {
     #[test]
     fn method_row() {
         let m = &METHODS[0];
-        assert_eq!(
-            (m.name, m.direction),
-            ("sampling/createMessage", Direction::ServerToClient)
-        );
+        assert_eq!((m.name, m.direction), ("sampling/createMessage", Direction::ServerToClient));
         assert!(m.exists_in(ProtocolVersion::V2024_11_05));
         assert!(!m.exists_in(ProtocolVersion::V2026_07_28));
     }

@@ -9,8 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    method, notification, open_string_enum_serde, Cursor, Extra, MethodInfo, NotificationMeta,
-    RequestMeta, ResultMeta,
+    method, notification, open_string_enum_serde, Cursor, Extra, MethodInfo, NotificationMeta, RequestMeta, ResultMeta,
 };
 
 /// Where a task is in its life ("TaskStatus").
@@ -47,10 +46,7 @@ impl TaskStatus {
 
     /// Whether the task is over (`completed`, `failed` or `cancelled`).
     pub fn is_terminal(&self) -> bool {
-        matches!(
-            self,
-            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
-        )
+        matches!(self, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled)
     }
 }
 
