@@ -717,10 +717,8 @@ impl Session {
     /// [`TIMEOUT_REASON`]. A timed-out `initialize` returns a client to
     /// [`State::AwaitingInitialize`].
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(&(deadline, n)) = self.deadlines.first() {
-            if deadline > now {
-                break;
-            }
+        while self.deadlines.first().is_some_and(|&(deadline, _)| deadline <= now) {
+            let Some((_, n)) = self.deadlines.pop_first() else { break };
             let Some(p) = self.forget(n) else { continue };
             self.abandon(n);
             if p.method == INITIALIZE {
@@ -917,5 +915,744 @@ fn min_deadline(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The driver panics when two sessions are still talking after this many steps.
+    const MAX_STEPS: usize = 1_000;
+
+    fn raw(v: serde_json::Value) -> Box<RawValue> {
+        serde_json::value::to_raw_value(&v).unwrap()
+    }
+
+    fn msg(text: &str) -> Message {
+        Message::from_str(text).unwrap()
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// A client and a server driven against each other on a virtual clock.
+    struct Pair {
+        client: Session,
+        server: Session,
+        origin: Instant,
+        now: Instant,
+        /// Everything that crossed the wire, as `c>s {json}` / `s>c {json}`.
+        wire: Vec<String>,
+        client_events: VecDeque<Event>,
+        server_events: VecDeque<Event>,
+        steps: usize,
+    }
+
+    impl Pair {
+        fn new(mode: Mode) -> Pair {
+            Pair::with_limits(mode, Limits::default())
+        }
+
+        fn with_limits(mode: Mode, limits: Limits) -> Pair {
+            // The only clock read: an arbitrary origin; everything after is virtual.
+            let origin = Instant::now();
+            Pair {
+                client: Session::new(Role::Client, mode, limits),
+                server: Session::new(Role::Server, mode, limits),
+                origin,
+                now: origin,
+                wire: Vec::new(),
+                client_events: VecDeque::new(),
+                server_events: VecDeque::new(),
+                steps: 0,
+            }
+        }
+
+        fn at(&self, d: Duration) -> Instant {
+            self.origin + d
+        }
+
+        /// Moves at most one message each way and collects events; `false` when both were idle.
+        fn step(&mut self) -> bool {
+            self.steps += 1;
+            assert!(self.steps <= MAX_STEPS, "still busy after {MAX_STEPS} steps");
+            let mut moved = false;
+            if let Some(m) = self.client.poll_transmit() {
+                self.wire.push(format!("c>s {m}"));
+                self.server.handle_incoming(m, self.now);
+                moved = true;
+            }
+            if let Some(m) = self.server.poll_transmit() {
+                self.wire.push(format!("s>c {m}"));
+                self.client.handle_incoming(m, self.now);
+                moved = true;
+            }
+            self.client_events.extend(std::iter::from_fn(|| self.client.poll_event()));
+            self.server_events.extend(std::iter::from_fn(|| self.server.poll_event()));
+            moved
+        }
+
+        /// Moves messages until both sides are idle.
+        fn drive(&mut self) {
+            while self.step() {}
+        }
+
+        /// Drives, advancing the clock to each timer due at or before `until`, then to `until`.
+        fn run_until(&mut self, until: Instant) {
+            loop {
+                self.drive();
+                match min_deadline(self.client.poll_timeout(), self.server.poll_timeout()) {
+                    Some(t) if t <= until => {
+                        self.now = self.now.max(t);
+                        self.client.handle_timeout(self.now);
+                        self.server.handle_timeout(self.now);
+                    }
+                    _ => {
+                        self.now = self.now.max(until);
+                        return;
+                    }
+                }
+            }
+        }
+
+        fn take_wire(&mut self) -> Vec<String> {
+            std::mem::take(&mut self.wire)
+        }
+
+        fn client_event(&mut self) -> Event {
+            self.client_events.pop_front().expect("a client event")
+        }
+
+        fn server_event(&mut self) -> Event {
+            self.server_events.pop_front().expect("a server event")
+        }
+
+        fn assert_no_events(&self) {
+            assert!(self.client_events.is_empty(), "client events: {:?}", self.client_events);
+            assert!(self.server_events.is_empty(), "server events: {:?}", self.server_events);
+        }
+
+        fn server_request(&mut self) -> Request {
+            match self.server_event() {
+                Event::Request(r) => r,
+                e => panic!("expected a request, got {e:?}"),
+            }
+        }
+
+        fn client_request(&mut self) -> Request {
+            match self.client_event() {
+                Event::Request(r) => r,
+                e => panic!("expected a request, got {e:?}"),
+            }
+        }
+
+        fn handshake(&mut self) {
+            let params = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
+            let id = self.client.send_request(INITIALIZE, Some(raw(params)), self.now, Some(ms(30_000))).unwrap();
+            assert_eq!(self.client.state(), State::Initializing);
+            self.drive();
+            let r = self.server_request();
+            assert_eq!((r.id.clone(), r.method.as_str()), (id.clone(), INITIALIZE));
+            assert_eq!(self.server.state(), State::Initializing);
+            let result = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}});
+            assert!(self.server.respond(&r.id, raw(result)));
+            self.drive();
+            match self.client_event() {
+                Event::Response { id: got, method, .. } => assert_eq!((got, method.as_str()), (id, INITIALIZE)),
+                e => panic!("{e:?}"),
+            }
+            self.client.initialized().unwrap();
+            self.drive();
+            assert!(matches!(self.server_event(), Event::Initialized));
+            assert_eq!((self.client.state(), self.server.state()), (State::Initialized, State::Initialized));
+            self.assert_no_events();
+        }
+    }
+
+    #[test]
+    fn handshake_wire_and_state() {
+        let mut p = Pair::new(Mode::Handshake);
+        assert_eq!(p.client.state(), State::AwaitingInitialize);
+        p.handshake();
+        assert_eq!(
+            p.take_wire(),
+            [
+                r#"c>s {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{},"clientInfo":{"name":"c","version":"1"},"protocolVersion":"2025-11-25"}}"#,
+                r#"s>c {"jsonrpc":"2.0","id":0,"result":{"capabilities":{},"protocolVersion":"2025-11-25","serverInfo":{"name":"s","version":"1"}}}"#,
+                r#"c>s {"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            ]
+        );
+        assert_eq!(p.client.protocol_version(), Some(ProtocolVersion::V2025_11_25));
+        assert_eq!(p.server.protocol_version(), Some(ProtocolVersion::V2025_11_25));
+        assert_eq!(p.client.poll_timeout(), None, "the answered initialize left no timer");
+        // A second handshake is refused both ways.
+        assert_eq!(p.client.send_request(INITIALIZE, None, p.now, None), Err(SessionError::InitializeAgain));
+        assert_eq!(p.client.initialized(), Err(SessionError::InitializeNotAnswered));
+        assert_eq!(p.server.initialized(), Err(SessionError::NotAClient));
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":9,"method":"initialize","params":{}}"#), p.now);
+        assert_eq!(
+            p.server.poll_transmit().unwrap().to_string(),
+            r#"{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"initialize was already received in this session"}}"#
+        );
+        assert_eq!(p.server.poll_event().unwrap_err_protocol(), ProtocolEvent::RepeatedInitialize { id: Id::from(9) });
+        assert_eq!(p.server.state(), State::Initialized);
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), p.now);
+        assert_eq!(p.server.poll_event().unwrap_err_protocol(), ProtocolEvent::UnexpectedInitialized);
+    }
+
+    trait ProtocolOf {
+        fn unwrap_err_protocol(self) -> ProtocolEvent;
+    }
+
+    impl ProtocolOf for Option<Event> {
+        fn unwrap_err_protocol(self) -> ProtocolEvent {
+            match self {
+                Some(Event::Protocol(e)) => e,
+                e => panic!("expected a protocol event, got {e:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn many_requests_answered_out_of_order() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let ids: Vec<Id> = (0..20)
+            .map(|i| {
+                p.client
+                    .send_request("tools/call", Some(raw(json!({"name": "echo", "arguments": {"i": i}}))), p.now, None)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(ids.first(), Some(&Id::from(1)), "initialize took id 0");
+        assert_eq!(ids.last(), Some(&Id::from(20)));
+        assert_eq!(p.client.outgoing_in_flight(), 20);
+        p.drive();
+        let requests: Vec<Request> = (0..20).map(|_| p.server_request()).collect();
+        assert_eq!(p.server.incoming_in_flight(), 20);
+        // Answer in reverse order, echoing the argument.
+        for r in requests.iter().rev() {
+            let i = r.params_as::<serde_json::Value>().unwrap()["arguments"]["i"].clone();
+            assert!(p.server.respond(&r.id, raw(json!({"i": i}))));
+        }
+        p.drive();
+        for k in (0..20).rev() {
+            match p.client_event() {
+                Event::Response { id, method, result } => {
+                    assert_eq!(id, ids[k]);
+                    assert_eq!(method, "tools/call");
+                    assert_eq!(result.get(), format!(r#"{{"i":{k}}}"#));
+                }
+                e => panic!("{e:?}"),
+            }
+        }
+        assert_eq!((p.client.outgoing_in_flight(), p.server.incoming_in_flight()), (0, 0));
+        p.assert_no_events();
+        // Ids are never reused.
+        assert_eq!(p.client.send_request("ping", None, p.now, None).unwrap(), Id::from(21));
+    }
+
+    #[test]
+    fn response_to_unknown_id_is_dropped_and_reported() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        for (text, id) in [
+            (r#"{"jsonrpc":"2.0","id":99,"result":{}}"#, Id::from(99)),
+            (r#"{"jsonrpc":"2.0","id":"0","result":{}}"#, Id::from("0")),
+            (r#"{"jsonrpc":"2.0","id":0,"error":{"code":-1,"message":"x"}}"#, Id::from(0)),
+        ] {
+            p.client.handle_incoming(msg(text), p.now);
+            assert_eq!(p.client.poll_event().unwrap_err_protocol(), ProtocolEvent::UnknownResponse { id });
+        }
+        p.client.handle_incoming(msg(r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}"#), p.now);
+        assert_eq!(
+            p.client.poll_event().unwrap_err_protocol(),
+            ProtocolEvent::ErrorWithoutId { error: ErrorObject::new(ErrorCode::PARSE_ERROR, "Parse error") }
+        );
+        assert!(p.client.poll_transmit().is_none(), "nothing is answered to a response");
+        // The session lives on.
+        let id = p.client.send_request("tools/list", None, p.now, None).unwrap();
+        p.drive();
+        let r = p.server_request();
+        p.server.respond_error(&r.id, ErrorObject::new(ErrorCode::INTERNAL_ERROR, "boom"));
+        p.drive();
+        match p.client_event() {
+            Event::ErrorResponse { id: got, method, error } => {
+                assert_eq!((got, method.as_str(), error.code), (id, "tools/list", ErrorCode::INTERNAL_ERROR));
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn duplicate_incoming_request_id_is_answered_and_the_original_survives() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#), p.now);
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}"#), p.now);
+        assert!(matches!(p.server.poll_event(), Some(Event::Request(r)) if r.method == "tools/list"));
+        assert_eq!(
+            p.server.poll_event().unwrap_err_protocol(),
+            ProtocolEvent::DuplicateRequest { id: Id::from(7), method: "tools/call".into() }
+        );
+        assert_eq!(
+            p.server.poll_transmit().unwrap().to_string(),
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"duplicate request id 7: a request with this id is still in flight"}}"#
+        );
+        // The same id as a string is another id.
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":"7","method":"tools/list"}"#), p.now);
+        assert!(matches!(p.server.poll_event(), Some(Event::Request(r)) if r.id == Id::from("7")));
+        assert_eq!(p.server.incoming_in_flight(), 2);
+        assert!(p.server.respond(&Id::from(7), raw(json!({"tools": []}))));
+        assert_eq!(p.server.poll_transmit().unwrap().to_string(), r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}"#);
+        assert!(!p.server.respond(&Id::from(7), raw(json!({}))), "answered once only");
+        assert!(p.server.poll_transmit().is_none());
+        // Once answered, the id may be used again.
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#), p.now);
+        assert!(matches!(p.server.poll_event(), Some(Event::Request(r)) if r.method == "ping"));
+    }
+
+    #[test]
+    fn requests_before_initialize_are_gated() {
+        let mut p = Pair::new(Mode::Handshake);
+        // Server: a known method before initialize is answered -32600 by the core.
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), p.now);
+        assert_eq!(
+            p.server.poll_transmit().unwrap().to_string(),
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"tools/list is not allowed before initialization completes"}}"#
+        );
+        assert_eq!(
+            p.server.poll_event().unwrap_err_protocol(),
+            ProtocolEvent::BeforeInitialized { id: Id::from(1), method: "tools/list".into() }
+        );
+        // ping, server/discover and unknown methods reach the application.
+        for (id, method) in [(2, "ping"), (3, "server/discover"), (4, "vendor/thing")] {
+            p.server.handle_incoming(msg(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#)), p.now);
+            assert!(matches!(p.server.poll_event(), Some(Event::Request(r)) if r.method == method), "{method}");
+        }
+        assert!(p.server.poll_transmit().is_none(), "the layer above answers those");
+        assert!(p
+            .server
+            .respond_error(&Id::from(3), ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")));
+        assert_eq!(
+            p.server.poll_transmit().unwrap().to_string(),
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}"#
+        );
+        assert_eq!(p.server.state(), State::AwaitingInitialize);
+        // Client: outgoing gated requests and notifications are refused, ping and unknown ones pass.
+        let e = p.client.send_request("tools/call", None, p.now, None).unwrap_err();
+        assert_eq!(e, SessionError::NotInitialized { method: "tools/call".into() });
+        assert_eq!(e.to_string(), "tools/call may not be sent before initialization completes");
+        assert!(p.client.notify("notifications/roots/list_changed", None).is_err());
+        assert_eq!(p.client.send_request("ping", None, p.now, None), Ok(Id::from(0)));
+        assert_eq!(p.client.send_request("server/discover", None, p.now, None), Ok(Id::from(1)));
+        assert_eq!(p.client.initialized(), Err(SessionError::InitializeNotAnswered));
+        // Client: a server request before the client sent initialized is answered -32600.
+        p.client
+            .handle_incoming(msg(r#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{}}"#), p.now);
+        assert_eq!(
+            p.client.poll_event().unwrap_err_protocol(),
+            ProtocolEvent::BeforeInitialized { id: Id::from(0), method: "sampling/createMessage".into() }
+        );
+        // Server: may log and ping before initialized, but not announce list changes.
+        assert!(p.server.notify("notifications/message", Some(raw(json!({"level": "info", "data": "hi"})))).is_ok());
+        assert!(p.server.notify("notifications/tools/list_changed", None).is_err());
+        assert!(p.server.send_request("roots/list", None, p.now, None).is_err());
+        assert!(p.server.send_request("ping", None, p.now, None).is_ok());
+    }
+
+    #[test]
+    fn server_accepts_requests_once_it_answered_initialize() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.client.send_request(INITIALIZE, Some(raw(json!({"protocolVersion": "2099-01-01"}))), p.now, None).unwrap();
+        p.drive();
+        let init = p.server_request();
+        // Before the answer: gated.
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#), p.now);
+        assert!(matches!(p.server.poll_event(), Some(Event::Protocol(ProtocolEvent::BeforeInitialized { .. }))));
+        p.server.poll_transmit().unwrap();
+        // The server counter-offers a version the core does not know: recorded as unknown.
+        assert!(p.server.respond(&init.id, raw(json!({"protocolVersion": "2099-01-01"}))));
+        assert_eq!(p.server.protocol_version(), None);
+        // Answered, initialized not yet here: Streamable HTTP may reorder, so let it through.
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#), p.now);
+        assert!(matches!(p.server.poll_event(), Some(Event::Request(r)) if r.id == Id::from(6)));
+    }
+
+    #[test]
+    fn failed_initialize_can_be_retried() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.client.send_request(INITIALIZE, Some(raw(json!({}))), p.now, None).unwrap();
+        p.drive();
+        let init = p.server_request();
+        assert!(p.server.respond_error(&init.id, ErrorObject::new(ErrorCode::INVALID_PARAMS, "Invalid params")));
+        assert_eq!(p.server.state(), State::AwaitingInitialize);
+        p.drive();
+        assert!(matches!(p.client_event(), Event::ErrorResponse { method, .. } if method == INITIALIZE));
+        assert_eq!(p.client.state(), State::AwaitingInitialize);
+        p.handshake();
+    }
+
+    #[test]
+    fn outgoing_cancellation_drops_the_late_response_quietly() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let id = p.client.send_request("tools/call", Some(raw(json!({"name": "slow"}))), p.now, None).unwrap();
+        p.drive();
+        let r = p.server_request();
+        p.take_wire();
+        p.client.cancel(&id, Some("user pressed stop")).unwrap();
+        assert_eq!(p.client.outgoing_in_flight(), 0);
+        p.drive();
+        assert_eq!(
+            p.take_wire(),
+            [
+                r#"c>s {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user pressed stop"}}"#
+            ]
+        );
+        match p.server_event() {
+            Event::Cancelled { id: got, reason } => {
+                assert_eq!((got, reason.as_deref()), (r.id.clone(), Some("user pressed stop")));
+            }
+            e => panic!("{e:?}"),
+        }
+        // The server's answer after the cancellation sends nothing.
+        assert!(!p.server.respond(&r.id, raw(json!({"content": []}))));
+        assert!(!p.server.respond_error(&r.id, ErrorObject::new(ErrorCode::INTERNAL_ERROR, "x")));
+        p.drive();
+        assert!(p.take_wire().is_empty());
+        // A peer that answers anyway: dropped quietly, once; a second copy is reported.
+        p.client.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#), p.now);
+        assert!(p.client.poll_event().is_none());
+        p.client.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#), p.now);
+        assert_eq!(p.client.poll_event().unwrap_err_protocol(), ProtocolEvent::UnknownResponse { id: Id::from(1) });
+        // Cancelling again, or something never sent, is refused.
+        assert_eq!(p.client.cancel(&id, None), Err(SessionError::NotPending(Id::from(1))));
+        assert_eq!(p.client.cancel(&Id::from("x"), None), Err(SessionError::NotPending(Id::from("x"))));
+        assert_eq!(
+            p.client.notify(CANCELLED, None),
+            Err(SessionError::Reserved { method: CANCELLED.into() }),
+            "cancellation goes through cancel()"
+        );
+        // A cancellation the server no longer needs (unknown id) is ignored quietly.
+        p.server.handle_incoming(
+            msg(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42}}"#),
+            p.now,
+        );
+        assert!(p.server.poll_event().is_none());
+    }
+
+    #[test]
+    fn incoming_cancellation_server_to_client() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let id =
+            p.server.send_request("sampling/createMessage", Some(raw(json!({"messages": []}))), p.now, None).unwrap();
+        assert_eq!(id, Id::from(0), "each side has its own ids");
+        p.drive();
+        let r = p.client_request();
+        p.server.cancel(&id, None).unwrap();
+        p.take_wire();
+        p.drive();
+        assert_eq!(
+            p.take_wire(),
+            [r#"s>c {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}"#]
+        );
+        assert!(matches!(p.client_event(), Event::Cancelled { id, reason: None } if id == r.id));
+        assert_eq!(p.client.incoming_in_flight(), 0);
+        assert!(!p.client.respond(&r.id, raw(json!({}))));
+        p.drive();
+        assert!(p.take_wire().is_empty());
+        p.assert_no_events();
+    }
+
+    #[test]
+    fn initialize_is_never_cancelled() {
+        let mut p = Pair::new(Mode::Handshake);
+        let id = p.client.send_request(INITIALIZE, Some(raw(json!({}))), p.now, None).unwrap();
+        assert_eq!(p.client.cancel(&id, None), Err(SessionError::InitializeNotCancellable));
+        assert_eq!(p.client.outgoing_in_flight(), 1);
+        p.drive();
+        let init = p.server_request();
+        // A peer that cancels initialize anyway is ignored.
+        p.server.handle_incoming(
+            msg(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0,"reason":"no"}}"#),
+            p.now,
+        );
+        assert_eq!(p.server.poll_event().unwrap_err_protocol(), ProtocolEvent::CancelledInitialize { id: Id::from(0) });
+        assert!(p.server.respond(&init.id, raw(json!({"protocolVersion": "2025-06-18"}))));
+        p.drive();
+        assert!(matches!(p.client_event(), Event::Response { method, .. } if method == INITIALIZE));
+        assert_eq!(p.client.protocol_version(), Some(ProtocolVersion::V2025_06_18));
+    }
+
+    #[test]
+    fn progress_is_routed_by_token() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let params = |token: serde_json::Value| raw(json!({"name": "long", "_meta": {"progressToken": token}}));
+        let a = p.client.send_request("tools/call", Some(params(json!("a"))), p.now, None).unwrap();
+        let b = p.client.send_request("tools/call", Some(params(json!(7))), p.now, None).unwrap();
+        let _plain = p.client.send_request("tools/call", Some(raw(json!({"name": "x"}))), p.now, None).unwrap();
+        assert_eq!(
+            p.client.send_request("tools/call", Some(params(json!(7))), p.now, None),
+            Err(SessionError::DuplicateProgressToken(Id::from(7)))
+        );
+        p.drive();
+        let requests: Vec<Request> = (0..3).map(|_| p.server_request()).collect();
+        for text in [
+            r#"{"progressToken":7,"progress":0.5,"total":1.0,"message":"half"}"#,
+            r#"{"progressToken":"a","progress":1}"#,
+            r#"{"progressToken":"7","progress":1}"#,
+            r#"{"progressToken":"zzz","progress":1}"#,
+            r#"{"progress":1}"#,
+        ] {
+            p.server.notify(PROGRESS, Some(RawValue::from_string(text.into()).unwrap())).unwrap();
+        }
+        p.drive();
+        match p.client_event() {
+            Event::Progress { request_id, progress, total, message } => {
+                assert_eq!(request_id, b);
+                assert_eq!((progress.to_string(), total.map(|t| t.to_string())), ("0.5".into(), Some("1.0".into())));
+                assert_eq!(message.as_deref(), Some("half"));
+            }
+            e => panic!("{e:?}"),
+        }
+        assert!(
+            matches!(p.client_event(), Event::Progress { request_id, total: None, message: None, .. } if request_id == a)
+        );
+        let e = Some(p.client_event()).unwrap_err_protocol();
+        assert_eq!(e, ProtocolEvent::UnknownProgressToken { token: Id::from("7") });
+        let e = Some(p.client_event()).unwrap_err_protocol();
+        assert_eq!(e, ProtocolEvent::UnknownProgressToken { token: Id::from("zzz") });
+        assert!(
+            matches!(Some(p.client_event()).unwrap_err_protocol(), ProtocolEvent::InvalidNotification { method, .. } if method == PROGRESS)
+        );
+        // Once the request is answered, its token is dead.
+        assert!(p.server.respond(&requests[1].id, raw(json!({"content": []}))));
+        p.server.notify(PROGRESS, Some(raw(json!({"progressToken": 7, "progress": 2})))).unwrap();
+        p.drive();
+        assert!(matches!(p.client_event(), Event::Response { id, .. } if id == b));
+        assert_eq!(
+            Some(p.client_event()).unwrap_err_protocol(),
+            ProtocolEvent::UnknownProgressToken { token: Id::from(7) }
+        );
+        // …and free for a new request.
+        assert!(p.client.send_request("tools/call", Some(params(json!(7))), p.now, None).is_ok());
+        p.assert_no_events();
+    }
+
+    #[test]
+    fn timeout_fires_exactly_at_the_deadline_and_cancels() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let t0 = p.now;
+        let id = p.client.send_request("tools/call", Some(raw(json!({"name": "slow"}))), t0, Some(ms(5_000))).unwrap();
+        let deadline = t0 + ms(5_000);
+        assert_eq!(p.client.poll_timeout(), Some(deadline));
+        p.drive();
+        let r = p.server_request();
+        p.take_wire();
+        // Not a nanosecond early.
+        p.client.handle_timeout(deadline - Duration::from_nanos(1));
+        assert!(p.client.poll_event().is_none() && p.client.poll_transmit().is_none());
+        assert_eq!(p.client.outgoing_in_flight(), 1);
+        p.run_until(deadline);
+        assert_eq!(p.now, deadline);
+        assert!(matches!(p.client_event(), Event::TimedOut { id: got, method } if got == id && method == "tools/call"));
+        assert_eq!(
+            p.take_wire(),
+            [
+                r#"c>s {"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"request timed out"}}"#
+            ]
+        );
+        assert!(matches!(p.server_event(), Event::Cancelled { id: got, .. } if got == r.id));
+        assert_eq!(p.client.poll_timeout(), None);
+        // A late response is dropped quietly.
+        p.client.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), p.now);
+        assert!(p.client.poll_event().is_none());
+        p.assert_no_events();
+    }
+
+    #[test]
+    fn timers_fire_in_deadline_order_on_the_virtual_clock() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let a = p.client.send_request("tools/call", None, p.now, Some(ms(300))).unwrap();
+        let b = p.client.send_request("tools/call", None, p.now, Some(ms(100))).unwrap();
+        let c = p.client.send_request("tools/call", None, p.now, Some(ms(200))).unwrap();
+        let _never = p.client.send_request("tools/call", None, p.now, None).unwrap();
+        let end = p.at(ms(10_000));
+        p.run_until(end);
+        assert_eq!(p.now, end);
+        for want in [&b, &c, &a] {
+            assert!(matches!(p.client_event(), Event::TimedOut { id, .. } if id == *want));
+        }
+        for _ in 0..4 {
+            p.server_request();
+        }
+        for want in [b, c, a] {
+            assert!(matches!(p.server_event(), Event::Cancelled { id, .. } if id == want));
+        }
+        assert_eq!(p.client.outgoing_in_flight(), 1);
+        assert_eq!(p.client.poll_timeout(), None);
+    }
+
+    #[test]
+    fn progress_resets_the_timeout_up_to_the_total_cap() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let t0 = p.now;
+        let options = RequestOptions {
+            timeout: Some(ms(1_000)),
+            reset_timeout_on_progress: true,
+            max_total_timeout: Some(ms(2_500)),
+        };
+        let params = raw(json!({"_meta": {"progressToken": "p"}}));
+        let id = p.client.send_request_with("tools/call", Some(params), t0, options).unwrap();
+        assert_eq!(p.client.poll_timeout(), Some(t0 + ms(1_000)));
+        p.drive();
+        let progress = raw(json!({"progressToken": "p", "progress": 1}));
+        p.now = t0 + ms(900);
+        p.server.notify(PROGRESS, Some(progress.clone())).unwrap();
+        p.drive();
+        assert!(matches!(p.client_event(), Event::Progress { .. }));
+        assert_eq!(p.client.poll_timeout(), Some(t0 + ms(1_900)));
+        p.now = t0 + ms(1_800);
+        p.server.notify(PROGRESS, Some(progress)).unwrap();
+        p.drive();
+        assert!(matches!(p.client_event(), Event::Progress { .. }));
+        assert_eq!(p.client.poll_timeout(), Some(t0 + ms(2_500)), "capped by max_total_timeout");
+        p.run_until(t0 + ms(10_000));
+        assert!(matches!(p.client_event(), Event::TimedOut { id: got, .. } if got == id));
+        // Without the flag, progress does not move the deadline.
+        let params = raw(json!({"_meta": {"progressToken": "q"}}));
+        let t1 = p.now;
+        p.client.send_request("tools/call", Some(params), t1, Some(ms(1_000))).unwrap();
+        p.drive();
+        p.now = t1 + ms(900);
+        p.server.notify(PROGRESS, Some(raw(json!({"progressToken": "q", "progress": 1})))).unwrap();
+        p.drive();
+        assert_eq!(p.client.poll_timeout(), Some(t1 + ms(1_000)));
+    }
+
+    #[test]
+    fn initialize_timeout_sends_no_cancellation() {
+        let mut p = Pair::new(Mode::Handshake);
+        let id = p.client.send_request(INITIALIZE, Some(raw(json!({}))), p.now, Some(ms(50))).unwrap();
+        p.client.poll_transmit().unwrap();
+        p.client.handle_timeout(p.at(ms(50)));
+        assert!(
+            matches!(p.client.poll_event(), Some(Event::TimedOut { id: got, method }) if got == id && method == INITIALIZE)
+        );
+        assert!(p.client.poll_transmit().is_none(), "initialize is never cancelled");
+        assert_eq!(p.client.state(), State::AwaitingInitialize);
+        // A late answer is dropped quietly and does not complete the handshake.
+        p.client.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}"#), p.now);
+        assert!(p.client.poll_event().is_none());
+        assert_eq!(p.client.protocol_version(), None);
+    }
+
+    #[test]
+    fn stateless_mode_has_no_handshake() {
+        let mut p = Pair::new(Mode::Stateless);
+        assert_eq!((p.client.state(), p.server.state()), (State::Stateless, State::Stateless));
+        assert_eq!(p.client.protocol_version(), Some(ProtocolVersion::V2026_07_28));
+        let id = p.client.send_request("tools/call", Some(raw(json!({"name": "echo"}))), p.now, None).unwrap();
+        assert_eq!(id, Id::from(0));
+        p.drive();
+        let r = p.server_request();
+        assert!(p.server.respond(&r.id, raw(json!({"content": []}))));
+        p.drive();
+        assert!(matches!(p.client_event(), Event::Response { id: got, .. } if got == id));
+        assert_eq!(p.client.initialized(), Err(SessionError::NoHandshake));
+        assert!(p.server.notify("notifications/tools/list_changed", None).is_ok());
+        // `initialize` is an ordinary (unknown) method here, left to the layer above.
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#), p.now);
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{}}"#), p.now);
+        p.drive();
+        assert_eq!(p.server_request().id, Id::from(1));
+        assert_eq!(p.server_request().id, Id::from(2));
+        assert_eq!(p.server.state(), State::Stateless);
+    }
+
+    #[test]
+    fn limits_bound_requests_in_flight() {
+        let limits = Limits { max_outgoing_in_flight: 2, max_incoming_in_flight: 1, max_remembered_abandoned: 1 };
+        let mut p = Pair::with_limits(Mode::Stateless, limits);
+        p.client.send_request("a", None, p.now, None).unwrap();
+        p.client.send_request("b", None, p.now, None).unwrap();
+        let e = p.client.send_request("c", None, p.now, None).unwrap_err();
+        assert_eq!(e, SessionError::TooManyInFlight { limit: 2 });
+        assert_eq!(e.to_string(), "too many requests in flight (limit 2)");
+        p.drive();
+        assert!(matches!(p.server_event(), Event::Request(r) if r.method == "a"));
+        assert_eq!(
+            p.server_event().into_protocol(),
+            ProtocolEvent::TooManyRequests { id: Id::from(1), method: "b".into() }
+        );
+        let wire = p.take_wire();
+        let answer = wire.iter().find(|l| l.starts_with("s>c")).unwrap();
+        assert_eq!(
+            answer,
+            r#"s>c {"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"too many requests in flight (limit 1)"}}"#
+        );
+        assert!(matches!(p.client_event(), Event::ErrorResponse { id, .. } if id == Id::from(1)));
+        // Only the newest abandoned id is remembered.
+        let x = p.client.send_request("x", None, p.now, None).unwrap();
+        let y = p.client.send_request("y", None, p.now, None).unwrap_err();
+        assert_eq!(y, SessionError::TooManyInFlight { limit: 2 });
+        p.client.cancel(&Id::from(0), None).unwrap();
+        p.client.cancel(&x, None).unwrap();
+        p.client.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#), p.now);
+        assert!(p.client.poll_event().is_none(), "remembered: quiet");
+        p.client.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":0,"result":{}}"#), p.now);
+        assert_eq!(p.client.poll_event().unwrap_err_protocol(), ProtocolEvent::UnknownResponse { id: Id::from(0) });
+    }
+
+    impl Event {
+        fn into_protocol(self) -> ProtocolEvent {
+            Some(self).unwrap_err_protocol()
+        }
+    }
+
+    #[test]
+    fn closed_session_refuses_and_ignores() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        p.client.send_request("tools/list", None, p.now, Some(ms(10))).unwrap();
+        p.client.close();
+        assert_eq!(p.client.state(), State::Closed);
+        assert_eq!(p.client.poll_timeout(), None);
+        assert_eq!(p.client.send_request("ping", None, p.now, None), Err(SessionError::Closed));
+        assert_eq!(p.client.notify("x", None), Err(SessionError::Closed));
+        p.client.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#), p.now);
+        assert!(p.client.poll_event().is_none());
+        assert!(!p.client.respond(&Id::from(5), raw(json!({}))));
+    }
+
+    #[test]
+    fn error_display_is_lowercase_without_period() {
+        let errors = [
+            SessionError::Closed,
+            SessionError::TooManyInFlight { limit: 1 },
+            SessionError::NotInitialized { method: "tools/call".into() },
+            SessionError::InitializeAgain,
+            SessionError::InitializeNotCancellable,
+            SessionError::NotPending(Id::from(1)),
+            SessionError::DuplicateProgressToken(Id::from("t")),
+            SessionError::Reserved { method: CANCELLED.into() },
+            SessionError::InitializeNotAnswered,
+            SessionError::NotAClient,
+            SessionError::NoHandshake,
+            SessionError::IdsExhausted,
+        ];
+        for e in errors {
+            let s = e.to_string();
+            assert!(!s.ends_with('.') && s.chars().next().is_some_and(|c| !c.is_uppercase()), "{s}");
+        }
     }
 }
