@@ -1634,6 +1634,82 @@ mod tests {
         assert!(!p.client.respond(&Id::from(5), raw(json!({}))));
     }
 
+    /// A deterministic pseudo-random walk (an LCG, no crate) of sends, cancellations, answers
+    /// and clock jumps, with messages crossing mid-flight: every request ends exactly once, races
+    /// between an answer and a cancellation or timeout stay quiet, and nothing is left over.
+    #[test]
+    fn random_walk_settles_every_request_exactly_once() {
+        let mut seed: u64 = 0x5eed;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let mut p = Pair::with_limits(Mode::Handshake, Limits { max_outgoing_in_flight: 16, ..Limits::default() });
+        p.handshake();
+        let mut sent = BTreeSet::new();
+        let mut client_open: Vec<Id> = Vec::new();
+        let mut settled: HashMap<Id, &'static str> = HashMap::new();
+        let mut server_open: Vec<Id> = Vec::new();
+        for _ in 0..2_000 {
+            match next(4) {
+                0 => match p.client.send_request("tools/call", None, p.now, Some(ms(10 + next(500)))) {
+                    Ok(id) => {
+                        assert!(sent.insert(id.clone()), "id {id} reused");
+                        client_open.push(id);
+                    }
+                    Err(e) => assert_eq!(e, SessionError::TooManyInFlight { limit: 16 }),
+                },
+                1 if !client_open.is_empty() => {
+                    let id = client_open.swap_remove(next(client_open.len() as u64) as usize);
+                    p.client.cancel(&id, None).unwrap();
+                    settled.insert(id, "cancelled");
+                }
+                2 if !server_open.is_empty() => {
+                    let id = server_open.swap_remove(next(server_open.len() as u64) as usize);
+                    assert!(p.server.respond(&id, raw(json!({}))));
+                }
+                3 => {
+                    let until = p.now + ms(next(100));
+                    p.run_until(until);
+                }
+                _ => {}
+            }
+            for _ in 0..next(3) {
+                p.step();
+            }
+            p.steps = 0; // the bound is per action here
+            while let Some(e) = p.client_events.pop_front() {
+                let (id, how) = match e {
+                    Event::Response { id, .. } => (id, "answered"),
+                    Event::TimedOut { id, .. } => (id, "timed out"),
+                    e => panic!("client: {e:?}"),
+                };
+                client_open.retain(|open| *open != id);
+                assert!(settled.insert(id.clone(), how).is_none(), "{id} settled twice");
+            }
+            while let Some(e) = p.server_events.pop_front() {
+                match e {
+                    Event::Request(r) => server_open.push(r.id),
+                    Event::Cancelled { id, .. } => server_open.retain(|open| *open != id),
+                    e => panic!("server: {e:?}"),
+                }
+            }
+        }
+        let end = p.now + ms(1_000);
+        p.run_until(end);
+        for e in p.client_events.drain(..) {
+            let Event::TimedOut { id, .. } = e else { panic!("{e:?}") };
+            assert!(settled.insert(id, "timed out").is_none());
+        }
+        assert_eq!(settled.len(), sent.len(), "every request settled");
+        assert!(settled.values().any(|h| *h == "answered") && settled.values().any(|h| *h == "cancelled"));
+        assert!(settled.values().any(|h| *h == "timed out"));
+        assert_eq!(p.client.outgoing_in_flight(), 0);
+        for e in p.server_events.drain(..) {
+            assert!(matches!(e, Event::Cancelled { .. } | Event::Request(_)), "{e:?}");
+        }
+    }
+
     #[test]
     fn error_display_is_lowercase_without_period() {
         let errors = [
