@@ -3,10 +3,13 @@
 //! - [`jsonrpc`]: the JSON-RPC 2.0 message model, decoding with validation, encoding.
 //! - [`mcp_types`]: every MCP type of every revision, and the method table.
 //! - [`version`]: protocol revisions and negotiation.
+//! - [`session`]: the sans-IO session core: ids, pending requests, lifecycle, cancellation,
+//!   progress, timeouts.
 //! - `framing` (feature `framing`): newline-delimited and SSE framing on `bytes::BytesMut`.
 
 pub mod jsonrpc;
 pub mod mcp_types;
+pub mod session;
 pub mod version;
 
 #[cfg(feature = "framing")]
