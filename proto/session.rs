@@ -61,10 +61,11 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Number;
 
-use crate::proto::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response};
+use crate::proto::jsonrpc::{
+    Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
+};
 use crate::proto::version::ProtocolVersion;
 
 const INITIALIZE: &str = "initialize";
@@ -162,7 +163,7 @@ impl Default for Limits {
 }
 
 /// Per-request options for [`Session::send_request_with`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestOptions {
     /// Time without a response after which the request times out; `None`: never.
     pub timeout: Option<Duration>,
@@ -171,6 +172,9 @@ pub struct RequestOptions {
     pub reset_timeout_on_progress: bool,
     /// A deadline from sending that progress cannot extend (the TypeScript SDK's `maxTotalTimeout`).
     pub max_total_timeout: Option<Duration>,
+    /// The progress token the params carry. Needed for typed params, which the core does not
+    /// serialize; raw params are probed for `_meta.progressToken` when this is `None`.
+    pub progress_token: Option<Id>,
 }
 
 /// Something the application must know about.
@@ -187,7 +191,7 @@ pub enum Event {
         /// Our request's method.
         method: String,
         /// The result as written.
-        result: Box<RawValue>,
+        result: Body,
     },
     /// The error response to one of our requests.
     ErrorResponse {
@@ -379,7 +383,7 @@ impl fmt::Display for SessionError {
 impl std::error::Error for SessionError {}
 
 /// `params` of `notifications/cancelled` (`requestId` is optional since 2025-11-25, for tasks).
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CancelledParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -389,7 +393,7 @@ struct CancelledParams {
 }
 
 /// `params` of `notifications/progress`, the members the core reads.
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ProgressParams {
     progress_token: Id,
@@ -418,17 +422,19 @@ struct VersionProbe {
     protocol_version: String,
 }
 
-/// `params._meta.progressToken`, if the params carry a readable one.
-fn progress_token(params: Option<&RawValue>) -> Option<Id> {
-    let text = params?.get();
+/// `params._meta.progressToken`, if raw params carry a readable one. Typed params are not
+/// serialized to look: their sender names the token in [`RequestOptions::progress_token`].
+fn progress_token(params: Option<&Body>) -> Option<Id> {
+    let text = params?.as_raw()?.get();
     if !text.contains("progressToken") {
         return None;
     }
     serde_json::from_str::<MetaProbe>(text).ok()?.meta?.progress_token
 }
 
-fn result_version(result: &RawValue) -> Option<ProtocolVersion> {
-    serde_json::from_str::<VersionProbe>(result.get()).ok()?.protocol_version.parse().ok()
+fn result_version(result: &Body) -> Option<ProtocolVersion> {
+    let raw = result.to_raw().ok()?;
+    serde_json::from_str::<VersionProbe>(raw.get()).ok()?.protocol_version.parse().ok()
 }
 
 /// One of our requests awaiting a response.
@@ -524,7 +530,7 @@ impl Session {
     pub fn send_request(
         &mut self,
         method: impl Into<String>,
-        params: Option<Box<RawValue>>,
+        params: Option<Body>,
         now: Instant,
         timeout: Option<Duration>,
     ) -> Result<Id, SessionError> {
@@ -541,7 +547,7 @@ impl Session {
     pub fn send_request_with(
         &mut self,
         method: impl Into<String>,
-        params: Option<Box<RawValue>>,
+        params: Option<Body>,
         now: Instant,
         options: RequestOptions,
     ) -> Result<Id, SessionError> {
@@ -559,7 +565,7 @@ impl Session {
         if self.pending.len() >= self.limits.max_outgoing_in_flight {
             return Err(SessionError::TooManyInFlight { limit: self.limits.max_outgoing_in_flight });
         }
-        let token = progress_token(params.as_deref());
+        let token = options.progress_token.clone().or_else(|| progress_token(params.as_ref()));
         if let Some(t) = token.as_ref().filter(|t| self.tokens.contains_key(t)) {
             return Err(SessionError::DuplicateProgressToken(t.clone()));
         }
@@ -588,7 +594,7 @@ impl Session {
     /// [`SessionError::Closed`]; [`SessionError::Reserved`] for `notifications/initialized` and
     /// `notifications/cancelled`; [`SessionError::NotInitialized`] for a gated notification
     /// (e.g. `notifications/tools/list_changed`) before the handshake completes.
-    pub fn notify(&mut self, method: impl Into<String>, params: Option<Box<RawValue>>) -> Result<(), SessionError> {
+    pub fn notify(&mut self, method: impl Into<String>, params: Option<Body>) -> Result<(), SessionError> {
         let method = method.into();
         if self.state == State::Closed {
             return Err(SessionError::Closed);
@@ -652,7 +658,7 @@ impl Session {
 
     /// Answers an incoming request. Returns `false`, sending nothing, when `id` is not in flight
     /// (never received, answered already, or cancelled by the peer).
-    pub fn respond(&mut self, id: &Id, result: Box<RawValue>) -> bool {
+    pub fn respond(&mut self, id: &Id, result: Body) -> bool {
         if self.state == State::Closed {
             return false;
         }
@@ -772,7 +778,7 @@ impl Session {
     fn send_cancelled(&mut self, n: i64, reason: Option<&str>) {
         let params = CancelledParams { request_id: Some(Id::Number(n)), reason: reason.map(str::to_owned) };
         // An integer and an optional string always serialize.
-        let params = serde_json::value::to_raw_value(&params).expect("cancelled params serialize");
+        let params = Body::typed(params);
         self.transmit
             .push_back(Message::Notification(Notification { method: CANCELLED.to_owned(), params: Some(params) }));
     }
@@ -884,7 +890,7 @@ impl Session {
         });
     }
 
-    fn on_response(&mut self, id: Id, outcome: Result<Box<RawValue>, ErrorObject>) {
+    fn on_response(&mut self, id: Id, outcome: Result<Body, ErrorObject>) {
         let n = match id {
             Id::Number(n) if self.pending.contains_key(&n) => n,
             Id::Number(n) if self.abandoned.remove(&n) => return,
@@ -926,8 +932,8 @@ mod tests {
     /// The driver panics when two sessions are still talking after this many steps.
     const MAX_STEPS: usize = 1_000;
 
-    fn raw(v: serde_json::Value) -> Box<RawValue> {
-        serde_json::value::to_raw_value(&v).unwrap()
+    fn raw(v: serde_json::Value) -> Body {
+        Body::serialized(&v).unwrap()
     }
 
     fn msg(text: &str) -> Message {
@@ -1144,7 +1150,7 @@ mod tests {
                 Event::Response { id, method, result } => {
                     assert_eq!(id, ids[k]);
                     assert_eq!(method, "tools/call");
-                    assert_eq!(result.get(), format!(r#"{{"i":{k}}}"#));
+                    assert_eq!(result.as_raw().unwrap().get(), format!(r#"{{"i":{k}}}"#));
                 }
                 e => panic!("{e:?}"),
             }
@@ -1410,7 +1416,9 @@ mod tests {
             r#"{"progressToken":"zzz","progress":1}"#,
             r#"{"progress":1}"#,
         ] {
-            p.server.notify(PROGRESS, Some(RawValue::from_string(text.into()).unwrap())).unwrap();
+            p.server
+                .notify(PROGRESS, Some(Body::Raw(serde_json::value::RawValue::from_string(text.into()).unwrap())))
+                .unwrap();
         }
         p.drive();
         match p.client_event() {
@@ -1510,6 +1518,7 @@ mod tests {
             timeout: Some(ms(1_000)),
             reset_timeout_on_progress: true,
             max_total_timeout: Some(ms(2_500)),
+            progress_token: None,
         };
         let params = raw(json!({"_meta": {"progressToken": "p"}}));
         let id = p.client.send_request_with("tools/call", Some(params), t0, options).unwrap();
