@@ -1,6 +1,8 @@
 //! mcpwire — a Model Context Protocol stack written by hand.
 //!
 //! - [`proto`]: JSON-RPC 2.0 messages, framing and every MCP type of every revision; no IO.
+//! - `transport` (feature `transport`): stdio (child process and our own stdin/stdout) and
+//!   in-process transports on tokio.
 //! - `conformance` (feature `conformance`): the recorded-session format and the checks the
 //!   `mcp-conformance` binary runs over it.
 //!
@@ -9,6 +11,9 @@
 //! with serde and serde_json alone (`default-features = false`).
 
 pub mod proto;
+
+#[cfg(feature = "transport")]
+pub mod transport;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

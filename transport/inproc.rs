@@ -1,0 +1,89 @@
+//! An in-process transport: two ends of a bounded channel pair passing [`Message`] values.
+//!
+//! Nothing is serialized: a message whose params or result is a typed [`Body`](crate::proto::jsonrpc::Body)
+//! arrives as the same Rust value. Use it to embed a server in the same process as its client,
+//! and in tests. Each direction holds at most [`Limits::queue_depth`] messages.
+
+use tokio::sync::{mpsc, Mutex};
+
+use super::{Limits, Transport, TransportError};
+use crate::proto::jsonrpc::Message;
+
+/// One end of an in-process pair.
+pub struct InprocTransport {
+    outgoing: std::sync::Mutex<Option<mpsc::Sender<Message>>>,
+    incoming: Mutex<mpsc::Receiver<Message>>,
+}
+
+/// Two connected ends: what one sends, the other receives.
+pub fn pair(limits: Limits) -> (InprocTransport, InprocTransport) {
+    let depth = limits.queue_depth.max(1);
+    let (a_tx, b_rx) = mpsc::channel(depth);
+    let (b_tx, a_rx) = mpsc::channel(depth);
+    (
+        InprocTransport { outgoing: std::sync::Mutex::new(Some(a_tx)), incoming: Mutex::new(a_rx) },
+        InprocTransport { outgoing: std::sync::Mutex::new(Some(b_tx)), incoming: Mutex::new(b_rx) },
+    )
+}
+
+impl InprocTransport {
+    fn sender(&self) -> Option<mpsc::Sender<Message>> {
+        self.outgoing.lock().expect("sender lock").clone()
+    }
+}
+
+impl Transport for InprocTransport {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        let sender = self.sender().ok_or(TransportError::Closed)?;
+        sender.send(message).await.map_err(|_| TransportError::Closed)
+    }
+
+    async fn recv(&self) -> Result<Option<Message>, TransportError> {
+        Ok(self.incoming.lock().await.recv().await)
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        // Messages already queued stay in the channel for the peer; it sees the end after them.
+        self.outgoing.lock().expect("sender lock").take();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::jsonrpc::{Body, Id, Response};
+
+    #[derive(Clone, serde::Serialize, serde::Deserialize)]
+    struct Big {
+        text: String,
+    }
+
+    #[tokio::test]
+    async fn typed_bodies_arrive_unserialized_and_close_is_seen_after_queued_messages() {
+        let (a, b) = pair(Limits::default().with_queue_depth(4));
+        let text = "y".repeat(1 << 16);
+        let body = Body::typed(Big { text: text.clone() });
+        a.send(Message::Response(Response { id: Id::Number(1), result: body })).await.unwrap();
+        a.close().await.unwrap();
+        let Some(Message::Response(r)) = b.recv().await.unwrap() else { panic!("expected a response") };
+        assert!(r.result.as_raw().is_none(), "still a Rust value");
+        assert_eq!(r.result.into_decoded::<Big>().unwrap().text, text);
+        assert!(b.recv().await.unwrap().is_none());
+        assert!(matches!(
+            a.send(Message::Response(Response { id: Id::Number(2), result: Body::typed(()) })).await,
+            Err(TransportError::Closed)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_makes_send_wait() {
+        let (a, b) = pair(Limits::default().with_queue_depth(1));
+        let msg = || Message::Response(Response { id: Id::Number(1), result: Body::typed(()) });
+        a.send(msg()).await.unwrap();
+        let second = tokio::time::timeout(std::time::Duration::from_millis(50), a.send(msg())).await;
+        assert!(second.is_err(), "the second send waits for room");
+        b.recv().await.unwrap();
+        a.send(msg()).await.unwrap();
+    }
+}

@@ -1,0 +1,167 @@
+//! Transports move JSON-RPC messages between two peers, and nothing else: no MCP semantics,
+//! no request tracking, no retries. Every transport implements [`Transport`].
+//!
+//! - [`stdio`]: newline-delimited JSON over a child process's stdin/stdout, or our own.
+//! - [`inproc`]: a bounded in-process pair passing [`Message`] values, no bytes at all.
+//!
+//! Every queue is bounded ([`Limits::queue_depth`]): a sender that outpaces its peer waits in
+//! [`Transport::send`] instead of growing memory.
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use crate::proto::framing::LineError;
+use crate::proto::jsonrpc::Message;
+
+pub mod inproc;
+pub mod stdio;
+
+/// Sizes and times that bound what a connection may hold or wait for. Every field has a
+/// documented default and may be overridden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Largest frame (one line, one SSE event, one HTTP body) accepted: 4 MiB
+    /// ([`crate::proto::framing::DEFAULT_MAX_FRAME_BYTES`]). Larger ones are rejected and
+    /// skipped; the connection carries on.
+    pub max_frame_bytes: usize,
+    /// Messages that may wait in a transport's outgoing queue before `send` waits: 256.
+    pub queue_depth: usize,
+    /// Requests that may be in flight at once, per direction: 1024.
+    pub max_in_flight: usize,
+    /// How long a request may wait for its response: 60 s (the TypeScript SDK's default).
+    pub request_timeout: Duration,
+    /// How long a child process gets after its stdin closes, and again after SIGTERM: 2 s.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_frame_bytes: crate::proto::framing::DEFAULT_MAX_FRAME_BYTES,
+            queue_depth: 256,
+            max_in_flight: 1024,
+            request_timeout: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Limits {
+    /// These limits with another frame cap.
+    pub fn with_max_frame_bytes(mut self, bytes: usize) -> Self {
+        self.max_frame_bytes = bytes;
+        self
+    }
+
+    /// These limits with another outgoing queue depth (at least 1).
+    pub fn with_queue_depth(mut self, depth: usize) -> Self {
+        self.queue_depth = depth.max(1);
+        self
+    }
+
+    /// These limits with another in-flight cap.
+    pub fn with_max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests.max(1);
+        self
+    }
+
+    /// These limits with another request timeout.
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// These limits with another shutdown grace period.
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+}
+
+/// Why a transport could not send or receive.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The underlying pipe or socket failed.
+    Io(std::io::Error),
+    /// A child process could not be started.
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// One incoming frame was not a valid message. Not fatal: the next `recv` carries on with
+    /// the next frame.
+    Malformed(LineError),
+    /// The transport was closed (by us, or the peer went away) and cannot send any more.
+    Closed,
+}
+
+impl TransportError {
+    /// Whether the transport is unusable after this error. Only [`TransportError::Malformed`]
+    /// is not: it concerns one frame.
+    pub fn is_fatal(&self) -> bool {
+        !matches!(self, TransportError::Malformed(_))
+    }
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::Io(e) => write!(f, "transport i/o failed: {e}"),
+            TransportError::Spawn { program, source } => write!(f, "cannot start {program}: {source}"),
+            TransportError::Malformed(e) => write!(f, "malformed message: {e}"),
+            TransportError::Closed => f.write_str("transport closed"),
+        }
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TransportError::Io(e) | TransportError::Spawn { source: e, .. } => Some(e),
+            TransportError::Malformed(e) => Some(e),
+            TransportError::Closed => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for TransportError {
+    fn from(e: std::io::Error) -> Self {
+        TransportError::Io(e)
+    }
+}
+
+/// A bidirectional message pipe to one peer.
+///
+/// All methods take `&self` so that one task can wait in [`recv`](Transport::recv) while others
+/// send; share a transport through an `Arc`.
+///
+/// # Cancel safety
+/// `recv` is cancel safe: dropping its future loses no message (bytes already read stay
+/// buffered for the next call). `send` is cancel safe: a message is either queued whole or not
+/// at all. Dropping the future is the supported way to stop waiting.
+pub trait Transport: Send + Sync + 'static {
+    /// Queues `message` for the peer, waiting while the outgoing queue is full.
+    ///
+    /// # Errors
+    /// [`TransportError::Closed`] once the transport is closed or its peer is gone.
+    fn send(&self, message: Message) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// The next message from the peer, or `Ok(None)` when the peer ended the stream cleanly.
+    ///
+    /// # Errors
+    /// [`TransportError::Malformed`] for one bad frame (call again for the next), or a fatal
+    /// error (see [`TransportError::is_fatal`]).
+    fn recv(&self) -> impl Future<Output = Result<Option<Message>, TransportError>> + Send;
+
+    /// Stops sending: every message already queued is still delivered, then the outgoing side
+    /// is closed (for a child process: stdin closed, then the process is stopped). Idempotent.
+    ///
+    /// # Errors
+    /// When flushing what was queued fails.
+    fn close(&self) -> impl Future<Output = Result<(), TransportError>> + Send;
+}

@@ -1,0 +1,567 @@
+//! The stdio transport: newline-delimited JSON-RPC over a pair of byte streams — a child
+//! process's stdin/stdout ([`ChildCommand`]), our own stdin/stdout ([`StdioTransport::own_stdio`]),
+//! or any reader/writer pair ([`StdioTransport::from_io`]).
+//!
+//! Reading happens in the caller's task, inside [`Transport::recv`]: bytes are decoded in place
+//! with [`MessageDecoder`], so an incoming message costs no task hop. Writing goes through a
+//! bounded queue to one writer task that batches whatever is queued into one write and one
+//! flush, so many concurrent senders cost few system calls.
+//!
+//! A child process runs in its own process group, its stderr is read line by line and handed
+//! to a callback (never inherited unless asked for), and it is stopped on [`Transport::close`]
+//! (stdin closed, a grace period, SIGTERM to the group, another grace period, SIGKILL) or killed
+//! with its group when the transport is dropped. tokio reaps it either way: no zombies.
+//!
+//! Not here: MCP semantics, request tracking, reconnecting a crashed child (the client layer
+//! does that).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::{Child, ChildStderr};
+use tokio::sync::{mpsc, oneshot, Mutex};
+
+use super::{Limits, Transport, TransportError};
+use crate::proto::framing::{encode_message, LineError, MessageDecoder};
+use crate::proto::jsonrpc::{Message, Payload};
+
+/// A callback that receives one line of text (a child's stderr line, or a note about a
+/// stdout line that was not a message).
+pub type LineCallback = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What happens to a child process's stderr.
+#[derive(Clone, Default)]
+pub enum Stderr {
+    /// Read and dropped (the default: the pipe is drained so the child never blocks on it).
+    #[default]
+    Discard,
+    /// Inherited: the child writes straight to our stderr.
+    Inherit,
+    /// Each line (without its line end, lossily decoded, at most 64 KiB) is handed to the
+    /// callback.
+    Lines(LineCallback),
+}
+
+impl std::fmt::Debug for Stderr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stderr::Discard => f.write_str("Discard"),
+            Stderr::Inherit => f.write_str("Inherit"),
+            Stderr::Lines(_) => f.write_str("Lines(..)"),
+        }
+    }
+}
+
+/// How to start an MCP server as a child process.
+#[derive(Debug, Clone)]
+pub struct ChildCommand {
+    program: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    env_clear: bool,
+    cwd: Option<PathBuf>,
+    stderr: Stderr,
+    limits: Limits,
+}
+
+impl ChildCommand {
+    /// A command running `program` (looked up in `PATH`).
+    pub fn new(program: impl Into<String>) -> Self {
+        ChildCommand {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            env_clear: false,
+            cwd: None,
+            stderr: Stderr::default(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for the child (on top of ours, unless [`env_clear`](Self::env_clear)).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Starts the child with only the variables set through [`env`](Self::env).
+    pub fn env_clear(mut self) -> Self {
+        self.env_clear = true;
+        self
+    }
+
+    /// The child's working directory.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// What to do with the child's stderr.
+    pub fn stderr(mut self, stderr: Stderr) -> Self {
+        self.stderr = stderr;
+        self
+    }
+
+    /// The limits the transport applies.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The program this command runs.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// Starts the child and connects to its stdin/stdout. Must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    /// [`TransportError::Spawn`] when the program cannot be started.
+    pub fn spawn(&self) -> Result<StdioTransport, TransportError> {
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(match self.stderr {
+                Stderr::Inherit => Stdio::inherit(),
+                Stderr::Discard | Stderr::Lines(_) => Stdio::piped(),
+            })
+            .process_group(0)
+            .kill_on_drop(true);
+        if self.env_clear {
+            command.env_clear();
+        }
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(cwd) = &self.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child =
+            command.spawn().map_err(|source| TransportError::Spawn { program: self.program.clone(), source })?;
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        if let Some(stderr) = child.stderr.take() {
+            let callback = match &self.stderr {
+                Stderr::Lines(f) => Some(f.clone()),
+                _ => None,
+            };
+            tokio::spawn(drain_stderr(stderr, callback));
+        }
+        let pid = child.id().expect("a child that was just spawned has a pid");
+        let notes = match &self.stderr {
+            Stderr::Lines(f) => Some(f.clone()),
+            _ => None,
+        };
+        let mut transport = StdioTransport::from_io(stdout, stdin, self.limits);
+        transport.malformed = MalformedLines::Skip(notes);
+        transport.child = Some(ChildProcess {
+            pid,
+            child: StdMutex::new(Some(child)),
+            status: StdMutex::new(None),
+            grace: self.limits.shutdown_grace,
+        });
+        Ok(transport)
+    }
+}
+
+const STDERR_LINE_CAP: usize = 64 * 1024;
+
+async fn drain_stderr(mut stderr: ChildStderr, callback: Option<LineCallback>) {
+    let mut buf = BytesMut::with_capacity(8 * 1024);
+    loop {
+        match stderr.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        while let Some(end) = buf.iter().position(|b| *b == b'\n') {
+            let line = buf.split_to(end + 1);
+            if let Some(f) = &callback {
+                let text = String::from_utf8_lossy(&line[..end.min(STDERR_LINE_CAP)]);
+                f(text.trim_end_matches('\r'));
+            }
+        }
+        if buf.len() > STDERR_LINE_CAP {
+            // A line with no end in sight: hand over what we have and keep going.
+            if let Some(f) = &callback {
+                f(&String::from_utf8_lossy(&buf[..STDERR_LINE_CAP]));
+            }
+            buf.clear();
+        }
+    }
+    if let (Some(f), false) = (&callback, buf.is_empty()) {
+        f(String::from_utf8_lossy(&buf).trim_end());
+    }
+}
+
+/// What `recv` does with a line that is not a valid message.
+enum MalformedLines {
+    /// Returns [`TransportError::Malformed`] (servers answer such lines with an error).
+    Report,
+    /// Skips it, telling the callback if there is one (a child's stray output is not fatal).
+    Skip(Option<LineCallback>),
+}
+
+struct Reader {
+    io: Box<dyn AsyncRead + Send + Unpin>,
+    buf: BytesMut,
+    decoder: MessageDecoder,
+    /// Messages of a batch not handed out yet.
+    queued: VecDeque<Message>,
+    eof: bool,
+}
+
+const READ_CHUNK: usize = 64 * 1024;
+
+impl Reader {
+    /// The next decoded line, reading more when needed; `None` at the end of input.
+    async fn next_line(&mut self) -> Result<Option<Result<Payload, LineError>>, TransportError> {
+        loop {
+            if let Some(item) = self.decoder.decode(&mut self.buf) {
+                return Ok(Some(item));
+            }
+            if self.eof {
+                return Ok(self.decoder.decode_eof(&mut self.buf));
+            }
+            self.buf.reserve(READ_CHUNK);
+            // Cancel safety: `read_buf` either appends bytes or is dropped having read none.
+            if self.io.read_buf(&mut self.buf).await? == 0 {
+                self.eof = true;
+            }
+        }
+    }
+}
+
+enum WriterCommand {
+    Send(Message),
+    Close(oneshot::Sender<std::io::Result<()>>),
+}
+
+/// How much the writer gathers before one write.
+const WRITE_BATCH_BYTES: usize = 1024 * 1024;
+
+async fn write_loop(mut out: Box<dyn AsyncWrite + Send + Unpin>, mut commands: mpsc::Receiver<WriterCommand>) {
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    while let Some(first) = commands.recv().await {
+        let mut close = None;
+        let mut next = Some(first);
+        while let Some(command) = next.take() {
+            match command {
+                WriterCommand::Send(message) => encode_message(&message, &mut buf),
+                WriterCommand::Close(done) => close = Some(done),
+            }
+            if close.is_none() && buf.len() < WRITE_BATCH_BYTES {
+                next = commands.try_recv().ok();
+            }
+        }
+        let mut result = Ok(());
+        if !buf.is_empty() {
+            result = async {
+                out.write_all(&buf).await?;
+                out.flush().await
+            }
+            .await;
+            buf.clear();
+        }
+        if let Some(done) = close {
+            let shutdown = out.shutdown().await;
+            let _ = done.send(result.and(shutdown));
+            return;
+        }
+        if result.is_err() {
+            // The peer is gone: dropping the receiver makes every later send fail as closed.
+            return;
+        }
+    }
+}
+
+struct ChildProcess {
+    pid: u32,
+    child: StdMutex<Option<Child>>,
+    status: StdMutex<Option<ExitStatus>>,
+    grace: Duration,
+}
+
+fn signal_group(pid: u32, signal: libc::c_int) {
+    // The child was started with process_group(0), so its pid is its group id; a negative
+    // pid signals the whole group, grandchildren included.
+    let group = -(pid as libc::pid_t);
+    // SAFETY: kill(2) has no memory effects; a group that no longer exists yields ESRCH.
+    unsafe {
+        libc::kill(group, signal);
+    }
+}
+
+impl ChildProcess {
+    async fn stop(&self) -> Option<ExitStatus> {
+        let Some(mut child) = self.child.lock().expect("child lock").take() else {
+            return *self.status.lock().expect("status lock");
+        };
+        let mut status = tokio::time::timeout(self.grace, child.wait()).await.ok().and_then(Result::ok);
+        if status.is_none() {
+            signal_group(self.pid, libc::SIGTERM);
+            status = tokio::time::timeout(self.grace, child.wait()).await.ok().and_then(Result::ok);
+        }
+        // SIGKILL what is left of the group, the leader if it ignored SIGTERM and any
+        // grandchild it left behind.
+        signal_group(self.pid, libc::SIGKILL);
+        if status.is_none() {
+            status = child.wait().await.ok();
+        }
+        *self.status.lock().expect("status lock") = status;
+        status
+    }
+
+    fn try_status(&self) -> Option<ExitStatus> {
+        if let Some(status) = *self.status.lock().expect("status lock") {
+            return Some(status);
+        }
+        let mut guard = self.child.lock().expect("child lock");
+        let status = guard.as_mut()?.try_wait().ok().flatten();
+        *self.status.lock().expect("status lock") = status;
+        status
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        if self.child.lock().map(|c| c.is_some()).unwrap_or(false) {
+            signal_group(self.pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Newline-delimited JSON-RPC over a byte stream pair. See the module docs.
+pub struct StdioTransport {
+    reader: Mutex<Reader>,
+    writer: mpsc::Sender<WriterCommand>,
+    malformed: MalformedLines,
+    child: Option<ChildProcess>,
+}
+
+impl StdioTransport {
+    /// A transport reading messages from `input` and writing them to `output`. Must be called
+    /// inside a tokio runtime (it starts the writer task). Malformed lines are reported by
+    /// `recv` as [`TransportError::Malformed`].
+    pub fn from_io<R, W>(input: R, output: W, limits: Limits) -> StdioTransport
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (writer, commands) = mpsc::channel(limits.queue_depth.max(1));
+        tokio::spawn(write_loop(Box::new(output), commands));
+        StdioTransport {
+            reader: Mutex::new(Reader {
+                io: Box::new(input),
+                buf: BytesMut::with_capacity(READ_CHUNK),
+                decoder: MessageDecoder::with_max_frame_bytes(limits.max_frame_bytes),
+                queued: VecDeque::new(),
+                eof: false,
+            }),
+            writer,
+            malformed: MalformedLines::Report,
+            child: None,
+        }
+    }
+
+    /// A transport on this process's own stdin and stdout, for a server launched by a client.
+    /// Nothing but frames is written to stdout.
+    pub fn own_stdio(limits: Limits) -> StdioTransport {
+        StdioTransport::from_io(tokio::io::stdin(), tokio::io::stdout(), limits)
+    }
+
+    /// The child's process id, for a transport started by [`ChildCommand::spawn`].
+    pub fn child_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.pid)
+    }
+
+    /// The child's exit status if it has exited (`None` while it runs, or for no child).
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        self.child.as_ref().and_then(ChildProcess::try_status)
+    }
+
+    /// Tells the decoder the session's protocol revision (batches are accepted in 2025-03-26).
+    pub async fn set_protocol_version(&self, version: Option<crate::proto::version::ProtocolVersion>) {
+        self.reader.lock().await.decoder.set_version(version);
+    }
+}
+
+impl Transport for StdioTransport {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        self.writer.send(WriterCommand::Send(message)).await.map_err(|_| TransportError::Closed)
+    }
+
+    async fn recv(&self) -> Result<Option<Message>, TransportError> {
+        let mut reader = self.reader.lock().await;
+        if let Some(message) = reader.queued.pop_front() {
+            return Ok(Some(message));
+        }
+        loop {
+            match reader.next_line().await? {
+                None => return Ok(None),
+                Some(Ok(Payload::Single(message))) => return Ok(Some(message)),
+                Some(Ok(Payload::Batch(messages))) => {
+                    reader.queued.extend(messages);
+                    if let Some(message) = reader.queued.pop_front() {
+                        return Ok(Some(message));
+                    }
+                }
+                Some(Err(e)) => match &self.malformed {
+                    MalformedLines::Report => return Err(TransportError::Malformed(e)),
+                    MalformedLines::Skip(note) => {
+                        if let Some(note) = note {
+                            note(&format!("skipped a stdout line that is not a JSON-RPC message: {e}"));
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        let (done, flushed) = oneshot::channel();
+        let flush = match self.writer.send(WriterCommand::Close(done)).await {
+            Ok(()) => flushed.await.unwrap_or(Ok(())).map_err(TransportError::Io),
+            // Already closed, or the peer is gone: nothing left to flush.
+            Err(_) => Ok(()),
+        };
+        if let Some(child) = &self.child {
+            child.stop().await;
+        }
+        flush
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::jsonrpc::{Id, Request};
+
+    fn ping(id: i64) -> Message {
+        Message::Request(Request { id: Id::Number(id), method: "ping".into(), params: None })
+    }
+
+    #[tokio::test]
+    async fn messages_cross_a_pipe_pair_in_order() {
+        let (a_read, b_write) = tokio::io::duplex(1024);
+        let (b_read, a_write) = tokio::io::duplex(1024);
+        let a = StdioTransport::from_io(a_read, a_write, Limits::default());
+        let b = StdioTransport::from_io(b_read, b_write, Limits::default());
+        for id in 0..100 {
+            a.send(ping(id)).await.unwrap();
+        }
+        for id in 0..100 {
+            assert_eq!(b.recv().await.unwrap().unwrap().id(), Some(&Id::Number(id)));
+        }
+        a.close().await.unwrap();
+        assert!(b.recv().await.unwrap().is_none(), "closing a ends b's input cleanly");
+        assert!(matches!(a.send(ping(1)).await, Err(TransportError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn malformed_lines_are_reported_one_at_a_time() {
+        let input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\nnot json\n\
+            {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n";
+        let t = StdioTransport::from_io(input, tokio::io::sink(), Limits::default());
+        assert_eq!(t.recv().await.unwrap().unwrap().id(), Some(&Id::Number(1)));
+        let err = t.recv().await.unwrap_err();
+        assert!(!err.is_fatal());
+        assert_eq!(err.to_string(), "malformed message: invalid json: expected ident at line 1 column 2");
+        assert_eq!(t.recv().await.unwrap().unwrap().id(), Some(&Id::Number(2)));
+        assert!(t.recv().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn oversized_line_is_rejected_and_the_next_one_read() {
+        let big = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{{\"a\":\"{}\"}}}}\n", "z".repeat(5000));
+        let input = format!("{big}{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}}\n").into_bytes();
+        let t = StdioTransport::from_io(
+            std::io::Cursor::new(input),
+            tokio::io::sink(),
+            Limits::default().with_max_frame_bytes(1024),
+        );
+        let err = t.recv().await.unwrap_err();
+        assert!(err.to_string().contains("frame too large"), "{err}");
+        assert_eq!(t.recv().await.unwrap().unwrap().id(), Some(&Id::Number(9)));
+    }
+
+    #[tokio::test]
+    async fn child_stdout_noise_is_skipped_and_stderr_lines_reach_the_callback() {
+        let lines = Arc::new(StdMutex::new(Vec::<String>::new()));
+        let seen = lines.clone();
+        let script = r#"echo 'warming up'; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; echo 'oops' >&2; read line; echo "$line""#;
+        let t = ChildCommand::new("sh")
+            .args(["-c", script])
+            .stderr(Stderr::Lines(Arc::new(move |l: &str| seen.lock().unwrap().push(l.to_owned()))))
+            .spawn()
+            .unwrap();
+        let first = t.recv().await.unwrap().unwrap();
+        assert!(matches!(first, Message::Response(_)), "{first:?}");
+        t.send(ping(4)).await.unwrap();
+        assert_eq!(t.recv().await.unwrap().unwrap().id(), Some(&Id::Number(4)));
+        assert!(t.recv().await.unwrap().is_none());
+        t.close().await.unwrap();
+        assert!(t.exit_status().unwrap().success());
+        let lines = lines.lock().unwrap().clone();
+        assert!(lines.iter().any(|l| l == "oops"), "{lines:?}");
+        assert!(lines.iter().any(|l| l.contains("skipped a stdout line")), "{lines:?}");
+    }
+
+    #[tokio::test]
+    async fn close_stops_a_child_that_ignores_stdin_and_sigterm() {
+        let t = ChildCommand::new("sh")
+            .args(["-c", "trap '' TERM; sleep 30 & wait"])
+            .limits(Limits::default().with_shutdown_grace(Duration::from_millis(100)))
+            .spawn()
+            .unwrap();
+        let pid = t.child_pid().unwrap();
+        t.close().await.unwrap();
+        let status = t.exit_status().expect("reaped");
+        assert!(!status.success());
+        // The grandchild `sleep` was killed with the group; it may linger a moment as a zombie
+        // until whoever inherited it reaps it, but nothing in the group may still run.
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while !running_in_group(pid).is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(running_in_group(pid), Vec::<u32>::new(), "the whole process group is gone");
+    }
+
+    /// Processes of group `pgid` that are not zombies, read from /proc.
+    fn running_in_group(pgid: u32) -> Vec<u32> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+            // Fields after the parenthesised command: state, ppid, pgrp, ...
+            let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.get(2) == Some(&pgid.to_string().as_str()) && fields.first() != Some(&"Z") {
+                found.push(pid);
+            }
+        }
+        found
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_a_spawn_error() {
+        let err = ChildCommand::new("/nonexistent/mcp-server").spawn().err().unwrap();
+        assert!(err.to_string().starts_with("cannot start /nonexistent/mcp-server: "), "{err}");
+    }
+}
