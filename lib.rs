@@ -3,6 +3,8 @@
 //! - [`proto`]: JSON-RPC 2.0 messages, framing and every MCP type of every revision; no IO.
 //! - `transport` (feature `transport`): stdio (child process and our own stdin/stdout) and
 //!   in-process transports on tokio.
+//! - `peer` (feature `transport`): a session core driven over a transport, shared by client
+//!   and server.
 //! - `conformance` (feature `conformance`): the recorded-session format and the checks the
 //!   `mcp-conformance` binary runs over it.
 //!
@@ -14,6 +16,9 @@ pub mod proto;
 
 #[cfg(feature = "transport")]
 pub mod transport;
+
+#[cfg(feature = "transport")]
+pub mod peer;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

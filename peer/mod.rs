@@ -1,0 +1,501 @@
+//! A [`Session`] driven over a [`Transport`]: the IO half of the session core, shared by the
+//! client and the server layers.
+//!
+//! [`Peer::start`] spawns two tasks: a reader that feeds incoming messages to the session and
+//! hands what comes out to the waiting callers or to the [`Handler`], and a timer that expires
+//! requests at their deadline. Callers use [`Peer::request`] (await the response; dropping the
+//! future cancels the request with `notifications/cancelled`), [`Peer::notify`] and
+//! [`Peer::respond`]. The session sits behind a short-held `std` mutex that is never held across
+//! an `.await`: each call takes the messages its operation produced and sends them after
+//! releasing the lock, so a slow transport never blocks the reader.
+//!
+//! Not here: MCP semantics (what to answer to `initialize`, `ping`, `tools/call` …): the layers
+//! above implement [`Handler`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Number;
+use tokio::sync::{oneshot, Notify};
+
+use crate::proto::jsonrpc::{Body, ErrorObject, ErrorResponse, Id, Message, Notification, Request};
+use crate::proto::session::{self, Event, Mode, ProtocolEvent, RequestOptions, Role, Session, SessionError};
+use crate::transport::{Transport, TransportError};
+
+/// Progress reported on one of our requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Progress so far, as the peer wrote it.
+    pub progress: Number,
+    /// The total, if the peer knows it.
+    pub total: Option<Number>,
+    /// A human-readable message.
+    pub message: Option<String>,
+}
+
+/// A callback receiving progress for one request.
+pub type ProgressCallback = Box<dyn Fn(Progress) + Send + Sync>;
+
+/// Why a request got no result.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The peer answered with an error.
+    Rpc(ErrorObject),
+    /// No response within the request's timeout; `notifications/cancelled` was sent.
+    Timeout {
+        /// The request's method.
+        method: String,
+        /// The timeout that expired.
+        after: Option<Duration>,
+    },
+    /// The connection ended before the response arrived.
+    Closed {
+        /// Why, when the transport said.
+        reason: Option<String>,
+    },
+    /// The session refused to send it (not initialized, too many in flight …).
+    Session(SessionError),
+    /// The transport failed while sending it.
+    Transport(TransportError),
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::Rpc(e) => write!(f, "peer answered with error {}: {}", e.code, e.message),
+            RequestError::Timeout { method, after: Some(after) } => {
+                write!(f, "{method} timed out after {} ms", after.as_millis())
+            }
+            RequestError::Timeout { method, after: None } => write!(f, "{method} timed out"),
+            RequestError::Closed { reason: Some(reason) } => write!(f, "connection closed: {reason}"),
+            RequestError::Closed { reason: None } => f.write_str("connection closed before the response arrived"),
+            RequestError::Session(e) => e.fmt(f),
+            RequestError::Transport(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RequestError::Rpc(e) => Some(e),
+            RequestError::Session(e) => Some(e),
+            RequestError::Transport(e) => Some(e),
+            RequestError::Timeout { .. } | RequestError::Closed { .. } => None,
+        }
+    }
+}
+
+/// What the layer above does with what the peer sends. Called from the reader task: do not
+/// block in these methods; spawn work that takes time.
+pub trait Handler<T: Transport>: Send + Sync + 'static {
+    /// A request from the peer; answer it with [`Peer::respond`] (now or later).
+    fn on_request(&self, peer: &Peer<T>, request: Request);
+
+    /// A notification from the peer that the session did not consume.
+    fn on_notification(&self, peer: &Peer<T>, notification: Notification) {
+        let _ = (peer, notification);
+    }
+
+    /// The peer cancelled its request `id`: stop working on it; no response will be sent.
+    fn on_cancelled(&self, peer: &Peer<T>, id: &Id) {
+        let _ = (peer, id);
+    }
+
+    /// Server side: the client sent `notifications/initialized`.
+    fn on_initialized(&self, peer: &Peer<T>) {
+        let _ = peer;
+    }
+
+    /// A frame that was not a valid message. The default answers it with a JSON-RPC error
+    /// (id `null`), as JSON-RPC asks of a server.
+    fn on_malformed(&self, peer: &Peer<T>, error: &TransportError) {
+        let code = match error {
+            TransportError::Malformed(e) => e.code(),
+            _ => crate::proto::jsonrpc::ErrorCode::INVALID_REQUEST,
+        };
+        peer.send_detached(vec![Message::Error(ErrorResponse::new(None, ErrorObject::new(code, error.to_string())))]);
+    }
+
+    /// A protocol violation the session absorbed (a response to an unknown id, …).
+    fn on_protocol_event(&self, peer: &Peer<T>, event: ProtocolEvent) {
+        let _ = (peer, event);
+    }
+
+    /// The connection ended (`error` is why, if it did not end cleanly).
+    fn on_closed(&self, error: Option<&TransportError>) {
+        let _ = error;
+    }
+}
+
+type Outcome = Result<Body, RequestError>;
+
+struct Waiter {
+    done: oneshot::Sender<Outcome>,
+    timeout: Option<Duration>,
+    progress: Option<ProgressCallback>,
+}
+
+struct Core {
+    session: Session,
+    waiters: HashMap<Id, Waiter>,
+    /// The deadline the timer task sleeps until, to wake it only when an earlier one appears.
+    timer_deadline: Option<Instant>,
+    closed_reason: Option<String>,
+}
+
+impl Core {
+    fn drain(&mut self) -> Vec<Message> {
+        std::iter::from_fn(|| self.session.poll_transmit()).collect()
+    }
+}
+
+struct Shared<T: Transport> {
+    transport: T,
+    core: Mutex<Core>,
+    handler: Box<dyn Handler<T>>,
+    timer: Notify,
+    closed: AtomicBool,
+    closed_notify: Notify,
+}
+
+/// One end of a connection: a session over a transport. Cheap to clone.
+pub struct Peer<T: Transport> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T: Transport> Clone for Peer<T> {
+    fn clone(&self) -> Self {
+        Peer { shared: self.shared.clone() }
+    }
+}
+
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+impl<T: Transport> Peer<T> {
+    /// Starts the reader and timer tasks. Must be called inside a tokio runtime.
+    pub fn start(transport: T, role: Role, mode: Mode, limits: session::Limits, handler: impl Handler<T>) -> Peer<T> {
+        let shared = Arc::new(Shared {
+            transport,
+            core: Mutex::new(Core {
+                session: Session::new(role, mode, limits),
+                waiters: HashMap::new(),
+                timer_deadline: None,
+                closed_reason: None,
+            }),
+            handler: Box::new(handler),
+            timer: Notify::new(),
+            closed: AtomicBool::new(false),
+            closed_notify: Notify::new(),
+        });
+        let peer = Peer { shared };
+        tokio::spawn(peer.clone().read_loop());
+        tokio::spawn(peer.clone().timer_loop());
+        peer
+    }
+
+    /// The transport under this peer.
+    pub fn transport(&self) -> &T {
+        &self.shared.transport
+    }
+
+    /// The protocol version the session recorded from the `initialize` exchange.
+    pub fn protocol_version(&self) -> Option<crate::proto::version::ProtocolVersion> {
+        self.lock().session.protocol_version()
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// Waits until the connection has ended.
+    pub async fn closed(&self) {
+        loop {
+            let notified = self.shared.closed_notify.notified();
+            if self.is_closed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Core> {
+        self.shared.core.lock().expect("a peer's core is never poisoned: nothing panics while holding it")
+    }
+
+    async fn send_all(&self, messages: Vec<Message>) -> Result<(), TransportError> {
+        for message in messages {
+            self.shared.transport.send(message).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends `messages` from a task of its own (for callers that cannot await, e.g. `Drop`).
+    pub fn send_detached(&self, messages: Vec<Message>) {
+        if messages.is_empty() {
+            return;
+        }
+        let peer = self.clone();
+        tokio::spawn(async move {
+            let _ = peer.send_all(messages).await;
+        });
+    }
+
+    /// Sends a request and waits for its result.
+    ///
+    /// # Cancel safety
+    /// Dropping the future before it completes cancels the request: `notifications/cancelled`
+    /// is sent and a late response is dropped.
+    ///
+    /// # Errors
+    /// [`RequestError`] when the peer answers with an error, the request times out, the
+    /// connection ends first, or the session refuses to send it.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Body>,
+        options: RequestOptions,
+    ) -> Result<Body, RequestError> {
+        self.request_with_progress(method, params, options, None).await
+    }
+
+    /// Like [`Peer::request`], routing progress notifications for it to `on_progress`.
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn request_with_progress(
+        &self,
+        method: &str,
+        params: Option<Body>,
+        options: RequestOptions,
+        on_progress: Option<ProgressCallback>,
+    ) -> Result<Body, RequestError> {
+        let timeout = options.timeout;
+        let (done, outcome) = oneshot::channel();
+        let (id, messages, wake_timer) = {
+            let mut core = self.lock();
+            if let Some(reason) = &core.closed_reason {
+                return Err(RequestError::Closed { reason: Some(reason.clone()) });
+            }
+            let id = core.session.send_request_with(method, params, now(), options).map_err(RequestError::Session)?;
+            core.waiters.insert(id.clone(), Waiter { done, timeout, progress: on_progress });
+            let deadline = core.session.poll_timeout();
+            let wake_timer = deadline.is_some() && (core.timer_deadline.is_none() || deadline < core.timer_deadline);
+            (id, core.drain(), wake_timer)
+        };
+        if wake_timer {
+            self.shared.timer.notify_one();
+        }
+        let guard = CancelOnDrop { peer: self, id: Some(id) };
+        if let Err(e) = self.send_all(messages).await {
+            let mut guard = guard;
+            if let Some(id) = guard.id.take() {
+                self.lock().waiters.remove(&id);
+            }
+            return Err(RequestError::Transport(e));
+        }
+        let result = outcome.await.unwrap_or(Err(RequestError::Closed { reason: None }));
+        let mut guard = guard;
+        guard.id = None;
+        result
+    }
+
+    /// Sends a notification.
+    ///
+    /// # Errors
+    /// When the session refuses it or the transport fails.
+    pub async fn notify(&self, method: &str, params: Option<Body>) -> Result<(), RequestError> {
+        let messages = {
+            let mut core = self.lock();
+            core.session.notify(method, params).map_err(RequestError::Session)?;
+            core.drain()
+        };
+        self.send_all(messages).await.map_err(RequestError::Transport)
+    }
+
+    /// Client side: completes the handshake by sending `notifications/initialized`.
+    ///
+    /// # Errors
+    /// When the session refuses it (no `initialize` answered yet) or the transport fails.
+    pub async fn initialized(&self) -> Result<(), RequestError> {
+        let messages = {
+            let mut core = self.lock();
+            core.session.initialized().map_err(RequestError::Session)?;
+            core.drain()
+        };
+        self.send_all(messages).await.map_err(RequestError::Transport)
+    }
+
+    /// Answers the peer's request `id`. Returns `false` (and sends nothing) when that request
+    /// is no longer in flight, e.g. because the peer cancelled it.
+    ///
+    /// # Errors
+    /// When the transport fails.
+    pub async fn respond(&self, id: &Id, outcome: Result<Body, ErrorObject>) -> Result<bool, TransportError> {
+        let (sent, messages) = {
+            let mut core = self.lock();
+            let sent = match outcome {
+                Ok(result) => core.session.respond(id, result),
+                Err(error) => core.session.respond_error(id, error),
+            };
+            (sent, core.drain())
+        };
+        self.send_all(messages).await?;
+        Ok(sent)
+    }
+
+    /// Closes the transport (queued messages are still delivered) and fails every request
+    /// still waiting.
+    ///
+    /// # Errors
+    /// When flushing the transport fails.
+    pub async fn close(&self) -> Result<(), TransportError> {
+        self.finish(Some("closed by us".to_owned()));
+        self.shared.transport.close().await
+    }
+
+    /// Marks the connection ended and fails every waiting request.
+    fn finish(&self, reason: Option<String>) {
+        let waiters: Vec<Waiter> = {
+            let mut core = self.lock();
+            if core.closed_reason.is_none() {
+                core.closed_reason = Some(reason.clone().unwrap_or_else(|| "connection closed".to_owned()));
+            }
+            core.session.close();
+            core.waiters.drain().map(|(_, w)| w).collect()
+        };
+        for waiter in waiters {
+            let _ = waiter.done.send(Err(RequestError::Closed { reason: reason.clone() }));
+        }
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.closed_notify.notify_waiters();
+        self.shared.timer.notify_one();
+    }
+
+    /// Routes events produced by the session to waiters and to the handler.
+    fn dispatch(&self, events: Vec<Event>) {
+        for event in events {
+            match event {
+                Event::Response { id, result, .. } => self.complete(&id, Ok(result)),
+                Event::ErrorResponse { id, error, .. } => self.complete(&id, Err(RequestError::Rpc(error))),
+                Event::TimedOut { id, method } => {
+                    let after = self.lock().waiters.get(&id).and_then(|w| w.timeout);
+                    self.complete(&id, Err(RequestError::Timeout { method, after }));
+                }
+                Event::Progress { request_id, progress, total, message } => {
+                    let core = self.lock();
+                    if let Some(callback) = core.waiters.get(&request_id).and_then(|w| w.progress.as_ref()) {
+                        callback(Progress { progress, total, message });
+                    }
+                }
+                Event::Request(request) => self.shared.handler.on_request(self, request),
+                Event::Notification(notification) => self.shared.handler.on_notification(self, notification),
+                Event::Cancelled { id, .. } => self.shared.handler.on_cancelled(self, &id),
+                Event::Initialized => self.shared.handler.on_initialized(self),
+                Event::Protocol(event) => self.shared.handler.on_protocol_event(self, event),
+            }
+        }
+    }
+
+    fn complete(&self, id: &Id, outcome: Outcome) {
+        let waiter = self.lock().waiters.remove(id);
+        if let Some(waiter) = waiter {
+            let _ = waiter.done.send(outcome);
+        }
+    }
+
+    async fn read_loop(self) {
+        loop {
+            let received = self.shared.transport.recv().await;
+            match received {
+                Ok(Some(message)) => {
+                    let (out, events) = {
+                        let mut core = self.lock();
+                        core.session.handle_incoming(message, now());
+                        let events: Vec<Event> = std::iter::from_fn(|| core.session.poll_event()).collect();
+                        (core.drain(), events)
+                    };
+                    self.dispatch(events);
+                    if self.send_all(out).await.is_err() {
+                        // The outgoing side is gone; the reader carries on until the input ends.
+                    }
+                }
+                Ok(None) => {
+                    self.finish(None);
+                    self.shared.handler.on_closed(None);
+                    return;
+                }
+                Err(e) if !e.is_fatal() => self.shared.handler.on_malformed(&self, &e),
+                Err(e) => {
+                    self.finish(Some(e.to_string()));
+                    self.shared.handler.on_closed(Some(&e));
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn timer_loop(self) {
+        loop {
+            if self.is_closed() {
+                return;
+            }
+            let notified = self.shared.timer.notified();
+            let deadline = {
+                let mut core = self.lock();
+                core.timer_deadline = core.session.poll_timeout();
+                core.timer_deadline
+            };
+            match deadline {
+                None => notified.await,
+                Some(deadline) => {
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep_until(deadline.into()) => {
+                            let (out, events) = {
+                                let mut core = self.lock();
+                                core.session.handle_timeout(now());
+                                let events: Vec<Event> = std::iter::from_fn(|| core.session.poll_event()).collect();
+                                (core.drain(), events)
+                            };
+                            self.dispatch(events);
+                            let _ = self.send_all(out).await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Cancels a request whose caller stopped waiting.
+struct CancelOnDrop<'a, T: Transport> {
+    peer: &'a Peer<T>,
+    id: Option<Id>,
+}
+
+impl<T: Transport> Drop for CancelOnDrop<'_, T> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let messages = {
+            let mut core = self.peer.lock();
+            core.waiters.remove(&id);
+            match core.session.cancel(&id, Some("the caller stopped waiting")) {
+                Ok(()) => core.drain(),
+                // Already answered, or initialize (never cancelled): nothing to send.
+                Err(_) => Vec::new(),
+            }
+        };
+        self.peer.send_detached(messages);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,167 @@
+//! A client peer and a server peer over an in-process pair and over pipes.
+
+use std::sync::Mutex as StdMutex;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::proto::jsonrpc::ErrorCode;
+use crate::transport::inproc::{self, InprocTransport};
+use crate::transport::stdio::StdioTransport;
+use crate::transport::Limits;
+
+/// Answers `initialize`, echoes `echo` after `delay_ms`, never answers `hang`, records what it saw.
+#[derive(Default, Clone)]
+struct TestServer {
+    seen: Arc<StdMutex<Vec<String>>>,
+}
+
+impl<T: Transport> Handler<T> for TestServer {
+    fn on_request(&self, peer: &Peer<T>, request: Request) {
+        self.seen.lock().unwrap().push(format!("request {}", request.method));
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let outcome = match request.method.as_str() {
+                "initialize" => Ok(Body::typed(json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                    "serverInfo": {"name": "t", "version": "1"}}))),
+                "echo" => {
+                    let params: Value = request.params_as().unwrap();
+                    let delay = params["delay_ms"].as_u64().unwrap_or(0);
+                    tokio::time::sleep(Duration::from_millis(delay)).await;
+                    Ok(Body::typed(params))
+                }
+                "hang" => return,
+                _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+            };
+            peer.respond(&request.id, outcome).await.unwrap();
+        });
+    }
+
+    fn on_cancelled(&self, _peer: &Peer<T>, id: &Id) {
+        self.seen.lock().unwrap().push(format!("cancelled {id}"));
+    }
+
+    fn on_initialized(&self, _peer: &Peer<T>) {
+        self.seen.lock().unwrap().push("initialized".to_owned());
+    }
+}
+
+struct Silent;
+impl<T: Transport> Handler<T> for Silent {
+    fn on_request(&self, _peer: &Peer<T>, _request: Request) {}
+}
+
+async fn connected() -> (Peer<InprocTransport>, TestServer) {
+    let (a, b) = inproc::pair(Limits::default());
+    let server_handler = TestServer::default();
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), server_handler.clone());
+    let client = Peer::start(a, Role::Client, Mode::Handshake, session::Limits::default(), Silent);
+    client.request("initialize", Some(Body::typed(json!({}))), RequestOptions::default()).await.unwrap();
+    client.initialized().await.unwrap();
+    (client, server_handler)
+}
+
+fn echo(i: u64, delay_ms: u64) -> Option<Body> {
+    Some(Body::typed(json!({"i": i, "delay_ms": delay_ms})))
+}
+
+#[tokio::test]
+async fn many_requests_in_flight_complete_out_of_order() {
+    let (client, _) = connected().await;
+    let calls = (0..50u64).map(|i| {
+        let client = client.clone();
+        async move { client.request("echo", echo(i, (50 - i) % 7), RequestOptions::default()).await }
+    });
+    let results = futures_join_all(calls).await;
+    for (i, result) in results.into_iter().enumerate() {
+        let value: Value = result.unwrap().decode().unwrap();
+        assert_eq!(value["i"], i as u64);
+    }
+}
+
+async fn futures_join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+where
+    F: Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn errors_come_back_as_rpc_errors() {
+    let (client, _) = connected().await;
+    let err = client.request("nope", None, RequestOptions::default()).await.unwrap_err();
+    assert!(matches!(&err, RequestError::Rpc(e) if e.code == ErrorCode::METHOD_NOT_FOUND), "{err}");
+}
+
+#[tokio::test]
+async fn dropping_a_call_cancels_it_on_the_other_side() {
+    let (client, server) = connected().await;
+    let call = client.request("hang", None, RequestOptions::default());
+    let _ = tokio::time::timeout(Duration::from_millis(20), call).await;
+    // The server sees the cancellation of request 1 (0 was initialize).
+    for _ in 0..100 {
+        if server.seen.lock().unwrap().iter().any(|s| s == "cancelled 1") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("no cancellation seen: {:?}", server.seen.lock().unwrap());
+}
+
+#[tokio::test]
+async fn a_request_times_out_and_the_peer_is_told() {
+    let (client, server) = connected().await;
+    let options = RequestOptions { timeout: Some(Duration::from_millis(30)), ..RequestOptions::default() };
+    let err = client.request("hang", None, options).await.unwrap_err();
+    assert_eq!(err.to_string(), "hang timed out after 30 ms");
+    // Other requests are unaffected.
+    client.request("echo", echo(1, 0), RequestOptions::default()).await.unwrap();
+    assert!(server.seen.lock().unwrap().iter().any(|s| s == "cancelled 1"));
+}
+
+#[tokio::test]
+async fn the_end_of_the_connection_fails_waiting_requests() {
+    let (a, b) = inproc::pair(Limits::default());
+    let client = Peer::start(a, Role::Client, Mode::Stateless, session::Limits::default(), Silent);
+    let pending = {
+        let client = client.clone();
+        tokio::spawn(async move { client.request("anything", None, RequestOptions::default()).await })
+    };
+    // The server side reads the request, then goes away without answering.
+    let request = b.recv().await.unwrap().unwrap();
+    assert_eq!(request.method(), Some("anything"));
+    drop(b);
+    let err = pending.await.unwrap().unwrap_err();
+    assert!(matches!(err, RequestError::Closed { .. }), "{err}");
+    client.closed().await;
+    let err = client.request("later", None, RequestOptions::default()).await.unwrap_err();
+    assert!(matches!(err, RequestError::Closed { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn malformed_input_is_answered_and_does_not_stop_the_reader() {
+    let (client_io, server_io) = tokio::io::duplex(4096);
+    let (client_read, mut client_write) = tokio::io::split(client_io);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let transport = StdioTransport::from_io(server_read, server_write, Limits::default());
+    let _server =
+        Peer::start(transport, Role::Server, Mode::Handshake, session::Limits::default(), TestServer::default());
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    client_write
+        .write_all(b"{oops\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n")
+        .await
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(client_read).lines();
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(first["error"]["code"], -32700);
+    assert!(first.get("id").is_none());
+    let second: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(second["id"], 1);
+    assert_eq!(second["result"]["protocolVersion"], "2025-11-25");
+}
