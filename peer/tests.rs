@@ -79,9 +79,9 @@ async fn many_requests_in_flight_complete_out_of_order() {
     }
 }
 
-async fn futures_join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
 where
-    F: Send + 'static,
+    F: std::future::Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
