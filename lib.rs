@@ -5,6 +5,8 @@
 //!   in-process transports on tokio.
 //! - `peer` (feature `transport`): a session core driven over a transport, shared by client
 //!   and server.
+//! - `server` (feature `server`): a builder of tools and the dispatch that serves them over
+//!   any transport (`serve`, `serve_stdio`).
 //! - `conformance` (feature `conformance`): the recorded-session format and the checks the
 //!   `mcp-conformance` binary runs over it.
 //!
@@ -19,6 +21,9 @@ pub mod transport;
 
 #[cfg(feature = "transport")]
 pub mod peer;
+
+#[cfg(feature = "server")]
+pub mod server;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

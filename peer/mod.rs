@@ -210,7 +210,9 @@ impl<T: Transport> Peer<T> {
         self.lock().session.protocol_version()
     }
 
-    /// Whether the connection has ended.
+    /// Whether the connection has ended: the input ended or failed, or [`Peer::close`] was
+    /// called. Once the input has ended, requests already received may still be answered with
+    /// [`Peer::respond`] until [`Peer::close`]; new requests of ours are refused.
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::Acquire)
     }
@@ -351,24 +353,42 @@ impl<T: Transport> Peer<T> {
         Ok(sent)
     }
 
+    /// Records the answer to the peer's request `id` in the session now, from a synchronous
+    /// context such as [`Handler::on_request`], and returns it ready to send. The session's
+    /// lifecycle advances in the order requests arrived (an `initialize` answered this way lets
+    /// the requests read after it through the gate), while the sending may happen in a task.
+    /// [`Queued::sent`] is `false` (and nothing is sent) when `id` was no longer in flight.
+    pub fn respond_now(&self, id: &Id, outcome: Result<Body, ErrorObject>) -> Queued<T> {
+        let mut core = self.lock();
+        let sent = match outcome {
+            Ok(result) => core.session.respond(id, result),
+            Err(error) => core.session.respond_error(id, error),
+        };
+        Queued { peer: self.clone(), sent, messages: core.drain() }
+    }
+
     /// Closes the transport (queued messages are still delivered) and fails every request
     /// still waiting.
     ///
     /// # Errors
     /// When flushing the transport fails.
     pub async fn close(&self) -> Result<(), TransportError> {
-        self.finish(Some("closed by us".to_owned()));
+        self.finish(Some("closed by us".to_owned()), true);
         self.shared.transport.close().await
     }
 
-    /// Marks the connection ended and fails every waiting request.
-    fn finish(&self, reason: Option<String>) {
+    /// Marks the connection ended and fails every waiting request. When only the input ended
+    /// (`close_session` false), the session stays open so that requests already received can
+    /// still be answered ([`Peer::respond`]) until [`Peer::close`].
+    fn finish(&self, reason: Option<String>, close_session: bool) {
         let waiters: Vec<Waiter> = {
             let mut core = self.lock();
             if core.closed_reason.is_none() {
                 core.closed_reason = Some(reason.clone().unwrap_or_else(|| "connection closed".to_owned()));
             }
-            core.session.close();
+            if close_session {
+                core.session.close();
+            }
             core.waiters.drain().map(|(_, w)| w).collect()
         };
         for waiter in waiters {
@@ -428,13 +448,13 @@ impl<T: Transport> Peer<T> {
                     }
                 }
                 Ok(None) => {
-                    self.finish(None);
+                    self.finish(None, false);
                     self.shared.handler.on_closed(None);
                     return;
                 }
                 Err(e) if !e.is_fatal() => self.shared.handler.on_malformed(&self, &e),
                 Err(e) => {
-                    self.finish(Some(e.to_string()));
+                    self.finish(Some(e.to_string()), false);
                     self.shared.handler.on_closed(Some(&e));
                     return;
                 }
@@ -472,6 +492,30 @@ impl<T: Transport> Peer<T> {
                 }
             }
         }
+    }
+}
+
+/// An answer recorded by [`Peer::respond_now`], not sent yet.
+#[must_use = "a queued answer is only sent by Queued::send"]
+pub struct Queued<T: Transport> {
+    peer: Peer<T>,
+    sent: bool,
+    messages: Vec<Message>,
+}
+
+impl<T: Transport> Queued<T> {
+    /// Whether the answer was accepted (its request was still in flight).
+    pub fn sent(&self) -> bool {
+        self.sent
+    }
+
+    /// Writes the answer to the transport.
+    ///
+    /// # Errors
+    /// When the transport fails.
+    pub async fn send(self) -> Result<bool, TransportError> {
+        self.peer.send_all(self.messages).await?;
+        Ok(self.sent)
     }
 }
 

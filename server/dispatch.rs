@@ -1,0 +1,259 @@
+//! The dispatch: the [`Handler`] the peer's reader calls for each request of one connection.
+//! It answers `initialize`, `ping` and `tools/list` at once (from a small task, since sending
+//! awaits), runs each `tools/call` in a task of its own under the connection's concurrency
+//! limit, aborts a call the client cancelled, turns a panic into -32603, and counts what is in
+//! flight so that shutdown can wait for it.
+//!
+//! Not here: the lifecycle gate, duplicate ids and the in-flight cap (the session core answers
+//! those before a request gets here), or framing errors (the peer's default `on_malformed`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::AbortHandle;
+
+use super::tool::Context;
+use super::{Inner, SUPPORTED_VERSIONS};
+use crate::peer::{Handler, Peer};
+use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Request};
+use crate::proto::mcp_types::{
+    CallToolRequestParams, EmptyResult, InitializeRequestParams, InitializeResult, ListToolsRequestParams,
+    ListToolsResult, ServerCapabilities, ToolsCapability,
+};
+use crate::proto::version::ProtocolVersion;
+use crate::transport::{Transport, TransportError};
+
+/// Counts work in flight; [`Tracker::wait_idle`] waits until there is none.
+#[derive(Clone, Default)]
+pub(crate) struct Tracker {
+    inner: Arc<TrackerInner>,
+}
+
+#[derive(Default)]
+struct TrackerInner {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+/// One unit of work in flight; dropping it ends it.
+pub(crate) struct TrackGuard {
+    tracker: Tracker,
+}
+
+impl Tracker {
+    fn enter(&self) -> TrackGuard {
+        self.inner.count.fetch_add(1, Ordering::AcqRel);
+        TrackGuard { tracker: self.clone() }
+    }
+
+    /// Waits until nothing is in flight.
+    pub(crate) async fn wait_idle(&self) {
+        loop {
+            let notified = self.inner.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.inner.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for TrackGuard {
+    fn drop(&mut self) {
+        if self.tracker.inner.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.tracker.inner.idle.notify_waiters();
+        }
+    }
+}
+
+/// Tool calls running, by request id, with a serial so that a finished call never removes a
+/// later call that reused its id.
+type Running = Arc<Mutex<HashMap<Id, (u64, AbortHandle)>>>;
+
+pub(crate) struct Dispatcher {
+    inner: Arc<Inner>,
+    semaphore: Arc<Semaphore>,
+    running: Running,
+    serial: AtomicU64,
+    tracker: Tracker,
+    input_error: Arc<Mutex<Option<String>>>,
+}
+
+fn invalid_params(e: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}"))
+}
+
+/// Decodes optional params; absent params decode as `T::default()`.
+fn params_or_default<T: serde::de::DeserializeOwned + Clone + Default + Send + Sync + 'static>(
+    params: Option<Body>,
+) -> Result<T, ErrorObject> {
+    match params {
+        None => Ok(T::default()),
+        Some(body) => body.into_decoded().map_err(invalid_params),
+    }
+}
+
+impl Dispatcher {
+    pub(crate) fn new(inner: Arc<Inner>) -> Dispatcher {
+        Dispatcher {
+            semaphore: Arc::new(Semaphore::new(inner.max_concurrent_tools)),
+            inner,
+            running: Running::default(),
+            serial: AtomicU64::new(0),
+            tracker: Tracker::default(),
+            input_error: Arc::default(),
+        }
+    }
+
+    pub(crate) fn tracker(&self) -> Tracker {
+        self.tracker.clone()
+    }
+
+    pub(crate) fn input_error(&self) -> Arc<Mutex<Option<String>>> {
+        self.input_error.clone()
+    }
+
+    /// Records `outcome` as the answer to `id` now (so that an `initialize` answered here opens
+    /// the gate for the requests read after it) and sends it from a tracked task.
+    fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, outcome: Result<Body, ErrorObject>) {
+        let queued = peer.respond_now(&id, outcome);
+        let guard = self.tracker.enter();
+        tokio::spawn(async move {
+            let _ = queued.send().await;
+            drop(guard);
+        });
+    }
+
+    fn initialize(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        let Some(params) = params else { return Err(invalid_params("initialize needs params")) };
+        let params: InitializeRequestParams = params.into_decoded().map_err(invalid_params)?;
+        let version = ProtocolVersion::server_counter_offer(&params.protocol_version, &SUPPORTED_VERSIONS)
+            .expect("SUPPORTED_VERSIONS holds handshake versions");
+        let capabilities = ServerCapabilities {
+            tools: Some(ToolsCapability { list_changed: Some(false), ..ToolsCapability::default() }),
+            ..ServerCapabilities::default()
+        };
+        Ok(Body::typed(InitializeResult {
+            protocol_version: version.as_str().to_owned(),
+            capabilities,
+            server_info: self.inner.info.clone(),
+            instructions: self.inner.instructions.clone(),
+            ..InitializeResult::default()
+        }))
+    }
+
+    fn list_tools(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        let params: ListToolsRequestParams = params_or_default(params)?;
+        let all = &self.inner.tools;
+        let start = match params.cursor.as_deref() {
+            None => 0,
+            Some(cursor) => match cursor.parse::<usize>() {
+                Ok(n) if n <= all.len() => n,
+                _ => return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid cursor {cursor:?}"))),
+            },
+        };
+        let end = self.inner.page_size.map_or(all.len(), |size| start.saturating_add(size).min(all.len()));
+        Ok(Body::typed(ListToolsResult {
+            tools: all[start..end].iter().map(|r| r.tool.clone()).collect(),
+            next_cursor: (end < all.len()).then(|| end.to_string()),
+            ..ListToolsResult::default()
+        }))
+    }
+
+    fn call_tool<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+        let params = match params {
+            None => Err(invalid_params("tools/call needs params")),
+            Some(body) => body.into_decoded::<CallToolRequestParams>().map_err(invalid_params),
+        };
+        let params = match params {
+            Ok(params) => params,
+            Err(e) => return self.answer(peer, id, Err(e)),
+        };
+        let Some(&index) = self.inner.by_name.get(&params.name) else {
+            let result = super::error_result(format!("Tool {} not found", params.name));
+            return self.answer(peer, id, Ok(Body::typed(result)));
+        };
+        let handler = self.inner.tools[index].handler.clone();
+        let context = Context {
+            id: id.clone(),
+            meta: params.meta,
+            protocol_version: peer.protocol_version(),
+            outgoing: Arc::new(peer.clone()),
+        };
+        let args = params.arguments.unwrap_or_default();
+        let semaphore = self.semaphore.clone();
+        let work = tokio::spawn(async move {
+            // The semaphore is never closed.
+            let _permit = semaphore.acquire_owned().await;
+            handler(args, context).await
+        });
+        let serial = self.serial.fetch_add(1, Ordering::Relaxed);
+        self.running.lock().expect("running lock").insert(id.clone(), (serial, work.abort_handle()));
+
+        let guard = self.tracker.enter();
+        let running = self.running.clone();
+        let peer = peer.clone();
+        let name = params.name;
+        tokio::spawn(async move {
+            let joined = work.await;
+            {
+                let mut running = running.lock().expect("running lock");
+                if running.get(&id).is_some_and(|(s, _)| *s == serial) {
+                    running.remove(&id);
+                }
+            }
+            let outcome = match joined {
+                Ok(Ok(result)) => Ok(Body::typed(result)),
+                Ok(Err(error)) => error.into_outcome(&name).map(Body::typed),
+                Err(e) if e.is_panic() => {
+                    let payload = e.into_panic();
+                    let what = payload
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a non-string payload".to_owned());
+                    Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("Tool {name} panicked: {what}")))
+                }
+                // Aborted because the client cancelled it: no answer (the MCP rule).
+                Err(_) => return drop(guard),
+            };
+            let _ = peer.respond(&id, outcome).await;
+            drop(guard);
+        });
+    }
+}
+
+impl<T: Transport> Handler<T> for Dispatcher {
+    fn on_request(&self, peer: &Peer<T>, request: Request) {
+        let Request { id, method, params } = request;
+        match method.as_str() {
+            "initialize" => {
+                let outcome = self.initialize(params);
+                self.answer(peer, id, outcome);
+            }
+            "ping" => self.answer(peer, id, Ok(Body::typed(EmptyResult::default()))),
+            "tools/list" => {
+                let outcome = self.list_tools(params);
+                self.answer(peer, id, outcome);
+            }
+            "tools/call" => self.call_tool(peer, id, params),
+            _ => self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found"))),
+        }
+    }
+
+    fn on_cancelled(&self, _peer: &Peer<T>, id: &Id) {
+        if let Some((_, handle)) = self.running.lock().expect("running lock").remove(id) {
+            handle.abort();
+        }
+    }
+
+    fn on_closed(&self, error: Option<&TransportError>) {
+        if let Some(e) = error {
+            *self.input_error.lock().expect("input error lock") = Some(e.to_string());
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The server layer: declare what a server offers with [`Server::builder`], then serve it over
+//! any [`Transport`] with [`Server::serve`] (or over our own stdin/stdout with
+//! [`Server::serve_stdio`]).
+//!
+//! ```no_run
+//! use mcpwire::server::{text_result, Server, ToolError};
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder()
+//!     .name("echo")
+//!     .version("0.1.0")
+//!     .tool(
+//!         "echo",
+//!         "Echoes text",
+//!         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+//!         |args, _ctx| async move {
+//!             let text = args.get("text").and_then(|t| t.as_str()).ok_or_else(|| ToolError::invalid_arguments("text must be a string"))?;
+//!             Ok(text_result(text))
+//!         },
+//!     )
+//!     .build()?;
+//! server.serve_stdio().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! What it does (handshake era, 2024-11-05 … 2025-11-25):
+//! - `initialize`: version negotiation by counter-offer ([`ProtocolVersion::server_counter_offer`]
+//!   over [`SUPPORTED_VERSIONS`]), our capabilities, `serverInfo` and `instructions`. A second
+//!   `initialize`, and gated requests before it, are refused by the session core.
+//! - `ping` → `{}`; `tools/list` (one page, or pages of [`ServerBuilder::page_size`] with an
+//!   opaque cursor); `tools/call`: each call runs in its own tokio task under a concurrency
+//!   limit ([`DEFAULT_MAX_CONCURRENT_TOOLS`]); an unknown tool is a tool error (`isError: true`,
+//!   as the TypeScript SDK answers), params that are not a `CallToolRequestParams` are -32602,
+//!   a panicking handler is -32603 and the server goes on; `notifications/cancelled` aborts the
+//!   call's task and no response is sent.
+//! - Any other method (`server/discover` included, at any time) → -32601 "Method not found".
+//! - Results go out as typed bodies ([`Body::typed`]): an in-process client gets the Rust value,
+//!   a byte transport serializes it once.
+//! - Shutdown when the input ends: the reader stops, calls in flight finish and their answers
+//!   are written, then the transport is closed (its writer flushed). Nothing but frames is
+//!   written to stdout; this layer logs nothing (a panicking handler's message goes to stderr
+//!   through the panic hook).
+//!
+//! Not yet here: resources, prompts, completion, logging, `listChanged` notifications, tasks,
+//! server → client requests (sampling, elicitation, roots), the 2026-07-28 stateless revision
+//! (`server/discover`), and HTTP. Each slots in as another arm of the dispatch and another
+//! builder method.
+//!
+//! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `basic/utilities/cancellation`,
+//! `basic/utilities/ping`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::peer::Peer;
+use crate::proto::mcp_types::{CallToolResult, Implementation, Tool};
+use crate::proto::session::{self, Mode, Role};
+use crate::proto::version::ProtocolVersion;
+use crate::transport::stdio::StdioTransport;
+use crate::transport::{Limits, Transport, TransportError};
+
+mod dispatch;
+mod tool;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(doc)]
+use crate::proto::jsonrpc::Body;
+
+pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
+
+/// Tool calls that may run at once on one connection; more wait for a slot (still cancellable
+/// while they wait).
+pub const DEFAULT_MAX_CONCURRENT_TOOLS: usize = 64;
+
+/// The revisions this server negotiates through `initialize`, oldest first.
+pub const SUPPORTED_VERSIONS: [ProtocolVersion; 4] = [
+    ProtocolVersion::V2024_11_05,
+    ProtocolVersion::V2025_03_26,
+    ProtocolVersion::V2025_06_18,
+    ProtocolVersion::V2025_11_25,
+];
+
+/// Why a server could not be built, or why serving ended badly.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// Two tools share a name.
+    DuplicateTool {
+        /// The name.
+        name: String,
+    },
+    /// A tool's input schema is not a JSON object.
+    InvalidInputSchema {
+        /// The tool.
+        name: String,
+    },
+    /// The input failed (not a clean end of stream).
+    Input(String),
+    /// Flushing and closing the transport failed.
+    Transport(TransportError),
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerError::DuplicateTool { name } => write!(f, "two tools are named {name:?}"),
+            ServerError::InvalidInputSchema { name } => {
+                write!(f, "the input schema of tool {name:?} is not a JSON object")
+            }
+            ServerError::Input(reason) => write!(f, "reading from the client failed: {reason}"),
+            ServerError::Transport(e) => write!(f, "closing the transport failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServerError::Transport(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A registered tool: its definition and its handler.
+pub(crate) struct Registered {
+    pub(crate) tool: Tool,
+    pub(crate) handler: tool::ToolFn,
+}
+
+/// What a server offers; shared by every connection it serves.
+pub(crate) struct Inner {
+    pub(crate) info: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) tools: Vec<Registered>,
+    pub(crate) by_name: HashMap<String, usize>,
+    pub(crate) max_concurrent_tools: usize,
+    pub(crate) page_size: Option<usize>,
+    pub(crate) limits: Limits,
+}
+
+/// An MCP server definition. Cheap to clone; one definition can serve many connections.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("info", &self.inner.info)
+            .field("tools", &self.inner.tools.iter().map(|t| &t.tool.name).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Server`]. See [`Server::builder`].
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    tools: Vec<Registered>,
+    max_concurrent_tools: usize,
+    page_size: Option<usize>,
+    limits: Limits,
+}
+
+impl Server {
+    /// A builder with no tools, named `mcpwire` with this crate's version, at most
+    /// [`DEFAULT_MAX_CONCURRENT_TOOLS`] concurrent calls, no pagination and default [`Limits`].
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder {
+            info: Implementation {
+                name: "mcpwire".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                ..Implementation::default()
+            },
+            instructions: None,
+            tools: Vec::new(),
+            max_concurrent_tools: DEFAULT_MAX_CONCURRENT_TOOLS,
+            page_size: None,
+            limits: Limits::default(),
+        }
+    }
+
+    /// Who this server says it is (`serverInfo`).
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// The tools, in the order they were added.
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.inner.tools.iter().map(|r| &r.tool)
+    }
+
+    /// Serves one connection until its input ends: then lets the calls in flight finish, writes
+    /// their answers and closes the transport.
+    ///
+    /// # Errors
+    /// [`ServerError::Input`] when the input failed rather than ended, [`ServerError::Transport`]
+    /// when closing the transport failed. Either way the connection is over.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops waiting; the connection's tasks run on until its input ends.
+    pub fn serve<T: Transport>(&self, transport: T) -> impl Future<Output = Result<(), ServerError>> + Send + 'static {
+        let inner = self.inner.clone();
+        async move {
+            let dispatcher = dispatch::Dispatcher::new(inner.clone());
+            let tracker = dispatcher.tracker();
+            let input_error = dispatcher.input_error();
+            let limits = session::Limits {
+                max_incoming_in_flight: inner.limits.max_in_flight,
+                max_outgoing_in_flight: inner.limits.max_in_flight,
+                ..session::Limits::default()
+            };
+            let peer = Peer::start(transport, Role::Server, Mode::Handshake, limits, dispatcher);
+            // Reader first: it stops at the end of the input.
+            peer.closed().await;
+            // Then the processors: every call in flight answers.
+            tracker.wait_idle().await;
+            // Then the writer: flushed and closed.
+            let closed = peer.close().await;
+            if let Some(reason) = input_error.lock().expect("input error lock").take() {
+                return Err(ServerError::Input(reason));
+            }
+            closed.map_err(ServerError::Transport)
+        }
+    }
+
+    /// Serves over this process's stdin and stdout ([`StdioTransport::own_stdio`]) until stdin
+    /// ends. Must run inside a tokio runtime.
+    ///
+    /// # Errors
+    /// As [`Server::serve`].
+    pub async fn serve_stdio(&self) -> Result<(), ServerError> {
+        self.serve(StdioTransport::own_stdio(self.inner.limits)).await
+    }
+}
+
+impl ServerBuilder {
+    /// `serverInfo.name`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.info.name = name.into();
+        self
+    }
+
+    /// `serverInfo.version`.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.info.version = version.into();
+        self
+    }
+
+    /// `serverInfo.title` (a display name, 2025-06-18).
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.info.title = Some(title.into());
+        self
+    }
+
+    /// `instructions` of the `initialize` result: hints for the model on how to use the server.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Adds a tool: a name, a description, the JSON Schema of its arguments (an object schema)
+    /// and an async handler receiving the arguments (`{}` when the client sent none).
+    pub fn tool<F, Fut>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Map<String, Value>, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        let tool = Tool {
+            name: name.into(),
+            title: None,
+            description: Some(description.into()),
+            input_schema,
+            output_schema: None,
+            annotations: None,
+            icons: None,
+            execution: None,
+            meta: None,
+            extra: Map::new(),
+        };
+        self.tool_with(tool, handler)
+    }
+
+    /// Adds a tool whose arguments are decoded as `A` first; arguments that do not fit are a
+    /// tool error (`isError: true`) and the handler is not called.
+    pub fn typed_tool<A, F, Fut>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: F,
+    ) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        F: Fn(A, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.tool(name, description, input_schema, move |args, ctx| {
+            let handler = handler.clone();
+            async move { handler(arguments::<A>(args)?, ctx).await }
+        })
+    }
+
+    /// Adds a tool from a full definition (title, annotations, output schema, icons …).
+    pub fn tool_with<F, Fut>(mut self, tool: Tool, handler: F) -> Self
+    where
+        F: Fn(Map<String, Value>, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+    {
+        let handler: tool::ToolFn = Arc::new(move |args, ctx| Box::pin(handler(args, ctx)) as ToolFuture);
+        self.tools.push(Registered { tool, handler });
+        self
+    }
+
+    /// How many tool calls may run at once per connection (at least 1); default
+    /// [`DEFAULT_MAX_CONCURRENT_TOOLS`].
+    pub fn max_concurrent_tools(mut self, calls: usize) -> Self {
+        self.max_concurrent_tools = calls.max(1);
+        self
+    }
+
+    /// Answers `tools/list` in pages of `tools` (at least 1) with an opaque `nextCursor`;
+    /// default: one page with every tool.
+    pub fn page_size(mut self, tools: usize) -> Self {
+        self.page_size = Some(tools.max(1));
+        self
+    }
+
+    /// Transport and session limits (frame size, queue depth, requests in flight).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The server.
+    ///
+    /// # Errors
+    /// [`ServerError::DuplicateTool`], [`ServerError::InvalidInputSchema`].
+    pub fn build(self) -> Result<Server, ServerError> {
+        let mut by_name = HashMap::new();
+        for (i, r) in self.tools.iter().enumerate() {
+            if !r.tool.input_schema.is_object() {
+                return Err(ServerError::InvalidInputSchema { name: r.tool.name.clone() });
+            }
+            if by_name.insert(r.tool.name.clone(), i).is_some() {
+                return Err(ServerError::DuplicateTool { name: r.tool.name.clone() });
+            }
+        }
+        Ok(Server {
+            inner: Arc::new(Inner {
+                info: self.info,
+                instructions: self.instructions,
+                tools: self.tools,
+                by_name,
+                max_concurrent_tools: self.max_concurrent_tools,
+                page_size: self.page_size,
+                limits: self.limits,
+            }),
+        })
+    }
+}
