@@ -347,6 +347,25 @@ impl Drop for ChildProcess {
     }
 }
 
+/// Stdin and stdout reopened as reactor-driven pipes, if both are pipes (Linux).
+fn reopen_stdio_pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let reopen = |fd: i32, write: bool| -> Option<std::fs::File> {
+        let file = std::fs::OpenOptions::new()
+            .read(!write)
+            .write(write)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(format!("/proc/self/fd/{fd}"))
+            .ok()?;
+        file.metadata().ok()?.file_type().is_fifo().then_some(file)
+    };
+    let input = reopen(libc::STDIN_FILENO, false)?;
+    let output = reopen(libc::STDOUT_FILENO, true)?;
+    let receiver = tokio::net::unix::pipe::Receiver::from_file(input).ok()?;
+    let sender = tokio::net::unix::pipe::Sender::from_file(output).ok()?;
+    Some((receiver, sender))
+}
+
 /// Newline-delimited JSON-RPC over a byte stream pair. See the module docs.
 pub struct StdioTransport {
     reader: Mutex<Reader>,
@@ -382,8 +401,17 @@ impl StdioTransport {
 
     /// A transport on this process's own stdin and stdout, for a server launched by a client.
     /// Nothing but frames is written to stdout.
+    ///
+    /// When both are pipes (the usual case for a server a client spawned) they are reopened
+    /// through `/proc/self/fd` as non-blocking pipes driven by the reactor; the reopened
+    /// descriptors have their own file descriptions, so `O_NONBLOCK` does not leak into the
+    /// process's standard streams. Otherwise (a terminal, a file) tokio's blocking-pool
+    /// stdin/stdout are used, which cost a thread hop per read and write.
     pub fn own_stdio(limits: Limits) -> StdioTransport {
-        StdioTransport::from_io(tokio::io::stdin(), tokio::io::stdout(), limits)
+        match reopen_stdio_pipes() {
+            Some((input, output)) => StdioTransport::from_io(input, output, limits),
+            None => StdioTransport::from_io(tokio::io::stdin(), tokio::io::stdout(), limits),
+        }
     }
 
     /// The child's process id, for a transport started by [`ChildCommand::spawn`].

@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+// ts_client.mjs — drives an MCP server with the official TypeScript SDK client (a third-party peer).
+//
+//   node ts_client.mjs [--url URL | --sse URL] [-- CMD ARGS...]
+//     -- CMD ARGS...  spawn CMD over stdio (default transport)
+//     --url URL       Streamable HTTP (StreamableHTTPClientTransport)
+//     --sse URL       legacy HTTP+SSE (SSEClientTransport)
+//
+// After connecting it prints one JSON line {"step":"initialize",serverInfo,protocolVersion,capabilities},
+// then lists tools, then runs the steps in env MCP_SCRIPT (a JSON array) or the default steps
+// (echo {text}, add {a,b}, a tool that does not exist). Steps:
+//   {"call":NAME,"args":{...}}  {"list":"tools"|"resources"|"resourceTemplates"|"prompts"}
+//   {"read":URI}  {"prompt":NAME,"args":{...}}  {"ping":true}
+// One JSON line per step: {"step":...,"ok":true,"result":...} or {"step":...,"ok":false,"error":{code,message}}.
+// Exit 0 when the script ran (errors from the server are data), 1 when it could not connect, 2 on bad usage.
+// The SDK is loaded from MCP_TS_SDK_DIR (node_modules holding @modelcontextprotocol/sdk; see peers.env).
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+const sdkDir =
+  process.env.MCP_TS_SDK_DIR ||
+  join(process.env.MCPWIRE_PEERS || join(homedir(), '.cache/mcp-peers'), 'npm/node_modules');
+// This script lives in the repo, not next to node_modules: resolve the SDK as if from inside sdkDir.
+// (require() gets the SDK's CommonJS build; all SDK classes then come from that one build.)
+const require = createRequire(join(sdkDir, 'noop.js'));
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+
+const DEFAULT_SCRIPT = [
+  { call: 'echo', args: { text: 'hello from ts' } },
+  { call: 'add', args: { a: 2, b: 3 } },
+  { call: 'no_such_tool', args: {} },
+];
+
+function usage(msg) {
+  process.stderr.write(`ts_client: ${msg}\nusage: node ts_client.mjs [--url URL | --sse URL] [-- CMD ARGS...]\n`);
+  process.exit(2);
+}
+
+const emit = obj => process.stdout.write(JSON.stringify(obj) + '\n');
+
+function makeTransport(argv) {
+  const i = argv.indexOf('--');
+  const opts = i < 0 ? argv : argv.slice(0, i);
+  const cmd = i < 0 ? [] : argv.slice(i + 1);
+  if (opts[0] === '--url' && opts[1]) {
+    const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    return new StreamableHTTPClientTransport(new URL(opts[1]));
+  }
+  if (opts[0] === '--sse' && opts[1]) {
+    const { SSEClientTransport } = require('@modelcontextprotocol/sdk/client/sse.js');
+    return new SSEClientTransport(new URL(opts[1]));
+  }
+  if (opts.length || !cmd.length) usage('give -- CMD ARGS..., --url URL or --sse URL');
+  const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+  // The SDK passes the child only a few env vars (HOME, PATH, ...) unless told otherwise; pass ours
+  // whole so servers see e.g. RUST_LOG or PORT. Server stderr goes to our stderr ('inherit').
+  return new StdioClientTransport({ command: cmd[0], args: cmd.slice(1), env: { ...process.env }, stderr: 'inherit' });
+}
+
+// Errors as data: McpError carries the JSON-RPC code; other errors (timeouts, closed transport,
+// client-side validation) get code null.
+function errorOf(e) {
+  const code = typeof e?.code === 'number' ? e.code : null;
+  // McpError prefixes the server's message with "MCP error CODE: "; strip it to report the wire message.
+  const message = String(e?.message ?? e).replace(code === null ? /^$/ : `MCP error ${code}: `, '');
+  const err = { code, message };
+  if (e?.data !== undefined) err.data = e.data;
+  return err;
+}
+
+async function runStep(client, s) {
+  if (s.call !== undefined) return ['tools/call', { name: s.call }, () => client.callTool({ name: s.call, arguments: s.args ?? {} })];
+  if (s.list !== undefined) {
+    const fn = { tools: 'listTools', resources: 'listResources', resourceTemplates: 'listResourceTemplates', prompts: 'listPrompts' }[s.list];
+    if (!fn) return [`list ${s.list}`, {}, () => Promise.reject(new Error(`unknown list kind ${s.list}`))];
+    return [`${s.list}/list`, {}, () => client[fn]()];
+  }
+  if (s.read !== undefined) return ['resources/read', { uri: s.read }, () => client.readResource({ uri: s.read })];
+  if (s.prompt !== undefined) return ['prompts/get', { name: s.prompt }, () => client.getPrompt({ name: s.prompt, arguments: s.args ?? {} })];
+  if (s.ping) return ['ping', {}, () => client.ping()];
+  return ['unknown', { spec: s }, () => Promise.reject(new Error('unknown step'))];
+}
+
+async function main() {
+  let script = DEFAULT_SCRIPT;
+  if (process.env.MCP_SCRIPT) {
+    try {
+      script = JSON.parse(process.env.MCP_SCRIPT);
+    } catch (e) {
+      usage(`MCP_SCRIPT is not JSON: ${e.message}`);
+    }
+    if (!Array.isArray(script)) usage('MCP_SCRIPT must be a JSON array');
+  }
+  const transport = makeTransport(process.argv.slice(2));
+
+  // The Client keeps the negotiated version to itself (only HTTP transports get it, via
+  // setProtocolVersion). Protocol.connect() chains any onmessage already set on the transport,
+  // so a spy installed before connect() sees the raw initialize response.
+  let protocolVersion = null;
+  transport.onmessage = msg => {
+    if (protocolVersion === null && msg?.result?.protocolVersion) protocolVersion = msg.result.protocolVersion;
+  };
+
+  const client = new Client({ name: 'mcpwire-ts-driver', version: '0.1.0' }, { capabilities: {} });
+  try {
+    await client.connect(transport);
+  } catch (e) {
+    emit({ step: 'initialize', ok: false, error: errorOf(e) });
+    await client.close().catch(() => {});
+    process.exit(1);
+  }
+  emit({
+    step: 'initialize',
+    ok: true,
+    serverInfo: client.getServerVersion(),
+    protocolVersion,
+    capabilities: client.getServerCapabilities(),
+    instructions: client.getInstructions(),
+  });
+
+  for (const s of [{ list: 'tools' }, ...script]) {
+    const [step, extra, run] = await runStep(client, s);
+    try {
+      emit({ step, ...extra, ok: true, result: await run() });
+    } catch (e) {
+      emit({ step, ...extra, ok: false, error: errorOf(e) });
+    }
+  }
+
+  // Streamable HTTP: end the session politely (DELETE); stdio: close() ends stdin, then kills.
+  if (typeof transport.terminateSession === 'function') await transport.terminateSession().catch(() => {});
+  await client.close().catch(() => {});
+}
+
+main().then(
+  () => process.exit(0),
+  e => {
+    process.stderr.write(`ts_client: ${e?.stack ?? e}\n`);
+    process.exit(1);
+  },
+);
