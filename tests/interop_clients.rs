@@ -5,6 +5,8 @@
 //! tool). What the client sent is recorded by a `tee` in front of the server, so the Python
 //! client's `server/discover` probe and its fallback to `initialize` are seen on the wire.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -13,15 +15,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 fn echo_server_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/..");
-    let path = dir.join("examples").join(format!("echo_server{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build --example echo_server` (plain `cargo test` does)",
-        path.display()
-    );
-    path
+    examples::example_path("echo_server")
 }
 
 /// Runs `runtime driver -- sh -c 'tee LOG | exec echo_server'`; returns the driver's output lines

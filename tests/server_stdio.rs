@@ -2,8 +2,10 @@
 //! raw JSON lines, and a test server with slow and panicking tools served through the stdio
 //! transport over in-memory pipes (same framing, no child needed).
 //!
-//! `cargo test` builds the examples before it runs integration tests; the child is found next to
-//! this test binary (`target/<profile>/examples/echo_server`).
+//! The child is `target/<profile>/examples/echo_server`, built if needed (`support/examples.rs`).
+
+#[path = "support/examples.rs"]
+mod examples;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -24,15 +26,7 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 const INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"mcpwire-echo-server","version":"0.1.0"}}}"#;
 
 fn echo_server_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/..");
-    let path = dir.join("examples").join(format!("echo_server{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build --example echo_server` (plain `cargo test` does)",
-        path.display()
-    );
-    path
+    examples::example_path("echo_server")
 }
 
 /// Raw lines to and from a server.
