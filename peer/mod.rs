@@ -5,7 +5,9 @@
 //! hands what comes out to the waiting callers or to the [`Handler`], and a timer that expires
 //! requests at their deadline. Callers use [`Peer::request`] (await the response; dropping the
 //! future cancels the request with `notifications/cancelled`), [`Peer::notify`] and
-//! [`Peer::respond`]. The session sits behind a short-held `std` mutex that is never held across
+//! [`Peer::respond`] (or [`Peer::respond_now`], which records the answer synchronously and
+//! sends it later). When the input ends, requests already received can still be answered until
+//! [`Peer::close`], so a server can finish its work in flight before closing the transport. The session sits behind a short-held `std` mutex that is never held across
 //! an `.await`: each call takes the messages its operation produced and sends them after
 //! releasing the lock, so a slow transport never blocks the reader.
 //!

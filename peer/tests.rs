@@ -165,3 +165,46 @@ async fn malformed_input_is_answered_and_does_not_stop_the_reader() {
     assert_eq!(second["id"], 1);
     assert_eq!(second["result"]["protocolVersion"], "2025-11-25");
 }
+
+/// Records requests without answering them; the test answers through the peer it gets back.
+#[derive(Default, Clone)]
+struct Collect {
+    requests: Arc<StdMutex<Vec<Id>>>,
+}
+
+impl<T: Transport> Handler<T> for Collect {
+    fn on_request(&self, _peer: &Peer<T>, request: Request) {
+        self.requests.lock().unwrap().push(request.id);
+    }
+}
+
+#[tokio::test]
+async fn after_the_input_ends_requests_received_can_still_be_answered_until_close() {
+    let (a, b) = inproc::pair(Limits::default());
+    let collect = Collect::default();
+    let server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), collect.clone());
+    a.send(Message::from_str(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).unwrap()).await.unwrap();
+    a.send(Message::from_str(r#"{"jsonrpc":"2.0","id":2,"method":"x"}"#).unwrap()).await.unwrap();
+    a.close().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), server.closed()).await.unwrap();
+    assert_eq!(*collect.requests.lock().unwrap(), [Id::Number(1), Id::Number(2)]);
+    assert!(matches!(server.request("y", None, RequestOptions::default()).await, Err(RequestError::Closed { .. })));
+
+    // `respond_now` records the answer at once and sends it later; `respond` sends it now.
+    let queued = server.respond_now(&Id::Number(1), Ok(Body::typed(json!({"n": 1}))));
+    assert!(queued.sent());
+    assert!(server.respond(&Id::Number(2), Ok(Body::typed(json!({"n": 2})))).await.unwrap());
+    assert!(queued.send().await.unwrap());
+    assert!(!server.respond(&Id::Number(2), Ok(Body::typed(json!({})))).await.unwrap(), "answered already");
+    server.close().await.unwrap();
+    assert!(!server.respond(&Id::Number(9), Ok(Body::typed(json!({})))).await.unwrap(), "closed");
+
+    let mut answers = Vec::new();
+    while let Some(message) = a.recv().await.unwrap() {
+        answers.push(message.to_string());
+    }
+    assert_eq!(
+        answers,
+        [r#"{"jsonrpc":"2.0","id":2,"result":{"n":2}}"#, r#"{"jsonrpc":"2.0","id":1,"result":{"n":1}}"#]
+    );
+}
