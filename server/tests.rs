@@ -111,7 +111,7 @@ async fn a_panicking_tool_is_an_internal_error_and_the_server_goes_on() {
     task.await.unwrap().unwrap();
 }
 
-/// A server whose one tool sleeps 40 ms and records how many calls ran at once.
+/// A server whose one tool sleeps 150 ms and records how many calls ran at once.
 fn counting_server(limit: Option<usize>) -> (Server, Arc<AtomicUsize>) {
     let active = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
@@ -121,7 +121,7 @@ fn counting_server(limit: Option<usize>) -> (Server, Arc<AtomicUsize>) {
         async move {
             let now = active.fetch_add(1, Ordering::SeqCst) + 1;
             peak.fetch_max(now, Ordering::SeqCst);
-            tokio::time::sleep(Duration::from_millis(40)).await;
+            tokio::time::sleep(Duration::from_millis(150)).await;
             active.fetch_sub(1, Ordering::SeqCst);
             Ok(text_result("rested"))
         }
