@@ -67,6 +67,7 @@ use crate::transport::stdio::StdioTransport;
 use crate::transport::{Limits, Transport, TransportError};
 
 mod dispatch;
+pub mod echo;
 mod tool;
 
 #[cfg(test)]

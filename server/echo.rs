@@ -1,0 +1,74 @@
+//! The echo server: tools `echo {text}` (answers that text as one text block) and `add {a, b}`
+//! (answers the sum as text; integers stay integers: `2 + 3` is `5`, `2.5 + 3` is `5.5`).
+//!
+//! Our counterpart of rmcp's `rmcp-echo-server`: the `echo_server` example serves it over
+//! stdio, `mcp-bench` runs it in process, and the tests drive it. Nothing else lives here.
+
+use super::{arguments, text_result, Server, ServerError, ToolError};
+use serde::Deserialize;
+use serde_json::{json, Number, Value};
+
+#[derive(Deserialize)]
+struct EchoArgs {
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct AddArgs {
+    a: Number,
+    b: Number,
+}
+
+/// `a + b`, exact for integers (falling back to floats past `i64`/`u64`).
+fn sum(a: &Number, b: &Number) -> Result<Value, ToolError> {
+    if let (Some(a), Some(b)) = (a.as_i64(), b.as_i64()) {
+        if let Some(s) = a.checked_add(b) {
+            return Ok(s.into());
+        }
+    }
+    if let (Some(a), Some(b)) = (a.as_u64(), b.as_u64()) {
+        if let Some(s) = a.checked_add(b) {
+            return Ok(s.into());
+        }
+    }
+    let (a, b) = (a.as_f64().unwrap_or(f64::NAN), b.as_f64().unwrap_or(f64::NAN));
+    Number::from_f64(a + b).map(Value::Number).ok_or_else(|| ToolError::failed("the sum is not a finite number"))
+}
+
+/// The echo server: tools `echo {text}` and `add {a, b}`.
+pub fn echo_server() -> Server {
+    build().expect("the echo server's tools are valid")
+}
+
+fn build() -> Result<Server, ServerError> {
+    Server::builder()
+        .name("mcpwire-echo-server")
+        .version(env!("CARGO_PKG_VERSION"))
+        .tool(
+            "add",
+            "Return a + b",
+            json!({
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"]
+            }),
+            |args, _ctx| async move {
+                let AddArgs { a, b } = arguments(args)?;
+                Ok(text_result(sum(&a, &b)?.to_string()))
+            },
+        )
+        .tool(
+            "echo",
+            "Return the `text` argument as text content",
+            json!({
+                "type": "object",
+                "properties": {"text": {"type": "string", "description": "Text to send back unchanged."}},
+                "required": ["text"]
+            }),
+            |args, _ctx| async move {
+                let EchoArgs { text } = arguments(args)?;
+                Ok(text_result(text))
+            },
+        )
+        .build()
+}
