@@ -7,8 +7,9 @@
 //! and can run in parallel. The tree is deleted when the [`Fixtures`] value is dropped.
 //!
 //! The git repository has the recording's history (two commits by `Fixture Author` dated
-//! 2026-01-01, then an unstaged change to `README.md`), so blob ids match; commit ids depend on
-//! content the recording does not show and are bound by `git-tools-python.rules.json`.
+//! 2026-01-01, then an unstaged change to `README.md`), so blob and commit ids match the
+//! recording's. Run the git server with `GIT_AUTHOR_DATE` and `GIT_COMMITTER_DATE` set to
+//! `1767312000 +0000` (2026-01-02) and its own commit gets the recorded id too.
 
 use std::fs;
 use std::io;

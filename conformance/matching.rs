@@ -74,6 +74,10 @@ pub struct Rule {
     /// `uuid`, `hex32`, `hex40`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tokens: Vec<String>,
+    /// For `mask` and `bind-tokens`: the strings are base64; tokens are looked for in the
+    /// decoded text (a blob that holds a clock time).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub base64: bool,
     /// For `rewrite`: the recorded prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
@@ -102,6 +106,7 @@ fn rule(name: &str, methods: &[&str], paths: &[&str], action: Action, why: &str)
         when: None,
         action,
         tokens: Vec::new(),
+        base64: false,
         from: None,
         to: None,
         why: why.into(),
@@ -141,7 +146,8 @@ impl Rules {
     /// 2. `task-ids`: every `taskId` is the server's choice: bound on first sight.
     /// 3. `fixture-paths`: `/tmp/mcp-fixtures...` (the recordings' scratch data) is rewritten to the
     ///    fixture directory the replay created (see `fixtures`), in what we send and expect.
-    /// 4. `clock`: ISO date-times, JavaScript `Date` strings and clock times inside any string.
+    /// 4. `clock`: ISO date-times, JavaScript `Date` strings and clock times inside any string;
+    ///    `clock-in-blobs`: the same inside base64 `blob`s that decode to text.
     /// 5. `uuids`: UUIDs inside any string (session ids, event ids, request ids in texts).
     /// 6. `simulated-log-messages`: server-everything's random-level log messages
     ///    (`notifications/message` whose data is `...-level message`): level and data.
@@ -155,6 +161,10 @@ impl Rules {
     pub fn defaults() -> Rules {
         let mut clock = rule("clock", &[], &["**"], Action::Mask, "timestamps and clock times change from run to run");
         clock.tokens = vec!["iso-datetime".into(), "js-date".into(), "clock-time".into()];
+        let mut blobs =
+            rule("clock-in-blobs", &[], &["**.blob"], Action::Mask, "text blobs made at run time hold clock times");
+        blobs.tokens = clock.tokens.clone();
+        blobs.base64 = true;
         let mut uuids = rule("uuids", &[], &["**"], Action::Mask, "session ids, event ids and request uuids are random");
         uuids.tokens = vec!["uuid".into()];
         let mut fixtures = rule(
@@ -180,6 +190,7 @@ impl Rules {
                 rule("task-ids", &[], &["**.taskId"], Action::Bind, "the server makes task ids up"),
                 fixtures,
                 clock,
+                blobs,
                 uuids,
                 simulated,
                 rule(
@@ -352,6 +363,25 @@ impl Matcher {
         }
     }
 
+    /// The recorded text of a message with every bound value replaced (textually, so that the
+    /// sender's key order and number spelling survive).
+    pub fn substitute_text(&self, raw: &str) -> String {
+        let escaped = |s: &str| {
+            let quoted = Value::String(s.to_owned()).to_string();
+            quoted[1..quoted.len() - 1].to_owned()
+        };
+        let mut out = raw.to_owned();
+        for (from, to) in &self.bindings {
+            let (from, to) = (escaped(from), escaped(to));
+            if from.len() >= 8 {
+                out = out.replace(&from, &to);
+            } else {
+                out = out.replace(&format!("\"{from}\""), &format!("\"{to}\""));
+            }
+        }
+        out
+    }
+
     fn substitute_str(&self, s: &str) -> String {
         let mut out = s.to_owned();
         for (from, to) in &self.bindings {
@@ -477,7 +507,14 @@ impl Matcher {
                     .filter(|r| r.action == Action::BindTokens)
                     .flat_map(|r| r.tokens.iter().map(String::as_str))
                     .collect();
-                if self.strings_match(e, l, &mask, &bind) {
+                let decoded = |s: &str| decode_base64(s).and_then(|b| String::from_utf8(b).ok());
+                let base64 = here.iter().any(|r| r.base64 && matches!(r.action, Action::Mask | Action::BindTokens));
+                let blob_match = base64
+                    && match (decoded(e), decoded(l)) {
+                        (Some(de), Some(dl)) => self.strings_match(&de, &dl, &mask, &bind),
+                        _ => false,
+                    };
+                if blob_match || self.strings_match(e, l, &mask, &bind) {
                     Ok(())
                 } else {
                     Err(self.difference(path, Some(expected.clone()), Some(live.clone())))
@@ -576,18 +613,46 @@ fn hex(b: &[u8], n: usize) -> bool {
 }
 
 fn clock_len(b: &[u8]) -> Option<usize> {
-    // HH:MM[:SS[.fff]]
-    if !(digits(b, 2) && b.get(2) == Some(&b':') && digits(&b[3..], 2)) {
+    // H:MM or HH:MM, then [:SS[.fff]] and [ AM| PM]
+    let h = b.iter().take(2).take_while(|c| c.is_ascii_digit()).count();
+    if h == 0 || b.get(h) != Some(&b':') || !digits(&b[h + 1..], 2) {
         return None;
     }
-    let mut n = 5;
-    if b.get(5) == Some(&b':') && digits(&b[6..], 2) {
-        n = 8;
-        if b.get(8) == Some(&b'.') && digits(&b[9..], 1) {
-            n = 9 + b[9..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let mut n = h + 3;
+    if b.get(n) == Some(&b':') && digits(&b[n + 1..], 2) {
+        n += 3;
+        if b.get(n) == Some(&b'.') && digits(&b[n + 1..], 1) {
+            n += 1 + b[n + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
         }
     }
+    if b[n..].starts_with(b" AM") || b[n..].starts_with(b" PM") {
+        n += 3;
+    }
     Some(n)
+}
+
+/// Decodes standard base64 (with or without padding); `None` if it is not base64.
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
 }
 
 fn token_len(class: &str, b: &[u8]) -> Option<usize> {
@@ -662,6 +727,9 @@ mod tests {
         let (s, _) =
             tokenize("created: Mon Nov 30 2026 01:02:08 GMT+0000 (Coordinated Universal Time)\nx", &["js-date"]);
         assert_eq!(s, "created: <js-date>\nx");
+        let (s, _) = tokenize("created at 1:01:34 AM.", &["clock-time"]);
+        assert_eq!(s, "created at <clock-time>.");
+        assert_eq!(decode_base64("SGVsbG8sIE1DUCE=").unwrap(), b"Hello, MCP!");
         let (s, _) = tokenize("id 8fb5f2d0-74e2-4f64-a1d6-4219670061ba.", &["uuid"]);
         assert_eq!(s, "id <uuid>.");
     }

@@ -83,6 +83,25 @@ fn describe(kind: Kind, method: &str) -> String {
     }
 }
 
+/// The message to send for a recorded one: the recorded text with bound values substituted
+/// (so key order and number spelling stay the sender's), and `id` replaced when given.
+///
+/// # Errors
+/// When the result is not a valid JSON-RPC message.
+pub fn outgoing(raw: &str, matcher: &Matcher, id: Option<&Value>) -> Result<Message, String> {
+    let mut message = Message::from_str(&matcher.substitute_text(raw)).map_err(|e| e.to_string())?;
+    if let Some(id) = id {
+        let id: crate::proto::jsonrpc::Id = serde_json::from_value(id.clone()).map_err(|e| format!("id {id}: {e}"))?;
+        match &mut message {
+            Message::Request(r) => r.id = id,
+            Message::Response(r) => r.id = id,
+            Message::Error(r) => r.id = Some(id),
+            Message::Notification(_) => {}
+        }
+    }
+    Ok(message)
+}
+
 fn to_value(message: &Message) -> Value {
     serde_json::from_slice(&message.to_vec()).unwrap_or(Value::Null)
 }
@@ -119,12 +138,12 @@ pub async fn replay_client<T: Transport>(
         let fail = |detail: String| Failure { seq: entry.seq, dir: entry.dir, what: describe(kind, &method), detail };
         match entry.dir {
             Dir::ClientToServer => {
-                let mut out = matcher.substitute(&recorded);
+                let mut live_id = None;
                 match kind {
                     Kind::Response => {
                         let recorded_id = recorded.get("id").cloned().unwrap_or(Value::Null);
                         match matcher.live_id(&recorded_id) {
-                            Some(live) => out["id"] = live.clone(),
+                            Some(live) => live_id = Some(live.clone()),
                             None => {
                                 failures.push(fail(format!(
                                     "answers server request {recorded_id}, which the server never sent"
@@ -139,7 +158,7 @@ pub async fn replay_client<T: Transport>(
                     }
                     Kind::Notification => {}
                 }
-                let message = match Message::from_str(&out.to_string()) {
+                let message = match outgoing(raw.get(), matcher, live_id.as_ref()) {
                     Ok(m) => m,
                     Err(e) => {
                         failures.push(fail(format!("recorded message is not valid JSON-RPC: {e}")));

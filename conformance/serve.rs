@@ -24,6 +24,7 @@ struct Entry {
     seq: u64,
     dir: Dir,
     msg: Value,
+    raw: String,
 }
 
 /// Serves `recording` over `transport` until the client goes away. `log` receives one line per
@@ -42,7 +43,7 @@ pub async fn serve_recording<T: Transport>(
         .iter()
         .filter_map(|e| {
             let msg = serde_json::from_str(e.msg.as_ref()?.get()).ok()?;
-            Some(Entry { seq: e.seq, dir: e.dir, msg })
+            Some(Entry { seq: e.seq, dir: e.dir, msg, raw: e.msg.as_ref()?.get().to_owned() })
         })
         .collect();
     let mut consumed = vec![false; entries.len()];
@@ -60,15 +61,15 @@ pub async fn serve_recording<T: Transport>(
             let entry = &entries[cursor];
             match entry.dir {
                 Dir::ServerToClient => {
-                    let mut out = entry.msg.clone();
-                    if kind_of(&out) == Kind::Response {
-                        let recorded = out.get("id").map(Value::to_string).unwrap_or_default();
+                    let mut id = None;
+                    if kind_of(&entry.msg) == Kind::Response {
+                        let recorded = id_key(&entry.msg);
                         match live_ids.get(&recorded) {
-                            Some(live) => out["id"] = live.clone(),
+                            Some(live) => id = Some(live.clone()),
                             None => log(&format!("seq {}: response to request {recorded} that never came", entry.seq)),
                         }
                     }
-                    send(transport, &out).await?;
+                    send_recorded(transport, matcher, &entry.raw, id.as_ref(), log).await?;
                     consumed[cursor] = true;
                     cursor += 1;
                 }
@@ -144,9 +145,7 @@ pub async fn serve_recording<T: Transport>(
             consumed[j] = true;
             continue;
         };
-        let mut out = entries[k].msg.clone();
-        out["id"] = live.get("id").cloned().unwrap_or(Value::Null);
-        send(transport, &out).await?;
+        send_recorded(transport, matcher, &entries[k].raw, live.get("id"), log).await?;
         consumed[j] = true;
         consumed[k] = true;
     }
@@ -180,5 +179,22 @@ async fn send<T: Transport>(transport: &T, msg: &Value) -> Result<(), TransportE
     match Message::from_str(&msg.to_string()) {
         Ok(m) => transport.send(m).await,
         Err(_) => Ok(()),
+    }
+}
+
+/// Sends a recorded message as the recording has it (key order kept), with `id` replaced.
+async fn send_recorded<T: Transport>(
+    transport: &T,
+    matcher: &Matcher,
+    raw: &str,
+    id: Option<&Value>,
+    log: &dyn Fn(&str),
+) -> Result<(), TransportError> {
+    match super::replay::outgoing(raw, matcher, id) {
+        Ok(m) => transport.send(m).await,
+        Err(e) => {
+            log(&format!("cannot send a recorded message: {e}"));
+            Ok(())
+        }
     }
 }
