@@ -8,7 +8,8 @@
 //! - `replay FILE... --server "CMD ARGS" [--timeout-ms N] [--junit FILE] [--expected-failures FILE]`
 //!   — plays each recording's client side against a server started over stdio (`{fixtures}` in
 //!   the command stands for the replay's fixture directory).
-//! - `serve FILE` — becomes the recorded server on stdin/stdout.
+//! - `serve [--fixtures DIR] FILE` — becomes the recorded server on stdin/stdout (with
+//!   `--fixtures`, the recordings' `/tmp/mcp-fixtures` is `DIR` in what it sends and expects).
 //!
 //! Exit status: 0 when everything passed, 1 on failures, 2 on usage errors.
 
@@ -29,7 +30,7 @@ use mcpwire::transport::{Limits, Transport};
 const USAGE: &str = "usage: mcp-conformance roundtrip FILE...
        mcp-conformance record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...
        mcp-conformance replay FILE... --server \"CMD ARGS\" [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
-       mcp-conformance serve FILE";
+       mcp-conformance serve [--fixtures DIR] FILE";
 
 fn usage_error(why: &str) -> ExitCode {
     eprintln!("mcp-conformance: {why}\n{USAGE}");
@@ -161,7 +162,11 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
 }
 
 fn serve_cmd(args: Vec<String>) -> ExitCode {
-    let [file] = args.as_slice() else { return usage_error("serve needs exactly one recording") };
+    let (fixtures, file) = match args.as_slice() {
+        [file] => (None, file),
+        [flag, dir, file] if flag == "--fixtures" => (Some(PathBuf::from(dir)), file),
+        _ => return usage_error("serve needs exactly one recording"),
+    };
     let path = PathBuf::from(file);
     let recording = match Recording::read(&path) {
         Ok(r) => r,
@@ -177,7 +182,7 @@ fn serve_cmd(args: Vec<String>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let matcher = Matcher::new(rules, None);
+    let matcher = Matcher::new(rules, fixtures.as_deref());
     let log = |line: &str| eprintln!("mcp-conformance serve: {line}");
     let result = runtime().block_on(async {
         let transport = StdioTransport::own_stdio(Limits::default());
