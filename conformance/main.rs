@@ -6,8 +6,9 @@
 //! - `record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...` — a stdio wrapper a client
 //!   launches as its server command: relays both streams unchanged and writes the session.
 //! - `replay FILE... --server "CMD ARGS" [--timeout-ms N] [--junit FILE] [--expected-failures FILE]`
-//!   — plays each recording's client side against a server started over stdio (`{fixtures}` in
-//!   the command stands for the replay's fixture directory).
+//!   — plays each recording's client side against a server started over stdio (in the command,
+//!   `{fixtures}` stands for the replay's fixture directory, `{recording}` for the recording's
+//!   path and `{name}` for its name).
 //! - `serve [--fixtures DIR] FILE` — becomes the recorded server on stdin/stdout (with
 //!   `--fixtures`, the recordings' `/tmp/mcp-fixtures` is `DIR` in what it sends and expects).
 //!

@@ -296,8 +296,9 @@ pub fn split_command(line: &str) -> Vec<String> {
     words
 }
 
-/// Replays the recording at `path` against `server` (a command line; `{fixtures}` in it stands
-/// for the live fixture directory) over stdio. The child is always stopped.
+/// Replays the recording at `path` against `server` (a command line; in it `{fixtures}` stands
+/// for the live fixture directory, `{recording}` for `path` and `{name}` for the recording's
+/// name) over stdio. The child is always stopped.
 pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> SessionOutcome {
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let fail = |name: String, why: String| SessionOutcome { name, failures: vec![why] };
@@ -333,6 +334,7 @@ pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> 
             Some(root) => w.replace("{fixtures}", root),
             None => w,
         })
+        .map(|w| w.replace("{recording}", &path.to_string_lossy()).replace("{name}", &name))
         .collect();
     let Some((program, args)) = words.split_first() else {
         return fail(name, "empty --server command".into());
