@@ -94,7 +94,9 @@ fn record_cmd(args: Vec<String>) -> ExitCode {
             _ => return usage_error(&format!("unexpected argument {a}")),
         }
     }
-    let (Some(out), false) = (out, command.is_empty()) else { return usage_error("record needs OUT.jsonl and a command") };
+    let (Some(out), false) = (out, command.is_empty()) else {
+        return usage_error("record needs OUT.jsonl and a command");
+    };
     let options = RecordOptions { out, description, command };
     match runtime().block_on(record(&options)) {
         Ok(status) => {

@@ -165,7 +165,8 @@ impl Rules {
             rule("clock-in-blobs", &[], &["**.blob"], Action::Mask, "text blobs made at run time hold clock times");
         blobs.tokens = clock.tokens.clone();
         blobs.base64 = true;
-        let mut uuids = rule("uuids", &[], &["**"], Action::Mask, "session ids, event ids and request uuids are random");
+        let mut uuids =
+            rule("uuids", &[], &["**"], Action::Mask, "session ids, event ids and request uuids are random");
         uuids.tokens = vec!["uuid".into()];
         let mut fixtures = rule(
             "fixture-paths",
@@ -281,9 +282,7 @@ fn path_matches(pattern: &[&str], path: &[String]) -> bool {
     match pattern.split_first() {
         None => path.is_empty(),
         Some((&"**", rest)) => (0..=path.len()).any(|skip| path_matches(rest, &path[skip..])),
-        Some((seg, rest)) => {
-            !path.is_empty() && (*seg == "*" || *seg == path[0]) && path_matches(rest, &path[1..])
-        }
+        Some((seg, rest)) => !path.is_empty() && (*seg == "*" || *seg == path[0]) && path_matches(rest, &path[1..]),
     }
 }
 
@@ -446,7 +445,13 @@ impl Matcher {
         self.walk(&rules, &mut path, &expected, live)
     }
 
-    fn walk(&mut self, rules: &[Rule], path: &mut Vec<String>, expected: &Value, live: &Value) -> Result<(), Difference> {
+    fn walk(
+        &mut self,
+        rules: &[Rule],
+        path: &mut Vec<String>,
+        expected: &Value,
+        live: &Value,
+    ) -> Result<(), Difference> {
         let here: Vec<&Rule> = rules.iter().filter(|r| selects(r, path)).collect();
         let decisive = here.iter().find(|r| matches!(r.action, Action::Ignore | Action::Bind | Action::RemapId));
         match decisive.map(|r| &r.action) {
@@ -668,7 +673,9 @@ fn token_len(class: &str, b: &[u8]) -> Option<usize> {
             let mut n = 11 + clock_len(&b[11..])?;
             match b.get(n) {
                 Some(b'Z') => n += 1,
-                Some(b'+' | b'-') if digits(&b[n + 1..], 2) && b.get(n + 3) == Some(&b':') && digits(&b[n + 4..], 2) => {
+                Some(b'+' | b'-')
+                    if digits(&b[n + 1..], 2) && b.get(n + 3) == Some(&b':') && digits(&b[n + 4..], 2) =>
+                {
                     n += 6
                 }
                 _ => {}
@@ -742,7 +749,11 @@ mod tests {
             .unwrap();
         assert_eq!(m.substitute(&json!({"params": {"taskId": "aaa"}})), json!({"params": {"taskId": "bbb"}}));
         let d = m
-            .compare("tasks/get", &json!({"result": {"taskId": "aaa", "n": 1}}), &json!({"result": {"taskId": "bbb", "n": 2}}))
+            .compare(
+                "tasks/get",
+                &json!({"result": {"taskId": "aaa", "n": 1}}),
+                &json!({"result": {"taskId": "bbb", "n": 2}}),
+            )
             .unwrap_err();
         assert_eq!(d.path, "$.result.n");
     }
@@ -750,8 +761,10 @@ mod tests {
     #[test]
     fn rules_select_by_method_path_and_condition() {
         let mut m = Matcher::new(Rules::defaults(), None);
-        let rec = json!({"method": "notifications/message", "params": {"level": "notice", "data": "Notice-level message"}});
-        let live = json!({"method": "notifications/message", "params": {"level": "error", "data": "Error-level message"}});
+        let rec =
+            json!({"method": "notifications/message", "params": {"level": "notice", "data": "Notice-level message"}});
+        let live =
+            json!({"method": "notifications/message", "params": {"level": "error", "data": "Error-level message"}});
         m.compare("notifications/message", &rec, &live).unwrap();
         let rec = json!({"method": "notifications/message", "params": {"level": "info", "data": "Roots updated"}});
         let live = json!({"method": "notifications/message", "params": {"level": "error", "data": "Roots updated"}});

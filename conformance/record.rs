@@ -166,9 +166,9 @@ fn peers(lines: &[Logged]) -> (Value, Value, Value) {
             version = result.get("protocolVersion").cloned().unwrap_or(Value::Null);
         }
     }
-    let meta_request = messages
-        .iter()
-        .find(|(d, m)| *d == Dir::ClientToServer && m.pointer("/params/_meta/io.modelcontextprotocol~1clientInfo").is_some());
+    let meta_request = messages.iter().find(|(d, m)| {
+        *d == Dir::ClientToServer && m.pointer("/params/_meta/io.modelcontextprotocol~1clientInfo").is_some()
+    });
     if let (Some((_, m)), Value::Null) = (meta_request, &client) {
         client = info(m.pointer("/params/_meta/io.modelcontextprotocol~1clientInfo")).unwrap_or(Value::Null);
         version = m.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion").cloned().unwrap_or(Value::Null);
@@ -177,7 +177,9 @@ fn peers(lines: &[Logged]) -> (Value, Value, Value) {
         let discover = messages.iter().find(|(d, m)| {
             *d == Dir::ClientToServer && m.get("method").and_then(Value::as_str) == Some("server/discover")
         });
-        if let Some(result) = discover.and_then(|(_, m)| m.get("id")).and_then(response_to).and_then(|r| r.get("result")) {
+        if let Some(result) =
+            discover.and_then(|(_, m)| m.get("id")).and_then(response_to).and_then(|r| r.get("result"))
+        {
             server = info(result.pointer("/_meta/io.modelcontextprotocol~1serverInfo")).unwrap_or(Value::Null);
         }
     }
@@ -203,8 +205,9 @@ pub fn utc_date(time: SystemTime) -> String {
 fn write_recording(out: &Path, description: Option<&str>, command: &[String], lines: &[Logged]) -> io::Result<()> {
     let (client, server, version) = peers(lines);
     let name = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let description =
-        description.map(str::to_owned).unwrap_or_else(|| format!("recorded by mcp-conformance record: {}", command.join(" ")));
+    let description = description
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("recorded by mcp-conformance record: {}", command.join(" ")));
     let header = json!({
         "mcp_recording": 1,
         "name": name,
@@ -252,16 +255,28 @@ mod tests {
     fn header_from_initialize_and_from_meta() {
         let l = |dir, text: &str| Logged { t_ms: 0, dir, text: text.into() };
         let lines = [
-            l(Dir::ClientToServer, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}"#),
-            l(Dir::ServerToClient, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","serverInfo":{"name":"s","version":"2","title":"S"}}}"#),
+            l(
+                Dir::ClientToServer,
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}"#,
+            ),
+            l(
+                Dir::ServerToClient,
+                r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","serverInfo":{"name":"s","version":"2","title":"S"}}}"#,
+            ),
         ];
         assert_eq!(
             peers(&lines),
             (json!({"name":"c","version":"1"}), json!({"name":"s","version":"2"}), json!("2025-11-25"))
         );
         let lines = [
-            l(Dir::ClientToServer, r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}"#),
-            l(Dir::ServerToClient, r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"2"}}}}"#),
+            l(
+                Dir::ClientToServer,
+                r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}"#,
+            ),
+            l(
+                Dir::ServerToClient,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"2"}}}}"#,
+            ),
         ];
         assert_eq!(
             peers(&lines),

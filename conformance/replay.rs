@@ -123,7 +123,12 @@ pub async fn replay_client<T: Transport>(
         let recorded: Value = match serde_json::from_str(raw.get()) {
             Ok(v) => v,
             Err(e) => {
-                failures.push(Failure { seq: entry.seq, dir: entry.dir, what: "message".into(), detail: e.to_string() });
+                failures.push(Failure {
+                    seq: entry.seq,
+                    dir: entry.dir,
+                    what: "message".into(),
+                    detail: e.to_string(),
+                });
                 return failures;
             }
         };
@@ -220,11 +225,13 @@ pub async fn replay_client<T: Transport>(
         }
     }
     let settle = Instant::now() + options.settle;
-    while !ended {
-        match timeout_at(settle, transport.recv()).await {
-            Ok(Ok(Some(message))) => pool.push(to_value(&message)),
-            Ok(Err(e)) if !e.is_fatal() => continue,
-            _ => break,
+    if !ended {
+        loop {
+            match timeout_at(settle, transport.recv()).await {
+                Ok(Ok(Some(message))) => pool.push(to_value(&message)),
+                Ok(Err(e)) if !e.is_fatal() => continue,
+                _ => break,
+            }
         }
     }
     for live in pool {

@@ -82,8 +82,12 @@ fn escape(text: &str) -> String {
 pub fn junit(outcomes: &[SessionOutcome]) -> String {
     let failed = outcomes.iter().filter(|o| !o.passed()).count();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    writeln!(out, "<testsuite name=\"mcp-conformance\" tests=\"{}\" failures=\"{failed}\" errors=\"0\">", outcomes.len())
-        .expect("writing to a String");
+    writeln!(
+        out,
+        "<testsuite name=\"mcp-conformance\" tests=\"{}\" failures=\"{failed}\" errors=\"0\">",
+        outcomes.len()
+    )
+    .expect("writing to a String");
     for o in outcomes {
         let name = escape(&o.name);
         if o.passed() {

@@ -110,7 +110,8 @@ pub async fn serve_recording<T: Transport>(
         let later = (cursor..entries.len()).find(|&j| !consumed[j] && is_request_of(&entries[j]));
         let exact_later = (cursor..entries.len())
             .find(|&j| !consumed[j] && is_request_of(&entries[j]) && matches_exactly(matcher, &entries[j].msg, &live));
-        let exact_any = (0..entries.len()).find(|&j| is_request_of(&entries[j]) && matches_exactly(matcher, &entries[j].msg, &live));
+        let exact_any = (0..entries.len())
+            .find(|&j| is_request_of(&entries[j]) && matches_exactly(matcher, &entries[j].msg, &live));
         let Some(j) = exact_later.or(exact_any).or(later) else {
             log(&format!("no recorded {method} request: answering -32601"));
             let id = live.get("id").cloned().unwrap_or(Value::Null);

@@ -67,7 +67,14 @@ fn every_stdio_recording_has_a_server_to_replay_against() {
     let servers: Vec<&str> = groups.keys().map(String::as_str).collect();
     assert_eq!(
         servers,
-        ["mcp-git", "mcp-servers/everything", "mcp-time", "memory-server", "py-fixture-server", "secure-filesystem-server"],
+        [
+            "mcp-git",
+            "mcp-servers/everything",
+            "mcp-time",
+            "memory-server",
+            "py-fixture-server",
+            "secure-filesystem-server"
+        ],
         "a new server needs its replay test below"
     );
     assert_eq!(groups.values().map(Vec::len).sum::<usize>(), 17, "the 17 stdio recordings");
@@ -202,7 +209,9 @@ fn an_altered_server_is_caught_with_the_json_path() {
     let (out, stdout) = replay(&[original("everything-resources")], &serve(&dropped), &["--timeout-ms", "300"]);
     assert!(!out.status.success());
     assert!(
-        stdout.contains("s2c notifications/resources/updated notification: $: expected this message, got nothing (timed out)"),
+        stdout.contains(
+            "s2c notifications/resources/updated notification: $: expected this message, got nothing (timed out)"
+        ),
         "{stdout}"
     );
 
@@ -226,9 +235,11 @@ fn serve_drives_the_typescript_client_through_its_steps() {
     let entries: Vec<Value> = text.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
     for e in &entries {
         if e["msg"]["method"] == "tools/call" {
-            steps.push(serde_json::json!({"call": e["msg"]["params"]["name"], "args": e["msg"]["params"]["arguments"]}));
+            steps
+                .push(serde_json::json!({"call": e["msg"]["params"]["name"], "args": e["msg"]["params"]["arguments"]}));
             let id = &e["msg"]["id"];
-            let answer = entries.iter().find(|r| r["dir"] == "s2c" && r["msg"]["id"] == *id && r["msg"]["result"].is_object());
+            let answer =
+                entries.iter().find(|r| r["dir"] == "s2c" && r["msg"]["id"] == *id && r["msg"]["result"].is_object());
             results.push(answer.unwrap()["msg"]["result"].clone());
         }
     }
@@ -296,6 +307,9 @@ fn a_silent_server_fails_the_session_instead_of_hanging() {
     let started = std::time::Instant::now();
     let (out, stdout) = replay(&[original("memory-handshake-2025-11-25")], "sleep 30", &["--timeout-ms", "300"]);
     assert!(!out.status.success());
-    assert!(stdout.contains("seq 2 s2c initialize response: $: expected this message, got nothing (timed out)"), "{stdout}");
+    assert!(
+        stdout.contains("seq 2 s2c initialize response: $: expected this message, got nothing (timed out)"),
+        "{stdout}"
+    );
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "the child was stopped");
 }
