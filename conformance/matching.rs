@@ -458,10 +458,14 @@ impl Matcher {
             Some(Action::Ignore) => return Ok(()),
             Some(Action::Bind) => {
                 if let (Value::String(e), Value::String(l)) = (expected, live) {
-                    if e != l && !self.bindings.iter().any(|(from, _)| from == e) {
-                        self.bindings.push((e.clone(), l.clone()));
+                    let already_live = self.bindings.iter().any(|(_, to)| to == e);
+                    if e == l || (!already_live && !self.bindings.iter().any(|(from, _)| from == e)) {
+                        if e != l {
+                            self.bindings.push((e.clone(), l.clone()));
+                        }
+                        return Ok(());
                     }
-                    return Ok(());
+                    // A bound value must recur as bound: fall through to the exact comparison.
                 }
             }
             _ => {}
@@ -543,6 +547,10 @@ impl Matcher {
         let mut learned = Vec::new();
         for ((class, e), (_, l)) in e_tokens.iter().zip(&l_tokens) {
             if bind.contains(class) && e != l {
+                if self.bindings.iter().chain(&learned).any(|(_, to)| to == e) {
+                    // Already substituted: the live value was bound before and must recur.
+                    return false;
+                }
                 match self.bindings.iter().chain(&learned).find(|(from, _)| from == e) {
                     Some((_, to)) if to != l => return false,
                     Some(_) => {}
@@ -756,6 +764,8 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(d.path, "$.result.n");
+        let d = m.compare("tasks/get", &json!({"result": {"taskId": "aaa"}}), &json!({"result": {"taskId": "ccc"}}));
+        assert_eq!(d.unwrap_err().to_string(), r#"$.result.taskId: expected "bbb", got "ccc""#);
     }
 
     #[test]
