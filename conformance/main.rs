@@ -2,35 +2,64 @@
 //!
 //! Subcommands:
 //! - `roundtrip FILE...` — every message of each recording must survive a decode/encode round
-//!   trip through mcpwire's types. Exit status 1 if any message fails, 2 on usage errors.
+//!   trip through mcpwire's types.
+//! - `record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...` — a stdio wrapper a client
+//!   launches as its server command: relays both streams unchanged and writes the session.
+//! - `replay FILE... --server "CMD ARGS" [--timeout-ms N] [--junit FILE] [--expected-failures FILE]`
+//!   — plays each recording's client side against a server started over stdio (in the command,
+//!   `{fixtures}` stands for the replay's fixture directory, `{recording}` for the recording's
+//!   path and `{name}` for its name).
+//! - `serve [--fixtures DIR] FILE` — becomes the recorded server on stdin/stdout (with
+//!   `--fixtures`, the recordings' `/tmp/mcp-fixtures` is `DIR` in what it sends and expects).
+//!
+//! Exit status: 0 when everything passed, 1 on failures, 2 on usage errors.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
+use mcpwire::conformance::matching::{Matcher, Rules};
+use mcpwire::conformance::record::{record, RecordOptions};
 use mcpwire::conformance::recording::Recording;
+use mcpwire::conformance::replay::{replay_stdio, ReplayOptions};
+use mcpwire::conformance::report::{junit, render, ExpectedFailures};
 use mcpwire::conformance::roundtrip::{check_recording, write_report};
+use mcpwire::conformance::serve::serve_recording;
+use mcpwire::transport::stdio::StdioTransport;
+use mcpwire::transport::{Limits, Transport};
 
-const USAGE: &str = "usage: mcp-conformance roundtrip FILE...";
+const USAGE: &str = "usage: mcp-conformance roundtrip FILE...
+       mcp-conformance record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...
+       mcp-conformance replay FILE... --server \"CMD ARGS\" [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
+       mcp-conformance serve [--fixtures DIR] FILE";
+
+fn usage_error(why: &str) -> ExitCode {
+    eprintln!("mcp-conformance: {why}\n{USAGE}");
+    ExitCode::from(2)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime")
+}
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
         Some("roundtrip") => roundtrip(args.map(PathBuf::from).collect()),
+        Some("record") => record_cmd(args.collect()),
+        Some("replay") => replay_cmd(args.collect()),
+        Some("serve") => serve_cmd(args.collect()),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
-        _ => {
-            eprintln!("{USAGE}");
-            ExitCode::from(2)
-        }
+        _ => usage_error("which subcommand?"),
     }
 }
 
 fn roundtrip(files: Vec<PathBuf>) -> ExitCode {
     if files.is_empty() {
-        eprintln!("{USAGE}");
-        return ExitCode::from(2);
+        return usage_error("roundtrip needs files");
     }
     let mut checks = Vec::new();
     for path in &files {
@@ -49,5 +78,126 @@ fn roundtrip(files: Vec<PathBuf>) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+fn record_cmd(args: Vec<String>) -> ExitCode {
+    let Some(split) = args.iter().position(|a| a == "--") else { return usage_error("record needs -- SERVER_CMD") };
+    let (before, command) = (&args[..split], args[split + 1..].to_vec());
+    let mut description = None;
+    let mut out = None;
+    let mut it = before.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--description" => description = it.next().cloned(),
+            _ if out.is_none() => out = Some(PathBuf::from(a)),
+            _ => return usage_error(&format!("unexpected argument {a}")),
+        }
+    }
+    let (Some(out), false) = (out, command.is_empty()) else {
+        return usage_error("record needs OUT.jsonl and a command");
+    };
+    let options = RecordOptions { out, description, command };
+    match runtime().block_on(record(&options)) {
+        Ok(status) => {
+            // Exit with the server's status (a signal counts as failure).
+            let code = status.code().unwrap_or(1);
+            std::process::exit(code)
+        }
+        Err(e) => {
+            eprintln!("mcp-conformance record: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn replay_cmd(args: Vec<String>) -> ExitCode {
+    let mut files = Vec::new();
+    let mut server = None;
+    let mut junit_out = None;
+    let mut expected = ExpectedFailures::default();
+    let mut options = ReplayOptions::default();
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--server" => server = it.next(),
+            "--junit" => junit_out = it.next().map(PathBuf::from),
+            "--timeout-ms" => match it.next().and_then(|v| v.parse::<u64>().ok()) {
+                Some(ms) => options.timeout = Duration::from_millis(ms),
+                None => return usage_error("--timeout-ms needs a number"),
+            },
+            "--expected-failures" => {
+                let Some(path) = it.next() else { return usage_error("--expected-failures needs a file") };
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => expected = ExpectedFailures::parse(&text),
+                    Err(e) => {
+                        eprintln!("mcp-conformance: {path}: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            _ if a.starts_with("--") => return usage_error(&format!("unknown option {a}")),
+            _ => files.push(PathBuf::from(a)),
+        }
+    }
+    let Some(server) = server else { return usage_error("replay needs --server \"CMD ARGS\"") };
+    if files.is_empty() {
+        return usage_error("replay needs recordings");
+    }
+    let rt = runtime();
+    let mut outcomes = Vec::new();
+    for file in &files {
+        outcomes.push(rt.block_on(replay_stdio(file, &server, options)));
+    }
+    let (text, ok) = render(&outcomes, &expected);
+    print!("{text}");
+    if let Some(path) = junit_out {
+        if let Err(e) = std::fs::write(&path, junit(&outcomes)) {
+            eprintln!("mcp-conformance: {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn serve_cmd(args: Vec<String>) -> ExitCode {
+    let (fixtures, file) = match args.as_slice() {
+        [file] => (None, file),
+        [flag, dir, file] if flag == "--fixtures" => (Some(PathBuf::from(dir)), file),
+        _ => return usage_error("serve needs exactly one recording"),
+    };
+    let path = PathBuf::from(file);
+    let recording = match Recording::read(&path) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcp-conformance: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let rules = match Rules::for_recording(&path) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcp-conformance: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let matcher = Matcher::new(rules, fixtures.as_deref());
+    let log = |line: &str| eprintln!("mcp-conformance serve: {line}");
+    let result = runtime().block_on(async {
+        let transport = StdioTransport::own_stdio(Limits::default());
+        let result = serve_recording(&recording, &transport, &matcher, &log).await;
+        let _ = transport.close().await;
+        result
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp-conformance serve: {e}");
+            ExitCode::from(1)
+        }
     }
 }

@@ -1,13 +1,26 @@
-//! The conformance runner's library half: the recording format and the checks run over
-//! recorded sessions. The `mcp-conformance` binary (`conformance/main.rs`) is a thin CLI on top.
+//! The conformance runner's library half: the recording format, the checks run over recorded
+//! sessions, and the engines that record, replay and serve sessions. The `mcp-conformance`
+//! binary (`conformance/main.rs`) is a thin CLI on top.
 //!
 //! - [`recording`]: reads the JSON Lines session format of `conformance/recordings/README.md`.
 //! - [`roundtrip`]: decodes every recorded message into this crate's types and checks that
 //!   encoding it again gives back the same JSON.
+//! - [`matching`]: what may differ between a recording and a live run (the rules, in one place).
+//! - [`replay`]: plays a recording's client side against a live server over a transport.
+//! - [`serve`]: plays a recording's server side to a live client.
+//! - [`record`]: the stdio recorder that sits between a client and a server.
+//! - [`fixtures`]: the recordings' scratch data, recreated in a temporary directory.
+//! - [`report`]: the run report, JUnit XML and the expected-failures baseline.
 //!
-//! Replaying sessions against live peers comes with the transports; nothing here does IO
-//! beyond reading the files it is given.
+//! Stdio only so far; an HTTP runner provides another transport to [`replay::replay_client`]
+//! and [`serve::serve_recording`], and checks the recorded `http` members.
 
 pub mod diff;
+pub mod fixtures;
+pub mod matching;
+pub mod record;
 pub mod recording;
+pub mod replay;
+pub mod report;
 pub mod roundtrip;
+pub mod serve;

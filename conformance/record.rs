@@ -1,0 +1,286 @@
+//! Recording a stdio session: a wrapper a client launches as its server command. It starts the
+//! real server, relays both byte streams unchanged (bytes are forwarded as read, never
+//! re-encoded; lines are split only to log them) and, when either side closes, writes the
+//! session in the recording format and exits with the server's status.
+//!
+//! The header's `client`, `server` and `protocol_version` come from the `initialize` exchange,
+//! or in a 2026-07-28 session from the `_meta` of the first request and of the `server/discover`
+//! result. Our stdout carries nothing but the server's bytes; the server's stderr is inherited.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::recording::Dir;
+
+/// One logged line.
+#[derive(Debug, Clone)]
+struct Logged {
+    t_ms: u64,
+    dir: Dir,
+    /// The line without its line end.
+    text: String,
+}
+
+/// What `record` needs to know.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// Where the recording is written.
+    pub out: PathBuf,
+    /// The header's description.
+    pub description: Option<String>,
+    /// The server program and its arguments.
+    pub command: Vec<String>,
+}
+
+struct Log {
+    start: Instant,
+    lines: Mutex<Vec<Logged>>,
+}
+
+impl Log {
+    fn push(&self, dir: Dir, line: &[u8]) {
+        let text = String::from_utf8_lossy(line).replace(['\r', '\n'], "");
+        if text.trim().is_empty() {
+            return;
+        }
+        let t_ms = self.start.elapsed().as_millis() as u64;
+        self.lines.lock().expect("log lock").push(Logged { t_ms, dir, text });
+    }
+}
+
+/// Copies `from` to `to` as read, logging each complete line. Returns at end of input.
+async fn relay(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    dir: Dir,
+    log: Arc<Log>,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut partial: Vec<u8> = Vec::new();
+    loop {
+        let n = from.read(&mut buf).await?;
+        if n == 0 {
+            if !partial.is_empty() {
+                log.push(dir, &partial);
+            }
+            return Ok(());
+        }
+        // Forward first, then log: the peer never waits for the recorder's bookkeeping.
+        let write = async {
+            to.write_all(&buf[..n]).await?;
+            to.flush().await
+        };
+        let forwarded = write.await;
+        let mut rest = &buf[..n];
+        while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+            partial.extend_from_slice(&rest[..end]);
+            log.push(dir, &partial);
+            partial.clear();
+            rest = &rest[end + 1..];
+        }
+        partial.extend_from_slice(rest);
+        forwarded?;
+    }
+}
+
+/// Runs the recorder: relays between our stdin/stdout and the server until either side closes,
+/// then writes the recording. Returns the server's exit status.
+///
+/// # Errors
+/// When the server cannot be started or the recording cannot be written.
+pub async fn record(options: &RecordOptions) -> io::Result<ExitStatus> {
+    let (program, args) = options.command.split_first().ok_or_else(|| io::Error::other("no server command"))?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot start {program}: {e}")))?;
+    let log = Arc::new(Log { start: Instant::now(), lines: Mutex::new(Vec::new()) });
+    let child_in = child.stdin.take().expect("piped");
+    let child_out = child.stdout.take().expect("piped");
+    let to_server = tokio::spawn(relay(tokio::io::stdin(), child_in, Dir::ClientToServer, log.clone()));
+    let mut to_client = tokio::spawn(relay(child_out, tokio::io::stdout(), Dir::ServerToClient, log.clone()));
+    let status = tokio::select! {
+        _ = to_server => {
+            // The client closed our stdin; the relay dropped the server's stdin. Give the server
+            // a moment to finish, as a client would, then stop it.
+            match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
+                Ok(status) => status?,
+                Err(_) => {
+                    let _ = child.start_kill();
+                    child.wait().await?
+                }
+            }
+        }
+        _ = &mut to_client => child.wait().await?,
+    };
+    // Whatever the server wrote before exiting is still relayed and logged.
+    let _ = tokio::time::timeout(Duration::from_millis(500), to_client).await;
+    let lines = log.lines.lock().expect("log lock").clone();
+    write_recording(&options.out, options.description.as_deref(), &options.command, &lines)?;
+    Ok(status)
+}
+
+fn parse(text: &str) -> Option<Value> {
+    serde_json::from_str(text).ok()
+}
+
+fn info(v: Option<&Value>) -> Option<Value> {
+    let v = v?.as_object()?;
+    let mut out = Map::new();
+    for key in ["name", "version"] {
+        if let Some(x) = v.get(key) {
+            out.insert(key.into(), x.clone());
+        }
+    }
+    Some(Value::Object(out))
+}
+
+/// The header's client, server and protocol version, from the initialize exchange or 2026 `_meta`.
+fn peers(lines: &[Logged]) -> (Value, Value, Value) {
+    let messages: Vec<(Dir, Value)> = lines.iter().filter_map(|l| Some((l.dir, parse(&l.text)?))).collect();
+    let response_to = |id: &Value| {
+        messages
+            .iter()
+            .find(|(d, m)| *d == Dir::ServerToClient && m.get("id") == Some(id) && m.get("method").is_none())
+            .map(|(_, m)| m)
+    };
+    let (mut client, mut server, mut version) = (Value::Null, Value::Null, Value::Null);
+    let initialize = messages
+        .iter()
+        .find(|(d, m)| *d == Dir::ClientToServer && m.get("method").and_then(Value::as_str) == Some("initialize"));
+    if let Some((_, init)) = initialize {
+        client = info(init.pointer("/params/clientInfo")).unwrap_or(Value::Null);
+        if let Some(result) = init.get("id").and_then(response_to).and_then(|r| r.get("result")) {
+            server = info(result.get("serverInfo")).unwrap_or(Value::Null);
+            version = result.get("protocolVersion").cloned().unwrap_or(Value::Null);
+        }
+    }
+    let meta_request = messages.iter().find(|(d, m)| {
+        *d == Dir::ClientToServer && m.pointer("/params/_meta/io.modelcontextprotocol~1clientInfo").is_some()
+    });
+    if let (Some((_, m)), Value::Null) = (meta_request, &client) {
+        client = info(m.pointer("/params/_meta/io.modelcontextprotocol~1clientInfo")).unwrap_or(Value::Null);
+        version = m.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion").cloned().unwrap_or(Value::Null);
+    }
+    if server.is_null() {
+        let discover = messages.iter().find(|(d, m)| {
+            *d == Dir::ClientToServer && m.get("method").and_then(Value::as_str) == Some("server/discover")
+        });
+        if let Some(result) =
+            discover.and_then(|(_, m)| m.get("id")).and_then(response_to).and_then(|r| r.get("result"))
+        {
+            server = info(result.pointer("/_meta/io.modelcontextprotocol~1serverInfo")).unwrap_or(Value::Null);
+        }
+    }
+    (client, server, version)
+}
+
+/// `YYYY-MM-DD` of a time (UTC).
+pub fn utc_date(time: SystemTime) -> String {
+    let days = time.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs() / 86_400).unwrap_or(0) as i64;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn write_recording(out: &Path, description: Option<&str>, command: &[String], lines: &[Logged]) -> io::Result<()> {
+    let (client, server, version) = peers(lines);
+    let name = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let description = description
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("recorded by mcp-conformance record: {}", command.join(" ")));
+    let header = json!({
+        "mcp_recording": 1,
+        "name": name,
+        "transport": "stdio",
+        "client": client,
+        "server": server,
+        "protocol_version": version,
+        "recorded_at": utc_date(SystemTime::now()),
+        "description": description,
+    });
+    let mut text = header.to_string();
+    text.push('\n');
+    for (i, line) in lines.iter().enumerate() {
+        let seq = i + 1;
+        let dir = line.dir.as_str();
+        match serde_json::from_str::<Box<RawValue>>(&line.text) {
+            // Spliced as the peer wrote it (only line ends dropped).
+            Ok(_) => text.push_str(&format!(
+                "{{\"seq\":{seq},\"t_ms\":{},\"dir\":\"{dir}\",\"msg\":{}}}\n",
+                line.t_ms,
+                line.text.trim()
+            )),
+            Err(_) => text.push_str(&format!(
+                "{{\"seq\":{seq},\"t_ms\":{},\"dir\":\"{dir}\",\"raw\":{}}}\n",
+                line.t_ms,
+                Value::String(line.text.clone())
+            )),
+        }
+    }
+    std::fs::write(out, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(utc_date(SystemTime::UNIX_EPOCH), "1970-01-01");
+        assert_eq!(utc_date(SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600)), "2026-01-01");
+        assert_eq!(utc_date(SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29");
+    }
+
+    #[test]
+    fn header_from_initialize_and_from_meta() {
+        let l = |dir, text: &str| Logged { t_ms: 0, dir, text: text.into() };
+        let lines = [
+            l(
+                Dir::ClientToServer,
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"c","version":"1"}}}"#,
+            ),
+            l(
+                Dir::ServerToClient,
+                r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","serverInfo":{"name":"s","version":"2","title":"S"}}}"#,
+            ),
+        ];
+        assert_eq!(
+            peers(&lines),
+            (json!({"name":"c","version":"1"}), json!({"name":"s","version":"2"}), json!("2025-11-25"))
+        );
+        let lines = [
+            l(
+                Dir::ClientToServer,
+                r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}"#,
+            ),
+            l(
+                Dir::ServerToClient,
+                r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"2"}}}}"#,
+            ),
+        ];
+        assert_eq!(
+            peers(&lines),
+            (json!({"name":"c","version":"1"}), json!({"name":"s","version":"2"}), json!("2026-07-28"))
+        );
+    }
+}

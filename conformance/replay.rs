@@ -1,0 +1,372 @@
+//! Replaying the client side of a recording against a live server, over any [`Transport`].
+//!
+//! The recorded `c2s` messages are sent in order — requests and notifications as recorded, the
+//! answers to the server's own requests with the live request ids. Before each one is sent,
+//! every server message recorded before it must have arrived and matched (under the rules of
+//! `matching`); each awaited message gets at most [`ReplayOptions::timeout`]. At the end any
+//! server message nobody expected is a difference too.
+//!
+//! [`replay_stdio`] runs one recording against a server started as a child process; an HTTP
+//! runner only has to provide another [`Transport`] (and check the `http` members) and call
+//! [`replay_client`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::time::{timeout_at, Instant};
+
+use super::fixtures::{Fixtures, RECORDED_ROOT};
+use super::matching::{kind_of, would_match, Kind, Matcher, Rules};
+use super::recording::{Dir, Recording};
+use crate::proto::jsonrpc::Message;
+use crate::transport::stdio::{ChildCommand, Stderr};
+use crate::transport::{Limits, Transport};
+
+/// How patient a replay is.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayOptions {
+    /// How long each expected server message is waited for: 5 s by default.
+    pub timeout: Duration,
+    /// How long after the last expected message the replay listens for unexpected ones: 100 ms.
+    pub settle: Duration,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions { timeout: Duration::from_secs(5), settle: Duration::from_millis(100) }
+    }
+}
+
+/// One way a live session departed from its recording.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The recorded message concerned (0: none, e.g. an unexpected live message).
+    pub seq: u64,
+    /// Its direction.
+    pub dir: Dir,
+    /// Its method (for a response, the method of its request) and kind.
+    pub what: String,
+    /// The difference: `JSON path: expected X, got Y`, or what went wrong.
+    pub detail: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "seq {} {} {}: {}", self.seq, self.dir.as_str(), self.what, self.detail)
+    }
+}
+
+/// The result of replaying one recording.
+#[derive(Debug, Clone)]
+pub struct SessionOutcome {
+    /// The recording's name.
+    pub name: String,
+    /// Every difference; empty when the session passed.
+    pub failures: Vec<String>,
+}
+
+impl SessionOutcome {
+    /// Whether the session matched its recording.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+fn describe(kind: Kind, method: &str) -> String {
+    match kind {
+        Kind::Request => format!("{method} request"),
+        Kind::Notification => format!("{method} notification"),
+        Kind::Response => format!("{method} response"),
+    }
+}
+
+/// The message to send for a recorded one: the recorded text with bound values substituted
+/// (so key order and number spelling stay the sender's), and `id` replaced when given.
+///
+/// # Errors
+/// When the result is not a valid JSON-RPC message.
+pub fn outgoing(raw: &str, matcher: &Matcher, id: Option<&Value>) -> Result<Message, String> {
+    let mut message = Message::from_str(&matcher.substitute_text(raw)).map_err(|e| e.to_string())?;
+    if let Some(id) = id {
+        let id: crate::proto::jsonrpc::Id = serde_json::from_value(id.clone()).map_err(|e| format!("id {id}: {e}"))?;
+        match &mut message {
+            Message::Request(r) => r.id = id,
+            Message::Response(r) => r.id = id,
+            Message::Error(r) => r.id = Some(id),
+            Message::Notification(_) => {}
+        }
+    }
+    Ok(message)
+}
+
+fn to_value(message: &Message) -> Value {
+    serde_json::from_slice(&message.to_vec()).unwrap_or(Value::Null)
+}
+
+/// Plays the client side of `recording` over `transport` (connected to the server under test)
+/// and returns every difference found. Does not close the transport.
+pub async fn replay_client<T: Transport>(
+    recording: &Recording,
+    transport: &T,
+    matcher: &mut Matcher,
+    options: ReplayOptions,
+) -> Vec<Failure> {
+    let mut failures = Vec::new();
+    let mut pool: Vec<Value> = Vec::new();
+    let mut our_requests: HashMap<String, String> = HashMap::new();
+    let mut ended = false;
+    for entry in &recording.entries {
+        let Some(raw) = &entry.msg else { continue };
+        let recorded: Value = match serde_json::from_str(raw.get()) {
+            Ok(v) => v,
+            Err(e) => {
+                failures.push(Failure {
+                    seq: entry.seq,
+                    dir: entry.dir,
+                    what: "message".into(),
+                    detail: e.to_string(),
+                });
+                return failures;
+            }
+        };
+        let kind = kind_of(&recorded);
+        let method = match kind {
+            Kind::Response => {
+                let id = recorded.get("id").map(Value::to_string).unwrap_or_default();
+                our_requests.get(&id).cloned().unwrap_or_default()
+            }
+            _ => recorded.get("method").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        };
+        let fail = |detail: String| Failure { seq: entry.seq, dir: entry.dir, what: describe(kind, &method), detail };
+        match entry.dir {
+            Dir::ClientToServer => {
+                let mut live_id = None;
+                match kind {
+                    Kind::Response => {
+                        let recorded_id = recorded.get("id").cloned().unwrap_or(Value::Null);
+                        match matcher.live_id(&recorded_id) {
+                            Some(live) => live_id = Some(live.clone()),
+                            None => {
+                                failures.push(fail(format!(
+                                    "answers server request {recorded_id}, which the server never sent"
+                                )));
+                                continue;
+                            }
+                        }
+                    }
+                    Kind::Request => {
+                        let id = recorded.get("id").map(Value::to_string).unwrap_or_default();
+                        our_requests.insert(id, method.clone());
+                    }
+                    Kind::Notification => {}
+                }
+                let message = match outgoing(raw.get(), matcher, live_id.as_ref()) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        failures.push(fail(format!("recorded message is not valid JSON-RPC: {e}")));
+                        continue;
+                    }
+                };
+                if let Err(e) = transport.send(message).await {
+                    failures.push(fail(format!("could not send: {e}")));
+                    return failures;
+                }
+            }
+            Dir::ServerToClient => {
+                let reorder = kind == Kind::Notification && matcher.rules().may_reorder(&method);
+                let deadline = Instant::now() + options.timeout;
+                loop {
+                    let candidate = |v: &Value| {
+                        kind_of(v) == kind
+                            && match kind {
+                                Kind::Response => v.get("id") == recorded.get("id"),
+                                _ => v.get("method").and_then(Value::as_str) == Some(method.as_str()),
+                            }
+                    };
+                    let clean = if reorder {
+                        pool.iter().position(|v| candidate(v) && would_match(matcher, &method, &recorded, v))
+                    } else {
+                        pool.iter().position(candidate)
+                    };
+                    let chosen = clean.or_else(|| {
+                        (ended || Instant::now() >= deadline).then(|| pool.iter().position(candidate)).flatten()
+                    });
+                    if let Some(i) = chosen {
+                        let live = pool.remove(i);
+                        let result = match kind {
+                            Kind::Request => matcher.compare_peer_request(&method, &recorded, &live),
+                            _ => matcher.compare(&method, &recorded, &live),
+                        };
+                        if let Err(d) = result {
+                            failures.push(fail(d.to_string()));
+                        }
+                        break;
+                    }
+                    if ended || Instant::now() >= deadline {
+                        let why = if ended { "the server closed the connection" } else { "timed out" };
+                        failures.push(fail(format!("$: expected this message, got nothing ({why})")));
+                        return failures;
+                    }
+                    match timeout_at(deadline, transport.recv()).await {
+                        Err(_) => {}
+                        Ok(Ok(Some(message))) => pool.push(to_value(&message)),
+                        Ok(Ok(None)) => ended = true,
+                        Ok(Err(e)) if !e.is_fatal() => failures.push(fail(format!("server sent a bad line: {e}"))),
+                        Ok(Err(e)) => {
+                            failures.push(fail(format!("connection failed: {e}")));
+                            ended = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let settle = Instant::now() + options.settle;
+    if !ended {
+        loop {
+            match timeout_at(settle, transport.recv()).await {
+                Ok(Ok(Some(message))) => pool.push(to_value(&message)),
+                Ok(Err(e)) if !e.is_fatal() => continue,
+                _ => break,
+            }
+        }
+    }
+    for live in pool {
+        let method = live.get("method").and_then(Value::as_str).unwrap_or("(response)").to_owned();
+        failures.push(Failure {
+            seq: 0,
+            dir: Dir::ServerToClient,
+            what: describe(kind_of(&live), &method),
+            detail: format!("$: expected nothing, got {}", abbreviate(&live.to_string())),
+        });
+    }
+    failures
+}
+
+fn abbreviate(text: &str) -> String {
+    if text.len() <= 200 {
+        return text.to_owned();
+    }
+    let mut end = 197;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Splits a command line at whitespace, honouring single and double quotes (no escapes but
+/// `\` before a quote or backslash inside double quotes).
+pub fn split_command(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    word.push(c);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' if matches!(chars.peek(), Some('"' | '\\')) => word.push(chars.next().unwrap_or('\\')),
+                        c => word.push(c),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
+}
+
+/// Replays the recording at `path` against `server` (a command line; in it `{fixtures}` stands
+/// for the live fixture directory, `{recording}` for `path` and `{name}` for the recording's
+/// name) over stdio. The child is always stopped.
+pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> SessionOutcome {
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let fail = |name: String, why: String| SessionOutcome { name, failures: vec![why] };
+    let recording = match Recording::read(path) {
+        Ok(r) => r,
+        Err(e) => return fail(name, e.to_string()),
+    };
+    let name = recording.header.name.clone();
+    if recording.header.transport != "stdio" {
+        return fail(
+            name,
+            format!("transport {}: this runner replays stdio sessions only", recording.header.transport),
+        );
+    }
+    let rules = match Rules::for_recording(path) {
+        Ok(r) => r,
+        Err(e) => return fail(name, e),
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let needs_fixtures = text.contains(RECORDED_ROOT) || server.contains("{fixtures}");
+    let fixtures = if needs_fixtures {
+        match Fixtures::create() {
+            Ok(f) => Some(f),
+            Err(e) => return fail(name, format!("cannot create the fixture tree: {e}")),
+        }
+    } else {
+        None
+    };
+    let root = fixtures.as_ref().map(|f| f.root().to_string_lossy().into_owned());
+    let words: Vec<String> = split_command(server)
+        .into_iter()
+        .map(|w| match &root {
+            Some(root) => w.replace("{fixtures}", root),
+            None => w,
+        })
+        .map(|w| w.replace("{recording}", &path.to_string_lossy()).replace("{name}", &name))
+        .collect();
+    let Some((program, args)) = words.split_first() else {
+        return fail(name, "empty --server command".into());
+    };
+    let stderr =
+        if std::env::var_os("MCP_CONFORMANCE_SERVER_STDERR").is_some() { Stderr::Inherit } else { Stderr::Discard };
+    let limits = Limits::default().with_shutdown_grace(Duration::from_millis(500));
+    let transport = match ChildCommand::new(program).args(args).stderr(stderr).limits(limits).spawn() {
+        Ok(t) => t,
+        Err(e) => return fail(name, e.to_string()),
+    };
+    let mut matcher = Matcher::new(rules, fixtures.as_ref().map(Fixtures::root));
+    let failures = replay_client(&recording, &transport, &mut matcher, options).await;
+    let _ = transport.close().await;
+    drop(fixtures);
+    SessionOutcome { name, failures: failures.iter().map(ToString::to_string).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_split_like_a_shell() {
+        assert_eq!(split_command("node  'a b' \"c \\\" d\" e"), ["node", "a b", "c \" d", "e"]);
+        assert_eq!(split_command(""), Vec::<String>::new());
+    }
+}

@@ -1,0 +1,201 @@
+//! Becoming the recorded server: a mock any client can be developed against.
+//!
+//! The recording is followed as a script. Each client request is answered with the recorded
+//! response of the recorded request it matches — same method, params equal under the rules of
+//! `matching` (ids are the client's own and are remapped) — and the server's notifications and
+//! requests are sent at the points where they were recorded: right after the client message
+//! they followed. A request that matches a recorded request further on (or one already
+//! answered) is answered at once with that recorded response; a request whose params match no
+//! recorded request of its method is answered with the first unanswered one of that method (the
+//! difference is logged); a request of a method never recorded gets error -32601.
+//!
+//! Not here: timing (messages go out as soon as their turn comes) and HTTP.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::matching::{kind_of, would_match, Kind, Matcher};
+use super::recording::{Dir, Recording};
+use crate::proto::jsonrpc::Message;
+use crate::transport::{Transport, TransportError};
+
+struct Entry {
+    seq: u64,
+    dir: Dir,
+    msg: Value,
+    raw: String,
+}
+
+/// Serves `recording` over `transport` until the client goes away. `log` receives one line per
+/// notable event (an unmatched request, a fallback match).
+///
+/// # Errors
+/// When the transport fails.
+pub async fn serve_recording<T: Transport>(
+    recording: &Recording,
+    transport: &T,
+    matcher: &Matcher,
+    log: &dyn Fn(&str),
+) -> Result<(), TransportError> {
+    let entries: Vec<Entry> = recording
+        .entries
+        .iter()
+        .filter_map(|e| {
+            let msg = serde_json::from_str(e.msg.as_ref()?.get()).ok()?;
+            Some(Entry { seq: e.seq, dir: e.dir, msg, raw: e.msg.as_ref()?.get().to_owned() })
+        })
+        .collect();
+    let mut consumed = vec![false; entries.len()];
+    let mut cursor = 0;
+    let mut pool: Vec<Value> = Vec::new();
+    // Recorded id of a client request -> the live id.
+    let mut live_ids: HashMap<String, Value> = HashMap::new();
+    loop {
+        // Go through the script as far as the client's messages allow.
+        while cursor < entries.len() {
+            if consumed[cursor] {
+                cursor += 1;
+                continue;
+            }
+            let entry = &entries[cursor];
+            match entry.dir {
+                Dir::ServerToClient => {
+                    let mut id = None;
+                    if kind_of(&entry.msg) == Kind::Response {
+                        let recorded = id_key(&entry.msg);
+                        match live_ids.get(&recorded) {
+                            Some(live) => id = Some(live.clone()),
+                            None => log(&format!("seq {}: response to request {recorded} that never came", entry.seq)),
+                        }
+                    }
+                    send_recorded(transport, matcher, &entry.raw, id.as_ref(), log).await?;
+                    consumed[cursor] = true;
+                    cursor += 1;
+                }
+                Dir::ClientToServer => {
+                    let Some(i) = pool.iter().position(|live| matches_exactly(matcher, &entry.msg, live)) else {
+                        break;
+                    };
+                    let live = pool.remove(i);
+                    if kind_of(&entry.msg) == Kind::Request {
+                        live_ids.insert(id_key(&entry.msg), live.get("id").cloned().unwrap_or(Value::Null));
+                    }
+                    consumed[cursor] = true;
+                    cursor += 1;
+                }
+            }
+        }
+        let Some(message) = transport.recv().await? else { return Ok(()) };
+        let live: Value = serde_json::from_slice(&message.to_vec()).unwrap_or(Value::Null);
+        if cursor < entries.len()
+            && entries[cursor].dir == Dir::ClientToServer
+            && matches_exactly(matcher, &entries[cursor].msg, &live)
+        {
+            pool.push(live);
+            continue;
+        }
+        if kind_of(&live) != Kind::Request {
+            // A notification or an answer for later in the script (or never): keep it.
+            pool.push(live);
+            continue;
+        }
+        let method = live.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let is_request_of = |e: &Entry| {
+            e.dir == Dir::ClientToServer
+                && kind_of(&e.msg) == Kind::Request
+                && e.msg.get("method").and_then(Value::as_str) == Some(&method)
+        };
+        // The cursor's request with other params, a later request, then one answered before.
+        let later = (cursor..entries.len()).find(|&j| !consumed[j] && is_request_of(&entries[j]));
+        let exact_later = (cursor..entries.len())
+            .find(|&j| !consumed[j] && is_request_of(&entries[j]) && matches_exactly(matcher, &entries[j].msg, &live));
+        let exact_any = (0..entries.len())
+            .find(|&j| is_request_of(&entries[j]) && matches_exactly(matcher, &entries[j].msg, &live));
+        let Some(j) = exact_later.or(exact_any).or(later) else {
+            log(&format!("no recorded {method} request: answering -32601"));
+            let id = live.get("id").cloned().unwrap_or(Value::Null);
+            let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
+                "message": format!("mcp-conformance serve: no recorded {method} request")}});
+            send(transport, &error).await?;
+            continue;
+        };
+        if exact_later.is_none() && exact_any.is_none() {
+            let d = super::diff::first_difference(&entries[j].msg["params"], &live["params"]);
+            log(&format!(
+                "{method}: no recorded request has these params; answering as seq {} ({})",
+                entries[j].seq,
+                d.map(|d| d.to_string()).unwrap_or_default()
+            ));
+        }
+        if j == cursor {
+            // The request the script waits for, with other params: take it as that one.
+            live_ids.insert(id_key(&entries[j].msg), live.get("id").cloned().unwrap_or(Value::Null));
+            consumed[j] = true;
+            continue;
+        }
+        // Out of the script's order: answer at once with the recorded response.
+        let recorded_id = entries[j].msg.get("id").cloned();
+        let response = (j + 1..entries.len()).find(|&k| {
+            entries[k].dir == Dir::ServerToClient
+                && kind_of(&entries[k].msg) == Kind::Response
+                && entries[k].msg.get("id") == recorded_id.as_ref()
+        });
+        let Some(k) = response else {
+            log(&format!("seq {}: recorded without a response; not answering", entries[j].seq));
+            consumed[j] = true;
+            continue;
+        };
+        send_recorded(transport, matcher, &entries[k].raw, live.get("id"), log).await?;
+        consumed[j] = true;
+        consumed[k] = true;
+    }
+}
+
+fn id_key(msg: &Value) -> String {
+    msg.get("id").map(Value::to_string).unwrap_or_default()
+}
+
+/// Whether a live client message is the recorded one: same kind and method; a request's params
+/// equal under the rules; an answer to our request by id; notifications by method.
+fn matches_exactly(matcher: &Matcher, recorded: &Value, live: &Value) -> bool {
+    let kind = kind_of(recorded);
+    if kind != kind_of(live) {
+        return false;
+    }
+    let method = recorded.get("method").and_then(Value::as_str).unwrap_or_default();
+    match kind {
+        Kind::Response => recorded.get("id") == live.get("id"),
+        Kind::Notification => live.get("method").and_then(Value::as_str) == Some(method),
+        Kind::Request => {
+            live.get("method").and_then(Value::as_str) == Some(method) && {
+                let params = |v: &Value| v.get("params").cloned().unwrap_or(Value::Null);
+                would_match(matcher, method, &params(recorded), &params(live))
+            }
+        }
+    }
+}
+
+async fn send<T: Transport>(transport: &T, msg: &Value) -> Result<(), TransportError> {
+    match Message::from_str(&msg.to_string()) {
+        Ok(m) => transport.send(m).await,
+        Err(_) => Ok(()),
+    }
+}
+
+/// Sends a recorded message as the recording has it (key order kept), with `id` replaced.
+async fn send_recorded<T: Transport>(
+    transport: &T,
+    matcher: &Matcher,
+    raw: &str,
+    id: Option<&Value>,
+    log: &dyn Fn(&str),
+) -> Result<(), TransportError> {
+    match super::replay::outgoing(raw, matcher, id) {
+        Ok(m) => transport.send(m).await,
+        Err(e) => {
+            log(&format!("cannot send a recorded message: {e}"));
+            Ok(())
+        }
+    }
+}

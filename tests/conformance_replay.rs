@@ -1,0 +1,315 @@
+//! The conformance runner against real peers over real pipes: every stdio recording replays
+//! against the real server it was recorded with (or, for the unpublished py-fixture-server,
+//! against `serve` of itself); `record` then `replay` round-trips; an altered server is caught;
+//! `serve` drives the TypeScript SDK client; the expected-failures baseline and JUnit output.
+//!
+//! Every test drives the `mcp-conformance` binary, so the CLI is what is tested.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use support::{peer, repo_path};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
+
+/// The environment server-everything and the filesystem server were recorded with (`get-env`
+/// shows it): a clean one whose HOME is the fixtures' `home`.
+const RECORDED_ENV: &str =
+    "env -i HOME={fixtures}/home PATH=/usr/bin:/bin SHELL=/bin/bash TERM=xterm LANG=C.UTF-8 TZ=UTC";
+
+/// The stdio recordings, grouped by the server name in their header.
+fn stdio_recordings() -> BTreeMap<String, Vec<PathBuf>> {
+    let dir = repo_path("conformance/recordings");
+    let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        if header["transport"] == "stdio" {
+            groups.entry(header["server"]["name"].as_str().unwrap().to_owned()).or_default().push(file);
+        }
+    }
+    groups
+}
+
+fn replay(files: &[PathBuf], server: &str, extra: &[&str]) -> (Output, String) {
+    let out = Command::new(BIN)
+        .arg("replay")
+        .args(files)
+        .args(["--server", server, "--timeout-ms", "5000"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out, stdout)
+}
+
+fn assert_all_pass(files: &[PathBuf], server: &str) {
+    assert!(!files.is_empty());
+    let (out, stdout) = replay(files, server, &[]);
+    let last = stdout.lines().last().unwrap_or_default().to_owned();
+    assert_eq!(last, format!("{} passed, 0 failed", files.len()), "{stdout}");
+    assert!(out.status.success(), "{stdout}");
+}
+
+#[test]
+fn every_stdio_recording_has_a_server_to_replay_against() {
+    let groups = stdio_recordings();
+    let servers: Vec<&str> = groups.keys().map(String::as_str).collect();
+    assert_eq!(
+        servers,
+        [
+            "mcp-git",
+            "mcp-servers/everything",
+            "mcp-time",
+            "memory-server",
+            "py-fixture-server",
+            "secure-filesystem-server"
+        ],
+        "a new server needs its replay test below"
+    );
+    assert_eq!(groups.values().map(Vec::len).sum::<usize>(), 17, "the 17 stdio recordings");
+}
+
+#[test]
+fn server_everything_recordings_replay_against_the_real_server() {
+    let files = &stdio_recordings()["mcp-servers/everything"];
+    let server = format!("{RECORDED_ENV} {} {} stdio", peer("MCP_NODE"), peer("MCP_EVERYTHING_JS"));
+    assert_all_pass(files, &server);
+}
+
+#[test]
+fn filesystem_and_memory_recordings_replay_against_the_real_servers() {
+    let groups = stdio_recordings();
+    let node = peer("MCP_NODE");
+    let fs = format!("{RECORDED_ENV} {node} {} {{fixtures}}/fs", peer("MCP_FILESYSTEM_JS"));
+    assert_all_pass(&groups["secure-filesystem-server"], &fs);
+    let memory = format!("{RECORDED_ENV} {node} {}", peer("MCP_MEMORY_JS"));
+    assert_all_pass(&groups["memory-server"], &memory);
+}
+
+#[test]
+fn python_server_recordings_replay_against_the_real_servers() {
+    let groups = stdio_recordings();
+    assert_all_pass(&groups["mcp-time"], &format!("env TZ=UTC {}", peer("MCP_SERVER_TIME")));
+    // The recorded commit was made on 2026-01-02; the fixture repo has the recorded history.
+    let git = format!(
+        "env 'GIT_AUTHOR_DATE=1767312000 +0000' 'GIT_COMMITTER_DATE=1767312000 +0000' {} --repository {{fixtures}}/repo",
+        peer("MCP_SERVER_GIT")
+    );
+    assert_all_pass(&groups["mcp-git"], &git);
+}
+
+#[test]
+fn py_fixture_recording_replays_against_serve_of_itself() {
+    // py-fixture-server is not a published package: the recording's two halves are checked
+    // against each other (and serve/replay against each other).
+    let files = &stdio_recordings()["py-fixture-server"];
+    assert_all_pass(files, &format!("{BIN} serve --fixtures {{fixtures}} {{recording}}"));
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpwire-conformance-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_recorded_session_replays_against_the_same_server() {
+    let dir = scratch("record");
+    let out_file = dir.join("fresh-everything.jsonl");
+    let script = r#"[{"call":"echo","args":{"message":"recorded"}},{"call":"get-sum","args":{"a":1,"b":2}},
+        {"list":"prompts"},{"read":"demo://resource/static/document/architecture.md"},{"ping":true},
+        {"call":"no-such-tool","args":{}}]"#;
+    let out = Command::new(peer("MCP_NODE"))
+        .arg(repo_path("tests/peers/ts_client.mjs"))
+        .arg("--")
+        .args([BIN, "record", "--description", "a fresh session"])
+        .arg(&out_file)
+        .args(["--", &peer("MCP_NODE"), &peer("MCP_EVERYTHING_JS"), "stdio"])
+        .env("MCP_SCRIPT", script)
+        .env("MCP_TS_SDK_DIR", peer("MCP_TS_SDK_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.lines().count(), 8, "initialize, tools/list and 6 steps: {stdout}");
+    assert!(stdout.contains(r#""text":"Echo: recorded""#), "{stdout}");
+
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["name"], "fresh-everything");
+    assert_eq!(header["transport"], "stdio");
+    assert_eq!(header["client"]["name"], "mcpwire-ts-driver", "as the driver names itself");
+    assert_eq!(header["server"], serde_json::json!({"name": "mcp-servers/everything", "version": "2.0.0"}));
+    assert_eq!(header["protocol_version"], "2025-11-25");
+    assert_eq!(header["description"], "a fresh session");
+    for (i, line) in text.lines().skip(1).enumerate() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(entry["seq"], i + 1, "{line}");
+    }
+    assert!(text.contains(r#""method":"ping""#));
+
+    let server = format!("{} {} stdio", peer("MCP_NODE"), peer("MCP_EVERYTHING_JS"));
+    assert_all_pass(&[out_file], &server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes a copy of recording `name` with `edit` applied to its entries (as JSON values).
+fn edited(dir: &Path, name: &str, edit: impl Fn(&mut Vec<Value>)) -> PathBuf {
+    let text = std::fs::read_to_string(repo_path(&format!("conformance/recordings/{name}.jsonl"))).unwrap();
+    let mut lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut entries = lines.split_off(1);
+    edit(&mut entries);
+    lines.extend(entries);
+    let path = dir.join(format!("{name}.jsonl"));
+    std::fs::write(&path, lines.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+    path
+}
+
+fn original(name: &str) -> PathBuf {
+    repo_path(&format!("conformance/recordings/{name}.jsonl"))
+}
+
+#[test]
+fn an_altered_server_is_caught_with_the_json_path() {
+    let dir = scratch("altered");
+    let serve = |file: &Path| format!("{BIN} serve {}", file.display());
+
+    // A changed result value.
+    let changed = edited(&dir, "everything-tools", |entries| {
+        let e = entries.iter_mut().find(|e| e["msg"]["result"]["content"][0]["text"] == "The sum of 2 and 40 is 42.");
+        e.unwrap()["msg"]["result"]["content"][0]["text"] = "The sum of 2 and 40 is 43.".into();
+    });
+    let (out, stdout) = replay(&[original("everything-tools")], &serve(&changed), &[]);
+    assert!(!out.status.success());
+    assert!(
+        stdout.contains(
+            r#"seq 17 s2c tools/call response: $.result.content[0].text: expected "The sum of 2 and 40 is 42.", got "The sum of 2 and 40 is 43.""#
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("0 passed, 1 failed\n"), "{stdout}");
+
+    // A dropped notification.
+    let dropped = edited(&dir, "everything-resources", |entries| {
+        let i = entries.iter().position(|e| e["msg"]["method"] == "notifications/resources/updated").unwrap();
+        entries.remove(i);
+    });
+    let (out, stdout) = replay(&[original("everything-resources")], &serve(&dropped), &["--timeout-ms", "300"]);
+    assert!(!out.status.success());
+    assert!(
+        stdout.contains(
+            "s2c notifications/resources/updated notification: $: expected this message, got nothing (timed out)"
+        ),
+        "{stdout}"
+    );
+
+    // A changed error code.
+    let code = edited(&dir, "everything-errors", |entries| {
+        let e = entries.iter_mut().find(|e| e["msg"]["error"]["code"] == -32601).unwrap();
+        e["msg"]["error"]["code"] = (-32600).into();
+    });
+    let (out, stdout) = replay(&[original("everything-errors")], &serve(&code), &[]);
+    assert!(!out.status.success());
+    assert!(stdout.contains("unknown/method response: $.error.code: expected -32601, got -32600"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_drives_the_typescript_client_through_its_steps() {
+    let recording = original("everything-tools");
+    let text = std::fs::read_to_string(&recording).unwrap();
+    let mut steps = Vec::new();
+    let mut results = Vec::new();
+    let entries: Vec<Value> = text.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    for e in &entries {
+        if e["msg"]["method"] == "tools/call" {
+            steps
+                .push(serde_json::json!({"call": e["msg"]["params"]["name"], "args": e["msg"]["params"]["arguments"]}));
+            let id = &e["msg"]["id"];
+            let answer =
+                entries.iter().find(|r| r["dir"] == "s2c" && r["msg"]["id"] == *id && r["msg"]["result"].is_object());
+            results.push(answer.unwrap()["msg"]["result"].clone());
+        }
+    }
+    let out = Command::new(peer("MCP_NODE"))
+        .arg(repo_path("tests/peers/ts_client.mjs"))
+        .args(["--", BIN, "serve"])
+        .arg(&recording)
+        .env("MCP_SCRIPT", Value::Array(steps.clone()).to_string())
+        .env("MCP_TS_SDK_DIR", peer("MCP_TS_SDK_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2 + steps.len(), "{stdout}");
+    assert_eq!(lines[0]["serverInfo"]["name"], "mcp-servers/everything");
+    assert_eq!(lines[1]["step"], "tools/list");
+    for (line, expected) in lines[2..].iter().zip(&results) {
+        assert_eq!(line["ok"], true, "{line}");
+        // The client prints the result as its SDK parsed it; the recorded content comes back.
+        assert_eq!(line["result"]["content"], expected["content"], "{line}");
+    }
+}
+
+#[test]
+fn expected_failures_baseline_and_junit() {
+    let dir = scratch("baseline");
+    // A "server" per recording: serve of the copy in `dir`, where everything-errors is altered.
+    edited(&dir, "everything-errors", |entries| {
+        let e = entries.iter_mut().find(|e| e["msg"]["error"]["code"] == -32601).unwrap();
+        e["msg"]["error"]["code"] = (-32600).into();
+    });
+    std::fs::copy(original("memory-handshake-2025-11-25"), dir.join("memory-handshake-2025-11-25.jsonl")).unwrap();
+    let server = format!("{BIN} serve {}/{{name}}.jsonl", dir.display());
+    let files = [original("everything-errors"), original("memory-handshake-2025-11-25")];
+    let junit = dir.join("junit.xml");
+    let baseline = dir.join("expected-failures.txt");
+
+    let (out, stdout) = replay(&files, &server, &["--junit", junit.to_str().unwrap()]);
+    assert!(!out.status.success(), "an unlisted failure fails the run: {stdout}");
+    assert!(stdout.starts_with("FAIL everything-errors\n    seq "), "{stdout}");
+    assert!(stdout.contains("\nok memory-handshake-2025-11-25\n"), "{stdout}");
+    assert!(stdout.ends_with("\n1 passed, 1 failed\n"), "{stdout}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(r#"<testsuite name="mcp-conformance" tests="2" failures="1" errors="0">"#), "{xml}");
+    assert!(xml.contains(r#"<testcase classname="mcp-conformance" name="memory-handshake-2025-11-25"/>"#), "{xml}");
+    assert!(xml.contains(r#"<testcase classname="mcp-conformance" name="everything-errors">"#), "{xml}");
+    assert!(xml.contains("$.error.code: expected -32601, got -32600</failure>"), "{xml}");
+
+    std::fs::write(&baseline, "# known differences\neverything-errors  # altered on purpose\n").unwrap();
+    let (out, stdout) = replay(&files, &server, &["--expected-failures", baseline.to_str().unwrap()]);
+    assert!(out.status.success(), "a listed failure passes the run: {stdout}");
+    assert!(stdout.starts_with("FAIL everything-errors (expected)\n"), "{stdout}");
+    assert!(stdout.ends_with("\n1 passed, 1 failed\n"), "{stdout}");
+
+    std::fs::write(&baseline, "everything-errors\nmemory-handshake-2025-11-25\n").unwrap();
+    let (out, stdout) = replay(&files, &server, &["--expected-failures", baseline.to_str().unwrap()]);
+    assert!(!out.status.success(), "a stale entry fails the run: {stdout}");
+    assert!(stdout.contains("ok memory-handshake-2025-11-25 (stale"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_silent_server_fails_the_session_instead_of_hanging() {
+    let started = std::time::Instant::now();
+    let (out, stdout) = replay(&[original("memory-handshake-2025-11-25")], "sleep 30", &["--timeout-ms", "300"]);
+    assert!(!out.status.success());
+    assert!(
+        stdout.contains("seq 2 s2c initialize response: $: expected this message, got nothing (timed out)"),
+        "{stdout}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the child was stopped");
+}
