@@ -23,6 +23,19 @@ impl<T: Transport> Handler<T> for EchoServer {
     fn on_request(&self, peer: &Peer<T>, request: Request) {
         let peer = peer.clone();
         tokio::spawn(async move {
+            let params: Value = request.params_as().unwrap_or(Value::Null);
+            if request.method == "tools/call" && params["name"] == "slow" {
+                // Three progress notifications 100 ms apart, then the result.
+                let token = params["_meta"]["progressToken"].clone();
+                for n in 1..=3 {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let progress = json!({"progressToken": token, "progress": n, "total": 3});
+                    let _ = peer.notify("notifications/progress", Some(Body::typed(progress))).await;
+                }
+                let done = json!({"content": [{"type": "text", "text": "slow done"}]});
+                let _ = peer.respond(&request.id, Ok(Body::typed(done))).await;
+                return;
+            }
             let outcome = answer(&request);
             let _ = peer.respond(&request.id, outcome).await;
         });
@@ -58,6 +71,44 @@ fn answer(request: &Request) -> Result<Body, ErrorObject> {
             }
         }
         method => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"))),
+    }
+}
+
+/// A client peer over `transport`, initialized at `version`; returns it and the result.
+pub async fn client_peer<T: Transport>(transport: T, version: &str) -> (Peer<T>, Value) {
+    let peer = Peer::start(transport, Role::Client, Mode::Handshake, session::Limits::default(), NoRequests);
+    let params =
+        json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "mcpwire-test", "version": "0"}});
+    let result: Value = peer
+        .request("initialize", Some(Body::typed(params)), Default::default())
+        .await
+        .expect("initialize")
+        .decode()
+        .unwrap();
+    peer.initialized().await.expect("initialized");
+    (peer, result)
+}
+
+/// Calls a tool and returns the result as JSON.
+pub async fn call<T: Transport>(peer: &Peer<T>, name: &str, args: Value) -> Value {
+    let params = json!({"name": name, "arguments": args});
+    peer.request("tools/call", Some(Body::typed(params)), Default::default())
+        .await
+        .expect("tools/call")
+        .decode()
+        .unwrap()
+}
+
+/// A client that answers no server requests.
+pub struct NoRequests;
+
+impl<T: Transport> Handler<T> for NoRequests {
+    fn on_request(&self, peer: &Peer<T>, request: Request) {
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let error = ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "no client features");
+            let _ = peer.respond(&request.id, Err(error)).await;
+        });
     }
 }
 
