@@ -1168,6 +1168,8 @@ fn sse_response(
                     }
                 };
                 let chunk = tokio::select! {
+                    // The client went away (hyper dropped the body).
+                    _ = body_tx.closed() => break,
                     item = live.recv() => match item {
                         Some(item) => encode(item),
                         None => break,
