@@ -139,8 +139,7 @@ async fn cutting_proxy(upstream: std::net::SocketAddr) -> (std::net::SocketAddr,
                 });
                 let mut seen = Vec::new();
                 let mut buf = vec![0u8; 16 * 1024];
-                loop {
-                    let Ok(n) = up_r.read(&mut buf).await else { break };
+                while let Ok(n) = up_r.read(&mut buf).await {
                     if n == 0 {
                         break;
                     }
