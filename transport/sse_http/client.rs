@@ -659,11 +659,9 @@ impl Inner {
             let (endpoint_tx, mut endpoint_rx) = watch::channel(None);
             *self.legacy.lock().expect("client lock") = Some(endpoint_rx.clone());
             let inner = self.clone();
-            let stream_url = url.clone();
             self.spawn(async move {
                 let mut decoder = SseDecoder::with_max_event_bytes(inner.config.max_event_bytes);
                 let mut pending = HashSet::new();
-                let _ = stream_url;
                 inner.read_events(response.into_body(), &mut decoder, &mut pending, Some(&endpoint_tx)).await;
                 // The legacy session lives as long as its stream.
                 inner.push(Ok(None)).await;
