@@ -2,7 +2,8 @@
 //!
 //! - [`proto`]: JSON-RPC 2.0 messages, framing and every MCP type of every revision; no IO.
 //! - `transport` (feature `transport`): stdio (child process and our own stdin/stdout) and
-//!   in-process transports on tokio.
+//!   in-process transports on tokio; with the feature `http` (default) Streamable HTTP and the
+//!   legacy HTTP+SSE transport, client and server, on hyper (`tls` adds https via rustls).
 //! - `peer` (feature `transport`): a session core driven over a transport, shared by client
 //!   and server.
 //! - `server` (feature `server`): a builder of tools and the dispatch that serves them over

@@ -3,6 +3,8 @@
 //!
 //! - [`stdio`]: newline-delimited JSON over a child process's stdin/stdout, or our own.
 //! - [`inproc`]: a bounded in-process pair passing [`Message`] values, no bytes at all.
+//! - `sse_http` (feature `http`): Streamable HTTP client and server, and the legacy HTTP+SSE
+//!   transport of 2024-11-05, on hyper; https with the feature `tls`.
 //!
 //! Every queue is bounded ([`Limits::queue_depth`]): a sender that outpaces its peer waits in
 //! [`Transport::send`] instead of growing memory.
@@ -15,6 +17,8 @@ use crate::proto::framing::LineError;
 use crate::proto::jsonrpc::Message;
 
 pub mod inproc;
+#[cfg(feature = "http")]
+pub mod sse_http;
 pub mod stdio;
 
 /// Sizes and times that bound what a connection may hold or wait for. Every field has a
@@ -98,13 +102,31 @@ pub enum TransportError {
     Malformed(LineError),
     /// The transport was closed (by us, or the peer went away) and cannot send any more.
     Closed,
+    /// HTTP: the server no longer knows our session (404 to a request carrying
+    /// `Mcp-Session-Id`). The transport has forgotten the session id and protocol version, so
+    /// the layer above may start over with a new `initialize` on the same transport.
+    SessionExpired,
+    /// HTTP: the server refused one exchange with this status. Fatal only for what was sent.
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body, or the reason phrase.
+        message: String,
+    },
+    /// No answer within the configured time (connect or response timeout).
+    Timeout,
 }
 
 impl TransportError {
     /// Whether the transport is unusable after this error. Only [`TransportError::Malformed`]
     /// is not: it concerns one frame.
     pub fn is_fatal(&self) -> bool {
-        !matches!(self, TransportError::Malformed(_))
+        !matches!(self, TransportError::Malformed(_) | TransportError::Http { .. } | TransportError::Timeout)
+    }
+
+    /// Whether this is [`TransportError::SessionExpired`]: re-initialize to carry on.
+    pub fn is_session_expired(&self) -> bool {
+        matches!(self, TransportError::SessionExpired)
     }
 }
 
@@ -115,6 +137,9 @@ impl fmt::Display for TransportError {
             TransportError::Spawn { program, source } => write!(f, "cannot start {program}: {source}"),
             TransportError::Malformed(e) => write!(f, "malformed message: {e}"),
             TransportError::Closed => f.write_str("transport closed"),
+            TransportError::SessionExpired => f.write_str("the server no longer knows this session (http 404)"),
+            TransportError::Http { status, message } => write!(f, "http status {status}: {message}"),
+            TransportError::Timeout => f.write_str("timed out waiting for the server"),
         }
     }
 }
@@ -124,7 +149,10 @@ impl std::error::Error for TransportError {
         match self {
             TransportError::Io(e) | TransportError::Spawn { source: e, .. } => Some(e),
             TransportError::Malformed(e) => Some(e),
-            TransportError::Closed => None,
+            TransportError::Closed
+            | TransportError::SessionExpired
+            | TransportError::Http { .. }
+            | TransportError::Timeout => None,
         }
     }
 }

@@ -1,0 +1,292 @@
+//! Our HTTP client transport against our HTTP server over loopback: SSE and JSON replies, the
+//! session and version headers, session expiry surfacing as a distinct error, resumption of a
+//! dropped stream (no event lost or duplicated), the legacy HTTP+SSE transport both ways, and
+//! graceful shutdown.
+
+mod http_support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_support::*;
+use mcpwire::peer::{Progress, RequestError};
+use mcpwire::proto::jsonrpc::Body;
+use mcpwire::transport::sse_http::server::ResponseMode;
+use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
+use mcpwire::transport::TransportError;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+async fn echo_server(config: HttpServerConfig) -> HttpServer {
+    HttpServer::bind(config, serve_echo).await.unwrap()
+}
+
+fn client(url: String) -> HttpClientTransport {
+    HttpClientTransport::new(HttpClientConfig::new(url)).unwrap()
+}
+
+#[tokio::test]
+async fn round_trip_over_sse_and_json_replies() {
+    for mode in [ResponseMode::Sse, ResponseMode::Json] {
+        let server = echo_server(HttpServerConfig::default().response_mode(mode)).await;
+        let (peer, init) = client_peer(client(server.url()), "2025-11-25").await;
+        assert_eq!(init["protocolVersion"], "2025-11-25");
+        assert_eq!(peer.transport().session_id().map(|s| s.len()), Some(32));
+        let tools: Value = peer.request("tools/list", None, Default::default()).await.unwrap().decode().unwrap();
+        assert_eq!(tools["tools"][0]["name"], "echo");
+        let result = call(&peer, "echo", json!({"text": "hello"})).await;
+        assert_eq!(result["content"][0]["text"], "hello", "{mode:?}");
+        // A JSON-RPC error travels like any response.
+        let error = peer.request("nope", None, Default::default()).await.unwrap_err();
+        assert!(matches!(error, RequestError::Rpc(e) if e.code.0 == -32601));
+        assert_eq!(server.session_count(), 1);
+        peer.close().await.unwrap();
+        // close sent DELETE: the session is gone.
+        assert_eq!(server.session_count(), 0);
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn the_negotiated_version_is_sent_and_an_older_one_is_accepted() {
+    let server = echo_server(HttpServerConfig::default()).await;
+    let (peer, init) = client_peer(client(server.url()), "2025-03-26").await;
+    assert_eq!(init["protocolVersion"], "2025-03-26");
+    assert_eq!(peer.transport().protocol_version().map(|v| v.as_str()), Some("2025-03-26"));
+    assert_eq!(call(&peer, "echo", json!({"text": "x"})).await["content"][0]["text"], "x");
+    peer.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_expired_session_is_a_distinct_error_and_the_transport_can_start_over() {
+    let server = echo_server(HttpServerConfig::default().session_idle_timeout(Duration::from_millis(100))).await;
+    let transport = Arc::new(client(server.url()));
+    // Drive the transport by hand to see the exact error.
+    use mcpwire::proto::jsonrpc::{Message, Request};
+    use mcpwire::transport::Transport;
+    let init = Request::new(
+        0,
+        "initialize",
+        &json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}),
+    )
+    .unwrap();
+    transport.send(Message::Request(init.clone())).await.unwrap();
+    assert!(matches!(transport.recv().await.unwrap(), Some(Message::Response(_))));
+    let first = transport.session_id().unwrap();
+    // The GET stream would keep the session alive: none opened (no initialized sent).
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(server.session_count(), 0);
+    let ping = Request::new(1, "ping", &json!({})).unwrap();
+    let error = transport.send(Message::Request(ping)).await.unwrap_err();
+    assert!(error.is_session_expired(), "{error}");
+    assert!(matches!(error, TransportError::SessionExpired));
+    assert_eq!(transport.session_id(), None);
+    // Re-initialize on the same transport: a new session.
+    transport.send(Message::Request(init)).await.unwrap();
+    assert!(matches!(transport.recv().await.unwrap(), Some(Message::Response(_))));
+    assert_ne!(transport.session_id().unwrap(), first);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_replays_a_dropped_post_stream_after_last_event_id() {
+    let server = echo_server(HttpServerConfig::default()).await;
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    let headers = [BOTH, JSON, ("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let slow = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": "p"}}});
+    // Read the stream for 150 ms (priming + first progress), then drop the connection.
+    let first = raw(addr, "POST", "/mcp", &headers, &slow.to_string(), Duration::from_millis(150)).await;
+    let first_ids = first.sse_ids();
+    assert_eq!(first_ids, ["2_0", "2_1"], "{:?}", first.body);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let resume = [("Accept", "text/event-stream"), ("Mcp-Session-Id", id.as_str()), ("Last-Event-ID", "2_1")];
+    let rest = raw(addr, "GET", "/mcp", &resume, "", SHORT).await;
+    assert_eq!(rest.status, 200);
+    assert_eq!(rest.sse_ids(), ["2_2", "2_3", "2_4"], "only that stream's later events");
+    let messages: Vec<Value> = first.sse_messages().into_iter().chain(rest.sse_messages()).collect();
+    let progress: Vec<u64> = messages.iter().filter_map(|m| m["params"]["progress"].as_u64()).collect();
+    assert_eq!(progress, [1, 2, 3]);
+    assert_eq!(messages.last().unwrap()["result"]["content"][0]["text"], "slow done");
+    server.shutdown().await;
+}
+
+/// A proxy that forwards connections to `upstream`, but cuts the one carrying a `slow` tool
+/// call right after the first progress notification went through.
+async fn cutting_proxy(upstream: std::net::SocketAddr) -> (std::net::SocketAddr, Arc<Mutex<u32>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let cuts = Arc::new(Mutex::new(0));
+    let cuts_out = cuts.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut down, _) = listener.accept().await.unwrap();
+            let mut up = TcpStream::connect(upstream).await.unwrap();
+            let cuts = cuts.clone();
+            tokio::spawn(async move {
+                let mut request = vec![0u8; 64 * 1024];
+                let n = down.read(&mut request).await.unwrap_or(0);
+                up.write_all(&request[..n]).await.unwrap();
+                let cut = String::from_utf8_lossy(&request[..n]).contains("\"slow\"");
+                let (mut down_r, mut down_w) = down.into_split();
+                let (mut up_r, mut up_w) = up.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut down_r, &mut up_w).await;
+                });
+                let mut seen = Vec::new();
+                let mut buf = vec![0u8; 16 * 1024];
+                while let Ok(n) = up_r.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    seen.extend_from_slice(&buf[..n]);
+                    if down_w.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                    if cut && String::from_utf8_lossy(&seen).contains("notifications/progress") {
+                        *cuts.lock().unwrap() += 1;
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (addr, cuts_out)
+}
+
+#[tokio::test]
+async fn client_resumes_a_dropped_stream_without_losing_or_repeating_events() {
+    let mut config = HttpServerConfig::default();
+    config.retry_ms = 50;
+    let server = echo_server(config).await;
+    let (proxy, cuts) = cutting_proxy(server.local_addr()).await;
+    let (peer, _) = client_peer(client(format!("http://{proxy}/mcp")), "2025-11-25").await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let params = json!({"name": "slow", "arguments": {}, "_meta": {"progressToken": "tok"}});
+    let result: Value = peer
+        .request_with_progress(
+            "tools/call",
+            Some(Body::serialized(&params).unwrap()),
+            Default::default(),
+            Some(Box::new(move |p: Progress| sink.lock().unwrap().push(p.progress.as_u64().unwrap()))),
+        )
+        .await
+        .unwrap()
+        .decode()
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "slow done");
+    assert_eq!(*cuts.lock().unwrap(), 1, "the stream was cut once");
+    assert_eq!(*seen.lock().unwrap(), [1, 2, 3], "every progress event once, in order");
+    peer.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_transport_between_our_client_and_server() {
+    let server = echo_server(HttpServerConfig::default()).await;
+    // Explicitly legacy, at the /sse URL.
+    let transport = HttpClientTransport::new(HttpClientConfig::new(server.legacy_url()).legacy(true)).unwrap();
+    let (peer, init) = client_peer(transport, "2024-11-05").await;
+    assert_eq!(init["protocolVersion"], "2024-11-05");
+    assert!(peer.transport().is_legacy());
+    assert_eq!(call(&peer, "echo", json!({"text": "old"})).await["content"][0]["text"], "old");
+    peer.close().await.unwrap();
+
+    // Fallback: POST to /sse is refused (404), so the client opens GET /sse.
+    let (peer, _) = client_peer(client(server.legacy_url()), "2025-11-25").await;
+    assert!(peer.transport().is_legacy());
+    assert_eq!(call(&peer, "echo", json!({"text": "fell back"})).await["content"][0]["text"], "fell back");
+    peer.close().await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_server_wire_shape() {
+    let server = echo_server(HttpServerConfig::default()).await;
+    let addr = server.local_addr();
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let get = format!("GET /sse HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+    tcp.write_all(get.as_bytes()).await.unwrap();
+    let mut stream = String::new();
+    let mut buf = vec![0u8; 8192];
+    while !stream.contains("\n\n") {
+        let n = tokio::time::timeout(SHORT, tcp.read(&mut buf)).await.unwrap().unwrap();
+        assert!(n > 0, "stream ended: {stream}");
+        stream.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(stream.starts_with("HTTP/1.1 200 OK\r\n"), "{stream}");
+    assert!(stream.to_ascii_lowercase().contains("content-type: text/event-stream"));
+    let event = stream.split("\r\n\r\n").nth(1).unwrap();
+    // (chunked encoding: skip the chunk size line)
+    let endpoint = event.lines().find_map(|l| l.strip_prefix("data: ")).unwrap().to_owned();
+    assert!(event.contains("event: endpoint\n"), "{event}");
+    assert!(endpoint.starts_with("/message?sessionId="), "{endpoint}");
+    let r = raw(addr, "POST", &endpoint, &[JSON], &initialize_body("2024-11-05"), SHORT).await;
+    assert_eq!((r.status, r.body.as_str()), (202, "Accepted"));
+    // The reply comes on the GET stream, as a default (`message`) event.
+    let mut stream = String::new();
+    let mut buf = vec![0u8; 8192];
+    while !stream.contains("protocolVersion") {
+        let n = tokio::time::timeout(SHORT, tcp.read(&mut buf)).await.unwrap().unwrap();
+        assert!(n > 0);
+        stream.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(stream.contains(r#"data: {"jsonrpc":"2.0","id":0,"result":{"#), "{stream}");
+    assert!(stream.contains(r#""protocolVersion":"2024-11-05""#), "{stream}");
+    assert!(!stream.contains("event:"));
+    let r = raw(addr, "POST", "/message?sessionId=unknown", &[JSON], &initialize_body("2024-11-05"), SHORT).await;
+    assert_eq!(r.status, 404);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_requests_in_flight() {
+    let server = echo_server(HttpServerConfig::default()).await;
+    let (peer, _) = client_peer(client(server.url()), "2025-11-25").await;
+    let params = json!({"name": "slow", "arguments": {}});
+    let slow = {
+        let peer = peer.clone();
+        tokio::spawn(async move { peer.request("tools/call", Some(Body::typed(params)), Default::default()).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let addr = server.local_addr();
+    server.shutdown().await;
+    let result: Value = slow.await.unwrap().expect("the request in flight was answered").decode().unwrap();
+    assert_eq!(result["content"][0]["text"], "slow done");
+    assert!(TcpStream::connect(addr).await.is_err(), "no longer accepting");
+}
+
+#[tokio::test]
+async fn custom_headers_and_bearer_token_are_sent() {
+    // A one-shot raw listener shows what the client sends.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = tokio::spawn(async move {
+        let (mut tcp, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 8192];
+        let n = tcp.read(&mut buf).await.unwrap();
+        tcp.write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n").await.unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    });
+    std::env::set_var("MCPWIRE_TEST_BEARER", "tok-123");
+    let config = HttpClientConfig::new(format!("http://{addr}/mcp"))
+        .header("X-Trace", "abc")
+        .bearer_token_env("MCPWIRE_TEST_BEARER")
+        .unwrap();
+    let transport = HttpClientTransport::new(config).unwrap();
+    use mcpwire::transport::Transport;
+    let note = mcpwire::proto::jsonrpc::Notification::new("notifications/x", &json!({})).unwrap();
+    transport.send(note.into()).await.unwrap();
+    let request = seen.await.unwrap().to_ascii_lowercase();
+    assert!(request.starts_with("post /mcp http/1.1\r\n"), "{request}");
+    assert!(request.contains("authorization: bearer tok-123\r\n"));
+    assert!(request.contains("x-trace: abc\r\n"));
+    assert!(request.contains("accept: application/json, text/event-stream\r\n"));
+    assert!(request.contains("content-type: application/json\r\n"));
+    assert!(request.contains(&format!("host: {addr}\r\n")));
+}

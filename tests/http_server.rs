@@ -1,0 +1,269 @@
+//! The Streamable HTTP server at the wire: every status code the transport answers, the SSE
+//! shape of a response stream, sessions, JSON-response and stateless modes, batches, the
+//! legacy transport, and resumption. Raw HTTP/1.1 over loopback, so the exact bytes show.
+
+mod http_support;
+
+use std::time::Duration;
+
+use http_support::*;
+use mcpwire::transport::sse_http::server::{OriginCheck, ResponseMode};
+use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+use serde_json::json;
+
+async fn echo_server(config: HttpServerConfig) -> HttpServer {
+    HttpServer::bind(config, serve_echo).await.unwrap()
+}
+
+fn ping(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string()
+}
+
+#[tokio::test]
+async fn initialize_gets_a_session_id_and_a_primed_sse_stream() {
+    let server = echo_server(HttpServerConfig::default()).await;
+    let addr = server.local_addr();
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], &initialize_body("2025-11-25"), SHORT).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    let id = r.header("mcp-session-id").unwrap();
+    assert!(id.len() >= 32 && id.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{id}");
+    // Priming event first: an id, a retry hint and empty data; then the response; then the end.
+    assert!(r.body.starts_with("id: 1_0\nretry: 1000\ndata: \n\n"), "{:?}", r.body);
+    let messages = r.sse_messages();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0]["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(r.sse_ids(), ["1_0", "1_1"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn no_priming_event_before_2025_11_25() {
+    let server = echo_server(HttpServerConfig::default()).await;
+    let r = raw(server.local_addr(), "POST", "/mcp", &[BOTH, JSON], &initialize_body("2025-03-26"), SHORT).await;
+    assert_eq!(r.status, 200);
+    assert!(r.body.starts_with("id: 1_1\ndata: {"), "{:?}", r.body);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn post_status_codes() {
+    let server = echo_server(HttpServerConfig::default().max_body_bytes(1024)).await;
+    let addr = server.local_addr();
+    let init = initialize_body("2025-11-25");
+
+    // 406: Accept lacks text/event-stream.
+    let r = raw(addr, "POST", "/mcp", &[("Accept", "application/json"), JSON], &init, SHORT).await;
+    assert_eq!(r.status, 406);
+    // 415: not JSON.
+    let r = raw(addr, "POST", "/mcp", &[BOTH, ("Content-Type", "text/plain")], &init, SHORT).await;
+    assert_eq!(r.status, 415);
+    // 413: over the body cap.
+    let big = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#, "y".repeat(2000));
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], &big, SHORT).await;
+    assert_eq!(r.status, 413);
+    // 400 with a -32700 body: not JSON.
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], "{not json", SHORT).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32700);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    // 400: no session id on something other than initialize.
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], &ping(1), SHORT).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32000);
+    // 404: unknown session.
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Mcp-Session-Id", "nope")], &ping(1), SHORT).await;
+    assert_eq!(r.status, 404);
+
+    let id = raw_session(addr, "2025-11-25").await;
+    let session = ("Mcp-Session-Id", id.as_str());
+    // 400: unsupported protocol version header.
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, session, ("MCP-Protocol-Version", "1999-01-01")], &ping(2), SHORT)
+        .await;
+    assert_eq!(r.status, 400);
+    // 200: a request with the right headers; the answer is on an SSE stream.
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, session, v], &ping(3), SHORT).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.sse_messages(), [json!({"jsonrpc": "2.0", "id": 3, "result": {}})]);
+    // No header at all: assumed 2025-03-26, accepted.
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, session], &ping(4), SHORT).await;
+    assert_eq!(r.status, 200);
+    // 202: notifications and responses only.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}).to_string();
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, session, v], &note, SHORT).await;
+    assert_eq!((r.status, r.body.as_str()), (202, ""));
+    // 405: PUT.
+    let r = raw(addr, "PUT", "/mcp", &[session], "", SHORT).await;
+    assert_eq!(r.status, 405);
+    assert!(r.header("allow").unwrap().contains("POST"));
+    // DELETE ends the session: 200, then 404 for it.
+    let r = raw(addr, "DELETE", "/mcp", &[session, v], "", SHORT).await;
+    assert_eq!(r.status, 200);
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, session, v], &ping(5), SHORT).await;
+    assert_eq!(r.status, 404);
+    let r = raw(addr, "DELETE", "/mcp", &[session], "", SHORT).await;
+    assert_eq!(r.status, 404);
+    // 404 for other paths.
+    let r = raw(addr, "POST", "/other", &[BOTH, JSON], &init, SHORT).await;
+    assert_eq!(r.status, 404);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn origin_and_host_checks() {
+    let server = echo_server(HttpServerConfig::default()).await;
+    let addr = server.local_addr();
+    let init = initialize_body("2025-11-25");
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Origin", "https://evil.example")], &init, SHORT).await;
+    assert_eq!(r.status, 403);
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Origin", "http://localhost:5173")], &init, SHORT).await;
+    assert_eq!(r.status, 200);
+    // DNS rebinding: a foreign Host name pointing at our loopback address.
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{init}",
+        init.len()
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    tcp.read_to_string(&mut out).await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    server.shutdown().await;
+
+    let server =
+        echo_server(HttpServerConfig::default().origins(OriginCheck::Only(vec!["https://app.example".into()]))).await;
+    let addr = server.local_addr();
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Origin", "http://localhost")], &init, SHORT).await;
+    assert_eq!(r.status, 403);
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Origin", "https://app.example")], &init, SHORT).await;
+    assert_eq!(r.status, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn get_stream_status_codes() {
+    let server = echo_server(HttpServerConfig::default().standalone_get(false)).await;
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    let r = raw(addr, "GET", "/mcp", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &id)], "", SHORT).await;
+    assert_eq!(r.status, 405);
+    server.shutdown().await;
+
+    let server = echo_server(HttpServerConfig::default().keep_alive(Some(Duration::from_millis(50)))).await;
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    let sse = ("Accept", "text/event-stream");
+    let r = raw(addr, "GET", "/mcp", &[("Accept", "application/json"), ("Mcp-Session-Id", &id)], "", SHORT).await;
+    assert_eq!(r.status, 406);
+    let r = raw(addr, "GET", "/mcp", &[sse], "", SHORT).await;
+    assert_eq!(r.status, 400);
+    let r = raw(addr, "GET", "/mcp", &[sse, ("Mcp-Session-Id", "unknown")], "", SHORT).await;
+    assert_eq!(r.status, 404);
+    let r =
+        raw(addr, "GET", "/mcp", &[sse, ("Mcp-Session-Id", &id), ("MCP-Protocol-Version", "bogus")], "", SHORT).await;
+    assert_eq!(r.status, 400);
+    // The open stream: keep-alive comments while nothing happens.
+    let r = raw(addr, "GET", "/mcp", &[sse, ("Mcp-Session-Id", &id)], "", Duration::from_millis(300)).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(r.body.starts_with(": keep-alive\n"), "{:?}", r.body);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn json_response_mode_and_batches_at_2025_03_26() {
+    let server = echo_server(HttpServerConfig::default().response_mode(ResponseMode::Json)).await;
+    let addr = server.local_addr();
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], &initialize_body("2025-03-26"), SHORT).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-03-26");
+    let id = r.header("mcp-session-id").unwrap().to_owned();
+    let session = ("Mcp-Session-Id", id.as_str());
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    assert_eq!(raw(addr, "POST", "/mcp", &[BOTH, JSON, session], &note, SHORT).await.status, 202);
+    let batch = format!("[{},{}]", ping(1), ping(2));
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, session], &batch, SHORT).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let mut answers = r.json().as_array().unwrap().clone();
+    answers.sort_by_key(|a| a["id"].as_u64());
+    assert_eq!(
+        answers,
+        [json!({"jsonrpc": "2.0", "id": 1, "result": {}}), json!({"jsonrpc": "2.0", "id": 2, "result": {}})]
+    );
+    server.shutdown().await;
+
+    // At 2025-11-25 a batch is refused.
+    let server = echo_server(HttpServerConfig::default()).await;
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Mcp-Session-Id", &id), v], &batch, SHORT).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32600);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn stateless_mode_answers_each_post_with_json_and_no_session() {
+    let server = HttpServer::bind(HttpServerConfig::default().stateless(true), |t| async move {
+        let peer = mcpwire::peer::Peer::start(
+            t,
+            mcpwire::proto::session::Role::Server,
+            mcpwire::proto::session::Mode::Stateless,
+            Default::default(),
+            EchoServer,
+        );
+        peer.closed().await;
+    })
+    .await
+    .unwrap();
+    let addr = server.local_addr();
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("MCP-Protocol-Version", "2025-11-25")], &call.to_string(), SHORT)
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.header("mcp-session-id"), None);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "hi");
+    let r = raw(addr, "GET", "/mcp", &[("Accept", "text/event-stream")], "", SHORT).await;
+    assert_eq!(r.status, 405);
+    assert_eq!(server.session_count(), 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn idle_sessions_expire() {
+    let server = echo_server(HttpServerConfig::default().session_idle_timeout(Duration::from_millis(100))).await;
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    assert_eq!(server.session_count(), 1);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(server.session_count(), 0);
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Mcp-Session-Id", &id)], &ping(1), SHORT).await;
+    assert_eq!(r.status, 404);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn delete_ends_the_applications_transport() {
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let done_tx = std::sync::Mutex::new(Some(done_tx));
+    let server = HttpServer::bind(HttpServerConfig::default(), move |t| {
+        let done = done_tx.lock().unwrap().take();
+        async move {
+            serve_echo(t).await;
+            if let Some(done) = done {
+                let _ = done.send(());
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    assert_eq!(raw(addr, "DELETE", "/mcp", &[("Mcp-Session-Id", &id)], "", SHORT).await.status, 200);
+    tokio::time::timeout(SHORT, done_rx).await.expect("the application saw the end").unwrap();
+    server.shutdown().await;
+}

@@ -1,0 +1,772 @@
+//! The HTTP client side: [`HttpClientTransport`] speaks Streamable HTTP to one endpoint, and
+//! the legacy HTTP+SSE transport when the server is an old one
+//! ([2025-11-25 transports](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#streamable-http),
+//! ["Backwards Compatibility"](https://modelcontextprotocol.io/specification/2025-03-26/basic/transports#backwards-compatibility)).
+//!
+//! - [`send`](Transport::send) POSTs one message with `Accept: application/json,
+//!   text/event-stream` and waits for the response head: 202 ends it; a JSON body or an SSE
+//!   stream is read by a task of its own, whose messages come out of [`recv`](Transport::recv).
+//! - The `Mcp-Session-Id` of the initialize response is sent on every later request, and so is
+//!   `MCP-Protocol-Version` once the initialize result (seen passing through `recv`) named it, or
+//!   once [`HttpClientTransport::set_protocol_version`] was called.
+//! - After `notifications/initialized` the standalone GET stream is opened (405 is fine).
+//! - A stream that drops before its responses arrived is resumed with GET and `Last-Event-ID`,
+//!   after the server's `retry` delay.
+//! - 404 to a request carrying a session id is [`TransportError::SessionExpired`]: the
+//!   transport forgets the session, and a new `initialize` starts another.
+//! - When POSTing `initialize` gets 400, 404 or 405, the transport falls back to the legacy
+//!   transport: GET the same URL, then `/sse` at its root, wait for the `endpoint` event, POST
+//!   there; every reply comes on that stream.
+//! - [`close`](Transport::close) sends DELETE for the session.
+//!
+//! Each request uses a connection of its own (no pooling): simple, and cheap on loopback.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch, Notify};
+
+use super::{full, is_media, HttpBody, LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
+use crate::proto::framing::{FrameError, LineError, SseDecoder, DEFAULT_MAX_FRAME_BYTES};
+use crate::proto::jsonrpc::{self, Id, Message, Payload};
+use crate::proto::version::ProtocolVersion;
+use crate::transport::{Transport, TransportError};
+
+/// A secret header value that never shows in `Debug` output.
+#[derive(Clone)]
+struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// How to reach an MCP server over HTTP. Every field has a documented default.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpClientConfig {
+    /// The endpoint, e.g. `http://127.0.0.1:3000/mcp` (https with the `tls` feature).
+    pub url: String,
+    /// Extra headers sent with every request: none.
+    pub headers: Vec<(String, String)>,
+    bearer: Option<Secret>,
+    /// Time to open a connection (TCP and TLS): 10 s.
+    pub connect_timeout: Duration,
+    /// Time to wait for a response head, and for a whole JSON body: 60 s.
+    pub request_timeout: Duration,
+    /// Largest SSE event or JSON body accepted: 4 MiB.
+    pub max_event_bytes: usize,
+    /// Messages received but not yet taken by `recv` before readers wait: 256.
+    pub queue_depth: usize,
+    /// Fall back to the legacy HTTP+SSE transport when `initialize` gets 400/404/405: on.
+    pub legacy_fallback: bool,
+    /// Start with the legacy transport (the URL is the `/sse` stream): off.
+    pub legacy: bool,
+    /// Open the standalone GET stream after initialize: on.
+    pub open_get_stream: bool,
+    /// Consecutive failed reconnections of a stream before giving up: 5.
+    pub max_reconnects: u32,
+    /// Delay before reconnecting when the server sent no `retry`: 1 s.
+    pub default_retry: Duration,
+    #[cfg(feature = "tls")]
+    /// Root certificates trusted on top of the webpki roots (e.g. a test CA).
+    pub extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
+}
+
+impl HttpClientConfig {
+    /// The defaults, for `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpClientConfig {
+            url: url.into(),
+            headers: Vec::new(),
+            bearer: None,
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
+            max_event_bytes: DEFAULT_MAX_FRAME_BYTES,
+            queue_depth: 256,
+            legacy_fallback: true,
+            legacy: false,
+            open_get_stream: true,
+            max_reconnects: 5,
+            default_retry: Duration::from_secs(1),
+            #[cfg(feature = "tls")]
+            extra_roots: Vec::new(),
+        }
+    }
+
+    /// Adds a header sent with every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>` with the token read from the environment variable
+    /// `var` now (never logged, never shown by `Debug`).
+    ///
+    /// # Errors
+    /// When the variable is unset or not unicode.
+    pub fn bearer_token_env(mut self, var: &str) -> Result<Self, std::env::VarError> {
+        self.bearer = Some(Secret(std::env::var(var)?));
+        Ok(self)
+    }
+
+    /// Connect timeout.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Response timeout.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Cap on one SSE event or JSON body.
+    pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes;
+        self
+    }
+
+    /// Whether to fall back to the legacy transport.
+    pub fn legacy_fallback(mut self, on: bool) -> Self {
+        self.legacy_fallback = on;
+        self
+    }
+
+    /// Whether to speak only the legacy transport (the URL is then the `/sse` stream).
+    pub fn legacy(mut self, on: bool) -> Self {
+        self.legacy = on;
+        self
+    }
+
+    /// Whether to open the standalone GET stream.
+    pub fn open_get_stream(mut self, on: bool) -> Self {
+        self.open_get_stream = on;
+        self
+    }
+
+    /// Delay before reconnecting when the server gave no `retry`.
+    pub fn default_retry(mut self, delay: Duration) -> Self {
+        self.default_retry = delay;
+        self
+    }
+
+    /// Trusts another root certificate (DER).
+    #[cfg(feature = "tls")]
+    pub fn add_root_certificate(mut self, cert: rustls_pki_types::CertificateDer<'static>) -> Self {
+        self.extra_roots.push(cert);
+        self
+    }
+}
+
+type Item = Result<Option<Message>, TransportError>;
+
+struct Inner {
+    config: HttpClientConfig,
+    url: Uri,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    tx: mpsc::Sender<Item>,
+    session_id: Mutex<Option<String>>,
+    version: Mutex<Option<ProtocolVersion>>,
+    initialize_id: Mutex<Option<Id>>,
+    /// Legacy transport: where to POST, once the `endpoint` event named it.
+    legacy: Mutex<Option<watch::Receiver<Option<Uri>>>>,
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    closed: AtomicBool,
+    closed_notify: Notify,
+    #[cfg(feature = "tls")]
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+/// The client end of an MCP connection over HTTP. See the module docs.
+///
+/// # Cancel safety
+/// `recv` is cancel safe. Dropping a `send` future may leave its POST unsent or sent; the
+/// message is then neither retried nor reported.
+pub struct HttpClientTransport {
+    inner: Arc<Inner>,
+    incoming: tokio::sync::Mutex<mpsc::Receiver<Item>>,
+}
+
+impl std::fmt::Debug for HttpClientTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClientTransport").field("url", &self.inner.url).finish_non_exhaustive()
+    }
+}
+
+fn bad_config(what: impl std::fmt::Display) -> TransportError {
+    TransportError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, what.to_string()))
+}
+
+impl HttpClientTransport {
+    /// A transport for `config`. No IO happens until the first `send`. Must be called inside a
+    /// tokio runtime.
+    ///
+    /// # Errors
+    /// When the URL or a header is invalid, or https is asked for without the `tls` feature.
+    pub fn new(config: HttpClientConfig) -> Result<HttpClientTransport, TransportError> {
+        let url: Uri = config.url.parse().map_err(bad_config)?;
+        match url.scheme_str() {
+            Some("http") => {}
+            #[cfg(feature = "tls")]
+            Some("https") => {}
+            _ => return Err(bad_config(format!("unsupported url {url}"))),
+        }
+        if url.host().is_none() {
+            return Err(bad_config(format!("no host in {url}")));
+        }
+        let mut headers = Vec::new();
+        for (name, value) in &config.headers {
+            headers.push((
+                HeaderName::from_bytes(name.as_bytes()).map_err(bad_config)?,
+                HeaderValue::from_str(value).map_err(bad_config)?,
+            ));
+        }
+        if let Some(Secret(token)) = &config.bearer {
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| bad_config("bad bearer token"))?;
+            value.set_sensitive(true);
+            headers.push((AUTHORIZATION, value));
+        }
+        #[cfg(feature = "tls")]
+        let tls = if url.scheme_str() == Some("https") {
+            Some(super::tls::client_config(&config.extra_roots)?)
+        } else {
+            None
+        };
+        let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
+        let inner = Arc::new(Inner {
+            url,
+            headers,
+            tx,
+            session_id: Mutex::new(None),
+            version: Mutex::new(None),
+            initialize_id: Mutex::new(None),
+            legacy: Mutex::new(None),
+            tasks: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            closed_notify: Notify::new(),
+            #[cfg(feature = "tls")]
+            tls,
+            config,
+        });
+        Ok(HttpClientTransport { inner, incoming: tokio::sync::Mutex::new(rx) })
+    }
+
+    /// The session id the server assigned, if any.
+    pub fn session_id(&self) -> Option<String> {
+        self.inner.session_id.lock().expect("client lock").clone()
+    }
+
+    /// The protocol version sent in `MCP-Protocol-Version`, if known.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        *self.inner.version.lock().expect("client lock")
+    }
+
+    /// Sets the protocol version to send (normally learned from the initialize result).
+    pub fn set_protocol_version(&self, version: ProtocolVersion) {
+        *self.inner.version.lock().expect("client lock") = Some(version);
+    }
+
+    /// Whether the transport fell back to (or started with) the legacy HTTP+SSE transport.
+    pub fn is_legacy(&self) -> bool {
+        self.inner.legacy.lock().expect("client lock").is_some()
+    }
+}
+
+impl Transport for HttpClientTransport {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        let inner = &self.inner;
+        if inner.closed.load(Ordering::Acquire) {
+            return Err(TransportError::Closed);
+        }
+        if inner.config.legacy && !self.is_legacy() {
+            inner.clone().start_legacy().await?;
+        }
+        if self.is_legacy() {
+            return inner.legacy_send(&message).await;
+        }
+        inner.send_streamable(&message).await
+    }
+
+    async fn recv(&self) -> Result<Option<Message>, TransportError> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let mut incoming = self.incoming.lock().await;
+        tokio::select! {
+            item = incoming.recv() => item.unwrap_or(Ok(None)),
+            _ = self.inner.closed_notify.notified() => Ok(None),
+        }
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        let inner = &self.inner;
+        if inner.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        inner.closed_notify.notify_waiters();
+        for task in inner.tasks.lock().expect("client lock").drain(..) {
+            task.abort();
+        }
+        let session = inner.session_id.lock().expect("client lock").take();
+        if let (Some(_), false) = (&session, self.is_legacy()) {
+            // The server may answer 405 (it does not allow clients to end sessions): fine.
+            let _ = inner.request(Method::DELETE, &inner.url, session.as_deref(), &[], Bytes::new()).await;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for HttpClientTransport {
+    fn drop(&mut self) {
+        for task in self.inner.tasks.lock().expect("client lock").drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl Inner {
+    fn spawn(self: &Arc<Self>, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(task);
+        let mut tasks = self.tasks.lock().expect("client lock");
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle.abort_handle());
+    }
+
+    async fn push(&self, item: Item) {
+        let _ = self.tx.send(item).await;
+    }
+
+    /// Opens a connection and sends one request; returns the response head (body unread).
+    async fn request(
+        &self,
+        method: Method,
+        uri: &Uri,
+        session: Option<&str>,
+        extra: &[(HeaderName, HeaderValue)],
+        body: Bytes,
+    ) -> Result<Response<Incoming>, TransportError> {
+        let host = uri.host().ok_or_else(|| bad_config("no host"))?.trim_start_matches('[').trim_end_matches(']');
+        let https = uri.scheme_str() == Some("https");
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let timeout = self.config.connect_timeout;
+        let tcp = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
+            .await
+            .map_err(|_| TransportError::Timeout)??;
+        let _ = tcp.set_nodelay(true);
+        let mut sender = if https {
+            #[cfg(feature = "tls")]
+            {
+                let config = self.tls.clone().ok_or_else(|| bad_config("https without tls configuration"))?;
+                let name = rustls_pki_types::ServerName::try_from(host.to_owned()).map_err(bad_config)?;
+                let stream = tokio::time::timeout(timeout, tokio_rustls::TlsConnector::from(config).connect(name, tcp))
+                    .await
+                    .map_err(|_| TransportError::Timeout)??;
+                handshake(stream).await?
+            }
+            #[cfg(not(feature = "tls"))]
+            return Err(bad_config("https needs the `tls` feature"));
+        } else {
+            handshake(tcp).await?
+        };
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut builder = Request::builder().method(method).uri(path);
+        let authority = uri.authority().map_or(host, |a| a.as_str());
+        builder = builder.header(HOST, authority);
+        if let Some(id) = session {
+            builder = builder.header(SESSION_ID_HEADER, id);
+        }
+        if let Some(v) = *self.version.lock().expect("client lock") {
+            builder = builder.header(PROTOCOL_VERSION_HEADER, v.as_str());
+        }
+        let mut request = builder.body(full(body)).map_err(bad_config)?;
+        let headers = request.headers_mut();
+        for (name, value) in self.headers.iter().chain(extra) {
+            headers.insert(name.clone(), value.clone());
+        }
+        tokio::time::timeout(self.config.request_timeout, sender.send_request(request))
+            .await
+            .map_err(|_| TransportError::Timeout)?
+            .map_err(|e| TransportError::Io(std::io::Error::other(e)))
+    }
+
+    async fn send_streamable(self: &Arc<Self>, message: &Message) -> Result<(), TransportError> {
+        let session = self.session_id.lock().expect("client lock").clone();
+        let mut request_ids = HashSet::new();
+        if let Message::Request(r) = message {
+            request_ids.insert(r.id.clone());
+            if r.method == "initialize" {
+                *self.initialize_id.lock().expect("client lock") = Some(r.id.clone());
+            }
+        }
+        let extra = [
+            (ACCEPT, HeaderValue::from_static("application/json, text/event-stream")),
+            (CONTENT_TYPE, HeaderValue::from_static("application/json")),
+        ];
+        let response =
+            self.request(Method::POST, &self.url, session.as_deref(), &extra, Bytes::from(message.to_vec())).await?;
+        let status = response.status();
+        if let Some(id) = response.headers().get(SESSION_ID_HEADER).and_then(|v| v.to_str().ok()) {
+            *self.session_id.lock().expect("client lock") = Some(id.to_owned());
+        }
+        if status == StatusCode::NOT_FOUND && session.is_some() {
+            *self.session_id.lock().expect("client lock") = None;
+            *self.version.lock().expect("client lock") = None;
+            return Err(TransportError::SessionExpired);
+        }
+        let is_initialize = message.method() == Some("initialize");
+        if !status.is_success() {
+            if is_initialize
+                && session.is_none()
+                && self.config.legacy_fallback
+                && matches!(status.as_u16(), 400 | 404 | 405)
+            {
+                self.clone().start_legacy().await?;
+                return self.legacy_send(message).await;
+            }
+            return Err(http_error(response).await);
+        }
+        if message.method() == Some("notifications/initialized") && self.config.open_get_stream {
+            let inner = self.clone();
+            self.spawn(async move { inner.standalone_stream().await });
+        }
+        let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+        if status == StatusCode::ACCEPTED || request_ids.is_empty() && !is_media(&content_type, "text/event-stream") {
+            return Ok(());
+        }
+        let inner = self.clone();
+        if is_media(&content_type, "text/event-stream") {
+            self.spawn(async move {
+                let decoder = SseDecoder::with_max_event_bytes(inner.config.max_event_bytes);
+                inner.read_stream(response.into_body(), decoder, request_ids, false).await;
+            });
+        } else if is_media(&content_type, "application/json") {
+            self.spawn(async move { inner.read_json(response.into_body()).await });
+        }
+        Ok(())
+    }
+
+    async fn read_json(&self, body: Incoming) {
+        let limited = http_body_util::Limited::new(body, self.config.max_event_bytes);
+        let collected = tokio::time::timeout(self.config.request_timeout, limited.collect()).await;
+        match collected {
+            Ok(Ok(body)) => {
+                self.deliver(&body.to_bytes()).await;
+            }
+            Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+                let seen = self.config.max_event_bytes + 1;
+                self.push(Err(TransportError::Malformed(LineError::Frame(FrameError::TooLarge {
+                    max: self.config.max_event_bytes,
+                    seen,
+                }))))
+                .await
+            }
+            Ok(Err(e)) => self.push(Err(TransportError::Http { status: 200, message: e.to_string() })).await,
+            Err(_) => self.push(Err(TransportError::Timeout)).await,
+        }
+    }
+
+    /// Decodes one message (or batch) and hands it to `recv`; returns the ids of the responses.
+    async fn deliver(&self, data: &[u8]) -> Vec<Id> {
+        let version = *self.version.lock().expect("client lock");
+        // Replies to a 2025-03-26 batch may come as an array; decode leniently.
+        let messages = match jsonrpc::decode(data, version.or(Some(ProtocolVersion::V2025_03_26))) {
+            Ok(Payload::Single(m)) => vec![m],
+            Ok(Payload::Batch(ms)) => ms,
+            Err(jsonrpc::DecodeError::BatchNotAllowed { .. }) => {
+                match jsonrpc::decode(data, Some(ProtocolVersion::V2025_03_26)) {
+                    Ok(Payload::Batch(ms)) => ms,
+                    Ok(Payload::Single(m)) => vec![m],
+                    Err(e) => {
+                        self.push(Err(TransportError::Malformed(LineError::Message(e)))).await;
+                        return Vec::new();
+                    }
+                }
+            }
+            Err(e) => {
+                self.push(Err(TransportError::Malformed(LineError::Message(e)))).await;
+                return Vec::new();
+            }
+        };
+        let mut answered = Vec::new();
+        for message in messages {
+            let id = match &message {
+                Message::Response(r) => Some(r.id.clone()),
+                Message::Error(e) => e.id.clone(),
+                _ => None,
+            };
+            if let (Some(id), Message::Response(r)) = (&id, &message) {
+                let is_init = self.initialize_id.lock().expect("client lock").as_ref() == Some(id);
+                if is_init {
+                    if let Some(v) = negotiated_version(r) {
+                        *self.version.lock().expect("client lock") = Some(v);
+                    }
+                }
+            }
+            answered.extend(id);
+            self.push(Ok(Some(message))).await;
+        }
+        answered
+    }
+
+    /// Reads one SSE stream; when it drops with responses still missing (or it is the
+    /// standalone stream), resumes it with GET and `Last-Event-ID`.
+    async fn read_stream(
+        self: &Arc<Self>,
+        body: Incoming,
+        mut decoder: SseDecoder,
+        mut pending: HashSet<Id>,
+        standalone: bool,
+    ) {
+        let mut body = Some(body);
+        let mut failures = 0;
+        loop {
+            if let Some(b) = body.take() {
+                self.read_events(b, &mut decoder, &mut pending, None).await;
+            }
+            if self.closed.load(Ordering::Acquire) || (!standalone && pending.is_empty()) {
+                return;
+            }
+            // Resumption needs an event id (a POST stream without one cannot be resumed).
+            let last = decoder.last_event_id().map(str::to_owned);
+            if last.is_none() && !standalone {
+                return;
+            }
+            if failures >= self.config.max_reconnects {
+                return;
+            }
+            let delay = decoder.retry().map_or(self.config.default_retry, Duration::from_millis);
+            tokio::time::sleep(delay).await;
+            match self.open_get(last.as_deref()).await {
+                Ok(Some(b)) => {
+                    failures = 0;
+                    body = Some(b);
+                }
+                Ok(None) => return,
+                Err(_) => failures += 1,
+            }
+        }
+    }
+
+    /// GET on the endpoint: `Ok(None)` when the server will not give a stream (405, 404, …).
+    async fn open_get(&self, last_event_id: Option<&str>) -> Result<Option<Incoming>, TransportError> {
+        let session = self.session_id.lock().expect("client lock").clone();
+        let mut extra = vec![(ACCEPT, HeaderValue::from_static("text/event-stream"))];
+        if let Some(id) = last_event_id {
+            extra.push((HeaderName::from_static(LAST_EVENT_ID_HEADER), HeaderValue::from_str(id).map_err(bad_config)?));
+        }
+        let response = self.request(Method::GET, &self.url, session.as_deref(), &extra, Bytes::new()).await?;
+        let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if response.status().is_success() && is_media(content_type, "text/event-stream") {
+            return Ok(Some(response.into_body()));
+        }
+        if response.status().is_server_error() {
+            return Err(TransportError::Http { status: response.status().as_u16(), message: String::new() });
+        }
+        Ok(None)
+    }
+
+    async fn standalone_stream(self: Arc<Self>) {
+        if let Ok(Some(body)) = self.open_get(None).await {
+            let decoder = SseDecoder::with_max_event_bytes(self.config.max_event_bytes);
+            self.read_stream(body, decoder, HashSet::new(), true).await;
+        }
+    }
+
+    /// Reads events until the body ends. With `endpoint`, an `endpoint` event sets it (legacy).
+    async fn read_events(
+        &self,
+        mut body: Incoming,
+        decoder: &mut SseDecoder,
+        pending: &mut HashSet<Id>,
+        endpoint: Option<&watch::Sender<Option<Uri>>>,
+    ) {
+        let mut buf = BytesMut::new();
+        loop {
+            let frame = match body.frame().await {
+                Some(Ok(frame)) => frame,
+                Some(Err(_)) | None => break,
+            };
+            let Ok(data) = frame.into_data() else { continue };
+            buf.extend_from_slice(&data);
+            while let Some(event) = decoder.decode(&mut buf) {
+                self.event(event, pending, endpoint).await;
+            }
+        }
+        while let Some(event) = decoder.decode_eof(&mut buf) {
+            self.event(event, pending, endpoint).await;
+        }
+    }
+
+    async fn event(
+        &self,
+        event: Result<crate::proto::framing::SseEvent, FrameError>,
+        pending: &mut HashSet<Id>,
+        endpoint: Option<&watch::Sender<Option<Uri>>>,
+    ) {
+        match event {
+            Err(e) => self.push(Err(TransportError::Malformed(LineError::Frame(e)))).await,
+            Ok(event) if event.event_type() == "endpoint" => {
+                if let Some(endpoint) = endpoint {
+                    if let Some(uri) = resolve(&self.url, event.data.trim()) {
+                        let _ = endpoint.send(Some(uri));
+                    }
+                }
+            }
+            Ok(event) if event.event_type() != "message" || event.data.is_empty() => {}
+            Ok(event) => {
+                for id in self.deliver(event.data.as_bytes()).await {
+                    pending.remove(&id);
+                }
+            }
+        }
+    }
+
+    /// Opens the legacy stream: GET the URL itself, then `/sse` at its root; waits for the
+    /// `endpoint` event.
+    async fn start_legacy(self: Arc<Self>) -> Result<(), TransportError> {
+        let mut candidates = vec![self.url.clone()];
+        if let Some(root) = resolve(&self.url, "/sse").filter(|u| *u != self.url) {
+            candidates.push(root);
+        }
+        let accept = [(ACCEPT, HeaderValue::from_static("text/event-stream"))];
+        let mut last_error = TransportError::Http { status: 404, message: "no legacy sse endpoint".into() };
+        for url in candidates {
+            let response = match self.request(Method::GET, &url, None, &accept, Bytes::new()).await {
+                Ok(r) => r,
+                Err(e) => {
+                    last_error = e;
+                    continue;
+                }
+            };
+            let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            if !response.status().is_success() || !is_media(content_type, "text/event-stream") {
+                last_error = http_error(response).await;
+                continue;
+            }
+            let (endpoint_tx, mut endpoint_rx) = watch::channel(None);
+            *self.legacy.lock().expect("client lock") = Some(endpoint_rx.clone());
+            let inner = self.clone();
+            self.spawn(async move {
+                let mut decoder = SseDecoder::with_max_event_bytes(inner.config.max_event_bytes);
+                let mut pending = HashSet::new();
+                inner.read_events(response.into_body(), &mut decoder, &mut pending, Some(&endpoint_tx)).await;
+                // The legacy session lives as long as its stream.
+                inner.push(Ok(None)).await;
+            });
+            let waited = tokio::time::timeout(self.config.request_timeout, endpoint_rx.wait_for(|e| e.is_some())).await;
+            return match waited {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(_)) => Err(TransportError::Closed),
+                Err(_) => Err(TransportError::Timeout),
+            };
+        }
+        Err(last_error)
+    }
+
+    async fn legacy_send(&self, message: &Message) -> Result<(), TransportError> {
+        if let Message::Request(r) = message {
+            if r.method == "initialize" {
+                *self.initialize_id.lock().expect("client lock") = Some(r.id.clone());
+            }
+        }
+        let endpoint = self.legacy.lock().expect("client lock").as_ref().and_then(|rx| rx.borrow().clone());
+        let endpoint = endpoint.ok_or(TransportError::Closed)?;
+        let extra = [(CONTENT_TYPE, HeaderValue::from_static("application/json"))];
+        let response = self.request(Method::POST, &endpoint, None, &extra, Bytes::from(message.to_vec())).await?;
+        if response.status().is_success() {
+            // Drain the short body ("Accepted") so the connection ends cleanly.
+            let _ = response.into_body().collect().await;
+            return Ok(());
+        }
+        Err(http_error(response).await)
+    }
+}
+
+async fn handshake<IO>(io: IO) -> Result<hyper::client::conn::http1::SendRequest<HttpBody>, TransportError>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| TransportError::Io(std::io::Error::other(e)))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+async fn http_error(response: Response<Incoming>) -> TransportError {
+    let status = response.status();
+    let limited = http_body_util::Limited::new(response.into_body(), 4096);
+    let body = match tokio::time::timeout(Duration::from_secs(5), limited.collect()).await {
+        Ok(Ok(b)) => String::from_utf8_lossy(&b.to_bytes()).chars().take(300).collect(),
+        _ => String::new(),
+    };
+    let message = if body.is_empty() { status.canonical_reason().unwrap_or("").to_owned() } else { body };
+    TransportError::Http { status: status.as_u16(), message }
+}
+
+fn negotiated_version(response: &jsonrpc::Response) -> Option<ProtocolVersion> {
+    #[derive(serde::Deserialize)]
+    struct Init {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: String,
+    }
+    let raw = response.result.to_raw().ok()?;
+    serde_json::from_str::<Init>(raw.get()).ok()?.protocol_version.parse().ok()
+}
+
+/// Resolves `reference` (absolute URL, absolute path or relative path) against `base`.
+fn resolve(base: &Uri, reference: &str) -> Option<Uri> {
+    if reference.starts_with("http://") || reference.starts_with("https://") {
+        return reference.parse().ok();
+    }
+    let scheme = base.scheme_str()?;
+    let authority = base.authority()?.as_str();
+    let path = if reference.starts_with('/') {
+        reference.to_owned()
+    } else {
+        let dir = base.path().rsplit_once('/').map_or("", |(dir, _)| dir);
+        format!("{dir}/{reference}")
+    };
+    format!("{scheme}://{authority}{path}").parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_resolve_against_the_stream_url() {
+        let base: Uri = "http://127.0.0.1:9/sse".parse().unwrap();
+        assert_eq!(
+            resolve(&base, "/message?sessionId=ab").unwrap().to_string(),
+            "http://127.0.0.1:9/message?sessionId=ab"
+        );
+        assert_eq!(resolve(&base, "messages?x=1").unwrap().to_string(), "http://127.0.0.1:9/messages?x=1");
+        assert_eq!(resolve(&base, "http://h:1/m").unwrap().to_string(), "http://h:1/m");
+        let nested: Uri = "http://h/a/mcp".parse().unwrap();
+        assert_eq!(resolve(&nested, "/sse").unwrap().to_string(), "http://h/sse");
+    }
+
+    #[test]
+    fn the_bearer_token_is_not_in_debug_output() {
+        std::env::set_var("MCPWIRE_TEST_TOKEN_DEBUG", "s3cr3t");
+        let config =
+            HttpClientConfig::new("http://127.0.0.1:1/mcp").bearer_token_env("MCPWIRE_TEST_TOKEN_DEBUG").unwrap();
+        assert!(!format!("{config:?}").contains("s3cr3t"));
+    }
+}

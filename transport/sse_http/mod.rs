@@ -1,0 +1,156 @@
+//! MCP over HTTP: the Streamable HTTP transport (2025-03-26 and later) and the legacy HTTP+SSE
+//! transport (2024-11-05), client and server, on hyper 1; https through rustls with the `tls`
+//! feature.
+//!
+//! - [`server`]: [`HttpServer`] accepts connections and turns every MCP session into a
+//!   [`ServerTransport`] handed to the application, so the session and server layers run over
+//!   HTTP unchanged. It also speaks the legacy transport (`GET /sse` + `POST /message`).
+//! - [`client`]: [`HttpClientTransport`] POSTs every message, reads JSON and SSE replies, keeps
+//!   the session, opens the standalone GET stream, resumes dropped streams with
+//!   `Last-Event-ID`, and falls back to the legacy transport for old servers.
+//! - [`event_store`]: the replay buffer behind resumability.
+//!
+//! The rules implemented are those of
+//! [2025-11-25 "Transports"](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports)
+//! (and its 2025-03-26 and 2024-11-05 predecessors for batches and the legacy transport).
+//! Not here: what messages mean (the session and server layers), OAuth flows (a bearer token
+//! can be configured, nothing more), HTTP/2.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::BodyExt;
+use hyper::body::Frame;
+use tokio::sync::mpsc;
+
+pub mod client;
+pub mod event_store;
+pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;
+
+pub use client::{HttpClientConfig, HttpClientTransport};
+pub use event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
+pub use server::{HttpServer, HttpServerConfig, ServerTransport};
+
+/// `Mcp-Session-Id`.
+pub const SESSION_ID_HEADER: &str = "mcp-session-id";
+/// `MCP-Protocol-Version`.
+pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
+/// `Last-Event-ID`.
+pub const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+
+/// The body type of every response and request we build.
+pub(crate) type HttpBody = BoxBody<Bytes, Infallible>;
+
+pub(crate) fn full(bytes: impl Into<Bytes>) -> HttpBody {
+    http_body_util::Full::new(bytes.into()).boxed()
+}
+
+pub(crate) fn empty() -> HttpBody {
+    full(Bytes::new())
+}
+
+/// A body fed through a bounded channel: an SSE stream being written as events happen.
+pub(crate) struct ChannelBody {
+    rx: mpsc::Receiver<Bytes>,
+}
+
+impl ChannelBody {
+    pub(crate) fn boxed(rx: mpsc::Receiver<Bytes>) -> HttpBody {
+        ChannelBody { rx }.boxed()
+    }
+}
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx.poll_recv(cx).map(|chunk| chunk.map(|bytes| Ok(Frame::data(bytes))))
+    }
+}
+
+/// 128 bits from the operating system's CSPRNG, as 32 lowercase hex digits (visible ASCII,
+/// as the spec asks of a session id).
+pub(crate) fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether an `Accept` value lists `media` (or a wildcard covering it), ignoring parameters.
+pub(crate) fn accepts(accept: &str, media: &str) -> bool {
+    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
+    accept
+        .split(',')
+        .map(|item| item.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .any(|item| item == media || item == "*/*" || item.strip_suffix("/*").is_some_and(|k| k == kind))
+}
+
+/// Whether a `Content-Type` value is `media`, ignoring parameters such as `charset`.
+pub(crate) fn is_media(content_type: &str, media: &str) -> bool {
+    content_type.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(media)
+}
+
+/// Whether `host` (a name or address, without port; IPv6 with or without brackets) is this
+/// machine's loopback.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host.to_ascii_lowercase().ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The host part of a `Host` header value or URL authority (`name:port`, `[v6]:port`).
+pub(crate) fn host_of_authority(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_lists_are_matched_by_media_type() {
+        assert!(accepts("application/json, text/event-stream", "text/event-stream"));
+        assert!(accepts("application/json;q=0.9,text/event-stream", "application/json"));
+        assert!(accepts("*/*", "application/json"));
+        assert!(accepts("text/*", "text/event-stream"));
+        assert!(!accepts("application/json", "text/event-stream"));
+        assert!(!accepts("", "application/json"));
+    }
+
+    #[test]
+    fn content_type_ignores_parameters() {
+        assert!(is_media("application/json; charset=utf-8", "application/json"));
+        assert!(!is_media("text/plain", "application/json"));
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        for host in ["localhost:3000", "127.0.0.1:1", "[::1]:80", "127.0.0.2", "a.localhost"] {
+            assert!(is_loopback_host(host_of_authority(host)), "{host}");
+        }
+        for host in ["example.com", "evil.com:80", "10.0.0.1", "localhost.evil.com"] {
+            assert!(!is_loopback_host(host_of_authority(host)), "{host}");
+        }
+    }
+
+    #[test]
+    fn random_ids_are_128_bits_of_hex() {
+        let a = random_id();
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(a, random_id());
+    }
+}

@@ -1,0 +1,1321 @@
+//! The HTTP server side: [`HttpServer`] serves the Streamable HTTP transport on one endpoint
+//! (default `/mcp`) and the legacy HTTP+SSE transport (`GET /sse`, `POST /message`), and hands
+//! each MCP session to the application as a [`ServerTransport`].
+//!
+//! How HTTP exchanges map onto the transport
+//! ([2025-11-25 transports](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#streamable-http)):
+//!
+//! - A POST without `Mcp-Session-Id` carrying `initialize` creates a session: a new
+//!   [`ServerTransport`] is handed to the application callback, and the initialize response
+//!   carries the session id. Every message POSTed later with that id comes out of the same
+//!   transport's [`recv`](Transport::recv).
+//! - A POST holding only notifications and responses is answered 202 with no body. A POST
+//!   holding requests is answered with an SSE stream (or one JSON body in JSON-response mode):
+//!   the responses the application [`send`](Transport::send)s for those requests go there, with
+//!   progress notifications whose token one of them carried; the stream ends after the last
+//!   response.
+//! - Other server-initiated messages go to the standalone stream opened by GET; when none is
+//!   open, to the newest POST stream still waiting for a response; otherwise they are stored
+//!   for a later `Last-Event-ID` resumption of the standalone stream.
+//! - DELETE, idle expiry, and [`Transport::close`] by the application end the session: the
+//!   transport's `recv` returns `None`, every stream ends, and the id is answered 404 from then on.
+//!
+//! Checks, in order: `Host` (DNS rebinding, 403), `Origin` (403), method (405), `Accept` (406),
+//! `Content-Type` (415), body size (413), session id (400 missing, 404 unknown),
+//! `MCP-Protocol-Version` (400 unsupported), JSON-RPC decoding (400 with a -32700 or -32600
+//! error body).
+//!
+//! Not here: authorization, HTTP/2, what the messages mean.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+
+use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
+use super::{
+    accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, ChannelBody, HttpBody,
+    LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER,
+};
+use crate::proto::framing::{encode_comment, encode_event, SseEvent};
+use crate::proto::jsonrpc::{self, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
+use crate::proto::version::ProtocolVersion;
+use crate::transport::{Limits, Transport, TransportError};
+
+/// Which `Host` header values are accepted (protection against DNS rebinding).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostCheck {
+    /// Loopback names and addresses only (`localhost`, `127.0.0.1`, `[::1]` …), plus the
+    /// listed host names (without port).
+    Loopback(Vec<String>),
+    /// Any host: for servers behind a proxy that checks it.
+    Any,
+}
+
+/// Which `Origin` header values are accepted. A request without `Origin` (not from a
+/// browser) is always accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OriginCheck {
+    /// Origins whose host is a loopback name or address, plus the listed origins
+    /// (`scheme://host[:port]`, compared exactly).
+    Loopback(Vec<String>),
+    /// Only the listed origins.
+    Only(Vec<String>),
+    /// Any origin.
+    Any,
+}
+
+/// How the server answers a POST that holds requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseMode {
+    /// An SSE stream (priming event, related messages, the responses, end). The default.
+    Sse,
+    /// One `application/json` body with the response (a JSON array for a batch); related
+    /// messages go to the standalone stream.
+    Json,
+}
+
+/// The configuration of an [`HttpServer`]. Every field has a documented default.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct HttpServerConfig {
+    /// Where to listen: `127.0.0.1:0` (loopback, a free port). Never all interfaces unless told.
+    pub bind: SocketAddr,
+    /// The Streamable HTTP endpoint path: `/mcp`.
+    pub path: String,
+    /// Largest request body accepted, in bytes: 4 MiB; larger ones get 413.
+    pub max_body_bytes: usize,
+    /// `Origin` check: loopback origins only.
+    pub origins: OriginCheck,
+    /// `Host` check: loopback names only.
+    pub hosts: HostCheck,
+    /// SSE streams (default) or JSON bodies for POSTed requests.
+    pub response_mode: ResponseMode,
+    /// No sessions at all: every POST gets a fresh transport and a JSON answer, GET is 405.
+    /// Default off.
+    pub stateless: bool,
+    /// Whether GET opens the standalone stream (otherwise 405): on.
+    pub standalone_get: bool,
+    /// The legacy HTTP+SSE transport on `legacy_sse_path` / `legacy_message_path`: on.
+    pub legacy_sse: bool,
+    /// The legacy transport's stream: `/sse`.
+    pub legacy_sse_path: String,
+    /// The legacy transport's POST endpoint: `/message`.
+    pub legacy_message_path: String,
+    /// Interval of SSE keep-alive comments: 15 s (`None`: none).
+    pub keep_alive: Option<Duration>,
+    /// The `retry` hint (ms) in each stream's priming event: 1000.
+    pub retry_ms: u64,
+    /// Events kept per stream for resumption: 64.
+    pub event_store_capacity: usize,
+    /// A session with no request and no open stream for this long is ended: 30 minutes.
+    pub session_idle_timeout: Duration,
+    /// How long [`HttpServer::shutdown`] waits for requests in flight: 5 s.
+    pub shutdown_grace: Duration,
+    /// Queue depths of transports and streams (see [`Limits`]).
+    pub limits: Limits,
+    /// Where events are kept for resumption; `None` (the default) makes a
+    /// [`MemoryEventStore`] of `event_store_capacity`.
+    pub event_store: Option<Arc<dyn EventStore>>,
+    /// Protocol versions accepted in `MCP-Protocol-Version`: all of [`ProtocolVersion::ALL`].
+    pub versions: Vec<ProtocolVersion>,
+    #[cfg(feature = "tls")]
+    /// Serve https with this rustls configuration (see [`super::tls::server_config_from_pem`]).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+impl Default for HttpServerConfig {
+    fn default() -> Self {
+        HttpServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            path: "/mcp".to_owned(),
+            max_body_bytes: 4 * 1024 * 1024,
+            origins: OriginCheck::Loopback(Vec::new()),
+            hosts: HostCheck::Loopback(Vec::new()),
+            response_mode: ResponseMode::Sse,
+            stateless: false,
+            standalone_get: true,
+            legacy_sse: true,
+            legacy_sse_path: "/sse".to_owned(),
+            legacy_message_path: "/message".to_owned(),
+            keep_alive: Some(Duration::from_secs(15)),
+            retry_ms: 1000,
+            event_store_capacity: 64,
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            shutdown_grace: Duration::from_secs(5),
+            limits: Limits::default(),
+            event_store: None,
+            versions: ProtocolVersion::ALL.to_vec(),
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServerConfig")
+            .field("bind", &self.bind)
+            .field("path", &self.path)
+            .field("response_mode", &self.response_mode)
+            .field("stateless", &self.stateless)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpServerConfig {
+    /// Another listening address.
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = addr;
+        self
+    }
+
+    /// Another endpoint path.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Another body cap.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Another `Origin` policy.
+    pub fn origins(mut self, origins: OriginCheck) -> Self {
+        self.origins = origins;
+        self
+    }
+
+    /// Another `Host` policy.
+    pub fn hosts(mut self, hosts: HostCheck) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
+    /// JSON bodies or SSE streams for POSTed requests.
+    pub fn response_mode(mut self, mode: ResponseMode) -> Self {
+        self.response_mode = mode;
+        self
+    }
+
+    /// Stateless mode (implies JSON responses, no GET stream).
+    pub fn stateless(mut self, on: bool) -> Self {
+        self.stateless = on;
+        self
+    }
+
+    /// Whether GET opens the standalone stream.
+    pub fn standalone_get(mut self, on: bool) -> Self {
+        self.standalone_get = on;
+        self
+    }
+
+    /// Whether the legacy HTTP+SSE transport is served.
+    pub fn legacy_sse(mut self, on: bool) -> Self {
+        self.legacy_sse = on;
+        self
+    }
+
+    /// Keep-alive comment interval.
+    pub fn keep_alive(mut self, every: Option<Duration>) -> Self {
+        self.keep_alive = every;
+        self
+    }
+
+    /// Events kept per stream.
+    pub fn event_store_capacity(mut self, events: usize) -> Self {
+        self.event_store_capacity = events;
+        self
+    }
+
+    /// A custom event store.
+    pub fn event_store(mut self, store: Arc<dyn EventStore>) -> Self {
+        self.event_store = Some(store);
+        self
+    }
+
+    /// Idle time after which a session ends.
+    pub fn session_idle_timeout(mut self, idle: Duration) -> Self {
+        self.session_idle_timeout = idle;
+        self
+    }
+
+    /// Grace period of [`HttpServer::shutdown`].
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Queue depths.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Serve https.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+}
+
+type App = Arc<dyn Fn(ServerTransport) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// What is sent to one live SSE connection (or JSON collector): an event id and the data.
+type Outgoing = (Option<String>, Bytes);
+
+struct StreamInner {
+    next_seq: u64,
+    live: Option<mpsc::Sender<Outgoing>>,
+    pending: HashSet<Id>,
+    done: bool,
+}
+
+/// One SSE stream of a session: the standalone one (`0`) or the answer to one POST.
+struct Stream {
+    name: String,
+    /// Key in the event store: `<session>/<name>`.
+    key: String,
+    standalone: bool,
+    json: bool,
+    inner: tokio::sync::Mutex<StreamInner>,
+}
+
+impl Stream {
+    fn new(session: &str, name: String, standalone: bool, json: bool, pending: HashSet<Id>) -> Arc<Stream> {
+        Arc::new(Stream {
+            key: format!("{session}/{name}"),
+            name,
+            standalone,
+            json,
+            inner: tokio::sync::Mutex::new(StreamInner { next_seq: 0, live: None, pending, done: false }),
+        })
+    }
+
+    /// Stores and delivers one message; `completes` is the request it answers. `false` when
+    /// the stream is already finished.
+    async fn push(&self, store: &dyn EventStore, data: Bytes, completes: Option<&Id>) -> bool {
+        let mut inner = self.inner.lock().await;
+        if inner.done {
+            return false;
+        }
+        inner.next_seq += 1;
+        let seq = inner.next_seq;
+        if !self.json {
+            store.append(&self.key, StoredEvent { seq, data: data.clone() });
+        }
+        let event_id = EventId { stream: self.name.clone(), seq }.to_string();
+        if let Some(live) = inner.live.clone() {
+            if live.send((Some(event_id), data)).await.is_err() {
+                inner.live = None;
+            }
+        }
+        if let Some(id) = completes {
+            inner.pending.remove(id);
+            if inner.pending.is_empty() && !self.standalone {
+                inner.done = true;
+                inner.live = None;
+            }
+        }
+        true
+    }
+
+    /// Attaches a new live connection; with `after`, first the stored events after it.
+    /// `Err(())` when a live connection is already attached and this is no resumption.
+    async fn attach(
+        &self,
+        store: &dyn EventStore,
+        after: Option<u64>,
+        depth: usize,
+    ) -> Result<(Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>), ()> {
+        let mut inner = self.inner.lock().await;
+        if after.is_none() && inner.live.as_ref().is_some_and(|l| !l.is_closed()) {
+            return Err(());
+        }
+        let replay = match after {
+            Some(seq) => store
+                .replay_after(&self.key, seq)
+                .into_iter()
+                .map(|e| (Some(EventId { stream: self.name.clone(), seq: e.seq }.to_string()), e.data))
+                .collect(),
+            None => Vec::new(),
+        };
+        if inner.done {
+            return Ok((replay, None));
+        }
+        let (tx, rx) = mpsc::channel(depth);
+        inner.live = Some(tx);
+        Ok((replay, Some(rx)))
+    }
+
+    async fn has_live(&self) -> bool {
+        self.inner.lock().await.live.as_ref().is_some_and(|l| !l.is_closed())
+    }
+
+    async fn finish(&self) {
+        let mut inner = self.inner.lock().await;
+        inner.done = true;
+        inner.live = None;
+    }
+
+    /// Ends the live connection (shutdown) without finishing the stream.
+    async fn detach(&self) {
+        self.inner.lock().await.live = None;
+    }
+}
+
+#[derive(Default)]
+struct Routes {
+    /// Request id → the stream its response goes to.
+    requests: HashMap<Id, Arc<Stream>>,
+    /// Progress token (as JSON text) → request id.
+    progress: HashMap<String, Id>,
+    /// POST streams, oldest first, kept for resumption (at most [`KEPT_STREAMS`]).
+    streams: VecDeque<Arc<Stream>>,
+}
+
+const KEPT_STREAMS: usize = 64;
+
+struct Session {
+    id: String,
+    legacy: bool,
+    json: bool,
+    incoming: Mutex<Option<mpsc::Sender<Message>>>,
+    version: Mutex<Option<ProtocolVersion>>,
+    initialize_id: Mutex<Option<Id>>,
+    routes: Mutex<Routes>,
+    standalone: Arc<Stream>,
+    next_stream: AtomicU64,
+    last_active: Mutex<Instant>,
+    open_connections: AtomicUsize,
+    closed: AtomicBool,
+    shared: Weak<Shared>,
+    store: Arc<dyn EventStore>,
+}
+
+impl Session {
+    fn version(&self) -> Option<ProtocolVersion> {
+        *self.version.lock().expect("session lock")
+    }
+
+    fn touch(&self) {
+        *self.last_active.lock().expect("session lock") = Instant::now();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Hands messages to the application; `false` if the session has ended.
+    async fn deliver(&self, messages: Vec<Message>) -> bool {
+        let Some(tx) = self.incoming.lock().expect("session lock").clone() else { return false };
+        for message in messages {
+            if tx.send(message).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn new_post_stream(&self, pending: HashSet<Id>) -> Arc<Stream> {
+        let n = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        Stream::new(&self.id, n.to_string(), false, self.json, pending)
+    }
+
+    /// Routes one outgoing message to its stream. See the module docs.
+    async fn route(&self, message: Message, related: Option<&Id>) -> Result<(), TransportError> {
+        if self.is_closed() {
+            return Err(TransportError::Closed);
+        }
+        let data = Bytes::from(message.to_vec());
+        if let Message::Response(response) = &message {
+            let is_init = self.initialize_id.lock().expect("session lock").as_ref() == Some(&response.id);
+            if is_init {
+                if let Some(v) = response_version(response) {
+                    *self.version.lock().expect("session lock") = Some(v);
+                }
+            }
+        }
+        let (stream, completes) = {
+            let mut routes = self.routes.lock().expect("session lock");
+            let answered = match &message {
+                Message::Response(r) => Some(r.id.clone()),
+                Message::Error(e) => e.id.clone(),
+                _ => None,
+            };
+            if let Some(id) = answered {
+                match routes.requests.remove(&id) {
+                    Some(stream) => {
+                        routes.progress.retain(|_, request| *request != id);
+                        (stream, Some(id))
+                    }
+                    None => (self.standalone.clone(), None),
+                }
+            } else if self.legacy {
+                (self.standalone.clone(), None)
+            } else {
+                let related = related
+                    .cloned()
+                    .or_else(|| progress_token(&message).and_then(|t| routes.progress.get(&t).cloned()));
+                match related.and_then(|id| routes.requests.get(&id).cloned()) {
+                    Some(stream) if !stream.json => (stream, None),
+                    _ => (self.fallback_stream(&routes), None),
+                }
+            }
+        };
+        let stream = if completes.is_none() && !stream.standalone && self.standalone.has_live().await {
+            // A message unrelated to a request prefers the standalone stream when one is open.
+            if related.is_none() && progress_token(&message).is_none() {
+                self.standalone.clone()
+            } else {
+                stream
+            }
+        } else {
+            stream
+        };
+        if !stream.push(&*self.store, data.clone(), completes.as_ref()).await && !stream.standalone {
+            // The POST stream has finished meanwhile: the message goes to the standalone stream.
+            self.standalone.push(&*self.store, data, None).await;
+        }
+        Ok(())
+    }
+
+    /// Where a message unrelated to any request goes when the standalone stream may be closed:
+    /// the newest SSE POST stream still waiting for a response, or the standalone stream.
+    fn fallback_stream(&self, routes: &Routes) -> Arc<Stream> {
+        routes
+            .streams
+            .iter()
+            .rev()
+            .find(|s| !s.json && routes.requests.values().any(|r| Arc::ptr_eq(r, s)))
+            .cloned()
+            .unwrap_or_else(|| self.standalone.clone())
+    }
+
+    /// Ends the session: the application's `recv` sees the end, every stream ends, the id is
+    /// forgotten.
+    async fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.incoming.lock().expect("session lock").take();
+        let streams: Vec<Arc<Stream>> = {
+            let mut routes = self.routes.lock().expect("session lock");
+            routes.requests.clear();
+            routes.progress.clear();
+            routes.streams.drain(..).collect()
+        };
+        for stream in streams.iter().chain(std::iter::once(&self.standalone)) {
+            stream.finish().await;
+            self.store.remove(&stream.key);
+        }
+        if let Some(shared) = self.shared.upgrade() {
+            shared.sessions.lock().expect("sessions lock").remove(&self.id);
+        }
+    }
+}
+
+fn response_version(response: &jsonrpc::Response) -> Option<ProtocolVersion> {
+    #[derive(serde::Deserialize)]
+    struct Init {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: String,
+    }
+    let raw = response.result.to_raw().ok()?;
+    serde_json::from_str::<Init>(raw.get()).ok()?.protocol_version.parse().ok()
+}
+
+/// The `progressToken` of a request's `params._meta`, or of a progress notification's params,
+/// as JSON text.
+fn progress_token(message: &Message) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "progressToken")]
+        progress_token: Option<serde_json::Value>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+        #[serde(rename = "progressToken")]
+        progress_token: Option<serde_json::Value>,
+    }
+    let (params, is_request) = match message {
+        Message::Request(r) => (r.params.as_ref()?, true),
+        Message::Notification(n) if n.method == "notifications/progress" => (n.params.as_ref()?, false),
+        _ => return None,
+    };
+    let raw = params.to_raw().ok()?;
+    let params: Params = serde_json::from_str(raw.get()).ok()?;
+    let token = if is_request { params.meta?.progress_token } else { params.progress_token };
+    token.map(|t| t.to_string())
+}
+
+/// The application's end of one MCP session over HTTP.
+///
+/// `recv` yields what the client POSTed, in order; `None` once the session ended (DELETE,
+/// idle expiry, server shutdown). `send` routes by message (see the module docs);
+/// [`ServerTransport::send_related`] states the related request explicitly. `close` ends the
+/// session.
+///
+/// # Cancel safety
+/// As for [`Transport`]: `recv` and `send` are cancel safe.
+pub struct ServerTransport {
+    session: Arc<Session>,
+    incoming: tokio::sync::Mutex<mpsc::Receiver<Message>>,
+}
+
+impl std::fmt::Debug for ServerTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTransport").field("legacy", &self.session.legacy).finish_non_exhaustive()
+    }
+}
+
+impl ServerTransport {
+    /// The protocol version agreed in `initialize`, once the application answered it.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.session.version()
+    }
+
+    /// Whether this session came over the legacy HTTP+SSE transport.
+    pub fn is_legacy(&self) -> bool {
+        self.session.legacy
+    }
+
+    /// Sends `message` on the stream of the client's request `request` (if that stream is
+    /// still open; otherwise as [`Transport::send`] would).
+    ///
+    /// # Errors
+    /// [`TransportError::Closed`] once the session has ended.
+    pub async fn send_related(&self, message: Message, request: &Id) -> Result<(), TransportError> {
+        self.session.route(message, Some(request)).await
+    }
+}
+
+impl Transport for ServerTransport {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        self.session.route(message, None).await
+    }
+
+    async fn recv(&self) -> Result<Option<Message>, TransportError> {
+        Ok(self.incoming.lock().await.recv().await)
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        self.session.close().await;
+        Ok(())
+    }
+}
+
+struct Shared {
+    config: HttpServerConfig,
+    store: Arc<dyn EventStore>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    app: App,
+    shutting_down: AtomicBool,
+}
+
+impl Shared {
+    fn new_session(self: &Arc<Self>, legacy: bool, json: bool, keep: bool) -> (Arc<Session>, ServerTransport) {
+        let id = if keep { random_id() } else { String::new() };
+        let (tx, rx) = mpsc::channel(self.config.limits.queue_depth.max(1));
+        let session = Arc::new(Session {
+            standalone: Stream::new(&id, "0".to_owned(), true, false, HashSet::new()),
+            id: id.clone(),
+            legacy,
+            json,
+            incoming: Mutex::new(Some(tx)),
+            version: Mutex::new(None),
+            initialize_id: Mutex::new(None),
+            routes: Mutex::new(Routes::default()),
+            next_stream: AtomicU64::new(1),
+            last_active: Mutex::new(Instant::now()),
+            open_connections: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            shared: Arc::downgrade(self),
+            store: self.store.clone(),
+        });
+        if keep {
+            self.sessions.lock().expect("sessions lock").insert(id, session.clone());
+        }
+        let transport = ServerTransport { session: session.clone(), incoming: tokio::sync::Mutex::new(rx) };
+        (session, transport)
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions.lock().expect("sessions lock").get(id).cloned()
+    }
+}
+
+/// A running HTTP server. Dropping it does not stop it: call [`HttpServer::shutdown`].
+pub struct HttpServer {
+    addr: SocketAddr,
+    path: String,
+    tls: bool,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl HttpServer {
+    /// Binds `config.bind` and serves in a background task. `app` is called once per new
+    /// session with its transport (e.g. `|t| async move { my_server.serve(t).await }`); it runs
+    /// in a task of its own.
+    ///
+    /// # Errors
+    /// When the address cannot be bound.
+    pub async fn bind<F, Fut>(config: HttpServerConfig, app: F) -> std::io::Result<HttpServer>
+    where
+        F: Fn(ServerTransport) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let listener = TcpListener::bind(config.bind).await?;
+        let addr = listener.local_addr()?;
+        let store: Arc<dyn EventStore> =
+            config.event_store.clone().unwrap_or_else(|| Arc::new(MemoryEventStore::new(config.event_store_capacity)));
+        #[cfg(feature = "tls")]
+        let tls = config.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        let tls = false;
+        let path = config.path.clone();
+        let shared = Arc::new(Shared {
+            config,
+            store,
+            sessions: Mutex::new(HashMap::new()),
+            app: Arc::new(move |t| Box::pin(app(t))),
+            shutting_down: AtomicBool::new(false),
+        });
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
+        let task = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
+        Ok(HttpServer { addr, path, tls, shared, stop, task })
+    }
+
+    /// The address listened on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The endpoint's URL, e.g. `http://127.0.0.1:41234/mcp`.
+    pub fn url(&self) -> String {
+        format!("{}://{}{}", if self.tls { "https" } else { "http" }, self.addr, self.path)
+    }
+
+    /// The legacy transport's stream URL, e.g. `http://127.0.0.1:41234/sse`.
+    pub fn legacy_url(&self) -> String {
+        format!("{}://{}{}", if self.tls { "https" } else { "http" }, self.addr, self.shared.config.legacy_sse_path)
+    }
+
+    /// Sessions currently open.
+    pub fn session_count(&self) -> usize {
+        self.shared.sessions.lock().expect("sessions lock").len()
+    }
+
+    /// Graceful shutdown: stops accepting connections, ends the standalone and legacy streams,
+    /// waits up to the grace period for requests in flight to be answered, then ends every
+    /// session (their transports' `recv` returns `None`).
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            _ = stopped.changed() => break,
+        };
+        let _ = tcp.set_nodelay(true);
+        let service_shared = shared.clone();
+        let service = hyper::service::service_fn(move |req| {
+            let shared = service_shared.clone();
+            async move { Ok::<_, Infallible>(handle(shared, req).await) }
+        });
+        #[cfg(feature = "tls")]
+        if let Some(tls) = shared.config.tls.clone() {
+            let watcher = graceful.watcher();
+            tokio::spawn(async move {
+                let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+                let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await else {
+                    return;
+                };
+                let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+                let _ = watcher.watch(conn).await;
+            });
+            continue;
+        }
+        let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tcp), service);
+        tokio::spawn(graceful.watch(conn));
+    }
+    drop(listener);
+    shared.shutting_down.store(true, Ordering::Release);
+    let sessions: Vec<Arc<Session>> = shared.sessions.lock().expect("sessions lock").values().cloned().collect();
+    for session in &sessions {
+        if session.legacy {
+            session.close().await;
+        } else {
+            session.standalone.detach().await;
+        }
+    }
+    let _ = tokio::time::timeout(shared.config.shutdown_grace, graceful.shutdown()).await;
+    let sessions: Vec<Arc<Session>> = shared.sessions.lock().expect("sessions lock").values().cloned().collect();
+    for session in sessions {
+        session.close().await;
+    }
+}
+
+async fn reap_idle(shared: Weak<Shared>, mut stopped: watch::Receiver<bool>) {
+    loop {
+        let Some(idle) = shared.upgrade().map(|s| s.config.session_idle_timeout) else { return };
+        let tick = (idle / 4).clamp(Duration::from_millis(20), Duration::from_secs(10));
+        tokio::select! {
+            _ = tokio::time::sleep(tick) => {}
+            _ = stopped.changed() => return,
+        }
+        let Some(shared) = shared.upgrade() else { return };
+        let expired: Vec<Arc<Session>> = shared
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .values()
+            .filter(|s| {
+                s.open_connections.load(Ordering::Acquire) == 0
+                    && s.last_active.lock().expect("session lock").elapsed() > idle
+            })
+            .cloned()
+            .collect();
+        for session in expired {
+            session.close().await;
+        }
+    }
+}
+
+fn header<'a, B>(req: &'a Request<B>, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<HttpBody> {
+    let mut response = Response::new(full(text));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    response
+}
+
+/// An HTTP error answered with a JSON-RPC error body (id absent), as the TypeScript SDK does.
+fn rpc_error(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response<HttpBody> {
+    let body = Message::Error(ErrorResponse::new(None, ErrorObject::new(code, message))).to_vec();
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// -32000: the code SDKs use for transport-level refusals.
+const TRANSPORT_ERROR: ErrorCode = ErrorCode(-32000);
+/// -32001: session not found (as the TypeScript SDK answers it).
+const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
+
+fn host_allowed(config: &HttpServerConfig, host: Option<&str>) -> bool {
+    match &config.hosts {
+        HostCheck::Any => true,
+        HostCheck::Loopback(extra) => host.is_some_and(|h| {
+            let name = host_of_authority(h);
+            is_loopback_host(name) || extra.iter().any(|e| e.eq_ignore_ascii_case(name))
+        }),
+    }
+}
+
+fn origin_allowed(config: &HttpServerConfig, origin: &str) -> bool {
+    let listed = |list: &[String]| list.iter().any(|o| o.eq_ignore_ascii_case(origin));
+    match &config.origins {
+        OriginCheck::Any => true,
+        OriginCheck::Only(list) => listed(list),
+        OriginCheck::Loopback(list) => {
+            listed(list)
+                || origin.split_once("://").is_some_and(|(scheme, authority)| {
+                    matches!(scheme, "http" | "https") && is_loopback_host(host_of_authority(authority))
+                })
+        }
+    }
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+    let config = &shared.config;
+    if !host_allowed(config, header(&req, "host")) {
+        return rpc_error(StatusCode::FORBIDDEN, TRANSPORT_ERROR, "Forbidden: Host not allowed");
+    }
+    if let Some(origin) = header(&req, "origin") {
+        if !origin_allowed(config, origin) {
+            return rpc_error(StatusCode::FORBIDDEN, TRANSPORT_ERROR, "Forbidden: Origin not allowed");
+        }
+    }
+    if shared.shutting_down.load(Ordering::Acquire) {
+        return rpc_error(StatusCode::SERVICE_UNAVAILABLE, TRANSPORT_ERROR, "Server shutting down");
+    }
+    let path = req.uri().path().to_owned();
+    if path == config.path {
+        return match *req.method() {
+            Method::POST => post(shared, req).await,
+            Method::GET => get(shared, req).await,
+            Method::DELETE => delete(shared, req).await,
+            _ => method_not_allowed(&shared),
+        };
+    }
+    if config.legacy_sse && !config.stateless {
+        if path == config.legacy_sse_path && req.method() == Method::GET {
+            return legacy_get(shared, req).await;
+        }
+        if path == config.legacy_message_path && req.method() == Method::POST {
+            return legacy_post(shared, req).await;
+        }
+    }
+    plain(StatusCode::NOT_FOUND, "Not Found")
+}
+
+fn method_not_allowed(shared: &Shared) -> Response<HttpBody> {
+    let mut response = rpc_error(StatusCode::METHOD_NOT_ALLOWED, TRANSPORT_ERROR, "Method not allowed");
+    let allow =
+        if shared.config.stateless || !shared.config.standalone_get { "POST, DELETE" } else { "GET, POST, DELETE" };
+    response.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+/// Reads the body up to the cap: `Err` is the response to send instead.
+async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Response<HttpBody>> {
+    let limited = http_body_util::Limited::new(body, shared.config.max_body_bytes);
+    match limited.collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(rpc_error(StatusCode::PAYLOAD_TOO_LARGE, TRANSPORT_ERROR, "Payload Too Large"))
+        }
+        Err(_) => Err(rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: unreadable body")),
+    }
+}
+
+/// The `MCP-Protocol-Version` header: absent means 2025-03-26; `Err` for an unsupported one.
+#[allow(clippy::result_large_err)] // the error is the HTTP answer itself, built once per refused request
+fn header_version<B>(shared: &Shared, req: &Request<B>) -> Result<ProtocolVersion, Response<HttpBody>> {
+    match header(req, PROTOCOL_VERSION_HEADER) {
+        None => Ok(ProtocolVersion::HTTP_HEADER_DEFAULT),
+        Some(text) => match text.trim().parse::<ProtocolVersion>() {
+            Ok(v) if shared.config.versions.contains(&v) => Ok(v),
+            _ => Err(rpc_error(
+                StatusCode::BAD_REQUEST,
+                TRANSPORT_ERROR,
+                format!("Bad Request: Unsupported protocol version: {text}"),
+            )),
+        },
+    }
+}
+
+#[allow(clippy::result_large_err)] // as above
+fn decode(bytes: &[u8], version: Option<ProtocolVersion>) -> Result<Vec<Message>, Response<HttpBody>> {
+    match jsonrpc::decode(bytes, version) {
+        Ok(Payload::Single(message)) => Ok(vec![message]),
+        Ok(Payload::Batch(messages)) => Ok(messages),
+        Err(e) => Err(rpc_error(StatusCode::BAD_REQUEST, e.code(), e.to_string())),
+    }
+}
+
+fn session_header_value(id: &str) -> HeaderValue {
+    HeaderValue::from_str(id).expect("session ids are visible ascii")
+}
+
+async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+    let accept = header(&req, "accept").unwrap_or("");
+    if !accepts(accept, "application/json") || !accepts(accept, "text/event-stream") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            TRANSPORT_ERROR,
+            "Not Acceptable: Client must accept both application/json and text/event-stream",
+        );
+    }
+    if !header(&req, "content-type").is_some_and(|c| is_media(c, "application/json")) {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            TRANSPORT_ERROR,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
+    }
+    let session_id = header(&req, SESSION_ID_HEADER).map(str::to_owned);
+    let version_header = header(&req, PROTOCOL_VERSION_HEADER).is_some();
+    let (parts, body) = req.into_parts();
+    let req_head = Request::from_parts(parts, ());
+    let bytes = match read_body(&shared, body).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    if shared.config.stateless {
+        let version = match header_version(&shared, &req_head) {
+            Ok(v) => v,
+            Err(response) => return response,
+        };
+        let messages = match decode(&bytes, Some(version)) {
+            Ok(m) => m,
+            Err(response) => return response,
+        };
+        let (session, transport) = shared.new_session(false, true, false);
+        *session.version.lock().expect("session lock") = Some(version);
+        tokio::spawn((shared.app)(transport));
+        let response = dispatch(&shared, &session, messages, Some(version)).await;
+        session.close().await;
+        return response;
+    }
+    match session_id {
+        Some(id) => {
+            let Some(session) = shared.session(&id).filter(|s| !s.legacy) else {
+                return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
+            };
+            let header_v = match header_version(&shared, &req_head) {
+                Ok(v) => v,
+                Err(response) => return response,
+            };
+            let version = session.version().or(version_header.then_some(header_v));
+            let messages = match decode(&bytes, Some(version.unwrap_or(header_v))) {
+                Ok(m) => m,
+                Err(response) => return response,
+            };
+            session.touch();
+            let mut response = dispatch(&shared, &session, messages, version).await;
+            response.headers_mut().insert(SESSION_ID_HEADER, session_header_value(&session.id));
+            response
+        }
+        None => {
+            let messages = match decode(&bytes, None) {
+                Ok(m) => m,
+                Err(response) => return response,
+            };
+            let requested = match messages.as_slice() {
+                [Message::Request(r)] if r.method == "initialize" => requested_version(r),
+                _ => {
+                    return rpc_error(
+                        StatusCode::BAD_REQUEST,
+                        TRANSPORT_ERROR,
+                        "Bad Request: Mcp-Session-Id header is required",
+                    )
+                }
+            };
+            let json = shared.config.response_mode == ResponseMode::Json;
+            let (session, transport) = shared.new_session(false, json, true);
+            tokio::spawn((shared.app)(transport));
+            let mut response = dispatch(&shared, &session, messages, requested).await;
+            if response.status().is_success() {
+                response.headers_mut().insert(SESSION_ID_HEADER, session_header_value(&session.id));
+            } else {
+                session.close().await;
+            }
+            response
+        }
+    }
+}
+
+fn requested_version(request: &jsonrpc::Request) -> Option<ProtocolVersion> {
+    #[derive(Clone, serde::Deserialize)]
+    struct Init {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: String,
+    }
+    request.params_as::<Init>().ok()?.protocol_version.parse().ok()
+}
+
+/// Hands POSTed messages to the application and builds the answer: 202, an SSE stream or JSON.
+async fn dispatch(
+    shared: &Shared,
+    session: &Arc<Session>,
+    messages: Vec<Message>,
+    version: Option<ProtocolVersion>,
+) -> Response<HttpBody> {
+    let requests: Vec<&jsonrpc::Request> =
+        messages.iter().filter_map(|m| if let Message::Request(r) = m { Some(r) } else { None }).collect();
+    if requests.is_empty() {
+        if !session.deliver(messages).await {
+            return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
+        }
+        let mut response = Response::new(empty());
+        *response.status_mut() = StatusCode::ACCEPTED;
+        return response;
+    }
+    let pending: HashSet<Id> = requests.iter().map(|r| r.id.clone()).collect();
+    let stream = session.new_post_stream(pending);
+    let (_, live) = stream
+        .attach(&*session.store, None, shared.config.limits.queue_depth.max(1))
+        .await
+        .expect("a new stream has no live connection");
+    let live = live.expect("a new stream is not finished");
+    {
+        let mut routes = session.routes.lock().expect("session lock");
+        for request in &requests {
+            routes.requests.insert(request.id.clone(), stream.clone());
+            if let Some(token) = progress_token(&Message::Request((*request).clone())) {
+                routes.progress.insert(token, request.id.clone());
+            }
+            if request.method == "initialize" {
+                *session.initialize_id.lock().expect("session lock") = Some(request.id.clone());
+            }
+        }
+        routes.streams.push_back(stream.clone());
+        while routes.streams.len() > KEPT_STREAMS {
+            if let Some(old) = routes.streams.pop_front() {
+                session.store.remove(&old.key);
+            }
+        }
+    }
+    let batch = messages.len() > 1;
+    if !session.deliver(messages).await {
+        return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
+    }
+    if stream.json {
+        return json_answer(live, batch).await;
+    }
+    let mut prelude = BytesMut::new();
+    if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
+        let priming = SseEvent::new("")
+            .with_id(EventId { stream: stream.name.clone(), seq: 0 }.to_string())
+            .with_retry(shared.config.retry_ms);
+        encode_event(&priming, &mut prelude).expect("event ids are plain ascii");
+    }
+    sse_response(shared, session.clone(), prelude.freeze(), Vec::new(), Some(live), false)
+}
+
+async fn json_answer(mut live: mpsc::Receiver<Outgoing>, batch: bool) -> Response<HttpBody> {
+    let mut bodies = Vec::new();
+    while let Some((_, data)) = live.recv().await {
+        bodies.push(data);
+    }
+    let body = if batch || bodies.len() != 1 {
+        let mut out = Vec::from(&b"["[..]);
+        for (i, data) in bodies.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(data);
+        }
+        out.push(b']');
+        Bytes::from(out)
+    } else {
+        bodies.pop().expect("one body")
+    };
+    let mut response = Response::new(full(body));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// Starts the task writing one SSE connection: `prelude`, the replayed events, then live events
+/// with keep-alive comments in between, until the stream ends or the client goes away.
+fn sse_response(
+    shared: &Shared,
+    session: Arc<Session>,
+    prelude: Bytes,
+    replay: Vec<Outgoing>,
+    live: Option<mpsc::Receiver<Outgoing>>,
+    close_session_at_end: bool,
+) -> Response<HttpBody> {
+    let (body_tx, body_rx) = mpsc::channel::<Bytes>(8);
+    let keep_alive = shared.config.keep_alive;
+    session.open_connections.fetch_add(1, Ordering::AcqRel);
+    tokio::spawn(async move {
+        let encode = |(id, data): Outgoing| {
+            let mut out = BytesMut::new();
+            let mut event = SseEvent::new(String::from_utf8_lossy(&data).into_owned());
+            event.id = id;
+            encode_event(&event, &mut out).expect("event ids are plain ascii");
+            out.freeze()
+        };
+        let mut ok = prelude.is_empty() || body_tx.send(prelude).await.is_ok();
+        for item in replay {
+            ok = ok && body_tx.send(encode(item)).await.is_ok();
+        }
+        if let (true, Some(mut live)) = (ok, live) {
+            let mut ticker =
+                keep_alive.map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
+            loop {
+                let next = async {
+                    match ticker.as_mut() {
+                        Some(t) => {
+                            t.tick().await;
+                        }
+                        None => std::future::pending::<()>().await,
+                    }
+                };
+                let chunk = tokio::select! {
+                    // The client went away (hyper dropped the body).
+                    _ = body_tx.closed() => break,
+                    item = live.recv() => match item {
+                        Some(item) => encode(item),
+                        None => break,
+                    },
+                    _ = next => {
+                        let mut out = BytesMut::new();
+                        encode_comment("keep-alive", &mut out);
+                        out.freeze()
+                    }
+                };
+                if body_tx.send(chunk).await.is_err() {
+                    break;
+                }
+            }
+        }
+        session.touch();
+        session.open_connections.fetch_sub(1, Ordering::AcqRel);
+        if close_session_at_end {
+            session.close().await;
+        }
+    });
+    let mut response = Response::new(ChannelBody::boxed(body_rx));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+    if shared.config.stateless || !shared.config.standalone_get {
+        return method_not_allowed(&shared);
+    }
+    if !header(&req, "accept").is_some_and(|a| accepts(a, "text/event-stream")) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            TRANSPORT_ERROR,
+            "Not Acceptable: Client must accept text/event-stream",
+        );
+    }
+    let Some(id) = header(&req, SESSION_ID_HEADER) else {
+        return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: Mcp-Session-Id header is required");
+    };
+    let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
+        return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
+    };
+    if let Err(response) = header_version(&shared, &req) {
+        return response;
+    }
+    session.touch();
+    let depth = shared.config.limits.queue_depth.max(1);
+    let resume = header(&req, LAST_EVENT_ID_HEADER).and_then(EventId::parse);
+    let target = resume.as_ref().and_then(|event| {
+        if event.stream == session.standalone.name {
+            return Some(session.standalone.clone());
+        }
+        session.routes.lock().expect("session lock").streams.iter().find(|s| s.name == event.stream).cloned()
+    });
+    let attached = match (target, resume) {
+        (Some(stream), Some(event)) => stream.attach(&*session.store, Some(event.seq), depth).await,
+        _ => session.standalone.attach(&*session.store, None, depth).await,
+    };
+    match attached {
+        Ok((replay, live)) => {
+            let mut response = sse_response(&shared, session.clone(), Bytes::new(), replay, live, false);
+            response.headers_mut().insert(SESSION_ID_HEADER, session_header_value(&session.id));
+            response
+        }
+        Err(()) => {
+            rpc_error(StatusCode::CONFLICT, TRANSPORT_ERROR, "Conflict: Only one SSE stream is allowed per session")
+        }
+    }
+}
+
+async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+    if shared.config.stateless {
+        return method_not_allowed(&shared);
+    }
+    let Some(id) = header(&req, SESSION_ID_HEADER) else {
+        return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: Mcp-Session-Id header is required");
+    };
+    let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
+        return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
+    };
+    if let Err(response) = header_version(&shared, &req) {
+        return response;
+    }
+    session.close().await;
+    Response::new(empty())
+}
+
+/// Legacy HTTP+SSE (2024-11-05): a GET opens the session's only stream, whose first event
+/// (`endpoint`) names where to POST.
+async fn legacy_get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+    if !header(&req, "accept").is_none_or(|a| accepts(a, "text/event-stream")) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            TRANSPORT_ERROR,
+            "Not Acceptable: Client must accept text/event-stream",
+        );
+    }
+    let (session, transport) = shared.new_session(true, false, true);
+    *session.version.lock().expect("session lock") = Some(ProtocolVersion::V2024_11_05);
+    let depth = shared.config.limits.queue_depth.max(1);
+    let (_, live) = session.standalone.attach(&*session.store, None, depth).await.expect("a new stream");
+    tokio::spawn((shared.app)(transport));
+    let mut prelude = BytesMut::new();
+    let endpoint = format!("{}?sessionId={}", shared.config.legacy_message_path, session.id);
+    encode_event(&SseEvent::new(endpoint).with_event("endpoint"), &mut prelude).expect("a plain event");
+    sse_response(&shared, session, prelude.freeze(), Vec::new(), live, true)
+}
+
+async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+    let id = req
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("sessionId="))
+        .unwrap_or("")
+        .to_owned();
+    let Some(session) = shared.session(&id).filter(|s| s.legacy) else {
+        return plain(StatusCode::NOT_FOUND, "Session not found");
+    };
+    if !header(&req, "content-type").is_some_and(|c| is_media(c, "application/json")) {
+        return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
+    }
+    let bytes = match read_body(&shared, req.into_body()).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let messages = match decode(&bytes, session.version()) {
+        Ok(m) => m,
+        Err(response) => return response,
+    };
+    for message in &messages {
+        if let Message::Request(r) = message {
+            if r.method == "initialize" {
+                *session.initialize_id.lock().expect("session lock") = Some(r.id.clone());
+            }
+        }
+    }
+    session.touch();
+    if !session.deliver(messages).await {
+        return plain(StatusCode::NOT_FOUND, "Session not found");
+    }
+    let mut response = plain(StatusCode::ACCEPTED, "Accepted");
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}
