@@ -5,6 +5,8 @@
 //!   in-process transports on tokio.
 //! - `peer` (feature `transport`): a session core driven over a transport, shared by client
 //!   and server.
+//! - `client` (feature `client`): an MCP client over any transport, one connection per server;
+//!   the `mcp-bridge` binary is built on it.
 //! - `conformance` (feature `conformance`): the recorded-session format and the checks the
 //!   `mcp-conformance` binary runs over it.
 //!
@@ -19,6 +21,9 @@ pub mod transport;
 
 #[cfg(feature = "transport")]
 pub mod peer;
+
+#[cfg(feature = "client")]
+pub mod client;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
