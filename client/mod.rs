@@ -535,3 +535,6 @@ async fn closed_error<T: Transport>(peer: &Peer<T>, method: &str, reason: Option
     }
     ClientError::Closed { method, reason }
 }
+
+#[cfg(test)]
+mod tests;
