@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Exit codes: 0 success, 1 protocol or connection failure (one line on stderr), 2 usage error
-//! (usage on stderr), 3 the tool answered `isError: true`.
+//! (usage on stderr), 3 the tool answered `isError: true`, 130 interrupted (Ctrl-C; the server
+//! is killed with its process group).
 //!
 //! Not here (yet): configuration files, several servers at once, serving the tools again as
 //! an MCP server, `--record`.
@@ -34,7 +35,7 @@ options:
   -h, --help       print this help
 
 exit status: 0 success, 1 connection or protocol failure, 2 usage error,
-             3 the tool reported an error (isError)";
+             3 the tool reported an error (isError), 130 interrupted";
 
 #[derive(Debug, PartialEq)]
 enum Command {
@@ -233,7 +234,20 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(args)) {
+    // The server runs in its own process group, so a Ctrl-C at the terminal reaches only us:
+    // stop waiting, and dropping the runtime kills the server's group.
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            outcome = run(args) => Some(outcome),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    drop(runtime);
+    let Some(outcome) = outcome else {
+        eprintln!("mcp-bridge: interrupted");
+        return ExitCode::from(130);
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::ToolError) => ExitCode::from(3),
         Err(Failure::Client(e)) => {

@@ -111,3 +111,38 @@ fn a_silent_server_times_out_with_exit_1() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output), "mcp-bridge: initialize timed out after 300 ms\n");
 }
+
+#[test]
+fn ctrl_c_exits_130_and_takes_the_server_down() {
+    let dir = std::env::temp_dir().join(format!("mcp-bridge-sigint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("server.pid");
+    let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+    let bridge = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+        .args(["tools", "--", "sh", "-c", &script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let server_pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse::<u32>().ok()) {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // The server runs in its own process group: the signal reaches the bridge only.
+    assert!(Command::new("kill").args(["-INT", &bridge.id().to_string()]).status().unwrap().success());
+    let output = bridge.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    assert_eq!(stderr(&output), "mcp-bridge: interrupted\n");
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{server_pid}/stat"))
+            .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+    };
+    while running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!running(), "the server (pid {server_pid}) outlived the bridge");
+    let _ = std::fs::remove_dir_all(&dir);
+}
