@@ -21,9 +21,8 @@ pub fn peers_dir() -> PathBuf {
 /// The variables of `peers.env`.
 pub fn peers() -> HashMap<String, String> {
     let file = peers_dir().join("peers.env");
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| {
-        panic!("{}: {e}; run scripts/install-peers first (scripts/test does)", file.display())
-    });
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{}: {e}; run scripts/install-peers first (scripts/test does)", file.display()));
     text.lines()
         .filter_map(|line| line.trim().strip_prefix("export ").or(Some(line.trim())))
         .filter(|line| !line.is_empty() && !line.starts_with('#'))
