@@ -8,6 +8,8 @@
 //!   and server.
 //! - `server` (feature `server`): a builder of tools and the dispatch that serves them over
 //!   any transport (`serve`, `serve_stdio`).
+//! - `client` (feature `client`): an MCP client over any transport, one connection per server;
+//!   the `mcp-bridge` binary is built on it.
 //! - `conformance` (feature `conformance`): the recorded-session format and the checks the
 //!   `mcp-conformance` binary runs over it.
 //!
@@ -25,6 +27,8 @@ pub mod peer;
 
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "client")]
+pub mod client;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

@@ -29,6 +29,7 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 use super::{Limits, Transport, TransportError};
 use crate::proto::framing::{encode_message, LineError, MessageDecoder};
 use crate::proto::jsonrpc::{Message, Payload};
+use crate::proto::version::ProtocolVersion;
 
 /// A callback that receives one line of text (a child's stderr line, or a note about a
 /// stdout line that was not a message).
@@ -225,6 +226,8 @@ struct Reader {
     /// Messages of a batch not handed out yet.
     queued: VecDeque<Message>,
     eof: bool,
+    /// A protocol version set while a `recv` held the reader, applied before the next decode.
+    version_update: Arc<StdMutex<Option<Option<ProtocolVersion>>>>,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -233,6 +236,9 @@ impl Reader {
     /// The next decoded line, reading more when needed; `None` at the end of input.
     async fn next_line(&mut self) -> Result<Option<Result<Payload, LineError>>, TransportError> {
         loop {
+            if let Some(version) = self.version_update.lock().expect("version lock").take() {
+                self.decoder.set_version(version);
+            }
             if let Some(item) = self.decoder.decode(&mut self.buf) {
                 return Ok(Some(item));
             }
@@ -372,6 +378,7 @@ pub struct StdioTransport {
     writer: mpsc::Sender<WriterCommand>,
     malformed: MalformedLines,
     child: Option<ChildProcess>,
+    version_update: Arc<StdMutex<Option<Option<ProtocolVersion>>>>,
 }
 
 impl StdioTransport {
@@ -385,6 +392,7 @@ impl StdioTransport {
     {
         let (writer, commands) = mpsc::channel(limits.queue_depth.max(1));
         tokio::spawn(write_loop(Box::new(output), commands));
+        let version_update = Arc::new(StdMutex::new(None));
         StdioTransport {
             reader: Mutex::new(Reader {
                 io: Box::new(input),
@@ -392,7 +400,9 @@ impl StdioTransport {
                 decoder: MessageDecoder::with_max_frame_bytes(limits.max_frame_bytes),
                 queued: VecDeque::new(),
                 eof: false,
+                version_update: version_update.clone(),
             }),
+            version_update,
             writer,
             malformed: MalformedLines::Report,
             child: None,
@@ -425,8 +435,10 @@ impl StdioTransport {
     }
 
     /// Tells the decoder the session's protocol revision (batches are accepted in 2025-03-26).
-    pub async fn set_protocol_version(&self, version: Option<crate::proto::version::ProtocolVersion>) {
-        self.reader.lock().await.decoder.set_version(version);
+    /// Takes effect from the next line decoded, even while another task waits in `recv` (which
+    /// holds the reader for as long as the peer is silent, so this must not wait for it).
+    pub async fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        *self.version_update.lock().expect("version lock") = Some(version);
     }
 }
 
@@ -585,6 +597,21 @@ mod tests {
             }
         }
         found
+    }
+
+    #[tokio::test]
+    async fn setting_the_version_does_not_wait_for_a_pending_recv() {
+        let (input, mut feed) = tokio::io::duplex(1024);
+        let t = Arc::new(StdioTransport::from_io(input, tokio::io::sink(), Limits::default()));
+        let reader = t.clone();
+        let pending = tokio::spawn(async move { reader.recv().await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let set = t.set_protocol_version(Some(ProtocolVersion::V2025_03_26));
+        tokio::time::timeout(Duration::from_secs(1), set).await.expect("set while recv waits");
+        // The batch that arrives next is decoded under 2025-03-26, which allows batches.
+        use tokio::io::AsyncWriteExt;
+        feed.write_all(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]\n").await.unwrap();
+        assert_eq!(pending.await.unwrap().unwrap().unwrap().id(), Some(&Id::Number(1)));
     }
 
     #[tokio::test]

@@ -1,0 +1,148 @@
+//! The built `mcp-bridge` binary against server-everything and against commands that are not
+//! MCP servers: output, exit codes, and what reaches stderr.
+
+mod support;
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bridge(args: &[&str], server: &[String]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
+    command.args(args);
+    if !server.is_empty() {
+        command.arg("--").args(server);
+    }
+    command.output().expect("mcp-bridge runs")
+}
+
+fn everything() -> Vec<String> {
+    vec![support::peer("MCP_NODE"), support::peer("MCP_EVERYTHING_JS"), "stdio".to_owned()]
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+#[test]
+fn tools_prints_one_line_per_tool() {
+    let output = bridge(&["tools"], &everything());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let out = stdout(&output);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.contains(&"echo — Echoes back the input string"), "{out}");
+    assert!(lines.contains(&"get-sum — Returns the sum of two numbers"), "{out}");
+    // The server's stderr ("Starting default (STDIO) server...") is dropped without --verbose.
+    assert_eq!(stderr(&output), "");
+}
+
+#[test]
+fn verbose_passes_the_server_stderr_through() {
+    let output = bridge(&["tools", "--verbose"], &everything());
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stderr(&output).contains("Starting default (STDIO) server"), "{}", stderr(&output));
+}
+
+#[test]
+fn tools_json_prints_the_tools_array() {
+    let output = bridge(&["tools", "--json"], &everything());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let tools: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let echo = tools.as_array().unwrap().iter().find(|t| t["name"] == "echo").expect("echo");
+    assert_eq!(echo["inputSchema"]["properties"]["message"]["type"], "string");
+}
+
+#[test]
+fn call_prints_the_text_content() {
+    let output = bridge(&["call", "echo", "--args", r#"{"message":"hi"}"#], &everything());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Echo: hi\n");
+    let output = bridge(&["call", "get-tiny-image"], &everything());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).lines().any(|l| l.starts_with("[image: image/png, ")), "{}", stdout(&output));
+}
+
+#[test]
+fn call_json_prints_the_result() {
+    let output = bridge(&["call", "get-sum", "--json", "--args", r#"{"a":2,"b":40}"#], &everything());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let result: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(result["content"][0]["text"], "The sum of 2 and 40 is 42.");
+}
+
+#[test]
+fn a_tool_error_exits_3() {
+    let output = bridge(&["call", "no-such-tool"], &everything());
+    assert_eq!(output.status.code(), Some(3));
+    assert_eq!(stdout(&output), "MCP error -32602: Tool no-such-tool not found\n");
+}
+
+#[test]
+fn usage_errors_exit_2_with_usage() {
+    for args in
+        [&["tools"][..], &["frobnicate", "--", "x"], &["call", "--", "x"], &["call", "echo", "--args", "{", "--", "x"]]
+    {
+        let output = bridge(args, &[]);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let err = stderr(&output);
+        assert!(err.starts_with("mcp-bridge: ") && err.contains("usage: mcp-bridge tools"), "{err}");
+        assert_eq!(stdout(&output), "");
+    }
+}
+
+#[test]
+fn a_command_that_is_not_a_server_exits_1_with_one_line() {
+    let output = bridge(&["tools"], &["false".to_owned()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), "mcp-bridge: server exited during initialize (exit status: 1)\n");
+    let output = bridge(&["tools"], &["/nonexistent/server".to_owned()]);
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.starts_with("mcp-bridge: cannot start /nonexistent/server: ") && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn a_silent_server_times_out_with_exit_1() {
+    let output = bridge(&["tools", "--timeout", "0.3"], &["sleep".to_owned(), "30".to_owned()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), "mcp-bridge: initialize timed out after 300 ms\n");
+}
+
+#[test]
+fn ctrl_c_exits_130_and_takes_the_server_down() {
+    let dir = std::env::temp_dir().join(format!("mcp-bridge-sigint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("server.pid");
+    let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
+    let bridge = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+        .args(["tools", "--", "sh", "-c", &script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let server_pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|s| s.trim().parse::<u32>().ok()) {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // The server runs in its own process group: the signal reaches the bridge only.
+    assert!(Command::new("kill").args(["-INT", &bridge.id().to_string()]).status().unwrap().success());
+    let output = bridge.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    assert_eq!(stderr(&output), "mcp-bridge: interrupted\n");
+    let running = || {
+        std::fs::read_to_string(format!("/proc/{server_pid}/stat"))
+            .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+    };
+    while running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!running(), "the server (pid {server_pid}) outlived the bridge");
+    let _ = std::fs::remove_dir_all(&dir);
+}
