@@ -19,8 +19,8 @@ use super::{Inner, SUPPORTED_VERSIONS};
 use crate::peer::{Handler, Peer};
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Request};
 use crate::proto::mcp_types::{
-    CallToolRequestParams, EmptyResult, InitializeRequestParams, InitializeResult, ListToolsRequestParams,
-    ListToolsResult, ServerCapabilities, ToolsCapability,
+    CallToolOutput, CallToolRequestParams, EmptyResult, InitializeRequestParams, InitializeResult,
+    ListToolsRequestParams, ListToolsResult, ServerCapabilities, ToolsCapability,
 };
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
@@ -175,7 +175,7 @@ impl Dispatcher {
         };
         let Some(&index) = self.inner.by_name.get(&params.name) else {
             let result = super::error_result(format!("Tool {} not found", params.name));
-            return self.answer(peer, id, Ok(Body::typed(result)));
+            return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(result))));
         };
         let handler = self.inner.tools[index].handler.clone();
         let context = Context {
@@ -207,8 +207,9 @@ impl Dispatcher {
                 }
             }
             let outcome = match joined {
-                Ok(Ok(result)) => Ok(Body::typed(result)),
-                Ok(Err(error)) => error.into_outcome(&name).map(Body::typed),
+                // Typed as the method's output type, so an in-process client takes it as is.
+                Ok(Ok(result)) => Ok(Body::typed(CallToolOutput::Result(result))),
+                Ok(Err(error)) => error.into_outcome(&name).map(|r| Body::typed(CallToolOutput::Result(r))),
                 Err(e) if e.is_panic() => {
                     let payload = e.into_panic();
                     let what = payload

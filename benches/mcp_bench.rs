@@ -1,0 +1,277 @@
+//! mcp-bench: throughput and latency of `tools/call echo {text}` through the mcpwire client,
+//! with the scenarios, flags and JSON fields of rmcp-bench (`../shared/peers/rmcp-peer`), so
+//! the two can be crossed against each other's servers.
+//!
+//!   mcp-bench [--n 2000] [--concurrency 16] [--sizes 16,65536] [--startup-runs 20]
+//!             [--stdio "CMD ARG.."]... [--inproc]
+//!
+//! --stdio   spawn CMD as a child process and speak MCP over its stdin/stdout (split on
+//!           whitespace; any stdio MCP server with an `echo {text}` tool)
+//! --inproc  mcpwire's echo server in this process, over the in-process transport (typed
+//!           messages, no JSON) and over a tokio duplex byte pipe (JSON lines, like stdio)
+//! No target => --stdio "<dir of this exe>/examples/echo_server" --inproc
+//!
+//! Per target: `startup` (spawn/connect until `notifications/initialized` is sent,
+//! --startup-runs times), then for each size `echo` at concurrency 1 and C (C tasks, each
+//! keeping one call in flight), after a warm-up of 10% of N (10..200) calls; then
+//! `server_peak_rss` of a stdio child; last `bench_peak_rss` of this process. One JSON object
+//! per line.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcpwire::client::{Client, ClientOptions};
+use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock};
+use mcpwire::server::echo::echo_server;
+use mcpwire::transport::inproc;
+use mcpwire::transport::stdio::{ChildCommand, StdioTransport};
+use mcpwire::transport::Limits;
+use serde_json::{json, Map, Value};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[derive(Clone, Debug)]
+enum Target {
+    Stdio(Vec<String>),
+    InprocChannel,
+    InprocDuplex,
+}
+
+impl Target {
+    fn label(&self) -> (String, &'static str) {
+        match self {
+            Target::Stdio(cmd) => (cmd.join(" "), "stdio"),
+            Target::InprocChannel => ("mcpwire echo_server".into(), "inproc-channel"),
+            Target::InprocDuplex => ("mcpwire echo_server".into(), "inproc-duplex"),
+        }
+    }
+}
+
+/// A connected client over whichever transport the target uses.
+enum Connected {
+    Stdio(Client<StdioTransport>),
+    Channel(Client<inproc::InprocTransport>),
+    Duplex(Client<StdioTransport>),
+}
+
+fn options() -> ClientOptions {
+    // No client-side timeout: a slow call is measured, not cut off.
+    ClientOptions::default().with_client_info("mcp-bench", env!("CARGO_PKG_VERSION")).with_request_timeout(None)
+}
+
+async fn connect(target: &Target) -> Result<(Connected, Option<u32>), BoxError> {
+    Ok(match target {
+        Target::Stdio(cmd) => {
+            let client = Client::spawn(ChildCommand::new(&cmd[0]).args(&cmd[1..]), options()).await?;
+            let pid = client.transport().child_pid();
+            (Connected::Stdio(client), pid)
+        }
+        Target::InprocChannel => {
+            let (client_end, server_end) = inproc::pair(Limits::default());
+            tokio::spawn(echo_server().serve(server_end));
+            (Connected::Channel(Client::connect(client_end, options()).await?), None)
+        }
+        Target::InprocDuplex => {
+            // 64 KiB buffer, like a Linux pipe (and like rmcp-bench's inproc-duplex).
+            let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+            let (client_read, client_write) = tokio::io::split(client_io);
+            let (server_read, server_write) = tokio::io::split(server_io);
+            tokio::spawn(echo_server().serve(StdioTransport::from_io(server_read, server_write, Limits::default())));
+            let transport = StdioTransport::from_io(client_read, client_write, Limits::default());
+            (Connected::Duplex(Client::connect(transport, options()).await?), None)
+        }
+    })
+}
+
+impl Connected {
+    async fn call(&self, args: &Map<String, Value>) -> Result<CallToolResult, BoxError> {
+        let args = Some(args.clone());
+        Ok(match self {
+            Connected::Stdio(c) | Connected::Duplex(c) => c.call_tool("echo", args).await?,
+            Connected::Channel(c) => c.call_tool("echo", args).await?,
+        })
+    }
+
+    async fn has_echo(&self) -> Result<bool, BoxError> {
+        let tools = match self {
+            Connected::Stdio(c) | Connected::Duplex(c) => c.list_tools().await?,
+            Connected::Channel(c) => c.list_tools().await?,
+        };
+        Ok(tools.iter().any(|t| t.name == "echo"))
+    }
+
+    async fn close(&self) {
+        let _ = match self {
+            Connected::Stdio(c) | Connected::Duplex(c) => c.close().await,
+            Connected::Channel(c) => c.close().await,
+        };
+    }
+}
+
+struct Opts {
+    n: usize,
+    concurrency: usize,
+    sizes: Vec<usize>,
+    startup_runs: usize,
+    targets: Vec<Target>,
+}
+
+fn parse_args() -> Result<Opts, BoxError> {
+    let mut o = Opts { n: 2000, concurrency: 16, sizes: vec![16, 65536], startup_runs: 20, targets: vec![] };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--n" => o.n = value()?.parse()?,
+            "--concurrency" => o.concurrency = value()?.parse()?,
+            "--startup-runs" => o.startup_runs = value()?.parse()?,
+            "--sizes" => o.sizes = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
+            "--stdio" => o.targets.push(Target::Stdio(value()?.split_whitespace().map(String::from).collect())),
+            "--inproc" => o.targets.extend([Target::InprocChannel, Target::InprocDuplex]),
+            // `cargo bench` passes --bench; nothing to do with it.
+            "--bench" => {}
+            _ => return Err(format!("unknown argument {flag}; see the header of benches/mcp_bench.rs").into()),
+        }
+    }
+    if o.targets.is_empty() {
+        let exe = std::env::current_exe()?;
+        let server = exe.parent().and_then(|d| d.parent()).map(|d| d.join("examples/echo_server"));
+        let server =
+            server.filter(|p| p.exists()).ok_or("no target given and no examples/echo_server beside this binary")?;
+        o.targets.push(Target::Stdio(vec![server.to_string_lossy().into_owned()]));
+        o.targets.extend([Target::InprocChannel, Target::InprocDuplex]);
+    }
+    Ok(o)
+}
+
+fn echo_args(size: usize) -> Map<String, Value> {
+    let text: String = (0..size).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+    let mut args = Map::new();
+    args.insert("text".into(), Value::String(text));
+    args
+}
+
+/// Whether `result` echoes `size` bytes of text.
+fn echoed(result: &CallToolResult, size: usize) -> bool {
+    let text_len = match result.content.first() {
+        Some(ContentBlock::Text(t)) => Some(t.text.len()),
+        _ => None,
+    };
+    result.is_error != Some(true) && text_len == Some(size)
+}
+
+/// `n` calls spread over `concurrency` tasks that each keep one call in flight.
+async fn run_calls(
+    client: &Arc<Connected>,
+    size: usize,
+    n: usize,
+    concurrency: usize,
+) -> (Vec<Duration>, usize, Duration) {
+    let args = Arc::new(echo_args(size));
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let (client, args, next) = (client.clone(), args.clone(), next.clone());
+            tokio::spawn(async move {
+                let (mut lat, mut errors) = (Vec::new(), 0);
+                while next.fetch_add(1, Ordering::Relaxed) < n {
+                    let t = Instant::now();
+                    match client.call(&args).await {
+                        Ok(result) if echoed(&result, size) => lat.push(t.elapsed()),
+                        _ => errors += 1,
+                    }
+                }
+                (lat, errors)
+            })
+        })
+        .collect();
+    let (mut all, mut errors) = (Vec::with_capacity(n), 0);
+    for w in workers {
+        let (lat, e) = w.await.expect("worker panicked");
+        all.extend(lat);
+        errors += e;
+    }
+    (all, errors, start.elapsed())
+}
+
+fn pct(sorted: &[Duration], p: usize) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)].as_secs_f64()
+}
+
+fn round(x: f64, places: i32) -> f64 {
+    let f = 10f64.powi(places);
+    (x * f).round() / f
+}
+
+/// Peak resident set size (VmHWM) of a process, in KiB (Linux only).
+fn peak_rss_kb(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+async fn bench_target(target: &Target, o: &Opts) -> Result<(), BoxError> {
+    let (name, transport) = target.label();
+    let base = json!({ "target": name, "transport": transport, "client": "mcp-bench" });
+    let emit = |mut extra: Value| {
+        let mut line = base.clone();
+        line.as_object_mut().unwrap().append(extra.as_object_mut().unwrap());
+        println!("{line}");
+    };
+
+    let mut startup = Vec::with_capacity(o.startup_runs);
+    for _ in 0..o.startup_runs {
+        let t = Instant::now();
+        let (client, _) = connect(target).await?;
+        startup.push(t.elapsed());
+        client.close().await;
+    }
+    startup.sort();
+    if !startup.is_empty() {
+        let ms = |d: Duration| round(d.as_secs_f64() * 1e3, 3);
+        emit(json!({ "scenario": "startup", "runs": startup.len(),
+            "p50_ms": round(pct(&startup, 50) * 1e3, 3), "min_ms": ms(startup[0]),
+            "max_ms": ms(*startup.last().unwrap()) }));
+    }
+
+    let (client, pid) = connect(target).await?;
+    let client = Arc::new(client);
+    if !client.has_echo().await? {
+        return Err(format!("{name}: server has no `echo` tool").into());
+    }
+    for &size in &o.sizes {
+        run_calls(&client, size, (o.n / 10).clamp(10, 200), 1).await; // warm-up
+        for concurrency in [1, o.concurrency] {
+            let (mut lat, errors, elapsed) = run_calls(&client, size, o.n, concurrency).await;
+            lat.sort();
+            emit(json!({ "scenario": "echo", "payload_bytes": size, "concurrency": concurrency,
+                "n": o.n, "errors": errors, "elapsed_ms": round(elapsed.as_secs_f64() * 1e3, 1),
+                "calls_per_s": round(lat.len() as f64 / elapsed.as_secs_f64(), 0),
+                "p50_us": round(pct(&lat, 50) * 1e6, 1), "p99_us": round(pct(&lat, 99) * 1e6, 1),
+                "max_us": round(lat.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1e6), 1) }));
+        }
+    }
+    if let Some(rss) = pid.and_then(|p| peak_rss_kb(&p.to_string())) {
+        emit(json!({ "scenario": "server_peak_rss", "kb": rss }));
+    }
+    client.close().await;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    let o = parse_args()?;
+    for target in &o.targets {
+        if let Err(e) = bench_target(target, &o).await {
+            eprintln!("mcp-bench: {target:?}: {e}");
+            std::process::exit(1);
+        }
+    }
+    println!("{}", json!({ "scenario": "bench_peak_rss", "client": "mcp-bench", "kb": peak_rss_kb("self") }));
+    Ok(())
+}
