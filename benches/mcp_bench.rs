@@ -3,10 +3,11 @@
 //! the two can be crossed against each other's servers.
 //!
 //!   mcp-bench [--n 2000] [--concurrency 16] [--sizes 16,65536] [--startup-runs 20]
-//!             [--stdio "CMD ARG.."]... [--inproc]
+//!             [--stdio "CMD ARG.."]... [--http URL]... [--inproc]
 //!
 //! --stdio   spawn CMD as a child process and speak MCP over its stdin/stdout (split on
 //!           whitespace; any stdio MCP server with an `echo {text}` tool)
+//! --http    Streamable HTTP endpoint, e.g. http://127.0.0.1:8931/mcp
 //! --inproc  mcpwire's echo server in this process, over the in-process transport (typed
 //!           messages, no JSON) and over a tokio duplex byte pipe (JSON lines, like stdio)
 //! No target => --stdio "<dir of this exe>/examples/echo_server" --inproc
@@ -25,6 +26,7 @@ use mcpwire::client::{Client, ClientOptions};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock};
 use mcpwire::server::echo::echo_server;
 use mcpwire::transport::inproc;
+use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use mcpwire::transport::stdio::{ChildCommand, StdioTransport};
 use mcpwire::transport::Limits;
 use serde_json::{json, Map, Value};
@@ -34,6 +36,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Clone, Debug)]
 enum Target {
     Stdio(Vec<String>),
+    Http(String),
     InprocChannel,
     InprocDuplex,
 }
@@ -42,6 +45,7 @@ impl Target {
     fn label(&self) -> (String, &'static str) {
         match self {
             Target::Stdio(cmd) => (cmd.join(" "), "stdio"),
+            Target::Http(url) => (url.clone(), "http"),
             Target::InprocChannel => ("mcpwire echo_server".into(), "inproc-channel"),
             Target::InprocDuplex => ("mcpwire echo_server".into(), "inproc-duplex"),
         }
@@ -51,6 +55,7 @@ impl Target {
 /// A connected client over whichever transport the target uses.
 enum Connected {
     Stdio(Client<StdioTransport>),
+    Http(Client<HttpClientTransport>),
     Channel(Client<inproc::InprocTransport>),
     Duplex(Client<StdioTransport>),
 }
@@ -66,6 +71,10 @@ async fn connect(target: &Target) -> Result<(Connected, Option<u32>), BoxError> 
             let client = Client::spawn(ChildCommand::new(&cmd[0]).args(&cmd[1..]), options()).await?;
             let pid = client.transport().child_pid();
             (Connected::Stdio(client), pid)
+        }
+        Target::Http(url) => {
+            let transport = HttpClientTransport::new(HttpClientConfig::new(url.clone()))?;
+            (Connected::Http(Client::connect(transport, options()).await?), None)
         }
         Target::InprocChannel => {
             let (client_end, server_end) = inproc::pair(Limits::default());
@@ -89,6 +98,7 @@ impl Connected {
         let args = Some(args.clone());
         Ok(match self {
             Connected::Stdio(c) | Connected::Duplex(c) => c.call_tool("echo", args).await?,
+            Connected::Http(c) => c.call_tool("echo", args).await?,
             Connected::Channel(c) => c.call_tool("echo", args).await?,
         })
     }
@@ -96,6 +106,7 @@ impl Connected {
     async fn has_echo(&self) -> Result<bool, BoxError> {
         let tools = match self {
             Connected::Stdio(c) | Connected::Duplex(c) => c.list_tools().await?,
+            Connected::Http(c) => c.list_tools().await?,
             Connected::Channel(c) => c.list_tools().await?,
         };
         Ok(tools.iter().any(|t| t.name == "echo"))
@@ -104,6 +115,7 @@ impl Connected {
     async fn close(&self) {
         let _ = match self {
             Connected::Stdio(c) | Connected::Duplex(c) => c.close().await,
+            Connected::Http(c) => c.close().await,
             Connected::Channel(c) => c.close().await,
         };
     }
@@ -128,6 +140,7 @@ fn parse_args() -> Result<Opts, BoxError> {
             "--startup-runs" => o.startup_runs = value()?.parse()?,
             "--sizes" => o.sizes = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             "--stdio" => o.targets.push(Target::Stdio(value()?.split_whitespace().map(String::from).collect())),
+            "--http" => o.targets.push(Target::Http(value()?)),
             "--inproc" => o.targets.extend([Target::InprocChannel, Target::InprocDuplex]),
             // `cargo bench` passes --bench; nothing to do with it.
             "--bench" => {}

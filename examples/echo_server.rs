@@ -1,13 +1,84 @@
 //! `echo_server`: the echo server ([`mcpwire::server::echo`]: tools `echo {text}` and
-//! `add {a, b}`) over our own stdin/stdout — our counterpart of rmcp's `rmcp-echo-server`, used
-//! by the interop tests and the benches.
+//! `add {a, b}`) — our counterpart of rmcp's `rmcp-echo-server`, used by the interop tests and
+//! the benches.
 //!
-//! It writes nothing but frames to stdout and exits when stdin ends, after answering the calls
-//! in flight.
+//! ```text
+//! echo_server                          stdio (our own stdin/stdout)
+//! echo_server --http ADDR [--stateless] Streamable HTTP at http://ADDR/mcp (legacy SSE at /sse);
+//!                                      --stateless: no sessions, JSON responses
+//! ```
+//!
+//! Over stdio it writes nothing but frames to stdout and exits when stdin ends, after answering
+//! the calls in flight. Over HTTP it serves until interrupted (Ctrl-C, SIGTERM), then shuts down
+//! gracefully.
+
+use std::net::SocketAddr;
+
+use mcpwire::server::echo::echo_server;
+use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+
+const USAGE: &str = "usage: echo_server [--http ADDR [--stateless]]";
+
+enum Mode {
+    Stdio,
+    Http { addr: SocketAddr, stateless: bool },
+}
+
+fn parse_args() -> Result<Mode, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut addr, mut stateless) = (None, false);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--http" => {
+                let value = args.next().ok_or("--http needs an address, e.g. 127.0.0.1:8931")?;
+                addr = Some(value.parse::<SocketAddr>().map_err(|e| format!("--http {value}: {e}"))?);
+            }
+            "--stateless" => stateless = true,
+            "-h" | "--help" => return Err(USAGE.to_owned()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    match addr {
+        Some(addr) => Ok(Mode::Http { addr, stateless }),
+        None if stateless => Err(format!("--stateless needs --http\n{USAGE}")),
+        None => Ok(Mode::Stdio),
+    }
+}
+
+async fn serve_http(addr: SocketAddr, stateless: bool) -> std::io::Result<()> {
+    let server = echo_server();
+    let config = HttpServerConfig::default().bind(addr).stateless(stateless);
+    let http = HttpServer::bind(config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await?;
+    eprintln!("echo_server: serving {}", http.url());
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+    http.shutdown().await;
+    Ok(())
+}
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = mcpwire::server::echo::echo_server().serve_stdio().await {
+    let mode = match parse_args() {
+        Ok(mode) => mode,
+        Err(message) => {
+            eprintln!("{message}");
+            std::process::exit(2);
+        }
+    };
+    let result = match mode {
+        Mode::Stdio => echo_server().serve_stdio().await.map_err(|e| e.to_string()),
+        Mode::Http { addr, stateless } => serve_http(addr, stateless).await.map_err(|e| e.to_string()),
+    };
+    if let Err(e) = result {
         eprintln!("echo_server: {e}");
         std::process::exit(1);
     }
