@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The benchmark matrix of BENCHMARKS.md, in one run: every client against every server over
+# stdio, in-process, and Streamable HTTP (sessions and stateless), release builds.
+#
+#   benches/matrix.sh [OUT_DIR] [-- extra bench args, e.g. --n 5000]
+#
+# Peers: rmcp-bench, rmcp-echo-server, floor-bench and floor-echo-server from the rmcp peer
+# project (../shared/peers/rmcp-peer; build it once outside the repo:
+#   CARGO_TARGET_DIR=/tmp/rmcp-peer cargo build --release --locked --manifest-path ../shared/peers/rmcp-peer/Cargo.toml)
+# found in $RMCP_PEER_BIN (default /tmp/rmcp-peer/release). Results: OUT_DIR/results.jsonl
+# (one JSON object per scenario, with `client` and `server` added) and OUT_DIR/table.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-bench-out}; shift || true
+[ "${1:-}" = "--" ] && shift
+EXTRA=("$@")
+P=${RMCP_PEER_BIN:-/tmp/rmcp-peer/release}
+for b in rmcp-bench rmcp-echo-server floor-bench floor-echo-server; do
+  [ -x "$P/$b" ] || { echo "matrix.sh: $P/$b missing (see the header of this script)" >&2; exit 1; }
+done
+cargo build --release --quiet --bin mcp-bench --example echo_server
+OURS=$PWD/target/release
+mkdir -p "$OUT"; : > "$OUT/results.jsonl"
+
+# tag CLIENT SERVER: add who was measured to each JSON line.
+tag() { python3 -c '
+import json, sys
+client, server = sys.argv[1], sys.argv[2]
+for line in sys.stdin:
+    line = line.strip()
+    if not line.startswith("{"): continue
+    d = json.loads(line); d["client"] = client; d["server"] = server
+    print(json.dumps(d))' "$1" "$2" >> "$OUT/results.jsonl"; }
+
+declare -A SERVERS=(
+  [mcpwire]="$OURS/examples/echo_server"
+  [rmcp-pipes]="$P/rmcp-echo-server --pipes"
+  [rmcp]="$P/rmcp-echo-server"
+  [floor]="$P/floor-echo-server"
+)
+for server in mcpwire rmcp-pipes rmcp floor; do
+  cmd=${SERVERS[$server]}
+  "$OURS/mcp-bench" --stdio "$cmd" "${EXTRA[@]}" | tag mcpwire "$server"
+  "$P/rmcp-bench" --stdio "$cmd" "${EXTRA[@]}" | tag rmcp "$server"
+  "$P/floor-bench" --stdio "$cmd" "${EXTRA[@]}" | tag floor "$server"
+done
+
+"$OURS/mcp-bench" --inproc "${EXTRA[@]}" | tag mcpwire mcpwire
+"$P/rmcp-bench" --inproc "${EXTRA[@]}" | tag rmcp rmcp
+
+peak_rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo null; }
+for server in mcpwire rmcp; do
+  for mode in sessions stateless; do
+    port=$((18930 + RANDOM % 1000))
+    flag=$([ $mode = stateless ] && echo --stateless || true)
+    if [ $server = mcpwire ]; then
+      "$OURS/examples/echo_server" --http 127.0.0.1:$port $flag 2>/dev/null & pid=$!
+    else
+      "$P/rmcp-echo-server" --http 127.0.0.1:$port $flag 2>/dev/null & pid=$!
+    fi
+    sleep 0.5
+    for client in mcpwire rmcp; do
+      bench=$([ $client = mcpwire ] && echo "$OURS/mcp-bench" || echo "$P/rmcp-bench")
+      "$bench" --http http://127.0.0.1:$port/mcp "${EXTRA[@]}" \
+        | sed "s/\"transport\":\"http\"/\"transport\":\"http-$mode\"/" | tag "$client" "$server"
+    done
+    echo "{\"scenario\":\"server_peak_rss\",\"transport\":\"http-$mode\",\"kb\":$(peak_rss_kb $pid)}" | tag - "$server"
+    kill $pid; wait $pid 2>/dev/null || true
+  done
+done
+python3 benches/table.py "$OUT/results.jsonl" > "$OUT/table.md"
+cat "$OUT/table.md"
