@@ -8,6 +8,7 @@
 //! --stdio   spawn CMD as a child process and speak MCP over its stdin/stdout (split on
 //!           whitespace; any stdio MCP server with an `echo {text}` tool)
 //! --http    Streamable HTTP endpoint, e.g. http://127.0.0.1:8931/mcp
+//! --threads tokio worker threads of this client (default 1: a current-thread runtime)
 //! --inproc  mcpwire's echo server in this process, over the in-process transport (typed
 //!           messages, no JSON) and over a tokio duplex byte pipe (JSON lines, like stdio)
 //! No target => --stdio "<dir of this exe>/examples/echo_server" --inproc
@@ -126,11 +127,13 @@ struct Opts {
     concurrency: usize,
     sizes: Vec<usize>,
     startup_runs: usize,
+    threads: usize,
     targets: Vec<Target>,
 }
 
 fn parse_args() -> Result<Opts, BoxError> {
-    let mut o = Opts { n: 2000, concurrency: 16, sizes: vec![16, 65536], startup_runs: 20, targets: vec![] };
+    let mut o =
+        Opts { n: 2000, concurrency: 16, sizes: vec![16, 65536], startup_runs: 20, threads: 1, targets: vec![] };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -138,6 +141,7 @@ fn parse_args() -> Result<Opts, BoxError> {
             "--n" => o.n = value()?.parse()?,
             "--concurrency" => o.concurrency = value()?.parse()?,
             "--startup-runs" => o.startup_runs = value()?.parse()?,
+            "--threads" => o.threads = value()?.parse()?,
             "--sizes" => o.sizes = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             "--stdio" => o.targets.push(Target::Stdio(value()?.split_whitespace().map(String::from).collect())),
             "--http" => o.targets.push(Target::Http(value()?)),
@@ -276,9 +280,16 @@ async fn bench_target(target: &Target, o: &Opts) -> Result<(), BoxError> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> Result<(), BoxError> {
+fn main() -> Result<(), BoxError> {
     let o = parse_args()?;
+    let runtime = match o.threads {
+        0 | 1 => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build()?,
+    };
+    runtime.block_on(run(o))
+}
+
+async fn run(o: Opts) -> Result<(), BoxError> {
     for target in &o.targets {
         if let Err(e) = bench_target(target, &o).await {
             eprintln!("mcp-bench: {target:?}: {e}");

@@ -6,6 +6,8 @@
 //! echo_server                          stdio (our own stdin/stdout)
 //! echo_server --http ADDR [--stateless] Streamable HTTP at http://ADDR/mcp (legacy SSE at /sse);
 //!                                      --stateless: no sessions, JSON responses
+//! --threads N                          tokio worker threads (default 1: a current-thread
+//!                                      runtime, the fastest for a server whose tools only do IO)
 //! ```
 //!
 //! Over stdio it writes nothing but frames to stdout and exits when stdin ends, after answering
@@ -17,16 +19,21 @@ use std::net::SocketAddr;
 use mcpwire::server::echo::echo_server;
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
 
-const USAGE: &str = "usage: echo_server [--http ADDR [--stateless]]";
+const USAGE: &str = "usage: echo_server [--http ADDR [--stateless]] [--threads N]";
+
+struct Args {
+    mode: Mode,
+    threads: usize,
+}
 
 enum Mode {
     Stdio,
     Http { addr: SocketAddr, stateless: bool },
 }
 
-fn parse_args() -> Result<Mode, String> {
+fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
-    let (mut addr, mut stateless) = (None, false);
+    let (mut addr, mut stateless, mut threads) = (None, false, 1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => {
@@ -34,15 +41,20 @@ fn parse_args() -> Result<Mode, String> {
                 addr = Some(value.parse::<SocketAddr>().map_err(|e| format!("--http {value}: {e}"))?);
             }
             "--stateless" => stateless = true,
+            "--threads" => {
+                let value = args.next().ok_or("--threads needs a number")?;
+                threads = value.parse().map_err(|e| format!("--threads {value}: {e}"))?;
+            }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
     }
-    match addr {
-        Some(addr) => Ok(Mode::Http { addr, stateless }),
-        None if stateless => Err(format!("--stateless needs --http\n{USAGE}")),
-        None => Ok(Mode::Stdio),
-    }
+    let mode = match addr {
+        Some(addr) => Mode::Http { addr, stateless },
+        None if stateless => return Err(format!("--stateless needs --http\n{USAGE}")),
+        None => Mode::Stdio,
+    };
+    Ok(Args { mode, threads })
 }
 
 async fn serve_http(addr: SocketAddr, stateless: bool) -> std::io::Result<()> {
@@ -65,19 +77,28 @@ async fn serve_http(addr: SocketAddr, stateless: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() {
-    let mode = match parse_args() {
-        Ok(mode) => mode,
+fn main() {
+    let args = match parse_args() {
+        Ok(args) => args,
         Err(message) => {
             eprintln!("{message}");
             std::process::exit(2);
         }
     };
-    let result = match mode {
-        Mode::Stdio => echo_server().serve_stdio().await.map_err(|e| e.to_string()),
-        Mode::Http { addr, stateless } => serve_http(addr, stateless).await.map_err(|e| e.to_string()),
+    let runtime = match args.threads {
+        0 | 1 => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build(),
     };
+    let runtime = runtime.unwrap_or_else(|e| {
+        eprintln!("echo_server: cannot start the runtime: {e}");
+        std::process::exit(1);
+    });
+    let result = runtime.block_on(async {
+        match args.mode {
+            Mode::Stdio => echo_server().serve_stdio().await.map_err(|e| e.to_string()),
+            Mode::Http { addr, stateless } => serve_http(addr, stateless).await.map_err(|e| e.to_string()),
+        }
+    });
     if let Err(e) = result {
         eprintln!("echo_server: {e}");
         std::process::exit(1);

@@ -102,13 +102,23 @@ impl MessageDecoder {
     }
 }
 
-/// Appends `message` to `dst` as one line.
+/// Appends `message` to `dst` as one line, serializing straight into `dst` (no intermediate
+/// buffer).
 pub fn encode_message(message: &Message, dst: &mut BytesMut) {
-    let json = message.to_vec();
-    // Messages we encode never hold a raw line break (serde_json escapes them in strings and
-    // writes no whitespace); raw payloads passed through from elsewhere might, and
-    // `encode_line` turns those into spaces, which JSON treats the same.
-    encode_line(&json, dst);
+    use bytes::BufMut;
+    let start = dst.len();
+    // Writing to memory cannot fail, and a message's ids, strings and bodies always serialize.
+    if serde_json::to_writer(dst.writer(), message).is_err() {
+        dst.truncate(start);
+        return encode_line(&message.to_vec(), dst);
+    }
+    // serde_json escapes line breaks inside strings and writes no whitespace of its own, but raw
+    // bodies passed through from elsewhere may hold insignificant line breaks: they become
+    // spaces, which JSON treats the same.
+    for at in memchr::memchr2_iter(b'\n', b'\r', &dst[start..]).map(|i| start + i).collect::<Vec<_>>() {
+        dst[at] = b' ';
+    }
+    dst.extend_from_slice(b"\n");
 }
 
 #[cfg(test)]
