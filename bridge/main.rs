@@ -1,46 +1,76 @@
-//! `mcp-bridge`: a command-line MCP client for stdio servers (first cut).
+//! `mcp-bridge`: a command-line MCP client for one server (stdio or HTTP) or a configured set.
 //!
 //! ```text
-//! mcp-bridge tools [--json] [OPTIONS] -- CMD ARGS...
-//! mcp-bridge call TOOL [--args JSON] [--json] [OPTIONS] -- CMD ARGS...
+//! mcp-bridge tools [--json] [OPTIONS] (-- CMD ARGS... | --url URL | --config FILE [--server NAME])
+//! mcp-bridge call TOOL [--args JSON] [--json] [OPTIONS] (-- CMD ARGS... | --url URL | --config FILE --server NAME)
+//! mcp-bridge check --config FILE [--json]
 //! ```
 //!
-//! Exit codes: 0 success, 1 protocol or connection failure (one line on stderr), 2 usage error
-//! (usage on stderr), 3 the tool answered `isError: true`, 130 interrupted (Ctrl-C; the server
-//! is killed with its process group).
+//! `--url` speaks Streamable HTTP, falling back to the legacy HTTP+SSE transport. `--config`
+//! reads codex TOML (`.toml`) or Claude / VS Code JSON (`.json`, told apart by the top-level
+//! key) and starts the servers as a [`ConnectionSet`]: `tools` lists the aggregated tools under
+//! their qualified names, `call` calls one tool of one server, `check` starts every server and
+//! prints one status line each.
 //!
-//! Not here (yet): configuration files, several servers at once, serving the tools again as
-//! an MCP server, `--record`.
+//! Exit codes: 0 success, 1 protocol or connection failure (one line on stderr; for `check`, a
+//! required server failed), 2 usage error (usage on stderr), 3 the tool answered
+//! `isError: true`, 130 interrupted (Ctrl-C; the servers are killed with their process groups).
+//!
+//! Not here (yet): serving the tools again as an MCP server, `--record`.
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use mcpwire::client::config::{ConfigError, McpConfig};
+use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
 use mcpwire::client::{Client, ClientError, ClientOptions};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Tool};
+use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use mcpwire::transport::stdio::{ChildCommand, Stderr};
-use serde_json::{Map, Value};
+use mcpwire::transport::Transport;
+use serde_json::{json, Map, Value};
 
 const USAGE: &str = "\
-usage: mcp-bridge tools [--json] [OPTIONS] -- CMD [ARGS...]
-       mcp-bridge call TOOL [--args JSON] [--json] [OPTIONS] -- CMD [ARGS...]
+usage: mcp-bridge tools [--json] [OPTIONS] SERVER
+       mcp-bridge call TOOL [--args JSON] [--json] [OPTIONS] SERVER
+       mcp-bridge check --config FILE [--json] [OPTIONS]
 
-Starts CMD as an MCP server over stdio and lists its tools, or calls one.
+SERVER is one of:
+  -- CMD [ARGS...]           start CMD as an MCP server over stdio
+  --url URL                  Streamable HTTP (falling back to legacy SSE)
+  --config FILE [--server NAME]
+                             the servers of FILE (.toml: codex [mcp_servers];
+                             .json: Claude mcpServers or VS Code servers);
+                             call needs --server, tools lists every server's
+                             tools under qualified names unless --server is given
+
+Lists the server's tools, calls one, or checks that every configured server starts.
 
 options:
   --args JSON      the tool's arguments, a JSON object (call only; default none)
-  --json           print JSON: the tools array, or the whole tool result
+  --json           print JSON: the tools array, the whole tool result, or statuses
   --timeout SECS   how long each request may take (default 60)
-  --verbose        pass the server's stderr through to ours (default: dropped)
+  --verbose        pass the servers' stderr through to ours (default: dropped)
   -h, --help       print this help
 
-exit status: 0 success, 1 connection or protocol failure, 2 usage error,
-             3 the tool reported an error (isError), 130 interrupted";
+exit status: 0 success, 1 connection or protocol failure (check: a required
+             server failed), 2 usage error, 3 the tool reported an error
+             (isError), 130 interrupted";
 
 #[derive(Debug, PartialEq)]
 enum Command {
     Tools,
     Call { tool: String, arguments: Option<Map<String, Value>> },
+    Check,
+}
+
+/// Where the server(s) come from.
+#[derive(Debug, PartialEq)]
+enum Source {
+    Stdio(Vec<String>),
+    Url(String),
+    Config { file: String, server: Option<String> },
 }
 
 #[derive(Debug, PartialEq)]
@@ -49,7 +79,7 @@ struct Args {
     json: bool,
     verbose: bool,
     timeout: Option<Duration>,
-    server: Vec<String>,
+    source: Source,
 }
 
 /// What the command line asked for: run, print help, or a usage error.
@@ -72,6 +102,9 @@ fn parse(argv: &[String]) -> Result<Parsed, String> {
     let mut verbose = false;
     let mut timeout = None;
     let mut arguments = None;
+    let mut url = None;
+    let mut config = None;
+    let mut server_name = None;
     let mut it = ours.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -93,33 +126,69 @@ fn parse(argv: &[String]) -> Result<Parsed, String> {
                     Err(e) => return Err(format!("--args: invalid JSON: {e}")),
                 }
             }
+            "--url" => url = Some(it.next().ok_or("--url needs a URL")?.clone()),
+            "--config" => config = Some(it.next().ok_or("--config needs a file")?.clone()),
+            "--server" => server_name = Some(it.next().ok_or("--server needs a server name")?.clone()),
             flag if flag.starts_with('-') => return Err(format!("unknown option {flag}")),
             word => words.push(word.to_owned()),
         }
     }
     let command = match words.as_slice() {
-        [] => return Err("missing command (tools or call)".to_owned()),
-        [c] if c == "tools" => {
+        [] => return Err("missing command (tools, call or check)".to_owned()),
+        [c] if c == "tools" || c == "check" => {
             if arguments.is_some() {
                 return Err("--args applies to call only".to_owned());
             }
-            Command::Tools
+            if c == "tools" {
+                Command::Tools
+            } else {
+                Command::Check
+            }
         }
         [c, tool] if c == "call" => Command::Call { tool: tool.clone(), arguments },
         [c] if c == "call" => return Err("call needs a tool name".to_owned()),
-        [c, ..] if c == "tools" || c == "call" => return Err(format!("unexpected argument after {c}")),
+        [c, ..] if c == "tools" || c == "call" || c == "check" => return Err(format!("unexpected argument after {c}")),
         [c, ..] => return Err(format!("unknown command {c}")),
     };
-    if server.is_empty() {
-        return Err("missing server command after --".to_owned());
+    let given = usize::from(!server.is_empty()) + usize::from(url.is_some()) + usize::from(config.is_some());
+    if given > 1 {
+        return Err("give one of -- CMD, --url and --config".to_owned());
     }
-    Ok(Parsed::Run(Args { command, json, verbose, timeout, server }))
+    if server_name.is_some() && config.is_none() {
+        return Err("--server applies to --config only".to_owned());
+    }
+    let source = if let Some(file) = config {
+        if matches!(command, Command::Call { .. }) && server_name.is_none() {
+            return Err("call --config needs --server NAME".to_owned());
+        }
+        if command == Command::Check && server_name.is_some() {
+            return Err("check takes no --server".to_owned());
+        }
+        Source::Config { file, server: server_name }
+    } else if command == Command::Check {
+        return Err("check needs --config FILE".to_owned());
+    } else if let Some(url) = url {
+        Source::Url(url)
+    } else if server.is_empty() {
+        return Err("missing server command after -- (or --url, --config)".to_owned());
+    } else {
+        Source::Stdio(server)
+    };
+    Ok(Parsed::Run(Args { command, json, verbose, timeout, source }))
 }
 
 /// How the run ended, beyond plain success.
 enum Failure {
     /// Connection or protocol failure.
     Client(ClientError),
+    /// The connection set failed (startup, routing, a call).
+    Set(SetError),
+    /// The configuration file is wrong.
+    Config(ConfigError),
+    /// Another failure, already described.
+    Other(String),
+    /// `check`: a required server failed (the statuses were printed).
+    RequiredFailed(Vec<String>),
     /// The tool answered `isError: true` (its result was printed).
     ToolError,
     /// Printing failed (e.g. a closed pipe).
@@ -132,38 +201,187 @@ impl From<ClientError> for Failure {
     }
 }
 
+impl From<SetError> for Failure {
+    fn from(e: SetError) -> Self {
+        Failure::Set(e)
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Self {
         Failure::Output(e)
     }
 }
 
-async fn run(args: Args) -> Result<(), Failure> {
-    let stderr = if args.verbose { Stderr::Inherit } else { Stderr::Discard };
-    let command = ChildCommand::new(&args.server[0]).args(&args.server[1..]).stderr(stderr);
+fn client_options(args: &Args) -> ClientOptions {
     let mut options = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
     if let Some(timeout) = args.timeout {
         options = options.with_request_timeout(Some(timeout));
     }
-    let client = Client::spawn(command, options).await?;
-    let outcome = match args.command {
+    options
+}
+
+async fn run(args: Args) -> Result<(), Failure> {
+    let options = client_options(&args);
+    let stderr = if args.verbose { Stderr::Inherit } else { Stderr::Discard };
+    match &args.source {
+        Source::Stdio(server) => {
+            let command = ChildCommand::new(&server[0]).args(&server[1..]).stderr(stderr);
+            let client = Client::spawn(command, options).await?;
+            run_one(client, args.command, args.json).await
+        }
+        Source::Url(url) => {
+            let mut config = HttpClientConfig::new(url.clone());
+            if let Some(timeout) = args.timeout {
+                config = config.request_timeout(timeout).connect_timeout(timeout);
+            }
+            let transport = HttpClientTransport::new(config).map_err(ClientError::Transport)?;
+            let client = Client::connect(transport, options).await?;
+            run_one(client, args.command, args.json).await
+        }
+        Source::Config { file, server } => {
+            let mut config = McpConfig::load(file).map_err(Failure::Config)?;
+            if let Some(name) = server {
+                let Some(mut one) = config.servers.remove(name) else {
+                    return Err(Failure::Other(format!("{file}: no server named {name}")));
+                };
+                // The one server asked for must start.
+                one.required = true;
+                one.enabled = true;
+                config.servers = [(name.clone(), one)].into();
+            }
+            let set =
+                ConnectionSet::new(config, SetOptions::default().with_client_options(options).with_stderr(stderr));
+            let outcome = run_set(&set, args.command, server.as_deref(), args.timeout, args.json).await;
+            set.shutdown().await;
+            outcome
+        }
+    }
+}
+
+async fn run_one<T: Transport>(client: Client<T>, command: Command, json: bool) -> Result<(), Failure> {
+    let outcome = match command {
         Command::Tools => client.list_tools().await.map_err(Failure::from).and_then(|tools| {
-            print_tools(&tools, args.json)?;
+            print_tools(&tools, json)?;
             Ok(())
         }),
         Command::Call { tool, arguments } => {
-            client.call_tool(tool, arguments).await.map_err(Failure::from).and_then(|result| {
-                print_result(&result, args.json)?;
-                if result.is_error == Some(true) {
-                    Err(Failure::ToolError)
-                } else {
-                    Ok(())
-                }
-            })
+            client.call_tool(tool, arguments).await.map_err(Failure::from).and_then(|result| finish_call(&result, json))
         }
+        Command::Check => unreachable!("check needs --config"),
     };
     let _ = client.close().await;
     outcome
+}
+
+fn finish_call(result: &CallToolResult, json: bool) -> Result<(), Failure> {
+    print_result(result, json)?;
+    if result.is_error == Some(true) {
+        Err(Failure::ToolError)
+    } else {
+        Ok(())
+    }
+}
+
+async fn run_set(
+    set: &ConnectionSet,
+    command: Command,
+    server: Option<&str>,
+    timeout: Option<Duration>,
+    json: bool,
+) -> Result<(), Failure> {
+    match command {
+        Command::Check => {
+            let summary = match set.start().await {
+                Ok(summary) => summary,
+                Err(SetError::StartupFailed { summary, .. }) => summary,
+                Err(e) => return Err(e.into()),
+            };
+            print_statuses(&summary.servers, json)?;
+            let failed = summary.failed_required();
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(Failure::RequiredFailed(failed))
+            }
+        }
+        Command::Tools => {
+            set.start().await?;
+            print_catalog(&set.tools(), json)?;
+            Ok(())
+        }
+        Command::Call { tool, arguments } => {
+            set.start().await?;
+            let server = server.expect("parse requires --server for call --config");
+            let result = set.call_tool_on(server, &tool, arguments, timeout).await?;
+            finish_call(&result, json)
+        }
+    }
+}
+
+fn first_line(text: Option<&str>) -> Option<&str> {
+    text.and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))
+}
+
+fn print_catalog(tools: &[CatalogTool], json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let items: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.qualified_name,
+                    "server": t.server,
+                    "approvalMode": t.approval_mode.as_str(),
+                    "tool": t.tool,
+                })
+            })
+            .collect();
+        serde_json::to_writer(&mut out, &items)?;
+        writeln!(out)?;
+    } else {
+        for t in tools {
+            match first_line(t.tool.description.as_deref()) {
+                Some(description) => writeln!(out, "{} — {description}", t.qualified_name)?,
+                None => writeln!(out, "{}", t.qualified_name)?,
+            }
+        }
+    }
+    out.flush()
+}
+
+fn print_statuses(statuses: &[ServerStatus], json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for s in statuses {
+        let ms = s.elapsed.as_millis();
+        if json {
+            let line = json!({
+                "server": s.name,
+                "state": s.state.as_str(),
+                "required": s.required,
+                "protocolVersion": s.protocol_version.map(|v| v.as_str()),
+                "tools": s.tools,
+                "startupMs": ms,
+                "error": s.error,
+            });
+            writeln!(out, "{line}")?;
+            continue;
+        }
+        let required = if s.required { " (required)" } else { "" };
+        match (s.state, s.protocol_version) {
+            (ServerState::Ready, Some(version)) => {
+                writeln!(out, "{}{required}: ready, protocol {version}, {} tools, {ms} ms", s.name, s.tools)?
+            }
+            (ServerState::Disabled, _) => writeln!(out, "{}{required}: disabled", s.name)?,
+            (state, _) => writeln!(
+                out,
+                "{}{required}: {state} after {ms} ms: {}",
+                s.name,
+                s.error.as_deref().unwrap_or("no reason given")
+            )?,
+        }
+    }
+    out.flush()
 }
 
 fn print_tools(tools: &[Tool], json: bool) -> std::io::Result<()> {
@@ -173,7 +391,7 @@ fn print_tools(tools: &[Tool], json: bool) -> std::io::Result<()> {
         writeln!(out)?;
     } else {
         for tool in tools {
-            match tool.description.as_deref().and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty())) {
+            match first_line(tool.description.as_deref()) {
                 Some(description) => writeln!(out, "{} — {description}", tool.name)?,
                 None => writeln!(out, "{}", tool.name)?,
             }
@@ -254,6 +472,22 @@ fn main() -> ExitCode {
             eprintln!("mcp-bridge: {e}");
             ExitCode::from(1)
         }
+        Err(Failure::Set(e)) => {
+            eprintln!("mcp-bridge: {e}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Config(e)) => {
+            eprintln!("mcp-bridge: {e}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Other(message)) => {
+            eprintln!("mcp-bridge: {message}");
+            ExitCode::from(1)
+        }
+        Err(Failure::RequiredFailed(names)) => {
+            eprintln!("mcp-bridge: required servers failed: {}", names.join(", "));
+            ExitCode::from(1)
+        }
         Err(Failure::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(Failure::Output(e)) => {
             eprintln!("mcp-bridge: cannot write the output: {e}");
@@ -278,7 +512,7 @@ mod tests {
         expected.insert("message".into(), "hi".into());
         assert_eq!(args.command, Command::Call { tool: "echo".into(), arguments: Some(expected) });
         assert!(args.json && args.verbose);
-        assert_eq!(args.server, ["node", "s.js", "stdio"]);
+        assert_eq!(args.source, Source::Stdio(argv("node s.js stdio")));
         let Ok(Parsed::Run(args)) = parse(&argv("tools --timeout 1.5 -- srv --json")) else { panic!() };
         assert_eq!(args.command, Command::Tools);
         assert_eq!(args.timeout, Some(Duration::from_millis(1500)));
@@ -288,8 +522,13 @@ mod tests {
     #[test]
     fn usage_errors_say_what_is_wrong() {
         let cases = [
-            ("tools", "missing server command after --"),
-            ("-- srv", "missing command (tools or call)"),
+            ("tools", "missing server command after -- (or --url, --config)"),
+            ("-- srv", "missing command (tools, call or check)"),
+            ("check -- srv", "check needs --config FILE"),
+            ("call t --config a.toml", "call --config needs --server NAME"),
+            ("tools --url http://h/mcp -- srv", "give one of -- CMD, --url and --config"),
+            ("tools --server a -- srv", "--server applies to --config only"),
+            ("check --config a.toml --server a", "check takes no --server"),
             ("call -- srv", "call needs a tool name"),
             ("list -- srv", "unknown command list"),
             ("call echo --args [1] -- srv", "--args: must be a JSON object"),
@@ -301,5 +540,15 @@ mod tests {
             assert_eq!(parse(&argv(line)), Err(message.to_owned()), "{line}");
         }
         assert_eq!(parse(&argv("call -h")), Ok(Parsed::Help));
+    }
+
+    #[test]
+    fn url_and_config_sources() {
+        let Ok(Parsed::Run(args)) = parse(&argv("tools --url http://127.0.0.1:1/mcp --json")) else { panic!() };
+        assert_eq!(args.source, Source::Url("http://127.0.0.1:1/mcp".into()));
+        let Ok(Parsed::Run(args)) = parse(&argv("call echo --config m.toml --server e")) else { panic!() };
+        assert_eq!(args.source, Source::Config { file: "m.toml".into(), server: Some("e".into()) });
+        let Ok(Parsed::Run(args)) = parse(&argv("check --config m.json --json")) else { panic!() };
+        assert_eq!((args.command, args.json), (Command::Check, true));
     }
 }

@@ -21,6 +21,8 @@
 //! sampling / elicitation / roots handlers, reconnecting, and the connection set over many
 //! servers.
 
+pub mod config;
+pub mod connection_set;
 mod error;
 
 use std::collections::HashSet;

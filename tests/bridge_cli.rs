@@ -146,3 +146,151 @@ fn ctrl_c_exits_130_and_takes_the_server_down() {
     assert!(!running(), "the server (pid {server_pid}) outlived the bridge");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// server-everything over Streamable HTTP on a free port, once it listens (killed on drop).
+struct HttpEverything {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn everything_http() -> HttpEverything {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(support::peer("MCP_NODE"))
+        .arg(support::peer("MCP_EVERYTHING_JS"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start server-everything");
+    let server = HttpEverything { child, port };
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return server;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("server-everything did not listen on {port}");
+}
+
+#[test]
+fn url_lists_and_calls_over_streamable_http() {
+    let server = everything_http();
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    let output = bridge(&["tools", "--url", &url], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).lines().any(|l| l == "echo — Echoes back the input string"), "{}", stdout(&output));
+    let output = bridge(&["call", "echo", "--url", &url, "--args", r#"{"message":"over http"}"#], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Echo: over http\n");
+}
+
+/// Writes `text` to a fresh file named `name` and returns its path.
+fn config_file(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("mcp-bridge-config-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn everything_toml(extra: &str) -> String {
+    format!(
+        "[mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\n\n\
+         [mcp_servers.memory]\ncommand = {:?}\nargs = [{:?}]\n\n\
+         [mcp_servers.off]\ncommand = \"false\"\nenabled = false\n{extra}",
+        support::peer("MCP_NODE"),
+        support::peer("MCP_EVERYTHING_JS"),
+        support::peer("MCP_NODE"),
+        support::peer("MCP_MEMORY_JS"),
+    )
+}
+
+#[test]
+fn config_tools_lists_qualified_names_of_every_server() {
+    let file = config_file("tools.toml", &everything_toml(""));
+    let output = bridge(&["tools", "--config", &file], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let out = stdout(&output);
+    assert!(out.lines().any(|l| l == "mcp__everything__echo — Echoes back the input string"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("mcp__memory__create_entities")), "{out}");
+    let output = bridge(&["tools", "--config", &file, "--server", "memory", "--json"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let tools: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let tools = tools.as_array().unwrap();
+    assert!(!tools.is_empty() && tools.iter().all(|t| t["server"] == "memory"), "{tools:?}");
+    let first = &tools[0];
+    assert_eq!(first["name"], format!("mcp__memory__{}", first["tool"]["name"].as_str().unwrap()));
+}
+
+#[test]
+fn config_call_routes_to_one_server() {
+    let json = format!(
+        r#"{{"mcpServers": {{"everything": {{"command": "${{MCP_TEST_NODE:-{}}}", "args": ["{}", "stdio"]}}}}}}"#,
+        support::peer("MCP_NODE"),
+        support::peer("MCP_EVERYTHING_JS")
+    );
+    let file = config_file("claude.json", &json);
+    let output =
+        bridge(&["call", "get-sum", "--config", &file, "--server", "everything", "--args", r#"{"a":1,"b":2}"#], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "The sum of 1 and 2 is 3.\n");
+    let output = bridge(&["call", "echo", "--config", &file, "--server", "nope"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), format!("mcp-bridge: {file}: no server named nope\n"));
+}
+
+#[test]
+fn check_prints_one_line_per_server() {
+    let file = config_file("check.toml", &everything_toml(""));
+    let output = bridge(&["check", "--config", &file], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let out = stdout(&output);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[0].starts_with("everything: ready, protocol 2025-"), "{out}");
+    assert!(lines[0].contains(" tools, ") && lines[0].ends_with(" ms"), "{out}");
+    assert!(lines[1].starts_with("memory: ready, protocol "), "{out}");
+    assert_eq!(lines[2], "off: disabled");
+}
+
+#[test]
+fn check_exits_1_when_a_required_server_fails() {
+    let extra = "\n[mcp_servers.github]\ncommand = \"/nonexistent/github\"\nrequired = true\n\n\
+                 [mcp_servers.optional]\ncommand = \"/nonexistent/optional\"\n";
+    let file = config_file("required.toml", &everything_toml(extra));
+    let output = bridge(&["check", "--config", &file, "--json"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr(&output), "mcp-bridge: required servers failed: github\n");
+    let statuses: Vec<Value> = stdout(&output).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let github = statuses.iter().find(|s| s["server"] == "github").unwrap();
+    assert_eq!((github["state"].as_str(), github["required"].as_bool()), (Some("failed"), Some(true)));
+    assert!(github["error"].as_str().unwrap().starts_with("cannot start /nonexistent/github: "));
+    let everything = statuses.iter().find(|s| s["server"] == "everything").unwrap();
+    assert_eq!(everything["state"], "ready");
+    assert!(everything["tools"].as_u64().unwrap() > 0);
+    // Without the required one, only the optional fails: exit 0.
+    let file =
+        config_file("optional.toml", &everything_toml("\n[mcp_servers.optional]\ncommand = \"/nonexistent/x\"\n"));
+    let output = bridge(&["check", "--config", &file], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(stdout(&output).lines().any(|l| l.starts_with("optional: failed after ")), "{}", stdout(&output));
+}
+
+#[test]
+fn a_bad_config_names_the_file_server_and_field() {
+    let file = config_file("bad.toml", "[mcp_servers.github]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"\n");
+    let output = bridge(&["check", "--config", &file], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        format!("mcp-bridge: {file}: mcp_servers.github.startup_timeout_sec: expected a number\n")
+    );
+}

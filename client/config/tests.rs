@@ -1,0 +1,203 @@
+use super::*;
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn toml_err(text: &str) -> String {
+    McpConfig::from_toml(text, "mcp.toml").unwrap_err().to_string()
+}
+
+#[test]
+fn codex_toml_field_for_field() {
+    let text = r#"
+[mcp_servers.github]
+command = "npx"
+args = ["-y", "server-github"]
+env = { API = "https://api.github.com" }
+env_vars = ["GITHUB_TOKEN"]
+cwd = "/srv"
+startup_timeout_ms = 2500
+tool_timeout_sec = 1.5
+required = true
+supports_parallel_tool_calls = false
+enabled_tools = ["search", "get"]
+disabled_tools = ["get"]
+default_tools_approval_mode = "prompt"
+tools.search.approval_mode = "approve"
+
+[mcp_servers.remote]
+url = "https://example.com/mcp"
+bearer_token_env_var = "TOKEN"
+http_headers = { "X-Team" = "core" }
+env_http_headers = { "X-Api-Key" = "API_KEY" }
+enabled = false
+"#;
+    let config = McpConfig::from_toml(text, "mcp.toml").unwrap();
+    assert_eq!(config.servers.keys().collect::<Vec<_>>(), ["github", "remote"]);
+    let github = &config.servers["github"];
+    assert_eq!(
+        github.transport,
+        TransportConfig::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "server-github".into()],
+            env: [("API".to_owned(), "https://api.github.com".to_owned())].into(),
+            env_vars: vec!["GITHUB_TOKEN".into()],
+            cwd: Some("/srv".into()),
+            inherit_env: false,
+        }
+    );
+    assert_eq!(github.startup_timeout, Duration::from_millis(2500));
+    assert_eq!(github.tool_timeout, Duration::from_millis(1500));
+    assert!(github.enabled && github.required && !github.supports_parallel_tool_calls);
+    assert!(github.tool_allowed("search"));
+    assert!(!github.tool_allowed("get"), "disabled_tools wins over enabled_tools");
+    assert!(!github.tool_allowed("other"), "not in enabled_tools");
+    assert_eq!(github.approval_mode("search", ApprovalMode::Auto), ApprovalMode::Approve);
+    assert_eq!(github.approval_mode("other", ApprovalMode::Auto), ApprovalMode::Prompt);
+    let remote = &config.servers["remote"];
+    assert_eq!(
+        remote.transport,
+        TransportConfig::Http {
+            url: "https://example.com/mcp".into(),
+            bearer_token_env_var: Some("TOKEN".into()),
+            http_headers: [("X-Team".to_owned(), "core".to_owned())].into(),
+            env_http_headers: [("X-Api-Key".to_owned(), "API_KEY".to_owned())].into(),
+            legacy_sse: false,
+        }
+    );
+    assert!(!remote.enabled && !remote.required);
+    assert_eq!(remote.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
+    assert_eq!(remote.tool_timeout, DEFAULT_TOOL_TIMEOUT);
+    assert!(remote.supports_parallel_tool_calls && remote.tool_allowed("anything"));
+    assert_eq!(remote.approval_mode("x", ApprovalMode::Auto), ApprovalMode::Auto, "the host's default");
+}
+
+#[test]
+fn codex_errors_name_file_server_and_field() {
+    let cases = [
+        (
+            "[mcp_servers.github]\ncommand = \"x\"\nstartup_timeout_sec = \"ten\"",
+            "mcp.toml: mcp_servers.github.startup_timeout_sec: expected a number",
+        ),
+        ("[mcp_servers.github]\nargs = []", "mcp.toml: mcp_servers.github: missing command (stdio) or url (http)"),
+        (
+            "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://h/mcp\"",
+            "mcp.toml: mcp_servers.a: set either command (stdio) or url (http), not both",
+        ),
+        ("[mcp_servers.a]\ncommand = \"x\"\nargs = [1]", "mcp.toml: mcp_servers.a.args.0: expected a string"),
+        ("[mcp_servers.a]\ncommand = \"x\"\nrequired = 1", "mcp.toml: mcp_servers.a.required: expected true or false"),
+        ("[mcp_servers.a]\ncommand = \"x\"\ncomand = 1", "mcp.toml: mcp_servers.a.comand: unknown field"),
+        (
+            "[mcp_servers.a]\ncommand = \"x\"\ntools.t.approval_mode = \"always\"",
+            "mcp.toml: mcp_servers.a.tools.t.approval_mode: unknown approval mode \"always\" (expected auto, prompt or approve)",
+        ),
+        (
+            "[mcp_servers.a]\nurl = \"http://h\"\nenv_vars = [\"X\"]",
+            "mcp.toml: mcp_servers.a.env_vars: applies to command servers only",
+        ),
+        ("[mcp_servers.\"my.srv\"]\ncommand = 3", "mcp.toml: mcp_servers.\"my.srv\".command: expected a string"),
+        ("mcp_servers = 3", "mcp.toml: mcp_servers: expected a table"),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(toml_err(text), expected, "{text}");
+    }
+    let syntax = toml_err("[mcp_servers.a]\ncommand = ");
+    assert!(syntax.starts_with("mcp.toml: line 2: "), "{syntax}");
+}
+
+#[test]
+fn claude_json_with_variable_expansion() {
+    let text = r#"{"mcpServers": {
+        "fs": {"command": "${BIN:-npx}", "args": ["-y", "${HOME}/x", "${MISSING:-}"], "env": {"TOKEN": "${TOKEN}"}},
+        "web": {"type": "http", "url": "https://${HOST:-localhost:3000}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+        "old": {"type": "sse", "url": "http://127.0.0.1:1/sse", "disabled": true, "alwaysAllow": []}
+    }}"#;
+    let env = |name: &str| match name {
+        "HOME" => Some("/home/me".to_owned()),
+        "TOKEN" => Some("s3cret".to_owned()),
+        _ => None,
+    };
+    let config = McpConfig::from_json(text, ".mcp.json", &env).unwrap();
+    assert_eq!(
+        config.servers["fs"].transport,
+        TransportConfig::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "/home/me/x".into(), String::new()],
+            env: [("TOKEN".to_owned(), "s3cret".to_owned())].into(),
+            env_vars: vec![],
+            cwd: None,
+            inherit_env: true,
+        }
+    );
+    let TransportConfig::Http { url, http_headers, legacy_sse, .. } = &config.servers["web"].transport else {
+        panic!()
+    };
+    assert_eq!(url, "https://localhost:3000/mcp");
+    assert_eq!(http_headers["Authorization"], "Bearer s3cret");
+    assert!(!legacy_sse);
+    let old = &config.servers["old"];
+    assert!(matches!(old.transport, TransportConfig::Http { legacy_sse: true, .. }) && !old.enabled);
+
+    let err = McpConfig::from_json(r#"{"mcpServers": {"fs": {"command": "${NOPE}"}}}"#, ".mcp.json", &no_env)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        ".mcp.json: mcpServers.fs.command: environment variable NOPE is not set (and ${NOPE} has no default)"
+    );
+}
+
+#[test]
+fn vscode_json_servers() {
+    let text = r#"{"inputs": [], "servers": {
+        "memory": {"type": "stdio", "command": "node", "args": ["m.js"], "cwd": "/tmp"},
+        "remote": {"url": "http://127.0.0.1:9/mcp"}
+    }}"#;
+    let config = McpConfig::from_json(text, "mcp.json", &no_env).unwrap();
+    assert!(
+        matches!(&config.servers["memory"].transport, TransportConfig::Stdio { command, cwd: Some(_), .. } if command == "node")
+    );
+    assert!(matches!(&config.servers["remote"].transport, TransportConfig::Http { legacy_sse: false, .. }));
+    let errors = [
+        (
+            r#"{"servers": {"m": {"type": "ws", "url": "x"}}}"#,
+            "mcp.json: servers.m.type: unknown server type \"ws\" (expected stdio, http or sse)",
+        ),
+        (r#"{"servers": {"m": {"type": "http"}}}"#, "mcp.json: servers.m: missing url"),
+        (
+            r#"{"servers": {"m": {"command": "x", "args": "a"}}}"#,
+            "mcp.json: servers.m.args: expected an array of strings",
+        ),
+        (r#"{"other": {}}"#, "mcp.json: expected a top-level \"mcpServers\" (Claude) or \"servers\" (VS Code) object"),
+    ];
+    for (text, expected) in errors {
+        assert_eq!(McpConfig::from_json(text, "mcp.json", &no_env).unwrap_err().to_string(), expected);
+    }
+}
+
+#[test]
+fn load_picks_the_format_by_extension() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let toml_file = dir.join("mcp.toml");
+    std::fs::write(&toml_file, "[mcp_servers.a]\ncommand = \"x\"\n").unwrap();
+    assert!(McpConfig::load(&toml_file).unwrap().servers.contains_key("a"));
+    let json_file = dir.join("mcp.json");
+    std::fs::write(&json_file, r#"{"mcpServers": {"b": {"command": "x"}}}"#).unwrap();
+    assert!(McpConfig::load(&json_file).unwrap().servers.contains_key("b"));
+    let other = dir.join("mcp.yaml");
+    assert!(McpConfig::load(&other)
+        .unwrap_err()
+        .to_string()
+        .ends_with("unknown configuration format (expected a .toml or .json file)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn expansion_edge_cases() {
+    let env = |n: &str| (n == "A").then(|| "1".to_owned());
+    assert_eq!(expand("x${A}y${B:-2}z${A:-9}", &env).unwrap(), "x1y2z1");
+    assert_eq!(expand("no vars $A {A}", &env).unwrap(), "no vars $A {A}");
+    assert!(expand("${A", &env).unwrap_err().starts_with("unterminated"));
+}

@@ -1,0 +1,1352 @@
+//! The connection set: many MCP servers behind one catalog, as codex's `McpConnectionManager`.
+//!
+//! [`ConnectionSet::new`] takes an [`McpConfig`]; [`ConnectionSet::start`] starts every enabled
+//! server in parallel, each within its `startup_timeout`, reporting [`SetEvent`]s (starting,
+//! ready, failed with a reason, cancelled, disabled) and a [`StartupSummary`] once all have
+//! settled. A required server that fails makes `start` fail naming it
+//! ([`SetError::StartupFailed`]); [`ConnectionSet::cancel_startup`] (or dropping the `start`
+//! future) cancels it.
+//!
+//! The [`Catalog`] aggregates the tools (and resources, resource templates and prompts, where
+//! the server advertises them) of every ready server. Tools are offered under qualified names
+//! `mcp__SERVER__TOOL` reduced to `[A-Za-z0-9_-]` and at most 64 bytes; a name that is too long
+//! or taken is cut and given `_` and 8 hex digits of the FNV-1a hash of the unreduced name.
+//! Servers are taken in name order and tools in the server's order, so names are stable.
+//! `enabled_tools` / `disabled_tools` are enforced before a server is touched; each tool's
+//! [`ApprovalMode`] is resolved per tool, then per server, then [`SetOptions::default_approval_mode`].
+//! A call waits at most the smaller of the server's `tool_timeout` and the caller's timeout;
+//! a server with `supports_parallel_tool_calls = false` gets one call at a time.
+//!
+//! Staying healthy: `notifications/{tools,resources,prompts}/list_changed` re-lists that server
+//! (debounced, [`SetOptions::refresh_debounce`]) and emits [`SetEvent::CatalogChanged`]. A
+//! server whose connection ends (a stdio child that exits, an HTTP session the server forgot)
+//! is restarted from its recipe with exponential backoff and listed again; calls in flight on it
+//! fail with [`SetError::Disconnected`] and are never replayed. [`ConnectionSet::shutdown`]
+//! cancels startup, ends every session and stops every child process with its process group.
+//!
+//! Server-to-client traffic: notifications from every server reach the host as
+//! [`SetEvent::Notification`] tagged with the server's name. Server requests other than `ping`
+//! (sampling, elicitation, roots) are answered by the client layer (-32601 for now).
+//! TODO(client-complete): when `ClientOptions` gains sampling / elicitation / roots handlers,
+//! add `SetOptions` hooks that receive `(server, request)` and wire them in `client_options`.
+//!
+//! Connections are watched by polling [`Client::is_closed`] every
+//! [`SetOptions::health_interval`] (the client layer has no close callback), and a call that
+//! fails with a disconnection triggers the restart at once.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::task::{AbortHandle, JoinSet};
+
+use super::config::{ApprovalMode, McpConfig, ServerConfig, TransportConfig, DEFAULT_ENV_VARS};
+use super::{Client, ClientError, ClientOptions};
+use crate::proto::jsonrpc::Notification;
+use crate::proto::mcp_types::{
+    CallToolRequestParams, CallToolResult, Implementation, ListPrompts, ListPromptsRequestParams,
+    ListResourceTemplates, ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method,
+    Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool,
+};
+use crate::proto::session::RequestOptions;
+use crate::proto::version::ProtocolVersion;
+#[cfg(feature = "http")]
+use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+use crate::transport::stdio::{ChildCommand, Stderr, StdioTransport};
+
+/// The longest qualified tool name (the limit of most model APIs).
+pub const MAX_TOOL_NAME_BYTES: usize = 64;
+
+/// Where a server stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    /// Configured but not started yet.
+    Pending,
+    /// Starting (spawning or connecting, `initialize`, listing).
+    Starting,
+    /// Connected and listed.
+    Ready,
+    /// Could not start (or could not be restarted).
+    Failed,
+    /// Its startup was cancelled.
+    Cancelled,
+    /// `enabled = false`: skipped.
+    Disabled,
+    /// Its connection ended; being restarted.
+    Reconnecting,
+    /// Shut down.
+    Closed,
+}
+
+impl ServerState {
+    /// A lowercase word: `ready`, `failed` …
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Pending => "pending",
+            ServerState::Starting => "starting",
+            ServerState::Ready => "ready",
+            ServerState::Failed => "failed",
+            ServerState::Cancelled => "cancelled",
+            ServerState::Disabled => "disabled",
+            ServerState::Reconnecting => "reconnecting",
+            ServerState::Closed => "closed",
+        }
+    }
+}
+
+impl fmt::Display for ServerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One server's state, for status lines.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerStatus {
+    /// The server's configured name.
+    pub name: String,
+    /// Where it stands.
+    pub state: ServerState,
+    /// Whether it is `required`.
+    pub required: bool,
+    /// The negotiated protocol version, once connected.
+    pub protocol_version: Option<ProtocolVersion>,
+    /// Its `serverInfo`, once connected.
+    pub server_info: Option<Implementation>,
+    /// How many tools it lists (before filtering).
+    pub tools: usize,
+    /// How long its (last) start took.
+    pub elapsed: Duration,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+}
+
+/// Every server's state once startup has settled.
+#[derive(Debug, Clone)]
+pub struct StartupSummary {
+    /// In name order, disabled servers included.
+    pub servers: Vec<ServerStatus>,
+}
+
+impl StartupSummary {
+    /// The servers in `state`.
+    pub fn in_state(&self, state: ServerState) -> impl Iterator<Item = &ServerStatus> {
+        self.servers.iter().filter(move |s| s.state == state)
+    }
+
+    /// The required servers that did not become ready.
+    pub fn failed_required(&self) -> Vec<String> {
+        self.servers.iter().filter(|s| s.required && s.state != ServerState::Ready).map(|s| s.name.clone()).collect()
+    }
+}
+
+/// What happens in the set, as it happens.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum SetEvent {
+    /// A server is being started.
+    Starting {
+        /// Its name.
+        server: String,
+    },
+    /// A server is connected and listed.
+    Ready {
+        /// Its name.
+        server: String,
+        /// The negotiated version.
+        protocol_version: ProtocolVersion,
+        /// How many tools it lists.
+        tools: usize,
+        /// How long the start took.
+        elapsed: Duration,
+    },
+    /// A server could not start (or be restarted).
+    Failed {
+        /// Its name.
+        server: String,
+        /// Whether it is required.
+        required: bool,
+        /// Why.
+        reason: String,
+    },
+    /// A server's startup was cancelled.
+    Cancelled {
+        /// Its name.
+        server: String,
+    },
+    /// A server is disabled and was not started.
+    Disabled {
+        /// Its name.
+        server: String,
+    },
+    /// Every server has settled.
+    StartupComplete(StartupSummary),
+    /// A server's tools, resources or prompts changed; [`ConnectionSet::catalog`] has the new ones.
+    CatalogChanged {
+        /// Its name.
+        server: String,
+    },
+    /// A ready server's connection ended.
+    Disconnected {
+        /// Its name.
+        server: String,
+        /// Why (exit status, closed connection, expired session).
+        reason: String,
+    },
+    /// A restart is about to be tried after `delay`.
+    Reconnecting {
+        /// Its name.
+        server: String,
+        /// 1 for the first try.
+        attempt: u32,
+        /// The wait before this try.
+        delay: Duration,
+    },
+    /// A restarted server is ready again (its catalog re-listed).
+    Reconnected {
+        /// Its name.
+        server: String,
+    },
+    /// A notification from a server (logging, progress not routed to a call, list changes …).
+    Notification {
+        /// Its name.
+        server: String,
+        /// The notification.
+        notification: Notification,
+    },
+}
+
+/// Where [`SetEvent`]s go. Called from the set's tasks: do not block.
+pub type EventSink = Arc<dyn Fn(SetEvent) + Send + Sync>;
+
+/// How the set behaves. Build from [`SetOptions::default`] and the `with_*` methods.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SetOptions {
+    /// The options of every client (`clientInfo`, capabilities, versions); the handler is the
+    /// set's own.
+    pub client: ClientOptions,
+    /// The approval mode of tools whose server and tool settings name none: default `prompt`.
+    pub default_approval_mode: ApprovalMode,
+    /// How long after a `list_changed` notification the server is re-listed (further
+    /// notifications in between are folded in): default 200 ms.
+    pub refresh_debounce: Duration,
+    /// Whether a server whose connection ends is restarted: default true.
+    pub reconnect: bool,
+    /// Restart attempts before the server is marked failed: default 5.
+    pub max_reconnect_attempts: u32,
+    /// The first wait before a restart, doubled each attempt: default 100 ms.
+    pub initial_backoff: Duration,
+    /// The longest wait between restarts: default 5 s.
+    pub max_backoff: Duration,
+    /// How often connections are checked: default 50 ms.
+    pub health_interval: Duration,
+    /// What stdio children do with their stderr: default discarded.
+    pub stderr: Stderr,
+    /// Where events go: default nowhere.
+    pub events: Option<EventSink>,
+}
+
+impl Default for SetOptions {
+    fn default() -> Self {
+        SetOptions {
+            client: ClientOptions::default(),
+            default_approval_mode: ApprovalMode::Prompt,
+            refresh_debounce: Duration::from_millis(200),
+            reconnect: true,
+            max_reconnect_attempts: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            health_interval: Duration::from_millis(50),
+            stderr: Stderr::Discard,
+            events: None,
+        }
+    }
+}
+
+impl fmt::Debug for SetOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SetOptions")
+            .field("client", &self.client)
+            .field("default_approval_mode", &self.default_approval_mode)
+            .field("refresh_debounce", &self.refresh_debounce)
+            .field("reconnect", &self.reconnect)
+            .field("max_reconnect_attempts", &self.max_reconnect_attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SetOptions {
+    /// These options with other client options.
+    pub fn with_client_options(mut self, client: ClientOptions) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// These options with another host default approval mode.
+    pub fn with_default_approval_mode(mut self, mode: ApprovalMode) -> Self {
+        self.default_approval_mode = mode;
+        self
+    }
+
+    /// These options with another refresh debounce.
+    pub fn with_refresh_debounce(mut self, debounce: Duration) -> Self {
+        self.refresh_debounce = debounce;
+        self
+    }
+
+    /// These options with restarts on or off.
+    pub fn with_reconnect(mut self, on: bool) -> Self {
+        self.reconnect = on;
+        self
+    }
+
+    /// These options with another restart policy.
+    pub fn with_backoff(mut self, initial: Duration, max: Duration, attempts: u32) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max.max(initial);
+        self.max_reconnect_attempts = attempts;
+        self
+    }
+
+    /// These options handling children's stderr so.
+    pub fn with_stderr(mut self, stderr: Stderr) -> Self {
+        self.stderr = stderr;
+        self
+    }
+
+    /// These options sending events to `sink`.
+    pub fn with_events(mut self, sink: impl Fn(SetEvent) + Send + Sync + 'static) -> Self {
+        self.events = Some(Arc::new(sink));
+        self
+    }
+
+    /// These options sending events to a new unbounded channel, and its receiver (drain it).
+    pub fn with_event_channel(self) -> (Self, mpsc::UnboundedReceiver<SetEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            self.with_events(move |event| {
+                let _ = tx.send(event);
+            }),
+            rx,
+        )
+    }
+}
+
+/// Why a set operation failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SetError {
+    /// Required servers did not become ready.
+    StartupFailed {
+        /// Their names.
+        required: Vec<String>,
+        /// Every server's state.
+        summary: StartupSummary,
+    },
+    /// Startup was cancelled (or the set shut down) before every server settled.
+    StartupCancelled {
+        /// Every server's state.
+        summary: StartupSummary,
+    },
+    /// No tool has this qualified name.
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+    /// No server has this name.
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// The tool is filtered out by `enabled_tools` / `disabled_tools`; the server was not asked.
+    ToolDisabled {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The server is not ready (failed, disabled, reconnecting, closed).
+    Unavailable {
+        /// The server.
+        server: String,
+        /// Its state.
+        state: ServerState,
+        /// Why, when known.
+        reason: Option<String>,
+    },
+    /// The server's connection ended while the call was in flight. The call was not retried.
+    Disconnected {
+        /// The server.
+        server: String,
+        /// The method or tool.
+        what: String,
+        /// The client's error.
+        source: ClientError,
+    },
+    /// The call took longer than the effective timeout (cancelled on the server).
+    Timeout {
+        /// The server.
+        server: String,
+        /// The method or tool.
+        what: String,
+        /// The effective timeout.
+        after: Duration,
+    },
+    /// Any other client failure (the server answered an error, …).
+    Client {
+        /// The server.
+        server: String,
+        /// The client's error.
+        source: ClientError,
+    },
+}
+
+impl fmt::Display for SetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetError::StartupFailed { required, summary } => {
+                f.write_str("required MCP servers failed to start: ")?;
+                for (i, name) in required.iter().enumerate() {
+                    let status = summary.servers.iter().find(|s| &s.name == name);
+                    let reason = status.and_then(|s| s.error.as_deref()).unwrap_or("not ready");
+                    write!(f, "{}{name} ({reason})", if i > 0 { ", " } else { "" })?;
+                }
+                Ok(())
+            }
+            SetError::StartupCancelled { .. } => f.write_str("startup was cancelled"),
+            SetError::UnknownTool { name } => write!(f, "unknown tool {name}"),
+            SetError::UnknownServer { server } => write!(f, "unknown server {server}"),
+            SetError::ToolDisabled { server, tool } => write!(f, "tool {tool} of server {server} is disabled"),
+            SetError::Unavailable { server, state, reason: Some(reason) } => {
+                write!(f, "server {server} is {state}: {reason}")
+            }
+            SetError::Unavailable { server, state, reason: None } => write!(f, "server {server} is {state}"),
+            SetError::Disconnected { server, what, source } => {
+                write!(f, "server {server} went away during {what} (not retried): {source}")
+            }
+            SetError::Timeout { server, what, after } => {
+                write!(f, "{what} on server {server} timed out after {} ms", after.as_millis())
+            }
+            SetError::Client { server, source } => write!(f, "server {server}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for SetError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetError::Disconnected { source, .. } | SetError::Client { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// One tool of the catalog.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CatalogTool {
+    /// The name it is offered under: `mcp__SERVER__TOOL`, reduced.
+    pub qualified_name: String,
+    /// The server.
+    pub server: String,
+    /// The tool as the server lists it.
+    pub tool: Tool,
+    /// Its resolved approval mode.
+    pub approval_mode: ApprovalMode,
+}
+
+/// Everything the ready servers offer, in stable order.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Catalog {
+    /// Tools, by server name then the server's order.
+    pub tools: Vec<CatalogTool>,
+    /// `(server, resource)`.
+    pub resources: Vec<(String, Resource)>,
+    /// `(server, template)`.
+    pub resource_templates: Vec<(String, ResourceTemplate)>,
+    /// `(server, prompt)`.
+    pub prompts: Vec<(String, Prompt)>,
+}
+
+impl Catalog {
+    /// The tool offered as `qualified_name`.
+    pub fn tool(&self, qualified_name: &str) -> Option<&CatalogTool> {
+        self.tools.iter().find(|t| t.qualified_name == qualified_name)
+    }
+}
+
+/// A connection of either kind.
+#[derive(Clone)]
+enum Conn {
+    Stdio(Client<StdioTransport>),
+    #[cfg(feature = "http")]
+    Http(Client<HttpClientTransport>),
+}
+
+macro_rules! on {
+    ($conn:expr, $c:ident => $e:expr) => {
+        match $conn {
+            Conn::Stdio($c) => $e,
+            #[cfg(feature = "http")]
+            Conn::Http($c) => $e,
+        }
+    };
+}
+
+impl Conn {
+    fn is_closed(&self) -> bool {
+        on!(self, c => c.is_closed())
+    }
+
+    fn capabilities(&self) -> &ServerCapabilities {
+        on!(self, c => c.capabilities())
+    }
+
+    fn protocol_version(&self) -> ProtocolVersion {
+        on!(self, c => c.protocol_version())
+    }
+
+    fn server_info(&self) -> &Implementation {
+        on!(self, c => c.server_info())
+    }
+
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Conn::Stdio(c) => c.transport().child_pid(),
+            #[cfg(feature = "http")]
+            Conn::Http(_) => None,
+        }
+    }
+
+    /// Why the connection ended, as far as we can tell.
+    fn end_reason(&self) -> String {
+        match self {
+            Conn::Stdio(c) => match c.exit_status() {
+                Some(status) => format!("the server exited ({status})"),
+                None => "the server closed the connection".to_owned(),
+            },
+            #[cfg(feature = "http")]
+            Conn::Http(_) => "the connection closed".to_owned(),
+        }
+    }
+
+    async fn close(&self) {
+        let _ = on!(self, c => c.close().await);
+    }
+
+    async fn request<M>(&self, params: M::Params, options: RequestOptions) -> Result<M::Output, ClientError>
+    where
+        M: Method,
+        M::Params: Send + Sync + 'static,
+        M::Output: Clone + Send + Sync + 'static,
+    {
+        on!(self, c => c.request::<M>(params, options).await)
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        on!(self, c => c.call_tool_with(params, options).await)
+    }
+
+    async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        on!(self, c => c.list_tools().await)
+    }
+}
+
+/// What a server offers, as last listed.
+#[derive(Default, Clone)]
+struct Listing {
+    tools: Vec<Tool>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+}
+
+struct SlotState {
+    state: ServerState,
+    conn: Option<Conn>,
+    /// Bumped by every new connection: a stale watcher or refresh can tell it is stale.
+    generation: u64,
+    error: Option<String>,
+    protocol_version: Option<ProtocolVersion>,
+    server_info: Option<Implementation>,
+    listing: Listing,
+    elapsed: Duration,
+    watcher: Option<AbortHandle>,
+}
+
+struct Slot {
+    config: ServerConfig,
+    state: Mutex<SlotState>,
+    /// One permit when the server takes one call at a time.
+    serial: Option<Arc<Semaphore>>,
+    refresh_scheduled: AtomicBool,
+}
+
+impl Slot {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state.lock().expect("slot lock")
+    }
+
+    fn status(&self) -> ServerStatus {
+        let s = self.lock();
+        ServerStatus {
+            name: self.config.name.clone(),
+            state: s.state,
+            required: self.config.required,
+            protocol_version: s.protocol_version,
+            server_info: s.server_info.clone(),
+            tools: s.listing.tools.len(),
+            elapsed: s.elapsed,
+            error: s.error.clone(),
+        }
+    }
+}
+
+struct Shared {
+    slots: BTreeMap<String, Arc<Slot>>,
+    options: SetOptions,
+    catalog: Mutex<Arc<Catalog>>,
+    cancel: watch::Sender<bool>,
+    shut_down: AtomicBool,
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+impl Shared {
+    fn emit(&self, event: SetEvent) {
+        if let Some(sink) = &self.options.events {
+            sink(event);
+        }
+    }
+
+    fn track(&self, handle: AbortHandle) {
+        let mut tasks = self.tasks.lock().expect("tasks lock");
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
+    }
+
+    fn rebuild_catalog(&self) {
+        let mut entries = Vec::new();
+        let mut catalog = Catalog::default();
+        for (name, slot) in &self.slots {
+            let s = slot.lock();
+            if !matches!(s.state, ServerState::Ready | ServerState::Reconnecting) {
+                continue;
+            }
+            for tool in &s.listing.tools {
+                if slot.config.tool_allowed(&tool.name) {
+                    entries.push((
+                        name.clone(),
+                        tool.clone(),
+                        slot.config.approval_mode(&tool.name, self.options.default_approval_mode),
+                    ));
+                }
+            }
+            catalog.resources.extend(s.listing.resources.iter().map(|r| (name.clone(), r.clone())));
+            catalog.resource_templates.extend(s.listing.templates.iter().map(|r| (name.clone(), r.clone())));
+            catalog.prompts.extend(s.listing.prompts.iter().map(|p| (name.clone(), p.clone())));
+        }
+        let names = qualify(entries.iter().map(|(server, tool, _)| (server.as_str(), tool.name.as_str())));
+        catalog.tools = entries
+            .into_iter()
+            .zip(names)
+            .map(|((server, tool, approval_mode), qualified_name)| CatalogTool {
+                qualified_name,
+                server,
+                tool,
+                approval_mode,
+            })
+            .collect();
+        *self.catalog.lock().expect("catalog lock") = Arc::new(catalog);
+    }
+}
+
+/// Qualified names for `(server, tool)` pairs, in order: `mcp__SERVER__TOOL` reduced to
+/// `[A-Za-z0-9_-]`; when that is longer than [`MAX_TOOL_NAME_BYTES`] or already taken, cut to
+/// 55 bytes and suffixed with `_` and the 8 hex digits of the FNV-1a hash of the unreduced name.
+pub fn qualify<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    let mut used = HashSet::new();
+    let mut out = Vec::new();
+    for (server, tool) in pairs {
+        let full = format!("mcp__{server}__{tool}");
+        let mut name = sanitize(&full);
+        if name.len() > MAX_TOOL_NAME_BYTES || used.contains(&name) {
+            let cut = MAX_TOOL_NAME_BYTES - 9;
+            let mut salt = 0u32;
+            loop {
+                let hash = if salt == 0 { fnv1a(full.as_bytes()) } else { fnv1a(format!("{full}#{salt}").as_bytes()) };
+                let candidate = format!("{}_{hash:08x}", &name[..name.len().min(cut)]);
+                if !used.contains(&candidate) {
+                    name = candidate;
+                    break;
+                }
+                salt += 1;
+            }
+        }
+        used.insert(name.clone());
+        out.push(name);
+    }
+    out
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+/// 32-bit FNV-1a.
+pub fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5u32, |hash, b| (hash ^ u32::from(*b)).wrapping_mul(0x0100_0193))
+}
+
+/// Many MCP servers, one catalog. Cheap to clone; every clone drives the same set.
+#[derive(Clone)]
+pub struct ConnectionSet {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ConnectionSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionSet").field("servers", &self.shared.slots.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl ConnectionSet {
+    /// A set of the servers of `config`; nothing is started until [`ConnectionSet::start`].
+    pub fn new(config: McpConfig, options: SetOptions) -> ConnectionSet {
+        let slots = config
+            .servers
+            .into_values()
+            .map(|config| {
+                let serial = (!config.supports_parallel_tool_calls).then(|| Arc::new(Semaphore::new(1)));
+                let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
+                let slot = Slot {
+                    state: Mutex::new(SlotState {
+                        state,
+                        conn: None,
+                        generation: 0,
+                        error: None,
+                        protocol_version: None,
+                        server_info: None,
+                        listing: Listing::default(),
+                        elapsed: Duration::ZERO,
+                        watcher: None,
+                    }),
+                    serial,
+                    refresh_scheduled: AtomicBool::new(false),
+                    config,
+                };
+                (slot.config.name.clone(), Arc::new(slot))
+            })
+            .collect();
+        let (cancel, _) = watch::channel(false);
+        ConnectionSet {
+            shared: Arc::new(Shared {
+                slots,
+                options,
+                catalog: Mutex::new(Arc::new(Catalog::default())),
+                cancel,
+                shut_down: AtomicBool::new(false),
+                tasks: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Starts every enabled server in parallel, each within its `startup_timeout`, and waits
+    /// for all to settle. Events are emitted as it goes, [`SetEvent::StartupComplete`] last.
+    ///
+    /// # Cancel safety
+    /// Dropping the future aborts the starts still running (their children are killed).
+    ///
+    /// # Errors
+    /// [`SetError::StartupFailed`] naming the required servers that did not start (the others
+    /// stay up); [`SetError::StartupCancelled`] after [`ConnectionSet::cancel_startup`] or
+    /// [`ConnectionSet::shutdown`].
+    pub async fn start(&self) -> Result<StartupSummary, SetError> {
+        let shared = &self.shared;
+        let mut starts = JoinSet::new();
+        for slot in shared.slots.values() {
+            if !slot.config.enabled {
+                shared.emit(SetEvent::Disabled { server: slot.config.name.clone() });
+                continue;
+            }
+            if slot.lock().state != ServerState::Pending {
+                continue;
+            }
+            let shared = shared.clone();
+            let slot = slot.clone();
+            starts.spawn(async move { start_one(&shared, &slot).await });
+        }
+        let mut cancelled = false;
+        while let Some(outcome) = starts.join_next().await {
+            cancelled |= matches!(outcome, Ok(false));
+        }
+        shared.rebuild_catalog();
+        let summary = self.summary();
+        shared.emit(SetEvent::StartupComplete(summary.clone()));
+        if cancelled || *shared.cancel.borrow() {
+            return Err(SetError::StartupCancelled { summary });
+        }
+        let required = summary.failed_required();
+        if !required.is_empty() {
+            return Err(SetError::StartupFailed { required, summary });
+        }
+        Ok(summary)
+    }
+
+    /// Cancels the starts still running: their servers end up [`ServerState::Cancelled`] and
+    /// [`ConnectionSet::start`] fails with [`SetError::StartupCancelled`].
+    pub fn cancel_startup(&self) {
+        self.shared.cancel.send_replace(true);
+    }
+
+    /// Every server's state, in name order.
+    pub fn summary(&self) -> StartupSummary {
+        StartupSummary { servers: self.shared.slots.values().map(|s| s.status()).collect() }
+    }
+
+    /// One server's state.
+    pub fn status(&self, server: &str) -> Option<ServerStatus> {
+        self.shared.slots.get(server).map(|s| s.status())
+    }
+
+    /// The configured server names, in order.
+    pub fn servers(&self) -> impl Iterator<Item = &str> {
+        self.shared.slots.keys().map(String::as_str)
+    }
+
+    /// The current catalog (a snapshot).
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.shared.catalog.lock().expect("catalog lock").clone()
+    }
+
+    /// The tools of the catalog.
+    pub fn tools(&self) -> Vec<CatalogTool> {
+        self.catalog().tools.clone()
+    }
+
+    /// The server and tool behind a qualified name.
+    pub fn resolve(&self, qualified_name: &str) -> Option<(String, String)> {
+        self.catalog().tool(qualified_name).map(|t| (t.server.clone(), t.tool.name.clone()))
+    }
+
+    /// The approval mode of tool `tool` of `server` (tool, then server, then the host's default),
+    /// or `None` for an unknown server.
+    pub fn approval_mode(&self, server: &str, tool: &str) -> Option<ApprovalMode> {
+        let slot = self.shared.slots.get(server)?;
+        Some(slot.config.approval_mode(tool, self.shared.options.default_approval_mode))
+    }
+
+    /// The process id of a stdio server's child (its process group id too), while connected.
+    pub fn server_pid(&self, server: &str) -> Option<u32> {
+        self.shared.slots.get(server)?.lock().conn.as_ref()?.pid()
+    }
+
+    /// Calls the tool offered as `qualified_name`, waiting at most the smaller of the server's
+    /// `tool_timeout` and `timeout`.
+    ///
+    /// # Errors
+    /// [`SetError::UnknownTool`] when the catalog has no such name; otherwise as
+    /// [`ConnectionSet::call_tool_on`].
+    pub async fn call_tool(
+        &self,
+        qualified_name: &str,
+        arguments: Option<Map<String, Value>>,
+        timeout: Option<Duration>,
+    ) -> Result<CallToolResult, SetError> {
+        let (server, tool) =
+            self.resolve(qualified_name).ok_or_else(|| SetError::UnknownTool { name: qualified_name.to_owned() })?;
+        self.call_tool_on(&server, &tool, arguments, timeout).await
+    }
+
+    /// Calls tool `tool` of `server`. The tool filters are checked before the server is
+    /// touched; a server that takes one call at a time is waited for.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled`).
+    ///
+    /// # Errors
+    /// [`SetError::UnknownServer`], [`SetError::ToolDisabled`], [`SetError::Unavailable`],
+    /// [`SetError::Timeout`], [`SetError::Disconnected`] (the server went away; the call is not
+    /// retried, the server is restarted), [`SetError::Client`].
+    pub async fn call_tool_on(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        timeout: Option<Duration>,
+    ) -> Result<CallToolResult, SetError> {
+        let slot = self.slot(server)?;
+        if !slot.config.tool_allowed(tool) {
+            return Err(SetError::ToolDisabled { server: server.to_owned(), tool: tool.to_owned() });
+        }
+        let after = timeout.map_or(slot.config.tool_timeout, |t| t.min(slot.config.tool_timeout));
+        let _permit = match &slot.serial {
+            Some(serial) => Some(serial.clone().acquire_owned().await.expect("the semaphore is never closed")),
+            None => None,
+        };
+        let (conn, generation) = self.ready_conn(&slot)?;
+        let params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
+        let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
+        let outcome = conn.call_tool(params, options).await;
+        outcome.map_err(|e| self.failure(&slot, generation, tool, after, e))
+    }
+
+    /// Sends any request of the method table to `server` (`resources/read`, `prompts/get` …),
+    /// waiting at most its `tool_timeout`.
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::call_tool_on`], less the tool filters.
+    pub async fn request_on<M>(&self, server: &str, params: M::Params) -> Result<M::Output, SetError>
+    where
+        M: Method,
+        M::Params: Send + Sync + 'static,
+        M::Output: Clone + Send + Sync + 'static,
+    {
+        let slot = self.slot(server)?;
+        let after = slot.config.tool_timeout;
+        let (conn, generation) = self.ready_conn(&slot)?;
+        let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
+        let outcome = conn.request::<M>(params, options).await;
+        outcome.map_err(|e| self.failure(&slot, generation, M::NAME, after, e))
+    }
+
+    /// Cancels startup, stops restarts and refreshes, ends every session and stops every
+    /// child process with its process group (stdin closed, then SIGTERM, then SIGKILL).
+    /// Idempotent.
+    pub async fn shutdown(&self) {
+        let shared = &self.shared;
+        shared.shut_down.store(true, Ordering::Release);
+        shared.cancel.send_replace(true);
+        for task in shared.tasks.lock().expect("tasks lock").drain(..) {
+            task.abort();
+        }
+        let mut closes = JoinSet::new();
+        for slot in shared.slots.values() {
+            let mut s = slot.lock();
+            if let Some(watcher) = s.watcher.take() {
+                watcher.abort();
+            }
+            if let Some(conn) = s.conn.take() {
+                closes.spawn(async move { conn.close().await });
+            }
+            if s.state != ServerState::Disabled {
+                s.state = ServerState::Closed;
+            }
+        }
+        while closes.join_next().await.is_some() {}
+        shared.rebuild_catalog();
+    }
+
+    fn slot(&self, server: &str) -> Result<Arc<Slot>, SetError> {
+        self.shared.slots.get(server).cloned().ok_or_else(|| SetError::UnknownServer { server: server.to_owned() })
+    }
+
+    fn ready_conn(&self, slot: &Slot) -> Result<(Conn, u64), SetError> {
+        let s = slot.lock();
+        match (&s.conn, s.state) {
+            (Some(conn), ServerState::Ready) => Ok((conn.clone(), s.generation)),
+            (_, state) => {
+                Err(SetError::Unavailable { server: slot.config.name.clone(), state, reason: s.error.clone() })
+            }
+        }
+    }
+
+    fn failure(&self, slot: &Arc<Slot>, generation: u64, what: &str, after: Duration, e: ClientError) -> SetError {
+        let server = slot.config.name.clone();
+        if e.is_timeout() {
+            return SetError::Timeout { server, what: what.to_owned(), after };
+        }
+        if e.is_disconnected() {
+            connection_lost(&self.shared, slot, generation, e.to_string());
+            return SetError::Disconnected { server, what: what.to_owned(), source: e };
+        }
+        SetError::Client { server, source: e }
+    }
+}
+
+/// Starts one server; `false` when cancelled.
+async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>) -> bool {
+    let name = slot.config.name.clone();
+    slot.lock().state = ServerState::Starting;
+    shared.emit(SetEvent::Starting { server: name.clone() });
+    let started = Instant::now();
+    let mut cancel = shared.cancel.subscribe();
+    let outcome = tokio::select! {
+        outcome = tokio::time::timeout(slot.config.startup_timeout, connect(shared, slot)) => Some(outcome),
+        _ = cancel.wait_for(|c| *c) => None,
+    };
+    let elapsed = started.elapsed();
+    match outcome {
+        None => {
+            let mut s = slot.lock();
+            s.state = ServerState::Cancelled;
+            s.elapsed = elapsed;
+            s.error = Some("startup cancelled".to_owned());
+            drop(s);
+            shared.emit(SetEvent::Cancelled { server: name });
+            false
+        }
+        Some(Ok(Ok((conn, listing)))) => {
+            let version = conn.protocol_version();
+            let tools = listing.tools.len();
+            install(shared, slot, conn, listing, elapsed);
+            shared.emit(SetEvent::Ready { server: name, protocol_version: version, tools, elapsed });
+            true
+        }
+        Some(outcome) => {
+            let reason = match outcome {
+                Ok(Err(reason)) => reason,
+                _ => format!("did not start within {} ms", slot.config.startup_timeout.as_millis()),
+            };
+            let mut s = slot.lock();
+            s.state = ServerState::Failed;
+            s.elapsed = elapsed;
+            s.error = Some(reason.clone());
+            drop(s);
+            shared.emit(SetEvent::Failed { server: name, required: slot.config.required, reason });
+            true
+        }
+    }
+}
+
+/// Makes `conn` the slot's connection and watches it.
+fn install(shared: &Arc<Shared>, slot: &Arc<Slot>, conn: Conn, listing: Listing, elapsed: Duration) {
+    let mut s = slot.lock();
+    if shared.shut_down.load(Ordering::Acquire) {
+        drop(s);
+        tokio::spawn(async move { conn.close().await });
+        return;
+    }
+    s.generation += 1;
+    let generation = s.generation;
+    s.state = ServerState::Ready;
+    s.error = None;
+    s.elapsed = elapsed;
+    s.protocol_version = Some(conn.protocol_version());
+    s.server_info = Some(conn.server_info().clone());
+    s.listing = listing;
+    if let Some(old) = s.watcher.take() {
+        old.abort();
+    }
+    let watched = conn.clone();
+    s.conn = Some(conn);
+    let weak = Arc::downgrade(shared);
+    let slot_ref = slot.clone();
+    let interval = shared.options.health_interval;
+    s.watcher = Some(
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(interval).await;
+                if watched.is_closed() {
+                    if let Some(shared) = weak.upgrade() {
+                        connection_lost(&shared, &slot_ref, generation, watched.end_reason());
+                    }
+                    return;
+                }
+            }
+        })
+        .abort_handle(),
+    );
+}
+
+/// The connection of generation `generation` ended: fail it, and restart the server.
+fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reason: String) {
+    if shared.shut_down.load(Ordering::Acquire) {
+        return;
+    }
+    let mut s = slot.lock();
+    if s.generation != generation || s.state != ServerState::Ready {
+        return;
+    }
+    let old = s.conn.take();
+    s.state = if shared.options.reconnect { ServerState::Reconnecting } else { ServerState::Failed };
+    s.error = Some(reason.clone());
+    if let Some(watcher) = s.watcher.take() {
+        watcher.abort();
+    }
+    drop(s);
+    if let Some(old) = old {
+        // An expired HTTP session or a half-dead child: make sure it is gone.
+        tokio::spawn(async move { old.close().await });
+    }
+    let name = slot.config.name.clone();
+    shared.emit(SetEvent::Disconnected { server: name.clone(), reason });
+    if !shared.options.reconnect {
+        shared.rebuild_catalog();
+        shared.emit(SetEvent::CatalogChanged { server: name });
+        return;
+    }
+    let task_shared = shared.clone();
+    let slot = slot.clone();
+    let handle = tokio::spawn(async move { reconnect(&task_shared, &slot).await });
+    shared.track(handle.abort_handle());
+}
+
+async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>) {
+    let name = slot.config.name.clone();
+    let options = &shared.options;
+    let mut delay = options.initial_backoff;
+    let mut last = String::new();
+    for attempt in 1..=options.max_reconnect_attempts {
+        shared.emit(SetEvent::Reconnecting { server: name.clone(), attempt, delay });
+        tokio::time::sleep(delay).await;
+        if shared.shut_down.load(Ordering::Acquire) {
+            return;
+        }
+        let started = Instant::now();
+        match tokio::time::timeout(slot.config.startup_timeout, connect(shared, slot)).await {
+            Ok(Ok((conn, listing))) => {
+                install(shared, slot, conn, listing, started.elapsed());
+                shared.rebuild_catalog();
+                shared.emit(SetEvent::Reconnected { server: name.clone() });
+                shared.emit(SetEvent::CatalogChanged { server: name });
+                return;
+            }
+            Ok(Err(reason)) => last = reason,
+            Err(_) => last = format!("did not start within {} ms", slot.config.startup_timeout.as_millis()),
+        }
+        delay = (delay * 2).min(options.max_backoff);
+    }
+    let reason = format!("gave up restarting after {} attempts: {last}", options.max_reconnect_attempts);
+    {
+        let mut s = slot.lock();
+        s.state = ServerState::Failed;
+        s.error = Some(reason.clone());
+    }
+    shared.rebuild_catalog();
+    shared.emit(SetEvent::Failed { server: name.clone(), required: slot.config.required, reason });
+    shared.emit(SetEvent::CatalogChanged { server: name });
+}
+
+const LIST_CHANGED: [&str; 3] =
+    ["notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"];
+
+fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>) -> ClientOptions {
+    let weak: Weak<Shared> = Arc::downgrade(shared);
+    let slot_weak = Arc::downgrade(slot);
+    let name = slot.config.name.clone();
+    shared.options.client.clone().with_handler(move |notification: Notification| {
+        let Some(shared) = weak.upgrade() else { return };
+        if LIST_CHANGED.contains(&notification.method.as_str()) {
+            if let Some(slot) = slot_weak.upgrade() {
+                schedule_refresh(&shared, &slot);
+            }
+        }
+        shared.emit(SetEvent::Notification { server: name.clone(), notification });
+    })
+}
+
+fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
+    if slot.refresh_scheduled.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let task_shared = shared.clone();
+    let slot = slot.clone();
+    let handle = tokio::spawn(async move {
+        let shared = task_shared;
+        tokio::time::sleep(shared.options.refresh_debounce).await;
+        slot.refresh_scheduled.store(false, Ordering::Release);
+        let (conn, generation) = {
+            let s = slot.lock();
+            match (&s.conn, s.state) {
+                (Some(conn), ServerState::Ready) => (conn.clone(), s.generation),
+                // Not ready yet: its start (or restart) lists it anyway.
+                _ => return,
+            }
+        };
+        let timeout = slot.config.startup_timeout.max(Duration::from_secs(1));
+        let Ok(Ok(listing)) = tokio::time::timeout(timeout, list_all(&conn)).await else { return };
+        {
+            let mut s = slot.lock();
+            if s.generation != generation {
+                return;
+            }
+            s.listing = listing;
+        }
+        shared.rebuild_catalog();
+        shared.emit(SetEvent::CatalogChanged { server: slot.config.name.clone() });
+    });
+    shared.track(handle.abort_handle());
+}
+
+/// Starts the server from its recipe: spawn or connect, `initialize`, list.
+async fn connect(shared: &Arc<Shared>, slot: &Arc<Slot>) -> Result<(Conn, Listing), String> {
+    let config = &slot.config;
+    let options = client_options(shared, slot);
+    let conn = match &config.transport {
+        TransportConfig::Stdio { command, args, env, env_vars, cwd, inherit_env } => {
+            let mut child = ChildCommand::new(command).args(args).stderr(shared.options.stderr.clone());
+            if !inherit_env {
+                child = child.env_clear();
+                for var in DEFAULT_ENV_VARS.iter().copied().chain(env_vars.iter().map(String::as_str)) {
+                    if let Ok(value) = std::env::var(var) {
+                        child = child.env(var, value);
+                    }
+                }
+            }
+            for (k, v) in env {
+                child = child.env(k, v);
+            }
+            if let Some(cwd) = cwd {
+                child = child.current_dir(cwd);
+            }
+            Conn::Stdio(Client::spawn(child, options).await.map_err(|e| e.to_string())?)
+        }
+        #[cfg(feature = "http")]
+        TransportConfig::Http { url, bearer_token_env_var, http_headers, env_http_headers, legacy_sse } => {
+            let mut http = HttpClientConfig::new(url).connect_timeout(config.startup_timeout).legacy(*legacy_sse);
+            for (k, v) in http_headers {
+                http = http.header(k, v);
+            }
+            for (header, var) in env_http_headers {
+                let value = std::env::var(var)
+                    .map_err(|_| format!("env_http_headers.{header}: environment variable {var} is not set"))?;
+                http = http.header(header, value);
+            }
+            if let Some(var) = bearer_token_env_var {
+                http = http
+                    .bearer_token_env(var)
+                    .map_err(|_| format!("bearer_token_env_var: environment variable {var} is not set"))?;
+            }
+            let transport = HttpClientTransport::new(http).map_err(|e| e.to_string())?;
+            Conn::Http(Client::connect(transport, options).await.map_err(|e| e.to_string())?)
+        }
+        #[cfg(not(feature = "http"))]
+        TransportConfig::Http { .. } => return Err("this build has no HTTP transport (feature http)".to_owned()),
+    };
+    match list_all(&conn).await {
+        Ok(listing) => Ok((conn, listing)),
+        Err(e) => {
+            conn.close().await;
+            Err(e.to_string())
+        }
+    }
+}
+
+macro_rules! list_pages {
+    ($conn:expr, $method:ty, $params:ident, $field:ident) => {{
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor = None;
+        loop {
+            let params = $params { cursor: cursor.take(), ..$params::default() };
+            let page = $conn.request::<$method>(params, RequestOptions::default()).await?;
+            items.extend(page.$field);
+            match page.next_cursor {
+                Some(next) if seen.insert(next.clone()) && seen.len() < 1000 => cursor = Some(next),
+                _ => break,
+            }
+        }
+        items
+    }};
+}
+
+/// Lists what the server advertises: tools (always asked for when advertised), resources and
+/// templates, prompts.
+async fn list_all(conn: &Conn) -> Result<Listing, ClientError> {
+    let caps = conn.capabilities().clone();
+    let mut listing = Listing::default();
+    if caps.tools.is_some() {
+        listing.tools = conn.list_tools().await?;
+    }
+    if caps.resources.is_some() {
+        listing.resources = list_pages!(conn, ListResources, ListResourcesRequestParams, resources);
+        // Templates are optional even for servers with resources.
+        listing.templates = match async {
+            Ok::<_, ClientError>(list_pages!(
+                conn,
+                ListResourceTemplates,
+                ListResourceTemplatesRequestParams,
+                resource_templates
+            ))
+        }
+        .await
+        {
+            Ok(templates) => templates,
+            Err(e) if e.rpc_error().is_some() => Vec::new(),
+            Err(e) => return Err(e),
+        };
+    }
+    if caps.prompts.is_some() {
+        listing.prompts = list_pages!(conn, ListPrompts, ListPromptsRequestParams, prompts);
+    }
+    Ok(listing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_names_are_reduced_bounded_and_unique() {
+        let long_tool = "a".repeat(80);
+        let names = qualify([
+            ("github", "search"),
+            ("my.server", "get sum"),
+            ("my_server", "get_sum"),
+            ("x", long_tool.as_str()),
+            ("x", long_tool.as_str()),
+        ]);
+        assert_eq!(names[0], "mcp__github__search");
+        assert_eq!(names[1], "mcp__my_server__get_sum");
+        let hash = fnv1a(b"mcp__my_server__get_sum");
+        assert_eq!(names[2], format!("mcp__my_server__get_sum_{hash:08x}"), "the second one is suffixed");
+        for name in &names {
+            assert!(name.len() <= MAX_TOOL_NAME_BYTES, "{name}");
+            assert!(name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'), "{name}");
+        }
+        assert_eq!(names[3].len(), 64);
+        assert!(names[3].ends_with(&format!("_{:08x}", fnv1a(format!("mcp__x__{long_tool}").as_bytes()))));
+        assert_ne!(names[3], names[4]);
+        assert_eq!(
+            names,
+            qualify([
+                ("github", "search"),
+                ("my.server", "get sum"),
+                ("my_server", "get_sum"),
+                ("x", long_tool.as_str()),
+                ("x", long_tool.as_str()),
+            ]),
+            "stable"
+        );
+    }
+
+    #[test]
+    fn fnv1a_matches_the_reference_vectors() {
+        assert_eq!(fnv1a(b""), 0x811c9dc5);
+        assert_eq!(fnv1a(b"a"), 0xe40c292c);
+        assert_eq!(fnv1a(b"foobar"), 0xbf9cf968);
+    }
+
+    #[test]
+    fn startup_failure_names_the_required_servers_and_why() {
+        let status = |name: &str, state, error: Option<&str>| ServerStatus {
+            name: name.into(),
+            state,
+            required: true,
+            protocol_version: None,
+            server_info: None,
+            tools: 0,
+            elapsed: Duration::ZERO,
+            error: error.map(str::to_owned),
+        };
+        let summary = StartupSummary {
+            servers: vec![
+                status("a", ServerState::Failed, Some("cannot start x: No such file")),
+                status("b", ServerState::Ready, None),
+            ],
+        };
+        let e = SetError::StartupFailed { required: summary.failed_required(), summary };
+        assert_eq!(e.to_string(), "required MCP servers failed to start: a (cannot start x: No such file)");
+    }
+}
