@@ -51,7 +51,7 @@
 //! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `basic/utilities/cancellation`,
 //! `basic/utilities/ping`.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -66,8 +66,15 @@ use crate::proto::version::ProtocolVersion;
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Limits, Transport, TransportError};
 
+pub mod completion;
 mod dispatch;
 pub mod echo;
+mod features;
+mod pagination;
+pub mod prompts;
+mod registry;
+pub mod resources;
+pub mod schema;
 mod tool;
 
 #[cfg(test)]
@@ -76,6 +83,10 @@ mod tests;
 #[cfg(doc)]
 use crate::proto::jsonrpc::Body;
 
+pub use completion::{prefix_matches, CompletionRequest};
+pub use prompts::{prompt, prompt_argument, prompt_message, prompt_result, PromptRequest};
+pub use registry::NOTIFY_QUEUE;
+pub use resources::{blob_contents, resource, resource_not_found, resource_template, text_contents, ResourceRequest};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
 
 /// Tool calls that may run at once on one connection; more wait for a slot (still cancellable
@@ -99,6 +110,13 @@ pub enum ServerError {
         /// The name.
         name: String,
     },
+    /// Two resources share a URI, two templates a URI template, or two prompts a name.
+    Duplicate {
+        /// `resource`, `resource template` or `prompt`.
+        kind: &'static str,
+        /// The URI, template or name.
+        name: String,
+    },
     /// A tool's input schema is not a JSON object.
     InvalidInputSchema {
         /// The tool.
@@ -114,6 +132,7 @@ impl fmt::Display for ServerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ServerError::DuplicateTool { name } => write!(f, "two tools are named {name:?}"),
+            ServerError::Duplicate { kind, name } => write!(f, "{kind} {name:?} is registered twice"),
             ServerError::InvalidInputSchema { name } => {
                 write!(f, "the input schema of tool {name:?} is not a JSON object")
             }
@@ -142,8 +161,8 @@ pub(crate) struct Registered {
 pub(crate) struct Inner {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
-    pub(crate) tools: Vec<Registered>,
-    pub(crate) by_name: HashMap<String, usize>,
+    pub(crate) registry: registry::Registry,
+    pub(crate) features: registry::Features,
     pub(crate) max_concurrent_tools: usize,
     pub(crate) page_size: Option<usize>,
     pub(crate) limits: Limits,
@@ -159,7 +178,7 @@ impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Server")
             .field("info", &self.inner.info)
-            .field("tools", &self.inner.tools.iter().map(|t| &t.tool.name).collect::<Vec<_>>())
+            .field("tools", &self.tools().into_iter().map(|t| t.name).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -172,6 +191,7 @@ pub struct ServerBuilder {
     max_concurrent_tools: usize,
     page_size: Option<usize>,
     limits: Limits,
+    pending: registry::Pending,
 }
 
 impl Server {
@@ -189,6 +209,7 @@ impl Server {
             max_concurrent_tools: DEFAULT_MAX_CONCURRENT_TOOLS,
             page_size: None,
             limits: Limits::default(),
+            pending: registry::Pending::default(),
         }
     }
 
@@ -198,8 +219,8 @@ impl Server {
     }
 
     /// The tools, in the order they were added.
-    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
-        self.inner.tools.iter().map(|r| &r.tool)
+    pub fn tools(&self) -> Vec<Tool> {
+        self.inner.registry.tools.read().expect("tools lock").values().map(|r| r.tool.clone()).collect()
     }
 
     /// Serves one connection until its input ends: then lets the calls in flight finish, writes
@@ -338,10 +359,11 @@ impl ServerBuilder {
         self
     }
 
-    /// Answers `tools/list` in pages of `tools` (at least 1) with an opaque `nextCursor`;
-    /// default: one page with every tool.
-    pub fn page_size(mut self, tools: usize) -> Self {
-        self.page_size = Some(tools.max(1));
+    /// Answers `tools/list`, `resources/list`, `resources/templates/list` and `prompts/list`
+    /// in pages of `items` (at least 1) with an opaque `nextCursor`; default: one page with
+    /// everything.
+    pub fn page_size(mut self, items: usize) -> Self {
+        self.page_size = Some(items.max(1));
         self
     }
 
@@ -354,23 +376,30 @@ impl ServerBuilder {
     /// The server.
     ///
     /// # Errors
-    /// [`ServerError::DuplicateTool`], [`ServerError::InvalidInputSchema`].
+    /// [`ServerError::DuplicateTool`], [`ServerError::InvalidInputSchema`],
+    /// [`ServerError::Duplicate`].
     pub fn build(self) -> Result<Server, ServerError> {
-        let mut by_name = HashMap::new();
-        for (i, r) in self.tools.iter().enumerate() {
-            if !r.tool.input_schema.is_object() {
-                return Err(ServerError::InvalidInputSchema { name: r.tool.name.clone() });
-            }
-            if by_name.insert(r.tool.name.clone(), i).is_some() {
-                return Err(ServerError::DuplicateTool { name: r.tool.name.clone() });
+        let registry = registry::Registry::default();
+        let mut names = HashSet::new();
+        {
+            let mut tools = registry.tools.write().expect("tools lock");
+            for r in self.tools {
+                if !r.tool.input_schema.is_object() {
+                    return Err(ServerError::InvalidInputSchema { name: r.tool.name });
+                }
+                if !names.insert(r.tool.name.clone()) {
+                    return Err(ServerError::DuplicateTool { name: r.tool.name });
+                }
+                tools.insert(r.tool.name.clone(), r);
             }
         }
+        let features = self.pending.install(&registry)?;
         Ok(Server {
             inner: Arc::new(Inner {
                 info: self.info,
                 instructions: self.instructions,
-                tools: self.tools,
-                by_name,
+                registry,
+                features,
                 max_concurrent_tools: self.max_concurrent_tools,
                 page_size: self.page_size,
                 limits: self.limits,
