@@ -173,7 +173,7 @@ impl Dispatcher {
         };
         let args = params.arguments.unwrap_or_default();
         if let Err(result) = schema::check_arguments(&registered.tool, &args) {
-            return self.answer(peer, id, Ok(Body::typed(result)));
+            return self.answer(peer, id, Ok(Body::typed(*result)));
         }
         let handler = registered.handler.clone();
         let context = Context {

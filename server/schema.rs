@@ -281,7 +281,7 @@ impl<'a> Validator<'a> {
 /// # Errors
 /// The tool-error result (`isError: true`) to answer with: bad arguments are something the
 /// model can read and correct (2025-11-25 `server/tools`, "Error Handling").
-pub(crate) fn check_arguments(tool: &Tool, args: &Map<String, Value>) -> Result<(), CallToolResult> {
+pub(crate) fn check_arguments(tool: &Tool, args: &Map<String, Value>) -> Result<(), Box<CallToolResult>> {
     let schema = &tool.input_schema;
     // The common empty schema needs no copy of the arguments.
     if schema
@@ -292,7 +292,7 @@ pub(crate) fn check_arguments(tool: &Tool, args: &Map<String, Value>) -> Result<
         return Ok(());
     }
     validate(schema, &Value::Object(args.clone()))
-        .map_err(|e| super::error_result(format!("Invalid arguments for tool {}: {e}", tool.name)))
+        .map_err(|e| Box::new(super::error_result(format!("Invalid arguments for tool {}: {e}", tool.name))))
 }
 
 /// Checks a tool's result against its output schema before it leaves the server, and mirrors
