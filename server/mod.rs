@@ -35,7 +35,20 @@
 //!   as the TypeScript SDK answers), params that are not a `CallToolRequestParams` are -32602,
 //!   a panicking handler is -32603 and the server goes on; `notifications/cancelled` aborts the
 //!   call's task and no response is sent.
-//! - Any other method (`server/discover` included, at any time) → -32601 "Method not found".
+//! - Tool arguments are checked against the tool's input schema ([`schema`]) before the
+//!   handler runs (a mismatch is a tool error); `structuredContent` is checked against the
+//!   output schema before it leaves (a mismatch becomes a tool error) and mirrored into a text
+//!   block when the handler gave no content.
+//! - Resources ([`resources`]: static, templates, `resources/read` with -32002, per-session
+//!   subscriptions and [`Server::resource_updated`]), prompts ([`prompts`]), completion
+//!   ([`completion`]), `logging/setLevel` per session with [`Server::log`] (everything goes
+//!   before a level is set), every list paginated with checked opaque cursors.
+//! - The [`Server`] handle changes tools, resources, templates and prompts while serving
+//!   (`add_*`/`remove_*`), which sends `notifications/*/list_changed` to every initialized
+//!   session. Capabilities: `tools` and `logging` always, `resources`/`prompts` when some are
+//!   registered (or `enable_*` was called), `completions` with either; `listChanged: true`.
+//! - Any other method (`server/discover` included, at any time) → -32601 "Method not found";
+//!   so is a method of a capability not advertised.
 //! - Results go out as typed bodies ([`Body::typed`]): an in-process client gets the Rust value,
 //!   a byte transport serializes it once.
 //! - Shutdown when the input ends: the reader stops, calls in flight finish and their answers
@@ -43,12 +56,11 @@
 //!   written to stdout; this layer logs nothing (a panicking handler's message goes to stderr
 //!   through the panic hook).
 //!
-//! Not yet here: resources, prompts, completion, logging, `listChanged` notifications, tasks,
-//! server → client requests (sampling, elicitation, roots), the 2026-07-28 stateless revision
-//! (`server/discover`), and HTTP. Each slots in as another arm of the dispatch and another
-//! builder method.
+//! Not yet here: tasks, server → client requests (sampling, elicitation, roots), and the
+//! 2026-07-28 stateless revision (`server/discover`, per-request `_meta`).
 //!
-//! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `basic/utilities/cancellation`,
+//! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `server/resources`, `server/prompts`,
+//! `server/utilities/{completion,logging,pagination}`, `basic/utilities/cancellation`,
 //! `basic/utilities/ping`.
 
 use std::collections::HashSet;

@@ -1,7 +1,7 @@
 //! Resources: static resources (text, blob, or read by a handler), resource templates matched
 //! by their RFC 6570 URI template, and subscriptions.
 //!
-//! - `resources/list` and `resources/templates/list`, paginated ([`super::pagination`]).
+//! - `resources/list` and `resources/templates/list`, paginated ([`ServerBuilder::page_size`]).
 //! - `resources/read`: an exact URI first, then each template in the order added; a URI that
 //!   matches nothing is -32002 "Resource not found" with `{"uri": …}` in `data` (the code of
 //!   2025-11-25's `server/resources` "Error Handling"; the 2026-07-28 draft moves to -32602).
