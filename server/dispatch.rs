@@ -14,13 +14,14 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::AbortHandle;
 
+use super::registry::SessionState;
 use super::tool::Context;
-use super::{Inner, SUPPORTED_VERSIONS};
+use super::{schema, Inner, SUPPORTED_VERSIONS};
 use crate::peer::{Handler, Peer};
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Request};
 use crate::proto::mcp_types::{
     CallToolOutput, CallToolRequestParams, EmptyResult, InitializeRequestParams, InitializeResult,
-    ListToolsRequestParams, ListToolsResult, ServerCapabilities, ToolsCapability,
+    ListToolsRequestParams, ListToolsResult,
 };
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
@@ -43,7 +44,7 @@ pub(crate) struct TrackGuard {
 }
 
 impl Tracker {
-    fn enter(&self) -> TrackGuard {
+    pub(super) fn enter(&self) -> TrackGuard {
         self.inner.count.fetch_add(1, Ordering::AcqRel);
         TrackGuard { tracker: self.clone() }
     }
@@ -75,20 +76,22 @@ impl Drop for TrackGuard {
 type Running = Arc<Mutex<HashMap<Id, (u64, AbortHandle)>>>;
 
 pub(crate) struct Dispatcher {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
     semaphore: Arc<Semaphore>,
     running: Running,
     serial: AtomicU64,
-    tracker: Tracker,
+    pub(super) tracker: Tracker,
     input_error: Arc<Mutex<Option<String>>>,
+    /// This connection's logging level and subscriptions, and its id in the registry.
+    pub(super) session: (u64, Arc<SessionState>),
 }
 
-fn invalid_params(e: impl std::fmt::Display) -> ErrorObject {
+pub(super) fn invalid_params(e: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}"))
 }
 
 /// Decodes optional params; absent params decode as `T::default()`.
-fn params_or_default<T: serde::de::DeserializeOwned + Clone + Default + Send + Sync + 'static>(
+pub(super) fn params_or_default<T: serde::de::DeserializeOwned + Clone + Default + Send + Sync + 'static>(
     params: Option<Body>,
 ) -> Result<T, ErrorObject> {
     match params {
@@ -100,6 +103,7 @@ fn params_or_default<T: serde::de::DeserializeOwned + Clone + Default + Send + S
 impl Dispatcher {
     pub(crate) fn new(inner: Arc<Inner>) -> Dispatcher {
         Dispatcher {
+            session: inner.registry.new_session(),
             semaphore: Arc::new(Semaphore::new(inner.max_concurrent_tools)),
             inner,
             running: Running::default(),
@@ -119,7 +123,7 @@ impl Dispatcher {
 
     /// Records `outcome` as the answer to `id` now (so that an `initialize` answered here opens
     /// the gate for the requests read after it) and sends it from a tracked task.
-    fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, outcome: Result<Body, ErrorObject>) {
+    pub(super) fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, outcome: Result<Body, ErrorObject>) {
         let queued = peer.respond_now(&id, outcome);
         let guard = self.tracker.enter();
         tokio::spawn(async move {
@@ -133,10 +137,7 @@ impl Dispatcher {
         let params: InitializeRequestParams = params.into_decoded().map_err(invalid_params)?;
         let version = ProtocolVersion::server_counter_offer(&params.protocol_version, &SUPPORTED_VERSIONS)
             .expect("SUPPORTED_VERSIONS holds handshake versions");
-        let capabilities = ServerCapabilities {
-            tools: Some(ToolsCapability { list_changed: Some(false), ..ToolsCapability::default() }),
-            ..ServerCapabilities::default()
-        };
+        let capabilities = self.inner.features.capabilities();
         Ok(Body::typed(InitializeResult {
             protocol_version: version.as_str().to_owned(),
             capabilities,
@@ -148,18 +149,11 @@ impl Dispatcher {
 
     fn list_tools(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
         let params: ListToolsRequestParams = params_or_default(params)?;
-        let all = &self.inner.tools;
-        let start = match params.cursor.as_deref() {
-            None => 0,
-            Some(cursor) => match cursor.parse::<usize>() {
-                Ok(n) if n <= all.len() => n,
-                _ => return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid cursor {cursor:?}"))),
-            },
-        };
-        let end = self.inner.page_size.map_or(all.len(), |size| start.saturating_add(size).min(all.len()));
+        let all: Vec<_> = self.inner.registry.tools.read().expect("tools lock").values().cloned().collect();
+        let (page, next_cursor) = super::pagination::page(&all, params.cursor.as_deref(), self.inner.page_size)?;
         Ok(Body::typed(ListToolsResult {
-            tools: all[start..end].iter().map(|r| r.tool.clone()).collect(),
-            next_cursor: (end < all.len()).then(|| end.to_string()),
+            tools: page.into_iter().map(|r| r.tool.clone()).collect(),
+            next_cursor,
             ..ListToolsResult::default()
         }))
     }
@@ -173,18 +167,21 @@ impl Dispatcher {
             Ok(params) => params,
             Err(e) => return self.answer(peer, id, Err(e)),
         };
-        let Some(&index) = self.inner.by_name.get(&params.name) else {
+        let Some(registered) = self.inner.registry.tools.read().expect("tools lock").get(&params.name) else {
             let result = super::error_result(format!("Tool {} not found", params.name));
             return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(result))));
         };
-        let handler = self.inner.tools[index].handler.clone();
+        let args = params.arguments.unwrap_or_default();
+        if let Err(result) = schema::check_arguments(&registered.tool, &args) {
+            return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(*result))));
+        }
+        let handler = registered.handler.clone();
         let context = Context {
             id: id.clone(),
             meta: params.meta,
             protocol_version: peer.protocol_version(),
             outgoing: Arc::new(peer.clone()),
         };
-        let args = params.arguments.unwrap_or_default();
         let semaphore = self.semaphore.clone();
         let work = tokio::spawn(async move {
             // The semaphore is never closed.
@@ -208,7 +205,9 @@ impl Dispatcher {
             }
             let outcome = match joined {
                 // Typed as the method's output type, so an in-process client takes it as is.
-                Ok(Ok(result)) => Ok(Body::typed(CallToolOutput::Result(result))),
+                Ok(Ok(result)) => {
+                    Ok(Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, result))))
+                }
                 Ok(Err(error)) => error.into_outcome(&name).map(|r| Body::typed(CallToolOutput::Result(r))),
                 Err(e) if e.is_panic() => {
                     let payload = e.into_panic();
@@ -242,6 +241,15 @@ impl<T: Transport> Handler<T> for Dispatcher {
                 self.answer(peer, id, outcome);
             }
             "tools/call" => self.call_tool(peer, id, params),
+            "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete"
+            | "logging/setLevel" => self.feature(peer, id, &method, params),
             _ => self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found"))),
         }
     }
@@ -252,7 +260,12 @@ impl<T: Transport> Handler<T> for Dispatcher {
         }
     }
 
+    fn on_initialized(&self, peer: &Peer<T>) {
+        self.inner.registry.open_session(self.session.0, &self.session.1, peer);
+    }
+
     fn on_closed(&self, error: Option<&TransportError>) {
+        self.inner.registry.close_session(self.session.0, &self.session.1);
         if let Some(e) = error {
             *self.input_error.lock().expect("input error lock") = Some(e.to_string());
         }

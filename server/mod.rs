@@ -35,7 +35,20 @@
 //!   as the TypeScript SDK answers), params that are not a `CallToolRequestParams` are -32602,
 //!   a panicking handler is -32603 and the server goes on; `notifications/cancelled` aborts the
 //!   call's task and no response is sent.
-//! - Any other method (`server/discover` included, at any time) → -32601 "Method not found".
+//! - Tool arguments are checked against the tool's input schema ([`schema`]) before the
+//!   handler runs (a mismatch is a tool error); `structuredContent` is checked against the
+//!   output schema before it leaves (a mismatch becomes a tool error) and mirrored into a text
+//!   block when the handler gave no content.
+//! - Resources ([`resources`]: static, templates, `resources/read` with -32002, per-session
+//!   subscriptions and [`Server::resource_updated`]), prompts ([`prompts`]), completion
+//!   ([`completion`]), `logging/setLevel` per session with [`Server::log`] (everything goes
+//!   before a level is set), every list paginated with checked opaque cursors.
+//! - The [`Server`] handle changes tools, resources, templates and prompts while serving
+//!   (`add_*`/`remove_*`), which sends `notifications/*/list_changed` to every initialized
+//!   session. Capabilities: `tools` and `logging` always, `resources`/`prompts` when some are
+//!   registered (or `enable_*` was called), `completions` with either; `listChanged: true`.
+//! - Any other method (`server/discover` included, at any time) → -32601 "Method not found";
+//!   so is a method of a capability not advertised.
 //! - Results go out as typed bodies ([`Body::typed`]): an in-process client gets the Rust value,
 //!   a byte transport serializes it once.
 //! - Shutdown when the input ends: the reader stops, calls in flight finish and their answers
@@ -43,15 +56,14 @@
 //!   written to stdout; this layer logs nothing (a panicking handler's message goes to stderr
 //!   through the panic hook).
 //!
-//! Not yet here: resources, prompts, completion, logging, `listChanged` notifications, tasks,
-//! server → client requests (sampling, elicitation, roots), the 2026-07-28 stateless revision
-//! (`server/discover`), and HTTP. Each slots in as another arm of the dispatch and another
-//! builder method.
+//! Not yet here: tasks, server → client requests (sampling, elicitation, roots), and the
+//! 2026-07-28 stateless revision (`server/discover`, per-request `_meta`).
 //!
-//! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `basic/utilities/cancellation`,
+//! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `server/resources`, `server/prompts`,
+//! `server/utilities/{completion,logging,pagination}`, `basic/utilities/cancellation`,
 //! `basic/utilities/ping`.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -66,8 +78,15 @@ use crate::proto::version::ProtocolVersion;
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Limits, Transport, TransportError};
 
+pub mod completion;
 mod dispatch;
 pub mod echo;
+mod features;
+mod pagination;
+pub mod prompts;
+mod registry;
+pub mod resources;
+pub mod schema;
 mod tool;
 
 #[cfg(test)]
@@ -76,6 +95,10 @@ mod tests;
 #[cfg(doc)]
 use crate::proto::jsonrpc::Body;
 
+pub use completion::{prefix_matches, CompletionRequest};
+pub use prompts::{prompt, prompt_argument, prompt_message, prompt_result, PromptRequest};
+pub use registry::NOTIFY_QUEUE;
+pub use resources::{blob_contents, resource, resource_not_found, resource_template, text_contents, ResourceRequest};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
 
 /// Tool calls that may run at once on one connection; more wait for a slot (still cancellable
@@ -99,6 +122,13 @@ pub enum ServerError {
         /// The name.
         name: String,
     },
+    /// Two resources share a URI, two templates a URI template, or two prompts a name.
+    Duplicate {
+        /// `resource`, `resource template` or `prompt`.
+        kind: &'static str,
+        /// The URI, template or name.
+        name: String,
+    },
     /// A tool's input schema is not a JSON object.
     InvalidInputSchema {
         /// The tool.
@@ -114,6 +144,7 @@ impl fmt::Display for ServerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ServerError::DuplicateTool { name } => write!(f, "two tools are named {name:?}"),
+            ServerError::Duplicate { kind, name } => write!(f, "{kind} {name:?} is registered twice"),
             ServerError::InvalidInputSchema { name } => {
                 write!(f, "the input schema of tool {name:?} is not a JSON object")
             }
@@ -142,8 +173,8 @@ pub(crate) struct Registered {
 pub(crate) struct Inner {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
-    pub(crate) tools: Vec<Registered>,
-    pub(crate) by_name: HashMap<String, usize>,
+    pub(crate) registry: registry::Registry,
+    pub(crate) features: registry::Features,
     pub(crate) max_concurrent_tools: usize,
     pub(crate) page_size: Option<usize>,
     pub(crate) limits: Limits,
@@ -159,7 +190,7 @@ impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Server")
             .field("info", &self.inner.info)
-            .field("tools", &self.inner.tools.iter().map(|t| &t.tool.name).collect::<Vec<_>>())
+            .field("tools", &self.tools().into_iter().map(|t| t.name).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -172,6 +203,7 @@ pub struct ServerBuilder {
     max_concurrent_tools: usize,
     page_size: Option<usize>,
     limits: Limits,
+    pending: registry::Pending,
 }
 
 impl Server {
@@ -189,6 +221,7 @@ impl Server {
             max_concurrent_tools: DEFAULT_MAX_CONCURRENT_TOOLS,
             page_size: None,
             limits: Limits::default(),
+            pending: registry::Pending::default(),
         }
     }
 
@@ -198,8 +231,8 @@ impl Server {
     }
 
     /// The tools, in the order they were added.
-    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
-        self.inner.tools.iter().map(|r| &r.tool)
+    pub fn tools(&self) -> Vec<Tool> {
+        self.inner.registry.tools.read().expect("tools lock").values().map(|r| r.tool.clone()).collect()
     }
 
     /// Serves one connection until its input ends: then lets the calls in flight finish, writes
@@ -338,10 +371,11 @@ impl ServerBuilder {
         self
     }
 
-    /// Answers `tools/list` in pages of `tools` (at least 1) with an opaque `nextCursor`;
-    /// default: one page with every tool.
-    pub fn page_size(mut self, tools: usize) -> Self {
-        self.page_size = Some(tools.max(1));
+    /// Answers `tools/list`, `resources/list`, `resources/templates/list` and `prompts/list`
+    /// in pages of `items` (at least 1) with an opaque `nextCursor`; default: one page with
+    /// everything.
+    pub fn page_size(mut self, items: usize) -> Self {
+        self.page_size = Some(items.max(1));
         self
     }
 
@@ -354,23 +388,30 @@ impl ServerBuilder {
     /// The server.
     ///
     /// # Errors
-    /// [`ServerError::DuplicateTool`], [`ServerError::InvalidInputSchema`].
+    /// [`ServerError::DuplicateTool`], [`ServerError::InvalidInputSchema`],
+    /// [`ServerError::Duplicate`].
     pub fn build(self) -> Result<Server, ServerError> {
-        let mut by_name = HashMap::new();
-        for (i, r) in self.tools.iter().enumerate() {
-            if !r.tool.input_schema.is_object() {
-                return Err(ServerError::InvalidInputSchema { name: r.tool.name.clone() });
-            }
-            if by_name.insert(r.tool.name.clone(), i).is_some() {
-                return Err(ServerError::DuplicateTool { name: r.tool.name.clone() });
+        let registry = registry::Registry::default();
+        let mut names = HashSet::new();
+        {
+            let mut tools = registry.tools.write().expect("tools lock");
+            for r in self.tools {
+                if !r.tool.input_schema.is_object() {
+                    return Err(ServerError::InvalidInputSchema { name: r.tool.name });
+                }
+                if !names.insert(r.tool.name.clone()) {
+                    return Err(ServerError::DuplicateTool { name: r.tool.name });
+                }
+                tools.insert(r.tool.name.clone(), r);
             }
         }
+        let features = self.pending.install(&registry)?;
         Ok(Server {
             inner: Arc::new(Inner {
                 info: self.info,
                 instructions: self.instructions,
-                tools: self.tools,
-                by_name,
+                registry,
+                features,
                 max_concurrent_tools: self.max_concurrent_tools,
                 page_size: self.page_size,
                 limits: self.limits,

@@ -192,17 +192,22 @@ async fn tools_list_pages_with_an_opaque_cursor() {
     send(&client, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
     assert_eq!(
         recv(&client).await,
-        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","description":"first","inputSchema":{"type":"object"}},{"name":"b","description":"second","inputSchema":{"type":"object"}}],"nextCursor":"2"}}"#
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","description":"first","inputSchema":{"type":"object"}},{"name":"b","description":"second","inputSchema":{"type":"object"}}],"nextCursor":"CURSOR"}}"#
+            .replace("CURSOR", &super::pagination::encode(2))
     );
-    send(&client, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"2"}}"#).await;
+    let second = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{"cursor":"{}"}}}}"#,
+        super::pagination::encode(2)
+    );
+    send(&client, &second).await;
     assert_eq!(
         recv(&client).await,
         r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"c","description":"third","inputSchema":{"type":"object"}}]}}"#
     );
-    send(&client, r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"zz"}}"#).await;
+    send(&client, r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"2"}}"#).await;
     assert_eq!(
         recv(&client).await,
-        r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid cursor \"zz\""}}"#
+        r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid cursor \"2\""}}"#
     );
     client.close().await.unwrap();
     task.await.unwrap().unwrap();

@@ -82,7 +82,7 @@ fn typescript_sdk_client_against_echo_server() {
     assert_eq!(init["ok"], true, "{init}");
     assert_eq!(init["protocolVersion"], "2025-11-25");
     assert_eq!(init["serverInfo"], json!({"name": "mcpwire-echo-server", "version": "0.1.0"}));
-    assert_eq!(init["capabilities"], json!({"tools": {"listChanged": false}}));
+    assert_eq!(init["capabilities"], json!({"logging": {}, "tools": {"listChanged": true}}));
     assert_tool_steps(&steps, "hello from ts");
 
     let methods: Vec<&str> = sent.iter().filter_map(|m| m["method"].as_str()).collect();

@@ -23,7 +23,7 @@ const WAIT: Duration = Duration::from_secs(10);
 
 const INIT_2025: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-const INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"mcpwire-echo-server","version":"0.1.0"}}}"#;
+const INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"logging":{},"tools":{"listChanged":true}},"serverInfo":{"name":"mcpwire-echo-server","version":"0.1.0"}}}"#;
 
 fn echo_server_path() -> PathBuf {
     examples::example_path("echo_server")
@@ -125,7 +125,7 @@ async fn initialize_counter_offers_an_unknown_version_and_keeps_a_supported_one(
     let mut wire = Wire::child();
     assert_eq!(
         wire.ask(&init(1, "2099-01-01")).await,
-        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"mcpwire-echo-server","version":"0.1.0"}}}"#
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"logging":{},"tools":{"listChanged":true}},"serverInfo":{"name":"mcpwire-echo-server","version":"0.1.0"}}}"#
     );
     assert_eq!(
         wire.ask(&init(2, "2025-11-25")).await,
@@ -196,7 +196,7 @@ async fn tools_answer_with_exact_wire_shapes() {
     );
     assert_eq!(
         wire.ask(&call(4, "add", json!({"a": "two", "b": 3}))).await,
-        r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"text":"Invalid arguments for tool add: invalid type: string \"two\", expected a JSON number","type":"text"}],"isError":true}}"#
+        r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"text":"Invalid arguments for tool add: /a: expected type \"number\", got string","type":"text"}],"isError":true}}"#
     );
     let not_object = wire.ask(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":["echo"]}"#).await;
     assert!(
@@ -333,7 +333,7 @@ fn test_server(dropped: Arc<AtomicBool>) -> Server {
         .unwrap()
 }
 
-const TEST_INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":false}},"serverInfo":{"name":"test-server","version":"1"}}}"#;
+const TEST_INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"logging":{},"tools":{"listChanged":true}},"serverInfo":{"name":"test-server","version":"1"}}}"#;
 
 #[tokio::test]
 async fn cancellation_aborts_a_call_mid_handler_and_it_gets_no_answer() {

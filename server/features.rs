@@ -1,0 +1,192 @@
+//! The dispatch of resources, prompts, completion and logging: one more `impl` of the
+//! connection's [`Dispatcher`], kept apart from the tool dispatch.
+//!
+//! Lists and `logging/setLevel`/`resources/(un)subscribe` are answered at once; reads, prompt
+//! renders and completions run their handler in a task of their own (tracked, so that shutdown
+//! waits for them). A method of a capability the server does not advertise is -32601.
+//!
+//! Logging (`logging/setLevel`): the level is stored per session and filters what
+//! [`Server::log`](super::Server::log) sends to it; before any setLevel the session gets every
+//! message (the spec leaves the default to the server).
+
+use std::future::Future;
+
+use super::dispatch::{invalid_params, params_or_default, Dispatcher};
+use super::{completion, pagination, prompts, resources};
+use crate::peer::Peer;
+use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id};
+use crate::proto::mcp_types::{
+    CompleteRequestParams, EmptyResult, GetPromptRequestParams, ListPromptsRequestParams, ListPromptsResult,
+    ListResourceTemplatesRequestParams, ListResourceTemplatesResult, ListResourcesRequestParams, ListResourcesResult,
+    ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
+};
+use crate::transport::Transport;
+
+fn method_not_found() -> ErrorObject {
+    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")
+}
+
+fn required<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
+    method: &str,
+    params: Option<Body>,
+) -> Result<T, ErrorObject> {
+    match params {
+        None => Err(invalid_params(format!("{method} needs params"))),
+        Some(body) => body.into_decoded().map_err(invalid_params),
+    }
+}
+
+impl Dispatcher {
+    /// Answers one of the methods of this module.
+    pub(super) fn feature<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>) {
+        let features = self.inner.features;
+        let offered = match method {
+            "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe" => features.resources,
+            "prompts/list" | "prompts/get" => features.prompts,
+            "completion/complete" => features.completions,
+            _ => true,
+        };
+        if !offered {
+            return self.answer(peer, id, Err(method_not_found()));
+        }
+        match method {
+            "resources/list" => {
+                let outcome = self.list_resources(params);
+                self.answer(peer, id, outcome);
+            }
+            "resources/templates/list" => {
+                let outcome = self.list_templates(params);
+                self.answer(peer, id, outcome);
+            }
+            "resources/read" => self.read_resource(peer, id, params),
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let outcome = required::<SubscribeRequestParams>(method, params).map(|p| {
+                    let mut subscriptions = self.session.1.subscriptions.lock().expect("subscriptions lock");
+                    if method == "resources/subscribe" {
+                        subscriptions.insert(p.uri);
+                    } else {
+                        subscriptions.remove(&p.uri);
+                    }
+                    Body::typed(EmptyResult::default())
+                });
+                self.answer(peer, id, outcome);
+            }
+            "prompts/list" => {
+                let outcome = self.list_prompts(params);
+                self.answer(peer, id, outcome);
+            }
+            "prompts/get" => self.get_prompt(peer, id, params),
+            "completion/complete" => self.complete(peer, id, params),
+            "logging/setLevel" => {
+                let outcome = required::<SetLevelRequestParams>(method, params).map(|p| {
+                    *self.session.1.level.lock().expect("level lock") = Some(p.level);
+                    Body::typed(EmptyResult::default())
+                });
+                self.answer(peer, id, outcome);
+            }
+            _ => self.answer(peer, id, Err(method_not_found())),
+        }
+    }
+
+    /// Runs `work` in a tracked task and answers `id` with its outcome.
+    fn answer_later<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        work: impl Future<Output = Result<Body, ErrorObject>> + Send + 'static,
+    ) {
+        let guard = self.tracker.enter();
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let outcome = work.await;
+            let _ = peer.respond(&id, outcome).await;
+            drop(guard);
+        });
+    }
+
+    fn list_resources(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        let params: ListResourcesRequestParams = params_or_default(params)?;
+        let all: Vec<_> = self.inner.registry.resources.read().expect("resources lock").values().cloned().collect();
+        let (page, next_cursor) = pagination::page(&all, params.cursor.as_deref(), self.inner.page_size)?;
+        Ok(Body::typed(ListResourcesResult {
+            resources: page.into_iter().map(|e| e.resource.clone()).collect(),
+            next_cursor,
+            meta: None,
+            extra: Default::default(),
+        }))
+    }
+
+    fn list_templates(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        let params: ListResourceTemplatesRequestParams = params_or_default(params)?;
+        let all: Vec<_> = self.inner.registry.templates.read().expect("templates lock").values().cloned().collect();
+        let (page, next_cursor) = pagination::page(&all, params.cursor.as_deref(), self.inner.page_size)?;
+        Ok(Body::typed(ListResourceTemplatesResult {
+            resource_templates: page.into_iter().map(|e| e.template.clone()).collect(),
+            next_cursor,
+            meta: None,
+            extra: Default::default(),
+        }))
+    }
+
+    fn list_prompts(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        let params: ListPromptsRequestParams = params_or_default(params)?;
+        let all: Vec<_> = self.inner.registry.prompts.read().expect("prompts lock").values().cloned().collect();
+        let (page, next_cursor) = pagination::page(&all, params.cursor.as_deref(), self.inner.page_size)?;
+        Ok(Body::typed(ListPromptsResult {
+            prompts: page.into_iter().map(|e| e.prompt.clone()).collect(),
+            next_cursor,
+            meta: None,
+            extra: Default::default(),
+        }))
+    }
+
+    fn read_resource<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+        let params: ReadResourceRequestParams = match required("resources/read", params) {
+            Ok(params) => params,
+            Err(e) => return self.answer(peer, id, Err(e)),
+        };
+        let Some((read, variables)) = resources::find(&self.inner, &params.uri) else {
+            return self.answer(peer, id, Err(resources::resource_not_found(&params.uri)));
+        };
+        let request = resources::ResourceRequest { uri: params.uri, variables, meta: params.meta };
+        self.answer_later(peer, id, async move { read(request).await.map(Body::typed) });
+    }
+
+    fn get_prompt<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+        let params: GetPromptRequestParams = match required("prompts/get", params) {
+            Ok(params) => params,
+            Err(e) => return self.answer(peer, id, Err(e)),
+        };
+        let Some(entry) = self.inner.registry.prompts.read().expect("prompts lock").get(&params.name) else {
+            let error = ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", params.name));
+            return self.answer(peer, id, Err(error));
+        };
+        let arguments = params.arguments.unwrap_or_default();
+        if let Err(e) = prompts::check_arguments(&entry.prompt, &arguments) {
+            return self.answer(peer, id, Err(e));
+        }
+        let request = prompts::PromptRequest { name: params.name, arguments, meta: params.meta };
+        let get = entry.get.clone();
+        self.answer_later(peer, id, async move { get(request).await.map(Body::typed) });
+    }
+
+    fn complete<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+        let resolved = required::<CompleteRequestParams>("completion/complete", params)
+            .and_then(|params| completion::resolve(&self.inner, &params));
+        let (completer, request) = match resolved {
+            Ok(resolved) => resolved,
+            Err(e) => return self.answer(peer, id, Err(e)),
+        };
+        self.answer_later(peer, id, async move {
+            let values = match completer {
+                Some(completer) => completer(request).await?,
+                None => Vec::new(),
+            };
+            Ok(Body::typed(completion::result(values)))
+        });
+    }
+}

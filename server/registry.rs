@@ -1,0 +1,324 @@
+//! What a server offers at run time, and the sessions it serves: the tool, resource, template
+//! and prompt catalogs behind locks (so that the application can change them while serving,
+//! through its [`Server`] handle), the completers, and one [`SessionState`] per initialized
+//! connection (its logging level, its resource subscriptions, and a bounded queue of
+//! notifications drained by a task of its own, so that notifications leave in order).
+//!
+//! A change of a catalog sends `notifications/{tools,resources,prompts}/list_changed` to every
+//! initialized session. A notification that does not fit in a session's queue
+//! ([`NOTIFY_QUEUE`]) is dropped for that session: a slow client never blocks the application.
+//!
+//! Not here: the wire handling of each method (the dispatch and the feature modules).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::completion::CompleteFn;
+use super::prompts::PromptEntry;
+use super::resources::{ResourceEntry, TemplateEntry};
+use super::{Registered, Server};
+use crate::peer::Peer;
+use crate::proto::jsonrpc::Body;
+use crate::proto::mcp_types::{
+    LoggingLevel, LoggingMessageNotificationParams, PromptsCapability, ResourceUpdatedNotificationParams,
+    ResourcesCapability, ServerCapabilities, ToolsCapability,
+};
+use crate::transport::Transport;
+
+/// Notifications that may wait for one session before more are dropped for it.
+pub const NOTIFY_QUEUE: usize = 1024;
+
+/// Items by key, in the order they were first added; replacing keeps the place.
+pub(crate) struct Catalog<T> {
+    items: Vec<(String, Arc<T>)>,
+    index: HashMap<String, usize>,
+}
+
+impl<T> Default for Catalog<T> {
+    fn default() -> Self {
+        Catalog { items: Vec::new(), index: HashMap::new() }
+    }
+}
+
+impl<T> Catalog<T> {
+    /// Adds or replaces; true when it replaced.
+    pub(crate) fn insert(&mut self, key: String, item: T) -> bool {
+        let item = Arc::new(item);
+        if let Some(&i) = self.index.get(&key) {
+            self.items[i].1 = item;
+            return true;
+        }
+        self.index.insert(key.clone(), self.items.len());
+        self.items.push((key, item));
+        false
+    }
+
+    /// Removes; true when it was there.
+    pub(crate) fn remove(&mut self, key: &str) -> bool {
+        let Some(i) = self.index.remove(key) else { return false };
+        self.items.remove(i);
+        for (j, (k, _)) in self.items.iter().enumerate().skip(i) {
+            self.index.insert(k.clone(), j);
+        }
+        true
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<Arc<T>> {
+        self.index.get(key).map(|&i| self.items[i].1.clone())
+    }
+
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        self.index.contains_key(key)
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Arc<T>> {
+        self.items.iter().map(|(_, v)| v)
+    }
+}
+
+/// What a completer completes: an argument of a prompt, or a variable of a resource template.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum CompletionKey {
+    Prompt(String, String),
+    Template(String, String),
+}
+
+/// One queued notification: method and params.
+type Queued = (&'static str, Option<Body>);
+
+/// One connection's state, shared by its dispatcher and the registry.
+#[derive(Default)]
+pub(crate) struct SessionState {
+    /// `logging/setLevel`'s threshold; `None` until the client sets one (then everything goes).
+    pub(crate) level: Mutex<Option<LoggingLevel>>,
+    /// URIs the client subscribed to.
+    pub(crate) subscriptions: Mutex<HashSet<String>>,
+    /// The queue to the session's notification task, once initialized and until closed.
+    queue: Mutex<Option<mpsc::Sender<Queued>>>,
+}
+
+impl SessionState {
+    /// Queues a notification; false when the session is not open or its queue is full.
+    pub(crate) fn notify(&self, method: &'static str, params: Option<Body>) -> bool {
+        let queue = self.queue.lock().expect("session queue lock");
+        queue.as_ref().is_some_and(|q| q.try_send((method, params)).is_ok())
+    }
+
+    /// Whether a message at `level` passes the session's threshold.
+    pub(crate) fn wants(&self, level: LoggingLevel) -> bool {
+        self.level.lock().expect("level lock").is_none_or(|threshold| level >= threshold)
+    }
+}
+
+/// Builder-time and run-time registrations, and the live sessions.
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub(crate) tools: RwLock<Catalog<Registered>>,
+    pub(crate) resources: RwLock<Catalog<ResourceEntry>>,
+    pub(crate) templates: RwLock<Catalog<TemplateEntry>>,
+    pub(crate) prompts: RwLock<Catalog<PromptEntry>>,
+    pub(crate) completers: RwLock<HashMap<CompletionKey, CompleteFn>>,
+    sessions: Mutex<HashMap<u64, Arc<SessionState>>>,
+    next_session: AtomicU64,
+}
+
+/// Which capabilities a server advertises, fixed when it is built.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Features {
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+    pub(crate) completions: bool,
+}
+
+impl Features {
+    /// `tools` (always, with `listChanged`), `resources` (`subscribe`, `listChanged`) and
+    /// `prompts` (`listChanged`) when offered, `completions` when there is something to
+    /// complete, and `logging` (always: [`Server::log`] can be called on any server).
+    pub(crate) fn capabilities(self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(ToolsCapability { list_changed: Some(true), ..ToolsCapability::default() }),
+            resources: self.resources.then(|| ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+                ..ResourcesCapability::default()
+            }),
+            prompts: self
+                .prompts
+                .then(|| PromptsCapability { list_changed: Some(true), ..PromptsCapability::default() }),
+            completions: self.completions.then(Default::default),
+            logging: Some(Default::default()),
+            ..ServerCapabilities::default()
+        }
+    }
+}
+
+impl Registry {
+    /// A new session's state (not yet receiving notifications).
+    pub(crate) fn new_session(&self) -> (u64, Arc<SessionState>) {
+        (self.next_session.fetch_add(1, Ordering::Relaxed), Arc::default())
+    }
+
+    /// The session is initialized: start its notification task on `peer` and let it receive.
+    pub(crate) fn open_session<T: Transport>(&self, id: u64, state: &Arc<SessionState>, peer: &Peer<T>) {
+        let (tx, mut rx) = mpsc::channel::<Queued>(NOTIFY_QUEUE);
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            while let Some((method, params)) = rx.recv().await {
+                if peer.notify(method, params).await.is_err() && peer.is_closed() {
+                    break;
+                }
+            }
+        });
+        *state.queue.lock().expect("session queue lock") = Some(tx);
+        self.sessions.lock().expect("sessions lock").insert(id, state.clone());
+    }
+
+    /// The session ended: forget it and end its notification task.
+    pub(crate) fn close_session(&self, id: u64, state: &SessionState) {
+        state.queue.lock().expect("session queue lock").take();
+        self.sessions.lock().expect("sessions lock").remove(&id);
+    }
+
+    fn sessions(&self) -> Vec<Arc<SessionState>> {
+        self.sessions.lock().expect("sessions lock").values().cloned().collect()
+    }
+
+    /// Sends `method` (no params) to every open session.
+    pub(crate) fn broadcast(&self, method: &'static str) {
+        for session in self.sessions() {
+            session.notify(method, None);
+        }
+    }
+}
+
+impl Server {
+    /// Sends `notifications/message` to every session whose level (`logging/setLevel`) is at
+    /// or below `level`; returns how many sessions it was queued for.
+    ///
+    /// Before a client sets a level it receives every message: the spec
+    /// (`server/utilities/logging`, 2025-11-25) leaves the default to the server, and sending
+    /// everything is what lets a client that never calls `logging/setLevel` see the log.
+    pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) -> usize {
+        let params = LoggingMessageNotificationParams {
+            level,
+            logger: logger.map(str::to_owned),
+            data,
+            meta: None,
+            extra: Default::default(),
+        };
+        let mut sent = 0;
+        for session in self.inner.registry.sessions() {
+            if session.wants(level) && session.notify("notifications/message", Some(Body::typed(params.clone()))) {
+                sent += 1;
+            }
+        }
+        sent
+    }
+
+    /// Tells every session subscribed to `uri` (`resources/subscribe`) that it changed
+    /// (`notifications/resources/updated`); returns how many were told.
+    pub fn resource_updated(&self, uri: &str) -> usize {
+        let params = ResourceUpdatedNotificationParams { uri: uri.to_owned(), meta: None, extra: Default::default() };
+        let mut sent = 0;
+        for session in self.inner.registry.sessions() {
+            let subscribed = session.subscriptions.lock().expect("subscriptions lock").contains(uri);
+            if subscribed && session.notify("notifications/resources/updated", Some(Body::typed(params.clone()))) {
+                sent += 1;
+            }
+        }
+        sent
+    }
+
+    /// How many initialized sessions are being served right now.
+    pub fn session_count(&self) -> usize {
+        self.inner.registry.sessions.lock().expect("sessions lock").len()
+    }
+}
+
+/// What the builder collected besides tools.
+#[derive(Default)]
+pub(crate) struct Pending {
+    pub(crate) resources: Vec<ResourceEntry>,
+    pub(crate) templates: Vec<TemplateEntry>,
+    pub(crate) prompts: Vec<PromptEntry>,
+    pub(crate) completers: Vec<(CompletionKey, CompleteFn)>,
+    pub(crate) features: Features,
+}
+
+impl Pending {
+    /// Fills `registry`, refusing duplicates, and says what to advertise.
+    pub(crate) fn install(self, registry: &Registry) -> Result<Features, super::ServerError> {
+        let duplicate = |kind: &'static str, name: &str| super::ServerError::Duplicate { kind, name: name.to_owned() };
+        let mut features = self.features;
+        features.resources |= !self.resources.is_empty() || !self.templates.is_empty();
+        features.prompts |= !self.prompts.is_empty();
+        features.completions |= features.resources || features.prompts || !self.completers.is_empty();
+        {
+            let mut resources = registry.resources.write().expect("resources lock");
+            for entry in self.resources {
+                let uri = entry.resource.uri.clone();
+                if resources.insert(uri.clone(), entry) {
+                    return Err(duplicate("resource", &uri));
+                }
+            }
+        }
+        {
+            let mut templates = registry.templates.write().expect("templates lock");
+            for entry in self.templates {
+                let key = entry.template.uri_template.clone();
+                if templates.insert(key.clone(), entry) {
+                    return Err(duplicate("resource template", &key));
+                }
+            }
+        }
+        {
+            let mut prompts = registry.prompts.write().expect("prompts lock");
+            for entry in self.prompts {
+                let name = entry.prompt.name.clone();
+                if prompts.insert(name.clone(), entry) {
+                    return Err(duplicate("prompt", &name));
+                }
+            }
+        }
+        registry.completers.write().expect("completers lock").extend(self.completers);
+        Ok(features)
+    }
+}
+
+impl Server {
+    /// Adds (or replaces) a tool while serving, and sends `notifications/tools/list_changed`.
+    ///
+    /// # Errors
+    /// [`ServerError::InvalidInputSchema`](super::ServerError::InvalidInputSchema) when its
+    /// input schema is not a JSON object; nothing changes then.
+    pub fn add_tool<F, Fut>(&self, tool: crate::proto::mcp_types::Tool, handler: F) -> Result<(), super::ServerError>
+    where
+        F: Fn(serde_json::Map<String, Value>, super::Context) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<crate::proto::mcp_types::CallToolResult, super::ToolError>>
+            + Send
+            + 'static,
+    {
+        if !tool.input_schema.is_object() {
+            return Err(super::ServerError::InvalidInputSchema { name: tool.name });
+        }
+        let handler: super::tool::ToolFn = Arc::new(move |args, ctx| Box::pin(handler(args, ctx)) as super::ToolFuture);
+        let name = tool.name.clone();
+        self.inner.registry.tools.write().expect("tools lock").insert(name, Registered { tool, handler });
+        self.inner.registry.broadcast("notifications/tools/list_changed");
+        Ok(())
+    }
+
+    /// Removes a tool while serving; sends `list_changed` when it was there. Calls already
+    /// running finish.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let removed = self.inner.registry.tools.write().expect("tools lock").remove(name);
+        if removed {
+            self.inner.registry.broadcast("notifications/tools/list_changed");
+        }
+        removed
+    }
+}
