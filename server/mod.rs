@@ -66,8 +66,11 @@ use crate::proto::version::ProtocolVersion;
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Limits, Transport, TransportError};
 
+mod client_requests;
+mod context;
 mod dispatch;
 pub mod echo;
+mod tasks;
 mod tool;
 
 #[cfg(test)]
@@ -76,6 +79,8 @@ mod tests;
 #[cfg(doc)]
 use crate::proto::jsonrpc::Body;
 
+pub use client_requests::{url_elicitation_required, ClientRequestError};
+pub use tasks::{DEFAULT_TTL_MS, MAX_TTL_MS, POLL_INTERVAL_MS};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
 
 /// Tool calls that may run at once on one connection; more wait for a slot (still cancellable
@@ -147,6 +152,8 @@ pub(crate) struct Inner {
     pub(crate) max_concurrent_tools: usize,
     pub(crate) page_size: Option<usize>,
     pub(crate) limits: Limits,
+    pub(crate) on_roots_changed: Option<context::RootsChanged>,
+    pub(crate) client_request_timeout: Option<std::time::Duration>,
 }
 
 /// An MCP server definition. Cheap to clone; one definition can serve many connections.
@@ -172,6 +179,8 @@ pub struct ServerBuilder {
     max_concurrent_tools: usize,
     page_size: Option<usize>,
     limits: Limits,
+    on_roots_changed: Option<context::RootsChanged>,
+    client_request_timeout: Option<std::time::Duration>,
 }
 
 impl Server {
@@ -189,6 +198,8 @@ impl Server {
             max_concurrent_tools: DEFAULT_MAX_CONCURRENT_TOOLS,
             page_size: None,
             limits: Limits::default(),
+            on_roots_changed: None,
+            client_request_timeout: None,
         }
     }
 
@@ -345,6 +356,20 @@ impl ServerBuilder {
         self
     }
 
+    /// Called whenever a client sends `notifications/roots/list_changed` (after the
+    /// connection's cached roots were forgotten, so the next [`Context::list_roots`] asks again).
+    pub fn on_roots_list_changed(mut self, callback: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_roots_changed = Some(Arc::new(callback));
+        self
+    }
+
+    /// How long a request to the client ([`Context::elicit`], [`Context::create_message`] …)
+    /// may wait for its answer; default: no limit (a person may be answering).
+    pub fn client_request_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.client_request_timeout = Some(timeout);
+        self
+    }
+
     /// Transport and session limits (frame size, queue depth, requests in flight).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -374,6 +399,8 @@ impl ServerBuilder {
                 max_concurrent_tools: self.max_concurrent_tools,
                 page_size: self.page_size,
                 limits: self.limits,
+                on_roots_changed: self.on_roots_changed,
+                client_request_timeout: self.client_request_timeout,
             }),
         })
     }
