@@ -144,7 +144,10 @@ impl Run {
                 let message = format!("The agent wants to write {} bytes to {rel}. Approve?", content.len());
                 let answer = self.ctx.elicit(message, schema).await.map_err(|e| format!("approval failed: {e}"))?;
                 let approved = answer.action == ElicitAction::Accept
-                    && matches!(answer.content.as_ref().and_then(|c| c.get("approve")), Some(ElicitValue::Boolean(true)));
+                    && matches!(
+                        answer.content.as_ref().and_then(|c| c.get("approve")),
+                        Some(ElicitValue::Boolean(true))
+                    );
                 if !approved {
                     let _ = self.ctx.info(format!("write to {rel} declined")).await;
                     return Err(format!("the user declined the write to {rel}"));
@@ -257,7 +260,9 @@ fn server() -> Server {
     Server::builder()
         .name("mcpwire-agent")
         .version(env!("CARGO_PKG_VERSION"))
-        .instructions("run_agent works on local files with your model (sampling) and asks before any write (elicitation)")
+        .instructions(
+            "run_agent works on local files with your model (sampling) and asks before any write (elicitation)",
+        )
         .tool_with(tool, run_agent)
         .build()
         .expect("a valid server")

@@ -43,9 +43,14 @@
 //!   written to stdout; this layer logs nothing (a panicking handler's message goes to stderr
 //!   through the panic hook).
 //!
-//! Not yet here: resources, prompts, completion, logging, `listChanged` notifications, tasks,
-//! server → client requests (sampling, elicitation, roots), the 2026-07-28 stateless revision
-//! (`server/discover`), and HTTP. Each slots in as another arm of the dispatch and another
+//! - Handlers get a [`Context`]: progress (only with a token), log messages, cancellation,
+//!   and requests to the client (elicitation, sampling, roots, ping) checked against the
+//!   client's declared capabilities. Tools declaring `execution.taskSupport` run as tasks
+//!   (2025-11-25) when the client asks: `tasks/get`, `tasks/result`, `tasks/list`,
+//!   `tasks/cancel`, `notifications/tasks/status`.
+//!
+//! Not yet here: resources, prompts, completion, logging, `listChanged` notifications, the
+//! 2026-07-28 stateless revision (`server/discover`). Each slots in as another arm of the dispatch and another
 //! builder method.
 //!
 //! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `basic/utilities/cancellation`,
