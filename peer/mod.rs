@@ -241,6 +241,20 @@ impl<T: Transport> Peer<T> {
         Ok(())
     }
 
+    /// Sends `messages`, each related to the peer's request `related` when given
+    /// ([`Transport::send_related`]).
+    async fn send_all_related(&self, messages: Vec<Message>, related: Option<&Id>) -> Result<(), TransportError> {
+        match related {
+            None => self.send_all(messages).await,
+            Some(id) => {
+                for message in messages {
+                    self.shared.transport.send_related(message, id).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Sends `messages` from a task of its own (for callers that cannot await, e.g. `Drop`).
     pub fn send_detached(&self, messages: Vec<Message>) {
         if messages.is_empty() {
@@ -281,6 +295,36 @@ impl<T: Transport> Peer<T> {
         options: RequestOptions,
         on_progress: Option<ProgressCallback>,
     ) -> Result<Body, RequestError> {
+        self.request_inner(method, params, options, on_progress, None).await
+    }
+
+    /// Like [`Peer::request`], for a request made on behalf of the peer's request `related`
+    /// (a server asking the client something while handling its call): the transport may route
+    /// it with that request ([`Transport::send_related`]).
+    ///
+    /// # Cancel safety
+    /// As [`Peer::request`].
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub async fn request_related(
+        &self,
+        method: &str,
+        params: Option<Body>,
+        options: RequestOptions,
+        related: &Id,
+    ) -> Result<Body, RequestError> {
+        self.request_inner(method, params, options, None, Some(related)).await
+    }
+
+    async fn request_inner(
+        &self,
+        method: &str,
+        params: Option<Body>,
+        options: RequestOptions,
+        on_progress: Option<ProgressCallback>,
+        related: Option<&Id>,
+    ) -> Result<Body, RequestError> {
         let timeout = options.timeout;
         let (done, outcome) = oneshot::channel();
         let (id, messages, wake_timer) = {
@@ -298,7 +342,7 @@ impl<T: Transport> Peer<T> {
             self.shared.timer.notify_one();
         }
         let guard = CancelOnDrop { peer: self, id: Some(id) };
-        if let Err(e) = self.send_all(messages).await {
+        if let Err(e) = self.send_all_related(messages, related).await {
             let mut guard = guard;
             if let Some(id) = guard.id.take() {
                 self.lock().waiters.remove(&id);
@@ -322,6 +366,21 @@ impl<T: Transport> Peer<T> {
             core.drain()
         };
         self.send_all(messages).await.map_err(RequestError::Transport)
+    }
+
+    /// Like [`Peer::notify`], for a notification about the peer's request `related` (progress,
+    /// log messages): the transport may route it with that request
+    /// ([`Transport::send_related`]).
+    ///
+    /// # Errors
+    /// As [`Peer::notify`].
+    pub async fn notify_related(&self, method: &str, params: Option<Body>, related: &Id) -> Result<(), RequestError> {
+        let messages = {
+            let mut core = self.lock();
+            core.session.notify(method, params).map_err(RequestError::Session)?;
+            core.drain()
+        };
+        self.send_all_related(messages, Some(related)).await.map_err(RequestError::Transport)
     }
 
     /// Client side: completes the handshake by sending `notifications/initialized`.

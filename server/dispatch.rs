@@ -14,14 +14,17 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::AbortHandle;
 
+use super::context::{cancel_pair, Canceller, Connection, Outgoing};
 use super::registry::SessionState;
+use super::tasks::{TaskLink, TaskStore};
 use super::tool::Context;
 use super::{schema, Inner, SUPPORTED_VERSIONS};
 use crate::peer::{Handler, Peer};
-use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Request};
+use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Notification, Request};
 use crate::proto::mcp_types::{
-    CallToolOutput, CallToolRequestParams, EmptyResult, InitializeRequestParams, InitializeResult,
-    ListToolsRequestParams, ListToolsResult,
+    CallToolOutput, CallToolRequestParams, CallToolResult, CapabilityObject, CreateTaskResult, EmptyResult,
+    InitializeRequestParams, InitializeResult, ListTasksRequestParams, ListToolsRequestParams, ListToolsResult,
+    RequestMeta, ServerTaskRequests, ServerTasksCapability, TaskIdParams, TaskSupport, ToolsTaskRequests,
 };
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
@@ -73,7 +76,34 @@ impl Drop for TrackGuard {
 
 /// Tool calls running, by request id, with a serial so that a finished call never removes a
 /// later call that reused its id.
-type Running = Arc<Mutex<HashMap<Id, (u64, AbortHandle)>>>;
+type Running = Arc<Mutex<HashMap<Id, (u64, AbortHandle, Canceller)>>>;
+
+/// What a call's task ended with: `None` when it was aborted (cancelled: no answer), a panic
+/// as -32603.
+fn outcome_of(
+    joined: Result<Result<CallToolResult, super::ToolError>, tokio::task::JoinError>,
+    name: &str,
+) -> Option<Result<CallToolResult, ErrorObject>> {
+    match joined {
+        Ok(Ok(result)) => Some(Ok(result)),
+        Ok(Err(error)) => Some(error.into_outcome(name)),
+        Err(e) if e.is_panic() => {
+            let payload = e.into_panic();
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string payload".to_owned());
+            Some(Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("Tool {name} panicked: {what}"))))
+        }
+        Err(_) => None,
+    }
+}
+
+/// A tool's `execution.taskSupport` (absent: forbidden).
+fn task_support(tool: &crate::proto::mcp_types::Tool) -> TaskSupport {
+    tool.execution.as_ref().and_then(|e| e.task_support.clone()).unwrap_or(TaskSupport::Forbidden)
+}
 
 pub(crate) struct Dispatcher {
     pub(super) inner: Arc<Inner>,
@@ -84,6 +114,8 @@ pub(crate) struct Dispatcher {
     input_error: Arc<Mutex<Option<String>>>,
     /// This connection's logging level and subscriptions, and its id in the registry.
     pub(super) session: (u64, Arc<SessionState>),
+    pub(super) connection: Arc<Connection>,
+    tasks: Arc<TaskStore>,
 }
 
 pub(super) fn invalid_params(e: impl std::fmt::Display) -> ErrorObject {
@@ -102,6 +134,7 @@ pub(super) fn params_or_default<T: serde::de::DeserializeOwned + Clone + Default
 
 impl Dispatcher {
     pub(crate) fn new(inner: Arc<Inner>) -> Dispatcher {
+        let connection = Arc::new(Connection::new(inner.on_roots_changed.clone(), inner.client_request_timeout));
         Dispatcher {
             session: inner.registry.new_session(),
             semaphore: Arc::new(Semaphore::new(inner.max_concurrent_tools)),
@@ -110,6 +143,8 @@ impl Dispatcher {
             serial: AtomicU64::new(0),
             tracker: Tracker::default(),
             input_error: Arc::default(),
+            connection,
+            tasks: Arc::default(),
         }
     }
 
@@ -137,7 +172,11 @@ impl Dispatcher {
         let params: InitializeRequestParams = params.into_decoded().map_err(invalid_params)?;
         let version = ProtocolVersion::server_counter_offer(&params.protocol_version, &SUPPORTED_VERSIONS)
             .expect("SUPPORTED_VERSIONS holds handshake versions");
-        let capabilities = self.inner.features.capabilities();
+        self.connection.set_client(params.capabilities.clone(), params.client_info.clone());
+        let mut capabilities = self.inner.features.capabilities();
+        if version >= ProtocolVersion::V2025_11_25 {
+            capabilities.tasks = self.tasks_capability();
+        }
         Ok(Body::typed(InitializeResult {
             protocol_version: version.as_str().to_owned(),
             capabilities,
@@ -145,6 +184,104 @@ impl Dispatcher {
             instructions: self.inner.instructions.clone(),
             ..InitializeResult::default()
         }))
+    }
+
+    /// `tasks` of our capabilities: present when some tool may run as a task.
+    fn tasks_capability(&self) -> Option<ServerTasksCapability> {
+        let any = self
+            .inner
+            .registry
+            .tools
+            .read()
+            .expect("tools lock")
+            .values()
+            .any(|r| matches!(task_support(&r.tool), TaskSupport::Optional | TaskSupport::Required));
+        any.then(|| ServerTasksCapability {
+            list: Some(CapabilityObject::default()),
+            cancel: Some(CapabilityObject::default()),
+            requests: Some(ServerTaskRequests {
+                tools: Some(ToolsTaskRequests { call: Some(CapabilityObject::default()), ..Default::default() }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    }
+
+    /// The context of a handler serving request `id`.
+    fn context<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: &Id,
+        meta: Option<RequestMeta>,
+        task: Option<TaskLink>,
+    ) -> (Context, Canceller) {
+        let (canceller, cancel) = cancel_pair();
+        let context = Context {
+            id: id.clone(),
+            meta,
+            protocol_version: peer.protocol_version(),
+            outgoing: Arc::new(peer.clone()),
+            connection: self.connection.clone(),
+            cancel,
+            task,
+        };
+        (context, canceller)
+    }
+
+    fn task_params(params: Option<Body>) -> Result<TaskIdParams, ErrorObject> {
+        match params {
+            None => Err(invalid_params("tasks requests need params")),
+            Some(body) => body.into_decoded().map_err(invalid_params),
+        }
+    }
+
+    /// `tasks/result` waits for the task: answered from a tracked task of its own.
+    fn task_result<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+        let params = match Self::task_params(params) {
+            Ok(p) => p,
+            Err(e) => return self.answer(peer, id, Err(e)),
+        };
+        let tasks = self.tasks.clone();
+        let peer = peer.clone();
+        let guard = self.tracker.enter();
+        tokio::spawn(async move {
+            let outcome = tasks.result(&params.task_id).await.map(Body::typed);
+            let _ = peer.respond(&id, outcome).await;
+            drop(guard);
+        });
+    }
+
+    /// Runs a call as a task: answers with the new task at once, the tool runs in the
+    /// background and its outcome lands in the task store.
+    fn start_task<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        params: CallToolRequestParams,
+        handler: super::tool::ToolFn,
+    ) {
+        let outgoing: Arc<dyn Outgoing> = Arc::new(peer.clone());
+        self.tasks.attach(outgoing);
+        let ttl = params.task.as_ref().and_then(|t| t.ttl);
+        let (task, link) = self.tasks.create(ttl);
+        let task_id = task.task_id.clone();
+        let (context, canceller) = self.context(peer, &id, params.meta, Some(link));
+        let args = params.arguments.unwrap_or_default();
+        let semaphore = self.semaphore.clone();
+        let work = tokio::spawn(async move {
+            let _permit = semaphore.acquire_owned().await;
+            handler(args, context).await
+        });
+        self.tasks.set_running(&task_id, work.abort_handle(), canceller);
+        let tasks = self.tasks.clone();
+        let name = params.name;
+        let finished_id = task_id.clone();
+        tokio::spawn(async move {
+            if let Some(outcome) = outcome_of(work.await, &name) {
+                tasks.finish(&finished_id, outcome);
+            }
+        });
+        self.answer(peer, id, Ok(Body::typed(CreateTaskResult { task, meta: None, extra: Default::default() })));
     }
 
     fn list_tools(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
@@ -171,17 +308,24 @@ impl Dispatcher {
             let result = super::error_result(format!("Tool {} not found", params.name));
             return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(result))));
         };
+        let handler = registered.handler.clone();
+        match (task_support(&registered.tool), params.task.is_some()) {
+            (TaskSupport::Required, false) => {
+                let message = format!("Tool {} requires task-augmented execution", params.name);
+                return self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
+            }
+            (TaskSupport::Required | TaskSupport::Optional, true) => return self.start_task(peer, id, params, handler),
+            (_, true) => {
+                let message = format!("Tool {} does not support task-augmented execution", params.name);
+                return self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
+            }
+            _ => {}
+        }
         let args = params.arguments.unwrap_or_default();
         if let Err(result) = schema::check_arguments(&registered.tool, &args) {
             return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(*result))));
         }
-        let handler = registered.handler.clone();
-        let context = Context {
-            id: id.clone(),
-            meta: params.meta,
-            protocol_version: peer.protocol_version(),
-            outgoing: Arc::new(peer.clone()),
-        };
+        let (context, canceller) = self.context(peer, &id, params.meta, None);
         let semaphore = self.semaphore.clone();
         let work = tokio::spawn(async move {
             // The semaphore is never closed.
@@ -189,7 +333,7 @@ impl Dispatcher {
             handler(args, context).await
         });
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
-        self.running.lock().expect("running lock").insert(id.clone(), (serial, work.abort_handle()));
+        self.running.lock().expect("running lock").insert(id.clone(), (serial, work.abort_handle(), canceller));
 
         let guard = self.tracker.enter();
         let running = self.running.clone();
@@ -199,28 +343,15 @@ impl Dispatcher {
             let joined = work.await;
             {
                 let mut running = running.lock().expect("running lock");
-                if running.get(&id).is_some_and(|(s, _)| *s == serial) {
+                if running.get(&id).is_some_and(|(s, _, _)| *s == serial) {
                     running.remove(&id);
                 }
             }
-            let outcome = match joined {
-                // Typed as the method's output type, so an in-process client takes it as is.
-                Ok(Ok(result)) => {
-                    Ok(Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, result))))
-                }
-                Ok(Err(error)) => error.into_outcome(&name).map(|r| Body::typed(CallToolOutput::Result(r))),
-                Err(e) if e.is_panic() => {
-                    let payload = e.into_panic();
-                    let what = payload
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_owned())
-                        .or_else(|| payload.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "a non-string payload".to_owned());
-                    Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("Tool {name} panicked: {what}")))
-                }
-                // Aborted because the client cancelled it: no answer (the MCP rule).
-                Err(_) => return drop(guard),
-            };
+            // Aborted because the client cancelled it: no answer (the MCP rule).
+            let Some(outcome) = outcome_of(joined, &name) else { return drop(guard) };
+            // Typed as the method's output type, so an in-process client takes it as is.
+            let outcome = outcome
+                .map(|result| Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, result))));
             let _ = peer.respond(&id, outcome).await;
             drop(guard);
         });
@@ -250,12 +381,34 @@ impl<T: Transport> Handler<T> for Dispatcher {
             | "prompts/get"
             | "completion/complete"
             | "logging/setLevel" => self.feature(peer, id, &method, params),
+            "tasks/get" => {
+                let outcome = Self::task_params(params).and_then(|p| self.tasks.get(&p.task_id)).map(Body::typed);
+                self.answer(peer, id, outcome);
+            }
+            "tasks/cancel" => {
+                let outcome = Self::task_params(params).and_then(|p| self.tasks.cancel(&p.task_id)).map(Body::typed);
+                self.answer(peer, id, outcome);
+            }
+            "tasks/list" => {
+                let outcome = params_or_default::<ListTasksRequestParams>(params)
+                    .and_then(|p| self.tasks.list(p.cursor.as_deref()))
+                    .map(Body::typed);
+                self.answer(peer, id, outcome);
+            }
+            "tasks/result" => self.task_result(peer, id, params),
             _ => self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found"))),
         }
     }
 
+    fn on_notification(&self, _peer: &Peer<T>, notification: Notification) {
+        if notification.method == "notifications/roots/list_changed" {
+            self.connection.roots_changed();
+        }
+    }
+
     fn on_cancelled(&self, _peer: &Peer<T>, id: &Id) {
-        if let Some((_, handle)) = self.running.lock().expect("running lock").remove(id) {
+        if let Some((_, handle, canceller)) = self.running.lock().expect("running lock").remove(id) {
+            canceller.cancel();
             handle.abort();
         }
     }
@@ -266,6 +419,7 @@ impl<T: Transport> Handler<T> for Dispatcher {
 
     fn on_closed(&self, error: Option<&TransportError>) {
         self.inner.registry.close_session(self.session.0, &self.session.1);
+        self.tasks.abort_all();
         if let Some(e) = error {
             *self.input_error.lock().expect("input error lock") = Some(e.to_string());
         }

@@ -83,6 +83,8 @@ impl Dispatcher {
             "completion/complete" => self.complete(peer, id, params),
             "logging/setLevel" => {
                 let outcome = required::<SetLevelRequestParams>(method, params).map(|p| {
+                    // One level for both log paths: `Server::log` and handlers' `Context::log`.
+                    self.connection.set_log_level(p.level);
                     *self.session.1.level.lock().expect("level lock") = Some(p.level);
                     Body::typed(EmptyResult::default())
                 });

@@ -56,8 +56,13 @@
 //!   written to stdout; this layer logs nothing (a panicking handler's message goes to stderr
 //!   through the panic hook).
 //!
-//! Not yet here: tasks, server → client requests (sampling, elicitation, roots), and the
-//! 2026-07-28 stateless revision (`server/discover`, per-request `_meta`).
+//! - Handlers get a [`Context`]: progress (only with a token), log messages, cancellation,
+//!   and requests to the client (elicitation, sampling, roots, ping) checked against the
+//!   client's declared capabilities. Tools declaring `execution.taskSupport` run as tasks
+//!   (2025-11-25) when the client asks: `tasks/get`, `tasks/result`, `tasks/list`,
+//!   `tasks/cancel`, `notifications/tasks/status`.
+//!
+//! Not yet here: the 2026-07-28 stateless revision (`server/discover`, per-request `_meta`).
 //!
 //! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `server/resources`, `server/prompts`,
 //! `server/utilities/{completion,logging,pagination}`, `basic/utilities/cancellation`,
@@ -78,7 +83,9 @@ use crate::proto::version::ProtocolVersion;
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Limits, Transport, TransportError};
 
+mod client_requests;
 pub mod completion;
+mod context;
 mod dispatch;
 pub mod echo;
 mod features;
@@ -87,6 +94,7 @@ pub mod prompts;
 mod registry;
 pub mod resources;
 pub mod schema;
+mod tasks;
 mod tool;
 
 #[cfg(test)]
@@ -95,10 +103,12 @@ mod tests;
 #[cfg(doc)]
 use crate::proto::jsonrpc::Body;
 
+pub use client_requests::{url_elicitation_required, ClientRequestError};
 pub use completion::{prefix_matches, CompletionRequest};
 pub use prompts::{prompt, prompt_argument, prompt_message, prompt_result, PromptRequest};
 pub use registry::NOTIFY_QUEUE;
 pub use resources::{blob_contents, resource, resource_not_found, resource_template, text_contents, ResourceRequest};
+pub use tasks::{DEFAULT_TTL_MS, MAX_TTL_MS, POLL_INTERVAL_MS};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
 
 /// Tool calls that may run at once on one connection; more wait for a slot (still cancellable
@@ -178,6 +188,8 @@ pub(crate) struct Inner {
     pub(crate) max_concurrent_tools: usize,
     pub(crate) page_size: Option<usize>,
     pub(crate) limits: Limits,
+    pub(crate) on_roots_changed: Option<context::RootsChanged>,
+    pub(crate) client_request_timeout: Option<std::time::Duration>,
 }
 
 /// An MCP server definition. Cheap to clone; one definition can serve many connections.
@@ -204,6 +216,8 @@ pub struct ServerBuilder {
     page_size: Option<usize>,
     limits: Limits,
     pending: registry::Pending,
+    on_roots_changed: Option<context::RootsChanged>,
+    client_request_timeout: Option<std::time::Duration>,
 }
 
 impl Server {
@@ -222,6 +236,8 @@ impl Server {
             page_size: None,
             limits: Limits::default(),
             pending: registry::Pending::default(),
+            on_roots_changed: None,
+            client_request_timeout: None,
         }
     }
 
@@ -379,6 +395,20 @@ impl ServerBuilder {
         self
     }
 
+    /// Called whenever a client sends `notifications/roots/list_changed` (after the
+    /// connection's cached roots were forgotten, so the next [`Context::list_roots`] asks again).
+    pub fn on_roots_list_changed(mut self, callback: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_roots_changed = Some(Arc::new(callback));
+        self
+    }
+
+    /// How long a request to the client ([`Context::elicit`], [`Context::create_message`] …)
+    /// may wait for its answer; default: no limit (a person may be answering).
+    pub fn client_request_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.client_request_timeout = Some(timeout);
+        self
+    }
+
     /// Transport and session limits (frame size, queue depth, requests in flight).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -415,6 +445,8 @@ impl ServerBuilder {
                 max_concurrent_tools: self.max_concurrent_tools,
                 page_size: self.page_size,
                 limits: self.limits,
+                on_roots_changed: self.on_roots_changed,
+                client_request_timeout: self.client_request_timeout,
             }),
         })
     }

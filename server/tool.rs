@@ -1,5 +1,4 @@
-//! What a tool handler sees and returns: [`Context`] (the request's id, `_meta`, the session's
-//! protocol version, progress notifications), [`ToolError`] (a tool failure, bad arguments, or a
+//! What a tool handler returns: [`ToolError`] (a tool failure, bad arguments, or a
 //! JSON-RPC error), and small helpers to build a [`CallToolResult`] and to decode arguments.
 //!
 //! Not here: registering tools (the builder in [`super`]) or running them (the dispatch).
@@ -12,11 +11,10 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
-use crate::peer::{Peer, RequestError};
-use crate::proto::jsonrpc::{Body, ErrorObject, Id};
-use crate::proto::mcp_types::{CallToolResult, ContentBlock, ProgressNotificationParams, RequestMeta, TextContent};
-use crate::proto::version::ProtocolVersion;
-use crate::transport::Transport;
+use crate::proto::jsonrpc::ErrorObject;
+use crate::proto::mcp_types::{CallToolResult, ContentBlock, TextContent};
+
+pub use super::context::Context;
 
 /// The future a tool handler returns, boxed.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<CallToolResult, ToolError>> + Send>>;
@@ -110,85 +108,6 @@ fn text_block(text: impl Into<String>) -> ContentBlock {
 /// [`ToolError::InvalidArguments`] when they do not fit.
 pub fn arguments<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, ToolError> {
     Ok(serde_json::from_value(Value::Object(args))?)
-}
-
-/// Sends messages back to the client on behalf of a handler, whatever the transport.
-pub(crate) trait Outgoing: Send + Sync {
-    fn notify(
-        &self,
-        method: &'static str,
-        params: Body,
-    ) -> Pin<Box<dyn Future<Output = Result<(), RequestError>> + Send + '_>>;
-}
-
-impl<T: Transport> Outgoing for Peer<T> {
-    fn notify(
-        &self,
-        method: &'static str,
-        params: Body,
-    ) -> Pin<Box<dyn Future<Output = Result<(), RequestError>> + Send + '_>> {
-        Box::pin(async move { Peer::notify(self, method, Some(params)).await })
-    }
-}
-
-/// What a tool handler knows about the call it serves.
-#[derive(Clone)]
-pub struct Context {
-    pub(crate) id: Id,
-    pub(crate) meta: Option<RequestMeta>,
-    pub(crate) protocol_version: Option<ProtocolVersion>,
-    pub(crate) outgoing: Arc<dyn Outgoing>,
-}
-
-impl fmt::Debug for Context {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context")
-            .field("id", &self.id)
-            .field("meta", &self.meta)
-            .field("protocol_version", &self.protocol_version)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Context {
-    /// The id of the `tools/call` request.
-    pub fn request_id(&self) -> &Id {
-        &self.id
-    }
-
-    /// The request's `_meta`, if it had one.
-    pub fn meta(&self) -> Option<&RequestMeta> {
-        self.meta.as_ref()
-    }
-
-    /// The protocol version negotiated for this session.
-    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        self.protocol_version
-    }
-
-    /// Sends `notifications/progress` for this call, if the client asked for progress
-    /// (`_meta.progressToken`); does nothing otherwise. Integral values are written as
-    /// integers (`1`, not `1.0`).
-    ///
-    /// # Errors
-    /// When the connection is gone.
-    pub async fn progress(
-        &self,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    ) -> Result<(), RequestError> {
-        let Some(token) = self.meta.as_ref().and_then(|m| m.progress_token.clone()) else { return Ok(()) };
-        let params = ProgressNotificationParams {
-            progress_token: token,
-            progress: number(progress),
-            total: total.map(number),
-            message,
-            meta: None,
-            extra: Map::new(),
-        };
-        self.outgoing.notify("notifications/progress", Body::typed(params)).await
-    }
 }
 
 /// `x` as a JSON number: an integer when it is one, else a float (NaN and infinities become 0).

@@ -179,6 +179,22 @@ pub trait Transport: Send + Sync + 'static {
     /// [`TransportError::Closed`] once the transport is closed or its peer is gone.
     fn send(&self, message: Message) -> impl Future<Output = Result<(), TransportError>> + Send;
 
+    /// Queues `message`, which belongs to the peer's request `related` (a server's progress,
+    /// log or request to the client made while handling it). Transports that route per request
+    /// (Streamable HTTP: that request's SSE stream) override this; the default is
+    /// [`send`](Transport::send).
+    ///
+    /// # Errors
+    /// As [`send`](Transport::send).
+    fn send_related(
+        &self,
+        message: Message,
+        related: &crate::proto::jsonrpc::Id,
+    ) -> impl Future<Output = Result<(), TransportError>> + Send {
+        let _ = related;
+        self.send(message)
+    }
+
     /// The next message from the peer, or `Ok(None)` when the peer ended the stream cleanly.
     ///
     /// # Errors

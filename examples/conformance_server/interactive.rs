@@ -1,13 +1,168 @@
-//! The fixtures that need the handler context or server → client requests
-//! (`test_tool_with_logging`, `test_tool_with_progress`, `test_sampling`, `test_elicitation`,
-//! `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`, `test_reconnection`).
-//!
-//! A stub: it registers nothing. The work on the handler `Context` (branch `server-context`)
-//! replaces this file.
+//! The interactive fixtures of the official conformance suite (`@modelcontextprotocol/conformance`,
+//! server scenarios `tools-call-with-logging`, `tools-call-with-progress`, `tools-call-sampling`,
+//! `tools-call-elicitation`, `elicitation-sep1034-defaults`, `elicitation-sep1330-enums`,
+//! `server-sse-polling`): tools that log, report progress, and ask the client to sample or
+//! elicit while they run.
 
-use mcpwire::server::ServerBuilder;
+use std::time::Duration;
 
-/// Adds the interactive fixtures to `builder` (none yet).
+use mcpwire::proto::mcp_types::{
+    CreateMessageRequestParams, ElicitationSchema, LoggingLevel, SamplingContent, SamplingMessageContentBlock,
+};
+use mcpwire::server::{text_result, ServerBuilder, ToolError};
+use serde_json::{json, Map, Value};
+
+fn no_arguments() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+fn schema(value: Value) -> ElicitationSchema {
+    serde_json::from_value(value).expect("a valid elicitation schema")
+}
+
+fn string_arg(args: &Map<String, Value>, name: &str) -> Result<String, ToolError> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ToolError::invalid_arguments(format!("{name} must be a string")))
+}
+
+/// Adds the interactive fixtures to `builder`.
 pub fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
+        .tool(
+            "test_tool_with_logging",
+            "Sends three info log messages while it runs",
+            no_arguments(),
+            |_args, ctx| async move {
+                let nap = Duration::from_millis(50);
+                let _ = ctx.log(LoggingLevel::Info, None, "Tool execution started").await;
+                tokio::time::sleep(nap).await;
+                let _ = ctx.log(LoggingLevel::Info, None, "Tool processing data").await;
+                tokio::time::sleep(nap).await;
+                let _ = ctx.log(LoggingLevel::Info, None, "Tool execution completed").await;
+                Ok(text_result("Tool with logging executed successfully"))
+            },
+        )
+        .tool(
+            "test_tool_with_progress",
+            "Reports progress 0, 50 and 100 of 100 when asked for progress",
+            no_arguments(),
+            |_args, ctx| async move {
+                for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    let _ = ctx.progress(step, Some(100.0), None).await;
+                }
+                Ok(text_result("Tool with progress executed successfully"))
+            },
+        )
+        .tool(
+            "test_sampling",
+            "Asks the client's model to answer a prompt",
+            json!({"type": "object", "properties": {"prompt": {"type": "string", "description": "The prompt to send to the LLM"}}, "required": ["prompt"]}),
+            |args, ctx| async move {
+                let prompt = string_arg(&args, "prompt")?;
+                let params: CreateMessageRequestParams = serde_json::from_value(json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                    "maxTokens": 100
+                }))
+                .expect("valid sampling params");
+                let result = ctx.create_message(params).await?;
+                let text = match &result.content {
+                    SamplingContent::Single(block) => block_text(block),
+                    SamplingContent::Multiple(blocks) => blocks.iter().map(block_text).collect::<Vec<_>>().join(""),
+                };
+                Ok(text_result(format!("LLM response: {text}")))
+            },
+        )
+        .tool(
+            "test_elicitation",
+            "Asks the user for a username and an email address",
+            json!({"type": "object", "properties": {"message": {"type": "string", "description": "The message to show the user"}}, "required": ["message"]}),
+            |args, ctx| async move {
+                let message = string_arg(&args, "message")?;
+                let requested = schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "username": {"type": "string", "description": "User's response"},
+                        "email": {"type": "string", "description": "User's email address"}
+                    },
+                    "required": ["username", "email"]
+                }));
+                let result = ctx.elicit(message, requested).await?;
+                let content = serde_json::to_string(&result.content.unwrap_or_default()).unwrap_or_default();
+                Ok(text_result(format!("User response: action={}, content={content}", result.action.as_str())))
+            },
+        )
+        .tool(
+            "test_elicitation_sep1034_defaults",
+            "Elicitation with a default for every primitive type (SEP-1034)",
+            no_arguments(),
+            |_args, ctx| async move {
+                let requested = schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                        "age": {"type": "integer", "description": "User age", "default": 30},
+                        "score": {"type": "number", "description": "User score", "default": 95.5},
+                        "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
+                        "verified": {"type": "boolean", "description": "Verification status", "default": true}
+                    },
+                    "required": []
+                }));
+                let result = ctx.elicit("Please review and update the form fields with defaults", requested).await?;
+                Ok(completed(result))
+            },
+        )
+        .tool(
+            "test_elicitation_sep1330_enums",
+            "Elicitation with every enum variant (SEP-1330)",
+            no_arguments(),
+            |_args, ctx| async move {
+                let requested = schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "untitledSingle": {"type": "string", "description": "Untitled single-select", "enum": ["option1", "option2", "option3"]},
+                        "titledSingle": {"type": "string", "description": "Titled single-select", "oneOf": [
+                            {"const": "value1", "title": "First Option"},
+                            {"const": "value2", "title": "Second Option"},
+                            {"const": "value3", "title": "Third Option"}
+                        ]},
+                        "legacyEnum": {"type": "string", "description": "Legacy titled enum", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
+                        "untitledMulti": {"type": "array", "description": "Untitled multi-select", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                        "titledMulti": {"type": "array", "description": "Titled multi-select", "items": {"anyOf": [
+                            {"const": "value1", "title": "First Choice"},
+                            {"const": "value2", "title": "Second Choice"},
+                            {"const": "value3", "title": "Third Choice"}
+                        ]}}
+                    },
+                    "required": []
+                }));
+                let result = ctx.elicit("Please select options from the enum fields", requested).await?;
+                Ok(completed(result))
+            },
+        )
+        .tool(
+            "test_reconnection",
+            "Takes a moment, so that a client may lose and resume its stream (SEP-1699)",
+            no_arguments(),
+            |_args, _ctx| async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok(text_result("Reconnection test completed successfully"))
+            },
+        )
+}
+
+fn completed(result: mcpwire::proto::mcp_types::ElicitResult) -> mcpwire::proto::mcp_types::CallToolResult {
+    let content = serde_json::to_string(&result.content.unwrap_or_default()).unwrap_or_default();
+    text_result(format!("Elicitation completed: action={}, content={content}", result.action.as_str()))
+}
+
+fn block_text(block: &SamplingMessageContentBlock) -> String {
+    match serde_json::to_value(block) {
+        Ok(v) => v.get("text").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| v.to_string()),
+        Err(_) => String::new(),
+    }
 }

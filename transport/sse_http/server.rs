@@ -613,6 +613,10 @@ impl Transport for ServerTransport {
         self.session.route(message, None).await
     }
 
+    async fn send_related(&self, message: Message, related: &Id) -> Result<(), TransportError> {
+        self.session.route(message, Some(related)).await
+    }
+
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         Ok(self.incoming.lock().await.recv().await)
     }

@@ -1,0 +1,312 @@
+//! What a handler sees of its connection: [`Context`], given to every tool handler. It reports
+//! progress (only when the request carried a progress token), logs (`notifications/message`,
+//! filtered by the session's log level), tells whether the request was cancelled, and sends
+//! requests to the client ([`Context::elicit`], [`Context::create_message`],
+//! [`Context::list_roots`], [`Context::ping`], in [`super::client_requests`]).
+//!
+//! Messages a handler sends are related to its request: over Streamable HTTP they travel on
+//! that request's SSE stream ([`crate::transport::Transport::send_related`]).
+//!
+//! Not here: running handlers (the dispatch) or tasks ([`super::tasks`]).
+//!
+//! Spec (2025-11-25): `basic/utilities/progress`, `server/utilities/logging`,
+//! `basic/utilities/cancellation`.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use crate::peer::{Peer, RequestError};
+use crate::proto::jsonrpc::{Body, Id};
+use crate::proto::mcp_types::{
+    ClientCapabilities, Implementation, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
+    RequestMeta, Root,
+};
+use crate::proto::session::RequestOptions;
+use crate::proto::version::ProtocolVersion;
+use crate::transport::Transport;
+
+use super::tasks::TaskLink;
+use super::tool::number;
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Sends messages to the client on behalf of a handler, whatever the transport.
+pub(crate) trait Outgoing: Send + Sync {
+    /// A notification about the client's request `related`.
+    fn notify(
+        &self,
+        method: &'static str,
+        params: Body,
+        related: Option<Id>,
+    ) -> BoxFuture<'_, Result<(), RequestError>>;
+
+    /// A request to the client, made while handling its request `related`.
+    fn request(
+        &self,
+        method: &'static str,
+        params: Body,
+        related: Option<Id>,
+        timeout: Option<Duration>,
+    ) -> BoxFuture<'_, Result<Body, RequestError>>;
+}
+
+impl<T: Transport> Outgoing for Peer<T> {
+    fn notify(
+        &self,
+        method: &'static str,
+        params: Body,
+        related: Option<Id>,
+    ) -> BoxFuture<'_, Result<(), RequestError>> {
+        Box::pin(async move {
+            match related {
+                Some(id) => self.notify_related(method, Some(params), &id).await,
+                None => Peer::notify(self, method, Some(params)).await,
+            }
+        })
+    }
+
+    fn request(
+        &self,
+        method: &'static str,
+        params: Body,
+        related: Option<Id>,
+        timeout: Option<Duration>,
+    ) -> BoxFuture<'_, Result<Body, RequestError>> {
+        Box::pin(async move {
+            let options = RequestOptions { timeout, ..RequestOptions::default() };
+            match related {
+                Some(id) => self.request_related(method, Some(params), options, &id).await,
+                None => Peer::request(self, method, Some(params), options).await,
+            }
+        })
+    }
+}
+
+/// A callback the application registers for `notifications/roots/list_changed`.
+pub(crate) type RootsChanged = Arc<dyn Fn() + Send + Sync>;
+
+/// What one connection knows about its client, shared by the dispatch and every handler's
+/// [`Context`].
+#[derive(Default)]
+pub(crate) struct Connection {
+    client: Mutex<Option<(ClientCapabilities, Implementation)>>,
+    /// The minimum level of `notifications/message`; `None`: everything is sent.
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// The roots the client listed, until it says they changed.
+    roots: Mutex<Option<Vec<Root>>>,
+    /// Called when the client says its roots changed.
+    pub(crate) on_roots_changed: Option<RootsChanged>,
+    /// How long a request to the client may wait for its answer; `None`: forever (a human may
+    /// be answering an elicitation).
+    pub(crate) client_request_timeout: Option<Duration>,
+}
+
+impl Connection {
+    pub(crate) fn new(on_roots_changed: Option<RootsChanged>, client_request_timeout: Option<Duration>) -> Connection {
+        Connection { on_roots_changed, client_request_timeout, ..Connection::default() }
+    }
+
+    /// Records what the client said of itself in `initialize`.
+    pub(crate) fn set_client(&self, capabilities: ClientCapabilities, info: Implementation) {
+        *self.client.lock().expect("connection lock") = Some((capabilities, info));
+    }
+
+    pub(crate) fn client_capabilities(&self) -> Option<ClientCapabilities> {
+        self.client.lock().expect("connection lock").as_ref().map(|(c, _)| c.clone())
+    }
+
+    pub(crate) fn client_info(&self) -> Option<Implementation> {
+        self.client.lock().expect("connection lock").as_ref().map(|(_, i)| i.clone())
+    }
+
+    /// The hook for `logging/setLevel`: messages below `level` are no longer sent.
+    #[allow(dead_code)] // called by the logging/setLevel handler
+    pub(crate) fn set_log_level(&self, level: LoggingLevel) {
+        *self.log_level.lock().expect("connection lock") = Some(level);
+    }
+
+    /// The minimum level sent, `None` when the client never set one (everything is sent).
+    pub(crate) fn log_level(&self) -> Option<LoggingLevel> {
+        *self.log_level.lock().expect("connection lock")
+    }
+
+    pub(crate) fn cached_roots(&self) -> Option<Vec<Root>> {
+        self.roots.lock().expect("connection lock").clone()
+    }
+
+    pub(crate) fn cache_roots(&self, roots: Vec<Root>) {
+        *self.roots.lock().expect("connection lock") = Some(roots);
+    }
+
+    /// `notifications/roots/list_changed`: forget the cached list, tell the application.
+    pub(crate) fn roots_changed(&self) {
+        self.roots.lock().expect("connection lock").take();
+        if let Some(callback) = &self.on_roots_changed {
+            callback();
+        }
+    }
+}
+
+/// Set once when the request is cancelled (by `notifications/cancelled` or `tasks/cancel`).
+#[derive(Clone)]
+pub(crate) struct CancelFlag {
+    rx: watch::Receiver<bool>,
+}
+
+/// The dispatch's end of a [`CancelFlag`].
+pub(crate) struct Canceller {
+    tx: watch::Sender<bool>,
+}
+
+pub(crate) fn cancel_pair() -> (Canceller, CancelFlag) {
+    let (tx, rx) = watch::channel(false);
+    (Canceller { tx }, CancelFlag { rx })
+}
+
+impl Canceller {
+    pub(crate) fn cancel(&self) {
+        self.tx.send_replace(true);
+    }
+}
+
+/// What a tool handler knows about the call it serves, and its way back to the client.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) id: Id,
+    pub(crate) meta: Option<RequestMeta>,
+    pub(crate) protocol_version: Option<ProtocolVersion>,
+    pub(crate) outgoing: Arc<dyn Outgoing>,
+    pub(crate) connection: Arc<Connection>,
+    pub(crate) cancel: CancelFlag,
+    pub(crate) task: Option<TaskLink>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("id", &self.id)
+            .field("meta", &self.meta)
+            .field("protocol_version", &self.protocol_version)
+            .field("task", &self.task.as_ref().map(|t| t.task_id()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// The id of the `tools/call` request.
+    pub fn request_id(&self) -> &Id {
+        &self.id
+    }
+
+    /// The request's `_meta`, if it had one.
+    pub fn meta(&self) -> Option<&RequestMeta> {
+        self.meta.as_ref()
+    }
+
+    /// The protocol version negotiated for this session.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.protocol_version
+    }
+
+    /// What the client declared in `initialize` (`None` before it did).
+    pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
+        self.connection.client_capabilities()
+    }
+
+    /// Who the client said it is in `initialize`.
+    pub fn client_info(&self) -> Option<Implementation> {
+        self.connection.client_info()
+    }
+
+    /// The id of the task this call runs as, when the client asked for a task.
+    pub fn task_id(&self) -> Option<&str> {
+        self.task.as_ref().map(|t| t.task_id())
+    }
+
+    /// Whether the client cancelled this request (`notifications/cancelled`, or `tasks/cancel`
+    /// of its task). The handler's future is aborted right after the flag is set; the flag is
+    /// for work the handler spawned or for code that must notice between two awaits.
+    pub fn is_cancelled(&self) -> bool {
+        *self.cancel.rx.borrow()
+    }
+
+    /// Completes when the request is cancelled (never, if it is not).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn cancelled(&self) {
+        let mut rx = self.cancel.rx.clone();
+        if rx.wait_for(|cancelled| *cancelled).await.is_err() {
+            // The dispatch dropped its end: the call is over without a cancellation.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Sends `notifications/progress` for this call, if the client asked for progress
+    /// (`_meta.progressToken`); does nothing otherwise. Integral values are written as
+    /// integers (`1`, not `1.0`).
+    ///
+    /// # Errors
+    /// When the connection is gone.
+    pub async fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Result<(), RequestError> {
+        let Some(token) = self.meta.as_ref().and_then(|m| m.progress_token.clone()) else { return Ok(()) };
+        let params = ProgressNotificationParams {
+            progress_token: token,
+            progress: number(progress),
+            total: total.map(number),
+            message,
+            meta: None,
+            extra: Map::new(),
+        };
+        self.outgoing.notify("notifications/progress", Body::typed(params), Some(self.id.clone())).await
+    }
+
+    /// Whether a message at `level` would be sent (the client's `logging/setLevel` threshold;
+    /// everything when it set none).
+    pub fn log_enabled(&self, level: LoggingLevel) -> bool {
+        self.connection.log_level().is_none_or(|min| level >= min)
+    }
+
+    /// Sends a log message (`notifications/message`) related to this call, unless the client
+    /// set a higher level.
+    ///
+    /// # Errors
+    /// When the connection is gone.
+    pub async fn log(
+        &self,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: impl Into<Value>,
+    ) -> Result<(), RequestError> {
+        if !self.log_enabled(level) {
+            return Ok(());
+        }
+        let params = LoggingMessageNotificationParams {
+            level,
+            logger: logger.map(str::to_owned),
+            data: data.into(),
+            meta: None,
+            extra: Map::new(),
+        };
+        self.outgoing.notify("notifications/message", Body::typed(params), Some(self.id.clone())).await
+    }
+
+    /// [`Context::log`] at `info` without a logger name.
+    ///
+    /// # Errors
+    /// As [`Context::log`].
+    pub async fn info(&self, data: impl Into<Value>) -> Result<(), RequestError> {
+        self.log(LoggingLevel::Info, None, data).await
+    }
+}
