@@ -540,7 +540,9 @@ impl<T: Transport> Client<T> {
     }
 
     /// Sends any request of the method table and decodes its result. A `timeout` of `None` in
-    /// `options` means [`ClientOptions::request_timeout`].
+    /// `options` means [`ClientOptions::request_timeout`]. A method whose server capability was
+    /// not advertised is refused before sending ([`ClientError::CapabilityNotSupported`]) unless
+    /// [`ClientOptions::strict_capabilities`] is off.
     ///
     /// # Cancel safety
     /// Dropping the future cancels the request (`notifications/cancelled` is sent).
