@@ -71,6 +71,20 @@ pub enum ClientError {
         /// Pages read before giving up.
         pages: usize,
     },
+    /// The server did not advertise the capability the call needs (or the negotiated version
+    /// lacks the method); nothing was sent.
+    CapabilityNotSupported {
+        /// The method not sent.
+        method: String,
+        /// The missing server capability, as named in `initialize` (e.g. `resources.subscribe`).
+        capability: &'static str,
+    },
+    /// The operation needs a client capability this client did not declare (e.g. `roots` for
+    /// [`Client::set_roots`](super::Client::set_roots)).
+    NotDeclared {
+        /// The client capability.
+        capability: &'static str,
+    },
     /// The session refused to send the request (too many in flight, …).
     Session(SessionError),
     /// The transport failed (the server could not be started, a pipe broke, …).
@@ -128,6 +142,12 @@ impl fmt::Display for ClientError {
             ClientError::Pagination { method, cursor, pages } => {
                 write!(f, "{method} did not end after {pages} pages (cursor {cursor:?})")
             }
+            ClientError::CapabilityNotSupported { method, capability } => {
+                write!(f, "server does not support {method}: it did not advertise the {capability} capability")
+            }
+            ClientError::NotDeclared { capability } => {
+                write!(f, "this client did not declare the {capability} capability")
+            }
             ClientError::Session(e) => e.fmt(f),
             ClientError::Transport(e) => e.fmt(f),
         }
@@ -145,7 +165,9 @@ impl std::error::Error for ClientError {
             | ClientError::ServerExited { .. }
             | ClientError::Closed { .. }
             | ClientError::UnsupportedVersion { .. }
-            | ClientError::Pagination { .. } => None,
+            | ClientError::Pagination { .. }
+            | ClientError::CapabilityNotSupported { .. }
+            | ClientError::NotDeclared { .. } => None,
         }
     }
 }
@@ -172,6 +194,11 @@ mod tests {
             ClientError::Closed { method: "ping".into(), reason: None },
             ClientError::UnsupportedVersion { offered: ProtocolVersion::V2025_11_25, answered: "1999-01-01".into() },
             ClientError::Pagination { method: "tools/list".into(), cursor: "a".into(), pages: 2 },
+            ClientError::CapabilityNotSupported {
+                method: "resources/subscribe".into(),
+                capability: "resources.subscribe",
+            },
+            ClientError::NotDeclared { capability: "roots" },
         ];
         let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(
@@ -182,6 +209,8 @@ mod tests {
                 "connection closed during ping: the server closed its output",
                 "server chose protocol version \"1999-01-01\", which this client does not support (offered 2025-11-25)",
                 "tools/list did not end after 2 pages (cursor \"a\")",
+                "server does not support resources/subscribe: it did not advertise the resources.subscribe capability",
+                "this client did not declare the roots capability",
             ]
         );
         for t in texts {

@@ -13,33 +13,57 @@
 //! sent as typed [`Body`] values, so over the in-process transport nothing is serialized, and
 //! results are decoded with [`Body::into_decoded`].
 //!
-//! What the server sends us: `ping` is answered `{}`; every other request is answered -32601
-//! for now; notifications go to the [`ClientHandler`] the host plugs in
-//! ([`ClientOptions::handler`]).
+//! Every client-to-server method has a typed call: tools, resources (with subscriptions),
+//! prompts, completion, logging, tasks; list calls follow `nextCursor` to the end and give up
+//! on a repeated cursor ([`ClientError::Pagination`]). A call the server did not advertise
+//! (`resources/list` without `resources`, `completion/complete` without `completions`,
+//! `resources/subscribe` without `resources.subscribe` …) fails with
+//! [`ClientError::CapabilityNotSupported`] before anything is sent
+//! ([capability negotiation](https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#capability-negotiation)).
+//! [`Client::call_tool_with_progress`] and [`Client::request_with_progress`] set
+//! `_meta.progressToken` and route `notifications/progress` to a callback.
 //!
-//! Not here (yet): the methods beyond tools and ping (they slot in through [`Client::request`]),
-//! sampling / elicitation / roots handlers, reconnecting, and the connection set over many
-//! servers.
+//! What the server sends us: `ping` is answered `{}`; `sampling/createMessage`,
+//! `elicitation/create` and `roots/list` go to the handlers of [`ClientOptions::with_sampling`],
+//! [`ClientOptions::with_elicitation`] and the roots of [`ClientOptions::with_roots`], and only
+//! those capabilities are declared in `initialize`; any other request (or one for a capability we
+//! did not declare) is answered -32601, and an elicitation in a mode we did not declare -32602.
+//! Notifications go to the [`ClientHandler`] the host plugs in ([`ClientOptions::handler`];
+//! [`ServerNotification::parse`] gives them types).
+//!
+//! Not here: reconnecting, and the connection set over many servers.
 
 pub mod config;
 pub mod connection_set;
 mod error;
+mod handlers;
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+pub use crate::peer::Progress;
 pub use error::ClientError;
+pub use handlers::{ElicitationHandler, ElicitationModes, HandlerFuture, SamplingHandler, ServerNotification};
 
 use crate::peer::{Handler, Peer, RequestError};
-use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Notification, Request};
+use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Notification, Request};
+use crate::proto::mcp_types::Notification as NotificationMethod;
 use crate::proto::mcp_types::{
-    CallTool, CallToolOutput, CallToolRequestParams, CallToolResult, ClientCapabilities, EmptyParams, EmptyResult,
-    Implementation, Initialize, InitializeRequestParams, InitializeResult, ListTools, ListToolsRequestParams,
-    ListToolsResult, Method, Ping, ServerCapabilities, Tool,
+    CallTool, CallToolOutput, CallToolRequestParams, CallToolResult, CancelTask, CapabilityObject, ClientCapabilities,
+    Complete, CompleteArgument, CompleteRequestParams, CompleteResult, CompletionReference, CreateMessage,
+    CreateTaskResult, Elicit, ElicitRequestParams, ElicitationCapability, EmptyParams, EmptyResult, GetPrompt,
+    GetPromptRequestParams, GetPromptResult, GetTask, GetTaskPayload, GetTaskPayloadResult, GetTaskResult,
+    Implementation, Initialize, InitializeRequestParams, InitializeResult, ListPrompts, ListPromptsRequestParams,
+    ListPromptsResult, ListResourceTemplates, ListResourceTemplatesRequestParams, ListResourceTemplatesResult,
+    ListResources, ListResourcesRequestParams, ListResourcesResult, ListRoots, ListRootsResult, ListTasks,
+    ListTasksRequestParams, ListTasksResult, ListTools, ListToolsRequestParams, ListToolsResult, LoggingLevel, Method,
+    Ping, Prompt, ReadResource, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, Root,
+    RootsCapability, RootsListChanged, SamplingCapability, ServerCapabilities, SetLevel, SetLevelRequestParams,
+    Subscribe, SubscribeRequestParams, Task, TaskIdParams, TaskMetadata, Tool, Unsubscribe,
 };
 use crate::proto::session::{self, Mode, RequestOptions, Role};
 use crate::proto::version::ProtocolVersion;
@@ -69,8 +93,10 @@ impl<F: Fn(Notification) + Send + Sync + 'static> ClientHandler for F {
 pub struct ClientOptions {
     /// `clientInfo`: default `mcpwire` and this crate's version.
     pub client_info: Implementation,
-    /// The capabilities we declare: default none (this first cut answers no server requests
-    /// but `ping`).
+    /// The capabilities we declare besides those derived from handlers: default none. Its
+    /// `sampling`, `elicitation` and `roots` members are ignored: those are declared exactly
+    /// when [`ClientOptions::sampling`], [`ClientOptions::elicitation`] or
+    /// [`ClientOptions::roots`] is set.
     pub capabilities: ClientCapabilities,
     /// The version offered in `initialize`: default 2025-11-25.
     pub protocol_version: ProtocolVersion,
@@ -86,6 +112,16 @@ pub struct ClientOptions {
     pub session_limits: session::Limits,
     /// Where server notifications go: default nowhere.
     pub handler: Option<Arc<dyn ClientHandler>>,
+    /// Who answers `sampling/createMessage` (declares `sampling`): default nobody.
+    pub sampling: Option<Arc<dyn SamplingHandler>>,
+    /// Who answers `elicitation/create`, in which modes (declares `elicitation`): default nobody.
+    pub elicitation: Option<(Arc<dyn ElicitationHandler>, ElicitationModes)>,
+    /// The roots answered to `roots/list` (declares `roots` with `listChanged`): default none,
+    /// and the capability is not declared. Change them later with [`Client::set_roots`].
+    pub roots: Option<Vec<Root>>,
+    /// Refuse, before sending, a call the server did not advertise
+    /// ([`ClientError::CapabilityNotSupported`]): default `true`.
+    pub strict_capabilities: bool,
 }
 
 impl Default for ClientOptions {
@@ -103,6 +139,10 @@ impl Default for ClientOptions {
             max_pages: 1000,
             session_limits: session::Limits::default(),
             handler: None,
+            sampling: None,
+            elicitation: None,
+            roots: None,
+            strict_capabilities: true,
         }
     }
 }
@@ -118,6 +158,10 @@ impl std::fmt::Debug for ClientOptions {
             .field("max_pages", &self.max_pages)
             .field("session_limits", &self.session_limits)
             .field("handler", &self.handler.as_ref().map(|_| ".."))
+            .field("sampling", &self.sampling.as_ref().map(|_| ".."))
+            .field("elicitation", &self.elicitation.as_ref().map(|(_, modes)| modes))
+            .field("roots", &self.roots)
+            .field("strict_capabilities", &self.strict_capabilities)
             .finish()
     }
 }
@@ -170,29 +214,166 @@ impl ClientOptions {
         self.handler = Some(Arc::new(handler));
         self
     }
+
+    /// These options answering `sampling/createMessage` with `handler` (declares `sampling`).
+    pub fn with_sampling(mut self, handler: impl SamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// These options answering form-mode `elicitation/create` with `handler` (declares
+    /// `elicitation`).
+    pub fn with_elicitation(self, handler: impl ElicitationHandler) -> Self {
+        self.with_elicitation_modes(handler, ElicitationModes::FORM)
+    }
+
+    /// These options answering `elicitation/create` in `modes` with `handler`.
+    pub fn with_elicitation_modes(mut self, handler: impl ElicitationHandler, modes: ElicitationModes) -> Self {
+        self.elicitation = Some((Arc::new(handler), modes));
+        self
+    }
+
+    /// These options exposing `roots` (declares `roots` with `listChanged: true`).
+    pub fn with_roots(mut self, roots: impl IntoIterator<Item = Root>) -> Self {
+        self.roots = Some(roots.into_iter().collect());
+        self
+    }
+
+    /// These options checking (default) or not checking the server's capabilities before a call.
+    pub fn with_strict_capabilities(mut self, strict: bool) -> Self {
+        self.strict_capabilities = strict;
+        self
+    }
+
+    /// The capabilities `initialize` declares with these options: [`ClientOptions::capabilities`]
+    /// with `sampling`, `elicitation` and `roots` set exactly for the handlers given, in the
+    /// shape of the offered version (elicitation exists from 2025-06-18; its `form` / `url`
+    /// members from 2025-11-25).
+    pub fn declared_capabilities(&self) -> ClientCapabilities {
+        let mut caps = self.capabilities.clone();
+        caps.sampling = self.sampling.as_ref().map(|_| SamplingCapability::default());
+        caps.roots =
+            self.roots.as_ref().map(|_| RootsCapability { list_changed: Some(true), ..RootsCapability::default() });
+        caps.elicitation = match &self.elicitation {
+            Some((_, modes)) if self.protocol_version.has_elicitation() => {
+                let mut cap = ElicitationCapability::default();
+                if self.protocol_version >= ProtocolVersion::V2025_11_25 {
+                    cap.form = modes.form.then(CapabilityObject::new);
+                    cap.url = modes.url.then(CapabilityObject::new);
+                }
+                Some(cap)
+            }
+            _ => None,
+        };
+        caps
+    }
 }
 
 /// The connection's answers to what the server sends.
 struct ClientPeerHandler {
     handler: Option<Arc<dyn ClientHandler>>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
+    elicitation: Option<(Arc<dyn ElicitationHandler>, ElicitationModes)>,
+    roots: Option<Arc<RwLock<Vec<Root>>>>,
+    /// Handler tasks still running, by request id, so that `notifications/cancelled` stops them.
+    running: Arc<Mutex<HashMap<Id, tokio::task::AbortHandle>>>,
+}
+
+fn invalid_params(e: serde_json::Error) -> ErrorObject {
+    ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("invalid params: {e}"))
+}
+
+fn method_not_found() -> ErrorObject {
+    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, ErrorCode::METHOD_NOT_FOUND.default_message())
+}
+
+impl ClientPeerHandler {
+    /// Runs `work` in a task that answers `request` when done, unless cancelled first.
+    fn spawn_answer<T, F>(&self, peer: &Peer<T>, id: Id, work: F)
+    where
+        T: Transport,
+        F: std::future::Future<Output = Result<Body, ErrorObject>> + Send + 'static,
+    {
+        let peer = peer.clone();
+        let running = self.running.clone();
+        let key = id.clone();
+        let mut table = self.running.lock().expect("never poisoned");
+        let task = tokio::spawn(async move {
+            let outcome = work.await;
+            running.lock().expect("never poisoned").remove(&id);
+            let _ = peer.respond(&id, outcome).await;
+        });
+        // The task removes itself when done, which waits for this lock: insert first.
+        table.insert(key, task.abort_handle());
+    }
 }
 
 impl<T: Transport> Handler<T> for ClientPeerHandler {
     fn on_request(&self, peer: &Peer<T>, request: Request) {
-        let outcome = match request.method.as_str() {
+        let params = request.params.clone();
+        let decode = |p: Option<Body>| -> Result<Body, serde_json::Error> {
+            p.map_or_else(|| Body::serialized(&serde_json::json!({})), Ok)
+        };
+        let outcome: Result<Body, ErrorObject> = match request.method.as_str() {
             // ping: "The receiver MUST respond promptly with an empty response".
             Ping::NAME => Ok(Body::typed(EmptyResult::default())),
-            _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, ErrorCode::METHOD_NOT_FOUND.default_message())),
+            ListRoots::NAME => match &self.roots {
+                Some(roots) => {
+                    let roots = roots.read().expect("never poisoned").clone();
+                    Ok(Body::typed(ListRootsResult { roots, meta: None, extra: Default::default() }))
+                }
+                None => Err(method_not_found()),
+            },
+            CreateMessage::NAME => match &self.sampling {
+                Some(handler) => match decode(params).and_then(|b| b.into_decoded()) {
+                    Ok(p) => {
+                        let future = handler.create_message(p);
+                        self.spawn_answer(peer, request.id, async move { future.await.map(Body::typed) });
+                        return;
+                    }
+                    Err(e) => Err(invalid_params(e)),
+                },
+                None => Err(method_not_found()),
+            },
+            Elicit::NAME => match &self.elicitation {
+                Some((handler, modes)) => match decode(params).and_then(|b| b.into_decoded::<ElicitRequestParams>()) {
+                    Ok(p) => {
+                        let allowed = match &p {
+                            ElicitRequestParams::Form(_) => modes.form,
+                            ElicitRequestParams::Url(_) => modes.url,
+                            ElicitRequestParams::Other(_) => false,
+                        };
+                        if allowed {
+                            let future = handler.elicit(p);
+                            self.spawn_answer(peer, request.id, async move { future.await.map(Body::typed) });
+                            return;
+                        }
+                        Err(ErrorObject::new(
+                            ErrorCode::INVALID_PARAMS,
+                            "elicitation mode not supported: the client did not declare it",
+                        ))
+                    }
+                    Err(e) => Err(invalid_params(e)),
+                },
+                None => Err(method_not_found()),
+            },
+            _ => Err(method_not_found()),
         };
-        let peer = peer.clone();
+        let queued = peer.respond_now(&request.id, outcome);
         tokio::spawn(async move {
-            let _ = peer.respond(&request.id, outcome).await;
+            let _ = queued.send().await;
         });
     }
 
     fn on_notification(&self, _peer: &Peer<T>, notification: Notification) {
         if let Some(handler) = &self.handler {
             handler.on_notification(notification);
+        }
+    }
+
+    fn on_cancelled(&self, _peer: &Peer<T>, id: &Id) {
+        if let Some(task) = self.running.lock().expect("never poisoned").remove(id) {
+            task.abort();
         }
     }
 
@@ -210,6 +391,13 @@ struct Inner<T: Transport> {
     max_pages: usize,
     /// [`Client::close`] was called: a call that fails because of it did not see the server exit.
     closed_by_us: AtomicBool,
+    /// What we declared in `initialize`.
+    declared: ClientCapabilities,
+    /// The roots answered to `roots/list`, when declared.
+    roots: Option<Arc<RwLock<Vec<Root>>>>,
+    strict_capabilities: bool,
+    /// The next progress token of ours.
+    next_progress_token: AtomicU64,
 }
 
 impl<T: Transport> Drop for Inner<T> {
@@ -276,9 +464,17 @@ impl<T: Transport> Client<T> {
     /// [`ClientError::ServerExited`], [`ClientError::Closed`], [`ClientError::Timeout`] when
     /// it never answers. The connection is closed in every case.
     pub async fn connect(transport: T, options: ClientOptions) -> Result<Client<T>, ClientError> {
-        let handler = ClientPeerHandler { handler: options.handler.clone() };
+        let roots = options.roots.clone().map(|r| Arc::new(RwLock::new(r)));
+        let handler = ClientPeerHandler {
+            handler: options.handler.clone(),
+            sampling: options.sampling.clone(),
+            elicitation: options.elicitation.clone(),
+            roots: roots.clone(),
+            running: Arc::default(),
+        };
         let peer = Peer::start(transport, Role::Client, Mode::Handshake, options.session_limits, handler);
-        match handshake(&peer, &options).await {
+        let declared = options.declared_capabilities();
+        match handshake(&peer, &options, &declared).await {
             Ok((init, version)) => Ok(Client {
                 inner: Arc::new(Inner {
                     peer,
@@ -287,6 +483,10 @@ impl<T: Transport> Client<T> {
                     request_timeout: options.request_timeout,
                     max_pages: options.max_pages,
                     closed_by_us: AtomicBool::new(false),
+                    declared,
+                    roots,
+                    strict_capabilities: options.strict_capabilities,
+                    next_progress_token: AtomicU64::new(1),
                 }),
             }),
             Err(e) => {
@@ -342,7 +542,9 @@ impl<T: Transport> Client<T> {
     }
 
     /// Sends any request of the method table and decodes its result. A `timeout` of `None` in
-    /// `options` means [`ClientOptions::request_timeout`].
+    /// `options` means [`ClientOptions::request_timeout`]. A method whose server capability was
+    /// not advertised is refused before sending ([`ClientError::CapabilityNotSupported`]) unless
+    /// [`ClientOptions::strict_capabilities`] is off.
     ///
     /// # Cancel safety
     /// Dropping the future cancels the request (`notifications/cancelled` is sent).
@@ -355,10 +557,96 @@ impl<T: Transport> Client<T> {
         M::Params: Send + Sync + 'static,
         M::Output: Clone + Send + Sync + 'static,
     {
+        self.check_capability(M::NAME)?;
         if options.timeout.is_none() {
             options.timeout = self.inner.request_timeout;
         }
         request::<T, M>(&self.inner.peer, params, options, Some(&self.inner.closed_by_us)).await
+    }
+
+    /// Like [`Client::request`], with `_meta.progressToken` set to a fresh token of ours and
+    /// every `notifications/progress` for it passed to `on_progress` (from the connection's
+    /// reader task: do not block). With [`RequestOptions::reset_timeout_on_progress`] progress
+    /// keeps the call alive.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request (`notifications/cancelled` is sent).
+    ///
+    /// # Errors
+    /// See [`ClientError`]; [`ClientError::InvalidResult`] also when `params` do not serialize
+    /// to an object.
+    pub async fn request_with_progress<M>(
+        &self,
+        params: M::Params,
+        mut options: RequestOptions,
+        on_progress: impl Fn(Progress) + Send + Sync + 'static,
+    ) -> Result<M::Output, ClientError>
+    where
+        M: Method,
+        M::Output: Clone + Send + Sync + 'static,
+    {
+        self.check_capability(M::NAME)?;
+        if options.timeout.is_none() {
+            options.timeout = self.inner.request_timeout;
+        }
+        let invalid = |source| ClientError::InvalidResult { method: M::NAME.to_owned(), source };
+        let token = Id::String(format!("mcpwire-{}", self.inner.next_progress_token.fetch_add(1, Ordering::Relaxed)));
+        let mut value = serde_json::to_value(&params).map_err(invalid)?;
+        let Some(object) = value.as_object_mut() else {
+            return Err(invalid(serde::de::Error::custom("params are not an object")));
+        };
+        let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("progressToken".to_owned(), serde_json::to_value(&token).map_err(invalid)?);
+        }
+        options.progress_token = Some(token);
+        let body = Body::serialized(&value).map_err(invalid)?;
+        let peer = &self.inner.peer;
+        let outcome = peer.request_with_progress(M::NAME, Some(body), options, Some(Box::new(on_progress))).await;
+        decode_outcome::<T, M>(peer, outcome, Some(&self.inner.closed_by_us)).await
+    }
+
+    /// The capabilities this client declared in `initialize`.
+    pub fn declared_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.declared
+    }
+
+    /// Fails with [`ClientError::CapabilityNotSupported`] when the server did not advertise what
+    /// `method` needs (or the negotiated version lacks it), unless strict checking is off.
+    fn check_capability(&self, method: &str) -> Result<(), ClientError> {
+        if !self.inner.strict_capabilities {
+            return Ok(());
+        }
+        match missing_capability(method, self.capabilities(), self.inner.version) {
+            Some(capability) => Err(ClientError::CapabilityNotSupported { method: method.to_owned(), capability }),
+            None => Ok(()),
+        }
+    }
+
+    /// Reads every page of a list method.
+    async fn list_all<M, I>(
+        &self,
+        page: impl Fn(Option<String>) -> M::Params,
+        split: impl Fn(M::Output) -> (Vec<I>, Option<String>),
+    ) -> Result<Vec<I>, ClientError>
+    where
+        M: Method,
+        M::Params: Send + Sync + 'static,
+        M::Output: Clone + Send + Sync + 'static,
+    {
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor = None;
+        for pages in 1.. {
+            let (mut more, next) = split(self.request::<M>(page(cursor.take()), RequestOptions::default()).await?);
+            items.append(&mut more);
+            let Some(next) = next else { return Ok(items) };
+            if !seen.insert(next.clone()) || pages >= self.inner.max_pages {
+                return Err(ClientError::Pagination { method: M::NAME.to_owned(), cursor: next, pages });
+            }
+            cursor = Some(next);
+        }
+        unreachable!("the page loop only ends by returning")
     }
 
     /// `ping`: checks that the server is alive.
@@ -384,19 +672,11 @@ impl<T: Transport> Client<T> {
     /// [`ClientError::Pagination`] when the server repeats a cursor or sends more than
     /// [`ClientOptions::max_pages`] pages; otherwise as any request.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        let mut tools = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor = None;
-        for pages in 1.. {
-            let page = self.list_tools_page(cursor.take()).await?;
-            tools.extend(page.tools);
-            let Some(next) = page.next_cursor else { return Ok(tools) };
-            if !seen.insert(next.clone()) || pages >= self.inner.max_pages {
-                return Err(ClientError::Pagination { method: ListTools::NAME.to_owned(), cursor: next, pages });
-            }
-            cursor = Some(next);
-        }
-        unreachable!("the page loop only ends by returning")
+        self.list_all::<ListTools, _>(
+            |cursor| ListToolsRequestParams { cursor, ..ListToolsRequestParams::default() },
+            |page| (page.tools, page.next_cursor),
+        )
+        .await
     }
 
     /// Calls tool `name` with `arguments`, waiting at most [`ClientOptions::request_timeout`].
@@ -438,23 +718,344 @@ impl<T: Transport> Client<T> {
         params: CallToolRequestParams,
         options: RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
-        match self.request::<CallTool>(params, options).await? {
-            CallToolOutput::Result(result) => Ok(result),
-            CallToolOutput::Task(_) | CallToolOutput::Other(_) => Err(ClientError::InvalidResult {
+        tool_result(self.request::<CallTool>(params, options).await?)
+    }
+
+    /// One page of `resources/list`.
+    ///
+    /// # Errors
+    /// [`ClientError::CapabilityNotSupported`] when the server has no `resources`; otherwise as
+    /// any request.
+    pub async fn list_resources_page(&self, cursor: Option<String>) -> Result<ListResourcesResult, ClientError> {
+        let params = ListResourcesRequestParams { cursor, ..ListResourcesRequestParams::default() };
+        self.request::<ListResources>(params, RequestOptions::default()).await
+    }
+
+    /// Every resource, following `nextCursor` to the last page.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`]; [`ClientError::CapabilityNotSupported`] without `resources`.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, ClientError> {
+        self.list_all::<ListResources, _>(
+            |cursor| ListResourcesRequestParams { cursor, ..ListResourcesRequestParams::default() },
+            |page| (page.resources, page.next_cursor),
+        )
+        .await
+    }
+
+    /// One page of `resources/templates/list`.
+    ///
+    /// # Errors
+    /// As [`Client::list_resources_page`].
+    pub async fn list_resource_templates_page(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListResourceTemplatesResult, ClientError> {
+        let params = ListResourceTemplatesRequestParams { cursor, ..ListResourceTemplatesRequestParams::default() };
+        self.request::<ListResourceTemplates>(params, RequestOptions::default()).await
+    }
+
+    /// Every resource template, following `nextCursor` to the last page.
+    ///
+    /// # Errors
+    /// As [`Client::list_resources`].
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
+        self.list_all::<ListResourceTemplates, _>(
+            |cursor| ListResourceTemplatesRequestParams { cursor, ..ListResourceTemplatesRequestParams::default() },
+            |page| (page.resource_templates, page.next_cursor),
+        )
+        .await
+    }
+
+    /// `resources/read`: the contents of the resource at `uri`.
+    ///
+    /// # Errors
+    /// As [`Client::list_resources_page`].
+    pub async fn read_resource(&self, uri: impl Into<String>) -> Result<ReadResourceResult, ClientError> {
+        let params = ReadResourceRequestParams {
+            uri: uri.into(),
+            input_responses: None,
+            request_state: None,
+            meta: None,
+            extra: Default::default(),
+        };
+        self.request::<ReadResource>(params, RequestOptions::default()).await
+    }
+
+    /// `resources/subscribe`: ask for `notifications/resources/updated` about `uri`.
+    ///
+    /// # Errors
+    /// [`ClientError::CapabilityNotSupported`] unless the server advertised
+    /// `resources.subscribe`; otherwise as any request.
+    pub async fn subscribe(&self, uri: impl Into<String>) -> Result<(), ClientError> {
+        let params = SubscribeRequestParams { uri: uri.into(), meta: None, extra: Default::default() };
+        self.request::<Subscribe>(params, RequestOptions::default()).await.map(drop)
+    }
+
+    /// `resources/unsubscribe`.
+    ///
+    /// # Errors
+    /// As [`Client::subscribe`].
+    pub async fn unsubscribe(&self, uri: impl Into<String>) -> Result<(), ClientError> {
+        let params = SubscribeRequestParams { uri: uri.into(), meta: None, extra: Default::default() };
+        self.request::<Unsubscribe>(params, RequestOptions::default()).await.map(drop)
+    }
+
+    /// One page of `prompts/list`.
+    ///
+    /// # Errors
+    /// [`ClientError::CapabilityNotSupported`] when the server has no `prompts`; otherwise as
+    /// any request.
+    pub async fn list_prompts_page(&self, cursor: Option<String>) -> Result<ListPromptsResult, ClientError> {
+        let params = ListPromptsRequestParams { cursor, ..ListPromptsRequestParams::default() };
+        self.request::<ListPrompts>(params, RequestOptions::default()).await
+    }
+
+    /// Every prompt, following `nextCursor` to the last page.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`]; [`ClientError::CapabilityNotSupported`] without `prompts`.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
+        self.list_all::<ListPrompts, _>(
+            |cursor| ListPromptsRequestParams { cursor, ..ListPromptsRequestParams::default() },
+            |page| (page.prompts, page.next_cursor),
+        )
+        .await
+    }
+
+    /// `prompts/get`: prompt `name` rendered with `arguments`.
+    ///
+    /// # Errors
+    /// As [`Client::list_prompts_page`].
+    pub async fn get_prompt(
+        &self,
+        name: impl Into<String>,
+        arguments: Option<BTreeMap<String, String>>,
+    ) -> Result<GetPromptResult, ClientError> {
+        let params = GetPromptRequestParams {
+            name: name.into(),
+            arguments,
+            input_responses: None,
+            request_state: None,
+            meta: None,
+            extra: Default::default(),
+        };
+        self.request::<GetPrompt>(params, RequestOptions::default()).await
+    }
+
+    /// `completion/complete`: suggestions for argument `name` of `reference`, given what has
+    /// been typed (`value`).
+    ///
+    /// # Errors
+    /// [`ClientError::CapabilityNotSupported`] when the server has no `completions`; otherwise
+    /// as any request.
+    pub async fn complete(
+        &self,
+        reference: CompletionReference,
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<CompleteResult, ClientError> {
+        let params = CompleteRequestParams {
+            reference,
+            argument: CompleteArgument { name: name.into(), value: value.into(), extra: Default::default() },
+            context: None,
+            meta: None,
+            extra: Default::default(),
+        };
+        self.complete_with(params).await
+    }
+
+    /// `completion/complete` with full params (e.g. a `context` of resolved arguments).
+    ///
+    /// # Errors
+    /// As [`Client::complete`].
+    pub async fn complete_with(&self, params: CompleteRequestParams) -> Result<CompleteResult, ClientError> {
+        self.request::<Complete>(params, RequestOptions::default()).await
+    }
+
+    /// `logging/setLevel`: only `notifications/message` at `level` or more severe, from now on.
+    ///
+    /// # Errors
+    /// [`ClientError::CapabilityNotSupported`] when the server has no `logging`; otherwise as
+    /// any request.
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
+        let params = SetLevelRequestParams { level, meta: None, extra: Default::default() };
+        self.request::<SetLevel>(params, RequestOptions::default()).await.map(drop)
+    }
+
+    /// `tools/call` reporting progress: `_meta.progressToken` is set and every
+    /// `notifications/progress` for the call goes to `on_progress`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled` is sent).
+    ///
+    /// # Errors
+    /// As [`Client::call_tool_with`].
+    pub async fn call_tool_with_progress(
+        &self,
+        params: CallToolRequestParams,
+        options: RequestOptions,
+        on_progress: impl Fn(Progress) + Send + Sync + 'static,
+    ) -> Result<CallToolResult, ClientError> {
+        tool_result(self.request_with_progress::<CallTool>(params, options, on_progress).await?)
+    }
+
+    /// `tools/call` as a task (2025-11-25): the server answers at once with the task, whose
+    /// state [`Client::get_task`] polls and whose result [`Client::get_task_tool_result`]
+    /// fetches. `ttl_ms` is the requested lifetime.
+    ///
+    /// # Errors
+    /// [`ClientError::CapabilityNotSupported`] unless the server advertised
+    /// `tasks.requests.tools.call` (and 2025-11-25 was negotiated); [`ClientError::InvalidResult`]
+    /// when it answers with something other than a task; otherwise as any request.
+    pub async fn call_tool_as_task(
+        &self,
+        mut params: CallToolRequestParams,
+        ttl_ms: Option<u64>,
+    ) -> Result<CreateTaskResult, ClientError> {
+        let callable = self
+            .capabilities()
+            .tasks
+            .as_ref()
+            .filter(|_| self.inner.version.has_tasks())
+            .and_then(|t| t.requests.as_ref())
+            .and_then(|r| r.tools.as_ref())
+            .and_then(|t| t.call.as_ref());
+        if callable.is_none() && self.inner.strict_capabilities {
+            return Err(ClientError::CapabilityNotSupported {
                 method: CallTool::NAME.to_owned(),
-                source: serde::de::Error::custom("expected a tool result with content, got a task or partial result"),
+                capability: "tasks.requests.tools.call",
+            });
+        }
+        params.task = Some(TaskMetadata { ttl: ttl_ms, extra: Default::default() });
+        match self.request::<CallTool>(params, RequestOptions::default()).await? {
+            CallToolOutput::Task(task) => Ok(task),
+            CallToolOutput::Result(_) | CallToolOutput::Other(_) => Err(ClientError::InvalidResult {
+                method: CallTool::NAME.to_owned(),
+                source: serde::de::Error::custom("expected a task, got a final or partial result"),
             }),
         }
+    }
+
+    /// `tasks/get`: the state of task `task_id`.
+    ///
+    /// # Errors
+    /// [`ClientError::CapabilityNotSupported`] when the server has no `tasks`; otherwise as any
+    /// request.
+    pub async fn get_task(&self, task_id: impl Into<String>) -> Result<Task, ClientError> {
+        let params = TaskIdParams { task_id: task_id.into(), ..TaskIdParams::default() };
+        self.request::<GetTask>(params, RequestOptions::default()).await.map(|r: GetTaskResult| r.task)
+    }
+
+    /// `tasks/result`: the result of the task's underlying request, as written (the server
+    /// holds the answer until the task ends).
+    ///
+    /// # Errors
+    /// As [`Client::get_task`].
+    pub async fn get_task_result(
+        &self,
+        task_id: impl Into<String>,
+        options: RequestOptions,
+    ) -> Result<GetTaskPayloadResult, ClientError> {
+        let params = TaskIdParams { task_id: task_id.into(), ..TaskIdParams::default() };
+        self.request::<GetTaskPayload>(params, options).await
+    }
+
+    /// `tasks/result` of a task made by [`Client::call_tool_as_task`], as a tool result.
+    ///
+    /// # Errors
+    /// As [`Client::get_task`]; [`ClientError::InvalidResult`] when the payload is not a tool
+    /// result.
+    pub async fn get_task_tool_result(
+        &self,
+        task_id: impl Into<String>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        let payload = self.get_task_result(task_id, options).await?;
+        serde_json::to_value(&payload)
+            .and_then(serde_json::from_value)
+            .map_err(|source| ClientError::InvalidResult { method: GetTaskPayload::NAME.to_owned(), source })
+    }
+
+    /// One page of `tasks/list`.
+    ///
+    /// # Errors
+    /// [`ClientError::CapabilityNotSupported`] without `tasks.list`; otherwise as any request.
+    pub async fn list_tasks_page(&self, cursor: Option<String>) -> Result<ListTasksResult, ClientError> {
+        let params = ListTasksRequestParams { cursor, ..ListTasksRequestParams::default() };
+        self.request::<ListTasks>(params, RequestOptions::default()).await
+    }
+
+    /// Every task, following `nextCursor` to the last page.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`]; [`ClientError::CapabilityNotSupported`] without `tasks.list`.
+    pub async fn list_tasks(&self) -> Result<Vec<Task>, ClientError> {
+        self.list_all::<ListTasks, _>(
+            |cursor| ListTasksRequestParams { cursor, ..ListTasksRequestParams::default() },
+            |page| (page.tasks, page.next_cursor),
+        )
+        .await
+    }
+
+    /// `tasks/cancel`: cancels task `task_id`; returns its state afterwards.
+    ///
+    /// # Errors
+    /// [`ClientError::CapabilityNotSupported`] without `tasks.cancel`; otherwise as any request.
+    pub async fn cancel_task(&self, task_id: impl Into<String>) -> Result<Task, ClientError> {
+        let params = TaskIdParams { task_id: task_id.into(), ..TaskIdParams::default() };
+        self.request::<CancelTask>(params, RequestOptions::default()).await.map(|r| r.task)
+    }
+
+    /// The roots currently answered to `roots/list` (`None` when roots were not declared).
+    pub fn roots(&self) -> Option<Vec<Root>> {
+        self.inner.roots.as_ref().map(|r| r.read().expect("never poisoned").clone())
+    }
+
+    /// Replaces the roots and tells the server (`notifications/roots/list_changed`).
+    ///
+    /// # Errors
+    /// [`ClientError::NotDeclared`] when no roots were given in [`ClientOptions::with_roots`]
+    /// (the capability was not declared); otherwise as [`Client::notify_roots_changed`].
+    pub async fn set_roots(&self, roots: impl IntoIterator<Item = Root>) -> Result<(), ClientError> {
+        let Some(current) = &self.inner.roots else {
+            return Err(ClientError::NotDeclared { capability: "roots" });
+        };
+        *current.write().expect("never poisoned") = roots.into_iter().collect();
+        self.notify_roots_changed().await
+    }
+
+    /// Sends `notifications/roots/list_changed` (the server will ask `roots/list` again).
+    ///
+    /// # Errors
+    /// [`ClientError::NotDeclared`] without declared roots; [`ClientError::Session`] or
+    /// [`ClientError::Transport`] when it cannot be sent.
+    pub async fn notify_roots_changed(&self) -> Result<(), ClientError> {
+        if self.inner.roots.is_none() {
+            return Err(ClientError::NotDeclared { capability: "roots" });
+        }
+        self.inner.peer.notify(RootsListChanged::NAME, None).await.map_err(|e| error_for(RootsListChanged::NAME, e))
+    }
+}
+
+fn tool_result(output: CallToolOutput) -> Result<CallToolResult, ClientError> {
+    match output {
+        CallToolOutput::Result(result) => Ok(result),
+        CallToolOutput::Task(_) | CallToolOutput::Other(_) => Err(ClientError::InvalidResult {
+            method: CallTool::NAME.to_owned(),
+            source: serde::de::Error::custom("expected a tool result with content, got a task or partial result"),
+        }),
     }
 }
 
 async fn handshake<T: Transport>(
     peer: &Peer<T>,
     options: &ClientOptions,
+    declared: &ClientCapabilities,
 ) -> Result<(InitializeResult, ProtocolVersion), ClientError> {
     let params = InitializeRequestParams {
         protocol_version: options.protocol_version.as_str().to_owned(),
-        capabilities: options.capabilities.clone(),
+        capabilities: declared.clone(),
         client_info: options.client_info.clone(),
         ..InitializeRequestParams::default()
     };
@@ -487,7 +1088,21 @@ where
     M::Params: Send + Sync + 'static,
     M::Output: Clone + Send + Sync + 'static,
 {
-    match peer.request(M::NAME, Some(Body::typed(params)), options).await {
+    let outcome = peer.request(M::NAME, Some(Body::typed(params)), options).await;
+    decode_outcome::<T, M>(peer, outcome, closed_by_us).await
+}
+
+async fn decode_outcome<T, M>(
+    peer: &Peer<T>,
+    outcome: Result<Body, RequestError>,
+    closed_by_us: Option<&AtomicBool>,
+) -> Result<M::Output, ClientError>
+where
+    T: Transport,
+    M: Method,
+    M::Output: Clone + Send + Sync + 'static,
+{
+    match outcome {
         Ok(body) => body
             .into_decoded::<M::Output>()
             .map_err(|source| ClientError::InvalidResult { method: M::NAME.to_owned(), source }),
@@ -497,6 +1112,29 @@ where
         }
         Err(e) => Err(error_for(M::NAME, e)),
     }
+}
+
+/// The server capability `method` needs that `caps` lacks (or the version that lacks the
+/// method), named as in `initialize`; `None` when the call may be sent.
+fn missing_capability(method: &str, caps: &ServerCapabilities, version: ProtocolVersion) -> Option<&'static str> {
+    let tasks = caps.tasks.as_ref().filter(|_| version.has_tasks());
+    let missing = match method {
+        "tools/list" | "tools/call" => caps.tools.is_none().then_some("tools"),
+        "resources/list" | "resources/templates/list" | "resources/read" => {
+            caps.resources.is_none().then_some("resources")
+        }
+        "resources/subscribe" | "resources/unsubscribe" => {
+            (caps.resources.as_ref().and_then(|r| r.subscribe) != Some(true)).then_some("resources.subscribe")
+        }
+        "prompts/list" | "prompts/get" => caps.prompts.is_none().then_some("prompts"),
+        "completion/complete" => caps.completions.is_none().then_some("completions"),
+        "logging/setLevel" => caps.logging.is_none().then_some("logging"),
+        "tasks/get" | "tasks/result" => tasks.is_none().then_some("tasks"),
+        "tasks/list" => tasks.and_then(|t| t.list.as_ref()).is_none().then_some("tasks.list"),
+        "tasks/cancel" => tasks.and_then(|t| t.cancel.as_ref()).is_none().then_some("tasks.cancel"),
+        _ => None,
+    };
+    missing
 }
 
 fn by_us(flag: Option<&AtomicBool>) -> bool {

@@ -1,10 +1,12 @@
 //! The client over the in-process transport: typed bodies cross without being serialized.
 
 use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::*;
+use crate::proto::mcp_types::ElicitRequestParams;
 use crate::proto::mcp_types::{ContentBlock, TextContent, ToolsCapability};
 use crate::transport::inproc::{self, InprocTransport};
 use crate::transport::Limits;
@@ -77,4 +79,135 @@ async fn a_closed_in_process_connection_is_not_a_server_exit() {
     let _ = server.close().await;
     let err = client.ping().await.unwrap_err();
     assert!(matches!(err, ClientError::Closed { .. }), "{err:?}");
+}
+
+async fn server_asks(
+    server: &Peer<InprocTransport>,
+    method: &str,
+    params: serde_json::Value,
+) -> Result<Value, crate::peer::RequestError> {
+    // The server may not have read `notifications/initialized` yet.
+    for _ in 0..100 {
+        if server.request("ping", None, RequestOptions::default()).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let options = RequestOptions { timeout: Some(Duration::from_secs(5)), ..RequestOptions::default() };
+    let body = server.request(method, Some(Body::serialized(&params).unwrap()), options).await?;
+    Ok(body.into_decoded::<Value>().unwrap())
+}
+
+fn rpc_code(outcome: Result<Value, crate::peer::RequestError>) -> Option<ErrorCode> {
+    match outcome {
+        Err(crate::peer::RequestError::Rpc(e)) => Some(e.code),
+        other => panic!("expected an error response, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn requests_for_undeclared_capabilities_are_method_not_found() {
+    let (a, b) = inproc::pair(Limits::default());
+    let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());
+    let _client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    let sampling = json!({"messages": [], "maxTokens": 5});
+    assert_eq!(
+        rpc_code(server_asks(&server, "sampling/createMessage", sampling).await),
+        Some(ErrorCode::METHOD_NOT_FOUND)
+    );
+    let form = json!({"message": "?", "requestedSchema": {"type": "object", "properties": {}}});
+    assert_eq!(rpc_code(server_asks(&server, "elicitation/create", form).await), Some(ErrorCode::METHOD_NOT_FOUND));
+    assert_eq!(rpc_code(server_asks(&server, "roots/list", json!({})).await), Some(ErrorCode::METHOD_NOT_FOUND));
+    assert_eq!(server_asks(&server, "ping", json!({})).await.unwrap(), json!({}));
+}
+
+#[tokio::test]
+async fn an_undeclared_elicitation_mode_is_invalid_params() {
+    let (a, b) = inproc::pair(Limits::default());
+    let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());
+    let handler = |_p: ElicitRequestParams| async {
+        Ok(serde_json::from_value::<crate::proto::mcp_types::ElicitResult>(json!({"action": "decline"})).unwrap())
+    };
+    let _client = Client::connect(a, ClientOptions::default().with_elicitation(handler)).await.unwrap();
+    let url = json!({"mode": "url", "message": "go", "url": "https://example.com", "elicitationId": "1"});
+    assert_eq!(rpc_code(server_asks(&server, "elicitation/create", url).await), Some(ErrorCode::INVALID_PARAMS));
+    let form = json!({"message": "?", "requestedSchema": {"type": "object", "properties": {}}});
+    assert_eq!(server_asks(&server, "elicitation/create", form).await.unwrap(), json!({"action": "decline"}));
+    let bad = json!({"message": 3});
+    assert_eq!(rpc_code(server_asks(&server, "elicitation/create", bad).await), Some(ErrorCode::INVALID_PARAMS));
+}
+
+#[tokio::test]
+async fn a_cancelled_server_request_stops_its_handler() {
+    let (a, b) = inproc::pair(Limits::default());
+    let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());
+    let finished = Arc::new(AtomicUsize::new(0));
+    let done = finished.clone();
+    let slow = move |_p: crate::proto::mcp_types::CreateMessageRequestParams| {
+        let done = done.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            done.fetch_add(1, Ordering::SeqCst);
+            Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "unreachable"))
+        }
+    };
+    let _client = Client::connect(a, ClientOptions::default().with_sampling(slow)).await.unwrap();
+    let ask = server_asks(&server, "sampling/createMessage", json!({"messages": [], "maxTokens": 5}));
+    assert!(tokio::time::timeout(Duration::from_millis(50), ask).await.is_err(), "dropped: cancelled");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(finished.load(Ordering::SeqCst), 0, "the handler was aborted");
+}
+
+#[tokio::test]
+async fn lists_page_to_the_end_and_stop_on_a_repeated_cursor() {
+    #[derive(Clone)]
+    struct Pager;
+    impl Handler<InprocTransport> for Pager {
+        fn on_request(&self, peer: &Peer<InprocTransport>, request: Request) {
+            let params: Value = request.params.clone().map(|p| p.into_decoded().unwrap()).unwrap_or(json!({}));
+            let outcome = match request.method.as_str() {
+                "initialize" => Ok(Body::serialized(&json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"resources": {}, "prompts": {}},
+                    "serverInfo": {"name": "pager", "version": "1"}
+                }))
+                .unwrap()),
+                // Three pages of resources: a, b, c.
+                "resources/list" => {
+                    let (uri, next) = match params["cursor"].as_str() {
+                        None => ("a", Some("1")),
+                        Some("1") => ("b", Some("2")),
+                        _ => ("c", None),
+                    };
+                    let mut page = json!({"resources": [{"uri": uri, "name": uri}]});
+                    if let Some(next) = next {
+                        page["nextCursor"] = json!(next);
+                    }
+                    Ok(Body::serialized(&page).unwrap())
+                }
+                // Prompts: the cursor never changes.
+                "prompts/list" => Ok(Body::serialized(&json!({"prompts": [], "nextCursor": "same"})).unwrap()),
+                _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+            };
+            let peer = peer.clone();
+            tokio::spawn(async move {
+                let _ = peer.respond(&request.id, outcome).await;
+            });
+        }
+    }
+    let (a, b) = inproc::pair(Limits::default());
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), Pager);
+    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    let uris: Vec<String> = client.list_resources().await.unwrap().into_iter().map(|r| r.uri).collect();
+    assert_eq!(uris, ["a", "b", "c"]);
+    let err = client.list_prompts().await.unwrap_err();
+    assert!(
+        matches!(&err, ClientError::Pagination { method, cursor, pages: 2 } if method == "prompts/list" && cursor == "same"),
+        "{err:?}"
+    );
+    // Tools were not advertised: refused without asking.
+    assert!(matches!(
+        client.list_tools().await.unwrap_err(),
+        ClientError::CapabilityNotSupported { capability: "tools", .. }
+    ));
 }

@@ -1,0 +1,135 @@
+//! The client under test for the official conformance suite's client mode
+//! (`@modelcontextprotocol/conformance client --command "conformance_client"`).
+//!
+//! The suite starts a scenario server, then runs `conformance_client URL` with the scenario's
+//! name in `MCP_CONFORMANCE_SCENARIO`, the revision in `MCP_CONFORMANCE_PROTOCOL_VERSION` (when
+//! given) and scenario data as JSON in `MCP_CONFORMANCE_CONTEXT`. This program plays the part
+//! each scenario expects over Streamable HTTP and exits 0 when it could, 1 otherwise (the suite
+//! judges the traffic, not the exit code). `scripts/conformance-client-suite` runs the lot.
+//!
+//! Scenarios: `initialize`, `tools_call`, `elicitation-sep1034-client-defaults` (an elicitation
+//! handler that accepts with the schema's defaults), `sse-retry` (the transport resumes the
+//! dropped stream with GET and `Last-Event-ID` after `retry`), `json-schema-2020-12-preservation`
+//! (a tool's `inputSchema` is sent back as received). Anything else (the `auth/*`
+//! scenarios: authorization is not implemented yet) connects, lists tools and calls the first
+//! one, which fails where authorization is required.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcpwire::client::{Client, ClientError, ClientOptions};
+use mcpwire::proto::jsonrpc::ErrorObject;
+use mcpwire::proto::mcp_types::{ElicitRequestParams, ElicitResult};
+use mcpwire::proto::version::ProtocolVersion;
+use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+use serde_json::{json, Map, Value};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    // The suite appends the URL to the command: it is the last argument.
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: conformance_client URL (scenario in MCP_CONFORMANCE_SCENARIO)");
+        return ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    eprintln!("conformance_client: scenario {scenario:?} at {url}");
+    match run(&scenario, &url).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("conformance_client: {scenario}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn options() -> ClientOptions {
+    let mut options =
+        ClientOptions::default().with_client_info("mcpwire-conformance-client", env!("CARGO_PKG_VERSION"));
+    if let Some(version) = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+        .ok()
+        .and_then(|v| v.parse::<ProtocolVersion>().ok())
+        .filter(|v| v.has_initialize_handshake())
+    {
+        options = options.with_protocol_version(version);
+    }
+    options.with_request_timeout(Some(Duration::from_secs(20)))
+}
+
+async fn connect(url: &str, options: ClientOptions) -> Result<Client<HttpClientTransport>, ClientError> {
+    let transport = HttpClientTransport::new(HttpClientConfig::new(url))?;
+    Client::connect(transport, options).await
+}
+
+async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
+    match scenario {
+        "initialize" => {
+            let client = connect(url, options()).await?;
+            if client.capabilities().tools.is_some() {
+                client.list_tools().await?;
+            }
+            let _ = client.close().await;
+        }
+        "json-schema-2020-12-preservation" => {
+            // Send the focal tool's inputSchema back, as received, through the echo tool.
+            let client = connect(url, options()).await?;
+            let tools = client.list_tools().await?;
+            let is_echo = |t: &&mcpwire::proto::mcp_types::Tool| t.input_schema["properties"].get("schema").is_some();
+            let echo = tools.iter().find(is_echo);
+            let focal = tools.iter().find(|t| !is_echo(t));
+            if let (Some(echo), Some(focal)) = (echo, focal) {
+                let arguments = json!({"schema": focal.input_schema}).as_object().cloned();
+                client.call_tool(echo.name.clone(), arguments).await?;
+            }
+            let _ = client.close().await;
+        }
+        "tools_call" => {
+            let client = connect(url, options()).await?;
+            let tools = client.list_tools().await?;
+            let tool = tools.iter().find(|t| t.name == "add_numbers").map_or("add_numbers", |t| t.name.as_str());
+            let result = client.call_tool(tool, json!({"a": 5, "b": 3}).as_object().cloned()).await?;
+            eprintln!("conformance_client: {}", serde_json::to_string(&result).unwrap_or_default());
+            let _ = client.close().await;
+        }
+        "elicitation-sep1034-client-defaults" => {
+            let client = connect(url, options().with_elicitation(accept_with_defaults)).await?;
+            let tools = client.list_tools().await?;
+            for tool in tools {
+                client.call_tool(tool.name, Some(Map::new())).await?;
+            }
+            let _ = client.close().await;
+        }
+        "sse-retry" => {
+            let client = connect(url, options()).await?;
+            let tools = client.list_tools().await?;
+            let name = tools.first().map_or("test_reconnection".to_owned(), |t| t.name.clone());
+            client.call_tool(name, Some(Map::new())).await?;
+            let _ = client.close().await;
+        }
+        _ => {
+            let client = connect(url, options()).await?;
+            let tools = client.list_tools().await?;
+            if let Some(tool) = tools.first() {
+                client.call_tool(tool.name.clone(), Some(Map::new())).await?;
+            }
+            let _ = client.close().await;
+        }
+    }
+    Ok(())
+}
+
+/// Accepts a form elicitation with every field that has a `default` in the schema set to it
+/// (SEP-1034: the client pre-fills defaults; here no user changes them).
+async fn accept_with_defaults(params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+    let ElicitRequestParams::Form(form) = params else {
+        return Ok(serde_json::from_value(json!({"action": "decline"})).expect("a valid result"));
+    };
+    let schema = serde_json::to_value(&form.requested_schema).unwrap_or(Value::Null);
+    let defaults: BTreeMap<String, Value> = schema["properties"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, field)| field.get("default").map(|d| (name.clone(), d.clone())))
+        .collect();
+    Ok(serde_json::from_value(json!({"action": "accept", "content": defaults})).expect("a valid result"))
+}
