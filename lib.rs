@@ -25,10 +25,10 @@ pub mod transport;
 #[cfg(feature = "transport")]
 pub mod peer;
 
-#[cfg(feature = "server")]
-pub mod server;
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "server")]
+pub mod server;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
