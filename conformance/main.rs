@@ -9,6 +9,10 @@
 //!   — plays each recording's client side against a server started over stdio (in the command,
 //!   `{fixtures}` stands for the replay's fixture directory, `{recording}` for the recording's
 //!   path and `{name}` for its name).
+//! - `replay FILE... --server-url URL [...]` — plays each `streamable-http` or `sse` recording's
+//!   client side against the server at `URL` over HTTP (a URL without a path gets the recorded
+//!   one, `/mcp` or `/sse`). The hand-made-request recordings (`everything-http-errors`,
+//!   `everything-http-resume`) need raw HTTP exchanges and are reported as not replayable.
 //! - `replay FILE... --client "CMD ARGS" [...]` — plays each recording's server side to a client
 //!   under test: the client is started as `CMD ARGS MCP-CONFORMANCE serve --fixtures DIR --report
 //!   REPORT FILE`, i.e. the last words are the server command it is to launch (the recorded
@@ -37,7 +41,7 @@ use mcpwire::transport::{Limits, Transport};
 
 const USAGE: &str = "usage: mcp-conformance roundtrip FILE...
        mcp-conformance record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...
-       mcp-conformance replay FILE... (--server \"CMD ARGS\" | --client \"CMD ARGS\") [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
+       mcp-conformance replay FILE... (--server \"CMD ARGS\" | --server-url URL | --client \"CMD ARGS\") [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
        mcp-conformance serve [--fixtures DIR] [--report FILE] FILE";
 
 fn usage_error(why: &str) -> ExitCode {
@@ -122,6 +126,7 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
     let mut files = Vec::new();
     let mut server = None;
     let mut client = None;
+    let mut server_url = None;
     let mut junit_out = None;
     let mut expected = ExpectedFailures::default();
     let mut options = ReplayOptions::default();
@@ -130,6 +135,7 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
         match a.as_str() {
             "--server" => server = it.next(),
             "--client" => client = it.next(),
+            "--server-url" => server_url = it.next(),
             "--junit" => junit_out = it.next().map(PathBuf::from),
             "--timeout-ms" => match it.next().and_then(|v| v.parse::<u64>().ok()) {
                 Some(ms) => options.timeout = Duration::from_millis(ms),
@@ -155,6 +161,15 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
     let rt = runtime();
     let mut outcomes = Vec::new();
     match (server, client) {
+        (None, None) if server_url.is_some() => {
+            #[cfg(feature = "http")]
+            for file in &files {
+                let url = server_url.as_deref().unwrap_or_default();
+                outcomes.push(rt.block_on(mcpwire::conformance::replay::replay_http(file, url, options)));
+            }
+            #[cfg(not(feature = "http"))]
+            return usage_error("--server-url needs the http feature");
+        }
         (Some(server), None) => {
             for file in &files {
                 outcomes.push(rt.block_on(replay_stdio(file, &server, options)));
@@ -172,7 +187,9 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
                 outcomes.push(rt.block_on(replay_with_client(file, &client, &runner, options)));
             }
         }
-        _ => return usage_error("replay needs one of --server \"CMD ARGS\" and --client \"CMD ARGS\""),
+        _ => {
+            return usage_error("replay needs one of --server \"CMD ARGS\", --server-url URL and --client \"CMD ARGS\"")
+        }
     }
     let (text, ok) = render(&outcomes, &expected);
     print!("{text}");
