@@ -21,7 +21,10 @@
 //! - `serve [--fixtures DIR] [--report FILE] FILE` — becomes the recorded server on stdin/stdout
 //!   (with `--fixtures`, the recordings' `/tmp/mcp-fixtures` is `DIR` in what it sends and
 //!   expects; with `--report`, every matched recorded client message and every difference is
-//!   appended to `FILE` as a JSON line as it happens).
+//!   appended to `FILE` as a JSON line as it happens; with `--listen ADDR:PORT`, the recorded
+//!   server over HTTP instead — Streamable HTTP at `/mcp`, and the legacy transport at `/sse`
+//!   for an `sse` recording; stateless for a 2026-07-28 one — each session following the
+//!   script afresh; the URL is printed on stdout, and Ctrl-C stops it).
 //!
 //! Exit status: 0 when everything passed, 1 on failures, 2 on usage errors.
 
@@ -42,7 +45,7 @@ use mcpwire::transport::{Limits, Transport};
 const USAGE: &str = "usage: mcp-conformance roundtrip FILE...
        mcp-conformance record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...
        mcp-conformance replay FILE... (--server \"CMD ARGS\" | --server-url URL | --client \"CMD ARGS\") [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
-       mcp-conformance serve [--fixtures DIR] [--report FILE] FILE";
+       mcp-conformance serve [--fixtures DIR] [--report FILE] [--listen ADDR:PORT] FILE";
 
 fn usage_error(why: &str) -> ExitCode {
     eprintln!("mcp-conformance: {why}\n{USAGE}");
@@ -209,12 +212,17 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
 fn serve_cmd(args: Vec<String>) -> ExitCode {
     let mut fixtures = None;
     let mut report = None;
+    let mut listen = None;
     let mut file = None;
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--fixtures" => fixtures = it.next().map(PathBuf::from),
             "--report" => report = it.next().map(PathBuf::from),
+            "--listen" => match it.next().and_then(|a| a.parse::<std::net::SocketAddr>().ok()) {
+                Some(addr) => listen = Some(addr),
+                None => return usage_error("--listen needs ADDR:PORT"),
+            },
             _ if a.starts_with("--") => return usage_error(&format!("unknown option {a}")),
             _ if file.is_none() => file = Some(PathBuf::from(a)),
             _ => return usage_error("serve needs exactly one recording"),
@@ -244,6 +252,12 @@ fn serve_cmd(args: Vec<String>) -> ExitCode {
         }
     };
     let matcher = Matcher::new(rules, fixtures.as_deref());
+    if let Some(addr) = listen {
+        #[cfg(feature = "http")]
+        return serve_http(recording, matcher, addr);
+        #[cfg(not(feature = "http"))]
+        return usage_error(&format!("--listen {addr} needs the http feature"));
+    }
     let write = |line: ServeReportLine| {
         if let Some(file) = &report {
             use std::io::Write as _;
@@ -273,4 +287,47 @@ fn serve_cmd(args: Vec<String>) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `serve --listen`: the recorded server over HTTP, one script per session, until Ctrl-C.
+#[cfg(feature = "http")]
+fn serve_http(recording: Recording, matcher: Matcher, addr: std::net::SocketAddr) -> ExitCode {
+    use std::sync::Arc;
+
+    use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+
+    let legacy = recording.header.transport == "sse";
+    let stateless = recording.header.protocol_version.as_str() >= "2026-07-28";
+    let recording = Arc::new(recording);
+    let matcher = Arc::new(matcher);
+    let config = HttpServerConfig::default().bind(addr).legacy_sse(legacy).stateless(stateless);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    rt.block_on(async move {
+        let app = move |transport: mcpwire::transport::sse_http::ServerTransport| {
+            let recording = recording.clone();
+            let matcher = Matcher::clone(&matcher);
+            async move {
+                let events = |event: Event<'_>| match event {
+                    Event::Note(line) => eprintln!("mcp-conformance serve: {line}"),
+                    Event::Failure(f) => eprintln!("mcp-conformance serve: {f}"),
+                    Event::Matched(_) => {}
+                };
+                if let Err(e) = serve_recording(&recording, &transport, &matcher, &events).await {
+                    eprintln!("mcp-conformance serve: {e}");
+                }
+                let _ = transport.close().await;
+            }
+        };
+        let server = match HttpServer::bind(config, app).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("mcp-conformance serve: --listen {addr}: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        println!("{}", if legacy { server.legacy_url() } else { server.url() });
+        let _ = tokio::signal::ctrl_c().await;
+        server.shutdown().await;
+        ExitCode::SUCCESS
+    })
 }

@@ -55,7 +55,7 @@ pub async fn serve_recording<T: Transport>(
     recording: &Recording,
     transport: &T,
     matcher: &Matcher,
-    events: &dyn Fn(Event<'_>),
+    events: &(dyn Fn(Event<'_>) + Sync),
 ) -> Result<(), TransportError> {
     let log = &|line: &str| events(Event::Note(line));
     let fail = |seq: u64, what: String, detail: String| {
@@ -285,7 +285,7 @@ async fn send_recorded<T: Transport>(
     matcher: &Matcher,
     raw: &str,
     id: Option<&Value>,
-    log: &dyn Fn(&str),
+    log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), TransportError> {
     match super::replay::outgoing(raw, matcher, id) {
         Ok(m) => transport.send(m).await,

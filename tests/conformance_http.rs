@@ -81,3 +81,31 @@ fn a_stdio_recording_is_refused_over_http() {
     assert!(!ok);
     assert!(stdout.contains("transport stdio: --server-url replays HTTP sessions only"), "{stdout}");
 }
+
+/// `serve --listen` of `name`, stopped on drop; its URL.
+fn serve_listen(name: &str) -> (Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .arg(recording(name))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    (child, line.trim().to_owned())
+}
+
+#[test]
+fn http_recordings_replay_against_serve_listen_of_themselves() {
+    // py-fixture-server is not published: its HTTP recording's halves are checked against each
+    // other over real HTTP; and the legacy transport of serve --listen.
+    for name in ["pyfixture-http-python", "everything-sse-2025-11-25"] {
+        let (mut child, url) = serve_listen(name);
+        let (ok, stdout) = replay(&[recording(name)], &url);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(ok, "{name} against {url}: {stdout}");
+    }
+}
