@@ -9,8 +9,22 @@
 //!   — plays each recording's client side against a server started over stdio (in the command,
 //!   `{fixtures}` stands for the replay's fixture directory, `{recording}` for the recording's
 //!   path and `{name}` for its name).
-//! - `serve [--fixtures DIR] FILE` — becomes the recorded server on stdin/stdout (with
-//!   `--fixtures`, the recordings' `/tmp/mcp-fixtures` is `DIR` in what it sends and expects).
+//! - `replay FILE... --server-url URL [...]` — plays each `streamable-http` or `sse` recording's
+//!   client side against the server at `URL` over HTTP (a URL without a path gets the recorded
+//!   one, `/mcp` or `/sse`). The hand-made-request recordings (`everything-http-errors`,
+//!   `everything-http-resume`) need raw HTTP exchanges and are reported as not replayable.
+//! - `replay FILE... --client "CMD ARGS" [...]` — plays each recording's server side to a client
+//!   under test: the client is started as `CMD ARGS MCP-CONFORMANCE serve --fixtures DIR --report
+//!   REPORT FILE`, i.e. the last words are the server command it is to launch (the recorded
+//!   server). Requests that match nothing, answers that differ and recorded client messages the
+//!   client never sent are the differences.
+//! - `serve [--fixtures DIR] [--report FILE] FILE` — becomes the recorded server on stdin/stdout
+//!   (with `--fixtures`, the recordings' `/tmp/mcp-fixtures` is `DIR` in what it sends and
+//!   expects; with `--report`, every matched recorded client message and every difference is
+//!   appended to `FILE` as a JSON line as it happens; with `--listen ADDR:PORT`, the recorded
+//!   server over HTTP instead — Streamable HTTP at `/mcp`, and the legacy transport at `/sse`
+//!   for an `sse` recording; stateless for a 2026-07-28 one — each session following the
+//!   script afresh; the URL is printed on stdout, and Ctrl-C stops it).
 //!
 //! Exit status: 0 when everything passed, 1 on failures, 2 on usage errors.
 
@@ -21,17 +35,17 @@ use std::time::Duration;
 use mcpwire::conformance::matching::{Matcher, Rules};
 use mcpwire::conformance::record::{record, RecordOptions};
 use mcpwire::conformance::recording::Recording;
-use mcpwire::conformance::replay::{replay_stdio, ReplayOptions};
+use mcpwire::conformance::replay::{replay_stdio, replay_with_client, ReplayOptions, ServeReportLine};
 use mcpwire::conformance::report::{junit, render, ExpectedFailures};
 use mcpwire::conformance::roundtrip::{check_recording, write_report};
-use mcpwire::conformance::serve::serve_recording;
+use mcpwire::conformance::serve::{serve_recording, Event};
 use mcpwire::transport::stdio::StdioTransport;
 use mcpwire::transport::{Limits, Transport};
 
 const USAGE: &str = "usage: mcp-conformance roundtrip FILE...
        mcp-conformance record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...
-       mcp-conformance replay FILE... --server \"CMD ARGS\" [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
-       mcp-conformance serve [--fixtures DIR] FILE";
+       mcp-conformance replay FILE... (--server \"CMD ARGS\" | --server-url URL | --client \"CMD ARGS\") [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
+       mcp-conformance serve [--fixtures DIR] [--report FILE] [--listen ADDR:PORT] FILE";
 
 fn usage_error(why: &str) -> ExitCode {
     eprintln!("mcp-conformance: {why}\n{USAGE}");
@@ -114,6 +128,8 @@ fn record_cmd(args: Vec<String>) -> ExitCode {
 fn replay_cmd(args: Vec<String>) -> ExitCode {
     let mut files = Vec::new();
     let mut server = None;
+    let mut client = None;
+    let mut server_url = None;
     let mut junit_out = None;
     let mut expected = ExpectedFailures::default();
     let mut options = ReplayOptions::default();
@@ -121,6 +137,8 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--server" => server = it.next(),
+            "--client" => client = it.next(),
+            "--server-url" => server_url = it.next(),
             "--junit" => junit_out = it.next().map(PathBuf::from),
             "--timeout-ms" => match it.next().and_then(|v| v.parse::<u64>().ok()) {
                 Some(ms) => options.timeout = Duration::from_millis(ms),
@@ -140,14 +158,41 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
             _ => files.push(PathBuf::from(a)),
         }
     }
-    let Some(server) = server else { return usage_error("replay needs --server \"CMD ARGS\"") };
     if files.is_empty() {
         return usage_error("replay needs recordings");
     }
     let rt = runtime();
     let mut outcomes = Vec::new();
-    for file in &files {
-        outcomes.push(rt.block_on(replay_stdio(file, &server, options)));
+    match (server, client) {
+        (None, None) if server_url.is_some() => {
+            #[cfg(feature = "http")]
+            for file in &files {
+                let url = server_url.as_deref().unwrap_or_default();
+                outcomes.push(rt.block_on(mcpwire::conformance::replay::replay_http(file, url, options)));
+            }
+            #[cfg(not(feature = "http"))]
+            return usage_error("--server-url needs the http feature");
+        }
+        (Some(server), None) => {
+            for file in &files {
+                outcomes.push(rt.block_on(replay_stdio(file, &server, options)));
+            }
+        }
+        (None, Some(client)) => {
+            let runner = match std::env::current_exe() {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("mcp-conformance: where am I? {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            for file in &files {
+                outcomes.push(rt.block_on(replay_with_client(file, &client, &runner, options)));
+            }
+        }
+        _ => {
+            return usage_error("replay needs one of --server \"CMD ARGS\", --server-url URL and --client \"CMD ARGS\"")
+        }
     }
     let (text, ok) = render(&outcomes, &expected);
     print!("{text}");
@@ -165,12 +210,33 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
 }
 
 fn serve_cmd(args: Vec<String>) -> ExitCode {
-    let (fixtures, file) = match args.as_slice() {
-        [file] => (None, file),
-        [flag, dir, file] if flag == "--fixtures" => (Some(PathBuf::from(dir)), file),
-        _ => return usage_error("serve needs exactly one recording"),
+    let mut fixtures = None;
+    let mut report = None;
+    let mut listen = None;
+    let mut file = None;
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--fixtures" => fixtures = it.next().map(PathBuf::from),
+            "--report" => report = it.next().map(PathBuf::from),
+            "--listen" => match it.next().and_then(|a| a.parse::<std::net::SocketAddr>().ok()) {
+                Some(addr) => listen = Some(addr),
+                None => return usage_error("--listen needs ADDR:PORT"),
+            },
+            _ if a.starts_with("--") => return usage_error(&format!("unknown option {a}")),
+            _ if file.is_none() => file = Some(PathBuf::from(a)),
+            _ => return usage_error("serve needs exactly one recording"),
+        }
+    }
+    let Some(path) = file else { return usage_error("serve needs exactly one recording") };
+    let report = match report.map(|p| std::fs::OpenOptions::new().create(true).append(true).open(&p).map(|f| (p, f))) {
+        None => None,
+        Some(Ok((_, f))) => Some(std::sync::Mutex::new(f)),
+        Some(Err(e)) => {
+            eprintln!("mcp-conformance serve: --report: {e}");
+            return ExitCode::from(2);
+        }
     };
-    let path = PathBuf::from(file);
     let recording = match Recording::read(&path) {
         Ok(r) => r,
         Err(e) => {
@@ -186,10 +252,31 @@ fn serve_cmd(args: Vec<String>) -> ExitCode {
         }
     };
     let matcher = Matcher::new(rules, fixtures.as_deref());
-    let log = |line: &str| eprintln!("mcp-conformance serve: {line}");
+    if let Some(addr) = listen {
+        #[cfg(feature = "http")]
+        return serve_http(recording, matcher, addr);
+        #[cfg(not(feature = "http"))]
+        return usage_error(&format!("--listen {addr} needs the http feature"));
+    }
+    let write = |line: ServeReportLine| {
+        if let Some(file) = &report {
+            use std::io::Write as _;
+            let mut text = serde_json::to_string(&line).expect("a report line serializes");
+            text.push('\n');
+            let _ = file.lock().expect("report lock").write_all(text.as_bytes());
+        }
+    };
+    let events = |event: Event<'_>| match event {
+        Event::Note(line) => eprintln!("mcp-conformance serve: {line}"),
+        Event::Failure(f) => {
+            eprintln!("mcp-conformance serve: {f}");
+            write(ServeReportLine::Failure(f.to_string()));
+        }
+        Event::Matched(seq) => write(ServeReportLine::Matched(seq)),
+    };
     let result = runtime().block_on(async {
         let transport = StdioTransport::own_stdio(Limits::default());
-        let result = serve_recording(&recording, &transport, &matcher, &log).await;
+        let result = serve_recording(&recording, &transport, &matcher, &events).await;
         let _ = transport.close().await;
         result
     });
@@ -200,4 +287,47 @@ fn serve_cmd(args: Vec<String>) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `serve --listen`: the recorded server over HTTP, one script per session, until Ctrl-C.
+#[cfg(feature = "http")]
+fn serve_http(recording: Recording, matcher: Matcher, addr: std::net::SocketAddr) -> ExitCode {
+    use std::sync::Arc;
+
+    use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+
+    let legacy = recording.header.transport == "sse";
+    let stateless = recording.header.protocol_version.as_str() >= "2026-07-28";
+    let recording = Arc::new(recording);
+    let matcher = Arc::new(matcher);
+    let config = HttpServerConfig::default().bind(addr).legacy_sse(legacy).stateless(stateless);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    rt.block_on(async move {
+        let app = move |transport: mcpwire::transport::sse_http::ServerTransport| {
+            let recording = recording.clone();
+            let matcher = Matcher::clone(&matcher);
+            async move {
+                let events = |event: Event<'_>| match event {
+                    Event::Note(line) => eprintln!("mcp-conformance serve: {line}"),
+                    Event::Failure(f) => eprintln!("mcp-conformance serve: {f}"),
+                    Event::Matched(_) => {}
+                };
+                if let Err(e) = serve_recording(&recording, &transport, &matcher, &events).await {
+                    eprintln!("mcp-conformance serve: {e}");
+                }
+                let _ = transport.close().await;
+            }
+        };
+        let server = match HttpServer::bind(config, app).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("mcp-conformance serve: --listen {addr}: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        println!("{}", if legacy { server.legacy_url() } else { server.url() });
+        let _ = tokio::signal::ctrl_c().await;
+        server.shutdown().await;
+        ExitCode::SUCCESS
+    })
 }

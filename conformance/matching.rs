@@ -324,7 +324,7 @@ pub fn kind_of(msg: &Value) -> Kind {
 }
 
 /// The state of one replayed session: rules, bound values and remapped ids.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Matcher {
     rules: Rules,
     /// Recorded string → live string, substituted in what is expected and sent.

@@ -7,13 +7,14 @@
 //!   encoding it again gives back the same JSON.
 //! - [`matching`]: what may differ between a recording and a live run (the rules, in one place).
 //! - [`replay`]: plays a recording's client side against a live server over a transport.
-//! - [`serve`]: plays a recording's server side to a live client.
+//! - [`serve`]: plays a recording's server side to a live client, reporting its departures.
 //! - [`record`]: the stdio recorder that sits between a client and a server.
 //! - [`fixtures`]: the recordings' scratch data, recreated in a temporary directory.
 //! - [`report`]: the run report, JUnit XML and the expected-failures baseline.
 //!
-//! Stdio only so far; an HTTP runner provides another transport to [`replay::replay_client`]
-//! and [`serve::serve_recording`], and checks the recorded `http` members.
+//! Replays run over stdio ([`replay::replay_stdio`]), over HTTP ([`replay::replay_http`]:
+//! messages only, the recorded `http` members are not checked yet) and for a client under test
+//! ([`replay::replay_with_client`], which starts the client with `serve` as its server).
 
 pub mod diff;
 pub mod fixtures;

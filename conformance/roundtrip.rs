@@ -1,7 +1,7 @@
 //! `mcp-conformance roundtrip`: every recorded message, decoded into this crate's types and
 //! encoded again, must give back the JSON that was on the wire.
 //!
-//! Each message is checked twice. The envelope: [`jsonrpc::Message`] decoded and re-encoded
+//! Each message is checked twice. The envelope: [`jsonrpc::Message`](crate::proto::jsonrpc::Message) decoded and re-encoded
 //! must equal the original as a JSON value. The payload: requests and notifications are
 //! classified by method, responses by the method of the request they answer (matched by id in
 //! the opposite direction, since ids are per direction); the params or result is decoded into

@@ -9,14 +9,22 @@
 //! recorded request of its method is answered with the first unanswered one of that method (the
 //! difference is logged); a request of a method never recorded gets error -32601.
 //!
+//! Every departure from the script is also reported as a [`Failure`] through [`Event`]: a
+//! request that matches no recorded one, a request whose params differ, an answer to one of
+//! our requests that differs from the recorded answer, and at the end the client messages that
+//! matched nothing. [`Event::Matched`] names each recorded client message that was matched, so
+//! a runner can tell which recorded messages the client never sent (even when this process is
+//! stopped before the end).
+//!
 //! Not here: timing (messages go out as soon as their turn comes) and HTTP.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::matching::{kind_of, would_match, Kind, Matcher};
+use super::matching::{kind_of, plain_difference, would_match, Kind, Matcher};
 use super::recording::{Dir, Recording};
+use super::replay::Failure;
 use crate::proto::jsonrpc::Message;
 use crate::transport::{Transport, TransportError};
 
@@ -27,8 +35,19 @@ struct Entry {
     raw: String,
 }
 
-/// Serves `recording` over `transport` until the client goes away. `log` receives one line per
-/// notable event (an unmatched request, a fallback match).
+/// What [`serve_recording`] tells its caller as it goes.
+#[derive(Debug, Clone)]
+pub enum Event<'a> {
+    /// Something worth a line in a log that is not a departure from the script.
+    Note(&'a str),
+    /// The client departed from the recording.
+    Failure(Failure),
+    /// The recorded client message with this `seq` was matched by a live one.
+    Matched(u64),
+}
+
+/// Serves `recording` over `transport` until the client goes away, telling `events` about
+/// every departure from the script and every recorded client message matched.
 ///
 /// # Errors
 /// When the transport fails.
@@ -36,8 +55,12 @@ pub async fn serve_recording<T: Transport>(
     recording: &Recording,
     transport: &T,
     matcher: &Matcher,
-    log: &dyn Fn(&str),
+    events: &(dyn Fn(Event<'_>) + Sync),
 ) -> Result<(), TransportError> {
+    let log = &|line: &str| events(Event::Note(line));
+    let fail = |seq: u64, what: String, detail: String| {
+        events(Event::Failure(Failure { seq, dir: Dir::ClientToServer, what, detail }))
+    };
     let entries: Vec<Entry> = recording
         .entries
         .iter()
@@ -78,15 +101,59 @@ pub async fn serve_recording<T: Transport>(
                         break;
                     };
                     let live = pool.remove(i);
-                    if kind_of(&entry.msg) == Kind::Request {
-                        live_ids.insert(id_key(&entry.msg), live.get("id").cloned().unwrap_or(Value::Null));
+                    match kind_of(&entry.msg) {
+                        Kind::Request => {
+                            live_ids.insert(id_key(&entry.msg), live.get("id").cloned().unwrap_or(Value::Null));
+                        }
+                        Kind::Response => {
+                            // An answer to one of our requests: is it the recorded answer?
+                            let method = request_method(&entries[..cursor], &entry.msg);
+                            if !would_match(matcher, &method, &entry.msg, &live) {
+                                let expected = matcher.substitute(&entry.msg);
+                                let detail = match (expected.get("result"), live.get("error")) {
+                                    (Some(_), Some(error)) => format!("$: expected a result, got error {error}"),
+                                    _ => plain_difference(&expected, &live).map(|d| d.to_string()).unwrap_or_default(),
+                                };
+                                fail(entry.seq, format!("{method} response"), detail);
+                            }
+                        }
+                        Kind::Notification => {}
                     }
+                    events(Event::Matched(entry.seq));
                     consumed[cursor] = true;
                     cursor += 1;
                 }
             }
         }
-        let Some(message) = transport.recv().await? else { return Ok(()) };
+        let Some(message) = transport.recv().await? else {
+            // The client is gone: what it sent that fits nothing is a difference.
+            for live in pool {
+                let later = (0..entries.len()).find(|&j| {
+                    !consumed[j]
+                        && entries[j].dir == Dir::ClientToServer
+                        && matches_exactly(matcher, &entries[j].msg, &live)
+                });
+                match later {
+                    Some(j) => {
+                        consumed[j] = true;
+                        events(Event::Matched(entries[j].seq));
+                    }
+                    None => {
+                        let method = live.get("method").and_then(Value::as_str).unwrap_or("(response)").to_owned();
+                        let what = match kind_of(&live) {
+                            Kind::Notification => format!("{method} notification"),
+                            _ => format!("{method} response"),
+                        };
+                        fail(
+                            0,
+                            what,
+                            format!("$: matches no recorded message: {}", super::replay::abbreviate(&live.to_string())),
+                        );
+                    }
+                }
+            }
+            return Ok(());
+        };
         let live: Value = serde_json::from_slice(&message.to_vec()).unwrap_or(Value::Null);
         if cursor < entries.len()
             && entries[cursor].dir == Dir::ClientToServer
@@ -114,6 +181,11 @@ pub async fn serve_recording<T: Transport>(
             .find(|&j| is_request_of(&entries[j]) && matches_exactly(matcher, &entries[j].msg, &live));
         let Some(j) = exact_later.or(exact_any).or(later) else {
             log(&format!("no recorded {method} request: answering -32601"));
+            fail(
+                0,
+                format!("{method} request"),
+                format!("matches no recorded request: {}", super::replay::abbreviate(&live.to_string())),
+            );
             let id = live.get("id").cloned().unwrap_or(Value::Null);
             let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
                 "message": format!("mcp-conformance serve: no recorded {method} request")}});
@@ -121,13 +193,15 @@ pub async fn serve_recording<T: Transport>(
             continue;
         };
         if exact_later.is_none() && exact_any.is_none() {
-            let d = super::diff::first_difference(&entries[j].msg["params"], &live["params"]);
-            log(&format!(
-                "{method}: no recorded request has these params; answering as seq {} ({})",
-                entries[j].seq,
-                d.map(|d| d.to_string()).unwrap_or_default()
-            ));
+            let expected = matcher.substitute(&params_of(&entries[j].msg));
+            let d =
+                super::diff::first_difference(&expected, &params_of(&live)).map(|d| d.to_string()).unwrap_or_default();
+            log(&format!("{method}: no recorded request has these params; answering as seq {} ({d})", entries[j].seq));
+            fail(entries[j].seq, format!("{method} request"), format!("$.params{}", d.strip_prefix('$').unwrap_or(&d)));
+        } else if exact_later.is_none() && consumed[j] {
+            fail(entries[j].seq, format!("{method} request"), "sent again, though recorded once".into());
         }
+        events(Event::Matched(entries[j].seq));
         if j == cursor {
             // The request the script waits for, with other params: take it as that one.
             live_ids.insert(id_key(&entries[j].msg), live.get("id").cloned().unwrap_or(Value::Null));
@@ -152,6 +226,29 @@ pub async fn serve_recording<T: Transport>(
     }
 }
 
+/// The method of the server request that `answer` (a recorded client response) answers.
+fn request_method(before: &[Entry], answer: &Value) -> String {
+    before
+        .iter()
+        .rev()
+        .find(|e| {
+            e.dir == Dir::ServerToClient && kind_of(&e.msg) == Kind::Request && e.msg.get("id") == answer.get("id")
+        })
+        .and_then(|e| e.msg.get("method").and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A request's params, absent params being `{}`: both mean "no params" (JSON-RPC 2.0 §4.2; MCP
+/// params objects have only optional members when a request takes none), and SDKs differ in
+/// which they send.
+fn params_of(request: &Value) -> Value {
+    match request.get("params") {
+        None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
+        Some(p) => p.clone(),
+    }
+}
+
 fn id_key(msg: &Value) -> String {
     msg.get("id").map(Value::to_string).unwrap_or_default()
 }
@@ -169,8 +266,7 @@ fn matches_exactly(matcher: &Matcher, recorded: &Value, live: &Value) -> bool {
         Kind::Notification => live.get("method").and_then(Value::as_str) == Some(method),
         Kind::Request => {
             live.get("method").and_then(Value::as_str) == Some(method) && {
-                let params = |v: &Value| v.get("params").cloned().unwrap_or(Value::Null);
-                would_match(matcher, method, &params(recorded), &params(live))
+                would_match(matcher, method, &params_of(recorded), &params_of(live))
             }
         }
     }
@@ -189,7 +285,7 @@ async fn send_recorded<T: Transport>(
     matcher: &Matcher,
     raw: &str,
     id: Option<&Value>,
-    log: &dyn Fn(&str),
+    log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), TransportError> {
     match super::replay::outgoing(raw, matcher, id) {
         Ok(m) => transport.send(m).await,

@@ -1,0 +1,288 @@
+//! `mcp-conformance-client-driver`: drives mcpwire's typed client through the client side of a recorded session, so that
+//! `mcp-conformance replay --client` can check our client against the recorded server:
+//!
+//! ```sh
+//! mcp-conformance replay conformance/recordings/everything-tools.jsonl \
+//!   --client "target/debug/mcp-conformance-client-driver --fixtures {fixtures} {recording}"
+//! ```
+//!
+//! Usage: `mcp-conformance-client-driver [--fixtures DIR] RECORDING SERVER_CMD ARGS...` — the runner
+//! appends the server command (the recorded server) to the client command it is given.
+//!
+//! The handshake is [`Client::connect`] with the recorded `initialize` params (clientInfo,
+//! capabilities, offered version). Then every recorded client request goes through
+//! [`Client::request`] with the method type of its name and the recorded params decoded into
+//! that type's params, in the recorded order. A request whose response was recorded before the
+//! client's next message is awaited before going on; the others run concurrently, and a
+//! recorded `notifications/cancelled` drops the call's future (which is how our client
+//! cancels). Other notifications have no typed API: they are sent as recorded on the
+//! transport. Server requests are answered by the client itself: `ping` only, for now.
+//!
+//! Prints one JSON line per request (its outcome) on stdout. What it could not send (no method
+//! type, params that do not fit the type, a version our client cannot offer) goes to stderr,
+//! and the exit status is then 3; 1 when the connection failed, 2 on usage errors.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcpwire::client::{Client, ClientOptions};
+use mcpwire::conformance::recording::{Dir, Recording};
+use mcpwire::proto::jsonrpc::Message;
+use mcpwire::proto::mcp_types::{
+    self as types, CallTool, CancelTask, ClientCapabilities, Complete, GetPrompt, GetTask, GetTaskPayload,
+    Implementation, ListPrompts, ListResourceTemplates, ListResources, ListTasks, ListTools, Method, Ping,
+    ReadResource, SetLevel, Subscribe, Unsubscribe,
+};
+use mcpwire::proto::session::RequestOptions;
+use mcpwire::proto::version::ProtocolVersion;
+use mcpwire::transport::stdio::{ChildCommand, StdioTransport};
+use mcpwire::transport::Transport;
+use serde_json::Value;
+
+types::method!(
+    /// `unknown/method`: not MCP; recorded to see the server answer -32601. Declared here as a
+    /// host would declare an extension method.
+    UnknownMethod, "unknown/method", ClientToServer, types::EmptyParams, types::EmptyResult, since V2024_11_05
+);
+
+const FIXTURES_RECORDED: &str = "/tmp/mcp-fixtures";
+
+type Outcome = Result<Value, String>;
+
+/// Why a recorded request was not sent.
+struct NotSent(String);
+
+/// A call left running: its recorded seq and method, and the task.
+type Call = tokio::task::JoinHandle<Result<Outcome, NotSent>>;
+
+async fn call<M>(client: &Client<StdioTransport>, params: Value) -> Result<Outcome, NotSent>
+where
+    M: Method,
+    M::Params: Send + Sync + 'static,
+    M::Output: Clone + Send + Sync + 'static,
+{
+    let params: M::Params = serde_json::from_value(params)
+        .map_err(|e| NotSent(format!("the recorded params do not fit {}'s params type: {e}", M::NAME)))?;
+    Ok(match client.request::<M>(params, RequestOptions::default()).await {
+        Ok(output) => serde_json::to_value(output).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    })
+}
+
+/// `Client::request::<M>` for the method type named `method`.
+async fn dispatch(client: Client<StdioTransport>, method: String, params: Value) -> Result<Outcome, NotSent> {
+    macro_rules! table {
+        ($($ty:ty),* $(,)?) => {
+            $(if method == <$ty as Method>::NAME {
+                return call::<$ty>(&client, params).await;
+            })*
+        };
+    }
+    table!(
+        Ping,
+        ListTools,
+        CallTool,
+        ListPrompts,
+        GetPrompt,
+        ListResources,
+        ListResourceTemplates,
+        ReadResource,
+        Subscribe,
+        Unsubscribe,
+        Complete,
+        SetLevel,
+        GetTask,
+        GetTaskPayload,
+        ListTasks,
+        CancelTask,
+        UnknownMethod,
+    );
+    Err(NotSent(format!("no method type for {method} in the driver's table")))
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: mcp-conformance-client-driver [--fixtures DIR] RECORDING SERVER_CMD ARGS...");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut fixtures = None;
+    if args.first().map(String::as_str) == Some("--fixtures") && args.len() > 1 {
+        fixtures = Some(args[1].clone());
+        args.drain(..2);
+    }
+    if args.len() < 2 {
+        return usage();
+    }
+    let path = PathBuf::from(&args[0]);
+    let server = args[1..].to_vec();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    runtime.block_on(drive(path, fixtures, server))
+}
+
+struct Step {
+    seq: u64,
+    t_ms: u64,
+    msg: Value,
+    raw: String,
+}
+
+async fn drive(path: PathBuf, fixtures: Option<String>, server: Vec<String>) -> ExitCode {
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("mcp-conformance-client-driver: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let text = match &fixtures {
+        Some(dir) => text.replace(FIXTURES_RECORDED, dir),
+        None => text,
+    };
+    let recording = match Recording::parse(&path, &text) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mcp-conformance-client-driver: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let all: Vec<(Dir, Step)> = recording
+        .entries
+        .iter()
+        .filter_map(|e| {
+            let raw = e.msg.as_ref()?.get().to_owned();
+            let msg = serde_json::from_str(&raw).ok()?;
+            Some((e.dir, Step { seq: e.seq, t_ms: e.t_ms, msg, raw }))
+        })
+        .collect();
+    let mut not_sent = Vec::new();
+
+    // The handshake, from the recorded initialize.
+    let Some((_, init)) = all.iter().find(|(d, s)| *d == Dir::ClientToServer && s.msg["method"] == "initialize") else {
+        eprintln!(
+            "mcp-conformance-client-driver: the recording has no initialize (a 2026-07-28 session?): Client::connect speaks only the initialize handshake"
+        );
+        return ExitCode::from(3);
+    };
+    let params = &init.msg["params"];
+    let mut options = ClientOptions::default();
+    match serde_json::from_value::<Implementation>(params["clientInfo"].clone()) {
+        Ok(info) => options.client_info = info,
+        Err(e) => not_sent.push(format!("seq {}: clientInfo does not fit Implementation: {e}", init.seq)),
+    }
+    match serde_json::from_value::<ClientCapabilities>(params["capabilities"].clone()) {
+        Ok(caps) => options.capabilities = caps,
+        Err(e) => not_sent.push(format!("seq {}: capabilities do not fit ClientCapabilities: {e}", init.seq)),
+    }
+    let offered = params["protocolVersion"].as_str().unwrap_or_default();
+    match offered.parse::<ProtocolVersion>() {
+        Ok(v) => options.protocol_version = v,
+        Err(e) => {
+            eprintln!("mcp-conformance-client-driver: seq {}: cannot offer {offered:?}: {e} (ClientOptions::protocol_version is a ProtocolVersion)", init.seq);
+            return ExitCode::from(3);
+        }
+    }
+    options.request_timeout = Some(Duration::from_secs(30));
+    let command = ChildCommand::new(&server[0]).args(&server[1..]);
+    let client = match Client::spawn(command, options).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("mcp-conformance-client-driver: connecting: {e}");
+            return ExitCode::from(1);
+        }
+    };
+
+    // The driver's own messages: requests and notifications but initialize/initialized.
+    let ours: Vec<&Step> = all
+        .iter()
+        .filter(|(d, s)| {
+            *d == Dir::ClientToServer
+                && s.msg.get("method").is_some()
+                && !matches!(s.msg["method"].as_str(), Some("initialize" | "notifications/initialized"))
+        })
+        .map(|(_, s)| s)
+        .collect();
+    let position = |seq: u64| all.iter().position(|(_, s)| s.seq == seq).unwrap_or(usize::MAX);
+    let mut pending: HashMap<String, (u64, String, Call)> = HashMap::new();
+    let mut outcomes: Vec<(u64, String, Result<Outcome, NotSent>)> = Vec::new();
+    let mut previous_t: Option<u64> = None;
+    for (n, step) in ours.iter().enumerate() {
+        let method = step.msg["method"].as_str().unwrap_or_default().to_owned();
+        // After a call left running, keep the recorded pace (capped) so it is under way first.
+        if let (Some(t), false) = (previous_t, pending.is_empty()) {
+            tokio::time::sleep(Duration::from_millis(step.t_ms.saturating_sub(t).min(1000))).await;
+        }
+        previous_t = Some(step.t_ms);
+        match step.msg.get("id") {
+            Some(id) => {
+                let params = step.msg.get("params").cloned().unwrap_or_else(|| serde_json::json!({}));
+                let task = tokio::spawn(dispatch(client.clone(), method.clone(), params));
+                // Await it now if its response was recorded before our next message.
+                let here = position(step.seq);
+                let response = all[here..].iter().position(|(d, s)| {
+                    *d == Dir::ServerToClient && s.msg.get("method").is_none() && s.msg.get("id") == Some(id)
+                });
+                let next = ours.get(n + 1).map(|s| position(s.seq) - here);
+                if response.is_some_and(|r| next.is_none_or(|next| r < next)) {
+                    let outcome = task.await.unwrap_or_else(|e| Err(NotSent(e.to_string())));
+                    outcomes.push((step.seq, method, outcome));
+                } else {
+                    pending.insert(id.to_string(), (step.seq, method, task));
+                }
+            }
+            None if method == "notifications/cancelled" => {
+                let request = step.msg["params"]["requestId"].to_string();
+                match pending.remove(&request) {
+                    // Dropping the call's future is how our client cancels.
+                    Some((seq, method, task)) => {
+                        task.abort();
+                        outcomes.push((seq, method, Ok(Err("cancelled".into()))));
+                    }
+                    None => not_sent.push(format!("seq {}: cancels request {request}, not in flight", step.seq)),
+                }
+            }
+            None => match Message::from_str(&step.raw) {
+                // No typed notification API on Client: sent as recorded.
+                Ok(message) => {
+                    if let Err(e) = client.transport().send(message).await {
+                        not_sent.push(format!("seq {}: {method}: {e}", step.seq));
+                    }
+                }
+                Err(e) => not_sent.push(format!("seq {}: {method}: {e}", step.seq)),
+            },
+        }
+    }
+    for (_, (seq, method, task)) in pending {
+        let outcome = match tokio::time::timeout(Duration::from_secs(30), task).await {
+            Ok(joined) => joined.unwrap_or_else(|e| Err(NotSent(e.to_string()))),
+            Err(_) => Ok(Err("no response within 30 s".into())),
+        };
+        outcomes.push((seq, method, outcome));
+    }
+    outcomes.sort_by_key(|(seq, _, _)| *seq);
+    for (seq, method, outcome) in outcomes {
+        let line = match outcome {
+            Ok(Ok(result)) => serde_json::json!({"seq": seq, "method": method, "result": result}),
+            Ok(Err(error)) => serde_json::json!({"seq": seq, "method": method, "error": error}),
+            Err(NotSent(why)) => {
+                not_sent.push(format!("seq {seq}: {method}: {why}"));
+                continue;
+            }
+        };
+        println!("{line}");
+    }
+    // Server requests recorded after our last message are answered by the client on its own.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = client.close().await;
+    for why in &not_sent {
+        eprintln!("mcp-conformance-client-driver: not sent: {why}");
+    }
+    if not_sent.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    }
+}

@@ -1,0 +1,77 @@
+//! `mcp-conformance replay --client`: the recorded servers played to a client under test.
+//! Every stdio recording is replayed against mcpwire's own client, driven by
+//! the `mcp-conformance-client-driver` binary (`conformance/client_driver.rs`); the ones it cannot pass are listed, each with its reason,
+//! in `conformance/client-expected-failures.txt` (a listed one that passes fails the run).
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+use support::repo_path;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
+const DRIVER: &str = env!("CARGO_BIN_EXE_mcp-conformance-client-driver");
+
+fn stdio_recordings() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo_path("conformance/recordings"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            header["transport"] == "stdio"
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn driver() -> String {
+    format!("{DRIVER} --fixtures {{fixtures}} {{recording}}")
+}
+
+#[test]
+fn every_stdio_recording_replays_against_our_client() {
+    let files = stdio_recordings();
+    assert_eq!(files.len(), 17);
+    let baseline = repo_path("conformance/client-expected-failures.txt");
+    let out = Command::new(BIN)
+        .arg("replay")
+        .args(&files)
+        .args(["--client", &driver(), "--expected-failures"])
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.ends_with("9 passed, 8 failed\n"), "{stdout}");
+    assert!(stdout.contains("\nok everything-resources\n"), "{stdout}");
+    // Why the listed ones fail is stated, e.g.:
+    assert!(
+        stdout.contains("seq 10 c2s roots/list response: $: expected a result, got error {\"code\":-32601"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_client_that_departs_from_the_recording_is_caught() {
+    // A "client" that only connects (the handshake) and stops: everything after it was never sent.
+    let recording = repo_path("conformance/recordings/everything-handshake-2025-11-25.jsonl");
+    let dir = std::env::temp_dir().join(format!("mcpwire-conformance-client-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(&recording).unwrap();
+    // The driver is given a copy without the ping, so it never sends it.
+    let cut: String = text.lines().filter(|l| !l.contains("\"method\":\"ping\"")).map(|l| format!("{l}\n")).collect();
+    let copy = dir.join("everything-handshake-2025-11-25.jsonl");
+    std::fs::write(&copy, cut).unwrap();
+    let client = format!("{DRIVER} --fixtures {{fixtures}} {}", copy.display());
+    let out = Command::new(BIN).arg("replay").arg(&recording).args(["--client", &client]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("seq 4 c2s ping request: $: recorded, but the client never sent it"), "{stdout}");
+    assert!(stdout.ends_with("0 passed, 1 failed\n"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
