@@ -344,7 +344,7 @@ async fn a_per_request_timeout_cancels_the_call() {
 
 #[tokio::test]
 async fn calls_the_server_did_not_advertise_are_refused_before_sending() {
-    // Our echo server declares tools only; its input is copied to a file.
+    // Our echo server declares tools and logging only; its input is copied to a file.
     let dir = std::env::temp_dir().join(format!("mcpwire-caps-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("in.jsonl");
@@ -360,7 +360,6 @@ async fn calls_the_server_did_not_advertise_are_refused_before_sending() {
         (client.subscribe("file:///x").await.unwrap_err(), "resources.subscribe"),
         (client.list_prompts().await.unwrap_err(), "prompts"),
         (client.complete(reference, "a", "b").await.unwrap_err(), "completions"),
-        (client.set_logging_level(LoggingLevel::Debug).await.unwrap_err(), "logging"),
         (client.list_tasks().await.unwrap_err(), "tasks.list"),
     ];
     for (err, expected) in refusals {
