@@ -271,7 +271,9 @@ impl Server {
                 max_outgoing_in_flight: inner.limits.max_in_flight,
                 ..session::Limits::default()
             };
-            let peer = Peer::start(transport, Role::Server, Mode::Handshake, limits, dispatcher);
+            // A stateless transport's exchanges never saw an `initialize`: nothing to gate on.
+            let mode = if transport.is_stateless() { Mode::Stateless } else { Mode::Handshake };
+            let peer = Peer::start(transport, Role::Server, mode, limits, dispatcher);
             // Reader first: it stops at the end of the input.
             peer.closed().await;
             // Then the processors: every call in flight answers.

@@ -195,6 +195,13 @@ pub trait Transport: Send + Sync + 'static {
         self.send(message)
     }
 
+    /// Whether every exchange on this transport stands alone, with no session behind it
+    /// (stateless Streamable HTTP: each POST gets a transport of its own). The layer above then
+    /// cannot rely on an `initialize` handshake having happened on this transport.
+    fn is_stateless(&self) -> bool {
+        false
+    }
+
     /// The next message from the peer, or `Ok(None)` when the peer ended the stream cleanly.
     ///
     /// # Errors

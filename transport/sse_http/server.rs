@@ -609,6 +609,11 @@ impl ServerTransport {
 }
 
 impl Transport for ServerTransport {
+    fn is_stateless(&self) -> bool {
+        // Stateless mode's per-POST sessions are the only ones without an id.
+        self.session.id.is_empty() && !self.session.legacy
+    }
+
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         self.session.route(message, None).await
     }
