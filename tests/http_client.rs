@@ -124,18 +124,27 @@ async fn cutting_proxy(upstream: std::net::SocketAddr) -> (std::net::SocketAddr,
     let cuts_out = cuts.clone();
     tokio::spawn(async move {
         loop {
-            let (mut down, _) = listener.accept().await.unwrap();
-            let mut up = TcpStream::connect(upstream).await.unwrap();
+            let (down, _) = listener.accept().await.unwrap();
+            let up = TcpStream::connect(upstream).await.unwrap();
             let cuts = cuts.clone();
             tokio::spawn(async move {
-                let mut request = vec![0u8; 64 * 1024];
-                let n = down.read(&mut request).await.unwrap_or(0);
-                up.write_all(&request[..n]).await.unwrap();
-                let cut = String::from_utf8_lossy(&request[..n]).contains("\"slow\"");
+                // The client reuses connections, so any request on this connection may be the
+                // slow one: watch everything going up, cut the first response stream carrying
+                // progress after a slow request went by.
+                let slow_seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
                 let (mut down_r, mut down_w) = down.into_split();
                 let (mut up_r, mut up_w) = up.into_split();
+                let flag = slow_seen.clone();
                 tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut down_r, &mut up_w).await;
+                    let mut buf = vec![0u8; 64 * 1024];
+                    while let Ok(n) = down_r.read(&mut buf).await {
+                        if n == 0 || up_w.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                        if String::from_utf8_lossy(&buf[..n]).contains("\"slow\"") {
+                            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }
+                    }
                 });
                 let mut seen = Vec::new();
                 let mut buf = vec![0u8; 16 * 1024];
@@ -143,11 +152,13 @@ async fn cutting_proxy(upstream: std::net::SocketAddr) -> (std::net::SocketAddr,
                     if n == 0 {
                         break;
                     }
-                    seen.extend_from_slice(&buf[..n]);
+                    if slow_seen.load(std::sync::atomic::Ordering::SeqCst) {
+                        seen.extend_from_slice(&buf[..n]);
+                    }
                     if down_w.write_all(&buf[..n]).await.is_err() {
                         break;
                     }
-                    if cut && String::from_utf8_lossy(&seen).contains("notifications/progress") {
+                    if String::from_utf8_lossy(&seen).contains("notifications/progress") {
                         *cuts.lock().unwrap() += 1;
                         break;
                     }
@@ -289,4 +300,45 @@ async fn custom_headers_and_bearer_token_are_sent() {
     assert!(request.contains("accept: application/json, text/event-stream\r\n"));
     assert!(request.contains("content-type: application/json\r\n"));
     assert!(request.contains(&format!("host: {addr}\r\n")));
+}
+
+/// Counts the TCP connections made through it.
+async fn counting_proxy(upstream: std::net::SocketAddr) -> (std::net::SocketAddr, Arc<Mutex<u32>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(Mutex::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        loop {
+            let (down, _) = listener.accept().await.unwrap();
+            *count.lock().unwrap() += 1;
+            let up = TcpStream::connect(upstream).await.unwrap();
+            tokio::spawn(async move {
+                let (mut down_r, mut down_w) = down.into_split();
+                let (mut up_r, mut up_w) = up.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut down_r, &mut up_w).await;
+                });
+                let _ = tokio::io::copy(&mut up_r, &mut down_w).await;
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+#[tokio::test]
+async fn sequential_requests_reuse_one_connection() {
+    let server = echo_server(HttpServerConfig::default()).await;
+    let (proxy, accepted) = counting_proxy(server.local_addr()).await;
+    let (peer, _) = client_peer(client(format!("http://{proxy}/mcp")), "2025-11-25").await;
+    for i in 0..20 {
+        let params = json!({"name": "echo", "arguments": {"text": format!("n{i}")}});
+        peer.request("tools/call", Some(Body::typed(params)), Default::default()).await.unwrap();
+    }
+    // initialize, initialized and 20 calls go over pooled connections; the standalone GET
+    // stream holds one of its own. Without reuse this would be 23.
+    let connections = *accepted.lock().unwrap();
+    assert!(connections <= 4, "{connections} connections for 22 POSTs and one GET");
+    peer.close().await.unwrap();
+    server.shutdown().await;
 }

@@ -29,6 +29,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
@@ -185,9 +186,14 @@ struct Inner {
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
     closed: AtomicBool,
     closed_notify: Notify,
+    /// Open HTTP/1.1 connections, by authority, kept for reuse (keep-alive).
+    pool: Mutex<Vec<(String, SendRequest<HttpBody>)>>,
     #[cfg(feature = "tls")]
     tls: Option<Arc<rustls::ClientConfig>>,
 }
+
+/// How many idle connections are kept for reuse; more are closed when their response ends.
+const MAX_POOLED_CONNECTIONS: usize = 32;
 
 /// The client end of an MCP connection over HTTP. See the module docs.
 ///
@@ -257,6 +263,7 @@ impl HttpClientTransport {
             tasks: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             closed_notify: Notify::new(),
+            pool: Mutex::new(Vec::new()),
             #[cfg(feature = "tls")]
             tls,
             config,
@@ -361,25 +368,10 @@ impl Inner {
         let host = uri.host().ok_or_else(|| bad_config("no host"))?.trim_start_matches('[').trim_end_matches(']');
         let https = uri.scheme_str() == Some("https");
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let timeout = self.config.connect_timeout;
-        let tcp = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
-            .await
-            .map_err(|_| TransportError::Timeout)??;
-        let _ = tcp.set_nodelay(true);
-        let mut sender = if https {
-            #[cfg(feature = "tls")]
-            {
-                let config = self.tls.clone().ok_or_else(|| bad_config("https without tls configuration"))?;
-                let name = rustls_pki_types::ServerName::try_from(host.to_owned()).map_err(bad_config)?;
-                let stream = tokio::time::timeout(timeout, tokio_rustls::TlsConnector::from(config).connect(name, tcp))
-                    .await
-                    .map_err(|_| TransportError::Timeout)??;
-                handshake(stream).await?
-            }
-            #[cfg(not(feature = "tls"))]
-            return Err(bad_config("https needs the `tls` feature"));
-        } else {
-            handshake(tcp).await?
+        let key = format!("{}://{host}:{port}", if https { "https" } else { "http" });
+        let mut sender = match self.pooled(&key) {
+            Some(sender) => sender,
+            None => self.connect(host, port, https).await?,
         };
         let path = uri.path_and_query().map_or("/", |p| p.as_str());
         let mut builder = Request::builder().method(method).uri(path);
@@ -396,10 +388,49 @@ impl Inner {
         for (name, value) in self.headers.iter().chain(extra) {
             headers.insert(name.clone(), value.clone());
         }
-        tokio::time::timeout(self.config.request_timeout, sender.send_request(request))
+        let response = tokio::time::timeout(self.config.request_timeout, sender.send_request(request))
             .await
             .map_err(|_| TransportError::Timeout)?
-            .map_err(|e| TransportError::Io(std::io::Error::other(e)))
+            .map_err(|e| TransportError::Io(std::io::Error::other(e)))?;
+        // Back to the pool at once: it is taken again only once it is ready, i.e. when this
+        // response's body has been read to its end (an SSE stream keeps it busy until then).
+        let mut pool = self.pool.lock().expect("pool lock");
+        if pool.len() < MAX_POOLED_CONNECTIONS {
+            pool.push((key, sender));
+        }
+        Ok(response)
+    }
+
+    /// A pooled connection to `key` that is ready for a request; closed ones are dropped.
+    fn pooled(&self, key: &str) -> Option<SendRequest<HttpBody>> {
+        let mut pool = self.pool.lock().expect("pool lock");
+        pool.retain(|(_, sender)| !sender.is_closed());
+        let index = pool.iter().position(|(k, sender)| k == key && sender.is_ready())?;
+        Some(pool.swap_remove(index).1)
+    }
+
+    /// A new connection (TCP, then TLS for https, then the HTTP/1.1 handshake).
+    async fn connect(&self, host: &str, port: u16, https: bool) -> Result<SendRequest<HttpBody>, TransportError> {
+        let timeout = self.config.connect_timeout;
+        let tcp = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
+            .await
+            .map_err(|_| TransportError::Timeout)??;
+        let _ = tcp.set_nodelay(true);
+        if https {
+            #[cfg(feature = "tls")]
+            {
+                let config = self.tls.clone().ok_or_else(|| bad_config("https without tls configuration"))?;
+                let name = rustls_pki_types::ServerName::try_from(host.to_owned()).map_err(bad_config)?;
+                let stream = tokio::time::timeout(timeout, tokio_rustls::TlsConnector::from(config).connect(name, tcp))
+                    .await
+                    .map_err(|_| TransportError::Timeout)??;
+                handshake(stream).await
+            }
+            #[cfg(not(feature = "tls"))]
+            return Err(bad_config("https needs the `tls` feature"));
+        } else {
+            handshake(tcp).await
+        }
     }
 
     async fn send_streamable(self: &Arc<Self>, message: &Message) -> Result<(), TransportError> {
@@ -695,7 +726,7 @@ impl Inner {
     }
 }
 
-async fn handshake<IO>(io: IO) -> Result<hyper::client::conn::http1::SendRequest<HttpBody>, TransportError>
+async fn handshake<IO>(io: IO) -> Result<SendRequest<HttpBody>, TransportError>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
