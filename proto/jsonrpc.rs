@@ -168,6 +168,11 @@ pub trait TypedBody: Send + Sync + 'static {
     /// # Errors
     /// When the value cannot be represented as JSON.
     fn to_raw(&self) -> Result<Box<RawValue>, serde_json::Error>;
+    /// Serializes the value straight into `out`.
+    ///
+    /// # Errors
+    /// When the value cannot be represented as JSON, or `out` fails.
+    fn write_json(&self, out: &mut dyn std::io::Write) -> Result<(), serde_json::Error>;
     /// The value, for downcasting.
     fn as_any(&self) -> &dyn Any;
     /// The value, for downcasting by ownership.
@@ -179,6 +184,9 @@ pub trait TypedBody: Send + Sync + 'static {
 impl<T: Serialize + Send + Sync + 'static> TypedBody for T {
     fn to_raw(&self) -> Result<Box<RawValue>, serde_json::Error> {
         serde_json::value::to_raw_value(self)
+    }
+    fn write_json(&self, out: &mut dyn std::io::Write) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, self)
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -269,6 +277,18 @@ impl Body {
 
     fn len_hint(&self) -> usize {
         self.as_raw().map_or(0, |raw| raw.get().len())
+    }
+
+    /// Writes the body's JSON text to `out`: raw text as is, a typed value serialized straight
+    /// into `out` (one pass, no intermediate string).
+    ///
+    /// # Errors
+    /// When a typed value cannot be serialized, or `out` fails.
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> Result<(), serde_json::Error> {
+        match self {
+            Body::Raw(raw) => out.write_all(raw.get().as_bytes()).map_err(serde_json::Error::io),
+            Body::Typed(value) => value.write_json(out),
+        }
     }
 }
 
@@ -620,10 +640,51 @@ impl Message {
         }
     }
 
+    /// Writes the compact JSON text of this message to `out`: raw payloads copied as written,
+    /// typed ones serialized straight into `out` (the generic `Serialize` impl has to go through
+    /// an intermediate string for those).
+    ///
+    /// # Errors
+    /// When a typed body cannot be serialized, or `out` fails.
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> Result<(), serde_json::Error> {
+        let io = serde_json::Error::io;
+        out.write_all(b"{\"jsonrpc\":\"2.0\"").map_err(io)?;
+        let (id, method, params, result, error) = match self {
+            Message::Request(r) => (Some(&r.id), Some(&r.method), r.params.as_ref(), None, None),
+            Message::Notification(n) => (None, Some(&n.method), n.params.as_ref(), None, None),
+            Message::Response(r) => (Some(&r.id), None, None, Some(&r.result), None),
+            Message::Error(e) => (e.id.as_ref(), None, None, None, Some(&e.error)),
+        };
+        if let Some(id) = id {
+            out.write_all(b",\"id\":").map_err(io)?;
+            serde_json::to_writer(&mut *out, id)?;
+        }
+        if let Some(method) = method {
+            out.write_all(b",\"method\":").map_err(io)?;
+            serde_json::to_writer(&mut *out, method)?;
+        }
+        if let Some(params) = params {
+            out.write_all(b",\"params\":").map_err(io)?;
+            params.write_json(out)?;
+        }
+        if let Some(result) = result {
+            out.write_all(b",\"result\":").map_err(io)?;
+            result.write_json(out)?;
+        }
+        if let Some(error) = error {
+            out.write_all(b",\"error\":").map_err(io)?;
+            serde_json::to_writer(&mut *out, error)?;
+        }
+        out.write_all(b"}").map_err(io)
+    }
+
     /// Appends the compact JSON text of this message to `out`. Payloads are copied as written.
+    ///
+    /// # Panics
+    /// When a typed body fails to serialize (a `Serialize` impl that errors, e.g. a map with
+    /// non-string keys): a programming error, never caused by input.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        // Serializing borrowed ids, strings and RawValues into a Vec cannot fail.
-        serde_json::to_writer(out, self).expect("serializing a message to memory cannot fail");
+        self.write_json(out).expect("a typed message body failed to serialize");
     }
 
     /// The compact JSON text of this message.
@@ -1033,6 +1094,34 @@ mod tests {
         // On a wire it is ordinary JSON.
         let response = Message::Response(Response { id: Id::from(1), result: body });
         assert_eq!(response.to_string(), r#"{"jsonrpc":"2.0","id":1,"result":{"text":"xxxx"}}"#);
+    }
+
+    #[test]
+    fn write_json_matches_the_serde_form_for_every_kind() {
+        let typed = || Some(Body::typed(json!({"text": "a\nb", "n": 1.5})));
+        let messages = [
+            Message::Request(Request { id: Id::from(7), method: "tools/call".into(), params: typed() }),
+            Message::Request(Request { id: Id::from("x"), method: "ping".into(), params: None }),
+            Message::Notification(Notification { method: "notifications/progress".into(), params: typed() }),
+            Message::from_str(r#"{"jsonrpc":"2.0","id":1,"result":{"a":[1,2.0]}}"#).unwrap(),
+            Message::Response(Response { id: Id::from(2), result: typed().unwrap() }),
+            Message::Error(ErrorResponse::new(None, ErrorObject::new(ErrorCode::PARSE_ERROR, "bad"))),
+            Message::from_str(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"m","data":{"k":null}}}"#)
+                .unwrap(),
+        ];
+        for message in messages {
+            let mut direct = Vec::new();
+            message.write_json(&mut direct).unwrap();
+            assert_eq!(String::from_utf8(direct).unwrap(), serde_json::to_string(&message).unwrap());
+        }
+    }
+
+    #[test]
+    fn a_typed_body_that_cannot_serialize_is_an_error_not_garbage() {
+        let mut bad = std::collections::HashMap::new();
+        bad.insert((1, 2), "tuple keys are not JSON");
+        let message = Message::Response(Response { id: Id::from(1), result: Body::typed(bad) });
+        assert!(message.write_json(&mut Vec::new()).is_err());
     }
 
     #[test]

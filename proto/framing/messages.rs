@@ -9,7 +9,7 @@ use std::fmt;
 
 use bytes::BytesMut;
 
-use super::{encode_line, FrameError, LineDecoder};
+use super::{FrameError, LineDecoder};
 use crate::proto::jsonrpc::{self, DecodeError, Message, Payload};
 use crate::proto::version::ProtocolVersion;
 
@@ -103,20 +103,22 @@ impl MessageDecoder {
 }
 
 /// Appends `message` to `dst` as one line, serializing straight into `dst` (no intermediate
-/// buffer).
+/// buffer). A message whose typed body fails to serialize (a programming error) is dropped and
+/// reported on stderr, leaving `dst` as it was.
 pub fn encode_message(message: &Message, dst: &mut BytesMut) {
     use bytes::BufMut;
     let start = dst.len();
-    // Writing to memory cannot fail, and a message's ids, strings and bodies always serialize.
-    if serde_json::to_writer(dst.writer(), message).is_err() {
+    if let Err(e) = message.write_json(&mut dst.writer()) {
         dst.truncate(start);
-        return encode_line(&message.to_vec(), dst);
+        eprintln!("mcpwire: dropped an outgoing message whose body cannot be serialized: {e}");
+        return;
     }
     // serde_json escapes line breaks inside strings and writes no whitespace of its own, but raw
     // bodies passed through from elsewhere may hold insignificant line breaks: they become
     // spaces, which JSON treats the same.
-    for at in memchr::memchr2_iter(b'\n', b'\r', &dst[start..]).map(|i| start + i).collect::<Vec<_>>() {
-        dst[at] = b' ';
+    let breaks: Vec<usize> = memchr::memchr2_iter(b'\n', b'\r', &dst[start..]).collect();
+    for at in breaks {
+        dst[start + at] = b' ';
     }
     dst.extend_from_slice(b"\n");
 }
