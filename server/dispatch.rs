@@ -87,15 +87,7 @@ fn outcome_of(
     match joined {
         Ok(Ok(result)) => Some(Ok(result)),
         Ok(Err(error)) => Some(error.into_outcome(name)),
-        Err(e) if e.is_panic() => {
-            let payload = e.into_panic();
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string payload".to_owned());
-            Some(Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("Tool {name} panicked: {what}"))))
-        }
+        Err(e) if e.is_panic() => Some(Err(panicked(name, e.into_panic()))),
         Err(_) => None,
     }
 }
@@ -327,34 +319,72 @@ impl Dispatcher {
         }
         let (context, canceller) = self.context(peer, &id, params.meta, None);
         let semaphore = self.semaphore.clone();
-        let work = tokio::spawn(async move {
-            // The semaphore is never closed.
-            let _permit = semaphore.acquire_owned().await;
-            handler(args, context).await
-        });
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
-        self.running.lock().expect("running lock").insert(id.clone(), (serial, work.abort_handle(), canceller));
-
         let guard = self.tracker.enter();
         let running = self.running.clone();
         let peer = peer.clone();
         let name = params.name;
-        tokio::spawn(async move {
-            let joined = work.await;
-            {
-                let mut running = running.lock().expect("running lock");
-                if running.get(&id).is_some_and(|(s, _, _)| *s == serial) {
-                    running.remove(&id);
-                }
-            }
-            // Aborted because the client cancelled it: no answer (the MCP rule).
-            let Some(outcome) = outcome_of(joined, &name) else { return drop(guard) };
+        let request_id = id.clone();
+        // One task runs the handler and answers: aborting it (the client cancelled) drops the
+        // handler and sends nothing; a panic inside the handler is caught and answered -32603.
+        let work = tokio::spawn(async move {
+            let joined = {
+                // The semaphore is never closed.
+                let _permit = semaphore.acquire_owned().await;
+                CatchUnwind(handler(args, context)).await
+            };
+            forget_running(&running, &request_id, serial);
+            let outcome = match joined {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(error)) => error.into_outcome(&name),
+                Err(payload) => Err(panicked(&name, payload)),
+            };
             // Typed as the method's output type, so an in-process client takes it as is.
             let outcome = outcome
                 .map(|result| Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, result))));
-            let _ = peer.respond(&id, outcome).await;
+            let _ = peer.respond(&request_id, outcome).await;
             drop(guard);
         });
+        self.running.lock().expect("running lock").insert(id.clone(), (serial, work.abort_handle(), canceller));
+        if work.is_finished() {
+            // It ended before it was registered: nothing is left to cancel.
+            forget_running(&self.running, &id, serial);
+        }
+    }
+}
+
+/// Removes `id` from the running calls if the entry is still the one numbered `serial` (the
+/// client may have reused the id since).
+fn forget_running(running: &Running, id: &Id, serial: u64) {
+    let mut running = running.lock().expect("running lock");
+    if running.get(id).is_some_and(|(s, _, _)| *s == serial) {
+        running.remove(id);
+    }
+}
+
+/// The -32603 answer to a tool that panicked.
+fn panicked(name: &str, payload: Box<dyn std::any::Any + Send>) -> ErrorObject {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string payload".to_owned());
+    ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("Tool {name} panicked: {what}"))
+}
+
+/// A future whose panics become an `Err` holding the panic payload.
+struct CatchUnwind<F>(F);
+
+impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| std::pin::Pin::new(inner).poll(cx))) {
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Ok(std::task::Poll::Ready(output)) => std::task::Poll::Ready(Ok(output)),
+            Err(payload) => std::task::Poll::Ready(Err(payload)),
+        }
     }
 }
 

@@ -20,6 +20,16 @@ pub fn example_path(name: &str) -> PathBuf {
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if !built.iter().any(|n| n == name) {
         let mut cargo = std::process::Command::new(env!("CARGO"));
+        // The variables cargo sets for a test process (CARGO_PKG_*, CARGO_MANIFEST_*, …) would
+        // look like a changed environment to build scripts (ring's), forcing a rebuild of the
+        // whole tree on every call: start the nested cargo from the user's environment.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            let keep = matches!(key.as_ref(), "CARGO_HOME" | "CARGO_TARGET_DIR" | "CARGO_INCREMENTAL");
+            if (key.starts_with("CARGO_") && !keep) || key == "OUT_DIR" || key.starts_with("RUST_TEST") {
+                cargo.env_remove(key.as_ref());
+            }
+        }
         cargo.args(["build", "--quiet", "--example", name, "--manifest-path"]);
         cargo.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
         if !cfg!(debug_assertions) {
