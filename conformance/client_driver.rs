@@ -95,9 +95,11 @@ where
 /// params, else the first unused answer of its method.
 #[derive(Default)]
 struct Answers {
-    /// (method, recorded params, recorded answer, used).
-    entries: Mutex<Vec<(String, Value, Result<Value, Value>, bool)>>,
+    entries: Mutex<Vec<Answer>>,
 }
+
+/// (method, recorded params, recorded result or error, used).
+type Answer = (String, Value, Result<Value, Value>, bool);
 
 impl Answers {
     fn from_recording(all: &[(Dir, Step)]) -> Answers {
@@ -126,7 +128,7 @@ impl Answers {
     fn answer<R: DeserializeOwned>(&self, method: &str, params: impl Serialize) -> Result<R, ErrorObject> {
         let params = serde_json::to_value(params).unwrap_or_default();
         let mut entries = self.entries.lock().expect("never poisoned");
-        let unused = |e: &(String, Value, Result<Value, Value>, bool)| !e.3 && e.0 == method;
+        let unused = |e: &Answer| !e.3 && e.0 == method;
         let index = entries.iter().position(|e| unused(e) && e.1 == params).or_else(|| entries.iter().position(unused));
         let Some(index) = index else {
             return Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("no recorded answer left for {method}")));
