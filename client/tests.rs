@@ -217,8 +217,11 @@ async fn lists_page_to_the_end_and_stop_on_a_repeated_cursor() {
 #[derive(Clone)]
 struct Scripted {
     log: Arc<Mutex<Vec<(String, Value)>>>,
-    answer: Arc<dyn Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync>,
+    answer: Arc<Answer>,
 }
+
+/// How [`Scripted`] answers a request: method and params to result or error.
+type Answer = dyn Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync;
 
 impl Scripted {
     fn new(answer: impl Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync + 'static) -> Scripted {
