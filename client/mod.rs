@@ -5,7 +5,12 @@
 //! (else [`ClientError::UnsupportedVersion`] and the connection is closed), then
 //! `notifications/initialized`. The server's [`InitializeResult`] stays available
 //! ([`Client::server_info`], [`Client::capabilities`], [`Client::instructions`],
-//! [`Client::protocol_version`]).
+//! [`Client::protocol_version`]). [`ClientOptions::with_offered_version_str`] offers a version
+//! string this crate does not know (only a supported counter-offer is accepted);
+//! [`ClientOptions::with_discover_first`] probes with `server/discover` first, as the Python
+//! SDK's `mode='auto'` does: a server that answers with 2026-07-28 gets a stateless session (no
+//! `initialize`; every request carries the version, client info and capabilities in `_meta`),
+//! one that answers with an error gets `initialize`.
 //!
 //! A [`Client`] is cheap to clone and every method takes `&self`: many calls may be in flight on
 //! one connection from many tasks. Every request gets a timeout ([`ClientOptions::request_timeout`],
@@ -21,7 +26,8 @@
 //! [`ClientError::CapabilityNotSupported`] before anything is sent
 //! ([capability negotiation](https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#capability-negotiation)).
 //! [`Client::call_tool_with_progress`] and [`Client::request_with_progress`] set
-//! `_meta.progressToken` and route `notifications/progress` to a callback.
+//! `_meta.progressToken` and route `notifications/progress` to a callback;
+//! [`Client::request_raw`] sends any method with untyped params.
 //!
 //! What the server sends us: `ping` is answered `{}`; `sampling/createMessage`,
 //! `elicitation/create` and `roots/list` go to the handlers of [`ClientOptions::with_sampling`],
@@ -50,13 +56,13 @@ pub use error::ClientError;
 pub use handlers::{ElicitationHandler, ElicitationModes, HandlerFuture, SamplingHandler, ServerNotification};
 
 use crate::peer::{Handler, Peer, RequestError};
-use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Notification, Request};
+use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Message, Notification, Request};
 use crate::proto::mcp_types::Notification as NotificationMethod;
 use crate::proto::mcp_types::{
     CallTool, CallToolOutput, CallToolRequestParams, CallToolResult, CancelTask, CapabilityObject, ClientCapabilities,
     Complete, CompleteArgument, CompleteRequestParams, CompleteResult, CompletionReference, CreateMessage,
-    CreateTaskResult, Elicit, ElicitRequestParams, ElicitationCapability, EmptyParams, EmptyResult, GetPrompt,
-    GetPromptRequestParams, GetPromptResult, GetTask, GetTaskPayload, GetTaskPayloadResult, GetTaskResult,
+    CreateTaskResult, Discover, Elicit, ElicitRequestParams, ElicitationCapability, EmptyParams, EmptyResult,
+    GetPrompt, GetPromptRequestParams, GetPromptResult, GetTask, GetTaskPayload, GetTaskPayloadResult, GetTaskResult,
     Implementation, Initialize, InitializeRequestParams, InitializeResult, ListPrompts, ListPromptsRequestParams,
     ListPromptsResult, ListResourceTemplates, ListResourceTemplatesRequestParams, ListResourceTemplatesResult,
     ListResources, ListResourcesRequestParams, ListResourcesResult, ListRoots, ListRootsResult, ListTasks,
@@ -122,6 +128,16 @@ pub struct ClientOptions {
     /// Refuse, before sending, a call the server did not advertise
     /// ([`ClientError::CapabilityNotSupported`]): default `true`.
     pub strict_capabilities: bool,
+    /// The version string offered in `initialize` in place of [`ClientOptions::protocol_version`],
+    /// e.g. one newer than this crate knows: default none. The server's answer must still be in
+    /// [`ClientOptions::supported_versions`].
+    pub offered_version: Option<String>,
+    /// Probe with `server/discover` (2026-07-28) before `initialize`, as the Python SDK's
+    /// `mode='auto'` does: default `false`. A server that answers with a version of
+    /// [`ClientOptions::supported_versions`] without handshake gets a stateless session; one that
+    /// answers with an error (-32601 from servers before 2026-07-28), or with no version we take,
+    /// gets `initialize`.
+    pub discover_first: bool,
 }
 
 impl Default for ClientOptions {
@@ -143,6 +159,8 @@ impl Default for ClientOptions {
             elicitation: None,
             roots: None,
             strict_capabilities: true,
+            offered_version: None,
+            discover_first: false,
         }
     }
 }
@@ -162,6 +180,8 @@ impl std::fmt::Debug for ClientOptions {
             .field("elicitation", &self.elicitation.as_ref().map(|(_, modes)| modes))
             .field("roots", &self.roots)
             .field("strict_capabilities", &self.strict_capabilities)
+            .field("offered_version", &self.offered_version)
+            .field("discover_first", &self.discover_first)
             .finish()
     }
 }
@@ -237,6 +257,30 @@ impl ClientOptions {
     pub fn with_roots(mut self, roots: impl IntoIterator<Item = Root>) -> Self {
         self.roots = Some(roots.into_iter().collect());
         self
+    }
+
+    /// These options offering `version` in `initialize` as written, known to this crate or not
+    /// (the version negotiation of a client newer than the server). Only a counter-offer in
+    /// [`ClientOptions::supported_versions`] is accepted.
+    pub fn with_offered_version_str(mut self, version: impl Into<String>) -> Self {
+        self.offered_version = Some(version.into());
+        self
+    }
+
+    /// These options probing with `server/discover` before `initialize` (see
+    /// [`ClientOptions::discover_first`]); 2026-07-28 joins the supported versions.
+    pub fn with_discover_first(mut self, discover: bool) -> Self {
+        self.discover_first = discover;
+        if discover && !self.supported_versions.contains(&ProtocolVersion::V2026_07_28) {
+            self.supported_versions.push(ProtocolVersion::V2026_07_28);
+        }
+        self
+    }
+
+    /// The version string `initialize` offers: [`ClientOptions::offered_version`], else
+    /// [`ClientOptions::protocol_version`].
+    pub fn offered_version_str(&self) -> &str {
+        self.offered_version.as_deref().unwrap_or(self.protocol_version.as_str())
     }
 
     /// These options checking (default) or not checking the server's capabilities before a call.
@@ -398,6 +442,9 @@ struct Inner<T: Transport> {
     strict_capabilities: bool,
     /// The next progress token of ours.
     next_progress_token: AtomicU64,
+    /// A stateless (2026-07-28) session: the `_meta` members every request carries (version,
+    /// client info, client capabilities).
+    session_meta: Option<Map<String, Value>>,
 }
 
 impl<T: Transport> Drop for Inner<T> {
@@ -472,10 +519,21 @@ impl<T: Transport> Client<T> {
             roots: roots.clone(),
             running: Arc::default(),
         };
-        let peer = Peer::start(transport, Role::Client, Mode::Handshake, options.session_limits, handler);
+        // With a discover probe the session has no handshake gate: whether there is a handshake
+        // is known only from the server's answer, and `initialize` then runs as a plain request.
+        let mode = if options.discover_first { Mode::Stateless } else { Mode::Handshake };
+        let peer = Peer::start(transport, Role::Client, mode, options.session_limits, handler);
         let declared = options.declared_capabilities();
-        match handshake(&peer, &options, &declared).await {
-            Ok((init, version)) => Ok(Client {
+        let connected = match options.discover_first {
+            true => match discover(&peer, &options, &declared).await {
+                Ok(Some((init, version))) => Ok((init, version, Some(stateless_meta(version, &options, &declared)))),
+                Ok(None) => handshake(&peer, &options, &declared, false).await.map(|(i, v)| (i, v, None)),
+                Err(e) => Err(e),
+            },
+            false => handshake(&peer, &options, &declared, true).await.map(|(i, v)| (i, v, None)),
+        };
+        match connected {
+            Ok((init, version, session_meta)) => Ok(Client {
                 inner: Arc::new(Inner {
                     peer,
                     init,
@@ -487,6 +545,7 @@ impl<T: Transport> Client<T> {
                     roots,
                     strict_capabilities: options.strict_capabilities,
                     next_progress_token: AtomicU64::new(1),
+                    session_meta,
                 }),
             }),
             Err(e) => {
@@ -561,7 +620,50 @@ impl<T: Transport> Client<T> {
         if options.timeout.is_none() {
             options.timeout = self.inner.request_timeout;
         }
-        request::<T, M>(&self.inner.peer, params, options, Some(&self.inner.closed_by_us)).await
+        let Some(session_meta) = &self.inner.session_meta else {
+            return request::<T, M>(&self.inner.peer, params, options, Some(&self.inner.closed_by_us)).await;
+        };
+        let invalid = |source| ClientError::InvalidResult { method: M::NAME.to_owned(), source };
+        let mut value = serde_json::to_value(&params).map_err(invalid)?;
+        add_meta(&mut value, session_meta).map_err(invalid)?;
+        let body = Body::serialized(&value).map_err(invalid)?;
+        let outcome = self.inner.peer.request(M::NAME, Some(body), options).await;
+        decode_outcome::<T, M>(&self.inner.peer, outcome, Some(&self.inner.closed_by_us)).await
+    }
+
+    /// Sends request `method` with `params` as written, typed or not (an extension method,
+    /// or params the typed API cannot express, e.g. a conformance test's invalid ones), and
+    /// returns the result as JSON. The capability check, timeout and stateless `_meta` are
+    /// those of [`Client::request`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request (`notifications/cancelled` is sent).
+    ///
+    /// # Errors
+    /// See [`ClientError`]; [`ClientError::InvalidResult`] when the session needs `_meta`
+    /// added and `params` are not an object.
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        mut options: RequestOptions,
+    ) -> Result<Value, ClientError> {
+        self.check_capability(method)?;
+        if options.timeout.is_none() {
+            options.timeout = self.inner.request_timeout;
+        }
+        let invalid = |source| ClientError::InvalidResult { method: method.to_owned(), source };
+        let params = match (&self.inner.session_meta, params) {
+            (Some(session_meta), params) => {
+                let mut value = params.unwrap_or_else(|| Value::Object(Map::new()));
+                add_meta(&mut value, session_meta).map_err(invalid)?;
+                Some(value)
+            }
+            (None, params) => params,
+        };
+        let body = params.map(|p| Body::serialized(&p)).transpose().map_err(invalid)?;
+        let outcome = self.inner.peer.request(method, body, options).await;
+        decode_named::<T, Value>(&self.inner.peer, method, outcome, Some(&self.inner.closed_by_us)).await
     }
 
     /// Like [`Client::request`], with `_meta.progressToken` set to a fresh token of ours and
@@ -598,6 +700,9 @@ impl<T: Transport> Client<T> {
         let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
         if let Some(meta) = meta.as_object_mut() {
             meta.insert("progressToken".to_owned(), serde_json::to_value(&token).map_err(invalid)?);
+        }
+        if let Some(session_meta) = &self.inner.session_meta {
+            add_meta(&mut value, session_meta).map_err(invalid)?;
         }
         options.progress_token = Some(token);
         let body = Body::serialized(&value).map_err(invalid)?;
@@ -1048,13 +1153,16 @@ fn tool_result(output: CallToolOutput) -> Result<CallToolResult, ClientError> {
     }
 }
 
+/// `initialize` and `notifications/initialized`; `gated`: the session has a handshake (else the
+/// notification goes out on the transport, past a stateless session).
 async fn handshake<T: Transport>(
     peer: &Peer<T>,
     options: &ClientOptions,
     declared: &ClientCapabilities,
+    gated: bool,
 ) -> Result<(InitializeResult, ProtocolVersion), ClientError> {
     let params = InitializeRequestParams {
-        protocol_version: options.protocol_version.as_str().to_owned(),
+        protocol_version: options.offered_version_str().to_owned(),
         capabilities: declared.clone(),
         client_info: options.client_info.clone(),
         ..InitializeRequestParams::default()
@@ -1072,8 +1180,91 @@ async fn handshake<T: Transport>(
         // Batches are legal only in 2025-03-26; the decoder must know.
         stdio.set_protocol_version(Some(version)).await;
     }
-    peer.initialized().await.map_err(|e| error_for(Initialize::NAME, e))?;
+    if gated {
+        peer.initialized().await.map_err(|e| error_for(Initialize::NAME, e))?;
+    } else {
+        let initialized = Notification { method: "notifications/initialized".to_owned(), params: None };
+        peer.transport().send(Message::Notification(initialized)).await.map_err(ClientError::Transport)?;
+    }
     Ok((init, version))
+}
+
+/// The `_meta` members of a 2026-07-28 request: version, client info and capabilities.
+fn stateless_meta(
+    version: ProtocolVersion,
+    options: &ClientOptions,
+    declared: &ClientCapabilities,
+) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("io.modelcontextprotocol/protocolVersion".to_owned(), Value::from(version.as_str()));
+    meta.insert(
+        "io.modelcontextprotocol/clientInfo".to_owned(),
+        serde_json::to_value(&options.client_info).unwrap_or_default(),
+    );
+    meta.insert(
+        "io.modelcontextprotocol/clientCapabilities".to_owned(),
+        serde_json::to_value(declared).unwrap_or_default(),
+    );
+    meta
+}
+
+/// Adds the session's `_meta` members (stateless sessions) to `params`, which must be an object.
+fn add_meta(params: &mut Value, session_meta: &Map<String, Value>) -> Result<(), serde_json::Error> {
+    let Some(object) = params.as_object_mut() else {
+        return Err(serde::de::Error::custom("params are not an object"));
+    };
+    let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return Err(serde::de::Error::custom("params._meta is not an object"));
+    };
+    for (key, value) in session_meta {
+        meta.entry(key.clone()).or_insert_with(|| value.clone());
+    }
+    Ok(())
+}
+
+/// The `server/discover` probe: `Some` with a stateless session's server description when the
+/// server answers with a version of ours that has no handshake; `None` when `initialize` should
+/// follow (an error answer, or no such version).
+async fn discover<T: Transport>(
+    peer: &Peer<T>,
+    options: &ClientOptions,
+    declared: &ClientCapabilities,
+) -> Result<Option<(InitializeResult, ProtocolVersion)>, ClientError> {
+    let probe = ProtocolVersion::LATEST;
+    let mut params = serde_json::json!({});
+    add_meta(&mut params, &stateless_meta(probe, options, declared))
+        .map_err(|source| ClientError::InvalidResult { method: Discover::NAME.to_owned(), source })?;
+    let body = Body::serialized(&params)
+        .map_err(|source| ClientError::InvalidResult { method: Discover::NAME.to_owned(), source })?;
+    let request_options = RequestOptions { timeout: options.request_timeout, ..RequestOptions::default() };
+    let outcome = peer.request(Discover::NAME, Some(body), request_options).await;
+    let result = match outcome {
+        Err(RequestError::Rpc(_)) => return Ok(None),
+        other => decode_outcome::<T, Discover>(peer, other, None).await?,
+    };
+    let chosen = options
+        .supported_versions
+        .iter()
+        .copied()
+        .filter(|v| !v.has_initialize_handshake())
+        .filter(|v| result.supported_versions.iter().any(|s| s == v.as_str()))
+        .max();
+    let Some(version) = chosen else {
+        return Ok(None);
+    };
+    if let Some(stdio) = (peer.transport() as &dyn std::any::Any).downcast_ref::<StdioTransport>() {
+        stdio.set_protocol_version(Some(version)).await;
+    }
+    let server_info = result.meta.as_ref().and_then(|m| m.server_info.clone()).unwrap_or_default();
+    let init = InitializeResult {
+        protocol_version: version.as_str().to_owned(),
+        capabilities: result.capabilities,
+        server_info,
+        instructions: result.instructions,
+        ..InitializeResult::default()
+    };
+    Ok(Some((init, version)))
 }
 
 async fn request<T, M>(
@@ -1102,15 +1293,28 @@ where
     M: Method,
     M::Output: Clone + Send + Sync + 'static,
 {
+    decode_named::<T, M::Output>(peer, M::NAME, outcome, closed_by_us).await
+}
+
+async fn decode_named<T, O>(
+    peer: &Peer<T>,
+    method: &str,
+    outcome: Result<Body, RequestError>,
+    closed_by_us: Option<&AtomicBool>,
+) -> Result<O, ClientError>
+where
+    T: Transport,
+    O: serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+{
     match outcome {
-        Ok(body) => body
-            .into_decoded::<M::Output>()
-            .map_err(|source| ClientError::InvalidResult { method: M::NAME.to_owned(), source }),
-        Err(RequestError::Closed { reason }) if !by_us(closed_by_us) => Err(closed_error(peer, M::NAME, reason).await),
-        Err(RequestError::Transport(TransportError::Closed)) if !by_us(closed_by_us) => {
-            Err(closed_error(peer, M::NAME, None).await)
+        Ok(body) => {
+            body.into_decoded::<O>().map_err(|source| ClientError::InvalidResult { method: method.to_owned(), source })
         }
-        Err(e) => Err(error_for(M::NAME, e)),
+        Err(RequestError::Closed { reason }) if !by_us(closed_by_us) => Err(closed_error(peer, method, reason).await),
+        Err(RequestError::Transport(TransportError::Closed)) if !by_us(closed_by_us) => {
+            Err(closed_error(peer, method, None).await)
+        }
+        Err(e) => Err(error_for(method, e)),
     }
 }
 

@@ -211,3 +211,146 @@ async fn lists_page_to_the_end_and_stop_on_a_repeated_cursor() {
         ClientError::CapabilityNotSupported { capability: "tools", .. }
     ));
 }
+
+/// A server that logs every request (method and params as JSON, notifications too) and answers
+/// with `answer`.
+#[derive(Clone)]
+struct Scripted {
+    log: Arc<Mutex<Vec<(String, Value)>>>,
+    answer: Arc<Answer>,
+}
+
+/// How [`Scripted`] answers a request: method and params to result or error.
+type Answer = dyn Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync;
+
+impl Scripted {
+    fn new(answer: impl Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync + 'static) -> Scripted {
+        Scripted { log: Arc::default(), answer: Arc::new(answer) }
+    }
+
+    fn log(&self) -> Vec<(String, Value)> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Handler<InprocTransport> for Scripted {
+    fn on_request(&self, peer: &Peer<InprocTransport>, request: Request) {
+        let params: Value = request.params.as_ref().map_or(Value::Null, |p| p.decode().unwrap());
+        self.log.lock().unwrap().push((request.method.clone(), params.clone()));
+        let outcome = (self.answer)(&request.method, &params).map(|v| Body::serialized(&v).unwrap());
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let _ = peer.respond(&request.id, outcome).await;
+        });
+    }
+
+    fn on_notification(&self, _peer: &Peer<InprocTransport>, notification: Notification) {
+        self.log.lock().unwrap().push((notification.method, Value::Null));
+    }
+
+    fn on_initialized(&self, _peer: &Peer<InprocTransport>) {
+        self.log.lock().unwrap().push(("notifications/initialized".into(), Value::Null));
+    }
+}
+
+fn init_result(version: &str) -> Value {
+    json!({"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}})
+}
+
+#[tokio::test]
+async fn an_unknown_version_is_offered_as_written_and_only_a_supported_answer_taken() {
+    let counter = Scripted::new(|method, _| match method {
+        "initialize" => Ok(init_result("2025-11-25")),
+        _ => Ok(json!({})),
+    });
+    let (a, b) = inproc::pair(Limits::default());
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), counter.clone());
+    let client = Client::connect(a, ClientOptions::default().with_offered_version_str("2099-01-01")).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(counter.log()[0].1["protocolVersion"], "2099-01-01");
+    // A server that echoes the unknown version is refused.
+    let echo = Scripted::new(|_, params| Ok(init_result(params["protocolVersion"].as_str().unwrap())));
+    let (a, b) = inproc::pair(Limits::default());
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), echo);
+    let err = Client::connect(a, ClientOptions::default().with_offered_version_str("2099-01-01")).await.unwrap_err();
+    assert!(matches!(&err, ClientError::UnsupportedVersion { answered, .. } if answered == "2099-01-01"), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_discover_probe_refused_falls_back_to_initialize() {
+    let server = Scripted::new(|method, _| match method {
+        "initialize" => Ok(init_result("2025-11-25")),
+        "server/discover" => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+        _ => Ok(json!({"tools": []})),
+    });
+    let (a, b) = inproc::pair(Limits::default());
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), server.clone());
+    let options = ClientOptions::default().with_client_info("py", "2").with_discover_first(true);
+    let client = Client::connect(a, options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    client.list_tools().await.unwrap();
+    let log = server.log();
+    let methods: Vec<&str> = log.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["server/discover", "initialize", "notifications/initialized", "tools/list"]);
+    assert_eq!(
+        log[0].1,
+        json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "py", "version": "2"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }})
+    );
+    assert_eq!(log[3].1, json!({}), "no _meta once initialized");
+}
+
+#[tokio::test]
+async fn a_discover_answered_gives_a_stateless_session_with_meta_on_every_request() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "stateless", "version": "3"}},
+        })),
+        "tools/list" => Ok(json!({"tools": []})),
+        _ => Ok(json!({"echo": true})),
+    });
+    let (a, b) = inproc::pair(Limits::default());
+    let _server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), server.clone());
+    let options = ClientOptions::default().with_client_info("py", "2").with_discover_first(true);
+    let client = Client::connect(a, options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(client.server_info().name, "stateless");
+    client.list_tools().await.unwrap();
+    let raw = client.request_raw("vendor/x", Some(json!({"a": 1})), RequestOptions::default()).await.unwrap();
+    assert_eq!(raw, json!({"echo": true}));
+    let log = server.log();
+    let methods: Vec<&str> = log.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["server/discover", "tools/list", "vendor/x"], "no initialize");
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "py", "version": "2"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    assert_eq!(log[1].1, json!({"_meta": meta}));
+    assert_eq!(log[2].1, json!({"a": 1, "_meta": meta}));
+}
+
+#[tokio::test]
+async fn request_raw_sends_params_the_typed_api_cannot_express() {
+    let server = Scripted::new(|method, params| match method {
+        "initialize" => Ok(init_result("2025-11-25")),
+        _ => Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("bad params {params}"))),
+    });
+    let (a, b) = inproc::pair(Limits::default());
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), server.clone());
+    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    let err = client.request_raw("tools/call", Some(json!({"arguments": {}})), RequestOptions::default()).await;
+    let err = err.unwrap_err();
+    assert_eq!(err.rpc_error().map(|e| e.code), Some(ErrorCode::INVALID_PARAMS));
+    assert_eq!(server.log().last().unwrap().1, json!({"arguments": {}}));
+    // The capability check still applies: the server has no resources.
+    assert!(matches!(
+        client.request_raw("resources/read", Some(json!({})), RequestOptions::default()).await.unwrap_err(),
+        ClientError::CapabilityNotSupported { capability: "resources", .. }
+    ));
+}

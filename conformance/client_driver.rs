@@ -10,35 +10,45 @@
 //! appends the server command (the recorded server) to the client command it is given.
 //!
 //! The handshake is [`Client::connect`] with the recorded `initialize` params (clientInfo,
-//! capabilities, offered version). Then every recorded client request goes through
-//! [`Client::request`] with the method type of its name and the recorded params decoded into
-//! that type's params, in the recorded order. A request whose response was recorded before the
+//! capabilities, offered version, one we do not know offered as written), preceded by a
+//! `server/discover` probe when the recording starts with one
+//! ([`ClientOptions::with_discover_first`]; a 2026-07-28 session has only the probe). Then every
+//! recorded client request goes through [`Client::request`] with the method type of its name
+//! and the recorded params decoded into that type's params, in the recorded order; params that
+//! do not fit the type (a test of the server's validation) go through [`Client::request_raw`]. A request whose response was recorded before the
 //! client's next message is awaited before going on; the others run concurrently, and a
 //! recorded `notifications/cancelled` drops the call's future (which is how our client
 //! cancels). Other notifications have no typed API: they are sent as recorded on the
-//! transport. Server requests are answered by the client itself: `ping` only, for now.
+//! transport. Server requests are answered by the client itself: `ping`, and `roots/list`,
+//! `sampling/createMessage`, `elicitation/create` by the handlers declared for what the recorded
+//! client declared, which give the recorded client's answers (see [`Answers`]).
 //!
 //! Prints one JSON line per request (its outcome) on stdout. What it could not send (no method
-//! type, params that do not fit the type, a version our client cannot offer) goes to stderr,
+//! type) goes to stderr,
 //! and the exit status is then 3; 1 when the connection failed, 2 on usage errors.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpwire::client::{Client, ClientOptions};
+use mcpwire::client::{Client, ClientOptions, ElicitationModes};
 use mcpwire::conformance::recording::{Dir, Recording};
-use mcpwire::proto::jsonrpc::Message;
+use mcpwire::proto::jsonrpc::{ErrorCode, ErrorObject, Message};
 use mcpwire::proto::mcp_types::{
-    self as types, CallTool, CancelTask, ClientCapabilities, Complete, GetPrompt, GetTask, GetTaskPayload,
-    Implementation, ListPrompts, ListResourceTemplates, ListResources, ListTasks, ListTools, Method, Ping,
+    self as types, CallTool, CancelTask, ClientCapabilities, Complete, CreateMessage, CreateMessageRequestParams,
+    CreateMessageResult, Elicit, ElicitRequestParams, ElicitResult, GetPrompt, GetTask, GetTaskPayload, Implementation,
+    ListPrompts, ListResourceTemplates, ListResources, ListRoots, ListRootsResult, ListTasks, ListTools, Method, Ping,
     ReadResource, SetLevel, Subscribe, Unsubscribe,
 };
 use mcpwire::proto::session::RequestOptions;
 use mcpwire::proto::version::ProtocolVersion;
 use mcpwire::transport::stdio::{ChildCommand, StdioTransport};
 use mcpwire::transport::Transport;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::json;
 use serde_json::Value;
 
 types::method!(
@@ -63,12 +73,117 @@ where
     M::Params: Send + Sync + 'static,
     M::Output: Clone + Send + Sync + 'static,
 {
-    let params: M::Params = serde_json::from_value(params)
-        .map_err(|e| NotSent(format!("the recorded params do not fit {}'s params type: {e}", M::NAME)))?;
-    Ok(match client.request::<M>(params, RequestOptions::default()).await {
+    let typed: M::Params = match serde_json::from_value(params.clone()) {
+        Ok(typed) => typed,
+        // Params the typed API cannot express (a test of the server's validation): sent as
+        // recorded through the untyped call.
+        Err(_) => {
+            return Ok(match client.request_raw(M::NAME, Some(params), RequestOptions::default()).await {
+                Ok(result) => Ok(result),
+                Err(e) => Err(e.to_string()),
+            })
+        }
+    };
+    Ok(match client.request::<M>(typed, RequestOptions::default()).await {
         Ok(output) => serde_json::to_value(output).map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
     })
+}
+
+/// The recorded client's answers to the server's requests, handed out by the client handlers:
+/// for a request, the first unused answer of its method whose recorded request had the same
+/// params, else the first unused answer of its method.
+#[derive(Default)]
+struct Answers {
+    entries: Mutex<Vec<Answer>>,
+}
+
+/// (method, recorded params, recorded result or error, used).
+type Answer = (String, Value, Result<Value, Value>, bool);
+
+impl Answers {
+    fn from_recording(all: &[(Dir, Step)]) -> Answers {
+        let mut entries = Vec::new();
+        for (n, (dir, step)) in all.iter().enumerate() {
+            let (Dir::ServerToClient, Some(method), Some(id)) = (dir, step.msg["method"].as_str(), step.msg.get("id"))
+            else {
+                continue;
+            };
+            let answer = all[n + 1..].iter().find(|(d, s)| {
+                *d == Dir::ClientToServer && s.msg.get("method").is_none() && s.msg.get("id") == Some(id)
+            });
+            if let Some((_, answer)) = answer {
+                let outcome = match answer.msg.get("error") {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(answer.msg["result"].clone()),
+                };
+                let params = step.msg.get("params").cloned().unwrap_or_else(|| json!({}));
+                entries.push((method.to_owned(), params, outcome, false));
+            }
+        }
+        Answers { entries: Mutex::new(entries) }
+    }
+
+    /// The recorded answer to `method` with `params`, decoded into `R`.
+    fn answer<R: DeserializeOwned>(&self, method: &str, params: impl Serialize) -> Result<R, ErrorObject> {
+        let params = serde_json::to_value(params).unwrap_or_default();
+        let mut entries = self.entries.lock().expect("never poisoned");
+        let unused = |e: &Answer| !e.3 && e.0 == method;
+        let index = entries.iter().position(|e| unused(e) && e.1 == params).or_else(|| entries.iter().position(unused));
+        let Some(index) = index else {
+            return Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("no recorded answer left for {method}")));
+        };
+        entries[index].3 = true;
+        let invalid =
+            |e: serde_json::Error| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("recorded answer: {e}"));
+        match entries[index].2.clone() {
+            Ok(result) => serde_json::from_value(result).map_err(invalid),
+            Err(error) => Err(serde_json::from_value(error).map_err(invalid)?),
+        }
+    }
+}
+
+/// Handlers for what the recorded client declared (`sampling`, `elicitation` in the recorded
+/// modes, `roots` with the roots it answered), answering with its recorded answers.
+fn recorded_handlers(mut options: ClientOptions, capabilities: &Value, all: &[(Dir, Step)]) -> ClientOptions {
+    let answers = Arc::new(Answers::from_recording(all));
+    if capabilities.get("sampling").is_some() {
+        let answers = answers.clone();
+        options = options.with_sampling(move |params: CreateMessageRequestParams| {
+            let answer = answers.answer::<CreateMessageResult>(CreateMessage::NAME, params);
+            async move { answer }
+        });
+    }
+    if let Some(elicitation) = capabilities.get("elicitation") {
+        let mut modes =
+            ElicitationModes { form: elicitation.get("form").is_some(), url: elicitation.get("url").is_some() };
+        if !modes.form && !modes.url {
+            modes = ElicitationModes::FORM;
+        }
+        let answers = answers.clone();
+        options = options.with_elicitation_modes(
+            move |params: ElicitRequestParams| {
+                let answer = answers.answer::<ElicitResult>(Elicit::NAME, params);
+                async move { answer }
+            },
+            modes,
+        );
+    }
+    if capabilities.get("roots").is_some() {
+        // Roots are a list the client holds, not a handler: the first recorded answer's.
+        let roots = answers
+            .entries
+            .lock()
+            .expect("never poisoned")
+            .iter()
+            .find(|e| e.0 == ListRoots::NAME)
+            .and_then(|e| e.2.as_ref().ok())
+            .and_then(|r| serde_json::from_value::<ListRootsResult>(r.clone()).ok())
+            .map(|r| r.roots)
+            .unwrap_or_default();
+        options = options.with_roots(roots);
+    }
+    options
 }
 
 /// `Client::request::<M>` for the method type named `method`.
@@ -160,31 +275,47 @@ async fn drive(path: PathBuf, fixtures: Option<String>, server: Vec<String>) -> 
         .collect();
     let mut not_sent = Vec::new();
 
-    // The handshake, from the recorded initialize.
-    let Some((_, init)) = all.iter().find(|(d, s)| *d == Dir::ClientToServer && s.msg["method"] == "initialize") else {
-        eprintln!(
-            "mcp-conformance-client-driver: the recording has no initialize (a 2026-07-28 session?): Client::connect speaks only the initialize handshake"
-        );
-        return ExitCode::from(3);
-    };
-    let params = &init.msg["params"];
+    // The handshake, from the recorded initialize, after a server/discover probe if one was
+    // recorded first (the Python SDK's mode='auto'); a 2026-07-28 session has only the probe.
+    let first = all.iter().find(|(d, s)| *d == Dir::ClientToServer && s.msg.get("method").is_some());
+    let discover = first.filter(|(_, s)| s.msg["method"] == "server/discover").map(|(_, s)| s);
+    let init = all.iter().find(|(d, s)| *d == Dir::ClientToServer && s.msg["method"] == "initialize").map(|(_, s)| s);
     let mut options = ClientOptions::default();
-    match serde_json::from_value::<Implementation>(params["clientInfo"].clone()) {
-        Ok(info) => options.client_info = info,
-        Err(e) => not_sent.push(format!("seq {}: clientInfo does not fit Implementation: {e}", init.seq)),
-    }
-    match serde_json::from_value::<ClientCapabilities>(params["capabilities"].clone()) {
-        Ok(caps) => options.capabilities = caps,
-        Err(e) => not_sent.push(format!("seq {}: capabilities do not fit ClientCapabilities: {e}", init.seq)),
-    }
-    let offered = params["protocolVersion"].as_str().unwrap_or_default();
-    match offered.parse::<ProtocolVersion>() {
-        Ok(v) => options.protocol_version = v,
-        Err(e) => {
-            eprintln!("mcp-conformance-client-driver: seq {}: cannot offer {offered:?}: {e} (ClientOptions::protocol_version is a ProtocolVersion)", init.seq);
+    let (seq, client_info, capabilities) = match (init, discover) {
+        (Some(init), _) => (init.seq, &init.msg["params"]["clientInfo"], &init.msg["params"]["capabilities"]),
+        (None, Some(probe)) => {
+            let meta = &probe.msg["params"]["_meta"];
+            (
+                probe.seq,
+                &meta["io.modelcontextprotocol/clientInfo"],
+                &meta["io.modelcontextprotocol/clientCapabilities"],
+            )
+        }
+        (None, None) => {
+            eprintln!("mcp-conformance-client-driver: the recording has neither initialize nor server/discover");
             return ExitCode::from(3);
         }
+    };
+    match serde_json::from_value::<Implementation>(client_info.clone()) {
+        Ok(info) => options.client_info = info,
+        Err(e) => not_sent.push(format!("seq {seq}: clientInfo does not fit Implementation: {e}")),
     }
+    match serde_json::from_value::<ClientCapabilities>(capabilities.clone()) {
+        Ok(caps) => options.capabilities = caps,
+        Err(e) => not_sent.push(format!("seq {seq}: capabilities do not fit ClientCapabilities: {e}")),
+    }
+    if let Some(init) = init {
+        let offered = init.msg["params"]["protocolVersion"].as_str().unwrap_or_default();
+        match offered.parse::<ProtocolVersion>() {
+            Ok(v) => options.protocol_version = v,
+            // A version we do not know, offered as written (negotiation with a newer client).
+            Err(_) => options = options.with_offered_version_str(offered),
+        }
+    }
+    if discover.is_some() {
+        options = options.with_discover_first(true);
+    }
+    options = recorded_handlers(options, capabilities, &all);
     options.request_timeout = Some(Duration::from_secs(30));
     let command = ChildCommand::new(&server[0]).args(&server[1..]);
     let client = match Client::spawn(command, options).await {
@@ -201,7 +332,10 @@ async fn drive(path: PathBuf, fixtures: Option<String>, server: Vec<String>) -> 
         .filter(|(d, s)| {
             *d == Dir::ClientToServer
                 && s.msg.get("method").is_some()
-                && !matches!(s.msg["method"].as_str(), Some("initialize" | "notifications/initialized"))
+                && !matches!(
+                    s.msg["method"].as_str(),
+                    Some("initialize" | "notifications/initialized" | "server/discover")
+                )
         })
         .map(|(_, s)| s)
         .collect();
