@@ -30,9 +30,9 @@
 //! TODO(client-complete): when `ClientOptions` gains sampling / elicitation / roots handlers,
 //! add `SetOptions` hooks that receive `(server, request)` and wire them in `client_options`.
 //!
-//! Connections are watched by polling [`Client::is_closed`] every
-//! [`SetOptions::health_interval`] (the client layer has no close callback), and a call that
-//! fails with a disconnection triggers the restart at once.
+//! Each connection is watched by a task waiting on [`Client::closed`], so a server that goes
+//! away is noticed at once (no polling); a call that fails with a disconnection (an HTTP
+//! session the server expired answers 404 only when asked) triggers the restart too.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -244,8 +244,6 @@ pub struct SetOptions {
     pub initial_backoff: Duration,
     /// The longest wait between restarts: default 5 s.
     pub max_backoff: Duration,
-    /// How often connections are checked: default 50 ms.
-    pub health_interval: Duration,
     /// What stdio children do with their stderr: default discarded.
     pub stderr: Stderr,
     /// Where events go: default nowhere.
@@ -262,7 +260,6 @@ impl Default for SetOptions {
             max_reconnect_attempts: 5,
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),
-            health_interval: Duration::from_millis(50),
             stderr: Stderr::Discard,
             events: None,
         }
@@ -501,8 +498,8 @@ macro_rules! on {
 }
 
 impl Conn {
-    fn is_closed(&self) -> bool {
-        on!(self, c => c.is_closed())
+    async fn closed(&self) {
+        on!(self, c => c.closed().await)
     }
 
     fn capabilities(&self) -> &ServerCapabilities {
@@ -1042,17 +1039,11 @@ fn install(shared: &Arc<Shared>, slot: &Arc<Slot>, conn: Conn, listing: Listing,
     s.conn = Some(conn);
     let weak = Arc::downgrade(shared);
     let slot_ref = slot.clone();
-    let interval = shared.options.health_interval;
     s.watcher = Some(
         tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(interval).await;
-                if watched.is_closed() {
-                    if let Some(shared) = weak.upgrade() {
-                        connection_lost(&shared, &slot_ref, generation, watched.end_reason());
-                    }
-                    return;
-                }
+            watched.closed().await;
+            if let Some(shared) = weak.upgrade() {
+                connection_lost(&shared, &slot_ref, generation, watched.end_reason());
             }
         })
         .abort_handle(),
