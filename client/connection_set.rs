@@ -25,10 +25,15 @@
 //! cancels startup, ends every session and stops every child process with its process group.
 //!
 //! Server-to-client traffic: notifications from every server reach the host as
-//! [`SetEvent::Notification`] tagged with the server's name. Server requests other than `ping`
-//! (sampling, elicitation, roots) are answered by the client layer (-32601 for now).
-//! TODO(client-complete): when `ClientOptions` gains sampling / elicitation / roots handlers,
-//! add `SetOptions` hooks that receive `(server, request)` and wire them in `client_options`.
+//! [`SetEvent::Notification`] tagged with the server's name. `sampling/createMessage` and
+//! `elicitation/create` from any server go to the host's [`SetSamplingHandler`] /
+//! [`SetElicitationHandler`] ([`SetOptions::with_sampling`], [`SetOptions::with_elicitation`]),
+//! which receive the server's name with the params: each server's [`ClientOptions`] gets an
+//! adapter bound to its name, and declares only the capabilities the host gave handlers for.
+//! The roots of [`SetOptions::with_roots`] are offered to every server (`roots/list`);
+//! [`ConnectionSet::set_roots`] replaces them and sends `notifications/roots/list_changed` to
+//! every connected server, and servers (re)connected later get the new ones. `ping` is
+//! answered by the client layer; any other request -32601.
 //!
 //! Each connection is watched by a task waiting on [`Client::closed`], so a server that goes
 //! away is noticed at once (no polling); a call that fails with a disconnection (an HTTP
@@ -36,8 +41,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -45,12 +51,13 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::{ApprovalMode, McpConfig, ServerConfig, TransportConfig, DEFAULT_ENV_VARS};
-use super::{Client, ClientError, ClientOptions};
-use crate::proto::jsonrpc::Notification;
+use super::{Client, ClientError, ClientOptions, ElicitationModes, HandlerFuture};
+use crate::proto::jsonrpc::{ErrorObject, Notification};
 use crate::proto::mcp_types::{
-    CallToolRequestParams, CallToolResult, Implementation, ListPrompts, ListPromptsRequestParams,
-    ListResourceTemplates, ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method,
-    Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, Implementation, ListPrompts, ListPromptsRequestParams, ListResourceTemplates,
+    ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method, Prompt, Resource,
+    ResourceTemplate, Root, ServerCapabilities, Tool,
 };
 use crate::proto::session::RequestOptions;
 use crate::proto::version::ProtocolVersion;
@@ -224,6 +231,43 @@ pub enum SetEvent {
 /// Where [`SetEvent`]s go. Called from the set's tasks: do not block.
 pub type EventSink = Arc<dyn Fn(SetEvent) + Send + Sync>;
 
+/// Answers `sampling/createMessage` from any server of the set, told which server asks. Any
+/// `Fn(String, CreateMessageRequestParams) -> impl Future<Output = Result<CreateMessageResult, ErrorObject>>`
+/// closure is one (the `String` is the server's configured name).
+pub trait SetSamplingHandler: Send + Sync + 'static {
+    /// Produces the message for `server` (the host should let the user review the request,
+    /// naming the server, first).
+    fn create_message(&self, server: &str, params: CreateMessageRequestParams) -> HandlerFuture<CreateMessageResult>;
+}
+
+impl<F, Fut> SetSamplingHandler for F
+where
+    F: Fn(String, CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
+{
+    fn create_message(&self, server: &str, params: CreateMessageRequestParams) -> HandlerFuture<CreateMessageResult> {
+        Box::pin(self(server.to_owned(), params))
+    }
+}
+
+/// Answers `elicitation/create` from any server of the set, told which server asks. Any
+/// `Fn(String, ElicitRequestParams) -> impl Future<Output = Result<ElicitResult, ErrorObject>>`
+/// closure is one.
+pub trait SetElicitationHandler: Send + Sync + 'static {
+    /// Asks the user on behalf of `server` and reports what they did.
+    fn elicit(&self, server: &str, params: ElicitRequestParams) -> HandlerFuture<ElicitResult>;
+}
+
+impl<F, Fut> SetElicitationHandler for F
+where
+    F: Fn(String, ElicitRequestParams) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ElicitResult, ErrorObject>> + Send + 'static,
+{
+    fn elicit(&self, server: &str, params: ElicitRequestParams) -> HandlerFuture<ElicitResult> {
+        Box::pin(self(server.to_owned(), params))
+    }
+}
+
 /// How the set behaves. Build from [`SetOptions::default`] and the `with_*` methods.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -248,6 +292,19 @@ pub struct SetOptions {
     pub stderr: Stderr,
     /// Where events go: default nowhere.
     pub events: Option<EventSink>,
+    /// Who answers `sampling/createMessage` from every server (declares `sampling`): default
+    /// nobody (then [`ClientOptions::sampling`] of [`SetOptions::client`], if any, answers
+    /// without the server's name).
+    pub sampling: Option<Arc<dyn SetSamplingHandler>>,
+    /// Who answers `elicitation/create` from every server, in which modes: default nobody (then
+    /// [`ClientOptions::elicitation`], if any).
+    pub elicitation: Option<(Arc<dyn SetElicitationHandler>, ElicitationModes)>,
+    /// The roots offered to every server (declares `roots`): default none (then
+    /// [`ClientOptions::roots`], if any). [`ConnectionSet::set_roots`] replaces them.
+    pub roots: Option<Vec<Root>>,
+    /// How many times a server that is not `required` and fails at startup is tried again in
+    /// the background: default 0 (never).
+    pub startup_retries: u32,
 }
 
 impl Default for SetOptions {
@@ -262,6 +319,10 @@ impl Default for SetOptions {
             max_backoff: Duration::from_secs(5),
             stderr: Stderr::Discard,
             events: None,
+            sampling: None,
+            elicitation: None,
+            roots: None,
+            startup_retries: 0,
         }
     }
 }
@@ -274,6 +335,10 @@ impl fmt::Debug for SetOptions {
             .field("refresh_debounce", &self.refresh_debounce)
             .field("reconnect", &self.reconnect)
             .field("max_reconnect_attempts", &self.max_reconnect_attempts)
+            .field("sampling", &self.sampling.as_ref().map(|_| ".."))
+            .field("elicitation", &self.elicitation.as_ref().map(|(_, modes)| modes))
+            .field("roots", &self.roots)
+            .field("startup_retries", &self.startup_retries)
             .finish_non_exhaustive()
     }
 }
@@ -320,6 +385,37 @@ impl SetOptions {
     /// These options sending events to `sink`.
     pub fn with_events(mut self, sink: impl Fn(SetEvent) + Send + Sync + 'static) -> Self {
         self.events = Some(Arc::new(sink));
+        self
+    }
+
+    /// These options answering `sampling/createMessage` from every server with `handler`, which
+    /// is told the server's name (declares `sampling` to every server).
+    pub fn with_sampling(mut self, handler: impl SetSamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// These options answering form-mode `elicitation/create` from every server with `handler`.
+    pub fn with_elicitation(self, handler: impl SetElicitationHandler) -> Self {
+        self.with_elicitation_modes(handler, ElicitationModes::FORM)
+    }
+
+    /// These options answering `elicitation/create` in `modes` from every server with `handler`.
+    pub fn with_elicitation_modes(mut self, handler: impl SetElicitationHandler, modes: ElicitationModes) -> Self {
+        self.elicitation = Some((Arc::new(handler), modes));
+        self
+    }
+
+    /// These options offering `roots` to every server (declares `roots` with `listChanged`).
+    pub fn with_roots(mut self, roots: impl IntoIterator<Item = Root>) -> Self {
+        self.roots = Some(roots.into_iter().collect());
+        self
+    }
+
+    /// These options trying a non-required server that fails at startup `retries` more times,
+    /// in the background (see [`ConnectionSet::start`]).
+    pub fn with_startup_retries(mut self, retries: u32) -> Self {
+        self.startup_retries = retries;
         self
     }
 
@@ -558,6 +654,14 @@ impl Conn {
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
         on!(self, c => c.list_tools().await)
     }
+
+    fn roots(&self) -> Option<Vec<Root>> {
+        on!(self, c => c.roots())
+    }
+
+    async fn set_roots(&self, roots: Vec<Root>) -> Result<(), ClientError> {
+        on!(self, c => c.set_roots(roots).await)
+    }
 }
 
 /// What a server offers, as last listed.
@@ -617,6 +721,8 @@ struct Shared {
     cancel: watch::Sender<bool>,
     shut_down: AtomicBool,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// The roots offered to every server: [`SetOptions::roots`], then [`ConnectionSet::set_roots`].
+    roots: RwLock<Option<Vec<Root>>>,
 }
 
 impl Shared {
@@ -746,6 +852,7 @@ impl ConnectionSet {
             })
             .collect();
         let (cancel, _) = watch::channel(false);
+        let roots = RwLock::new(options.roots.clone());
         ConnectionSet {
             shared: Arc::new(Shared {
                 slots,
@@ -754,6 +861,7 @@ impl ConnectionSet {
                 cancel,
                 shut_down: AtomicBool::new(false),
                 tasks: Mutex::new(Vec::new()),
+                roots,
             }),
         }
     }
@@ -917,6 +1025,39 @@ impl ConnectionSet {
         outcome.map_err(|e| self.failure(&slot, generation, M::NAME, after, e))
     }
 
+    /// The roots offered to every server (`None` when none were ever given).
+    pub fn roots(&self) -> Option<Vec<Root>> {
+        self.shared.roots.read().expect("roots lock").clone()
+    }
+
+    /// Replaces the roots offered to every server and tells each connected one
+    /// (`notifications/roots/list_changed`, after which it asks `roots/list` again); servers
+    /// connected later (restarts included) get them in their session. Returns the servers that
+    /// could not be told, and why: one whose connection declared no roots (no roots were in
+    /// [`SetOptions::with_roots`] when it connected) fails with [`ClientError::NotDeclared`]
+    /// until it reconnects.
+    pub async fn set_roots(&self, roots: impl IntoIterator<Item = Root>) -> Vec<(String, ClientError)> {
+        let roots: Vec<Root> = roots.into_iter().collect();
+        *self.shared.roots.write().expect("roots lock") = Some(roots.clone());
+        let mut tell = JoinSet::new();
+        for (name, slot) in &self.shared.slots {
+            let conn = match &slot.lock().conn {
+                Some(conn) => conn.clone(),
+                None => continue,
+            };
+            let (name, roots) = (name.clone(), roots.clone());
+            tell.spawn(async move { (name, conn.set_roots(roots).await) });
+        }
+        let mut failed = Vec::new();
+        while let Some(outcome) = tell.join_next().await {
+            if let Ok((name, Err(e))) = outcome {
+                failed.push((name, e));
+            }
+        }
+        failed.sort_by(|a, b| a.0.cmp(&b.0));
+        failed
+    }
+
     /// Cancels startup, stops restarts and refreshes, ends every session and stops every
     /// child process with its process group (stdin closed, then SIGTERM, then SIGKILL).
     /// Idempotent.
@@ -1036,6 +1177,16 @@ fn install(shared: &Arc<Shared>, slot: &Arc<Slot>, conn: Conn, listing: Listing,
         old.abort();
     }
     let watched = conn.clone();
+    // Roots replaced while this connection was being made: tell it.
+    let roots = shared.roots.read().expect("roots lock").clone();
+    if let (Some(roots), Some(offered)) = (roots, conn.roots()) {
+        if roots != offered {
+            let conn = conn.clone();
+            tokio::spawn(async move {
+                let _ = conn.set_roots(roots).await;
+            });
+        }
+    }
     s.conn = Some(conn);
     let weak = Arc::downgrade(shared);
     let slot_ref = slot.clone();
@@ -1126,7 +1277,19 @@ fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>) -> ClientOptions {
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let slot_weak = Arc::downgrade(slot);
     let name = slot.config.name.clone();
-    shared.options.client.clone().with_handler(move |notification: Notification| {
+    let mut options = shared.options.client.clone();
+    if let Some(handler) = &shared.options.sampling {
+        let (handler, name) = (handler.clone(), name.clone());
+        options = options.with_sampling(move |params| handler.create_message(&name, params));
+    }
+    if let Some((handler, modes)) = &shared.options.elicitation {
+        let (handler, name) = (handler.clone(), name.clone());
+        options = options.with_elicitation_modes(move |params| handler.elicit(&name, params), *modes);
+    }
+    if let Some(roots) = shared.roots.read().expect("roots lock").clone() {
+        options = options.with_roots(roots);
+    }
+    options.with_handler(move |notification: Notification| {
         let Some(shared) = weak.upgrade() else { return };
         if LIST_CHANGED.contains(&notification.method.as_str()) {
             if let Some(slot) = slot_weak.upgrade() {

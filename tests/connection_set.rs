@@ -5,11 +5,17 @@
 mod support;
 
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::client::config::{ApprovalMode, McpConfig};
 use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
-use mcpwire::proto::mcp_types::{ContentBlock, ReadResource, ReadResourceRequestParams};
+use mcpwire::client::ClientError;
+use mcpwire::proto::jsonrpc::ErrorObject;
+use mcpwire::proto::mcp_types::{
+    ContentBlock, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ReadResource,
+    ReadResourceRequestParams, Root,
+};
 use serde_json::{json, Map, Value};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -458,5 +464,123 @@ async fn tools_list_changed_refreshes_the_catalog() {
     assert_eq!(set.resolve("mcp__fake__fresh"), Some(("fake".to_owned(), "fresh".to_owned())));
     let fresh = text(&set.call_tool("mcp__fake__fresh", None, None).await.unwrap());
     assert!(fresh.starts_with("fresh called by"), "{fresh}");
+    set.shutdown().await;
+}
+
+fn root(uri: &str, name: &str) -> Root {
+    serde_json::from_value(json!({"uri": uri, "name": name})).unwrap()
+}
+
+/// Calls `get-roots-list` on `server` until its text contains `want` (the server asks
+/// `roots/list` in the background).
+async fn roots_seen_by(set: &ConnectionSet, server: &str, want: &str) -> String {
+    let mut seen = String::new();
+    for _ in 0..100 {
+        seen = text(&set.call_tool_on(server, "get-roots-list", args(json!({})), None).await.unwrap());
+        if seen.contains(want) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_requests_reach_the_host_handlers_tagged_with_the_server() {
+    let toml = format!("{}{}", everything_stdio("everything", ""), everything_stdio("second", ""));
+    let asked: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let sampling_log = asked.clone();
+    let elicit_log = asked.clone();
+    let options = SetOptions::default()
+        .with_sampling(move |server: String, params: CreateMessageRequestParams| {
+            let prompt =
+                serde_json::to_value(&params.messages[0].content).unwrap()["text"].as_str().unwrap().to_owned();
+            sampling_log.lock().unwrap().push((server.clone(), format!("sampling: {prompt}")));
+            async move {
+                Ok::<CreateMessageResult, ErrorObject>(
+                    serde_json::from_value(json!({
+                        "role": "assistant",
+                        "content": {"type": "text", "text": format!("reply for {server}")},
+                        "model": "canned-model-1",
+                        "stopReason": "endTurn"
+                    }))
+                    .unwrap(),
+                )
+            }
+        })
+        .with_elicitation(move |server: String, params: ElicitRequestParams| {
+            assert!(matches!(params, ElicitRequestParams::Form(_)));
+            elicit_log.lock().unwrap().push((server, "elicitation".to_owned()));
+            async move {
+                Ok::<ElicitResult, ErrorObject>(
+                    serde_json::from_value(json!({
+                        "action": "accept",
+                        "content": {"name": "Ada Lovelace", "check": true, "email": "ada@example.com", "integer": 42}
+                    }))
+                    .unwrap(),
+                )
+            }
+        })
+        .with_roots([root("file:///tmp/project", "project")]);
+    let (set, _events) = set(&toml, options);
+    set.start().await.unwrap();
+    for tool in ["trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"] {
+        for server in ["everything", "second"] {
+            assert!(set.resolve(&format!("mcp__{server}__{tool}")).is_some(), "{server} lists {tool}");
+        }
+    }
+
+    // Sampling from one server reaches the host handler with that server's name.
+    let sampled = set
+        .call_tool(
+            "mcp__everything__trigger-sampling-request",
+            args(json!({"prompt": "Name a colour", "maxTokens": 10})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(text(&sampled).contains("reply for everything"), "{sampled:?}");
+    let sampled = set
+        .call_tool_on("second", "trigger-sampling-request", args(json!({"prompt": "Say hi", "maxTokens": 10})), None)
+        .await
+        .unwrap();
+    assert!(text(&sampled).contains("reply for second"), "{sampled:?}");
+    let elicited = set.call_tool_on("second", "trigger-elicitation-request", args(json!({})), None).await.unwrap();
+    assert!(format!("{elicited:?}").contains("Name: Ada Lovelace"), "{elicited:?}");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [
+            ("everything".to_owned(), "sampling: Resource trigger-sampling-request context: Name a colour".to_owned()),
+            ("second".to_owned(), "sampling: Resource trigger-sampling-request context: Say hi".to_owned()),
+            ("second".to_owned(), "elicitation".to_owned()),
+        ]
+    );
+
+    // Every server is offered the host's roots, and hears when they change.
+    for server in ["everything", "second"] {
+        let seen = roots_seen_by(&set, server, "file:///tmp/project").await;
+        assert!(seen.contains("file:///tmp/project"), "{server}: {seen}");
+    }
+    let failed = set.set_roots([root("file:///tmp/other", "other")]).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(set.roots(), Some(vec![root("file:///tmp/other", "other")]));
+    for server in ["everything", "second"] {
+        let seen = roots_seen_by(&set, server, "file:///tmp/other").await;
+        assert!(seen.contains("file:///tmp/other") && !seen.contains("file:///tmp/project"), "{server}: {seen}");
+    }
+    set.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_host_handlers_nothing_is_declared_and_roots_cannot_be_told() {
+    let (set, _events) = set(&everything_stdio("everything", ""), SetOptions::default());
+    set.start().await.unwrap();
+    assert!(set.resolve("mcp__everything__trigger-sampling-request").is_none(), "sampling was not declared");
+    assert_eq!(set.roots(), None);
+    let failed = set.set_roots([root("file:///tmp/x", "x")]).await;
+    assert!(
+        matches!(failed.as_slice(), [(server, ClientError::NotDeclared { capability: "roots" })] if server == "everything"),
+        "{failed:?}"
+    );
     set.shutdown().await;
 }
