@@ -531,6 +531,19 @@ impl fmt::Display for SetError {
     }
 }
 
+impl SetError {
+    /// Whether the call failed because the HTTP server no longer knows the session (it expired
+    /// or was deleted): the set re-initializes the server from its recipe, and a later call
+    /// can succeed.
+    pub fn is_session_expired(&self) -> bool {
+        match self {
+            SetError::Disconnected { source: ClientError::Transport(e), .. }
+            | SetError::Client { source: ClientError::Transport(e), .. } => e.is_session_expired(),
+            _ => false,
+        }
+    }
+}
+
 impl std::error::Error for SetError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

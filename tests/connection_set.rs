@@ -584,3 +584,70 @@ async fn without_host_handlers_nothing_is_declared_and_roots_cannot_be_told() {
     );
     set.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_http_session_fails_one_call_then_the_server_is_reinitialized() {
+    use mcpwire::server::echo::echo_server;
+    use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+    // No standalone GET stream (it would keep the session alive) and a short idle timeout.
+    let config = HttpServerConfig::default().standalone_get(false).session_idle_timeout(Duration::from_millis(300));
+    let server = echo_server();
+    let http = HttpServer::bind(config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
+    let toml = format!("[mcp_servers.echo]\nurl = {}\n", toml_str(&http.url()));
+    let (set, mut events) =
+        set(&toml, SetOptions::default().with_backoff(Duration::from_millis(20), Duration::from_millis(200), 5));
+    set.start().await.unwrap();
+    let echo = || args(json!({"text": "hi"}));
+    let first = set.call_tool("mcp__echo__echo", echo(), None).await.unwrap();
+    assert_eq!(http.session_count(), 1);
+
+    // The server forgets the idle session; the client does not know yet.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while http.session_count() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(http.session_count(), 0, "the session expired");
+    assert_eq!(set.status("echo").unwrap().state, ServerState::Ready);
+    drain(&mut events);
+
+    // The next call fails clearly and is not replayed.
+    let err = set.call_tool("mcp__echo__echo", echo(), None).await.unwrap_err();
+    assert!(err.is_session_expired(), "{err}");
+    assert!(matches!(&err, SetError::Disconnected { server, .. } if server == "echo"), "{err}");
+    let message = err.to_string();
+    assert!(message.contains("no longer knows this session") && message.contains("not retried"), "{message}");
+
+    // The set re-initializes it from its recipe and lists it again.
+    wait_for(
+        &mut events,
+        Duration::from_secs(5),
+        |e| matches!(e, SetEvent::Disconnected { server, .. } if server == "echo"),
+    )
+    .await;
+    wait_for(
+        &mut events,
+        Duration::from_secs(10),
+        |e| matches!(e, SetEvent::Reconnected { server } if server == "echo"),
+    )
+    .await;
+    wait_for(
+        &mut events,
+        Duration::from_secs(5),
+        |e| matches!(e, SetEvent::CatalogChanged { server } if server == "echo"),
+    )
+    .await;
+    assert_eq!(set.status("echo").unwrap().state, ServerState::Ready);
+    assert_eq!(http.session_count(), 1, "a new session");
+    assert!(set.resolve("mcp__echo__echo").is_some(), "its tools are listed again");
+    let again = set.call_tool("mcp__echo__echo", echo(), None).await.unwrap();
+    assert_eq!(text(&again), text(&first));
+    set.shutdown().await;
+    http.shutdown().await;
+}
