@@ -5,7 +5,8 @@
 //! ready, failed with a reason, cancelled, disabled) and a [`StartupSummary`] once all have
 //! settled. A required server that fails makes `start` fail naming it
 //! ([`SetError::StartupFailed`]); [`ConnectionSet::cancel_startup`] (or dropping the `start`
-//! future) cancels it.
+//! future) cancels it. A server that is not required and fails may be tried again in the
+//! background ([`SetOptions::with_startup_retries`]; the policy is at [`ConnectionSet::start`]).
 //!
 //! The [`Catalog`] aggregates the tools (and resources, resource templates and prompts, where
 //! the server advertises them) of every ready server. Tools are offered under qualified names
@@ -882,6 +883,19 @@ impl ConnectionSet {
     /// Starts every enabled server in parallel, each within its `startup_timeout`, and waits
     /// for all to settle. Events are emitted as it goes, [`SetEvent::StartupComplete`] last.
     ///
+    /// A server that fails is reported ([`SetEvent::Failed`] with the reason, and in the
+    /// summary); with [`SetOptions::with_startup_retries`], a failed server that is not
+    /// `required` is then tried again in the background (see the policy below). Required
+    /// servers are never retried: `start` fails naming them and the host decides.
+    ///
+    /// Retry policy: up to [`SetOptions::startup_retries`] more tries (default 0), waiting
+    /// [`SetOptions::initial_backoff`] before the first and doubling up to
+    /// [`SetOptions::max_backoff`], each within the server's `startup_timeout`. Meanwhile the
+    /// server stays [`ServerState::Failed`] (calls get [`SetError::Unavailable`]); each try emits
+    /// [`SetEvent::Reconnecting`], success [`SetEvent::Reconnected`] and
+    /// [`SetEvent::CatalogChanged`], and giving up [`SetEvent::Failed`] once more. Shutdown
+    /// stops the retries.
+    ///
     /// # Cancel safety
     /// Dropping the future aborts the starts still running (their children are killed).
     ///
@@ -914,11 +928,29 @@ impl ConnectionSet {
         if cancelled || *shared.cancel.borrow() {
             return Err(SetError::StartupCancelled { summary });
         }
+        self.retry_failed_starts();
         let required = summary.failed_required();
         if !required.is_empty() {
             return Err(SetError::StartupFailed { required, summary });
         }
         Ok(summary)
+    }
+
+    /// Starts the retries of failed non-required servers (the policy of [`ConnectionSet::start`]).
+    fn retry_failed_starts(&self) {
+        let shared = &self.shared;
+        let attempts = shared.options.startup_retries;
+        if attempts == 0 {
+            return;
+        }
+        for slot in shared.slots.values() {
+            if slot.config.required || slot.lock().state != ServerState::Failed {
+                continue;
+            }
+            let (task_shared, slot) = (shared.clone(), slot.clone());
+            let handle = tokio::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
+            shared.track(handle.abort_handle());
+        }
     }
 
     /// Cancels the starts still running: their servers end up [`ServerState::Cancelled`] and
@@ -1243,16 +1275,19 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
     }
     let task_shared = shared.clone();
     let slot = slot.clone();
-    let handle = tokio::spawn(async move { reconnect(&task_shared, &slot).await });
+    let attempts = shared.options.max_reconnect_attempts;
+    let handle = tokio::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
     shared.track(handle.abort_handle());
 }
 
-async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>) {
+/// Tries to start the server again, up to `attempts` times with exponential backoff: after its
+/// connection ended, or after it failed at startup ([`SetOptions::startup_retries`]).
+async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
     let name = slot.config.name.clone();
     let options = &shared.options;
     let mut delay = options.initial_backoff;
     let mut last = String::new();
-    for attempt in 1..=options.max_reconnect_attempts {
+    for attempt in 1..=attempts {
         shared.emit(SetEvent::Reconnecting { server: name.clone(), attempt, delay });
         tokio::time::sleep(delay).await;
         if shared.shut_down.load(Ordering::Acquire) {
@@ -1272,7 +1307,7 @@ async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>) {
         }
         delay = (delay * 2).min(options.max_backoff);
     }
-    let reason = format!("gave up restarting after {} attempts: {last}", options.max_reconnect_attempts);
+    let reason = format!("gave up restarting after {attempts} attempts: {last}");
     {
         let mut s = slot.lock();
         s.state = ServerState::Failed;

@@ -651,3 +651,77 @@ async fn an_expired_http_session_fails_one_call_then_the_server_is_reinitialized
     set.shutdown().await;
     http.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_optional_server_that_fails_at_startup_is_retried_in_the_background() {
+    // `flaky` fails its first start (exits before answering) and works from the second; `gone`
+    // never works; `needed` is required and never works, so it is not retried.
+    let marker = std::env::temp_dir().join(format!("mcpwire-flaky-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let script = support::repo_path("tests/fixtures/catalog_server.py");
+    let flaky = format!("if [ -e \"$1\" ]; then exec python3 \"$2\" t; else touch \"$1\"; exit 3; fi");
+    let toml = format!(
+        "[mcp_servers.flaky]\ncommand = \"sh\"\nargs = [\"-c\", {}, \"sh\", {}, {}]\n\n\
+         [mcp_servers.gone]\ncommand = \"/nonexistent/server\"\n\n\
+         [mcp_servers.needed]\ncommand = \"/nonexistent/needed\"\nrequired = true\n",
+        toml_str(&flaky),
+        toml_str(&marker.to_string_lossy()),
+        toml_str(&script.to_string_lossy()),
+    );
+    let options = SetOptions::default()
+        .with_backoff(Duration::from_millis(50), Duration::from_millis(100), 5)
+        .with_startup_retries(2);
+    let (set, mut events) = set(&toml, options);
+    let err = set.start().await.unwrap_err();
+    let SetError::StartupFailed { required, summary } = &err else { panic!("{err}") };
+    assert_eq!(required, &["needed"]);
+    let states: Vec<(&str, ServerState)> = summary.servers.iter().map(|s| (s.name.as_str(), s.state)).collect();
+    assert_eq!(
+        states,
+        [("flaky", ServerState::Failed), ("gone", ServerState::Failed), ("needed", ServerState::Failed)]
+    );
+    assert!(summary.servers[0].error.is_some(), "{:?}", summary.servers[0]);
+
+    // flaky comes up on its first retry and joins the catalog; gone is given up on after two
+    // more tries, with the reason; needed is never retried.
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let settled = |seen: &[SetEvent]| {
+        seen.iter().any(|e| matches!(e, SetEvent::Reconnected { server } if server == "flaky"))
+            && seen.iter().any(|e| matches!(e, SetEvent::Failed { server, reason, .. } if server == "gone" && reason.starts_with("gave up")))
+    };
+    while !settled(&seen) {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Ok(Some(event)) => seen.push(event),
+            _ => panic!("not settled: {seen:#?}"),
+        }
+    }
+    assert_eq!(set.status("flaky").unwrap().state, ServerState::Ready);
+    let t = text(&set.call_tool("mcp__flaky__t", None, None).await.unwrap());
+    assert_eq!(t, format!("t called by {}", set.server_pid("flaky").unwrap()));
+    let reason = seen
+        .iter()
+        .find_map(|e| match e {
+            SetEvent::Failed { server, reason, required: false }
+                if server == "gone" && reason.starts_with("gave up") =>
+            {
+                Some(reason.as_str())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(reason.starts_with("gave up restarting after 2 attempts: cannot start /nonexistent/server"), "{reason}");
+    assert_eq!(set.status("gone").unwrap().state, ServerState::Failed);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    seen.extend(drain(&mut events));
+    let retried: Vec<String> = seen
+        .into_iter()
+        .filter_map(|e| match e {
+            SetEvent::Reconnecting { server, .. } => Some(server),
+            _ => None,
+        })
+        .collect();
+    assert!(!retried.iter().any(|s| s == "needed"), "{retried:?}");
+    set.shutdown().await;
+    let _ = std::fs::remove_file(&marker);
+}
