@@ -659,12 +659,12 @@ async fn an_optional_server_that_fails_at_startup_is_retried_in_the_background()
     let marker = std::env::temp_dir().join(format!("mcpwire-flaky-{}", std::process::id()));
     let _ = std::fs::remove_file(&marker);
     let script = support::repo_path("tests/fixtures/catalog_server.py");
-    let flaky = format!("if [ -e \"$1\" ]; then exec python3 \"$2\" t; else touch \"$1\"; exit 3; fi");
+    let flaky = "if [ -e \"$1\" ]; then exec python3 \"$2\" t; else touch \"$1\"; exit 3; fi";
     let toml = format!(
         "[mcp_servers.flaky]\ncommand = \"sh\"\nargs = [\"-c\", {}, \"sh\", {}, {}]\n\n\
          [mcp_servers.gone]\ncommand = \"/nonexistent/server\"\n\n\
          [mcp_servers.needed]\ncommand = \"/nonexistent/needed\"\nrequired = true\n",
-        toml_str(&flaky),
+        toml_str(flaky),
         toml_str(&marker.to_string_lossy()),
         toml_str(&script.to_string_lossy()),
     );
