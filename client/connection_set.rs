@@ -612,6 +612,20 @@ impl Conn {
         on!(self, c => c.closed().await)
     }
 
+    fn is_closed(&self) -> bool {
+        on!(self, c => c.is_closed())
+    }
+
+    /// Waits up to `grace` for a stdio child whose connection ended to be reaped, so that
+    /// [`Conn::end_reason`] can name its exit.
+    async fn wait_for_exit(&self, grace: Duration) {
+        let Conn::Stdio(c) = self else { return };
+        let deadline = Instant::now() + grace;
+        while c.exit_status().is_none() && c.transport().child_pid().is_some() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     fn capabilities(&self) -> &ServerCapabilities {
         on!(self, c => c.capabilities())
     }
@@ -1238,6 +1252,7 @@ fn install(shared: &Arc<Shared>, slot: &Arc<Slot>, conn: Conn, listing: Listing,
     s.watcher = Some(
         tokio::spawn(async move {
             watched.closed().await;
+            watched.wait_for_exit(EXIT_GRACE).await;
             if let Some(shared) = weak.upgrade() {
                 connection_lost(&shared, &slot_ref, generation, watched.end_reason());
             }
@@ -1263,8 +1278,15 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
     }
     drop(s);
     if let Some(old) = old {
-        // An expired HTTP session or a half-dead child: make sure it is gone.
-        tokio::spawn(async move { old.close().await });
+        // An expired HTTP session or a half-dead child: make sure it is gone. A connection that
+        // already ended is closed a little later, so that the calls that were in flight on it
+        // can still tell a server exit from a close of ours.
+        tokio::spawn(async move {
+            if old.is_closed() {
+                tokio::time::sleep(EXIT_GRACE * 2).await;
+            }
+            old.close().await
+        });
     }
     let name = slot.config.name.clone();
     shared.emit(SetEvent::Disconnected { server: name.clone(), reason });
@@ -1317,6 +1339,10 @@ async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
     shared.emit(SetEvent::Failed { server: name.clone(), required: slot.config.required, reason });
     shared.emit(SetEvent::CatalogChanged { server: name });
 }
+
+/// How long a stdio child whose connection ended is given to be reaped (the client layer
+/// waits as long to name the exit in the error of a call in flight).
+const EXIT_GRACE: Duration = Duration::from_millis(500);
 
 const LIST_CHANGED: [&str; 3] =
     ["notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"];
