@@ -5,7 +5,8 @@
 //! ready, failed with a reason, cancelled, disabled) and a [`StartupSummary`] once all have
 //! settled. A required server that fails makes `start` fail naming it
 //! ([`SetError::StartupFailed`]); [`ConnectionSet::cancel_startup`] (or dropping the `start`
-//! future) cancels it.
+//! future) cancels it. A server that is not required and fails may be tried again in the
+//! background ([`SetOptions::with_startup_retries`]; the policy is at [`ConnectionSet::start`]).
 //!
 //! The [`Catalog`] aggregates the tools (and resources, resource templates and prompts, where
 //! the server advertises them) of every ready server. Tools are offered under qualified names
@@ -25,19 +26,25 @@
 //! cancels startup, ends every session and stops every child process with its process group.
 //!
 //! Server-to-client traffic: notifications from every server reach the host as
-//! [`SetEvent::Notification`] tagged with the server's name. Server requests other than `ping`
-//! (sampling, elicitation, roots) are answered by the client layer (-32601 for now).
-//! TODO(client-complete): when `ClientOptions` gains sampling / elicitation / roots handlers,
-//! add `SetOptions` hooks that receive `(server, request)` and wire them in `client_options`.
+//! [`SetEvent::Notification`] tagged with the server's name. `sampling/createMessage` and
+//! `elicitation/create` from any server go to the host's [`SetSamplingHandler`] /
+//! [`SetElicitationHandler`] ([`SetOptions::with_sampling`], [`SetOptions::with_elicitation`]),
+//! which receive the server's name with the params: each server's [`ClientOptions`] gets an
+//! adapter bound to its name, and declares only the capabilities the host gave handlers for.
+//! The roots of [`SetOptions::with_roots`] are offered to every server (`roots/list`);
+//! [`ConnectionSet::set_roots`] replaces them and sends `notifications/roots/list_changed` to
+//! every connected server, and servers (re)connected later get the new ones. `ping` is
+//! answered by the client layer; any other request -32601.
 //!
-//! Connections are watched by polling [`Client::is_closed`] every
-//! [`SetOptions::health_interval`] (the client layer has no close callback), and a call that
-//! fails with a disconnection triggers the restart at once.
+//! Each connection is watched by a task waiting on [`Client::closed`], so a server that goes
+//! away is noticed at once (no polling); a call that fails with a disconnection (an HTTP
+//! session the server expired answers 404 only when asked) triggers the restart too.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -45,12 +52,13 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::{ApprovalMode, McpConfig, ServerConfig, TransportConfig, DEFAULT_ENV_VARS};
-use super::{Client, ClientError, ClientOptions};
-use crate::proto::jsonrpc::Notification;
+use super::{Client, ClientError, ClientOptions, ElicitationModes, HandlerFuture};
+use crate::proto::jsonrpc::{ErrorObject, Notification};
 use crate::proto::mcp_types::{
-    CallToolRequestParams, CallToolResult, Implementation, ListPrompts, ListPromptsRequestParams,
-    ListResourceTemplates, ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method,
-    Prompt, Resource, ResourceTemplate, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, Implementation, ListPrompts, ListPromptsRequestParams, ListResourceTemplates,
+    ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method, Prompt, Resource,
+    ResourceTemplate, Root, ServerCapabilities, Tool,
 };
 use crate::proto::session::RequestOptions;
 use crate::proto::version::ProtocolVersion;
@@ -224,6 +232,43 @@ pub enum SetEvent {
 /// Where [`SetEvent`]s go. Called from the set's tasks: do not block.
 pub type EventSink = Arc<dyn Fn(SetEvent) + Send + Sync>;
 
+/// Answers `sampling/createMessage` from any server of the set, told which server asks. Any
+/// `Fn(String, CreateMessageRequestParams) -> impl Future<Output = Result<CreateMessageResult, ErrorObject>>`
+/// closure is one (the `String` is the server's configured name).
+pub trait SetSamplingHandler: Send + Sync + 'static {
+    /// Produces the message for `server` (the host should let the user review the request,
+    /// naming the server, first).
+    fn create_message(&self, server: &str, params: CreateMessageRequestParams) -> HandlerFuture<CreateMessageResult>;
+}
+
+impl<F, Fut> SetSamplingHandler for F
+where
+    F: Fn(String, CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
+{
+    fn create_message(&self, server: &str, params: CreateMessageRequestParams) -> HandlerFuture<CreateMessageResult> {
+        Box::pin(self(server.to_owned(), params))
+    }
+}
+
+/// Answers `elicitation/create` from any server of the set, told which server asks. Any
+/// `Fn(String, ElicitRequestParams) -> impl Future<Output = Result<ElicitResult, ErrorObject>>`
+/// closure is one.
+pub trait SetElicitationHandler: Send + Sync + 'static {
+    /// Asks the user on behalf of `server` and reports what they did.
+    fn elicit(&self, server: &str, params: ElicitRequestParams) -> HandlerFuture<ElicitResult>;
+}
+
+impl<F, Fut> SetElicitationHandler for F
+where
+    F: Fn(String, ElicitRequestParams) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ElicitResult, ErrorObject>> + Send + 'static,
+{
+    fn elicit(&self, server: &str, params: ElicitRequestParams) -> HandlerFuture<ElicitResult> {
+        Box::pin(self(server.to_owned(), params))
+    }
+}
+
 /// How the set behaves. Build from [`SetOptions::default`] and the `with_*` methods.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -244,12 +289,23 @@ pub struct SetOptions {
     pub initial_backoff: Duration,
     /// The longest wait between restarts: default 5 s.
     pub max_backoff: Duration,
-    /// How often connections are checked: default 50 ms.
-    pub health_interval: Duration,
     /// What stdio children do with their stderr: default discarded.
     pub stderr: Stderr,
     /// Where events go: default nowhere.
     pub events: Option<EventSink>,
+    /// Who answers `sampling/createMessage` from every server (declares `sampling`): default
+    /// nobody (then [`ClientOptions::sampling`] of [`SetOptions::client`], if any, answers
+    /// without the server's name).
+    pub sampling: Option<Arc<dyn SetSamplingHandler>>,
+    /// Who answers `elicitation/create` from every server, in which modes: default nobody (then
+    /// [`ClientOptions::elicitation`], if any).
+    pub elicitation: Option<(Arc<dyn SetElicitationHandler>, ElicitationModes)>,
+    /// The roots offered to every server (declares `roots`): default none (then
+    /// [`ClientOptions::roots`], if any). [`ConnectionSet::set_roots`] replaces them.
+    pub roots: Option<Vec<Root>>,
+    /// How many times a server that is not `required` and fails at startup is tried again in
+    /// the background: default 0 (never).
+    pub startup_retries: u32,
 }
 
 impl Default for SetOptions {
@@ -262,9 +318,12 @@ impl Default for SetOptions {
             max_reconnect_attempts: 5,
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),
-            health_interval: Duration::from_millis(50),
             stderr: Stderr::Discard,
             events: None,
+            sampling: None,
+            elicitation: None,
+            roots: None,
+            startup_retries: 0,
         }
     }
 }
@@ -277,6 +336,10 @@ impl fmt::Debug for SetOptions {
             .field("refresh_debounce", &self.refresh_debounce)
             .field("reconnect", &self.reconnect)
             .field("max_reconnect_attempts", &self.max_reconnect_attempts)
+            .field("sampling", &self.sampling.as_ref().map(|_| ".."))
+            .field("elicitation", &self.elicitation.as_ref().map(|(_, modes)| modes))
+            .field("roots", &self.roots)
+            .field("startup_retries", &self.startup_retries)
             .finish_non_exhaustive()
     }
 }
@@ -323,6 +386,37 @@ impl SetOptions {
     /// These options sending events to `sink`.
     pub fn with_events(mut self, sink: impl Fn(SetEvent) + Send + Sync + 'static) -> Self {
         self.events = Some(Arc::new(sink));
+        self
+    }
+
+    /// These options answering `sampling/createMessage` from every server with `handler`, which
+    /// is told the server's name (declares `sampling` to every server).
+    pub fn with_sampling(mut self, handler: impl SetSamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// These options answering form-mode `elicitation/create` from every server with `handler`.
+    pub fn with_elicitation(self, handler: impl SetElicitationHandler) -> Self {
+        self.with_elicitation_modes(handler, ElicitationModes::FORM)
+    }
+
+    /// These options answering `elicitation/create` in `modes` from every server with `handler`.
+    pub fn with_elicitation_modes(mut self, handler: impl SetElicitationHandler, modes: ElicitationModes) -> Self {
+        self.elicitation = Some((Arc::new(handler), modes));
+        self
+    }
+
+    /// These options offering `roots` to every server (declares `roots` with `listChanged`).
+    pub fn with_roots(mut self, roots: impl IntoIterator<Item = Root>) -> Self {
+        self.roots = Some(roots.into_iter().collect());
+        self
+    }
+
+    /// These options trying a non-required server that fails at startup `retries` more times,
+    /// in the background (see [`ConnectionSet::start`]).
+    pub fn with_startup_retries(mut self, retries: u32) -> Self {
+        self.startup_retries = retries;
         self
     }
 
@@ -438,6 +532,19 @@ impl fmt::Display for SetError {
     }
 }
 
+impl SetError {
+    /// Whether the call failed because the HTTP server no longer knows the session (it expired
+    /// or was deleted): the set re-initializes the server from its recipe, and a later call
+    /// can succeed.
+    pub fn is_session_expired(&self) -> bool {
+        match self {
+            SetError::Disconnected { source: ClientError::Transport(e), .. }
+            | SetError::Client { source: ClientError::Transport(e), .. } => e.is_session_expired(),
+            _ => false,
+        }
+    }
+}
+
 impl std::error::Error for SetError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -501,8 +608,22 @@ macro_rules! on {
 }
 
 impl Conn {
+    async fn closed(&self) {
+        on!(self, c => c.closed().await)
+    }
+
     fn is_closed(&self) -> bool {
         on!(self, c => c.is_closed())
+    }
+
+    /// Waits up to `grace` for a stdio child whose connection ended to be reaped, so that
+    /// [`Conn::end_reason`] can name its exit.
+    async fn wait_for_exit(&self, grace: Duration) {
+        let Conn::Stdio(c) = self else { return };
+        let deadline = Instant::now() + grace;
+        while c.exit_status().is_none() && c.transport().child_pid().is_some() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     fn capabilities(&self) -> &ServerCapabilities {
@@ -560,6 +681,14 @@ impl Conn {
 
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
         on!(self, c => c.list_tools().await)
+    }
+
+    fn roots(&self) -> Option<Vec<Root>> {
+        on!(self, c => c.roots())
+    }
+
+    async fn set_roots(&self, roots: Vec<Root>) -> Result<(), ClientError> {
+        on!(self, c => c.set_roots(roots).await)
     }
 }
 
@@ -620,6 +749,8 @@ struct Shared {
     cancel: watch::Sender<bool>,
     shut_down: AtomicBool,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// The roots offered to every server: [`SetOptions::roots`], then [`ConnectionSet::set_roots`].
+    roots: RwLock<Option<Vec<Root>>>,
 }
 
 impl Shared {
@@ -749,6 +880,7 @@ impl ConnectionSet {
             })
             .collect();
         let (cancel, _) = watch::channel(false);
+        let roots = RwLock::new(options.roots.clone());
         ConnectionSet {
             shared: Arc::new(Shared {
                 slots,
@@ -757,12 +889,26 @@ impl ConnectionSet {
                 cancel,
                 shut_down: AtomicBool::new(false),
                 tasks: Mutex::new(Vec::new()),
+                roots,
             }),
         }
     }
 
     /// Starts every enabled server in parallel, each within its `startup_timeout`, and waits
     /// for all to settle. Events are emitted as it goes, [`SetEvent::StartupComplete`] last.
+    ///
+    /// A server that fails is reported ([`SetEvent::Failed`] with the reason, and in the
+    /// summary); with [`SetOptions::with_startup_retries`], a failed server that is not
+    /// `required` is then tried again in the background (see the policy below). Required
+    /// servers are never retried: `start` fails naming them and the host decides.
+    ///
+    /// Retry policy: up to [`SetOptions::startup_retries`] more tries (default 0), waiting
+    /// [`SetOptions::initial_backoff`] before the first and doubling up to
+    /// [`SetOptions::max_backoff`], each within the server's `startup_timeout`. Meanwhile the
+    /// server stays [`ServerState::Failed`] (calls get [`SetError::Unavailable`]); each try emits
+    /// [`SetEvent::Reconnecting`], success [`SetEvent::Reconnected`] and
+    /// [`SetEvent::CatalogChanged`], and giving up [`SetEvent::Failed`] once more. Shutdown
+    /// stops the retries.
     ///
     /// # Cancel safety
     /// Dropping the future aborts the starts still running (their children are killed).
@@ -796,11 +942,29 @@ impl ConnectionSet {
         if cancelled || *shared.cancel.borrow() {
             return Err(SetError::StartupCancelled { summary });
         }
+        self.retry_failed_starts();
         let required = summary.failed_required();
         if !required.is_empty() {
             return Err(SetError::StartupFailed { required, summary });
         }
         Ok(summary)
+    }
+
+    /// Starts the retries of failed non-required servers (the policy of [`ConnectionSet::start`]).
+    fn retry_failed_starts(&self) {
+        let shared = &self.shared;
+        let attempts = shared.options.startup_retries;
+        if attempts == 0 {
+            return;
+        }
+        for slot in shared.slots.values() {
+            if slot.config.required || slot.lock().state != ServerState::Failed {
+                continue;
+            }
+            let (task_shared, slot) = (shared.clone(), slot.clone());
+            let handle = tokio::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
+            shared.track(handle.abort_handle());
+        }
     }
 
     /// Cancels the starts still running: their servers end up [`ServerState::Cancelled`] and
@@ -918,6 +1082,39 @@ impl ConnectionSet {
         let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
         let outcome = conn.request::<M>(params, options).await;
         outcome.map_err(|e| self.failure(&slot, generation, M::NAME, after, e))
+    }
+
+    /// The roots offered to every server (`None` when none were ever given).
+    pub fn roots(&self) -> Option<Vec<Root>> {
+        self.shared.roots.read().expect("roots lock").clone()
+    }
+
+    /// Replaces the roots offered to every server and tells each connected one
+    /// (`notifications/roots/list_changed`, after which it asks `roots/list` again); servers
+    /// connected later (restarts included) get them in their session. Returns the servers that
+    /// could not be told, and why: one whose connection declared no roots (no roots were in
+    /// [`SetOptions::with_roots`] when it connected) fails with [`ClientError::NotDeclared`]
+    /// until it reconnects.
+    pub async fn set_roots(&self, roots: impl IntoIterator<Item = Root>) -> Vec<(String, ClientError)> {
+        let roots: Vec<Root> = roots.into_iter().collect();
+        *self.shared.roots.write().expect("roots lock") = Some(roots.clone());
+        let mut tell = JoinSet::new();
+        for (name, slot) in &self.shared.slots {
+            let conn = match &slot.lock().conn {
+                Some(conn) => conn.clone(),
+                None => continue,
+            };
+            let (name, roots) = (name.clone(), roots.clone());
+            tell.spawn(async move { (name, conn.set_roots(roots).await) });
+        }
+        let mut failed = Vec::new();
+        while let Some(outcome) = tell.join_next().await {
+            if let Ok((name, Err(e))) = outcome {
+                failed.push((name, e));
+            }
+        }
+        failed.sort_by(|a, b| a.0.cmp(&b.0));
+        failed
     }
 
     /// Cancels startup, stops restarts and refreshes, ends every session and stops every
@@ -1039,20 +1236,25 @@ fn install(shared: &Arc<Shared>, slot: &Arc<Slot>, conn: Conn, listing: Listing,
         old.abort();
     }
     let watched = conn.clone();
+    // Roots replaced while this connection was being made: tell it.
+    let roots = shared.roots.read().expect("roots lock").clone();
+    if let (Some(roots), Some(offered)) = (roots, conn.roots()) {
+        if roots != offered {
+            let conn = conn.clone();
+            tokio::spawn(async move {
+                let _ = conn.set_roots(roots).await;
+            });
+        }
+    }
     s.conn = Some(conn);
     let weak = Arc::downgrade(shared);
     let slot_ref = slot.clone();
-    let interval = shared.options.health_interval;
     s.watcher = Some(
         tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(interval).await;
-                if watched.is_closed() {
-                    if let Some(shared) = weak.upgrade() {
-                        connection_lost(&shared, &slot_ref, generation, watched.end_reason());
-                    }
-                    return;
-                }
+            watched.closed().await;
+            watched.wait_for_exit(EXIT_GRACE).await;
+            if let Some(shared) = weak.upgrade() {
+                connection_lost(&shared, &slot_ref, generation, watched.end_reason());
             }
         })
         .abort_handle(),
@@ -1076,8 +1278,15 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
     }
     drop(s);
     if let Some(old) = old {
-        // An expired HTTP session or a half-dead child: make sure it is gone.
-        tokio::spawn(async move { old.close().await });
+        // An expired HTTP session or a half-dead child: make sure it is gone. A connection that
+        // already ended is closed a little later, so that the calls that were in flight on it
+        // can still tell a server exit from a close of ours.
+        tokio::spawn(async move {
+            if old.is_closed() {
+                tokio::time::sleep(EXIT_GRACE * 2).await;
+            }
+            old.close().await
+        });
     }
     let name = slot.config.name.clone();
     shared.emit(SetEvent::Disconnected { server: name.clone(), reason });
@@ -1088,16 +1297,19 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
     }
     let task_shared = shared.clone();
     let slot = slot.clone();
-    let handle = tokio::spawn(async move { reconnect(&task_shared, &slot).await });
+    let attempts = shared.options.max_reconnect_attempts;
+    let handle = tokio::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
     shared.track(handle.abort_handle());
 }
 
-async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>) {
+/// Tries to start the server again, up to `attempts` times with exponential backoff: after its
+/// connection ended, or after it failed at startup ([`SetOptions::startup_retries`]).
+async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
     let name = slot.config.name.clone();
     let options = &shared.options;
     let mut delay = options.initial_backoff;
     let mut last = String::new();
-    for attempt in 1..=options.max_reconnect_attempts {
+    for attempt in 1..=attempts {
         shared.emit(SetEvent::Reconnecting { server: name.clone(), attempt, delay });
         tokio::time::sleep(delay).await;
         if shared.shut_down.load(Ordering::Acquire) {
@@ -1117,7 +1329,7 @@ async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>) {
         }
         delay = (delay * 2).min(options.max_backoff);
     }
-    let reason = format!("gave up restarting after {} attempts: {last}", options.max_reconnect_attempts);
+    let reason = format!("gave up restarting after {attempts} attempts: {last}");
     {
         let mut s = slot.lock();
         s.state = ServerState::Failed;
@@ -1128,6 +1340,10 @@ async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>) {
     shared.emit(SetEvent::CatalogChanged { server: name });
 }
 
+/// How long a stdio child whose connection ended is given to be reaped (the client layer
+/// waits as long to name the exit in the error of a call in flight).
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
 const LIST_CHANGED: [&str; 3] =
     ["notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"];
 
@@ -1135,7 +1351,19 @@ fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>) -> ClientOptions {
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let slot_weak = Arc::downgrade(slot);
     let name = slot.config.name.clone();
-    shared.options.client.clone().with_handler(move |notification: Notification| {
+    let mut options = shared.options.client.clone();
+    if let Some(handler) = &shared.options.sampling {
+        let (handler, name) = (handler.clone(), name.clone());
+        options = options.with_sampling(move |params| handler.create_message(&name, params));
+    }
+    if let Some((handler, modes)) = &shared.options.elicitation {
+        let (handler, name) = (handler.clone(), name.clone());
+        options = options.with_elicitation_modes(move |params| handler.elicit(&name, params), *modes);
+    }
+    if let Some(roots) = shared.roots.read().expect("roots lock").clone() {
+        options = options.with_roots(roots);
+    }
+    options.with_handler(move |notification: Notification| {
         let Some(shared) = weak.upgrade() else { return };
         if LIST_CHANGED.contains(&notification.method.as_str()) {
             if let Some(slot) = slot_weak.upgrade() {

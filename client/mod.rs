@@ -590,6 +590,15 @@ impl<T: Transport> Client<T> {
         self.inner.peer.is_closed()
     }
 
+    /// Completes when the connection has ended (the server exited or closed it, the transport
+    /// failed, or [`Client::close`] was called); at once if it already has.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future only stops waiting.
+    pub async fn closed(&self) {
+        self.inner.peer.closed().await
+    }
+
     /// Closes the connection: calls still waiting fail with [`ClientError::Closed`]; a child
     /// process gets its stdin closed, then is stopped.
     ///

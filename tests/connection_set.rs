@@ -5,11 +5,17 @@
 mod support;
 
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::client::config::{ApprovalMode, McpConfig};
 use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
-use mcpwire::proto::mcp_types::{ContentBlock, ReadResource, ReadResourceRequestParams};
+use mcpwire::client::ClientError;
+use mcpwire::proto::jsonrpc::ErrorObject;
+use mcpwire::proto::mcp_types::{
+    ContentBlock, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ReadResource,
+    ReadResourceRequestParams, Root,
+};
 use serde_json::{json, Map, Value};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -459,4 +465,263 @@ async fn tools_list_changed_refreshes_the_catalog() {
     let fresh = text(&set.call_tool("mcp__fake__fresh", None, None).await.unwrap());
     assert!(fresh.starts_with("fresh called by"), "{fresh}");
     set.shutdown().await;
+}
+
+fn root(uri: &str, name: &str) -> Root {
+    serde_json::from_value(json!({"uri": uri, "name": name})).unwrap()
+}
+
+/// Calls `get-roots-list` on `server` until its text contains `want` (the server asks
+/// `roots/list` in the background).
+async fn roots_seen_by(set: &ConnectionSet, server: &str, want: &str) -> String {
+    let mut seen = String::new();
+    for _ in 0..100 {
+        seen = text(&set.call_tool_on(server, "get-roots-list", args(json!({})), None).await.unwrap());
+        if seen.contains(want) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_requests_reach_the_host_handlers_tagged_with_the_server() {
+    let toml = format!("{}{}", everything_stdio("everything", ""), everything_stdio("second", ""));
+    let asked: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let sampling_log = asked.clone();
+    let elicit_log = asked.clone();
+    let options = SetOptions::default()
+        .with_sampling(move |server: String, params: CreateMessageRequestParams| {
+            let prompt =
+                serde_json::to_value(&params.messages[0].content).unwrap()["text"].as_str().unwrap().to_owned();
+            sampling_log.lock().unwrap().push((server.clone(), format!("sampling: {prompt}")));
+            async move {
+                Ok::<CreateMessageResult, ErrorObject>(
+                    serde_json::from_value(json!({
+                        "role": "assistant",
+                        "content": {"type": "text", "text": format!("reply for {server}")},
+                        "model": "canned-model-1",
+                        "stopReason": "endTurn"
+                    }))
+                    .unwrap(),
+                )
+            }
+        })
+        .with_elicitation(move |server: String, params: ElicitRequestParams| {
+            assert!(matches!(params, ElicitRequestParams::Form(_)));
+            elicit_log.lock().unwrap().push((server, "elicitation".to_owned()));
+            async move {
+                Ok::<ElicitResult, ErrorObject>(
+                    serde_json::from_value(json!({
+                        "action": "accept",
+                        "content": {"name": "Ada Lovelace", "check": true, "email": "ada@example.com", "integer": 42}
+                    }))
+                    .unwrap(),
+                )
+            }
+        })
+        .with_roots([root("file:///tmp/project", "project")]);
+    let (set, _events) = set(&toml, options);
+    set.start().await.unwrap();
+    for tool in ["trigger-sampling-request", "trigger-elicitation-request", "get-roots-list"] {
+        for server in ["everything", "second"] {
+            assert!(set.resolve(&format!("mcp__{server}__{tool}")).is_some(), "{server} lists {tool}");
+        }
+    }
+
+    // Sampling from one server reaches the host handler with that server's name.
+    let sampled = set
+        .call_tool(
+            "mcp__everything__trigger-sampling-request",
+            args(json!({"prompt": "Name a colour", "maxTokens": 10})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(text(&sampled).contains("reply for everything"), "{sampled:?}");
+    let sampled = set
+        .call_tool_on("second", "trigger-sampling-request", args(json!({"prompt": "Say hi", "maxTokens": 10})), None)
+        .await
+        .unwrap();
+    assert!(text(&sampled).contains("reply for second"), "{sampled:?}");
+    let elicited = set.call_tool_on("second", "trigger-elicitation-request", args(json!({})), None).await.unwrap();
+    assert!(format!("{elicited:?}").contains("Name: Ada Lovelace"), "{elicited:?}");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [
+            ("everything".to_owned(), "sampling: Resource trigger-sampling-request context: Name a colour".to_owned()),
+            ("second".to_owned(), "sampling: Resource trigger-sampling-request context: Say hi".to_owned()),
+            ("second".to_owned(), "elicitation".to_owned()),
+        ]
+    );
+
+    // Every server is offered the host's roots, and hears when they change.
+    for server in ["everything", "second"] {
+        let seen = roots_seen_by(&set, server, "file:///tmp/project").await;
+        assert!(seen.contains("file:///tmp/project"), "{server}: {seen}");
+    }
+    let failed = set.set_roots([root("file:///tmp/other", "other")]).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(set.roots(), Some(vec![root("file:///tmp/other", "other")]));
+    for server in ["everything", "second"] {
+        let seen = roots_seen_by(&set, server, "file:///tmp/other").await;
+        assert!(seen.contains("file:///tmp/other") && !seen.contains("file:///tmp/project"), "{server}: {seen}");
+    }
+    set.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_host_handlers_nothing_is_declared_and_roots_cannot_be_told() {
+    let (set, _events) = set(&everything_stdio("everything", ""), SetOptions::default());
+    set.start().await.unwrap();
+    assert!(set.resolve("mcp__everything__trigger-sampling-request").is_none(), "sampling was not declared");
+    assert_eq!(set.roots(), None);
+    let failed = set.set_roots([root("file:///tmp/x", "x")]).await;
+    assert!(
+        matches!(failed.as_slice(), [(server, ClientError::NotDeclared { capability: "roots" })] if server == "everything"),
+        "{failed:?}"
+    );
+    set.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_expired_http_session_fails_one_call_then_the_server_is_reinitialized() {
+    use mcpwire::server::echo::echo_server;
+    use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+    // No standalone GET stream (it would keep the session alive) and a short idle timeout.
+    let config = HttpServerConfig::default().standalone_get(false).session_idle_timeout(Duration::from_millis(300));
+    let server = echo_server();
+    let http = HttpServer::bind(config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
+    let toml = format!("[mcp_servers.echo]\nurl = {}\n", toml_str(&http.url()));
+    let (set, mut events) =
+        set(&toml, SetOptions::default().with_backoff(Duration::from_millis(20), Duration::from_millis(200), 5));
+    set.start().await.unwrap();
+    let echo = || args(json!({"text": "hi"}));
+    let first = set.call_tool("mcp__echo__echo", echo(), None).await.unwrap();
+    assert_eq!(http.session_count(), 1);
+
+    // The server forgets the idle session; the client does not know yet.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while http.session_count() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(http.session_count(), 0, "the session expired");
+    assert_eq!(set.status("echo").unwrap().state, ServerState::Ready);
+    drain(&mut events);
+
+    // The next call fails clearly and is not replayed.
+    let err = set.call_tool("mcp__echo__echo", echo(), None).await.unwrap_err();
+    assert!(err.is_session_expired(), "{err}");
+    assert!(matches!(&err, SetError::Disconnected { server, .. } if server == "echo"), "{err}");
+    let message = err.to_string();
+    assert!(message.contains("no longer knows this session") && message.contains("not retried"), "{message}");
+
+    // The set re-initializes it from its recipe and lists it again.
+    wait_for(
+        &mut events,
+        Duration::from_secs(5),
+        |e| matches!(e, SetEvent::Disconnected { server, .. } if server == "echo"),
+    )
+    .await;
+    wait_for(
+        &mut events,
+        Duration::from_secs(10),
+        |e| matches!(e, SetEvent::Reconnected { server } if server == "echo"),
+    )
+    .await;
+    wait_for(
+        &mut events,
+        Duration::from_secs(5),
+        |e| matches!(e, SetEvent::CatalogChanged { server } if server == "echo"),
+    )
+    .await;
+    assert_eq!(set.status("echo").unwrap().state, ServerState::Ready);
+    assert_eq!(http.session_count(), 1, "a new session");
+    assert!(set.resolve("mcp__echo__echo").is_some(), "its tools are listed again");
+    let again = set.call_tool("mcp__echo__echo", echo(), None).await.unwrap();
+    assert_eq!(text(&again), text(&first));
+    set.shutdown().await;
+    http.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_optional_server_that_fails_at_startup_is_retried_in_the_background() {
+    // `flaky` fails its first start (exits before answering) and works from the second; `gone`
+    // never works; `needed` is required and never works, so it is not retried.
+    let marker = std::env::temp_dir().join(format!("mcpwire-flaky-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let script = support::repo_path("tests/fixtures/catalog_server.py");
+    let flaky = "if [ -e \"$1\" ]; then exec python3 \"$2\" t; else touch \"$1\"; exit 3; fi";
+    let toml = format!(
+        "[mcp_servers.flaky]\ncommand = \"sh\"\nargs = [\"-c\", {}, \"sh\", {}, {}]\n\n\
+         [mcp_servers.gone]\ncommand = \"/nonexistent/server\"\n\n\
+         [mcp_servers.needed]\ncommand = \"/nonexistent/needed\"\nrequired = true\n",
+        toml_str(flaky),
+        toml_str(&marker.to_string_lossy()),
+        toml_str(&script.to_string_lossy()),
+    );
+    let options = SetOptions::default()
+        .with_backoff(Duration::from_millis(50), Duration::from_millis(100), 5)
+        .with_startup_retries(2);
+    let (set, mut events) = set(&toml, options);
+    let err = set.start().await.unwrap_err();
+    let SetError::StartupFailed { required, summary } = &err else { panic!("{err}") };
+    assert_eq!(required, &["needed"]);
+    let states: Vec<(&str, ServerState)> = summary.servers.iter().map(|s| (s.name.as_str(), s.state)).collect();
+    assert_eq!(
+        states,
+        [("flaky", ServerState::Failed), ("gone", ServerState::Failed), ("needed", ServerState::Failed)]
+    );
+    assert!(summary.servers[0].error.is_some(), "{:?}", summary.servers[0]);
+
+    // flaky comes up on its first retry and joins the catalog; gone is given up on after two
+    // more tries, with the reason; needed is never retried.
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let settled = |seen: &[SetEvent]| {
+        seen.iter().any(|e| matches!(e, SetEvent::Reconnected { server } if server == "flaky"))
+            && seen.iter().any(|e| matches!(e, SetEvent::Failed { server, reason, .. } if server == "gone" && reason.starts_with("gave up")))
+    };
+    while !settled(&seen) {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Ok(Some(event)) => seen.push(event),
+            _ => panic!("not settled: {seen:#?}"),
+        }
+    }
+    assert_eq!(set.status("flaky").unwrap().state, ServerState::Ready);
+    let t = text(&set.call_tool("mcp__flaky__t", None, None).await.unwrap());
+    assert_eq!(t, format!("t called by {}", set.server_pid("flaky").unwrap()));
+    let reason = seen
+        .iter()
+        .find_map(|e| match e {
+            SetEvent::Failed { server, reason, required: false }
+                if server == "gone" && reason.starts_with("gave up") =>
+            {
+                Some(reason.as_str())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(reason.starts_with("gave up restarting after 2 attempts: cannot start /nonexistent/server"), "{reason}");
+    assert_eq!(set.status("gone").unwrap().state, ServerState::Failed);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    seen.extend(drain(&mut events));
+    let retried: Vec<String> = seen
+        .into_iter()
+        .filter_map(|e| match e {
+            SetEvent::Reconnecting { server, .. } => Some(server),
+            _ => None,
+        })
+        .collect();
+    assert!(!retried.iter().any(|s| s == "needed"), "{retried:?}");
+    set.shutdown().await;
+    let _ = std::fs::remove_file(&marker);
 }
