@@ -328,9 +328,11 @@ async fn counting_proxy(upstream: std::net::SocketAddr) -> (std::net::SocketAddr
 
 #[tokio::test]
 async fn sequential_requests_reuse_one_connection() {
-    let server = echo_server(HttpServerConfig::default()).await;
+    // JSON replies: a connection whose response was an SSE stream is never reused.
+    let server = echo_server(HttpServerConfig::default().response_mode(ResponseMode::Json)).await;
     let (proxy, accepted) = counting_proxy(server.local_addr()).await;
-    let (peer, _) = client_peer(client(format!("http://{proxy}/mcp")), "2025-11-25").await;
+    let config = HttpClientConfig::new(format!("http://{proxy}/mcp")).reuse_connections(true);
+    let (peer, _) = client_peer(HttpClientTransport::new(config).unwrap(), "2025-11-25").await;
     for i in 0..20 {
         let params = json!({"name": "echo", "arguments": {"text": format!("n{i}")}});
         peer.request("tools/call", Some(Body::typed(params)), Default::default()).await.unwrap();
