@@ -45,7 +45,9 @@ fn replay(files: &[PathBuf], server: &str, extra: &[&str]) -> (Output, String) {
     let out = Command::new(BIN)
         .arg("replay")
         .args(files)
-        .args(["--server", server, "--timeout-ms", "5000"])
+        // Generous: a Python server's first start (imports, bytecode) took over 5 s on a loaded
+        // CI machine. Only a failing session ever waits this long.
+        .args(["--server", server, "--timeout-ms", "30000"])
         .args(extra)
         .output()
         .unwrap();
