@@ -277,71 +277,52 @@ fn take_type(map: &mut Map<String, Value>) -> Option<String> {
     }
 }
 
-impl Serialize for ContentBlock {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            ContentBlock::Text(c) => serialize_tagged(s, "text", c),
-            ContentBlock::Image(c) => serialize_tagged(s, "image", c),
-            ContentBlock::Audio(c) => serialize_tagged(s, "audio", c),
-            ContentBlock::ResourceLink(c) => serialize_tagged(s, "resource_link", c),
-            ContentBlock::Resource(c) => serialize_tagged(s, "resource", c),
-            ContentBlock::Other(m) => m.serialize(s),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for ContentBlock {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut map = Map::deserialize(d)?;
-        let Some(ty) = take_type(&mut map) else {
-            return Err(D::Error::custom("content block without a string `type`"));
-        };
-        Ok(match ty.as_str() {
-            "text" => ContentBlock::Text(from_map(map)?),
-            "image" => ContentBlock::Image(from_map(map)?),
-            "audio" => ContentBlock::Audio(from_map(map)?),
-            "resource_link" => ContentBlock::ResourceLink(from_map(map)?),
-            "resource" => ContentBlock::Resource(from_map(map)?),
-            _ => {
-                map.insert("type".to_owned(), Value::String(ty));
-                ContentBlock::Other(map)
+/// Implements `Serialize` and `Deserialize` for a union of content kinds tagged by `type`:
+/// each listed variant holds a struct without the tag, `Other` keeps an unknown kind whole.
+macro_rules! tagged_union {
+    ($union:ident, $what:literal, { $($variant:ident => $tag:literal),+ $(,)? }) => {
+        impl Serialize for $union {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $($union::$variant(c) => serialize_tagged(s, $tag, c),)+
+                    $union::Other(m) => m.serialize(s),
+                }
             }
-        })
-    }
-}
-
-impl Serialize for SamplingMessageContentBlock {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            SamplingMessageContentBlock::Text(c) => serialize_tagged(s, "text", c),
-            SamplingMessageContentBlock::Image(c) => serialize_tagged(s, "image", c),
-            SamplingMessageContentBlock::Audio(c) => serialize_tagged(s, "audio", c),
-            SamplingMessageContentBlock::ToolUse(c) => serialize_tagged(s, "tool_use", c),
-            SamplingMessageContentBlock::ToolResult(c) => serialize_tagged(s, "tool_result", c),
-            SamplingMessageContentBlock::Other(m) => m.serialize(s),
         }
-    }
+
+        impl<'de> Deserialize<'de> for $union {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let mut map = Map::deserialize(d)?;
+                let Some(ty) = take_type(&mut map) else {
+                    return Err(D::Error::custom(concat!($what, " without a string `type`")));
+                };
+                Ok(match ty.as_str() {
+                    $($tag => $union::$variant(from_map(map)?),)+
+                    _ => {
+                        map.insert("type".to_owned(), Value::String(ty));
+                        $union::Other(map)
+                    }
+                })
+            }
+        }
+    };
 }
 
-impl<'de> Deserialize<'de> for SamplingMessageContentBlock {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut map = Map::deserialize(d)?;
-        let Some(ty) = take_type(&mut map) else {
-            return Err(D::Error::custom("sampling content without a string `type`"));
-        };
-        Ok(match ty.as_str() {
-            "text" => SamplingMessageContentBlock::Text(from_map(map)?),
-            "image" => SamplingMessageContentBlock::Image(from_map(map)?),
-            "audio" => SamplingMessageContentBlock::Audio(from_map(map)?),
-            "tool_use" => SamplingMessageContentBlock::ToolUse(from_map(map)?),
-            "tool_result" => SamplingMessageContentBlock::ToolResult(from_map(map)?),
-            _ => {
-                map.insert("type".to_owned(), Value::String(ty));
-                SamplingMessageContentBlock::Other(map)
-            }
-        })
-    }
-}
+tagged_union!(ContentBlock, "content block", {
+    Text => "text",
+    Image => "image",
+    Audio => "audio",
+    ResourceLink => "resource_link",
+    Resource => "resource",
+});
+
+tagged_union!(SamplingMessageContentBlock, "sampling content", {
+    Text => "text",
+    Image => "image",
+    Audio => "audio",
+    ToolUse => "tool_use",
+    ToolResult => "tool_result",
+});
 
 impl From<TextContent> for ContentBlock {
     fn from(c: TextContent) -> Self {
