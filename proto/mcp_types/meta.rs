@@ -210,6 +210,21 @@ pub struct EmptyNotificationParams {
     pub extra: Extra,
 }
 
+/// Params of every paginated list request (`tools/list`, `prompts/list`, `resources/list`,
+/// `resources/templates/list`, `tasks/list`): an optional page cursor.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PaginatedRequestParams {
+    /// Where the previous page ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<Cursor>,
+    /// Request metadata (progress token; in 2026-07-28 the per-request envelope).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<RequestMeta>,
+    /// Members not modelled here.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,18 +69,7 @@ pub struct PromptMessage {
 }
 
 /// Params of `prompts/list`: an optional page cursor.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ListPromptsRequestParams {
-    /// Where the previous page ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<Cursor>,
-    /// Request metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<RequestMeta>,
-    /// Members not modelled here.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+pub type ListPromptsRequestParams = super::PaginatedRequestParams;
 
 /// Result of `prompts/list`: one page of prompts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

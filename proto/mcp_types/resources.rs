@@ -78,18 +78,7 @@ pub struct ResourceTemplate {
 }
 
 /// Params of `resources/list`: an optional page cursor.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ListResourcesRequestParams {
-    /// Where the previous page ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<Cursor>,
-    /// Request metadata (progress token; in 2026-07-28 the per-request envelope).
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<RequestMeta>,
-    /// Members not modelled here.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+pub type ListResourcesRequestParams = super::PaginatedRequestParams;
 
 /// Result of `resources/list`: one page of resources.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,18 +98,7 @@ pub struct ListResourcesResult {
 }
 
 /// Params of `resources/templates/list`: an optional page cursor.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ListResourceTemplatesRequestParams {
-    /// Where the previous page ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<Cursor>,
-    /// Request metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<RequestMeta>,
-    /// Members not modelled here.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+pub type ListResourceTemplatesRequestParams = super::PaginatedRequestParams;
 
 /// Result of `resources/templates/list`: one page of templates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -176,18 +176,7 @@ pub struct GetTaskPayloadResult {
 }
 
 /// Params of `tasks/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ListTasksRequestParams {
-    /// Where to continue.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<Cursor>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<RequestMeta>,
-    /// Every other member.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+pub type ListTasksRequestParams = super::PaginatedRequestParams;
 
 /// Result of `tasks/list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

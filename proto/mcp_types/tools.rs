@@ -123,18 +123,7 @@ impl From<String> for TaskSupport {
 open_string_enum_serde!(TaskSupport);
 
 /// Params of `tools/list` (paginated). `Default` stands for absent params.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ListToolsRequestParams {
-    /// Where to continue.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<Cursor>,
-    /// `_meta`.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<RequestMeta>,
-    /// Every other member.
-    #[serde(flatten)]
-    pub extra: Extra,
-}
+pub type ListToolsRequestParams = super::PaginatedRequestParams;
 
 /// Result of `tools/list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
