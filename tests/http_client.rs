@@ -326,21 +326,129 @@ async fn counting_proxy(upstream: std::net::SocketAddr) -> (std::net::SocketAddr
     (addr, accepted)
 }
 
-#[tokio::test]
-async fn sequential_requests_reuse_one_connection() {
-    // JSON replies: a connection whose response was an SSE stream is never reused.
-    let server = echo_server(HttpServerConfig::default().response_mode(ResponseMode::Json)).await;
+async fn count_connections_for_sequential_calls(mode: ResponseMode) -> u32 {
+    let server = echo_server(HttpServerConfig::default().response_mode(mode)).await;
     let (proxy, accepted) = counting_proxy(server.local_addr()).await;
-    let config = HttpClientConfig::new(format!("http://{proxy}/mcp")).reuse_connections(true);
+    let config = HttpClientConfig::new(format!("http://{proxy}/mcp"));
     let (peer, _) = client_peer(HttpClientTransport::new(config).unwrap(), "2025-11-25").await;
     for i in 0..20 {
+        let text = format!("n{i}");
+        let params = json!({"name": "echo", "arguments": {"text": text}});
+        let result = peer.request("tools/call", Some(Body::typed(params)), Default::default()).await.unwrap();
+        let result = result.to_raw().unwrap();
+        assert!(result.get().contains(&text), "{}", result.get());
+    }
+    let connections = *accepted.lock().unwrap();
+    peer.close().await.unwrap();
+    server.shutdown().await;
+    connections
+}
+
+#[tokio::test]
+async fn sequential_requests_reuse_connections_with_json_replies() {
+    // initialize, initialized and 20 calls go over pooled connections; the standalone GET
+    // stream holds one of its own. Without reuse this would be 23.
+    let connections = count_connections_for_sequential_calls(ResponseMode::Json).await;
+    assert!(connections <= 4, "{connections} connections for 22 POSTs and one GET");
+}
+
+#[tokio::test]
+async fn a_connection_is_reused_once_its_sse_reply_has_ended() {
+    let connections = count_connections_for_sequential_calls(ResponseMode::Sse).await;
+    assert!(connections <= 4, "{connections} connections for 22 POSTs and one GET");
+}
+
+#[tokio::test]
+async fn without_reuse_every_request_has_a_connection_of_its_own() {
+    let server = echo_server(HttpServerConfig::default().response_mode(ResponseMode::Sse)).await;
+    let (proxy, accepted) = counting_proxy(server.local_addr()).await;
+    let config = HttpClientConfig::new(format!("http://{proxy}/mcp")).reuse_connections(false);
+    let (peer, _) = client_peer(HttpClientTransport::new(config).unwrap(), "2025-11-25").await;
+    for i in 0..5 {
         let params = json!({"name": "echo", "arguments": {"text": format!("n{i}")}});
         peer.request("tools/call", Some(Body::typed(params)), Default::default()).await.unwrap();
     }
-    // initialize, initialized and 20 calls go over pooled connections; the standalone GET
-    // stream holds one of its own. Without reuse this would be 23.
     let connections = *accepted.lock().unwrap();
-    assert!(connections <= 4, "{connections} connections for 22 POSTs and one GET");
+    assert!(connections >= 8, "{connections} connections for 7 POSTs and one GET");
+    peer.close().await.unwrap();
+    server.shutdown().await;
+}
+
+/// A proxy that holds back the response to a GET (the standalone stream) for `delay`, and
+/// records when the GET's response was let through and when a `tools/call` POST went by.
+async fn slow_get_proxy(
+    upstream: std::net::SocketAddr,
+    delay: Duration,
+) -> (std::net::SocketAddr, Arc<Mutex<Vec<(&'static str, std::time::Instant)>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let log = events.clone();
+    tokio::spawn(async move {
+        loop {
+            let (down, _) = listener.accept().await.unwrap();
+            let up = TcpStream::connect(upstream).await.unwrap();
+            let log = log.clone();
+            tokio::spawn(async move {
+                let (mut down_r, mut down_w) = down.into_split();
+                let (mut up_r, mut up_w) = up.into_split();
+                let is_get = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let saw_get = is_get.clone();
+                let requests = log.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match down_r.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        let chunk = String::from_utf8_lossy(&buf[..n]);
+                        if chunk.starts_with("GET ") {
+                            saw_get.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }
+                        if chunk.contains("\"tools/call\"") {
+                            requests.lock().unwrap().push(("call", std::time::Instant::now()));
+                        }
+                        if up_w.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = match up_r.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    // The first bytes after a GET went up are the GET's response head (a
+                    // connection carries one exchange at a time).
+                    if is_get.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                        tokio::time::sleep(delay).await;
+                        log.lock().unwrap().push(("get-opened", std::time::Instant::now()));
+                    }
+                    if down_w.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, events)
+}
+
+#[tokio::test]
+async fn requests_wait_for_the_standalone_stream_to_open() {
+    // Servers on the TypeScript SDK drop a request they make during a tool call when the GET
+    // stream is not open yet; a call on a warm pooled connection must not overtake the GET.
+    let server = echo_server(HttpServerConfig::default()).await;
+    let (proxy, events) = slow_get_proxy(server.local_addr(), Duration::from_millis(300)).await;
+    let transport = HttpClientTransport::new(HttpClientConfig::new(format!("http://{proxy}/mcp"))).unwrap();
+    let (peer, _) = client_peer(transport, "2025-11-25").await;
+    assert_eq!(call(&peer, "echo", json!({"text": "after"})).await["content"][0]["text"], "after");
+    let events = events.lock().unwrap().clone();
+    let opened = events.iter().find(|(what, _)| *what == "get-opened").expect("GET stream opened").1;
+    let called = events.iter().find(|(what, _)| *what == "call").expect("tools/call sent").1;
+    assert!(called >= opened, "tools/call went out {:?} before the GET stream opened", opened - called);
     peer.close().await.unwrap();
     server.shutdown().await;
 }

@@ -19,7 +19,10 @@
 //!   there; every reply comes on that stream.
 //! - [`close`](Transport::close) sends DELETE for the session.
 //!
-//! Each request uses a connection of its own (no pooling): simple, and cheap on loopback.
+//! Connections are HTTP/1.1 with keep-alive: a connection goes back to a small pool only once
+//! the response it carried has been read to its end (a JSON body, a 202, or an SSE stream that
+//! the server ended), so a request never queues behind a stream that is still open — a stream
+//! that may be waiting for that very request (an elicitation answer during a tool call).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,9 +82,8 @@ pub struct HttpClientConfig {
     pub max_reconnects: u32,
     /// Delay before reconnecting when the server sent no `retry`: 1 s.
     pub default_retry: Duration,
-    /// Keep connections whose response was a plain body (JSON, 202) for the next request:
-    /// off by default. It helps throughput a lot, but with it the official client suite's
-    /// `sse-retry` scenario failed intermittently here and the cause is not found yet.
+    /// Keep a connection for the next request once its response has been read to the end: on.
+    /// Off, every request opens a connection of its own.
     pub reuse_connections: bool,
     #[cfg(feature = "tls")]
     /// Root certificates trusted on top of the webpki roots (e.g. a test CA).
@@ -102,7 +104,7 @@ impl HttpClientConfig {
             legacy_fallback: true,
             legacy: false,
             open_get_stream: true,
-            reuse_connections: false,
+            reuse_connections: true,
             max_reconnects: 5,
             default_retry: Duration::from_secs(1),
             #[cfg(feature = "tls")]
@@ -199,6 +201,8 @@ struct Inner {
     closed_notify: Notify,
     /// Open HTTP/1.1 connections, by authority, kept for reuse (keep-alive).
     pool: Mutex<Vec<Pooled>>,
+    /// Where the standalone GET stream is; requests wait while it is being opened.
+    standalone: watch::Sender<Standalone>,
     #[cfg(feature = "tls")]
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -206,15 +210,41 @@ struct Inner {
 /// How many idle connections are kept for reuse; more are closed when their response ends.
 const MAX_POOLED_CONNECTIONS: usize = 32;
 
-/// A pooled connection is not reused after this long, well before common server keep-alive
-/// timeouts (Node's is 5 s), so a request rarely meets a connection the server is closing.
+/// A pooled connection is not reused after being idle this long, well before common server
+/// keep-alive timeouts (Node's is 5 s), so a request rarely meets a connection the server is
+/// closing (and one that it closed before the request went out is retried on a fresh one).
 const POOLED_CONNECTION_LIFETIME: Duration = Duration::from_secs(2);
 
-/// A connection kept for reuse: its authority, its sender, and when it was last used.
+/// How long a pooled connection may take to accept the next request after its response ended.
+const POOLED_READY_WAIT: Duration = Duration::from_millis(200);
+
+/// An idle connection kept for reuse: its authority, its sender, and when it went idle.
 struct Pooled {
     key: String,
     sender: SendRequest<HttpBody>,
-    used: std::time::Instant,
+    idle_since: std::time::Instant,
+}
+
+/// The standalone GET stream's progress. Requests after `notifications/initialized` wait while
+/// it is `Opening`: a server sends the requests it makes during a tool call (elicitation,
+/// sampling) on this stream, and servers built on the TypeScript SDK drop them when the stream
+/// is not open yet — a race that a request on a warm pooled connection would otherwise win.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standalone {
+    NotOpened,
+    Opening,
+    /// Open, refused (405) or failed: nothing to wait for.
+    Settled,
+}
+
+/// The longest a request waits for the standalone stream to open.
+const STANDALONE_OPEN_WAIT: Duration = Duration::from_secs(5);
+
+/// The connection a response arrived on. Handed back with [`Inner::release`] once that
+/// response has been read to its end; dropped otherwise (the connection then closes).
+struct Lease {
+    key: String,
+    sender: SendRequest<HttpBody>,
 }
 
 /// The client end of an MCP connection over HTTP. See the module docs.
@@ -286,6 +316,7 @@ impl HttpClientTransport {
             closed: AtomicBool::new(false),
             closed_notify: Notify::new(),
             pool: Mutex::new(Vec::new()),
+            standalone: watch::channel(Standalone::NotOpened).0,
             #[cfg(feature = "tls")]
             tls,
             config,
@@ -378,7 +409,8 @@ impl Inner {
         let _ = self.tx.send(item).await;
     }
 
-    /// Opens a connection and sends one request; returns the response head (body unread).
+    /// Sends one request on a pooled or new connection; returns the response head (body
+    /// unread) and the connection, to [`release`](Inner::release) once the body has ended.
     async fn request(
         &self,
         method: Method,
@@ -386,12 +418,12 @@ impl Inner {
         session: Option<&str>,
         extra: &[(HeaderName, HeaderValue)],
         body: Bytes,
-    ) -> Result<Response<Incoming>, TransportError> {
+    ) -> Result<(Response<Incoming>, Lease), TransportError> {
         let host = uri.host().ok_or_else(|| bad_config("no host"))?.trim_start_matches('[').trim_end_matches(']');
         let https = uri.scheme_str() == Some("https");
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let key = format!("{}://{host}:{port}", if https { "https" } else { "http" });
-        let (mut sender, reused) = match self.pooled(&key) {
+        let (mut sender, reused) = match self.pooled(&key).await {
             Some(sender) => (sender, true),
             None => (self.connect(host, port, https).await?, false),
         };
@@ -428,33 +460,36 @@ impl Inner {
             }
             Err(e) => return Err(io(e.into_error())),
         };
-        // Only a connection whose response is a plain body (JSON, 202, an error) goes back to the
-        // pool: hyper may report a connection ready while an SSE body is still streaming, and a
-        // request queued behind that stream would wait for its end — a deadlock when the stream
-        // waits for that very request (an elicitation answer during a tool call).
-        let streaming = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| is_media(v, "text/event-stream"));
-        if !streaming && self.config.reuse_connections {
-            let mut pool = self.pool.lock().expect("pool lock");
-            if pool.len() < MAX_POOLED_CONNECTIONS {
-                pool.push(Pooled { key, sender, used: std::time::Instant::now() });
-            }
-        }
-        Ok(response)
+        Ok((response, Lease { key, sender }))
     }
 
-    /// A pooled connection to `key` that is ready for a request; closed ones are dropped.
-    fn pooled(&self, key: &str) -> Option<SendRequest<HttpBody>> {
+    /// Puts the connection of a response that has been read to its end back in the pool.
+    /// Only then: a connection still carrying a body (an open SSE stream) is never handed out,
+    /// so no request waits behind a stream.
+    fn release(&self, lease: Lease) {
+        if !self.config.reuse_connections || lease.sender.is_closed() || self.closed.load(Ordering::Acquire) {
+            return;
+        }
         let mut pool = self.pool.lock().expect("pool lock");
-        // A connection still streaming a response is kept however old: it is in use.
-        pool.retain(|p| {
-            !p.sender.is_closed() && (!p.sender.is_ready() || p.used.elapsed() < POOLED_CONNECTION_LIFETIME)
-        });
-        let index = pool.iter().position(|p| p.key == key && p.sender.is_ready())?;
-        Some(pool.swap_remove(index).sender)
+        if pool.len() < MAX_POOLED_CONNECTIONS {
+            pool.push(Pooled { key: lease.key, sender: lease.sender, idle_since: std::time::Instant::now() });
+        }
+    }
+
+    /// An idle pooled connection to `key`, ready for a request; stale ones are dropped.
+    async fn pooled(&self, key: &str) -> Option<SendRequest<HttpBody>> {
+        loop {
+            let mut sender = {
+                let mut pool = self.pool.lock().expect("pool lock");
+                pool.retain(|p| !p.sender.is_closed() && p.idle_since.elapsed() < POOLED_CONNECTION_LIFETIME);
+                let index = pool.iter().rposition(|p| p.key == key)?;
+                pool.swap_remove(index).sender
+            };
+            // The body has ended; hyper marks the connection ready a moment later.
+            if let Ok(Ok(())) = tokio::time::timeout(POOLED_READY_WAIT, sender.ready()).await {
+                return Some(sender);
+            }
+        }
     }
 
     /// A new connection (TCP, then TLS for https, then the HTTP/1.1 handshake).
@@ -482,6 +517,10 @@ impl Inner {
     }
 
     async fn send_streamable(self: &Arc<Self>, message: &Message) -> Result<(), TransportError> {
+        if *self.standalone.borrow() == Standalone::Opening {
+            let mut opened = self.standalone.subscribe();
+            let _ = tokio::time::timeout(STANDALONE_OPEN_WAIT, opened.wait_for(|s| *s == Standalone::Settled)).await;
+        }
         let session = self.session_id.lock().expect("client lock").clone();
         let mut request_ids = HashSet::new();
         if let Message::Request(r) = message {
@@ -494,7 +533,7 @@ impl Inner {
             (ACCEPT, HeaderValue::from_static("application/json, text/event-stream")),
             (CONTENT_TYPE, HeaderValue::from_static("application/json")),
         ];
-        let response =
+        let (response, lease) =
             self.request(Method::POST, &self.url, session.as_deref(), &extra, Bytes::from(message.to_vec())).await?;
         let status = response.status();
         if let Some(id) = response.headers().get(SESSION_ID_HEADER).and_then(|v| v.to_str().ok()) {
@@ -518,30 +557,37 @@ impl Inner {
             return Err(http_error(response).await);
         }
         if message.method() == Some("notifications/initialized") && self.config.open_get_stream {
+            self.standalone.send_replace(Standalone::Opening);
             let inner = self.clone();
             self.spawn(async move { inner.standalone_stream().await });
         }
         let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
         if status == StatusCode::ACCEPTED || request_ids.is_empty() && !is_media(&content_type, "text/event-stream") {
+            // Nothing to read but the (normally empty) body, which frees the connection.
+            let limited = http_body_util::Limited::new(response.into_body(), 64 * 1024);
+            if let Ok(Ok(_)) = tokio::time::timeout(self.config.request_timeout, limited.collect()).await {
+                self.release(lease);
+            }
             return Ok(());
         }
         let inner = self.clone();
         if is_media(&content_type, "text/event-stream") {
             self.spawn(async move {
                 let decoder = SseDecoder::with_max_event_bytes(inner.config.max_event_bytes);
-                inner.read_stream(response.into_body(), decoder, request_ids, false).await;
+                inner.read_stream(response.into_body(), lease, decoder, request_ids, false).await;
             });
         } else if is_media(&content_type, "application/json") {
-            self.spawn(async move { inner.read_json(response.into_body()).await });
+            self.spawn(async move { inner.read_json(response.into_body(), lease).await });
         }
         Ok(())
     }
 
-    async fn read_json(&self, body: Incoming) {
+    async fn read_json(&self, body: Incoming, lease: Lease) {
         let limited = http_body_util::Limited::new(body, self.config.max_event_bytes);
         let collected = tokio::time::timeout(self.config.request_timeout, limited.collect()).await;
         match collected {
             Ok(Ok(body)) => {
+                self.release(lease);
                 self.deliver(&body.to_bytes()).await;
             }
             Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
@@ -605,15 +651,18 @@ impl Inner {
     async fn read_stream(
         self: &Arc<Self>,
         body: Incoming,
+        lease: Lease,
         mut decoder: SseDecoder,
         mut pending: HashSet<Id>,
         standalone: bool,
     ) {
-        let mut body = Some(body);
+        let mut body = Some((body, lease));
         let mut failures = 0;
         loop {
-            if let Some(b) = body.take() {
-                self.read_events(b, &mut decoder, &mut pending, None).await;
+            if let Some((b, lease)) = body.take() {
+                if self.read_events(b, &mut decoder, &mut pending, None).await {
+                    self.release(lease);
+                }
             }
             if self.closed.load(Ordering::Acquire) || (!standalone && pending.is_empty()) {
                 return;
@@ -640,16 +689,16 @@ impl Inner {
     }
 
     /// GET on the endpoint: `Ok(None)` when the server will not give a stream (405, 404, …).
-    async fn open_get(&self, last_event_id: Option<&str>) -> Result<Option<Incoming>, TransportError> {
+    async fn open_get(&self, last_event_id: Option<&str>) -> Result<Option<(Incoming, Lease)>, TransportError> {
         let session = self.session_id.lock().expect("client lock").clone();
         let mut extra = vec![(ACCEPT, HeaderValue::from_static("text/event-stream"))];
         if let Some(id) = last_event_id {
             extra.push((HeaderName::from_static(LAST_EVENT_ID_HEADER), HeaderValue::from_str(id).map_err(bad_config)?));
         }
-        let response = self.request(Method::GET, &self.url, session.as_deref(), &extra, Bytes::new()).await?;
+        let (response, lease) = self.request(Method::GET, &self.url, session.as_deref(), &extra, Bytes::new()).await?;
         let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         if response.status().is_success() && is_media(content_type, "text/event-stream") {
-            return Ok(Some(response.into_body()));
+            return Ok(Some((response.into_body(), lease)));
         }
         if response.status().is_server_error() {
             return Err(TransportError::Http { status: response.status().as_u16(), message: String::new() });
@@ -658,35 +707,40 @@ impl Inner {
     }
 
     async fn standalone_stream(self: Arc<Self>) {
-        if let Ok(Some(body)) = self.open_get(None).await {
+        let opened = self.open_get(None).await;
+        self.standalone.send_replace(Standalone::Settled);
+        if let Ok(Some((body, lease))) = opened {
             let decoder = SseDecoder::with_max_event_bytes(self.config.max_event_bytes);
-            self.read_stream(body, decoder, HashSet::new(), true).await;
+            self.read_stream(body, lease, decoder, HashSet::new(), true).await;
         }
     }
 
     /// Reads events until the body ends. With `endpoint`, an `endpoint` event sets it (legacy).
+    /// Returns whether the body ended cleanly (its connection can be reused).
     async fn read_events(
         &self,
         mut body: Incoming,
         decoder: &mut SseDecoder,
         pending: &mut HashSet<Id>,
         endpoint: Option<&watch::Sender<Option<Uri>>>,
-    ) {
+    ) -> bool {
         let mut buf = BytesMut::new();
-        loop {
+        let clean_end = loop {
             let frame = match body.frame().await {
                 Some(Ok(frame)) => frame,
-                Some(Err(_)) | None => break,
+                Some(Err(_)) => break false,
+                None => break true,
             };
             let Ok(data) = frame.into_data() else { continue };
             buf.extend_from_slice(&data);
             while let Some(event) = decoder.decode(&mut buf) {
                 self.event(event, pending, endpoint).await;
             }
-        }
+        };
         while let Some(event) = decoder.decode_eof(&mut buf) {
             self.event(event, pending, endpoint).await;
         }
+        clean_end
     }
 
     async fn event(
@@ -723,7 +777,8 @@ impl Inner {
         let accept = [(ACCEPT, HeaderValue::from_static("text/event-stream"))];
         let mut last_error = TransportError::Http { status: 404, message: "no legacy sse endpoint".into() };
         for url in candidates {
-            let response = match self.request(Method::GET, &url, None, &accept, Bytes::new()).await {
+            // The legacy stream lasts as long as the session: its connection is never reused.
+            let (response, _lease) = match self.request(Method::GET, &url, None, &accept, Bytes::new()).await {
                 Ok(r) => r,
                 Err(e) => {
                     last_error = e;
@@ -764,10 +819,14 @@ impl Inner {
         let endpoint = self.legacy.lock().expect("client lock").as_ref().and_then(|rx| rx.borrow().clone());
         let endpoint = endpoint.ok_or(TransportError::Closed)?;
         let extra = [(CONTENT_TYPE, HeaderValue::from_static("application/json"))];
-        let response = self.request(Method::POST, &endpoint, None, &extra, Bytes::from(message.to_vec())).await?;
+        let (response, lease) =
+            self.request(Method::POST, &endpoint, None, &extra, Bytes::from(message.to_vec())).await?;
         if response.status().is_success() {
-            // Drain the short body ("Accepted") so the connection ends cleanly.
-            let _ = response.into_body().collect().await;
+            // Drain the short body ("Accepted"), which frees the connection for reuse.
+            let limited = http_body_util::Limited::new(response.into_body(), 64 * 1024);
+            if let Ok(Ok(_)) = tokio::time::timeout(self.config.request_timeout, limited.collect()).await {
+                self.release(lease);
+            }
             return Ok(());
         }
         Err(http_error(response).await)
