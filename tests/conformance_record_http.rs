@@ -379,3 +379,37 @@ fn record_refuses_a_target_that_is_not_plain_http() {
     let out = Command::new(BIN).args(["record", "x.jsonl", "--listen", "127.0.0.1:0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "--listen without --target is a usage error");
 }
+
+/// `serve --listen` of a recording, stopped on drop.
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn serve_listen_sends_server_messages_where_they_were_recorded() {
+    // pyfixture-http-python-2026-07-28 is stateless: its progress notifications came on the
+    // answer to the tools/call POST, the only stream there is. everything-http-core-2025-11-25:
+    // the roots/list that follows notifications/initialized goes out before the client's GET.
+    for name in ["pyfixture-http-python-2026-07-28", "everything-http-core-2025-11-25"] {
+        let file = repo_path(&format!("conformance/recordings/{name}.jsonl"));
+        let mut child = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .arg(&file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut url).unwrap();
+        let _serve = Serve(child);
+        let out = Command::new(BIN).arg("replay").arg(&file).args(["--server-url", url.trim()]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {stdout}");
+        assert_eq!(stdout, format!("ok {name}\n1 passed, 0 failed\n"));
+    }
+}
