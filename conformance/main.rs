@@ -5,6 +5,12 @@
 //!   trip through mcpwire's types.
 //! - `record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...` — a stdio wrapper a client
 //!   launches as its server command: relays both streams unchanged and writes the session.
+//! - `record [--description TEXT] [--ready-file FILE] OUT.jsonl --listen ADDR:PORT --target URL`
+//!   — a loopback HTTP capture proxy (Streamable HTTP and the legacy HTTP+SSE transport) in
+//!   front of the server at `URL` (`http://HOST:PORT`): clients connect to `ADDR:PORT` instead
+//!   (`127.0.0.1:0` picks a free port). Once listening it prints `listening on http://ADDR:PORT`
+//!   on stderr and writes that URL to `FILE`; on SIGINT or SIGTERM it writes the session and
+//!   exits 0.
 //! - `replay FILE... --server "CMD ARGS" [--timeout-ms N] [--junit FILE] [--expected-failures FILE]`
 //!   — plays each recording's client side against a server started over stdio (in the command,
 //!   `{fixtures}` stands for the replay's fixture directory, `{recording}` for the recording's
@@ -44,6 +50,7 @@ use mcpwire::transport::{Limits, Transport};
 
 const USAGE: &str = "usage: mcp-conformance roundtrip FILE...
        mcp-conformance record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...
+       mcp-conformance record [--description TEXT] [--ready-file FILE] OUT.jsonl --listen ADDR:PORT --target URL
        mcp-conformance replay FILE... (--server \"CMD ARGS\" | --server-url URL | --client \"CMD ARGS\") [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
        mcp-conformance serve [--fixtures DIR] [--report FILE] [--listen ADDR:PORT] FILE";
 
@@ -96,27 +103,108 @@ fn roundtrip(files: Vec<PathBuf>) -> ExitCode {
 }
 
 fn record_cmd(args: Vec<String>) -> ExitCode {
-    let Some(split) = args.iter().position(|a| a == "--") else { return usage_error("record needs -- SERVER_CMD") };
-    let (before, command) = (&args[..split], args[split + 1..].to_vec());
+    let (before, command) = match args.iter().position(|a| a == "--") {
+        Some(split) => (&args[..split], args[split + 1..].to_vec()),
+        None => (&args[..], Vec::new()),
+    };
     let mut description = None;
     let mut out = None;
+    let mut listen = None;
+    let mut target = None;
+    let mut ready_file = None;
     let mut it = before.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--description" => description = it.next().cloned(),
+            "--listen" => match it.next().and_then(|a| a.parse::<std::net::SocketAddr>().ok()) {
+                Some(addr) => listen = Some(addr),
+                None => return usage_error("--listen needs ADDR:PORT"),
+            },
+            "--target" => target = it.next().cloned(),
+            "--ready-file" => ready_file = it.next().map(PathBuf::from),
+            _ if a.starts_with("--") => return usage_error(&format!("unknown option {a}")),
             _ if out.is_none() => out = Some(PathBuf::from(a)),
             _ => return usage_error(&format!("unexpected argument {a}")),
         }
     }
-    let (Some(out), false) = (out, command.is_empty()) else {
-        return usage_error("record needs OUT.jsonl and a command");
-    };
+    let Some(out) = out else { return usage_error("record needs OUT.jsonl") };
+    match (listen, target, command.is_empty()) {
+        (Some(listen), Some(target), true) => {
+            #[cfg(feature = "http")]
+            return record_http_cmd(out, description, listen, target, ready_file);
+            #[cfg(not(feature = "http"))]
+            return usage_error(&format!("--listen {listen} --target {target} needs the http feature"));
+        }
+        (None, None, false) if ready_file.is_none() => {}
+        _ => return usage_error("record needs either -- SERVER_CMD or --listen ADDR:PORT --target URL"),
+    }
     let options = RecordOptions { out, description, command };
     match runtime().block_on(record(&options)) {
         Ok(status) => {
             // Exit with the server's status (a signal counts as failure).
             let code = status.code().unwrap_or(1);
             std::process::exit(code)
+        }
+        Err(e) => {
+            eprintln!("mcp-conformance record: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `record --listen --target`: the HTTP capture proxy until SIGINT or SIGTERM.
+#[cfg(feature = "http")]
+fn record_http_cmd(
+    out: PathBuf,
+    description: Option<String>,
+    listen: std::net::SocketAddr,
+    target: String,
+    ready_file: Option<PathBuf>,
+) -> ExitCode {
+    use mcpwire::conformance::record_http::{record_http, HttpRecordOptions};
+    use tokio::signal::unix::{signal, SignalKind};
+
+    let options = HttpRecordOptions { out, description, listen, target };
+    let result = runtime().block_on(async {
+        let (mut interrupt, mut terminate) = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            (Ok(i), Ok(t)) => (i, t),
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        };
+        let stop = async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        };
+        let mut ready_error = None;
+        let ready = |addr: std::net::SocketAddr| {
+            let url = format!("http://{addr}");
+            if let Some(path) = &ready_file {
+                // Written whole, then renamed: a test polling for the file never reads half a URL.
+                let partial = path.with_extension("partial");
+                if let Err(e) =
+                    std::fs::write(&partial, format!("{url}\n")).and_then(|()| std::fs::rename(&partial, path))
+                {
+                    ready_error = Some(e);
+                }
+            }
+            eprintln!("mcp-conformance record: listening on {url}");
+        };
+        let summary = record_http(&options, ready, stop).await?;
+        if let Some(e) = ready_error {
+            eprintln!("mcp-conformance record: --ready-file: {e}");
+        }
+        Ok(summary)
+    });
+    match result {
+        Ok(summary) => {
+            eprintln!(
+                "mcp-conformance record: wrote {} ({}, {} lines)",
+                options.out.display(),
+                summary.transport,
+                summary.lines
+            );
+            ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("mcp-conformance record: {e}");

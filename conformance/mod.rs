@@ -9,6 +9,7 @@
 //! - [`replay`]: plays a recording's client side against a live server over a transport.
 //! - [`serve`]: plays a recording's server side to a live client, reporting its departures.
 //! - [`record`]: the stdio recorder that sits between a client and a server.
+//! - `record_http` (feature `http`): the HTTP capture proxy between a client and a server.
 //! - [`fixtures`]: the recordings' scratch data, recreated in a temporary directory.
 //! - [`report`]: the run report, JUnit XML and the expected-failures baseline.
 //!
@@ -20,6 +21,8 @@ pub mod diff;
 pub mod fixtures;
 pub mod matching;
 pub mod record;
+#[cfg(feature = "http")]
+pub mod record_http;
 pub mod recording;
 pub mod replay;
 pub mod report;

@@ -6,6 +6,9 @@
 //! The header's `client`, `server` and `protocol_version` come from the `initialize` exchange,
 //! or in a 2026-07-28 session from the `_meta` of the first request and of the `server/discover`
 //! result. Our stdout carries nothing but the server's bytes; the server's stderr is inherited.
+//!
+//! The header and line writing ([`Logged`], [`write_recording`]) is shared with the HTTP
+//! capture proxy, `record_http`.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,18 +17,42 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::recording::Dir;
 
+/// What a logged line carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Payload {
+    /// A JSON text (a JSON-RPC message or batch), spliced into the line as the sender wrote it.
+    Message(String),
+    /// A payload that is not JSON, kept as a string.
+    Raw(String),
+    /// No payload (an HTTP request or response that carried no JSON-RPC message).
+    Nothing,
+}
+
+impl Payload {
+    /// `Message` when `text` is JSON once its line ends are dropped (which valid JSON can hold
+    /// only as whitespace), else `Raw` with the text as it was.
+    pub(crate) fn of_text(text: &str) -> Payload {
+        let joined = text.replace(['\r', '\n'], "");
+        match serde_json::from_str::<Box<RawValue>>(&joined) {
+            Ok(_) => Payload::Message(joined.trim().to_owned()),
+            Err(_) => Payload::Raw(text.to_owned()),
+        }
+    }
+}
+
 /// One logged line.
 #[derive(Debug, Clone)]
-struct Logged {
-    t_ms: u64,
-    dir: Dir,
-    /// The line without its line end.
-    text: String,
+pub(crate) struct Logged {
+    pub(crate) t_ms: u64,
+    pub(crate) dir: Dir,
+    pub(crate) payload: Payload,
+    /// The line's `http` object as JSON text, on HTTP transports.
+    pub(crate) http: Option<String>,
 }
 
 /// What `record` needs to know.
@@ -51,7 +78,8 @@ impl Log {
             return;
         }
         let t_ms = self.start.elapsed().as_millis() as u64;
-        self.lines.lock().expect("log lock").push(Logged { t_ms, dir, text });
+        let payload = Payload::of_text(&text);
+        self.lines.lock().expect("log lock").push(Logged { t_ms, dir, payload, http: None });
     }
 }
 
@@ -127,7 +155,11 @@ pub async fn record(options: &RecordOptions) -> io::Result<ExitStatus> {
     // Whatever the server wrote before exiting is still relayed and logged.
     let _ = tokio::time::timeout(Duration::from_millis(500), to_client).await;
     let lines = log.lines.lock().expect("log lock").clone();
-    write_recording(&options.out, options.description.as_deref(), &options.command, &lines)?;
+    let description = options
+        .description
+        .clone()
+        .unwrap_or_else(|| format!("recorded by mcp-conformance record: {}", options.command.join(" ")));
+    write_recording(&options.out, "stdio", &description, &lines)?;
     Ok(status)
 }
 
@@ -148,7 +180,13 @@ fn info(v: Option<&Value>) -> Option<Value> {
 
 /// The header's client, server and protocol version, from the initialize exchange or 2026 `_meta`.
 fn peers(lines: &[Logged]) -> (Value, Value, Value) {
-    let messages: Vec<(Dir, Value)> = lines.iter().filter_map(|l| Some((l.dir, parse(&l.text)?))).collect();
+    let messages: Vec<(Dir, Value)> = lines
+        .iter()
+        .filter_map(|l| match &l.payload {
+            Payload::Message(text) => Some((l.dir, parse(text)?)),
+            _ => None,
+        })
+        .collect();
     let response_to = |id: &Value| {
         messages
             .iter()
@@ -202,47 +240,82 @@ pub fn utc_date(time: SystemTime) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-fn write_recording(out: &Path, description: Option<&str>, command: &[String], lines: &[Logged]) -> io::Result<()> {
-    let (client, server, version) = peers(lines);
+/// Writes a recording: the header (client, server and protocol version found in `lines`), then
+/// one line per entry, `seq` counting from 1.
+pub(crate) fn write_recording(out: &Path, transport: &str, description: &str, lines: &[Logged]) -> io::Result<()> {
+    let (client, server, mut version) = peers(lines);
+    if version.is_null() {
+        // No version was negotiated on record (no initialize answered, no 2026 `_meta`); the
+        // format requires a string.
+        version = Value::String("unknown".into());
+    }
     let name = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let description = description
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("recorded by mcp-conformance record: {}", command.join(" ")));
-    let header = json!({
-        "mcp_recording": 1,
-        "name": name,
-        "transport": "stdio",
-        "client": client,
-        "server": server,
-        "protocol_version": version,
-        "recorded_at": utc_date(SystemTime::now()),
-        "description": description,
-    });
-    let mut text = header.to_string();
+    // Members in the README's order (a serde_json map would sort them).
+    let string = |s: &str| Value::String(s.to_owned()).to_string();
+    let mut text = format!(
+        "{{\"mcp_recording\":1,\"name\":{},\"transport\":{},\"client\":{client},\"server\":{server},\"protocol_version\":{version},\"recorded_at\":{},\"description\":{}}}",
+        string(&name),
+        string(transport),
+        string(&utc_date(SystemTime::now())),
+        string(description),
+    );
     text.push('\n');
     for (i, line) in lines.iter().enumerate() {
-        let seq = i + 1;
-        let dir = line.dir.as_str();
-        match serde_json::from_str::<Box<RawValue>>(&line.text) {
+        text.push_str(&format!("{{\"seq\":{},\"t_ms\":{},\"dir\":\"{}\"", i + 1, line.t_ms, line.dir.as_str()));
+        match &line.payload {
             // Spliced as the peer wrote it (only line ends dropped).
-            Ok(_) => text.push_str(&format!(
-                "{{\"seq\":{seq},\"t_ms\":{},\"dir\":\"{dir}\",\"msg\":{}}}\n",
-                line.t_ms,
-                line.text.trim()
-            )),
-            Err(_) => text.push_str(&format!(
-                "{{\"seq\":{seq},\"t_ms\":{},\"dir\":\"{dir}\",\"raw\":{}}}\n",
-                line.t_ms,
-                Value::String(line.text.clone())
-            )),
+            Payload::Message(json) => text.push_str(&format!(",\"msg\":{json}")),
+            Payload::Raw(raw) => text.push_str(&format!(",\"raw\":{}", Value::String(raw.clone()))),
+            Payload::Nothing => {}
         }
+        if let Some(http) = &line.http {
+            text.push_str(&format!(",\"http\":{http}"));
+        }
+        text.push_str("}\n");
     }
     std::fs::write(out, text)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::conformance::recording::Recording;
+
+    #[test]
+    fn recordings_are_written_in_the_readme_format() {
+        let dir = std::env::temp_dir().join(format!("mcpwire-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("some-session.jsonl");
+        let lines = [
+            Logged {
+                t_ms: 1,
+                dir: Dir::ClientToServer,
+                payload: Payload::of_text("{\"method\":\"ping\",\r\n\"jsonrpc\":\"2.0\",\"id\":1.0}"),
+                http: Some(r#"{"method":"POST"}"#.into()),
+            },
+            Logged { t_ms: 2, dir: Dir::ServerToClient, payload: Payload::of_text("/message?x=1"), http: None },
+            Logged { t_ms: 3, dir: Dir::ClientToServer, payload: Payload::Nothing, http: None },
+        ];
+        write_recording(&out, "sse", "d \"q\"", &lines).unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        let mut text_lines = text.lines();
+        assert!(text_lines
+            .next()
+            .unwrap()
+            .starts_with(r#"{"mcp_recording":1,"name":"some-session","transport":"sse","client":null,"#));
+        assert_eq!(
+            text_lines.next().unwrap(),
+            r#"{"seq":1,"t_ms":1,"dir":"c2s","msg":{"method":"ping","jsonrpc":"2.0","id":1.0},"http":{"method":"POST"}}"#
+        );
+        assert_eq!(text_lines.next().unwrap(), r#"{"seq":2,"t_ms":2,"dir":"s2c","raw":"/message?x=1"}"#);
+        assert_eq!(text_lines.next().unwrap(), r#"{"seq":3,"t_ms":3,"dir":"c2s"}"#);
+        let recording = Recording::read(&out).unwrap();
+        assert_eq!(recording.header.extra["description"], "d \"q\"");
+        assert_eq!(recording.entries.len(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn dates() {
@@ -253,7 +326,7 @@ mod tests {
 
     #[test]
     fn header_from_initialize_and_from_meta() {
-        let l = |dir, text: &str| Logged { t_ms: 0, dir, text: text.into() };
+        let l = |dir, text: &str| Logged { t_ms: 0, dir, payload: Payload::of_text(text), http: None };
         let lines = [
             l(
                 Dir::ClientToServer,

@@ -16,7 +16,13 @@
 //! a runner can tell which recorded messages the client never sent (even when this process is
 //! stopped before the end).
 //!
-//! Not here: timing (messages go out as soon as their turn comes) and HTTP.
+//! Over HTTP, a recorded server message that came on the POST stream of a request still in
+//! flight is sent with [`Transport::send_related`] to that request's live id, so it travels on
+//! that request's stream again (in stateless mode there is no other); one answered out of the
+//! script's order takes its recorded notifications with it (progress, logs).
+//!
+//! Not here: timing (messages go out as soon as their turn comes) and the HTTP exchanges
+//! themselves.
 
 use std::collections::HashMap;
 
@@ -33,6 +39,8 @@ struct Entry {
     dir: Dir,
     msg: Value,
     raw: String,
+    /// The HTTP method of the exchange that carried it, on HTTP recordings.
+    http_method: Option<String>,
 }
 
 /// What [`serve_recording`] tells its caller as it goes.
@@ -66,7 +74,8 @@ pub async fn serve_recording<T: Transport>(
         .iter()
         .filter_map(|e| {
             let msg = serde_json::from_str(e.msg.as_ref()?.get()).ok()?;
-            Some(Entry { seq: e.seq, dir: e.dir, msg, raw: e.msg.as_ref()?.get().to_owned() })
+            let http_method = e.http.as_ref().and_then(|h| h.get("method")).and_then(Value::as_str).map(str::to_owned);
+            Some(Entry { seq: e.seq, dir: e.dir, msg, raw: e.msg.as_ref()?.get().to_owned(), http_method })
         })
         .collect();
     let mut consumed = vec![false; entries.len()];
@@ -85,14 +94,17 @@ pub async fn serve_recording<T: Transport>(
             match entry.dir {
                 Dir::ServerToClient => {
                     let mut id = None;
+                    let mut related = None;
                     if kind_of(&entry.msg) == Kind::Response {
                         let recorded = id_key(&entry.msg);
                         match live_ids.get(&recorded) {
                             Some(live) => id = Some(live.clone()),
                             None => log(&format!("seq {}: response to request {recorded} that never came", entry.seq)),
                         }
+                    } else if let Some(r) = related_request(&entries, cursor) {
+                        related = live_ids.get(&id_key(&entries[r].msg));
                     }
-                    send_recorded(transport, matcher, &entry.raw, id.as_ref(), log).await?;
+                    send_recorded(transport, matcher, &entry.raw, id.as_ref(), related, log).await?;
                     consumed[cursor] = true;
                     cursor += 1;
                 }
@@ -220,10 +232,50 @@ pub async fn serve_recording<T: Transport>(
             consumed[j] = true;
             continue;
         };
-        send_recorded(transport, matcher, &entries[k].raw, live.get("id"), log).await?;
+        for n in j + 1..k {
+            let related = entries[n].dir == Dir::ServerToClient
+                && kind_of(&entries[n].msg) == Kind::Notification
+                && related_request(&entries, n) == Some(j);
+            if related && !consumed[n] {
+                send_recorded(transport, matcher, &entries[n].raw, None, live.get("id"), log).await?;
+                consumed[n] = true;
+            }
+        }
+        send_recorded(transport, matcher, &entries[k].raw, live.get("id"), None, log).await?;
         consumed[j] = true;
         consumed[k] = true;
     }
+}
+
+/// The recorded client request that the server message `entries[at]` (a request or
+/// notification) relates to: on HTTP, one whose POST stream carried it, i.e. a request POSTed
+/// before it and answered after it — the one whose progress token it carries, else the latest.
+/// `None` for a message on the GET stream, and for one sent while no request was in flight.
+fn related_request(entries: &[Entry], at: usize) -> Option<usize> {
+    let entry = &entries[at];
+    if entry.http_method.as_deref() != Some("POST") {
+        return None;
+    }
+    let token = entry.msg.pointer("/params/progressToken");
+    let in_flight = (0..at).rev().filter(|&i| {
+        let request = &entries[i];
+        request.dir == Dir::ClientToServer
+            && kind_of(&request.msg) == Kind::Request
+            && request.http_method.as_deref() == Some("POST")
+            && !entries[i + 1..at].iter().any(|e| {
+                e.dir == Dir::ServerToClient
+                    && kind_of(&e.msg) == Kind::Response
+                    && e.msg.get("id") == request.msg.get("id")
+            })
+    });
+    let mut latest = None;
+    for i in in_flight {
+        if token.is_some() && entries[i].msg.pointer("/params/_meta/progressToken") == token {
+            return Some(i);
+        }
+        latest.get_or_insert(i);
+    }
+    latest
 }
 
 /// The method of the server request that `answer` (a recorded client response) answers.
@@ -279,16 +331,22 @@ async fn send<T: Transport>(transport: &T, msg: &Value) -> Result<(), TransportE
     }
 }
 
-/// Sends a recorded message as the recording has it (key order kept), with `id` replaced.
+/// Sends a recorded message as the recording has it (key order kept), with `id` replaced;
+/// with `related` (a live request id), on that request's stream.
 async fn send_recorded<T: Transport>(
     transport: &T,
     matcher: &Matcher,
     raw: &str,
     id: Option<&Value>,
+    related: Option<&Value>,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), TransportError> {
+    let related = related.and_then(|r| serde_json::from_value::<crate::proto::jsonrpc::Id>(r.clone()).ok());
     match super::replay::outgoing(raw, matcher, id) {
-        Ok(m) => transport.send(m).await,
+        Ok(m) => match related {
+            Some(request) => transport.send_related(m, &request).await,
+            None => transport.send(m).await,
+        },
         Err(e) => {
             log(&format!("cannot send a recorded message: {e}"));
             Ok(())

@@ -267,3 +267,54 @@ async fn delete_ends_the_applications_transport() {
     tokio::time::timeout(SHORT, done_rx).await.expect("the application saw the end").unwrap();
     server.shutdown().await;
 }
+
+/// A server that, as soon as the client says `notifications/initialized`, sends a log
+/// notification and a `roots/list` request: before the client can have opened its GET stream.
+async fn eager_server(transport: mcpwire::transport::sse_http::ServerTransport) {
+    use mcpwire::proto::jsonrpc::Message;
+    use mcpwire::transport::Transport;
+    while let Ok(Some(message)) = transport.recv().await {
+        let text = String::from_utf8(message.to_vec()).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        match value["method"].as_str() {
+            Some("initialize") => {
+                let result = json!({"jsonrpc": "2.0", "id": value["id"], "result": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "serverInfo": {"name": "eager", "version": "1"}}});
+                transport.send(Message::from_str(&result.to_string()).unwrap()).await.unwrap();
+            }
+            Some("notifications/initialized") => {
+                let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": "before any GET"}});
+                let roots = json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"});
+                for m in [log, roots] {
+                    transport.send(Message::from_str(&m.to_string()).unwrap()).await.unwrap();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn messages_sent_before_the_get_stream_opens_are_delivered_when_it_does() {
+    let server = HttpServer::bind(HttpServerConfig::default(), eager_server).await.unwrap();
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    // Both messages went out with no stream open (nothing was in flight at all).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let headers = [("Accept", "text/event-stream"), ("Mcp-Session-Id", id.as_str())];
+    let r = raw(addr, "GET", "/mcp", &headers, "", Duration::from_millis(500)).await;
+    assert_eq!(r.status, 200);
+    let messages = r.sse_messages();
+    assert_eq!(messages.len(), 2, "{:?}", r.body);
+    assert_eq!(messages[0]["params"]["data"], "before any GET");
+    assert_eq!(messages[1]["method"], "roots/list");
+    // Each with its event id, so a resumption goes on from there; and sent once only: the next
+    // GET gets nothing new.
+    assert_eq!(r.sse_ids().len(), 2, "{:?}", r.body);
+    let r = raw(addr, "GET", "/mcp", &headers, "", Duration::from_millis(300)).await;
+    assert_eq!(r.status, 200);
+    assert!(r.sse_messages().is_empty(), "{:?}", r.body);
+    server.shutdown().await;
+}

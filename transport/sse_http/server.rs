@@ -15,8 +15,15 @@
 //!   progress notifications whose token one of them carried; the stream ends after the last
 //!   response.
 //! - Other server-initiated messages go to the standalone stream opened by GET; when none is
-//!   open, to the newest POST stream still waiting for a response; otherwise they are stored
-//!   for a later `Last-Event-ID` resumption of the standalone stream.
+//!   open, to the newest POST stream still waiting for a response; otherwise they are queued
+//!   (at most [`QUEUED_FOR_GET`], the oldest dropped beyond) and sent when the client opens the
+//!   standalone stream, and stored for a `Last-Event-ID` resumption of it. The spec leaves this
+//!   open (the server MAY send on the GET stream); the TypeScript SDK drops such messages unless
+//!   an event store keeps them for a resumption, which loses, e.g., a `roots/list` sent right
+//!   after `notifications/initialized` by a client that opens its GET stream a moment later.
+//! - Stateless mode: a POST's answer is one JSON body when only responses come; when a message
+//!   related to one of its requests comes first (progress, a log), there is no other stream to
+//!   carry it, so the answer becomes an SSE stream (without event ids: nothing can resume).
 //! - DELETE, idle expiry, and [`Transport::close`] by the application end the session: the
 //!   transport's `recv` returns `None`, every stream ends, and the id is answered 404 from then on.
 //!
@@ -285,7 +292,13 @@ struct StreamInner {
     live: Option<mpsc::Sender<Outgoing>>,
     pending: HashSet<Id>,
     done: bool,
+    /// The standalone stream's events sent while no GET connection was attached, for the next
+    /// GET (without `Last-Event-ID`).
+    queued: VecDeque<Outgoing>,
 }
+
+/// How many messages the standalone stream keeps for a GET that is not open yet.
+pub const QUEUED_FOR_GET: usize = 256;
 
 /// One SSE stream of a session: the standalone one (`0`) or the answer to one POST.
 struct Stream {
@@ -304,7 +317,13 @@ impl Stream {
             name,
             standalone,
             json,
-            inner: tokio::sync::Mutex::new(StreamInner { next_seq: 0, live: None, pending, done: false }),
+            inner: tokio::sync::Mutex::new(StreamInner {
+                next_seq: 0,
+                live: None,
+                pending,
+                done: false,
+                queued: VecDeque::new(),
+            }),
         })
     }
 
@@ -320,11 +339,22 @@ impl Stream {
         if !self.json {
             store.append(&self.key, StoredEvent { seq, data: data.clone() });
         }
-        let event_id = EventId { stream: self.name.clone(), seq }.to_string();
-        if let Some(live) = inner.live.clone() {
-            if live.send((Some(event_id), data)).await.is_err() {
-                inner.live = None;
+        let event = (Some(EventId { stream: self.name.clone(), seq }.to_string()), data);
+        let undelivered = match inner.live.clone() {
+            Some(live) => match live.send(event).await {
+                Ok(()) => None,
+                Err(mpsc::error::SendError(event)) => {
+                    inner.live = None;
+                    Some(event)
+                }
+            },
+            None => Some(event),
+        };
+        if let (Some(event), true) = (undelivered, self.standalone) {
+            if inner.queued.len() >= QUEUED_FOR_GET {
+                inner.queued.pop_front();
             }
+            inner.queued.push_back(event);
         }
         if let Some(id) = completes {
             inner.pending.remove(id);
@@ -349,12 +379,16 @@ impl Stream {
             return Err(());
         }
         let replay = match after {
-            Some(seq) => store
-                .replay_after(&self.key, seq)
-                .into_iter()
-                .map(|e| (Some(EventId { stream: self.name.clone(), seq: e.seq }.to_string()), e.data))
-                .collect(),
-            None => Vec::new(),
+            Some(seq) => {
+                // What was queued is in the store too; the resumption replays it from there.
+                inner.queued.clear();
+                store
+                    .replay_after(&self.key, seq)
+                    .into_iter()
+                    .map(|e| (Some(EventId { stream: self.name.clone(), seq: e.seq }.to_string()), e.data))
+                    .collect()
+            }
+            None => inner.queued.drain(..).collect(),
         };
         if inner.done {
             return Ok((replay, None));
@@ -422,6 +456,11 @@ impl Session {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// Stateless mode's per-POST sessions are the only ones without an id.
+    fn is_stateless(&self) -> bool {
+        self.id.is_empty() && !self.legacy
+    }
+
     /// Hands messages to the application; `false` if the session has ended.
     async fn deliver(&self, messages: Vec<Message>) -> bool {
         let Some(tx) = self.incoming.lock().expect("session lock").clone() else { return false };
@@ -474,7 +513,9 @@ impl Session {
                     .cloned()
                     .or_else(|| progress_token(&message).and_then(|t| routes.progress.get(&t).cloned()));
                 match related.and_then(|id| routes.requests.get(&id).cloned()) {
-                    Some(stream) if !stream.json => (stream, None),
+                    // A JSON answer carries only responses, except in stateless mode, where
+                    // nothing else could carry the message (see `json_answer`).
+                    Some(stream) if !stream.json || self.is_stateless() => (stream, None),
                     _ => (self.fallback_stream(&routes), None),
                 }
             }
@@ -610,8 +651,7 @@ impl ServerTransport {
 
 impl Transport for ServerTransport {
     fn is_stateless(&self) -> bool {
-        // Stateless mode's per-POST sessions are the only ones without an id.
-        self.session.id.is_empty() && !self.session.legacy
+        self.session.is_stateless()
     }
 
     async fn send(&self, message: Message) -> Result<(), TransportError> {
@@ -997,7 +1037,10 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
         *session.version.lock().expect("session lock") = Some(version);
         tokio::spawn((shared.app)(transport));
         let response = dispatch(&shared, &session, messages, Some(version)).await;
-        session.close().await;
+        // An SSE answer ends the session when its stream ends.
+        if !is_event_stream(&response) {
+            session.close().await;
+        }
         return response;
     }
     match session_id {
@@ -1104,7 +1147,7 @@ async fn dispatch(
         return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
     }
     if stream.json {
-        return json_answer(live, batch).await;
+        return json_answer(shared, session, live, batch).await;
     }
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
@@ -1113,12 +1156,39 @@ async fn dispatch(
             .with_retry(shared.config.retry_ms);
         encode_event(&priming, &mut prelude).expect("event ids are plain ascii");
     }
-    sse_response(shared, session.clone(), prelude.freeze(), Vec::new(), Some(live), false)
+    sse_response(shared, session.clone(), prelude.freeze(), Vec::new(), Some(live), false, true)
 }
 
-async fn json_answer(mut live: mpsc::Receiver<Outgoing>, batch: bool) -> Response<HttpBody> {
+fn is_event_stream(response: &Response<HttpBody>) -> bool {
+    response.headers().get(CONTENT_TYPE).is_some_and(|v| v.as_bytes() == b"text/event-stream")
+}
+
+/// Whether an outgoing message is a response (or error response), by its lack of `method`.
+fn is_response(data: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        method: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Probe>(data).map_or(true, |p| p.method.is_none())
+}
+
+/// The answer of a POST in JSON mode: its responses as one body (an array for a batch). Only a
+/// stateless session routes anything else here; when such a message comes, the answer becomes
+/// an SSE stream of what came so far and the rest, ending with the session.
+async fn json_answer(
+    shared: &Shared,
+    session: &Arc<Session>,
+    mut live: mpsc::Receiver<Outgoing>,
+    batch: bool,
+) -> Response<HttpBody> {
     let mut bodies = Vec::new();
     while let Some((_, data)) = live.recv().await {
+        if !is_response(&data) {
+            let mut so_far: Vec<Outgoing> = bodies.into_iter().map(|d| (None, d)).collect();
+            so_far.push((None, data));
+            let stateless = session.is_stateless();
+            return sse_response(shared, session.clone(), Bytes::new(), so_far, Some(live), stateless, false);
+        }
         bodies.push(data);
     }
     let body = if batch || bodies.len() != 1 {
@@ -1140,7 +1210,8 @@ async fn json_answer(mut live: mpsc::Receiver<Outgoing>, batch: bool) -> Respons
 }
 
 /// Starts the task writing one SSE connection: `prelude`, the replayed events, then live events
-/// with keep-alive comments in between, until the stream ends or the client goes away.
+/// with keep-alive comments in between, until the stream ends or the client goes away. Without
+/// `event_ids`, events go out without their ids (a stream nothing can resume).
 fn sse_response(
     shared: &Shared,
     session: Arc<Session>,
@@ -1148,6 +1219,7 @@ fn sse_response(
     replay: Vec<Outgoing>,
     live: Option<mpsc::Receiver<Outgoing>>,
     close_session_at_end: bool,
+    event_ids: bool,
 ) -> Response<HttpBody> {
     let (body_tx, body_rx) = mpsc::channel::<Bytes>(8);
     let keep_alive = shared.config.keep_alive;
@@ -1156,7 +1228,7 @@ fn sse_response(
         let encode = |(id, data): Outgoing| {
             let mut out = BytesMut::new();
             let mut event = SseEvent::new(String::from_utf8_lossy(&data).into_owned());
-            event.id = id;
+            event.id = id.filter(|_| event_ids);
             encode_event(&event, &mut out).expect("event ids are plain ascii");
             out.freeze()
         };
@@ -1242,7 +1314,7 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
     };
     match attached {
         Ok((replay, live)) => {
-            let mut response = sse_response(&shared, session.clone(), Bytes::new(), replay, live, false);
+            let mut response = sse_response(&shared, session.clone(), Bytes::new(), replay, live, false, true);
             response.headers_mut().insert(SESSION_ID_HEADER, session_header_value(&session.id));
             response
         }
@@ -1287,7 +1359,7 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Htt
     let mut prelude = BytesMut::new();
     let endpoint = format!("{}?sessionId={}", shared.config.legacy_message_path, session.id);
     encode_event(&SseEvent::new(endpoint).with_event("endpoint"), &mut prelude).expect("a plain event");
-    sse_response(&shared, session, prelude.freeze(), Vec::new(), live, true)
+    sse_response(&shared, session, prelude.freeze(), Vec::new(), live, true, true)
 }
 
 async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
