@@ -1255,4 +1255,35 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn every_line_of_the_http_recordings_finds_its_exchange() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/recordings");
+        let mut checked = 0;
+        for file in std::fs::read_dir(dir).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            let r = Recording::read(&path).unwrap();
+            if r.header.transport == "stdio" {
+                continue;
+            }
+            let assigned = assign_exchanges(&r.entries);
+            for (entry, key) in r.entries.iter().zip(&assigned) {
+                let key = key.unwrap_or_else(|| panic!("{}: seq {} has no exchange", r.header.name, entry.seq));
+                let (opener, line) = (&r.entries[key], entry.http.as_ref().unwrap());
+                assert_eq!(opener.dir, Dir::ClientToServer);
+                assert_eq!(
+                    opener.http.as_ref().unwrap()["method"],
+                    line["method"],
+                    "{} seq {}",
+                    r.header.name,
+                    entry.seq
+                );
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 6);
+    }
 }
