@@ -937,10 +937,7 @@ impl RawReplay<'_> {
                     return true;
                 }
                 let why = if expired { "timed out" } else { "its stream ended" };
-                let what = match (&recorded, &entry.raw) {
-                    (Some(_), _) => "$",
-                    (None, _) => "raw",
-                };
+                let what = if recorded.is_some() { "$" } else { "raw" };
                 self.fail(i, format!("{what}: expected this on the response to {own}, got nothing ({why})"));
                 // A server that stopped answering would make every later wait time out too.
                 return !expired;
