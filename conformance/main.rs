@@ -16,9 +16,9 @@
 //!   `{fixtures}` stands for the replay's fixture directory, `{recording}` for the recording's
 //!   path and `{name}` for its name).
 //! - `replay FILE... --server-url URL [...]` — plays each `streamable-http` or `sse` recording's
-//!   client side against the server at `URL` over HTTP (a URL without a path gets the recorded
-//!   one, `/mcp` or `/sse`). The hand-made-request recordings (`everything-http-errors`,
-//!   `everything-http-resume`) need raw HTTP exchanges and are reported as not replayable.
+//!   client side against the server at `URL` as raw HTTP exchanges, checking the recorded
+//!   statuses, headers and SSE framing with the messages (a URL without a path gets the recorded
+//!   paths; one with a path stands for the first, `/mcp` or `/sse`).
 //! - `replay FILE... --client "CMD ARGS" [...]` — plays each recording's server side to a client
 //!   under test: the client is started as `CMD ARGS MCP-CONFORMANCE serve --fixtures DIR --report
 //!   REPORT FILE`, i.e. the last words are the server command it is to launch (the recorded

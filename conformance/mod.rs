@@ -7,14 +7,16 @@
 //!   encoding it again gives back the same JSON.
 //! - [`matching`]: what may differ between a recording and a live run (the rules, in one place).
 //! - [`replay`]: plays a recording's client side against a live server over a transport.
+//! - `replay_http`: plays an HTTP recording's client side as raw HTTP exchanges, checking the
+//!   recorded `http` members (statuses, headers, SSE framing) too.
 //! - [`serve`]: plays a recording's server side to a live client, reporting its departures.
 //! - [`record`]: the stdio recorder that sits between a client and a server.
 //! - `record_http` (feature `http`): the HTTP capture proxy between a client and a server.
 //! - [`fixtures`]: the recordings' scratch data, recreated in a temporary directory.
 //! - [`report`]: the run report, JUnit XML and the expected-failures baseline.
 //!
-//! Replays run over stdio ([`replay::replay_stdio`]), over HTTP ([`replay::replay_http`]:
-//! messages only, the recorded `http` members are not checked yet) and for a client under test
+//! Replays run over stdio ([`replay::replay_stdio`]), over HTTP ([`replay::replay_http`]: raw
+//! exchanges, messages and `http` members checked) and for a client under test
 //! ([`replay::replay_with_client`], which starts the client with `serve` as its server).
 
 pub mod diff;
@@ -25,6 +27,8 @@ pub mod record;
 pub mod record_http;
 pub mod recording;
 pub mod replay;
+#[cfg(feature = "http")]
+pub mod replay_http;
 pub mod report;
 pub mod roundtrip;
 pub mod serve;

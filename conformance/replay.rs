@@ -6,9 +6,9 @@
 //! `matching`); each awaited message gets at most [`ReplayOptions::timeout`]. At the end any
 //! server message nobody expected is a difference too.
 //!
-//! [`replay_stdio`] runs one recording against a server started as a child process; an HTTP
-//! runner only has to provide another [`Transport`] (and check the `http` members) and call
-//! [`replay_client`].
+//! [`replay_stdio`] runs one recording against a server started as a child process;
+//! [`replay_http`] replays an HTTP recording as raw exchanges (`replay_http` module), which
+//! checks the `http` members too.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -75,7 +75,7 @@ impl SessionOutcome {
     }
 }
 
-fn describe(kind: Kind, method: &str) -> String {
+pub(crate) fn describe(kind: Kind, method: &str) -> String {
     match kind {
         Kind::Request => format!("{method} request"),
         Kind::Notification => format!("{method} notification"),
@@ -360,23 +360,15 @@ pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> 
     SessionOutcome { name, failures: failures.iter().map(ToString::to_string).collect() }
 }
 
-/// Recordings whose client made hand-made HTTP requests (batches, bad headers, a request after
-/// DELETE, an abandoned stream resumed with `Last-Event-ID`): replaying them needs raw HTTP
-/// exchanges, which this runner does not do yet; [`replay_http`] says so instead of failing
-/// halfway.
-pub const RAW_HTTP_RECORDINGS: [&str; 2] = ["everything-http-errors", "everything-http-resume"];
-
 /// Replays the recording at `path` (transport `streamable-http` or `sse`) against the server at
-/// `url` over HTTP with [`HttpClientTransport`](crate::transport::sse_http::HttpClientTransport)
-/// (legacy mode for `sse`). When `url` has no path, the recording's first path is appended
-/// (`/mcp`, `/sse`). The messages are checked as over stdio; the `http` members are not checked
-/// yet (the transport does not expose statuses and headers), nor are `raw` lines (priming and
-/// `endpoint` events), which the transport consumes. The transport's `close` ends the session
-/// (DELETE for Streamable HTTP).
+/// `url` as raw HTTP exchanges ([`super::replay_http`]): each recorded request is re-issued as
+/// recorded, and statuses, kept headers, SSE framing (event ids, priming and `endpoint` events)
+/// and the bodies of bodiless responses are checked along with the messages. When `url` has no
+/// path the recorded paths are used; with one, it stands for the recording's first path
+/// (`/mcp`, `/sse`). The session ends as recorded (DELETE where the client sent one); open
+/// streams are dropped at the end.
 #[cfg(feature = "http")]
 pub async fn replay_http(path: &Path, url: &str, options: ReplayOptions) -> SessionOutcome {
-    use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
-
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let fail = |name: String, why: String| SessionOutcome { name, failures: vec![why] };
     let recording = match Recording::read(path) {
@@ -384,39 +376,20 @@ pub async fn replay_http(path: &Path, url: &str, options: ReplayOptions) -> Sess
         Err(e) => return fail(name, e.to_string()),
     };
     let name = recording.header.name.clone();
-    let legacy = match recording.header.transport.as_str() {
-        "streamable-http" => false,
-        "sse" => true,
-        other => return fail(name, format!("transport {other}: --server-url replays HTTP sessions only")),
-    };
-    if RAW_HTTP_RECORDINGS.contains(&name.as_str()) {
+    if !matches!(recording.header.transport.as_str(), "streamable-http" | "sse") {
         return fail(
             name,
-            "hand-made HTTP requests (HTTP errors, batch, DELETE, Last-Event-ID resumption): needs a raw-exchange mode, not implemented".into(),
+            format!("transport {}: --server-url replays HTTP sessions only", recording.header.transport),
         );
     }
     let rules = match Rules::for_recording(path) {
         Ok(r) => r,
         Err(e) => return fail(name, e),
     };
-    let first_path = recording
-        .entries
-        .iter()
-        .find_map(|e| e.http.as_ref()?.get("path")?.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "/mcp".into());
-    let url = url.trim_end_matches('/');
-    let has_path = url.split_once("://").is_some_and(|(_, rest)| rest.contains('/'));
-    let url = if has_path { url.to_owned() } else { format!("{url}{first_path}") };
-    let config = HttpClientConfig::new(url).legacy(legacy).legacy_fallback(false).request_timeout(options.timeout);
-    let transport = match HttpClientTransport::new(config) {
-        Ok(t) => t,
-        Err(e) => return fail(name, e.to_string()),
-    };
     // The server is not ours to start, so it has no fixture directory of ours: recorded paths
     // under /tmp/mcp-fixtures are sent and expected as they are.
     let mut matcher = Matcher::new(rules, None);
-    let failures = replay_client(&recording, &transport, &mut matcher, options).await;
-    let _ = transport.close().await;
+    let failures = super::replay_http::replay_raw_http(&recording, url, &mut matcher, options).await;
     SessionOutcome { name, failures: failures.iter().map(ToString::to_string).collect() }
 }
 
