@@ -252,26 +252,6 @@ fn serve_listen(name: &str) -> (Child, String) {
     (child, line.trim().to_owned())
 }
 
-/// Where `serve --listen` (our `HttpServer` playing the recorded server) frames HTTP otherwise
-/// than the recorded servers did; the replay reports these, and nothing else is tolerated:
-///
-/// - it gives every SSE event an id (for resumption), where the Python server and the legacy
-///   transport of server-everything sent none;
-/// - it starts every POST's SSE stream with a priming event, the Python server does not;
-/// - its 202 and DELETE responses have no `content-type` (the Python server's say
-///   `application/json`) and no `mcp-session-id`, and its legacy `Accepted` is `text/plain`
-///   (server-everything's has no `content-type`);
-/// - it sends server-initiated messages that carry no progress token (log messages, sampling,
-///   elicitation) on the standalone GET stream, where the Python server sent them on the
-///   stream of the POST that caused them.
-const SERVE_LISTEN_FRAMING: [&str; 5] = [
-    "http.sse_event_id: expected none, got ",
-    "priming event: $: expected nothing, got a priming event (empty data)",
-    "http.response_headers.content-type: ",
-    "http.response_headers.mcp-session-id: expected a session id",
-    "came on the response to GET seq 4",
-];
-
 #[test]
 fn http_recordings_replay_against_serve_listen_of_themselves() {
     // py-fixture-server is not published: its HTTP recording's halves are checked against each
@@ -285,7 +265,7 @@ fn http_recordings_replay_against_serve_listen_of_themselves() {
         let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("    ")).collect();
         for failure in &failures {
             assert!(
-                SERVE_LISTEN_FRAMING.iter().any(|known| failure.contains(known)),
+                support::SERVE_LISTEN_FRAMING.iter().any(|known| failure.contains(known)),
                 "{name} against {url}: {failure}\n{stdout}"
             );
         }

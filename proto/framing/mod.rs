@@ -21,7 +21,7 @@ pub mod sse;
 
 pub use lines::{check_line, encode_line, try_encode_line, Frame, LineDecoder};
 pub use messages::{encode_message, LineError, MessageDecoder};
-pub use sse::{encode_comment, encode_event, SseDecoder, SseEvent, SseItem};
+pub use sse::{encode_comment, encode_data_event, encode_event, SseDecoder, SseEvent, SseItem};
 
 /// Default cap on one frame (a line, or one SSE event): 4 MiB.
 ///

@@ -340,7 +340,11 @@ impl SseDecoder {
                     self.cur_data.push('\n');
                 }
                 self.cur_has_data = true;
-                self.cur_data.push_str(&String::from_utf8_lossy(value));
+                // from_utf8 is the fast path (MCP data is JSON, valid UTF-8); lossy otherwise.
+                match std::str::from_utf8(value) {
+                    Ok(text) => self.cur_data.push_str(text),
+                    Err(_) => self.cur_data.push_str(&String::from_utf8_lossy(value)),
+                }
             }
             b"event" => {
                 self.cur_event = (!value.is_empty()).then(|| String::from_utf8_lossy(value).into());
@@ -429,6 +433,29 @@ pub fn encode_event(event: &SseEvent, dst: &mut BytesMut) -> Result<(), FrameErr
         put_field(dst, b"retry", ms.to_string().as_bytes());
     }
     for line in split_lines(event.data.as_bytes()) {
+        put_field(dst, b"data", line);
+    }
+    dst.extend_from_slice(b"\n");
+    Ok(())
+}
+
+/// Appends a `message` event with `data` (raw bytes, split into `data` lines like
+/// [`encode_event`] does) and an optional `id`, without building an [`SseEvent`] first: the
+/// writer's path for serialized messages.
+///
+/// # Errors
+/// [`FrameError::InvalidField`] for an id [`encode_event`] would refuse; `dst` is then untouched.
+pub fn encode_data_event(id: Option<&str>, data: &[u8], dst: &mut BytesMut) -> Result<(), FrameError> {
+    if let Some(id) = id {
+        if let Some(at) = memchr3(b'\r', b'\n', 0, id.as_bytes()) {
+            return Err(FrameError::InvalidField { field: "id", byte: id.as_bytes()[at] });
+        }
+    }
+    dst.reserve(data.len() + 32);
+    if let Some(id) = id {
+        put_field(dst, b"id", id.as_bytes());
+    }
+    for line in split_lines(data) {
         put_field(dst, b"data", line);
     }
     dst.extend_from_slice(b"\n");
@@ -671,6 +698,22 @@ mod tests {
         assert_eq!(run(100, &[b"retry: 99999999999999999999999\ndata: x\n\n"]), vec![ev(None, "x", None, None)]);
         // A colon in the value is kept.
         assert_eq!(run(100, &[b"data: a: b\n\n"]), vec![ev(None, "a: b", None, None)]);
+    }
+
+    #[test]
+    fn encode_data_event_matches_encode_event() {
+        for (id, data) in [(Some("1_2"), "{\"a\":1}"), (None, ""), (Some(""), "x\ny\r\nz"), (None, "\u{e9}")] {
+            let mut direct = BytesMut::new();
+            encode_data_event(id, data.as_bytes(), &mut direct).unwrap();
+            let mut event = SseEvent::new(data);
+            event.id = id.map(str::to_owned);
+            let mut via_event = BytesMut::new();
+            encode_event(&event, &mut via_event).unwrap();
+            assert_eq!(direct, via_event);
+        }
+        let mut dst = BytesMut::new();
+        assert!(encode_data_event(Some("a\nb"), b"{}", &mut dst).is_err());
+        assert!(dst.is_empty());
     }
 
     #[test]

@@ -40,3 +40,27 @@ pub fn peer(name: &str) -> String {
 pub fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
+
+/// Where `serve --listen` (our `HttpServer` playing the recorded server) frames HTTP otherwise
+/// than the recorded servers did; the replay reports these, and nothing else is tolerated:
+///
+/// - it gives every SSE event an id (for resumption), where the Python server and the legacy
+///   transport of server-everything sent none;
+/// - it starts every POST's SSE stream with a priming event, the Python server does not;
+/// - its 202 and DELETE responses have no `content-type` (the Python server's say
+///   `application/json`) and differ from the recorded servers in carrying `mcp-session-id`, and its legacy `Accepted` is `text/plain`
+///   (server-everything's has no `content-type`);
+/// - it sends server-initiated messages that carry no progress token (log messages, sampling,
+///   elicitation) on the standalone GET stream, where the Python server sent them on the
+///   stream of the POST that caused them;
+/// - it answers with HTTP 200 where the Python server in stateless mode carried a JSON-RPC
+///   error (-32600) with HTTP 400.
+#[allow(dead_code)]
+pub const SERVE_LISTEN_FRAMING: [&str; 6] = [
+    "http.sse_event_id: expected none, got ",
+    "priming event: $: expected nothing, got a priming event (empty data)",
+    "http.response_headers.content-type: ",
+    "http.response_headers.mcp-session-id: ",
+    "came on the response to GET seq 4",
+    "http.status: expected 400, got 200",
+];

@@ -603,8 +603,21 @@ impl Inner {
         }
     }
 
-    /// Decodes one message (or batch) and hands it to `recv`; returns the ids of the responses.
-    async fn deliver(&self, data: &[u8]) -> Vec<Id> {
+    /// Decodes one message (or batch) and hands it to `recv`.
+    async fn deliver(&self, data: &[u8]) {
+        match self.decode(data) {
+            Ok(messages) => {
+                for message in messages {
+                    self.push(Ok(Some(message))).await;
+                }
+            }
+            Err(e) => self.push(Err(e)).await,
+        }
+    }
+
+    /// Decodes one message (or batch), learning the negotiated version from an initialize
+    /// result on the way.
+    fn decode(&self, data: &[u8]) -> Result<Vec<Message>, TransportError> {
         let version = *self.version.lock().expect("client lock");
         // Replies to a 2025-03-26 batch may come as an array; decode leniently.
         let messages = match jsonrpc::decode(data, version.or(Some(ProtocolVersion::V2025_03_26))) {
@@ -614,36 +627,22 @@ impl Inner {
                 match jsonrpc::decode(data, Some(ProtocolVersion::V2025_03_26)) {
                     Ok(Payload::Batch(ms)) => ms,
                     Ok(Payload::Single(m)) => vec![m],
-                    Err(e) => {
-                        self.push(Err(TransportError::Malformed(LineError::Message(e)))).await;
-                        return Vec::new();
-                    }
+                    Err(e) => return Err(TransportError::Malformed(LineError::Message(e))),
                 }
             }
-            Err(e) => {
-                self.push(Err(TransportError::Malformed(LineError::Message(e)))).await;
-                return Vec::new();
-            }
+            Err(e) => return Err(TransportError::Malformed(LineError::Message(e))),
         };
-        let mut answered = Vec::new();
-        for message in messages {
-            let id = match &message {
-                Message::Response(r) => Some(r.id.clone()),
-                Message::Error(e) => e.id.clone(),
-                _ => None,
-            };
-            if let (Some(id), Message::Response(r)) = (&id, &message) {
-                let is_init = self.initialize_id.lock().expect("client lock").as_ref() == Some(id);
+        for message in &messages {
+            if let Message::Response(r) = message {
+                let is_init = self.initialize_id.lock().expect("client lock").as_ref() == Some(&r.id);
                 if is_init {
                     if let Some(v) = negotiated_version(r) {
                         *self.version.lock().expect("client lock") = Some(v);
                     }
                 }
             }
-            answered.extend(id);
-            self.push(Ok(Some(message))).await;
         }
-        answered
+        Ok(messages)
     }
 
     /// Reads one SSE stream; when it drops with responses still missing (or it is the
@@ -660,9 +659,7 @@ impl Inner {
         let mut failures = 0;
         loop {
             if let Some((b, lease)) = body.take() {
-                if self.read_events(b, &mut decoder, &mut pending, None).await {
-                    self.release(lease);
-                }
+                self.read_events(b, Some(lease), &mut decoder, &mut pending, None).await;
             }
             if self.closed.load(Ordering::Acquire) || (!standalone && pending.is_empty()) {
                 return;
@@ -715,40 +712,72 @@ impl Inner {
         }
     }
 
-    /// Reads events until the body ends. With `endpoint`, an `endpoint` event sets it (legacy).
-    /// Returns whether the body ended cleanly (its connection can be reused).
+    /// Reads events until the body ends; a clean end releases `lease` (its connection can be
+    /// reused). With `endpoint`, an `endpoint` event sets it (legacy).
+    ///
+    /// When an event carries the last response the stream was waiting for, the end of the body
+    /// usually arrived with it: it is checked before the response is handed on, so the
+    /// connection is back in the pool by the time the caller sends its next request.
     async fn read_events(
         &self,
         mut body: Incoming,
+        mut lease: Option<Lease>,
         decoder: &mut SseDecoder,
         pending: &mut HashSet<Id>,
         endpoint: Option<&watch::Sender<Option<Uri>>>,
-    ) -> bool {
+    ) {
         let mut buf = BytesMut::new();
-        let clean_end = loop {
-            let frame = match body.frame().await {
-                Some(Ok(frame)) => frame,
-                Some(Err(_)) => break false,
-                None => break true,
-            };
-            let Ok(data) = frame.into_data() else { continue };
-            buf.extend_from_slice(&data);
-            while let Some(event) = decoder.decode(&mut buf) {
-                self.event(event, pending, endpoint).await;
+        // Some(clean) once the body has ended.
+        let mut ended: Option<bool> = None;
+        let take = |frame: Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>,
+                    buf: &mut BytesMut,
+                    ended: &mut Option<bool>| match frame {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    buf.extend_from_slice(&data);
+                }
             }
+            Some(Err(_)) => *ended = Some(false),
+            None => *ended = Some(true),
         };
-        while let Some(event) = decoder.decode_eof(&mut buf) {
-            self.event(event, pending, endpoint).await;
+        while ended.is_none() {
+            take(body.frame().await, &mut buf, &mut ended);
+            while let Some(event) = decoder.decode(&mut buf) {
+                let waiting = !pending.is_empty();
+                let messages = self.event(event, pending, endpoint).await;
+                if waiting && pending.is_empty() && buf.is_empty() && ended.is_none() {
+                    if let Some(frame) = frame_if_ready(&mut body) {
+                        take(frame, &mut buf, &mut ended);
+                    }
+                }
+                if ended == Some(true) {
+                    if let Some(lease) = lease.take() {
+                        self.release(lease);
+                    }
+                }
+                for message in messages {
+                    self.push(Ok(Some(message))).await;
+                }
+            }
         }
-        clean_end
+        while let Some(event) = decoder.decode_eof(&mut buf) {
+            for message in self.event(event, pending, endpoint).await {
+                self.push(Ok(Some(message))).await;
+            }
+        }
+        if let (Some(true), Some(lease)) = (ended, lease) {
+            self.release(lease);
+        }
     }
 
+    /// Handles one SSE event; returns the messages it carried, to hand on. The ids of the
+    /// responses among them leave `pending`.
     async fn event(
         &self,
         event: Result<crate::proto::framing::SseEvent, FrameError>,
         pending: &mut HashSet<Id>,
         endpoint: Option<&watch::Sender<Option<Uri>>>,
-    ) {
+    ) -> Vec<Message> {
         match event {
             Err(e) => self.push(Err(TransportError::Malformed(LineError::Frame(e)))).await,
             Ok(event) if event.event_type() == "endpoint" => {
@@ -759,12 +788,24 @@ impl Inner {
                 }
             }
             Ok(event) if event.event_type() != "message" || event.data.is_empty() => {}
-            Ok(event) => {
-                for id in self.deliver(event.data.as_bytes()).await {
-                    pending.remove(&id);
+            Ok(event) => match self.decode(event.data.as_bytes()) {
+                Ok(messages) => {
+                    for message in &messages {
+                        let answered = match message {
+                            Message::Response(r) => Some(&r.id),
+                            Message::Error(e) => e.id.as_ref(),
+                            _ => None,
+                        };
+                        if let Some(id) = answered {
+                            pending.remove(id);
+                        }
+                    }
+                    return messages;
                 }
-            }
+                Err(e) => self.push(Err(e)).await,
+            },
         }
+        Vec::new()
     }
 
     /// Opens the legacy stream: GET the URL itself, then `/sse` at its root; waits for the
@@ -796,7 +837,7 @@ impl Inner {
             self.spawn(async move {
                 let mut decoder = SseDecoder::with_max_event_bytes(inner.config.max_event_bytes);
                 let mut pending = HashSet::new();
-                inner.read_events(response.into_body(), &mut decoder, &mut pending, Some(&endpoint_tx)).await;
+                inner.read_events(response.into_body(), None, &mut decoder, &mut pending, Some(&endpoint_tx)).await;
                 // The legacy session lives as long as its stream.
                 inner.push(Ok(None)).await;
             });
@@ -830,6 +871,16 @@ impl Inner {
             return Ok(());
         }
         Err(http_error(response).await)
+    }
+}
+
+/// The body's next frame if it is already here (without waiting): `Some(None)` is its end.
+fn frame_if_ready(body: &mut Incoming) -> Option<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
+    use hyper::body::Body as _;
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::Pin::new(body).poll_frame(&mut cx) {
+        std::task::Poll::Ready(frame) => Some(frame),
+        std::task::Poll::Pending => None,
     }
 }
 

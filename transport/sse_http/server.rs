@@ -57,7 +57,7 @@ use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, ChannelBody, HttpBody,
     LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER,
 };
-use crate::proto::framing::{encode_comment, encode_event, SseEvent};
+use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
 use crate::proto::jsonrpc::{self, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Limits, Transport, TransportError};
@@ -1227,9 +1227,8 @@ fn sse_response(
     tokio::spawn(async move {
         let encode = |(id, data): Outgoing| {
             let mut out = BytesMut::new();
-            let mut event = SseEvent::new(String::from_utf8_lossy(&data).into_owned());
-            event.id = id.filter(|_| event_ids);
-            encode_event(&event, &mut out).expect("event ids are plain ascii");
+            let id = id.as_deref().filter(|_| event_ids);
+            encode_data_event(id, &data, &mut out).expect("event ids are plain ascii");
             out.freeze()
         };
         let mut ok = prelude.is_empty() || body_tx.send(prelude).await.is_ok();
