@@ -746,7 +746,7 @@ impl Inner {
                 let waiting = !pending.is_empty();
                 let messages = self.event(event, pending, endpoint).await;
                 if waiting && pending.is_empty() && buf.is_empty() && ended.is_none() {
-                    if let Some(frame) = frame_if_ready(&mut body) {
+                    if let Some(frame) = frame_if_ready(&mut body).await {
                         take(frame, &mut buf, &mut ended);
                     }
                 }
@@ -875,13 +875,13 @@ impl Inner {
 }
 
 /// The body's next frame if it is already here (without waiting): `Some(None)` is its end.
-fn frame_if_ready(body: &mut Incoming) -> Option<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
+async fn frame_if_ready(body: &mut Incoming) -> Option<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
     use hyper::body::Body as _;
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match std::pin::Pin::new(body).poll_frame(&mut cx) {
-        std::task::Poll::Ready(frame) => Some(frame),
-        std::task::Poll::Pending => None,
-    }
+    std::future::poll_fn(|cx| match std::pin::Pin::new(&mut *body).poll_frame(cx) {
+        std::task::Poll::Ready(frame) => std::task::Poll::Ready(Some(frame)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
 }
 
 async fn handshake<IO>(io: IO) -> Result<SendRequest<HttpBody>, TransportError>
