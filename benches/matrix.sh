@@ -19,7 +19,7 @@ for b in rmcp-bench rmcp-echo-server floor-bench floor-echo-server; do
   [ -x "$P/$b" ] || { echo "matrix.sh: $P/$b missing (see the header of this script)" >&2; exit 1; }
 done
 cargo build --release --quiet --bin mcp-bench --example echo_server
-OURS=$PWD/target/release
+OURS=$(realpath "${CARGO_TARGET_DIR:-target}")/release
 mkdir -p "$OUT"; : > "$OUT/results.jsonl"
 
 # tag CLIENT SERVER: add who was measured to each JSON line.
