@@ -20,17 +20,23 @@
 //!   statuses, headers and SSE framing with the messages (a URL without a path gets the recorded
 //!   paths; one with a path stands for the first, `/mcp` or `/sse`).
 //! - `replay FILE... --client "CMD ARGS" [...]` — plays each recording's server side to a client
-//!   under test: the client is started as `CMD ARGS MCP-CONFORMANCE serve --fixtures DIR --report
-//!   REPORT FILE`, i.e. the last words are the server command it is to launch (the recorded
-//!   server). Requests that match nothing, answers that differ and recorded client messages the
-//!   client never sent are the differences.
+//!   under test. For a stdio recording the client is started as `CMD ARGS MCP-CONFORMANCE serve
+//!   --fixtures DIR --report REPORT FILE`, i.e. the last words are the server command it is to
+//!   launch (the recorded server). For a `streamable-http` or `sse` recording the runner starts
+//!   `MCP-CONFORMANCE serve --listen 127.0.0.1:0 --fixtures DIR --report REPORT FILE` itself and
+//!   the client as `CMD ARGS URL`, the last word being the URL to connect to
+//!   (`http://127.0.0.1:PORT/mcp`, or the legacy `/sse` stream for an `sse` recording); serve is
+//!   stopped with SIGINT when the client has exited. Requests that match nothing, answers that
+//!   differ, a failed exit and recorded client messages the client never sent are the
+//!   differences (messages only: the HTTP framing is `--server-url`'s business).
 //! - `serve [--fixtures DIR] [--report FILE] FILE` — becomes the recorded server on stdin/stdout
 //!   (with `--fixtures`, the recordings' `/tmp/mcp-fixtures` is `DIR` in what it sends and
 //!   expects; with `--report`, every matched recorded client message and every difference is
 //!   appended to `FILE` as a JSON line as it happens; with `--listen ADDR:PORT`, the recorded
 //!   server over HTTP instead — Streamable HTTP at `/mcp`, and the legacy transport at `/sse`
 //!   for an `sse` recording; stateless for a 2026-07-28 one — each session following the
-//!   script afresh; the URL is printed on stdout, and Ctrl-C stops it).
+//!   script afresh and reporting to the one `--report` file; the URL is printed on stdout, and
+//!   Ctrl-C (SIGINT) stops it, after its sessions have reported what was left).
 //!
 //! Exit status: 0 when everything passed, 1 on failures, 2 on usage errors.
 

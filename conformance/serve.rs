@@ -403,3 +403,25 @@ async fn send_recorded<T: Transport>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recording(name: &str) -> Recording {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("conformance/recordings/{name}.jsonl"));
+        Recording::read(&path).expect("a stored recording")
+    }
+
+    #[test]
+    fn only_exchanges_refused_before_a_session_are_rejected_at_http_level() {
+        // No session (1-2), a bogus session id (3-4), Accept (5-6), Content-Type (7-8), the GET's
+        // Accept (13-14), Mcp-Protocol-Version (19-20), after DELETE (25-26).
+        let errors: Vec<u64> = rejected_at_http_level(&recording("everything-http-errors")).into_iter().collect();
+        assert_eq!(errors, [1, 2, 3, 4, 5, 6, 7, 8, 13, 14, 19, 20, 25, 26]);
+        // HTTP 400 answers carrying the request's id came from the session: they stay.
+        assert!(rejected_at_http_level(&recording("pyfixture-http-python-2026-07-28")).is_empty());
+        assert!(rejected_at_http_level(&recording("everything-tools")).is_empty());
+    }
+}
