@@ -2,7 +2,7 @@
 //! Every stdio recording is replayed against mcpwire's own client, driven by
 //! the `mcp-conformance-client-driver` binary (`conformance/client_driver.rs`); one it could not
 //! pass would be listed, with its reason, in `conformance/client-expected-failures.txt` (a listed
-//! one that passes fails the run). None is listed today.
+//! one that passes fails the run). No stdio recording is listed (HTTP ones: tests/conformance_client_http.rs).
 
 mod support;
 
