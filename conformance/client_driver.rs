@@ -7,7 +7,11 @@
 //! ```
 //!
 //! Usage: `mcp-conformance-client-driver [--fixtures DIR] RECORDING SERVER_CMD ARGS...` — the runner
-//! appends the server command (the recorded server) to the client command it is given.
+//! appends the server command (the recorded server) to the client command it is given — or
+//! `mcp-conformance-client-driver [--fixtures DIR] RECORDING URL` for an HTTP recording, the runner
+//! appending the URL of `serve --listen`: one word starting with `http://` or `https://`, reached
+//! with [`HttpClientTransport`] (the legacy HTTP+SSE transport when the recording's `transport`
+//! is `sse`; the URL is then the `/sse` stream).
 //!
 //! The handshake is [`Client::connect`] with the recorded `initialize` params (clientInfo,
 //! capabilities, offered version, one we do not know offered as written), preceded by a
@@ -23,9 +27,18 @@
 //! `sampling/createMessage`, `elicitation/create` by the handlers declared for what the recorded
 //! client declared, which give the recorded client's answers (see [`Answers`]).
 //!
-//! Prints one JSON line per request (its outcome) on stdout. What it could not send (no method
-//! type) goes to stderr,
-//! and the exit status is then 3; 1 when the connection failed, 2 on usage errors.
+//! What a client through its API cannot send is not sent, and each is named on stderr (`not
+//! issued: seq N: why`); the runner then reports it as never sent. On HTTP recordings these are
+//! the exchanges the recorded server refused at the HTTP level before any session saw them
+//! ([`rejected_at_http_level`]: hand-made bad headers, an unknown session, a request after
+//! DELETE). A recorded JSON-RPC batch is issued as its requests, concurrently: the typed API
+//! has no batch (MCP dropped batches in 2025-06-18), and the messages are what is compared.
+//! Nor does the driver abandon a stream to resume it: the transport's resumption is not
+//! exercised (`replay --server-url` checks that on the server side).
+//!
+//! Prints one JSON line per request (its outcome) on stdout. What it could not send for want of
+//! a method type goes to stderr, and the exit status is then 3; 1 when the connection failed, 2
+//! on usage errors.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -35,6 +48,7 @@ use std::time::Duration;
 
 use mcpwire::client::{Client, ClientOptions, ElicitationModes};
 use mcpwire::conformance::recording::{Dir, Recording};
+use mcpwire::conformance::serve::rejected_at_http_level;
 use mcpwire::proto::jsonrpc::{ErrorCode, ErrorObject, Message};
 use mcpwire::proto::mcp_types::{
     self as types, CallTool, CancelTask, ClientCapabilities, Complete, CreateMessage, CreateMessageRequestParams,
@@ -44,7 +58,9 @@ use mcpwire::proto::mcp_types::{
 };
 use mcpwire::proto::session::RequestOptions;
 use mcpwire::proto::version::ProtocolVersion;
-use mcpwire::transport::stdio::{ChildCommand, StdioTransport};
+#[cfg(feature = "http")]
+use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+use mcpwire::transport::stdio::ChildCommand;
 use mcpwire::transport::Transport;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -67,7 +83,7 @@ struct NotSent(String);
 /// A call left running: its recorded seq and method, and the task.
 type Call = tokio::task::JoinHandle<Result<Outcome, NotSent>>;
 
-async fn call<M>(client: &Client<StdioTransport>, params: Value) -> Result<Outcome, NotSent>
+async fn call<M, T: Transport>(client: &Client<T>, params: Value) -> Result<Outcome, NotSent>
 where
     M: Method,
     M::Params: Send + Sync + 'static,
@@ -187,11 +203,11 @@ fn recorded_handlers(mut options: ClientOptions, capabilities: &Value, all: &[(D
 }
 
 /// `Client::request::<M>` for the method type named `method`.
-async fn dispatch(client: Client<StdioTransport>, method: String, params: Value) -> Result<Outcome, NotSent> {
+async fn dispatch<T: Transport>(client: Client<T>, method: String, params: Value) -> Result<Outcome, NotSent> {
     macro_rules! table {
         ($($ty:ty),* $(,)?) => {
             $(if method == <$ty as Method>::NAME {
-                return call::<$ty>(&client, params).await;
+                return call::<$ty, T>(&client, params).await;
             })*
         };
     }
@@ -218,7 +234,7 @@ async fn dispatch(client: Client<StdioTransport>, method: String, params: Value)
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: mcp-conformance-client-driver [--fixtures DIR] RECORDING SERVER_CMD ARGS...");
+    eprintln!("usage: mcp-conformance-client-driver [--fixtures DIR] RECORDING (SERVER_CMD ARGS... | URL)");
     ExitCode::from(2)
 }
 
@@ -264,9 +280,22 @@ async fn drive(path: PathBuf, fixtures: Option<String>, server: Vec<String>) -> 
             return ExitCode::from(2);
         }
     };
+    // What the recorded server refused at the HTTP level: hand-made requests no API client sends.
+    let rejected = rejected_at_http_level(&recording);
+    for entry in &recording.entries {
+        if entry.dir == Dir::ClientToServer && entry.msg.is_some() && rejected.contains(&entry.seq) {
+            let status = entry.http.as_ref().and_then(|h| h.get("status")).cloned().unwrap_or_default();
+            eprintln!(
+                "mcp-conformance-client-driver: not issued: seq {}: refused by the recorded server at the HTTP level \
+                 ({status}) before any session saw it; a hand-made request no client API makes",
+                entry.seq
+            );
+        }
+    }
     let all: Vec<(Dir, Step)> = recording
         .entries
         .iter()
+        .filter(|e| !rejected.contains(&e.seq))
         .filter_map(|e| {
             let raw = e.msg.as_ref()?.get().to_owned();
             let msg = serde_json::from_str(&raw).ok()?;
@@ -317,21 +346,51 @@ async fn drive(path: PathBuf, fixtures: Option<String>, server: Vec<String>) -> 
     }
     options = recorded_handlers(options, capabilities, &all);
     options.request_timeout = Some(Duration::from_secs(30));
+    let is_url = server.len() == 1 && (server[0].starts_with("http://") || server[0].starts_with("https://"));
+    if is_url {
+        #[cfg(feature = "http")]
+        {
+            let config = HttpClientConfig::new(&server[0]).legacy(recording.header.transport == "sse");
+            let transport = match HttpClientTransport::new(config) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("mcp-conformance-client-driver: {}: {e}", server[0]);
+                    return ExitCode::from(2);
+                }
+            };
+            return match Client::connect(transport, options).await {
+                Ok(client) => run(client, &all, not_sent).await,
+                Err(e) => {
+                    eprintln!("mcp-conformance-client-driver: connecting to {}: {e}", server[0]);
+                    ExitCode::from(1)
+                }
+            };
+        }
+        #[cfg(not(feature = "http"))]
+        {
+            eprintln!("mcp-conformance-client-driver: {}: built without the http feature", server[0]);
+            return ExitCode::from(2);
+        }
+    }
     let command = ChildCommand::new(&server[0]).args(&server[1..]);
-    let client = match Client::spawn(command, options).await {
-        Ok(c) => c,
+    match Client::spawn(command, options).await {
+        Ok(client) => run(client, &all, not_sent).await,
         Err(e) => {
             eprintln!("mcp-conformance-client-driver: connecting: {e}");
-            return ExitCode::from(1);
+            ExitCode::from(1)
         }
-    };
+    }
+}
 
-    // The driver's own messages: requests and notifications but initialize/initialized.
+/// Issues the recorded client messages but the handshake through `client`, in order; then
+/// prints the outcomes and closes the connection.
+async fn run<T: Transport>(client: Client<T>, all: &[(Dir, Step)], mut not_sent: Vec<String>) -> ExitCode {
+    // The driver's own messages: requests, notifications and batches but initialize/initialized.
     let ours: Vec<&Step> = all
         .iter()
         .filter(|(d, s)| {
             *d == Dir::ClientToServer
-                && s.msg.get("method").is_some()
+                && (s.msg.get("method").is_some() || s.msg.is_array())
                 && !matches!(
                     s.msg["method"].as_str(),
                     Some("initialize" | "notifications/initialized" | "server/discover")
@@ -344,49 +403,60 @@ async fn drive(path: PathBuf, fixtures: Option<String>, server: Vec<String>) -> 
     let mut outcomes: Vec<(u64, String, Result<Outcome, NotSent>)> = Vec::new();
     let mut previous_t: Option<u64> = None;
     for (n, step) in ours.iter().enumerate() {
-        let method = step.msg["method"].as_str().unwrap_or_default().to_owned();
         // After a call left running, keep the recorded pace (capped) so it is under way first.
         if let (Some(t), false) = (previous_t, pending.is_empty()) {
             tokio::time::sleep(Duration::from_millis(step.t_ms.saturating_sub(t).min(1000))).await;
         }
         previous_t = Some(step.t_ms);
-        match step.msg.get("id") {
-            Some(id) => {
-                let params = step.msg.get("params").cloned().unwrap_or_else(|| serde_json::json!({}));
-                let task = tokio::spawn(dispatch(client.clone(), method.clone(), params));
-                // Await it now if its response was recorded before our next message.
-                let here = position(step.seq);
-                let response = all[here..].iter().position(|(d, s)| {
-                    *d == Dir::ServerToClient && s.msg.get("method").is_none() && s.msg.get("id") == Some(id)
-                });
-                let next = ours.get(n + 1).map(|s| position(s.seq) - here);
-                if response.is_some_and(|r| next.is_none_or(|next| r < next)) {
-                    let outcome = task.await.unwrap_or_else(|e| Err(NotSent(e.to_string())));
-                    outcomes.push((step.seq, method, outcome));
-                } else {
-                    pending.insert(id.to_string(), (step.seq, method, task));
-                }
-            }
-            None if method == "notifications/cancelled" => {
-                let request = step.msg["params"]["requestId"].to_string();
-                match pending.remove(&request) {
-                    // Dropping the call's future is how our client cancels.
-                    Some((seq, method, task)) => {
-                        task.abort();
-                        outcomes.push((seq, method, Ok(Err("cancelled".into()))));
-                    }
-                    None => not_sent.push(format!("seq {}: cancels request {request}, not in flight", step.seq)),
-                }
-            }
-            None => match Message::from_str(&step.raw) {
-                // No typed notification API on Client: sent as recorded.
-                Ok(message) => {
-                    if let Err(e) = client.transport().send(message).await {
-                        not_sent.push(format!("seq {}: {method}: {e}", step.seq));
+        let here = position(step.seq);
+        let next = ours.get(n + 1).map(|s| position(s.seq) - here);
+        // A batch is issued as its messages, all at once.
+        let messages: Vec<(Value, String)> = match &step.msg {
+            Value::Array(batch) => batch.iter().map(|m| (m.clone(), m.to_string())).collect(),
+            msg => vec![(msg.clone(), step.raw.clone())],
+        };
+        let mut awaited = Vec::new();
+        for (msg, raw) in messages {
+            let method = msg["method"].as_str().unwrap_or_default().to_owned();
+            match msg.get("id") {
+                Some(id) => {
+                    let params = msg.get("params").cloned().unwrap_or_else(|| serde_json::json!({}));
+                    let task = tokio::spawn(dispatch(client.clone(), method.clone(), params));
+                    // Await it now if its response was recorded before our next message.
+                    let response = all[here..].iter().position(|(d, s)| {
+                        *d == Dir::ServerToClient && s.msg.get("method").is_none() && s.msg.get("id") == Some(id)
+                    });
+                    if response.is_some_and(|r| next.is_none_or(|next| r < next)) {
+                        awaited.push((step.seq, method, task));
+                    } else {
+                        pending.insert(id.to_string(), (step.seq, method, task));
                     }
                 }
-                Err(e) => not_sent.push(format!("seq {}: {method}: {e}", step.seq)),
-            },
+                None if method == "notifications/cancelled" => {
+                    let request = msg["params"]["requestId"].to_string();
+                    match pending.remove(&request) {
+                        // Dropping the call's future is how our client cancels.
+                        Some((seq, method, task)) => {
+                            task.abort();
+                            outcomes.push((seq, method, Ok(Err("cancelled".into()))));
+                        }
+                        None => not_sent.push(format!("seq {}: cancels request {request}, not in flight", step.seq)),
+                    }
+                }
+                None => match Message::from_str(&raw) {
+                    // No typed notification API on Client: sent as recorded.
+                    Ok(message) => {
+                        if let Err(e) = client.transport().send(message).await {
+                            not_sent.push(format!("seq {}: {method}: {e}", step.seq));
+                        }
+                    }
+                    Err(e) => not_sent.push(format!("seq {}: {method}: {e}", step.seq)),
+                },
+            }
+        }
+        for (seq, method, task) in awaited {
+            let outcome = task.await.unwrap_or_else(|e| Err(NotSent(e.to_string())));
+            outcomes.push((seq, method, outcome));
         }
     }
     for (_, (seq, method, task)) in pending {

@@ -20,17 +20,23 @@
 //!   statuses, headers and SSE framing with the messages (a URL without a path gets the recorded
 //!   paths; one with a path stands for the first, `/mcp` or `/sse`).
 //! - `replay FILE... --client "CMD ARGS" [...]` — plays each recording's server side to a client
-//!   under test: the client is started as `CMD ARGS MCP-CONFORMANCE serve --fixtures DIR --report
-//!   REPORT FILE`, i.e. the last words are the server command it is to launch (the recorded
-//!   server). Requests that match nothing, answers that differ and recorded client messages the
-//!   client never sent are the differences.
+//!   under test. For a stdio recording the client is started as `CMD ARGS MCP-CONFORMANCE serve
+//!   --fixtures DIR --report REPORT FILE`, i.e. the last words are the server command it is to
+//!   launch (the recorded server). For a `streamable-http` or `sse` recording the runner starts
+//!   `MCP-CONFORMANCE serve --listen 127.0.0.1:0 --fixtures DIR --report REPORT FILE` itself and
+//!   the client as `CMD ARGS URL`, the last word being the URL to connect to
+//!   (`http://127.0.0.1:PORT/mcp`, or the legacy `/sse` stream for an `sse` recording); serve is
+//!   stopped with SIGINT when the client has exited. Requests that match nothing, answers that
+//!   differ, a failed exit and recorded client messages the client never sent are the
+//!   differences (messages only: the HTTP framing is `--server-url`'s business).
 //! - `serve [--fixtures DIR] [--report FILE] FILE` — becomes the recorded server on stdin/stdout
 //!   (with `--fixtures`, the recordings' `/tmp/mcp-fixtures` is `DIR` in what it sends and
 //!   expects; with `--report`, every matched recorded client message and every difference is
 //!   appended to `FILE` as a JSON line as it happens; with `--listen ADDR:PORT`, the recorded
 //!   server over HTTP instead — Streamable HTTP at `/mcp`, and the legacy transport at `/sse`
 //!   for an `sse` recording; stateless for a 2026-07-28 one — each session following the
-//!   script afresh; the URL is printed on stdout, and Ctrl-C stops it).
+//!   script afresh and reporting to the one `--report` file; the URL is printed on stdout, and
+//!   Ctrl-C (SIGINT) stops it, after its sessions have reported what was left).
 //!
 //! Exit status: 0 when everything passed, 1 on failures, 2 on usage errors.
 
@@ -342,26 +348,11 @@ fn serve_cmd(args: Vec<String>) -> ExitCode {
     let matcher = Matcher::new(rules, fixtures.as_deref());
     if let Some(addr) = listen {
         #[cfg(feature = "http")]
-        return serve_http(recording, matcher, addr);
+        return serve_http(recording, matcher, addr, report);
         #[cfg(not(feature = "http"))]
         return usage_error(&format!("--listen {addr} needs the http feature"));
     }
-    let write = |line: ServeReportLine| {
-        if let Some(file) = &report {
-            use std::io::Write as _;
-            let mut text = serde_json::to_string(&line).expect("a report line serializes");
-            text.push('\n');
-            let _ = file.lock().expect("report lock").write_all(text.as_bytes());
-        }
-    };
-    let events = |event: Event<'_>| match event {
-        Event::Note(line) => eprintln!("mcp-conformance serve: {line}"),
-        Event::Failure(f) => {
-            eprintln!("mcp-conformance serve: {f}");
-            write(ServeReportLine::Failure(f.to_string()));
-        }
-        Event::Matched(seq) => write(ServeReportLine::Matched(seq)),
-    };
+    let events = |event: Event<'_>| serve_event(report.as_ref(), event);
     let result = runtime().block_on(async {
         let transport = StdioTransport::own_stdio(Limits::default());
         let result = serve_recording(&recording, &transport, &matcher, &events).await;
@@ -377,9 +368,37 @@ fn serve_cmd(args: Vec<String>) -> ExitCode {
     }
 }
 
-/// `serve --listen`: the recorded server over HTTP, one script per session, until Ctrl-C.
+/// What `serve` does with an event of the script: notes and differences go to stderr;
+/// differences and matched client messages are appended to the `--report` file, if any.
+fn serve_event(report: Option<&std::sync::Mutex<std::fs::File>>, event: Event<'_>) {
+    let write = |line: ServeReportLine| {
+        if let Some(file) = report {
+            use std::io::Write as _;
+            let mut text = serde_json::to_string(&line).expect("a report line serializes");
+            text.push('\n');
+            let _ = file.lock().expect("report lock").write_all(text.as_bytes());
+        }
+    };
+    match event {
+        Event::Note(line) => eprintln!("mcp-conformance serve: {line}"),
+        Event::Failure(f) => {
+            eprintln!("mcp-conformance serve: {f}");
+            write(ServeReportLine::Failure(f.to_string()));
+        }
+        Event::Matched(seq) => write(ServeReportLine::Matched(seq)),
+    }
+}
+
+/// `serve --listen`: the recorded server over HTTP, one script per session, until Ctrl-C
+/// (SIGINT). Every session's events go to the one `--report` file; on Ctrl-C the server shuts
+/// down (which ends every session) and the sessions get up to 5 s to report what was left.
 #[cfg(feature = "http")]
-fn serve_http(recording: Recording, matcher: Matcher, addr: std::net::SocketAddr) -> ExitCode {
+fn serve_http(
+    recording: Recording,
+    matcher: Matcher,
+    addr: std::net::SocketAddr,
+    report: Option<std::sync::Mutex<std::fs::File>>,
+) -> ExitCode {
     use std::sync::Arc;
 
     use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
@@ -388,22 +407,27 @@ fn serve_http(recording: Recording, matcher: Matcher, addr: std::net::SocketAddr
     let stateless = recording.header.protocol_version.as_str() >= "2026-07-28";
     let recording = Arc::new(recording);
     let matcher = Arc::new(matcher);
+    let report = Arc::new(report);
     let config = HttpServerConfig::default().bind(addr).legacy_sse(legacy).stateless(stateless);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     rt.block_on(async move {
+        // Sessions still running, and a wake-up when one ends.
+        let running = Arc::new((std::sync::atomic::AtomicUsize::new(0), tokio::sync::Notify::new()));
+        let sessions = running.clone();
         let app = move |transport: mcpwire::transport::sse_http::ServerTransport| {
             let recording = recording.clone();
             let matcher = Matcher::clone(&matcher);
+            let report = report.clone();
+            let running = sessions.clone();
+            running.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             async move {
-                let events = |event: Event<'_>| match event {
-                    Event::Note(line) => eprintln!("mcp-conformance serve: {line}"),
-                    Event::Failure(f) => eprintln!("mcp-conformance serve: {f}"),
-                    Event::Matched(_) => {}
-                };
+                let events = |event: Event<'_>| serve_event(Option::as_ref(&report), event);
                 if let Err(e) = serve_recording(&recording, &transport, &matcher, &events).await {
                     eprintln!("mcp-conformance serve: {e}");
                 }
                 let _ = transport.close().await;
+                running.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                running.1.notify_waiters();
             }
         };
         let server = match HttpServer::bind(config, app).await {
@@ -416,6 +440,15 @@ fn serve_http(recording: Recording, matcher: Matcher, addr: std::net::SocketAddr
         println!("{}", if legacy { server.legacy_url() } else { server.url() });
         let _ = tokio::signal::ctrl_c().await;
         server.shutdown().await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let ended = running.1.notified();
+            if running.0.load(std::sync::atomic::Ordering::SeqCst) == 0
+                || tokio::time::timeout_at(deadline, ended).await.is_err()
+            {
+                break;
+            }
+        }
         ExitCode::SUCCESS
     })
 }

@@ -403,15 +403,22 @@ pub enum ServeReportLine {
     Failure(String),
 }
 
-/// Plays the recorded server of the recording at `path` to a client under test, over stdio.
+/// Plays the recorded server of the recording at `path` to a client under test.
 ///
-/// The client is started as `CLIENT_CMD ARGS RUNNER serve [--fixtures DIR] --report FILE
-/// RECORDING`: the words appended are the server command it is to launch (the recorded server,
-/// `runner` being the `mcp-conformance` binary). In `client`, `{fixtures}`, `{recording}` and
-/// `{name}` are replaced as in [`replay_stdio`]. The session is over when the client exits
-/// (within `options.timeout` × the number of recorded messages, at least 30 s); then the
-/// differences `serve` reported, a failed exit of the client, and every recorded client message
-/// the client never sent are the failures.
+/// For a stdio recording the client is started as `CLIENT_CMD ARGS RUNNER serve [--fixtures DIR]
+/// --report FILE RECORDING`: the words appended are the server command it is to launch (the
+/// recorded server, `runner` being the `mcp-conformance` binary). For an HTTP recording
+/// (`streamable-http` or `sse`) the runner first starts `RUNNER serve --listen 127.0.0.1:0
+/// --fixtures DIR --report FILE RECORDING` and the client is started as `CLIENT_CMD ARGS URL`: the
+/// word appended is the URL it is to connect to — the Streamable HTTP endpoint
+/// (`http://127.0.0.1:PORT/mcp`), or for an `sse` recording the legacy transport's stream
+/// (`http://127.0.0.1:PORT/sse`); `serve` is stopped (SIGINT, then its sessions report what is
+/// left) once the client has exited. In `client`, `{fixtures}`, `{recording}` and `{name}` are
+/// replaced as in [`replay_stdio`]. The session is over when the client exits (within
+/// `options.timeout` × the number of recorded messages, at least 30 s); then the differences
+/// `serve` reported, a failed exit of the client, and every recorded client message the client
+/// never sent are the failures. Only messages are compared, not the HTTP framing
+/// (`replay --server-url` checks that).
 pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, options: ReplayOptions) -> SessionOutcome {
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let fail = |name: String, why: String| SessionOutcome { name, failures: vec![why] };
@@ -420,9 +427,11 @@ pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, option
         Err(e) => return fail(name, e.to_string()),
     };
     let name = recording.header.name.clone();
-    if recording.header.transport != "stdio" {
-        return fail(name, format!("transport {}: --client replays stdio sessions only", recording.header.transport));
-    }
+    let http = match recording.header.transport.as_str() {
+        "stdio" => false,
+        "streamable-http" | "sse" if cfg!(feature = "http") => true,
+        other => return fail(name, format!("transport {other}: --client replays stdio and HTTP sessions only")),
+    };
     if let Err(e) = Rules::for_recording(path) {
         return fail(name, e);
     }
@@ -438,13 +447,30 @@ pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, option
             w.replace("{fixtures}", &root).replace("{recording}", &path.to_string_lossy()).replace("{name}", &name)
         })
         .collect();
-    words.push(runner.to_string_lossy().into_owned());
-    words.extend(["serve".into(), "--fixtures".into(), root.clone(), "--report".into()]);
-    words.push(report.to_string_lossy().into_owned());
-    words.push(path.to_string_lossy().into_owned());
-    let Some((program, args)) = words.split_first() else {
+    if words.is_empty() {
         return fail(name, "empty --client command".into());
-    };
+    }
+    let mut serve_args: Vec<String> = vec!["serve".into()];
+    if http {
+        serve_args.extend(["--listen".into(), "127.0.0.1:0".into()]);
+    }
+    serve_args.extend(["--fixtures".into(), root.clone(), "--report".into()]);
+    serve_args.push(report.to_string_lossy().into_owned());
+    serve_args.push(path.to_string_lossy().into_owned());
+    let mut listener = None;
+    if http {
+        match ServeListen::start(runner, &serve_args).await {
+            Ok((serve, url)) => {
+                words.push(url);
+                listener = Some(serve);
+            }
+            Err(e) => return fail(name, e),
+        }
+    } else {
+        words.push(runner.to_string_lossy().into_owned());
+        words.extend(serve_args);
+    }
+    let (program, args) = words.split_first().expect("not empty");
     let inherit = std::env::var_os("MCP_CONFORMANCE_CLIENT_STDERR").is_some();
     let mut command = tokio::process::Command::new(program);
     command
@@ -453,22 +479,28 @@ pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, option
         .stdout(std::process::Stdio::null())
         .stderr(if inherit { std::process::Stdio::inherit() } else { std::process::Stdio::piped() })
         .kill_on_drop(true);
-    let child = match command.spawn() {
-        Ok(c) => c,
-        Err(e) => return fail(name, format!("cannot start the client {program}: {e}")),
-    };
-    let patience = (options.timeout * recording.entries.len() as u32).max(Duration::from_secs(30));
     let mut failures = Vec::new();
-    match tokio::time::timeout(patience, child.wait_with_output()).await {
-        Err(_) => failures.push(format!("the client did not finish within {} s", patience.as_secs())),
-        Ok(Err(e)) => failures.push(format!("waiting for the client: {e}")),
-        Ok(Ok(out)) if !out.status.success() => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            failures.push(format!("the client exited with {}: {}", out.status, tail.join(" | ")));
+    match command.spawn() {
+        Err(e) => failures.push(format!("cannot start the client {program}: {e}")),
+        Ok(child) => {
+            let patience = (options.timeout * recording.entries.len() as u32).max(Duration::from_secs(30));
+            match tokio::time::timeout(patience, child.wait_with_output()).await {
+                Err(_) => failures.push(format!("the client did not finish within {} s", patience.as_secs())),
+                Ok(Err(e)) => failures.push(format!("waiting for the client: {e}")),
+                Ok(Ok(out)) if !out.status.success() => {
+                    let stderr = String::from_utf8_lossy(&out.stderr);
+                    let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+                    let tail: Vec<&str> = tail.into_iter().rev().collect();
+                    failures.push(format!("the client exited with {}: {}", out.status, tail.join(" | ")));
+                }
+                Ok(Ok(_)) => {}
+            }
         }
-        Ok(Ok(_)) => {}
+    }
+    if let Some(serve) = listener {
+        if let Err(e) = serve.stop().await {
+            failures.push(e);
+        }
     }
     let text = std::fs::read_to_string(&report).unwrap_or_default();
     let mut matched = std::collections::HashSet::new();
@@ -500,16 +532,76 @@ pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, option
                 .unwrap_or_default(),
             _ => recorded.get("method").and_then(Value::as_str).unwrap_or_default().to_owned(),
         };
+        let what = match &recorded {
+            Value::Array(batch) => {
+                let methods: Vec<&str> =
+                    batch.iter().map(|m| m.get("method").and_then(Value::as_str).unwrap_or("(response)")).collect();
+                format!("batch ({})", methods.join(", "))
+            }
+            _ => describe(kind, &method),
+        };
         let failure = Failure {
             seq: entry.seq,
             dir: entry.dir,
-            what: describe(kind, &method),
+            what,
             detail: "$: recorded, but the client never sent it".into(),
         };
         failures.push(failure.to_string());
     }
     drop(fixtures);
     SessionOutcome { name, failures }
+}
+
+/// `mcp-conformance serve --listen` as a child process of the runner, for `--client` over HTTP.
+struct ServeListen {
+    child: tokio::process::Child,
+}
+
+impl ServeListen {
+    /// Starts `runner` with `args` and reads the URL it prints on its first line (10 s at most).
+    async fn start(runner: &Path, args: &[String]) -> Result<(ServeListen, String), String> {
+        use tokio::io::AsyncBufReadExt as _;
+        let inherit = std::env::var_os("MCP_CONFORMANCE_SERVER_STDERR").is_some();
+        let mut child = tokio::process::Command::new(runner)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(if inherit { std::process::Stdio::inherit() } else { std::process::Stdio::null() })
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start {} serve --listen: {e}", runner.display()))?;
+        let stdout = child.stdout.take().expect("piped");
+        let mut line = String::new();
+        let mut reader = tokio::io::BufReader::new(stdout);
+        match tokio::time::timeout(Duration::from_secs(10), reader.read_line(&mut line)).await {
+            Ok(Ok(n)) if n > 0 && line.trim().starts_with("http") => {
+                Ok((ServeListen { child }, line.trim().to_owned()))
+            }
+            Ok(Ok(_)) => Err(format!("serve --listen printed no URL: {:?}", line.trim())),
+            Ok(Err(e)) => Err(format!("reading the URL of serve --listen: {e}")),
+            Err(_) => Err("serve --listen printed no URL within 10 s".into()),
+        }
+    }
+
+    /// Stops it as Ctrl-C does (SIGINT: its sessions end and report what is left), killing it
+    /// if it has not exited within 10 s.
+    async fn stop(mut self) -> Result<(), String> {
+        if let Some(pid) = self.child.id() {
+            // SAFETY: kill(2) has no memory effects; the child is ours and not yet reaped.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGINT);
+            }
+        }
+        match tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await {
+            Ok(Ok(status)) if status.success() => Ok(()),
+            Ok(Ok(status)) => Err(format!("serve --listen exited with {status}")),
+            Ok(Err(e)) => Err(format!("waiting for serve --listen: {e}")),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                Err("serve --listen did not stop within 10 s of SIGINT".into())
+            }
+        }
+    }
 }
 
 #[cfg(test)]

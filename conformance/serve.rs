@@ -21,10 +21,17 @@
 //! that request's stream again (in stateless mode there is no other); one answered out of the
 //! script's order takes its recorded notifications with it (progress, logs).
 //!
+//! Two kinds of recorded HTTP exchange are not scripted as they were sent. A request the
+//! recorded server refused at the HTTP level before any session saw it (a 4xx answered without
+//! the request's id, or with no message at all: bad headers, an unknown session, a request after
+//! DELETE) is left out with its answer, since an HTTP server (ours too) rejects such a request
+//! itself — [`rejected_at_http_level`] lists them. A JSON-RPC batch is scripted as its messages,
+//! in order, which is how an HTTP server hands a batch to its session.
+//!
 //! Not here: timing (messages go out as soon as their turn comes) and the HTTP exchanges
 //! themselves.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
@@ -69,15 +76,24 @@ pub async fn serve_recording<T: Transport>(
     let fail = |seq: u64, what: String, detail: String| {
         events(Event::Failure(Failure { seq, dir: Dir::ClientToServer, what, detail }))
     };
-    let entries: Vec<Entry> = recording
-        .entries
-        .iter()
-        .filter_map(|e| {
-            let msg = serde_json::from_str(e.msg.as_ref()?.get()).ok()?;
-            let http_method = e.http.as_ref().and_then(|h| h.get("method")).and_then(Value::as_str).map(str::to_owned);
-            Some(Entry { seq: e.seq, dir: e.dir, msg, raw: e.msg.as_ref()?.get().to_owned(), http_method })
-        })
-        .collect();
+    let rejected = rejected_at_http_level(recording);
+    let mut entries: Vec<Entry> = Vec::new();
+    for e in recording.entries.iter().filter(|e| !rejected.contains(&e.seq)) {
+        let Some(raw) = &e.msg else { continue };
+        let Ok(msg) = serde_json::from_str::<Value>(raw.get()) else { continue };
+        let http_method = e.http.as_ref().and_then(|h| h.get("method")).and_then(Value::as_str).map(str::to_owned);
+        match msg {
+            // A batch: its messages one by one, each with the batch's seq.
+            Value::Array(batch) => entries.extend(batch.into_iter().map(|msg| Entry {
+                seq: e.seq,
+                dir: e.dir,
+                raw: msg.to_string(),
+                msg,
+                http_method: http_method.clone(),
+            })),
+            msg => entries.push(Entry { seq: e.seq, dir: e.dir, msg, raw: raw.get().to_owned(), http_method }),
+        }
+    }
     let mut consumed = vec![false; entries.len()];
     let mut cursor = 0;
     let mut pool: Vec<Value> = Vec::new();
@@ -247,6 +263,40 @@ pub async fn serve_recording<T: Transport>(
     }
 }
 
+/// The `seq`s of the HTTP exchanges the recorded server refused at the HTTP level, before any
+/// session saw the request: a client message answered with a 4xx whose message does not carry
+/// its id (server-everything's `-32000` errors with `id: null` or none) or with no message, and
+/// that answer. Such a request can only be made by hand (bad headers, an unknown session, a
+/// request after DELETE); a 4xx carrying the request's id is a session's answer and stays.
+pub fn rejected_at_http_level(recording: &Recording) -> BTreeSet<u64> {
+    let http = |e: &super::recording::Entry, key: &str| e.http.as_ref().and_then(|h| h.get(key)).cloned();
+    let status = |e: &super::recording::Entry| http(e, "status").and_then(|s| s.as_u64()).unwrap_or(0);
+    let mut rejected = BTreeSet::new();
+    for (i, request) in recording.entries.iter().enumerate() {
+        if request.dir != Dir::ClientToServer || status(request) < 400 {
+            continue;
+        }
+        let same_exchange = |e: &&super::recording::Entry| {
+            e.dir == Dir::ServerToClient
+                && e.msg.is_some()
+                && http(e, "method") == http(request, "method")
+                && http(e, "path") == http(request, "path")
+                && status(e) == status(request)
+        };
+        let answer = recording.entries[i + 1..].iter().find(same_exchange);
+        let id_of = |raw: &serde_json::value::RawValue| {
+            serde_json::from_str::<Value>(raw.get()).ok().and_then(|m| m.get("id").cloned()).filter(|id| !id.is_null())
+        };
+        let request_id = request.msg.as_deref().and_then(id_of);
+        let answer_id = answer.and_then(|a| a.msg.as_deref()).and_then(id_of);
+        if answer_id.is_none() || answer_id != request_id {
+            rejected.insert(request.seq);
+            rejected.extend(answer.map(|a| a.seq));
+        }
+    }
+    rejected
+}
+
 /// The recorded client request that the server message `entries[at]` (a request or
 /// notification) relates to: on HTTP, one whose POST stream carried it, i.e. a request POSTed
 /// before it and answered after it — the one whose progress token it carries, else the latest.
@@ -351,5 +401,27 @@ async fn send_recorded<T: Transport>(
             log(&format!("cannot send a recorded message: {e}"));
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recording(name: &str) -> Recording {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("conformance/recordings/{name}.jsonl"));
+        Recording::read(&path).expect("a stored recording")
+    }
+
+    #[test]
+    fn only_exchanges_refused_before_a_session_are_rejected_at_http_level() {
+        // No session (1-2), a bogus session id (3-4), Accept (5-6), Content-Type (7-8), the GET's
+        // Accept (13-14), Mcp-Protocol-Version (19-20), after DELETE (25-26).
+        let errors: Vec<u64> = rejected_at_http_level(&recording("everything-http-errors")).into_iter().collect();
+        assert_eq!(errors, [1, 2, 3, 4, 5, 6, 7, 8, 13, 14, 19, 20, 25, 26]);
+        // HTTP 400 answers carrying the request's id came from the session: they stay.
+        assert!(rejected_at_http_level(&recording("pyfixture-http-python-2026-07-28")).is_empty());
+        assert!(rejected_at_http_level(&recording("everything-tools")).is_empty());
     }
 }
