@@ -318,3 +318,48 @@ async fn messages_sent_before_the_get_stream_opens_are_delivered_when_it_does() 
     assert!(r.sse_messages().is_empty(), "{:?}", r.body);
     server.shutdown().await;
 }
+
+/// An event store that counts the bytes it holds.
+#[derive(Default)]
+struct CountingStore {
+    inner: std::sync::Mutex<std::collections::HashMap<String, Vec<mcpwire::transport::sse_http::StoredEvent>>>,
+}
+
+impl CountingStore {
+    fn bytes(&self) -> usize {
+        self.inner.lock().unwrap().values().flatten().map(|e| e.data.len()).sum()
+    }
+}
+
+impl mcpwire::transport::sse_http::EventStore for CountingStore {
+    fn append(&self, stream: &str, event: mcpwire::transport::sse_http::StoredEvent) {
+        self.inner.lock().unwrap().entry(stream.to_owned()).or_default().push(event);
+    }
+    fn replay_after(&self, stream: &str, seq: u64) -> Vec<mcpwire::transport::sse_http::StoredEvent> {
+        let streams = self.inner.lock().unwrap();
+        streams.get(stream).map_or_else(Vec::new, |events| events.iter().filter(|e| e.seq > seq).cloned().collect())
+    }
+    fn remove(&self, stream: &str) {
+        self.inner.lock().unwrap().remove(stream);
+    }
+}
+
+#[tokio::test]
+async fn answers_kept_for_resumption_are_bounded_in_bytes_per_session() {
+    use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+    let store = std::sync::Arc::new(CountingStore::default());
+    let server = echo_server(HttpServerConfig::default().event_store(store.clone())).await;
+    let transport = HttpClientTransport::new(HttpClientConfig::new(server.url())).unwrap();
+    let (peer, _) = client_peer(transport, "2025-11-25").await;
+    let text = "x".repeat(64 * 1024);
+    for _ in 0..40 {
+        let result = call(&peer, "echo", json!({ "text": text })).await;
+        assert_eq!(result["content"][0]["text"].as_str().map(str::len), Some(text.len()));
+    }
+    // 40 answers of 64 KiB were stored as they went out; about 1 MiB of them is kept.
+    let kept = store.bytes();
+    assert!(kept <= (1 << 20) + 2 * 70 * 1024, "{kept} bytes kept for resumption");
+    assert!(kept >= 512 * 1024, "{kept} bytes: recent answers must stay resumable");
+    peer.close().await.unwrap();
+    server.shutdown().await;
+}

@@ -307,6 +307,8 @@ struct Stream {
     key: String,
     standalone: bool,
     json: bool,
+    /// Bytes of this stream's events in the event store.
+    stored_bytes: AtomicUsize,
     inner: tokio::sync::Mutex<StreamInner>,
 }
 
@@ -317,6 +319,7 @@ impl Stream {
             name,
             standalone,
             json,
+            stored_bytes: AtomicUsize::new(0),
             inner: tokio::sync::Mutex::new(StreamInner {
                 next_seq: 0,
                 live: None,
@@ -337,6 +340,7 @@ impl Stream {
         inner.next_seq += 1;
         let seq = inner.next_seq;
         if !self.json {
+            self.stored_bytes.fetch_add(data.len(), Ordering::Relaxed);
             store.append(&self.key, StoredEvent { seq, data: data.clone() });
         }
         let event = (Some(EventId { stream: self.name.clone(), seq }.to_string()), data);
@@ -425,6 +429,11 @@ struct Routes {
 }
 
 const KEPT_STREAMS: usize = 64;
+
+/// The POST streams kept for resumption hold at most about this many bytes of events per
+/// session; the oldest streams go first. Without it, 64 answers of 64 KiB each would keep
+/// 4 MiB per session alive long after the client read them.
+const KEPT_STREAM_BYTES: usize = 1 << 20;
 
 struct Session {
     id: String,
@@ -1136,8 +1145,10 @@ async fn dispatch(
             }
         }
         routes.streams.push_back(stream.clone());
-        while routes.streams.len() > KEPT_STREAMS {
+        let mut kept_bytes: usize = routes.streams.iter().map(|s| s.stored_bytes.load(Ordering::Relaxed)).sum();
+        while routes.streams.len() > KEPT_STREAMS || (kept_bytes > KEPT_STREAM_BYTES && routes.streams.len() > 1) {
             if let Some(old) = routes.streams.pop_front() {
+                kept_bytes = kept_bytes.saturating_sub(old.stored_bytes.load(Ordering::Relaxed));
                 session.store.remove(&old.key);
             }
         }
