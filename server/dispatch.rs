@@ -313,10 +313,10 @@ impl Dispatcher {
             }
             _ => {}
         }
-        let args = params.arguments.unwrap_or_default();
-        if let Err(result) = schema::check_arguments(&registered.tool, &args) {
-            return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(*result))));
-        }
+        let args = match schema::check_arguments(&registered.tool, params.arguments.unwrap_or_default()) {
+            Ok(args) => args,
+            Err(result) => return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(*result)))),
+        };
         let (context, canceller) = self.context(peer, &id, params.meta, None);
         let semaphore = self.semaphore.clone();
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
