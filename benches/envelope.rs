@@ -3,7 +3,9 @@
 //! For `tools/call` results of 16 B to 1 MiB of text it measures:
 //! - `floor`: `serde_json::from_slice::<IgnoredAny>` — validating the JSON and nothing else;
 //! - `envelope`: `jsonrpc::decode` — validation plus the envelope, with the result kept raw;
-//! - `typed`: `envelope` plus decoding the result into `CallToolResult`.
+//! - `typed`: `envelope` plus decoding the result into `CallToolResult`;
+//! - `result_value`: the result's JSON text alone decoded into a `serde_json::Value` — what
+//!   serde_json's string unescaping and allocation cost, the floor of any owned typed decode.
 //!
 //! One JSON line per scenario on stdout, with the ratio of each to the floor's throughput
 //! (1.0 = as fast as the floor). `cargo bench --bench envelope` measures for about a second per
@@ -80,9 +82,14 @@ fn main() {
             let Message::Response(r) = envelope(black_box(&bytes)) else { unreachable!() };
             black_box(r.result_as::<CallToolResult>().unwrap());
         };
-        let times = best_of_rounds(rounds, chunk, &mut [&mut floor, &mut env, &mut typed]);
-        let (floor, env, typed) = (times[0], times[1], times[2]);
-        for (scenario, ns) in [("floor", floor), ("envelope", env), ("typed", typed)] {
+        let Message::Response(response) = envelope(&bytes) else { unreachable!("a response") };
+        let result = response.result.as_raw().expect("read from JSON").get().to_owned();
+        let mut value = || {
+            black_box(serde_json::from_str::<serde_json::Value>(black_box(&result)).unwrap());
+        };
+        let times = best_of_rounds(rounds, chunk, &mut [&mut floor, &mut env, &mut typed, &mut value]);
+        let (floor, env, typed, value) = (times[0], times[1], times[2], times[3]);
+        for (scenario, ns) in [("floor", floor), ("envelope", env), ("typed", typed), ("result_value", value)] {
             println!(
                 "{{\"bench\":\"decode\",\"scenario\":\"{scenario}\",\"payload_bytes\":{size},\"frame_bytes\":{},\"ns_per_op\":{:.0},\"mib_per_s\":{:.1},\"ratio_to_floor\":{:.3},\"quick\":{quick}}}",
                 bytes.len(),

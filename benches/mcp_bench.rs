@@ -10,7 +10,8 @@
 //! --http    Streamable HTTP endpoint, e.g. http://127.0.0.1:8931/mcp
 //! --threads tokio worker threads of this client (default 1: a current-thread runtime)
 //! --inproc  mcpwire's echo server in this process, over the in-process transport (typed
-//!           messages, no JSON) and over a tokio duplex byte pipe (JSON lines, like stdio)
+//!           messages, no JSON) and over a tokio duplex byte pipe (JSON lines, like stdio);
+//!           --inproc-channel / --inproc-duplex for one of the two
 //! No target => --stdio "<dir of this exe>/examples/echo_server" --inproc
 //!
 //! Per target: `startup` (spawn/connect until `notifications/initialized` is sent,
@@ -146,6 +147,8 @@ fn parse_args() -> Result<Opts, BoxError> {
             "--stdio" => o.targets.push(Target::Stdio(value()?.split_whitespace().map(String::from).collect())),
             "--http" => o.targets.push(Target::Http(value()?)),
             "--inproc" => o.targets.extend([Target::InprocChannel, Target::InprocDuplex]),
+            "--inproc-channel" => o.targets.push(Target::InprocChannel),
+            "--inproc-duplex" => o.targets.push(Target::InprocDuplex),
             // `cargo bench` passes --bench; nothing to do with it.
             "--bench" => {}
             _ => return Err(format!("unknown argument {flag}; see the header of benches/mcp_bench.rs").into()),

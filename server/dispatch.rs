@@ -313,10 +313,10 @@ impl Dispatcher {
             }
             _ => {}
         }
-        let args = params.arguments.unwrap_or_default();
-        if let Err(result) = schema::check_arguments(&registered.tool, &args) {
-            return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(*result))));
-        }
+        let args = match schema::check_arguments(&registered.tool, params.arguments.unwrap_or_default()) {
+            Ok(args) => args,
+            Err(result) => return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(*result)))),
+        };
         let (context, canceller) = self.context(peer, &id, params.meta, None);
         let semaphore = self.semaphore.clone();
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
@@ -325,9 +325,10 @@ impl Dispatcher {
         let peer = peer.clone();
         let name = params.name;
         let request_id = id.clone();
-        // One task runs the handler and answers: aborting it (the client cancelled) drops the
-        // handler and sends nothing; a panic inside the handler is caught and answered -32603.
-        let work = tokio::spawn(async move {
+        // One future runs the handler and answers: aborting its task (the client cancelled)
+        // drops the handler and sends nothing; a panic inside the handler is caught and
+        // answered -32603.
+        let mut work = Box::pin(async move {
             let joined = {
                 // The semaphore is never closed.
                 let _permit = semaphore.acquire_owned().await;
@@ -345,6 +346,14 @@ impl Dispatcher {
             let _ = peer.respond(&request_id, outcome).await;
             drop(guard);
         });
+        // Polled once here, on the reader: a call that never waits (a permit is free, the tool
+        // answers at once, the transport takes the answer) costs no task and no hop. Anything
+        // that waits goes on in a task of its own, polled again from there (the no-op waker of
+        // this first poll is never relied on).
+        if poll_once(work.as_mut()).is_ready() {
+            return;
+        }
+        let work = tokio::spawn(work);
         self.running.lock().expect("running lock").insert(id.clone(), (serial, work.abort_handle(), canceller));
         if work.is_finished() {
             // It ended before it was registered: nothing is left to cancel.
@@ -360,6 +369,16 @@ fn forget_running(running: &Running, id: &Id, serial: u64) {
     if running.get(id).is_some_and(|(s, _, _)| *s == serial) {
         running.remove(id);
     }
+}
+
+/// Polls `future` once with a waker that does nothing.
+fn poll_once<F: std::future::Future + ?Sized>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+    const VTABLE: RawWakerVTable =
+        RawWakerVTable::new(|_| RawWaker::new(std::ptr::null(), &VTABLE), |_| {}, |_| {}, |_| {});
+    // SAFETY: every function of the vtable ignores the (null) data pointer.
+    let waker = unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) };
+    future.poll(&mut std::task::Context::from_waker(&waker))
 }
 
 /// The -32603 answer to a tool that panicked.

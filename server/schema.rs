@@ -135,14 +135,15 @@ impl<'a> Validator<'a> {
             Value::Object(object) => self.check_object(schema, object, path)?,
             Value::Array(items) => self.check_array(schema, items, path)?,
             Value::String(s) => {
-                let len = s.chars().count() as u64;
-                if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
-                    if len < min {
+                let min = schema.get("minLength").and_then(Value::as_u64);
+                let max = schema.get("maxLength").and_then(Value::as_u64);
+                // Counting characters walks the whole string: only when a bound asks for it.
+                if min.is_some() || max.is_some() {
+                    let len = s.chars().count() as u64;
+                    if let Some(min) = min.filter(|&min| len < min) {
                         return fail(path, format!("shorter than {min} characters"));
                     }
-                }
-                if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
-                    if len > max {
+                    if let Some(max) = max.filter(|&max| len > max) {
                         return fail(path, format!("longer than {max} characters"));
                     }
                 }
@@ -276,23 +277,33 @@ impl<'a> Validator<'a> {
     }
 }
 
-/// Checks a tool call's arguments against the tool's input schema.
+/// Checks a tool call's arguments against the tool's input schema, handing them back when they
+/// fit (they are moved into a `Value` for the check, never copied).
 ///
 /// # Errors
 /// The tool-error result (`isError: true`) to answer with: bad arguments are something the
 /// model can read and correct (2025-11-25 `server/tools`, "Error Handling").
-pub(crate) fn check_arguments(tool: &Tool, args: &Map<String, Value>) -> Result<(), Box<CallToolResult>> {
+pub(crate) fn check_arguments(
+    tool: &Tool,
+    args: Map<String, Value>,
+) -> Result<Map<String, Value>, Box<CallToolResult>> {
     let schema = &tool.input_schema;
-    // The common empty schema needs no copy of the arguments.
+    // The common empty schema needs no walk of the arguments.
     if schema
         .as_object()
         .is_some_and(|s| s.keys().all(|k| matches!(k.as_str(), "type" | "$schema" | "description" | "title")))
         && schema.get("type").is_none_or(|t| t == "object")
     {
-        return Ok(());
+        return Ok(args);
     }
-    validate(schema, &Value::Object(args.clone()))
-        .map_err(|e| Box::new(super::error_result(format!("Invalid arguments for tool {}: {e}", tool.name))))
+    let args = Value::Object(args);
+    match validate(schema, &args) {
+        Ok(()) => match args {
+            Value::Object(args) => Ok(args),
+            _ => unreachable!("wrapped as an object above"),
+        },
+        Err(e) => Err(Box::new(super::error_result(format!("Invalid arguments for tool {}: {e}", tool.name)))),
+    }
 }
 
 /// Checks a tool's result against its output schema before it leaves the server, and mirrors
@@ -360,6 +371,33 @@ mod tests {
         assert_eq!(err(schema, json!({"other": 1})), "property \"other\" is not allowed");
         let typed_extra = json!({"additionalProperties": {"type": "number"}});
         assert_eq!(err(typed_extra, json!({"a/b": "s"})), "/a~1b: expected type \"number\", got string");
+    }
+
+    #[test]
+    fn string_lengths_count_characters() {
+        let schema = json!({"type": "string", "minLength": 2, "maxLength": 3});
+        assert!(validate(&schema, &json!("éé")).is_ok(), "two characters, four bytes");
+        assert!(validate(&schema, &json!("ééé")).is_ok());
+        assert_eq!(err(schema.clone(), json!("é")), "shorter than 2 characters");
+        assert_eq!(err(schema, json!("abcd")), "longer than 3 characters");
+        assert!(validate(&json!({"type": "string"}), &json!("x".repeat(1 << 16))).is_ok());
+        assert_eq!(err(json!({"maxLength": 1}), json!("ab")), "longer than 1 characters");
+    }
+
+    #[test]
+    fn checked_arguments_come_back_unchanged() {
+        let tool: Tool = serde_json::from_value(json!({
+            "name": "t",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        }))
+        .unwrap();
+        let args = json!({"text": "hi", "more": [1, 2]}).as_object().unwrap().clone();
+        assert_eq!(check_arguments(&tool, args.clone()).unwrap(), args);
+        let bad = json!({"text": 1}).as_object().unwrap().clone();
+        let result = check_arguments(&tool, bad).unwrap_err();
+        assert_eq!(result.is_error, Some(true));
+        let ContentBlock::Text(text) = &result.content[0] else { panic!("a text block") };
+        assert_eq!(text.text, "Invalid arguments for tool t: /text: expected type \"string\", got number");
     }
 
     #[test]

@@ -111,6 +111,36 @@ async fn a_panicking_tool_is_an_internal_error_and_the_server_goes_on() {
     task.await.unwrap().unwrap();
 }
 
+/// A call that answers at once is answered on the reader (no task), one that waits goes on in a
+/// task of its own: a later quick call overtakes it, and a panic after the wait is still caught.
+#[tokio::test]
+async fn quick_calls_overtake_waiting_ones_and_late_panics_are_caught() {
+    let server = Server::builder()
+        .tool("late-boom", "waits, then panics", schema(), |_args, _ctx| async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if true {
+                panic!("late kaboom");
+            }
+            Ok(text_result("unreachable"))
+        })
+        .tool("quick", "answers at once", schema(), |_args, _ctx| async move { Ok(text_result("now")) })
+        .build()
+        .unwrap();
+    let (client, task) = connect(&server).await;
+    send(&client, &call(1, "late-boom", json!({}))).await;
+    send(&client, &call(2, "quick", json!({}))).await;
+    send(&client, &call(3, "quick", json!({}))).await;
+    let answers = [recv(&client).await, recv(&client).await, recv(&client).await];
+    assert!(answers[0].contains(r#""id":2"#) && answers[0].contains("now"), "{}", answers[0]);
+    assert!(answers[1].contains(r#""id":3"#) && answers[1].contains("now"), "{}", answers[1]);
+    assert_eq!(
+        answers[2],
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Tool late-boom panicked: late kaboom"}}"#
+    );
+    client.close().await.unwrap();
+    task.await.unwrap().unwrap();
+}
+
 /// A server whose one tool sleeps 150 ms and records how many calls ran at once.
 fn counting_server(limit: Option<usize>) -> (Server, Arc<AtomicUsize>) {
     let active = Arc::new(AtomicUsize::new(0));

@@ -14,6 +14,7 @@ use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
+use super::decode::deserialize_with_extra;
 use super::{meta::open_string_enum_serde, Extra, Icon};
 
 /// The sender or recipient of a message ("Role"): `user` or `assistant`.
@@ -71,7 +72,7 @@ pub struct Annotations {
 }
 
 /// `type: "text"`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TextContent {
     /// The text.
     pub text: String,
@@ -85,6 +86,12 @@ pub struct TextContent {
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+// Hand-written (see `decode`): the content of most tool results.
+deserialize_with_extra!(TextContent, "text content",
+    required { text: String = "text" }
+    optional { annotations: Annotations = "annotations", meta: Map<String, Value> = "_meta" }
+);
 
 /// `type: "image"`: base64 image data.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

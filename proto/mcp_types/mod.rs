@@ -196,6 +196,7 @@ mod open_enum;
 
 mod completion;
 mod content;
+pub(crate) mod decode;
 mod elicitation;
 mod errors;
 mod input;

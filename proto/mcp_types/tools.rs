@@ -8,6 +8,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::decode::{deserialize_with_extra, Key};
 use super::{
     method, notification, open_string_enum_serde, CacheScope, ContentBlock, CreateTaskResult, Cursor,
     EmptyNotificationParams, Extra, Icon, MethodInfo, RequestMeta, ResultMeta, ResultType, TaskMetadata,
@@ -152,7 +153,7 @@ pub struct ListToolsResult {
 }
 
 /// Params of `tools/call`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolRequestParams {
     /// The tool's name.
@@ -178,9 +179,21 @@ pub struct CallToolRequestParams {
     pub extra: Extra,
 }
 
+// Hand-written (see `decode`): the params of every call, and the arguments can be large.
+deserialize_with_extra!(CallToolRequestParams, "tools/call params",
+    required { name: String = "name" }
+    optional {
+        arguments: Map<String, Value> = "arguments",
+        task: TaskMetadata = "task",
+        input_responses: Map<String, Value> = "inputResponses",
+        request_state: String = "requestState",
+        meta: RequestMeta = "_meta",
+    }
+);
+
 /// Result of a completed `tools/call`. A tool failure is a result with `isError: true`, not a
 /// JSON-RPC error.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// Unstructured output.
@@ -229,22 +242,80 @@ impl Serialize for CallToolOutput {
     }
 }
 
-impl<'de> Deserialize<'de> for CallToolOutput {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let map = Map::deserialize(d)?;
-        fn decode<T: serde::de::DeserializeOwned, E: serde::de::Error>(map: Map<String, Value>) -> Result<T, E> {
-            serde_json::from_value(Value::Object(map)).map_err(E::custom)
-        }
-        if !map.contains_key("content") {
-            if map.contains_key("task") {
-                return decode(map).map(CallToolOutput::Task);
-            }
-            if map.get("resultType").is_some_and(|t| t != "complete") {
-                return Ok(CallToolOutput::Other(map));
-            }
-        }
-        decode(map).map(CallToolOutput::Result)
+deserialize_with_extra!(CallToolResult, "a tool result",
+    required { content: Vec<ContentBlock> = "content" }
+    optional {
+        structured_content: Value = "structuredContent",
+        is_error: bool = "isError",
+        result_type: ResultType = "resultType",
+        meta: ResultMeta = "_meta",
     }
+);
+
+impl<'de> Deserialize<'de> for CallToolOutput {
+    /// One pass: `content` (the large member) is decoded as content blocks as it is read, the
+    /// other members are kept as JSON until the shape is known.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct OutputVisitor;
+        impl<'de> serde::de::Visitor<'de> for OutputVisitor {
+            type Value = CallToolOutput;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tools/call result")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<CallToolOutput, A::Error> {
+                use serde::de::Error as _;
+                let mut content: Option<Vec<ContentBlock>> = None;
+                let mut rest = Map::new();
+                while let Some(key) = access.next_key::<Key<'de>>()? {
+                    if key.as_str() == "content" {
+                        if content.is_some() {
+                            return Err(A::Error::duplicate_field("content"));
+                        }
+                        content = Some(access.next_value()?);
+                    } else {
+                        let value: Value = access.next_value()?;
+                        rest.insert(key.into_string(), value);
+                    }
+                }
+                fn decode<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+                    map: Map<String, Value>,
+                ) -> Result<T, E> {
+                    serde_json::from_value(Value::Object(map)).map_err(E::custom)
+                }
+                match content {
+                    Some(content) => result_from_parts(content, rest).map(CallToolOutput::Result),
+                    None if rest.contains_key("task") => decode(rest).map(CallToolOutput::Task),
+                    None if rest.get("resultType").is_some_and(|t| t != "complete") => Ok(CallToolOutput::Other(rest)),
+                    None => Err(A::Error::missing_field("content")),
+                }
+            }
+        }
+        d.deserialize_map(OutputVisitor)
+    }
+}
+
+/// A [`CallToolResult`] from its decoded `content` and its other members as JSON.
+fn result_from_parts<E: serde::de::Error>(
+    content: Vec<ContentBlock>,
+    mut rest: Map<String, Value>,
+) -> Result<CallToolResult, E> {
+    fn take<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+        rest: &mut Map<String, Value>,
+        key: &str,
+    ) -> Result<Option<T>, E> {
+        match rest.remove(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => serde_json::from_value(value).map(Some).map_err(|e| E::custom(format_args!("{key}: {e}"))),
+        }
+    }
+    Ok(CallToolResult {
+        content,
+        structured_content: take(&mut rest, "structuredContent")?,
+        is_error: take(&mut rest, "isError")?,
+        result_type: take(&mut rest, "resultType")?,
+        meta: take(&mut rest, "_meta")?,
+        extra: rest,
+    })
 }
 
 impl From<CallToolResult> for CallToolOutput {
@@ -359,6 +430,99 @@ mod tests {
         let r: CallToolOutput = round_trip(json!({"resultType": "input_required", "requestState": "x"}));
         assert!(matches!(r, CallToolOutput::Other(_)));
         assert!(serde_json::from_value::<CallToolOutput>(json!({"isError": true})).is_err());
+    }
+
+    #[test]
+    fn call_params_keep_unknown_members() {
+        let p: CallToolRequestParams = round_trip(json!({
+            "name": "t", "arguments": {"a": [1, {"b": null}]}, "x-vendor": {"deep": [true]}, "n": 1.0
+        }));
+        assert_eq!(p.extra.len(), 2);
+        assert_eq!(p.extra["n"], json!(1.0));
+        let text = r#"{"name":"t","arguments":null,"task":null,"_meta":null,"requestState":null}"#;
+        let p: CallToolRequestParams = serde_json::from_str(text).unwrap();
+        assert_eq!(p, CallToolRequestParams { name: "t".into(), ..Default::default() }, "null is absent");
+    }
+
+    #[test]
+    fn call_params_wrong_types_missing_and_duplicates_fail() {
+        let bad = [
+            r#"{"arguments":{}}"#,
+            r#"{"name":1}"#,
+            r#"{"name":"t","arguments":[1]}"#,
+            r#"{"name":"t","task":{"ttl":"soon"}}"#,
+            r#"{"name":"t","_meta":{"progressToken":[1]}}"#,
+            r#"{"name":"t","name":"u"}"#,
+            r#"{"name":"t","arguments":{},"arguments":{}}"#,
+            r#"["t"]"#,
+            r#""t""#,
+        ];
+        for text in bad {
+            assert!(serde_json::from_str::<CallToolRequestParams>(text).is_err(), "{text} must not decode");
+        }
+        let err = serde_json::from_str::<CallToolRequestParams>(r#"{"name":"t","name":"u"}"#).unwrap_err();
+        assert!(err.to_string().contains("duplicate field `name`"), "{err}");
+        // An unknown member given twice keeps the last value, as any JSON object in a map.
+        let p: CallToolRequestParams = serde_json::from_str(r#"{"name":"t","x":1,"x":2}"#).unwrap();
+        assert_eq!(p.extra["x"], json!(2));
+    }
+
+    #[test]
+    fn call_params_escaped_keys_and_strings() {
+        // Escaped keys are the keys they spell; escaped and borrowed strings decode alike.
+        let text = r#"{"n\u0061me":"e\"cho\n","arguments":{"te\u0078t":"a\\b\u00e9","plain":"x"},"\u005fmeta":{"progressToken":"p"},"k\u00e9y":"v"}"#;
+        let p: CallToolRequestParams = serde_json::from_str(text).unwrap();
+        assert_eq!(p.name, "e\"cho\n");
+        let args = p.arguments.as_ref().unwrap();
+        assert_eq!(args["text"], json!("a\\bé"));
+        assert_eq!(args["plain"], json!("x"));
+        assert!(p.meta.as_ref().unwrap().progress_token.is_some());
+        assert_eq!(p.extra["kéy"], json!("v"));
+        // The same from a `Value` (owned keys and strings).
+        let from_value: CallToolRequestParams = serde_json::from_value(serde_json::from_str(text).unwrap()).unwrap();
+        assert_eq!(from_value, p);
+    }
+
+    #[test]
+    fn call_result_keeps_unknown_members_and_rejects_bad_ones() {
+        let r: CallToolResult = round_trip(json!({
+            "content": [{"type": "text", "text": "hi", "x-block": 1}], "isError": true, "x-result": {"a": 1}
+        }));
+        assert_eq!(r.extra["x-result"], json!({"a": 1}));
+        let ContentBlock::Text(t) = &r.content[0] else { panic!("text") };
+        assert_eq!(t.extra["x-block"], json!(1));
+        for text in [
+            r#"{"isError":false}"#,
+            r#"{"content":{}}"#,
+            r#"{"content":[],"isError":"yes"}"#,
+            r#"{"content":[],"content":[]}"#,
+            r#"{"content":[{"type":"text","text":1}]}"#,
+            r#"{"content":[{"type":"text"}]}"#,
+            r#"{"content":[],"_meta":[]}"#,
+        ] {
+            assert!(serde_json::from_str::<CallToolResult>(text).is_err(), "{text} must not decode");
+            assert!(serde_json::from_str::<CallToolOutput>(text).is_err(), "{text} must not decode as output");
+        }
+    }
+
+    #[test]
+    fn call_output_from_text_matches_from_value() {
+        let texts = [
+            r#"{"content":[{"type":"text","text":"a\"b\\\u00e9"}],"structuredContent":null,"isError":null,"y":[1]}"#,
+            r#"{"content":[{"text":"late type","type":"text","annotations":{"priority":1}}],"resultType":"complete"}"#,
+            r#"{"task":{"taskId":"1","status":"working","createdAt":"t","lastUpdatedAt":"t","ttl":null},"z":1}"#,
+            r#"{"resultType":"input_required","isError":"kept as written","requestState":"s"}"#,
+        ];
+        for text in texts {
+            let from_text: CallToolOutput = serde_json::from_str(text).unwrap();
+            let value: Value = serde_json::from_str(text).unwrap();
+            let from_value: CallToolOutput = serde_json::from_value(value).unwrap();
+            assert_eq!(from_text, from_value, "{text}");
+        }
+        let CallToolOutput::Other(other) = serde_json::from_str(texts[3]).unwrap() else { panic!("other") };
+        assert_eq!(other["isError"], json!("kept as written"));
+        let CallToolOutput::Result(r) = serde_json::from_str(texts[0]).unwrap() else { panic!("result") };
+        assert_eq!((r.structured_content, r.is_error), (None, None), "null is absent");
     }
 
     #[test]
