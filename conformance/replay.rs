@@ -513,9 +513,13 @@ pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, option
             Err(_) => {}
         }
     }
+    // Requests the recorded server refused at the HTTP level before any session saw them (bad
+    // headers, an unknown session) test the server, not the client: no client is expected to
+    // make them, and `serve` does not script them.
+    let refused = super::serve::rejected_at_http_level(&recording);
     for entry in &recording.entries {
         let Some(raw) = &entry.msg else { continue };
-        if entry.dir != Dir::ClientToServer || matched.contains(&entry.seq) {
+        if entry.dir != Dir::ClientToServer || matched.contains(&entry.seq) || refused.contains(&entry.seq) {
             continue;
         }
         let recorded: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);

@@ -2,8 +2,8 @@
 //! Every stdio recording is replayed against mcpwire's own client, driven by
 //! the `mcp-conformance-client-driver` binary (`conformance/client_driver.rs`); one it could not
 //! pass would be listed, with its reason, in `conformance/client-expected-failures.txt` (a listed
-//! one that passes fails the run). No stdio recording is listed (the HTTP recordings, one of
-//! them listed, are replayed in `tests/conformance_client_http.rs`).
+//! one that passes fails the run). None is listed (the HTTP recordings are replayed in
+//! `tests/conformance_client_http.rs`).
 
 mod support;
 
