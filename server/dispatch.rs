@@ -250,6 +250,7 @@ impl Dispatcher {
         peer: &Peer<T>,
         id: Id,
         params: CallToolRequestParams,
+        tool: crate::proto::mcp_types::Tool,
         handler: super::tool::ToolFn,
     ) {
         let outgoing: Arc<dyn Outgoing> = Arc::new(peer.clone());
@@ -258,11 +259,18 @@ impl Dispatcher {
         let (task, link) = self.tasks.create(ttl);
         let task_id = task.task_id.clone();
         let (context, canceller) = self.context(peer, &id, params.meta, Some(link));
-        let args = params.arguments.unwrap_or_default();
+        // Checked as for a plain call; a task whose arguments fail the input schema ends at once
+        // with that tool error as its result, and the handler never runs.
+        let checked = schema::check_arguments(&tool, params.arguments.unwrap_or_default());
         let semaphore = self.semaphore.clone();
         let work = tokio::spawn(async move {
+            let args = match checked {
+                Ok(args) => args,
+                Err(result) => return Ok(*result),
+            };
             let _permit = semaphore.acquire_owned().await;
-            handler(args, context).await
+            let result = handler(args, context).await?;
+            Ok(schema::check_output(&tool, result))
         });
         self.tasks.set_running(&task_id, work.abort_handle(), canceller);
         let tasks = self.tasks.clone();
@@ -306,7 +314,9 @@ impl Dispatcher {
                 let message = format!("Tool {} requires task-augmented execution", params.name);
                 return self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
             }
-            (TaskSupport::Required | TaskSupport::Optional, true) => return self.start_task(peer, id, params, handler),
+            (TaskSupport::Required | TaskSupport::Optional, true) => {
+                return self.start_task(peer, id, params, registered.tool.clone(), handler)
+            }
             (_, true) => {
                 let message = format!("Tool {} does not support task-augmented execution", params.name);
                 return self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));

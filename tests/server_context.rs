@@ -30,6 +30,13 @@ fn server(finished: Arc<AtomicUsize>, roots_changed: Arc<AtomicUsize>) -> Server
         json!({"name": "maybe_task", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}),
     )
     .unwrap();
+    let counted: Tool = serde_json::from_value(json!({
+        "name": "count_task",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        "execution": {"taskSupport": "optional"}
+    }))
+    .unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
     Server::builder()
         .on_roots_list_changed(move || {
             roots_changed.fetch_add(1, Ordering::SeqCst);
@@ -95,6 +102,13 @@ fn server(finished: Arc<AtomicUsize>, roots_changed: Arc<AtomicUsize>) -> Server
         .tool_with(optional, |_a, _ctx| async move {
             tokio::time::sleep(Duration::from_secs(10)).await;
             Ok(text_result("late"))
+        })
+        .tool_with(counted, move |args, _ctx| {
+            let ran = ran.clone();
+            async move {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok(text_result(format!("n={}", args["n"])))
+            }
         })
         .build()
         .unwrap()
@@ -232,6 +246,30 @@ async fn tasks_lifecycle() {
     assert!(again.to_string().contains("-32602"), "{again}");
     let missing = request(&peer, "tasks/get", json!({"taskId": "nope"})).await.unwrap_err();
     assert!(missing.to_string().contains("-32602"), "{missing}");
+    let _ = peer.close().await;
+    http.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_checks_its_arguments_like_a_plain_call() {
+    let (http, _, _) = start().await;
+    let (peer, _) = connect(transport(&http), json!({}), host()).await;
+    // Valid arguments: the handler runs and its result is the task's.
+    let created = call(&peer, json!({"name": "count_task", "arguments": {"n": 3}, "task": {}})).await.unwrap();
+    let task_id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let result = request(&peer, "tasks/result", json!({"taskId": task_id})).await.unwrap();
+    assert_eq!(text(&result), "n=3");
+    // Arguments that fail the input schema: the task ends with the tool error of a plain call,
+    // and the handler does not run.
+    let plain = call(&peer, json!({"name": "count_task", "arguments": {"n": "three"}})).await.unwrap();
+    assert_eq!(plain["isError"], true, "{plain}");
+    let created = call(&peer, json!({"name": "count_task", "arguments": {"n": "three"}, "task": {}})).await.unwrap();
+    let task_id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let result = request(&peer, "tasks/result", json!({"taskId": task_id})).await.unwrap();
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(text(&result), text(&plain));
+    let got = request(&peer, "tasks/get", json!({"taskId": task_id})).await.unwrap();
+    assert_eq!(got["status"], "failed", "{got}");
     let _ = peer.close().await;
     http.shutdown().await;
 }
