@@ -1160,6 +1160,9 @@ async fn dispatch(
     if stream.json {
         return json_answer(shared, session, live, batch).await;
     }
+    // One turn for the application, so that an answer it gives at once goes out in the same
+    // write as the response head and the priming event (one TCP segment instead of two).
+    tokio::task::yield_now().await;
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
         let priming = SseEvent::new("")
@@ -1235,44 +1238,75 @@ fn sse_response(
     let (body_tx, body_rx) = mpsc::channel::<Bytes>(8);
     let keep_alive = shared.config.keep_alive;
     session.open_connections.fetch_add(1, Ordering::AcqRel);
-    tokio::spawn(async move {
-        let encode = |(id, data): Outgoing| {
-            let mut out = BytesMut::new();
-            let id = id.as_deref().filter(|_| event_ids);
-            encode_data_event(id, &data, &mut out).expect("event ids are plain ascii");
-            out.freeze()
-        };
-        let mut ok = prelude.is_empty() || body_tx.send(prelude).await.is_ok();
-        for item in replay {
-            ok = ok && body_tx.send(encode(item)).await.is_ok();
-        }
-        if let (true, Some(mut live)) = (ok, live) {
-            let mut ticker =
-                keep_alive.map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
-            loop {
-                let next = async {
-                    match ticker.as_mut() {
-                        Some(t) => {
-                            t.tick().await;
-                        }
-                        None => std::future::pending::<()>().await,
-                    }
-                };
-                let chunk = tokio::select! {
-                    // The client went away (hyper dropped the body).
-                    _ = body_tx.closed() => break,
-                    item = live.recv() => match item {
-                        Some(item) => encode(item),
-                        None => break,
-                    },
-                    _ = next => {
-                        let mut out = BytesMut::new();
-                        encode_comment("keep-alive", &mut out);
-                        out.freeze()
-                    }
-                };
-                if body_tx.send(chunk).await.is_err() {
+    let encode = move |(id, data): Outgoing| {
+        let mut out = BytesMut::new();
+        let id = id.as_deref().filter(|_| event_ids);
+        encode_data_event(id, &data, &mut out).expect("event ids are plain ascii");
+        out.freeze()
+    };
+    // What is ready now goes into the body before the response is returned, so that hyper
+    // writes it with the head; a stream already finished ends right there too.
+    let mut ready: VecDeque<Bytes> = VecDeque::new();
+    if !prelude.is_empty() {
+        ready.push_back(prelude);
+    }
+    ready.extend(replay.into_iter().map(encode));
+    let mut live = live;
+    if let Some(receiver) = live.as_mut() {
+        loop {
+            match receiver.try_recv() {
+                Ok(item) => ready.push_back(encode(item)),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    live = None;
                     break;
+                }
+            }
+        }
+    }
+    while let Some(chunk) = ready.pop_front() {
+        if let Err(mpsc::error::TrySendError::Full(chunk)) = body_tx.try_send(chunk) {
+            ready.push_front(chunk);
+            break;
+        }
+    }
+    // A stream that is over already ends with what was just queued: dropping the sender now
+    // lets hyper write the terminating chunk in the same write.
+    let body_tx = (live.is_some() || !ready.is_empty()).then_some(body_tx);
+    tokio::spawn(async move {
+        if let Some(body_tx) = body_tx {
+            let mut ok = true;
+            for chunk in ready {
+                ok = ok && body_tx.send(chunk).await.is_ok();
+            }
+            if let (true, Some(mut live)) = (ok, live) {
+                let mut ticker =
+                    keep_alive.map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
+                loop {
+                    let next = async {
+                        match ticker.as_mut() {
+                            Some(t) => {
+                                t.tick().await;
+                            }
+                            None => std::future::pending::<()>().await,
+                        }
+                    };
+                    let chunk = tokio::select! {
+                        // The client went away (hyper dropped the body).
+                        _ = body_tx.closed() => break,
+                        item = live.recv() => match item {
+                            Some(item) => encode(item),
+                            None => break,
+                        },
+                        _ = next => {
+                            let mut out = BytesMut::new();
+                            encode_comment("keep-alive", &mut out);
+                            out.freeze()
+                        }
+                    };
+                    if body_tx.send(chunk).await.is_err() {
+                        break;
+                    }
                 }
             }
         }
