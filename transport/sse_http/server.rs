@@ -1178,12 +1178,39 @@ fn is_event_stream(response: &Response<HttpBody>) -> bool {
 }
 
 /// Whether an outgoing message is a response (or error response), by its lack of `method`.
+/// The members are read only up to the first of `method`, `result` and `error`, which decides:
+/// a 64 KiB result is not scanned to the end to learn that it is one.
 fn is_response(data: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        method: Option<serde::de::IgnoredAny>,
+    struct Probe<'a>(&'a mut Option<bool>);
+    impl<'de> serde::de::Visitor<'de> for Probe<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON-RPC message")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                match &*key {
+                    "method" => {
+                        *self.0 = Some(false);
+                        return Ok(());
+                    }
+                    "result" | "error" => {
+                        *self.0 = Some(true);
+                        return Ok(());
+                    }
+                    _ => {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(())
+        }
     }
-    serde_json::from_slice::<Probe>(data).map_or(true, |p| p.method.is_none())
+    let mut decided = None;
+    // Stopping early leaves the object unfinished, which the deserializer reports as an error
+    // once the visitor has decided: only the decision matters here.
+    let _ = serde::Deserializer::deserialize_map(&mut serde_json::Deserializer::from_slice(data), Probe(&mut decided));
+    decided.unwrap_or(true)
 }
 
 /// The answer of a POST in JSON mode: its responses as one body (an array for a batch). Only a
@@ -1443,4 +1470,22 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
     let mut response = plain(StatusCode::ACCEPTED, "Accepted");
     *response.status_mut() = StatusCode::ACCEPTED;
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_response;
+
+    #[test]
+    fn responses_are_told_from_requests_by_the_first_deciding_member() {
+        assert!(is_response(br#"{"jsonrpc":"2.0","id":1,"result":{"text":"x"}}"#));
+        assert!(is_response(br#"{"result":{},"jsonrpc":"2.0","id":1}"#));
+        assert!(is_response(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#));
+        assert!(!is_response(br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#));
+        // Members named alike inside params are not the message's own.
+        assert!(!is_response(br#"{"params":{"result":1},"jsonrpc":"2.0","id":3,"method":"sampling/createMessage"}"#));
+        assert!(!is_response(br#"{"jsonrpc":"2.0","\u006dethod":"ping","id":1}"#));
+        // Anything else is taken for a response, as before.
+        assert!(is_response(b"[]"));
+    }
 }
