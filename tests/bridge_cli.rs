@@ -147,42 +147,9 @@ fn ctrl_c_exits_130_and_takes_the_server_down() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// server-everything over Streamable HTTP on a free port, once it listens (killed on drop).
-struct HttpEverything {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Drop for HttpEverything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn everything_http() -> HttpEverything {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(support::peer("MCP_NODE"))
-        .arg(support::peer("MCP_EVERYTHING_JS"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start server-everything");
-    let server = HttpEverything { child, port };
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return server;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("server-everything did not listen on {port}");
-}
-
 #[test]
 fn url_lists_and_calls_over_streamable_http() {
-    let server = everything_http();
+    let server = support::everything_http("streamableHttp");
     let url = format!("http://127.0.0.1:{}/mcp", server.port);
     let output = bridge(&["tools", "--url", &url], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));

@@ -433,22 +433,8 @@ async fn tools_as_tasks() {
 #[tokio::test]
 async fn streamable_http_resources_prompts_and_sampling() {
     use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let _server = tokio::process::Command::new(support::peer("MCP_NODE"))
-        .arg(support::peer("MCP_EVERYTHING_JS"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start server-everything");
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let server = support::everything_http("streamableHttp");
+    let port = server.port;
     let transport = HttpClientTransport::new(HttpClientConfig::new(format!("http://localhost:{port}/mcp"))).unwrap();
     let notes = Notes::default();
     let client = Client::connect(transport, notes.options().with_sampling(canned_sampling)).await.unwrap();

@@ -7,44 +7,11 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{peer, repo_path};
+use support::{everything_http, repo_path};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
-
-/// server-everything in one mode, stopped on drop.
-struct Everything {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Everything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn everything(mode: &str) -> Everything {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(peer("MCP_NODE"))
-        .arg(peer("MCP_EVERYTHING_JS"))
-        .arg(mode)
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server-everything");
-    let server = Everything { child, port };
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(10), "server-everything did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server
-}
 
 fn recording(name: &str) -> PathBuf {
     repo_path(&format!("conformance/recordings/{name}.jsonl"))
@@ -121,7 +88,7 @@ fn altered(dir: &Path, from: &str, name: &str, edit: impl FnOnce(&mut Vec<Value>
 
 #[test]
 fn streamable_http_recordings_replay_against_server_everything() {
-    let server = everything("streamableHttp");
+    let server = everything_http("streamableHttp");
     let url = format!("http://127.0.0.1:{}", server.port);
     // The TypeScript client's session, and the two made of hand-made requests: HTTP errors, a
     // batch, a request after DELETE; a stream abandoned and resumed with Last-Event-ID.
@@ -136,7 +103,7 @@ fn streamable_http_recordings_replay_against_server_everything() {
 
 #[test]
 fn altered_http_recordings_are_caught_with_the_field_named() {
-    let server = everything("streamableHttp");
+    let server = everything_http("streamableHttp");
     let url = format!("http://127.0.0.1:{}", server.port);
     let dir = Scratch::new("altered");
     let core = "everything-http-core-2025-11-25";
@@ -211,7 +178,7 @@ fn altered_http_recordings_are_caught_with_the_field_named() {
 
 #[test]
 fn legacy_sse_recording_replays_against_server_everything() {
-    let server = everything("sse");
+    let server = everything_http("sse");
     let url = format!("http://127.0.0.1:{}", server.port);
     let (ok, stdout) = replay(&[recording("everything-sse-2025-11-25")], &url);
     assert!(ok, "{stdout}");

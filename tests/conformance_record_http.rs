@@ -16,41 +16,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{peer, peers, repo_path};
+use support::{everything_http, peer, peers, repo_path};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
-
-/// server-everything in one mode, stopped on drop.
-struct Everything {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Everything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn everything(mode: &str) -> Everything {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(peer("MCP_NODE"))
-        .arg(peer("MCP_EVERYTHING_JS"))
-        .arg(mode)
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start server-everything");
-    let server = Everything { child, port };
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", server.port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(10), "server-everything did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server
-}
 
 /// The recorder in front of `target`; [`Recorder::stop`] ends it and reads the recording.
 struct Recorder {
@@ -160,7 +128,7 @@ fn roundtrip_and_replay(file: &PathBuf, mode: &str) {
     let out = Command::new(BIN).arg("roundtrip").arg(file).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.ends_with(" passed, 0 failed\n"), "{stdout}");
-    let fresh = everything(mode);
+    let fresh = everything_http(mode);
     let out = Command::new(BIN)
         .arg("replay")
         .arg(file)
@@ -174,7 +142,7 @@ fn roundtrip_and_replay(file: &PathBuf, mode: &str) {
 
 #[test]
 fn typescript_client_through_the_proxy_to_streamable_http_server_everything() {
-    let server = everything("streamableHttp");
+    let server = everything_http("streamableHttp");
     let recorder = record("ts-everything-streamable", server.port);
     let url = format!("{}/mcp", recorder.url);
     assert_script_ran(&ts_client(&["--url", &url], SCRIPT));
@@ -234,7 +202,7 @@ fn typescript_client_through_the_proxy_to_streamable_http_server_everything() {
 
 #[test]
 fn typescript_client_through_the_proxy_to_legacy_sse_server_everything() {
-    let server = everything("sse");
+    let server = everything_http("sse");
     let recorder = record("ts-everything-sse", server.port);
     let url = format!("{}/sse", recorder.url);
     assert_script_ran(&ts_client(&["--sse", &url], SCRIPT));
@@ -301,7 +269,7 @@ fn read_all(mut tcp: TcpStream) -> String {
 
 #[test]
 fn http_errors_are_recorded_and_sse_is_relayed_as_it_arrives() {
-    let server = everything("streamableHttp");
+    let server = everything_http("streamableHttp");
     let recorder = record("raw-everything", server.port);
     let base = recorder.url.clone();
 

@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,33 +16,7 @@ use mcpwire::proto::mcp_types::{
     ReadResourceRequestParams, Root,
 };
 use serde_json::{json, Map, Value};
-use tokio::process::{Child, Command};
 use tokio::sync::mpsc::UnboundedReceiver;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// server-everything over Streamable HTTP on a free port, once it listens.
-async fn everything_http() -> (Child, u16) {
-    let port = free_port();
-    let child = Command::new(support::peer("MCP_NODE"))
-        .arg(support::peer("MCP_EVERYTHING_JS"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start server-everything");
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return (child, port);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("server-everything did not listen on {port}");
-}
 
 fn toml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap()
@@ -146,7 +119,8 @@ async fn assert_groups_gone(groups: &[u32]) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn three_real_servers_start_together_and_route_calls() {
-    let (_http, port) = everything_http().await;
+    let server = support::everything_http("streamableHttp");
+    let port = server.port;
     let toml = format!(
         "{}{}[mcp_servers.everything_http]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\n\
          [mcp_servers.off]\ncommand = \"false\"\nenabled = false\n\n\

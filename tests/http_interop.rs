@@ -13,32 +13,7 @@ use http_support::*;
 use mcpwire::peer::Peer;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use serde_json::{json, Value};
-use tokio::process::{Child, Command};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Starts server-everything in `mode` on a free port and waits until it accepts connections.
-async fn everything(mode: &str) -> (Child, u16) {
-    let port = free_port();
-    let child = Command::new(support::peer("MCP_NODE"))
-        .arg(support::peer("MCP_EVERYTHING_JS"))
-        .arg(mode)
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start server-everything");
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return (child, port);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("server-everything did not listen on {port}");
-}
+use tokio::process::Command;
 
 async fn drive_everything<T: mcpwire::transport::Transport>(peer: &Peer<T>) {
     let tools: Value = peer.request("tools/list", None, Default::default()).await.unwrap().decode().unwrap();
@@ -55,7 +30,8 @@ async fn drive_everything<T: mcpwire::transport::Transport>(peer: &Peer<T>) {
 
 #[tokio::test]
 async fn our_client_against_everything_streamable_http() {
-    let (_child, port) = everything("streamableHttp").await;
+    let server = support::everything_http("streamableHttp");
+    let port = server.port;
     let transport = HttpClientTransport::new(HttpClientConfig::new(format!("http://127.0.0.1:{port}/mcp"))).unwrap();
     let (peer, init) = client_peer(transport, "2025-11-25").await;
     assert_eq!(init["protocolVersion"], "2025-11-25");
@@ -68,7 +44,8 @@ async fn our_client_against_everything_streamable_http() {
 
 #[tokio::test]
 async fn our_client_against_everything_legacy_sse() {
-    let (_child, port) = everything("sse").await;
+    let server = support::everything_http("sse");
+    let port = server.port;
     // Given the endpoint a Streamable HTTP client would use: POST initialize fails, the client
     // falls back to GET /sse and the endpoint event.
     let transport = HttpClientTransport::new(HttpClientConfig::new(format!("http://127.0.0.1:{port}/mcp"))).unwrap();

@@ -41,6 +41,40 @@ pub fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
+/// server-everything serving HTTP on a free loopback port; killed when dropped.
+pub struct HttpEverything {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts server-everything in `mode` (`streamableHttp` or `sse`) and returns once it listens
+/// (at most 10 s).
+pub fn everything_http(mode: &str) -> HttpEverything {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new(peer("MCP_NODE"))
+        .arg(peer("MCP_EVERYTHING_JS"))
+        .arg(mode)
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start server-everything");
+    let server = HttpEverything { child, port };
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "server-everything did not listen on {port}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    server
+}
+
 /// Where `serve --listen` (our `HttpServer` playing the recorded server) frames HTTP otherwise
 /// than the recorded servers did; the replay reports these, and nothing else is tolerated:
 ///
@@ -48,14 +82,13 @@ pub fn repo_path(relative: &str) -> PathBuf {
 ///   transport of server-everything sent none;
 /// - it starts every POST's SSE stream with a priming event, the Python server does not;
 /// - its 202 and DELETE responses have no `content-type` (the Python server's say
-///   `application/json`) and differ from the recorded servers in carrying `mcp-session-id`, and its legacy `Accepted` is `text/plain`
-///   (server-everything's has no `content-type`);
+///   `application/json`) and differ from the recorded servers in carrying `mcp-session-id`,
+///   and its legacy `Accepted` is `text/plain` (server-everything's has no `content-type`);
 /// - it sends server-initiated messages that carry no progress token (log messages, sampling,
 ///   elicitation) on the standalone GET stream, where the Python server sent them on the
 ///   stream of the POST that caused them;
 /// - it answers with HTTP 200 where the Python server in stateless mode carried a JSON-RPC
 ///   error (-32600) with HTTP 400.
-#[allow(dead_code)]
 pub const SERVE_LISTEN_FRAMING: [&str; 6] = [
     "http.sse_event_id: expected none, got ",
     "priming event: $: expected nothing, got a priming event (empty data)",
