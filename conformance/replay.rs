@@ -69,6 +69,11 @@ pub struct SessionOutcome {
 }
 
 impl SessionOutcome {
+    /// A session that failed for one reason.
+    pub fn failed(name: String, why: String) -> SessionOutcome {
+        SessionOutcome { name, failures: vec![why] }
+    }
+
     /// Whether the session matched its recording.
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
@@ -303,33 +308,39 @@ pub fn split_command(line: &str) -> Vec<String> {
     words
 }
 
+/// The recording at `path`, or the failed outcome (named after the file) when it cannot be read.
+fn read_session(path: &Path) -> Result<Recording, SessionOutcome> {
+    Recording::read(path).map_err(|e| {
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        SessionOutcome::failed(name, e.to_string())
+    })
+}
+
 /// Replays the recording at `path` against `server` (a command line; in it `{fixtures}` stands
 /// for the live fixture directory, `{recording}` for `path` and `{name}` for the recording's
 /// name) over stdio. The child is always stopped.
 pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> SessionOutcome {
-    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let fail = |name: String, why: String| SessionOutcome { name, failures: vec![why] };
-    let recording = match Recording::read(path) {
+    let recording = match read_session(path) {
         Ok(r) => r,
-        Err(e) => return fail(name, e.to_string()),
+        Err(outcome) => return outcome,
     };
     let name = recording.header.name.clone();
     if recording.header.transport != "stdio" {
-        return fail(
+        return SessionOutcome::failed(
             name,
             format!("transport {}: this runner replays stdio sessions only", recording.header.transport),
         );
     }
     let rules = match Rules::for_recording(path) {
         Ok(r) => r,
-        Err(e) => return fail(name, e),
+        Err(e) => return SessionOutcome::failed(name, e),
     };
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let needs_fixtures = text.contains(RECORDED_ROOT) || server.contains("{fixtures}");
     let fixtures = if needs_fixtures {
         match Fixtures::create() {
             Ok(f) => Some(f),
-            Err(e) => return fail(name, format!("cannot create the fixture tree: {e}")),
+            Err(e) => return SessionOutcome::failed(name, format!("cannot create the fixture tree: {e}")),
         }
     } else {
         None
@@ -344,14 +355,14 @@ pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> 
         .map(|w| w.replace("{recording}", &path.to_string_lossy()).replace("{name}", &name))
         .collect();
     let Some((program, args)) = words.split_first() else {
-        return fail(name, "empty --server command".into());
+        return SessionOutcome::failed(name, "empty --server command".into());
     };
     let stderr =
         if std::env::var_os("MCP_CONFORMANCE_SERVER_STDERR").is_some() { Stderr::Inherit } else { Stderr::Discard };
     let limits = Limits::default().with_shutdown_grace(Duration::from_millis(500));
     let transport = match ChildCommand::new(program).args(args).stderr(stderr).limits(limits).spawn() {
         Ok(t) => t,
-        Err(e) => return fail(name, e.to_string()),
+        Err(e) => return SessionOutcome::failed(name, e.to_string()),
     };
     let mut matcher = Matcher::new(rules, fixtures.as_ref().map(Fixtures::root));
     let failures = replay_client(&recording, &transport, &mut matcher, options).await;
@@ -369,22 +380,20 @@ pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> 
 /// streams are dropped at the end.
 #[cfg(feature = "http")]
 pub async fn replay_http(path: &Path, url: &str, options: ReplayOptions) -> SessionOutcome {
-    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let fail = |name: String, why: String| SessionOutcome { name, failures: vec![why] };
-    let recording = match Recording::read(path) {
+    let recording = match read_session(path) {
         Ok(r) => r,
-        Err(e) => return fail(name, e.to_string()),
+        Err(outcome) => return outcome,
     };
     let name = recording.header.name.clone();
     if !matches!(recording.header.transport.as_str(), "streamable-http" | "sse") {
-        return fail(
+        return SessionOutcome::failed(
             name,
             format!("transport {}: --server-url replays HTTP sessions only", recording.header.transport),
         );
     }
     let rules = match Rules::for_recording(path) {
         Ok(r) => r,
-        Err(e) => return fail(name, e),
+        Err(e) => return SessionOutcome::failed(name, e),
     };
     // The server is not ours to start, so it has no fixture directory of ours: recorded paths
     // under /tmp/mcp-fixtures are sent and expected as they are.
@@ -420,24 +429,27 @@ pub enum ServeReportLine {
 /// never sent are the failures. Only messages are compared, not the HTTP framing
 /// (`replay --server-url` checks that).
 pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, options: ReplayOptions) -> SessionOutcome {
-    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let fail = |name: String, why: String| SessionOutcome { name, failures: vec![why] };
-    let recording = match Recording::read(path) {
+    let recording = match read_session(path) {
         Ok(r) => r,
-        Err(e) => return fail(name, e.to_string()),
+        Err(outcome) => return outcome,
     };
     let name = recording.header.name.clone();
     let http = match recording.header.transport.as_str() {
         "stdio" => false,
         "streamable-http" | "sse" if cfg!(feature = "http") => true,
-        other => return fail(name, format!("transport {other}: --client replays stdio and HTTP sessions only")),
+        other => {
+            return SessionOutcome::failed(
+                name,
+                format!("transport {other}: --client replays stdio and HTTP sessions only"),
+            )
+        }
     };
     if let Err(e) = Rules::for_recording(path) {
-        return fail(name, e);
+        return SessionOutcome::failed(name, e);
     }
     let fixtures = match Fixtures::create() {
         Ok(f) => f,
-        Err(e) => return fail(name, format!("cannot create the fixture tree: {e}")),
+        Err(e) => return SessionOutcome::failed(name, format!("cannot create the fixture tree: {e}")),
     };
     let root = fixtures.root().to_string_lossy().into_owned();
     let report = fixtures.root().join("serve-report.jsonl");
@@ -448,7 +460,7 @@ pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, option
         })
         .collect();
     if words.is_empty() {
-        return fail(name, "empty --client command".into());
+        return SessionOutcome::failed(name, "empty --client command".into());
     }
     let mut serve_args: Vec<String> = vec!["serve".into()];
     if http {
@@ -464,7 +476,7 @@ pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, option
                 words.push(url);
                 listener = Some(serve);
             }
-            Err(e) => return fail(name, e),
+            Err(e) => return SessionOutcome::failed(name, e),
         }
     } else {
         words.push(runner.to_string_lossy().into_owned());
