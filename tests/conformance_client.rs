@@ -10,25 +10,13 @@ mod support;
 use std::path::PathBuf;
 use std::process::Command;
 
-use serde_json::Value;
 use support::repo_path;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
 const DRIVER: &str = env!("CARGO_BIN_EXE_mcp-conformance-client-driver");
 
 fn stdio_recordings() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo_path("conformance/recordings"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .filter(|p| {
-            let text = std::fs::read_to_string(p).unwrap();
-            let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-            header["transport"] == "stdio"
-        })
-        .collect();
-    files.sort();
-    files
+    support::recordings_with_transport(|t| t == "stdio")
 }
 
 fn driver() -> String {

@@ -12,7 +12,6 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
 use support::repo_path;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
@@ -23,18 +22,7 @@ fn recording(name: &str) -> PathBuf {
 }
 
 fn http_recordings() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo_path("conformance/recordings"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .filter(|p| {
-            let text = std::fs::read_to_string(p).unwrap();
-            let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-            header["transport"] != "stdio"
-        })
-        .collect();
-    files.sort();
-    files
+    support::recordings_with_transport(|t| t != "stdio")
 }
 
 /// `replay FILES --client CLIENT EXTRA`: whether the run passed, and its report.

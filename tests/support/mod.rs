@@ -41,6 +41,23 @@ pub fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
+/// The bundled recordings (`conformance/recordings/*.jsonl`) whose header's `transport` passes
+/// `keep`, sorted by path.
+pub fn recordings_with_transport(keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo_path("conformance/recordings"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            keep(header["transport"].as_str().unwrap_or_default())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// server-everything serving HTTP on a free loopback port; killed when dropped.
 pub struct HttpEverything {
     child: std::process::Child,
