@@ -476,6 +476,15 @@ impl Inner {
         }
     }
 
+    /// Reads a short body that carries no message (a 202, the legacy `Accepted`) to its end,
+    /// then releases its connection; a body that is too long or too slow is dropped with it.
+    async fn drain(&self, body: Incoming, lease: Lease) {
+        let limited = http_body_util::Limited::new(body, 64 * 1024);
+        if let Ok(Ok(_)) = tokio::time::timeout(self.config.request_timeout, limited.collect()).await {
+            self.release(lease);
+        }
+    }
+
     /// An idle pooled connection to `key`, ready for a request; stale ones are dropped.
     async fn pooled(&self, key: &str) -> Option<SendRequest<HttpBody>> {
         loop {
@@ -564,10 +573,7 @@ impl Inner {
         let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
         if status == StatusCode::ACCEPTED || request_ids.is_empty() && !is_media(&content_type, "text/event-stream") {
             // Nothing to read but the (normally empty) body, which frees the connection.
-            let limited = http_body_util::Limited::new(response.into_body(), 64 * 1024);
-            if let Ok(Ok(_)) = tokio::time::timeout(self.config.request_timeout, limited.collect()).await {
-                self.release(lease);
-            }
+            self.drain(response.into_body(), lease).await;
             return Ok(());
         }
         let inner = self.clone();
@@ -863,11 +869,8 @@ impl Inner {
         let (response, lease) =
             self.request(Method::POST, &endpoint, None, &extra, Bytes::from(message.to_vec())).await?;
         if response.status().is_success() {
-            // Drain the short body ("Accepted"), which frees the connection for reuse.
-            let limited = http_body_util::Limited::new(response.into_body(), 64 * 1024);
-            if let Ok(Ok(_)) = tokio::time::timeout(self.config.request_timeout, limited.collect()).await {
-                self.release(lease);
-            }
+            // The short body ("Accepted"), read to free the connection.
+            self.drain(response.into_body(), lease).await;
             return Ok(());
         }
         Err(http_error(response).await)
