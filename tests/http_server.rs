@@ -208,18 +208,7 @@ async fn json_response_mode_and_batches_at_2025_03_26() {
 
 #[tokio::test]
 async fn stateless_mode_answers_each_post_with_json_and_no_session() {
-    let server = HttpServer::bind(HttpServerConfig::default().stateless(true), |t| async move {
-        let peer = mcpwire::peer::Peer::start(
-            t,
-            mcpwire::proto::session::Role::Server,
-            mcpwire::proto::session::Mode::Stateless,
-            Default::default(),
-            EchoServer,
-        );
-        peer.closed().await;
-    })
-    .await
-    .unwrap();
+    let server = HttpServer::bind(HttpServerConfig::default().stateless(true), serve_echo_stateless).await.unwrap();
     let addr = server.local_addr();
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
     let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("MCP-Protocol-Version", "2025-11-25")], &call.to_string(), SHORT)

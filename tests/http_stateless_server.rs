@@ -5,7 +5,7 @@
 
 mod http_support;
 
-use http_support::{raw, EchoServer, BOTH, JSON, SHORT};
+use http_support::{raw, serve_echo_stateless, BOTH, JSON, SHORT};
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::proto::mcp_types::ContentBlock;
 use mcpwire::server::echo::echo_server;
@@ -38,18 +38,7 @@ async fn echo_server_answers_over_stateless_http() {
 
 #[tokio::test]
 async fn progress_comes_on_the_posts_answer_in_stateless_mode() {
-    let server = HttpServer::bind(HttpServerConfig::default().stateless(true), |t| async move {
-        let peer = mcpwire::peer::Peer::start(
-            t,
-            mcpwire::proto::session::Role::Server,
-            mcpwire::proto::session::Mode::Stateless,
-            Default::default(),
-            EchoServer,
-        );
-        peer.closed().await;
-    })
-    .await
-    .unwrap();
+    let server = HttpServer::bind(HttpServerConfig::default().stateless(true), serve_echo_stateless).await.unwrap();
     let addr = server.local_addr();
     let version = ("MCP-Protocol-Version", "2026-07-28");
     // `slow` sends three progress notifications, then its result: the answer is an SSE stream

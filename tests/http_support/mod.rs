@@ -118,6 +118,12 @@ pub async fn serve_echo<T: Transport>(transport: T) {
     peer.closed().await;
 }
 
+/// [`serve_echo`] for a stateless server: each transport is one POST, with no handshake.
+pub async fn serve_echo_stateless<T: Transport>(transport: T) {
+    let peer = Peer::start(transport, Role::Server, Mode::Stateless, session::Limits::default(), EchoServer);
+    peer.closed().await;
+}
+
 /// A raw HTTP/1.1 response.
 #[derive(Debug)]
 pub struct Raw {
