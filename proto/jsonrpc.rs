@@ -186,7 +186,7 @@ impl<T: Serialize + Send + Sync + 'static> TypedBody for T {
         serde_json::value::to_raw_value(self)
     }
     fn write_json(&self, out: &mut dyn std::io::Write) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(out, self)
+        super::json_write::to_writer(out, self)
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -661,7 +661,7 @@ impl Message {
         }
         if let Some(method) = method {
             out.write_all(b",\"method\":").map_err(io)?;
-            serde_json::to_writer(&mut *out, method)?;
+            super::json_write::write_str(&mut *out, method)?;
         }
         if let Some(params) = params {
             out.write_all(b",\"params\":").map_err(io)?;
@@ -673,7 +673,7 @@ impl Message {
         }
         if let Some(error) = error {
             out.write_all(b",\"error\":").map_err(io)?;
-            serde_json::to_writer(&mut *out, error)?;
+            super::json_write::to_writer(&mut *out, error)?;
         }
         out.write_all(b"}").map_err(io)
     }

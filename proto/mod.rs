@@ -1,5 +1,6 @@
 //! The wire layer, sans IO: it never imports tokio, hyper or rustls.
 //!
+//! - [`json_write`]: compact JSON output, as serde_json writes it, with a faster escaper.
 //! - [`jsonrpc`]: the JSON-RPC 2.0 message model, decoding with validation, encoding.
 //! - [`mcp_types`]: every MCP type of every revision, and the method table.
 //! - [`version`]: protocol revisions and negotiation.
@@ -7,6 +8,7 @@
 //!   progress, timeouts.
 //! - `framing` (feature `framing`): newline-delimited and SSE framing on `bytes::BytesMut`.
 
+pub mod json_write;
 pub mod jsonrpc;
 pub mod mcp_types;
 pub mod session;

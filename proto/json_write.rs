@@ -1,0 +1,585 @@
+//! Compact JSON output for any `Serialize` value: byte for byte what `serde_json::to_writer`
+//! writes, with a faster string escaper.
+//!
+//! serde_json escapes a string one byte at a time through a lookup table; on a 64 KiB tool
+//! result that loop was the largest item in the server's profile. Here a string is scanned
+//! eight bytes at a time for the only bytes JSON must escape (`"`, `\` and controls below
+//! 0x20), and each clean run is written with one `write_all`. Escapes themselves are written
+//! exactly as serde_json writes them (`\n`, `\"`, `\u001f` …), so output stays identical and
+//! recorded traffic still compares equal.
+//!
+//! Not here: pretty printing, and map keys other than strings, chars, integers and booleans
+//! (serde_json quotes floats as keys; nothing in MCP has them): those are refused with an
+//! error, never written wrongly. Numbers are formatted by serde_json itself.
+
+use std::io::Write;
+
+use serde::ser::{self, Impossible, Serialize};
+use serde_json::Error;
+
+/// The struct name by which serde_json's `RawValue` asks to be written verbatim.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Writes `value` as compact JSON to `out`.
+///
+/// # Errors
+/// When `value`'s `Serialize` fails, a map key is not a string, or `out` fails.
+pub fn to_writer<W: Write + ?Sized, T: Serialize + ?Sized>(out: &mut W, value: &T) -> Result<(), Error> {
+    value.serialize(&mut Serializer { out })
+}
+
+/// Writes `text` as a JSON string literal (quotes included) to `out`.
+///
+/// # Errors
+/// When `out` fails.
+pub fn write_str<W: Write + ?Sized>(out: &mut W, text: &str) -> Result<(), Error> {
+    write_escaped(out, text).map_err(Error::io)
+}
+
+const ONES: u64 = u64::MAX / 255;
+const HIGHS: u64 = ONES << 7;
+
+/// Whether any byte of `word` is `"`, `\` or below 0x20 (Mycroft's zero-byte test, per class).
+#[inline(always)]
+fn needs_escape(word: u64) -> bool {
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let quote = quote.wrapping_sub(ONES) & !quote;
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    let backslash = backslash.wrapping_sub(ONES) & !backslash;
+    (control | quote | backslash) & HIGHS != 0
+}
+
+#[inline(always)]
+fn is_escaped(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
+/// The index of the first byte of `bytes[from..]` that must be escaped, or `bytes.len()`.
+#[inline]
+fn next_escape(bytes: &[u8], mut from: usize) -> usize {
+    while from + 16 <= bytes.len() {
+        let a = u64::from_le_bytes(bytes[from..from + 8].try_into().expect("8 bytes"));
+        let b = u64::from_le_bytes(bytes[from + 8..from + 16].try_into().expect("8 bytes"));
+        if needs_escape(a) || needs_escape(b) {
+            break;
+        }
+        from += 16;
+    }
+    while from < bytes.len() && !is_escaped(bytes[from]) {
+        from += 1;
+    }
+    from
+}
+
+fn write_escaped<W: Write + ?Sized>(out: &mut W, text: &str) -> std::io::Result<()> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    out.write_all(b"\"")?;
+    let mut start = 0;
+    loop {
+        let at = next_escape(bytes, start);
+        if at > start {
+            out.write_all(&bytes[start..at])?;
+        }
+        let Some(&byte) = bytes.get(at) else { break };
+        match byte {
+            b'"' => out.write_all(b"\\\"")?,
+            b'\\' => out.write_all(b"\\\\")?,
+            b'\n' => out.write_all(b"\\n")?,
+            b'\r' => out.write_all(b"\\r")?,
+            b'\t' => out.write_all(b"\\t")?,
+            0x08 => out.write_all(b"\\b")?,
+            0x0c => out.write_all(b"\\f")?,
+            _ => {
+                out.write_all(&[b'\\', b'u', b'0', b'0', HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]])?
+            }
+        }
+        start = at + 1;
+    }
+    out.write_all(b"\"")
+}
+
+struct Serializer<'w, W: Write + ?Sized> {
+    out: &'w mut W,
+}
+
+impl<W: Write + ?Sized> Serializer<'_, W> {
+    fn raw(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.out.write_all(bytes).map_err(Error::io)
+    }
+
+    /// A number, formatted by serde_json so that integers and floats read exactly as before.
+    fn number(&mut self, value: impl Serialize) -> Result<(), Error> {
+        serde_json::to_writer(&mut *self.out, &value)
+    }
+}
+
+/// A sequence, map or struct being written: whether a comma goes before the next element.
+pub struct Compound<'a, 'w, W: Write + ?Sized> {
+    ser: &'a mut Serializer<'w, W>,
+    first: bool,
+    /// What closes it: `]`, `}`, or `}}` for the variant forms, nothing for a raw value.
+    close: &'static [u8],
+}
+
+impl<W: Write + ?Sized> Compound<'_, '_, W> {
+    fn comma(&mut self) -> Result<(), Error> {
+        if self.first {
+            self.first = false;
+            Ok(())
+        } else {
+            self.ser.raw(b",")
+        }
+    }
+
+    fn key(&mut self, key: &str) -> Result<(), Error> {
+        self.comma()?;
+        write_escaped(self.ser.out, key).map_err(Error::io)?;
+        self.ser.raw(b":")
+    }
+}
+
+impl<'a, 'w, W: Write + ?Sized> ser::Serializer for &'a mut Serializer<'w, W> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Compound<'a, 'w, W>;
+    type SerializeTuple = Compound<'a, 'w, W>;
+    type SerializeTupleStruct = Compound<'a, 'w, W>;
+    type SerializeTupleVariant = Compound<'a, 'w, W>;
+    type SerializeMap = Compound<'a, 'w, W>;
+    type SerializeStruct = Compound<'a, 'w, W>;
+    type SerializeStructVariant = Compound<'a, 'w, W>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.raw(if v { b"true" } else { b"false" })
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        self.number(v)
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        self.serialize_str(v.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_escaped(self.out, v).map_err(Error::io)
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
+        use ser::SerializeSeq;
+        let mut seq = self.serialize_seq(Some(v.len()))?;
+        for byte in v {
+            seq.serialize_element(byte)?;
+        }
+        seq.end()
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        self.raw(b"null")
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        self.raw(b"null")
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        self.raw(b"null")
+    }
+    fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<(), Error> {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.raw(b"{")?;
+        write_escaped(self.out, variant).map_err(Error::io)?;
+        self.raw(b":")?;
+        value.serialize(&mut *self)?;
+        self.raw(b"}")
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a, 'w, W>, Error> {
+        self.raw(b"[")?;
+        Ok(Compound { ser: self, first: true, close: b"]" })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a, 'w, W>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Compound<'a, 'w, W>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a, 'w, W>, Error> {
+        self.raw(b"{")?;
+        write_escaped(self.out, variant).map_err(Error::io)?;
+        self.raw(b":[")?;
+        Ok(Compound { ser: self, first: true, close: b"]}" })
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a, 'w, W>, Error> {
+        self.raw(b"{")?;
+        Ok(Compound { ser: self, first: true, close: b"}" })
+    }
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Compound<'a, 'w, W>, Error> {
+        if name == RAW_VALUE_TOKEN {
+            return Ok(Compound { ser: self, first: true, close: b"" });
+        }
+        self.serialize_map(Some(len))
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a, 'w, W>, Error> {
+        self.raw(b"{")?;
+        write_escaped(self.out, variant).map_err(Error::io)?;
+        self.raw(b":{")?;
+        Ok(Compound { ser: self, first: true, close: b"}}" })
+    }
+}
+
+impl<W: Write + ?Sized> ser::SerializeSeq for Compound<'_, '_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.comma()?;
+        value.serialize(&mut *self.ser)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.ser.raw(self.close)
+    }
+}
+
+impl<W: Write + ?Sized> ser::SerializeTuple for Compound<'_, '_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl<W: Write + ?Sized> ser::SerializeTupleStruct for Compound<'_, '_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl<W: Write + ?Sized> ser::SerializeTupleVariant for Compound<'_, '_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Error> {
+        ser::SerializeSeq::end(self)
+    }
+}
+
+impl<W: Write + ?Sized> ser::SerializeMap for Compound<'_, '_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
+        self.comma()?;
+        key.serialize(MapKey { ser: &mut *self.ser })?;
+        self.ser.raw(b":")
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        value.serialize(&mut *self.ser)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.ser.raw(self.close)
+    }
+}
+
+impl<W: Write + ?Sized> ser::SerializeStruct for Compound<'_, '_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+        if self.close.is_empty() {
+            // serde_json's RawValue: its one field is the JSON text, written as is.
+            return value.serialize(RawText { ser: &mut *self.ser });
+        }
+        self.key(key)?;
+        value.serialize(&mut *self.ser)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.ser.raw(self.close)
+    }
+}
+
+impl<W: Write + ?Sized> ser::SerializeStructVariant for Compound<'_, '_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+        self.key(key)?;
+        value.serialize(&mut *self.ser)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.ser.raw(self.close)
+    }
+}
+
+fn key_must_be_a_string() -> Error {
+    ser::Error::custom("key must be a string")
+}
+
+/// Writes a map key: strings as they are, chars, integers and booleans quoted (as serde_json
+/// does); anything else is refused.
+struct MapKey<'a, 'w, W: Write + ?Sized> {
+    ser: &'a mut Serializer<'w, W>,
+}
+
+impl<W: Write + ?Sized> MapKey<'_, '_, W> {
+    fn quoted(self, value: impl Serialize) -> Result<(), Error> {
+        self.ser.raw(b"\"")?;
+        self.ser.number(value)?;
+        self.ser.raw(b"\"")
+    }
+}
+
+macro_rules! quoted_keys {
+    ($($method:ident: $ty:ty),*) => {
+        $(fn $method(self, v: $ty) -> Result<(), Error> {
+            self.quoted(v)
+        })*
+    };
+}
+
+macro_rules! refused {
+    ($($method:ident($($arg:ty),*)),*) => {
+        $(fn $method(self, $(_: $arg),*) -> Result<(), Error> {
+            Err(key_must_be_a_string())
+        })*
+    };
+}
+
+impl<W: Write + ?Sized> ser::Serializer for MapKey<'_, '_, W> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Impossible<(), Error>;
+    type SerializeTuple = Impossible<(), Error>;
+    type SerializeTupleStruct = Impossible<(), Error>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = Impossible<(), Error>;
+    type SerializeStruct = Impossible<(), Error>;
+    type SerializeStructVariant = Impossible<(), Error>;
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_escaped(self.ser.out, v).map_err(Error::io)
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        self.serialize_str(v.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.ser.raw(if v { b"\"true\"" } else { b"\"false\"" })
+    }
+    quoted_keys!(serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64, serialize_i128: i128,
+        serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64, serialize_u128: u128);
+    refused!(
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str)
+    );
+    fn serialize_unit_variant(self, _name: &'static str, _index: u32, variant: &'static str) -> Result<(), Error> {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeTupleStruct, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Err(key_must_be_a_string())
+    }
+}
+
+/// The JSON text inside a `RawValue`, written verbatim.
+struct RawText<'a, 'w, W: Write + ?Sized> {
+    ser: &'a mut Serializer<'w, W>,
+}
+
+impl<W: Write + ?Sized> ser::Serializer for RawText<'_, '_, W> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Impossible<(), Error>;
+    type SerializeTuple = Impossible<(), Error>;
+    type SerializeTupleStruct = Impossible<(), Error>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = Impossible<(), Error>;
+    type SerializeStruct = Impossible<(), Error>;
+    type SerializeStructVariant = Impossible<(), Error>;
+
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        self.ser.raw(v.as_bytes())
+    }
+    refused!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
+        serialize_unit_struct(&'static str)
+    );
+    fn serialize_unit_variant(self, _name: &'static str, _index: u32, _variant: &'static str) -> Result<(), Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, _value: &T) -> Result<(), Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<(), Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeTupleStruct, Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct, Error> {
+        Err(not_raw_text())
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Err(not_raw_text())
+    }
+}
+
+fn not_raw_text() -> Error {
+    ser::Error::custom("a raw JSON value must hold its text as a string")
+}
+
+#[cfg(test)]
+mod tests;
