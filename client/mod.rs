@@ -45,6 +45,7 @@ mod error;
 mod handlers;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -619,25 +620,43 @@ impl<T: Transport> Client<T> {
     ///
     /// # Errors
     /// See [`ClientError`].
-    pub async fn request<M>(&self, params: M::Params, mut options: RequestOptions) -> Result<M::Output, ClientError>
+    pub fn request<M>(
+        &self,
+        params: M::Params,
+        mut options: RequestOptions,
+    ) -> impl Future<Output = Result<M::Output, ClientError>> + '_
     where
         M: Method,
         M::Params: Send + Sync + 'static,
         M::Output: Clone + Send + Sync + 'static,
     {
-        self.check_capability(M::NAME)?;
+        // The params become a body before the future is built: the future then does not carry
+        // them (tools/call params are ~1 KiB, copied at every await level otherwise).
+        let body = self.request_body::<M>(params);
         if options.timeout.is_none() {
             options.timeout = self.inner.request_timeout;
         }
+        async move {
+            let outcome = self.inner.peer.request(M::NAME, Some(body?), options).await;
+            decode_outcome::<T, M>(&self.inner.peer, outcome, Some(&self.inner.closed_by_us)).await
+        }
+    }
+
+    /// The body of request `M`: `params` as they are, or serialized with the session's `_meta`
+    /// added when the session needs it; refused when the server lacks the capability.
+    fn request_body<M>(&self, params: M::Params) -> Result<Body, ClientError>
+    where
+        M: Method,
+        M::Params: Send + Sync + 'static,
+    {
+        self.check_capability(M::NAME)?;
         let Some(session_meta) = &self.inner.session_meta else {
-            return request::<T, M>(&self.inner.peer, params, options, Some(&self.inner.closed_by_us)).await;
+            return Ok(Body::typed(params));
         };
         let invalid = |source| ClientError::InvalidResult { method: M::NAME.to_owned(), source };
         let mut value = serde_json::to_value(&params).map_err(invalid)?;
         add_meta(&mut value, session_meta).map_err(invalid)?;
-        let body = Body::serialized(&value).map_err(invalid)?;
-        let outcome = self.inner.peer.request(M::NAME, Some(body), options).await;
-        decode_outcome::<T, M>(&self.inner.peer, outcome, Some(&self.inner.closed_by_us)).await
+        Body::serialized(&value).map_err(invalid)
     }
 
     /// Sends request `method` with `params` as written, typed or not (an extension method,
@@ -798,27 +817,27 @@ impl<T: Transport> Client<T> {
     ///
     /// # Errors
     /// See [`ClientError`].
-    pub async fn call_tool(
+    pub fn call_tool(
         &self,
         name: impl Into<String>,
         arguments: Option<Map<String, Value>>,
-    ) -> Result<CallToolResult, ClientError> {
+    ) -> impl Future<Output = Result<CallToolResult, ClientError>> + '_ {
         let params = CallToolRequestParams { name: name.into(), arguments, ..CallToolRequestParams::default() };
-        self.call_tool_with(params, RequestOptions::default()).await
+        self.call_tool_with(params, RequestOptions::default())
     }
 
     /// Like [`Client::call_tool`], waiting at most `timeout`.
     ///
     /// # Errors
     /// [`ClientError::Timeout`] when `timeout` passes first; otherwise as [`Client::call_tool`].
-    pub async fn call_tool_with_timeout(
+    pub fn call_tool_with_timeout(
         &self,
         name: impl Into<String>,
         arguments: Option<Map<String, Value>>,
         timeout: Duration,
-    ) -> Result<CallToolResult, ClientError> {
+    ) -> impl Future<Output = Result<CallToolResult, ClientError>> + '_ {
         let params = CallToolRequestParams { name: name.into(), arguments, ..CallToolRequestParams::default() };
-        self.call_tool_with(params, RequestOptions { timeout: Some(timeout), ..RequestOptions::default() }).await
+        self.call_tool_with(params, RequestOptions { timeout: Some(timeout), ..RequestOptions::default() })
     }
 
     /// `tools/call` with full params and request options (a `timeout` of `None` means
@@ -827,12 +846,13 @@ impl<T: Transport> Client<T> {
     /// # Errors
     /// [`ClientError::InvalidResult`] when the server answers with something other than a
     /// final tool result (this client never asks for a task); otherwise as any request.
-    pub async fn call_tool_with(
+    pub fn call_tool_with(
         &self,
         params: CallToolRequestParams,
         options: RequestOptions,
-    ) -> Result<CallToolResult, ClientError> {
-        tool_result(self.request::<CallTool>(params, options).await?)
+    ) -> impl Future<Output = Result<CallToolResult, ClientError>> + '_ {
+        let call = self.request::<CallTool>(params, options);
+        async move { tool_result(call.await?) }
     }
 
     /// One page of `resources/list`.

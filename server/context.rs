@@ -15,11 +15,12 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::peer::{Peer, RequestError};
 use crate::proto::jsonrpc::{Body, Id};
@@ -154,24 +155,33 @@ impl Connection {
 }
 
 /// Set once when the request is cancelled (by `notifications/cancelled` or `tasks/cancel`).
-#[derive(Clone)]
+/// One small allocation per call (a `watch` channel, used before, cost a larger one and a
+/// wake-all on every drop).
+#[derive(Clone, Default)]
 pub(crate) struct CancelFlag {
-    rx: watch::Receiver<bool>,
+    shared: Arc<CancelShared>,
+}
+
+#[derive(Default)]
+struct CancelShared {
+    cancelled: AtomicBool,
+    notify: Notify,
 }
 
 /// The dispatch's end of a [`CancelFlag`].
 pub(crate) struct Canceller {
-    tx: watch::Sender<bool>,
+    shared: Arc<CancelShared>,
 }
 
 pub(crate) fn cancel_pair() -> (Canceller, CancelFlag) {
-    let (tx, rx) = watch::channel(false);
-    (Canceller { tx }, CancelFlag { rx })
+    let flag = CancelFlag::default();
+    (Canceller { shared: flag.shared.clone() }, flag)
 }
 
 impl Canceller {
     pub(crate) fn cancel(&self) {
-        self.tx.send_replace(true);
+        self.shared.cancelled.store(true, Ordering::SeqCst);
+        self.shared.notify.notify_waiters();
     }
 }
 
@@ -233,7 +243,7 @@ impl Context {
     /// of its task). The handler's future is aborted right after the flag is set; the flag is
     /// for work the handler spawned or for code that must notice between two awaits.
     pub fn is_cancelled(&self) -> bool {
-        *self.cancel.rx.borrow()
+        self.cancel.shared.cancelled.load(Ordering::SeqCst)
     }
 
     /// Completes when the request is cancelled (never, if it is not).
@@ -241,10 +251,16 @@ impl Context {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn cancelled(&self) {
-        let mut rx = self.cancel.rx.clone();
-        if rx.wait_for(|cancelled| *cancelled).await.is_err() {
-            // The dispatch dropped its end: the call is over without a cancellation.
-            std::future::pending::<()>().await;
+        let shared = &self.cancel.shared;
+        loop {
+            let notified = shared.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the flag is read, so a cancel in between is not missed.
+            notified.as_mut().enable();
+            if shared.cancelled.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
         }
     }
 

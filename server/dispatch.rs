@@ -8,7 +8,7 @@
 //! those before a request gets here), or framing errors (the peer's default `on_malformed`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Notify, Semaphore};
@@ -38,6 +38,9 @@ pub(crate) struct Tracker {
 #[derive(Default)]
 struct TrackerInner {
     count: AtomicUsize,
+    /// Set once somebody waits for idle: until then the last guard skips the wake-up (a lock
+    /// inside `Notify`, on every call that leaves nothing in flight).
+    watched: AtomicBool,
     idle: Notify,
 }
 
@@ -58,7 +61,10 @@ impl Tracker {
             let notified = self.inner.idle.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.inner.count.load(Ordering::Acquire) == 0 {
+            // SeqCst pairs with the guard's decrement and load: either this load sees the
+            // count at zero, or the guard sees `watched` and wakes us.
+            self.inner.watched.store(true, Ordering::SeqCst);
+            if self.inner.count.load(Ordering::SeqCst) == 0 {
                 return;
             }
             notified.await;
@@ -68,8 +74,9 @@ impl Tracker {
 
 impl Drop for TrackGuard {
     fn drop(&mut self) {
-        if self.tracker.inner.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.tracker.inner.idle.notify_waiters();
+        let inner = &self.tracker.inner;
+        if inner.count.fetch_sub(1, Ordering::SeqCst) == 1 && inner.watched.load(Ordering::SeqCst) {
+            inner.idle.notify_waiters();
         }
     }
 }

@@ -88,8 +88,15 @@ fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+/// Appends `key` to a JSON pointer (`~` and `/` escaped; most keys need neither, and are
+/// copied without an allocation).
+fn push_key(path: &mut String, key: &str) {
+    path.push('/');
+    if key.contains(['~', '/']) {
+        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+    } else {
+        path.push_str(key);
+    }
 }
 
 impl<'a> Validator<'a> {
@@ -197,8 +204,7 @@ impl<'a> Validator<'a> {
         let additional = schema.get("additionalProperties");
         for (key, item) in object {
             let len = path.len();
-            path.push('/');
-            path.push_str(&escape(key));
+            push_key(path, key);
             let outcome = match properties.and_then(|p| p.get(key)) {
                 Some(sub) => self.check(sub, item, path),
                 None => match additional {

@@ -3,15 +3,21 @@
 //! Nothing is serialized: a message whose params or result is a typed [`Body`](crate::proto::jsonrpc::Body)
 //! arrives as the same Rust value. Use it to embed a server in the same process as its client,
 //! and in tests. Each direction holds at most [`Limits::queue_depth`] messages.
+//!
+//! `recv` serves one waiting task at a time (the connection's reader), as the
+//! [`Transport`] contract has it: a second task waiting at the same moment may not be woken.
 
-use tokio::sync::{mpsc, Mutex};
+use std::sync::Mutex;
+
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 
 use super::{Limits, Transport, TransportError};
 use crate::proto::jsonrpc::Message;
 
 /// One end of an in-process pair.
 pub struct InprocTransport {
-    outgoing: std::sync::Mutex<Option<mpsc::Sender<Message>>>,
+    outgoing: Mutex<Option<mpsc::Sender<Message>>>,
     incoming: Mutex<mpsc::Receiver<Message>>,
 }
 
@@ -21,25 +27,31 @@ pub fn pair(limits: Limits) -> (InprocTransport, InprocTransport) {
     let (a_tx, b_rx) = mpsc::channel(depth);
     let (b_tx, a_rx) = mpsc::channel(depth);
     (
-        InprocTransport { outgoing: std::sync::Mutex::new(Some(a_tx)), incoming: Mutex::new(a_rx) },
-        InprocTransport { outgoing: std::sync::Mutex::new(Some(b_tx)), incoming: Mutex::new(b_rx) },
+        InprocTransport { outgoing: Mutex::new(Some(a_tx)), incoming: Mutex::new(a_rx) },
+        InprocTransport { outgoing: Mutex::new(Some(b_tx)), incoming: Mutex::new(b_rx) },
     )
-}
-
-impl InprocTransport {
-    fn sender(&self) -> Option<mpsc::Sender<Message>> {
-        self.outgoing.lock().expect("sender lock").clone()
-    }
 }
 
 impl Transport for InprocTransport {
     async fn send(&self, message: Message) -> Result<(), TransportError> {
-        let sender = self.sender().ok_or(TransportError::Closed)?;
+        // While there is room the message goes in under the lock; only a full queue makes us
+        // wait, on a clone of the sender (the lock is never held across an await).
+        let sender = {
+            let outgoing = self.outgoing.lock().expect("sender lock");
+            let sender = outgoing.as_ref().ok_or(TransportError::Closed)?;
+            match sender.try_send(message) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Closed(_)) => return Err(TransportError::Closed),
+                Err(TrySendError::Full(message)) => (sender.clone(), message),
+            }
+        };
+        let (sender, message) = sender;
         sender.send(message).await.map_err(|_| TransportError::Closed)
     }
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
-        Ok(self.incoming.lock().await.recv().await)
+        let message = std::future::poll_fn(|cx| self.incoming.lock().expect("receiver lock").poll_recv(cx)).await;
+        Ok(message)
     }
 
     async fn close(&self) -> Result<(), TransportError> {
