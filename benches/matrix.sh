@@ -18,7 +18,7 @@ P=${RMCP_PEER_BIN:-/tmp/rmcp-peer/release}
 for b in rmcp-bench rmcp-echo-server floor-bench floor-echo-server; do
   [ -x "$P/$b" ] || { echo "matrix.sh: $P/$b missing (see the header of this script)" >&2; exit 1; }
 done
-cargo build --release --quiet --bin mcp-bench --example echo_server
+cargo build --release --quiet --bin mcp-bench --bin http-floor --example echo_server
 OURS=$(realpath "${CARGO_TARGET_DIR:-target}")/release
 mkdir -p "$OUT"; : > "$OUT/results.jsonl"
 
@@ -68,5 +68,13 @@ for server in mcpwire rmcp; do
     kill $pid; wait $pid 2>/dev/null || true
   done
 done
+# The HTTP floor: blocking std::net client and server, one serde_json parse and write per
+# message, one application/json answer per POST (benches/http_floor.rs).
+port=$((18930 + RANDOM % 1000))
+"$OURS/http-floor" serve 127.0.0.1:$port 2>/dev/null & pid=$!
+sleep 0.5
+"$OURS/http-floor" bench http://127.0.0.1:$port/mcp "${EXTRA[@]}" | tag floor floor
+kill $pid; wait $pid 2>/dev/null || true
+
 python3 benches/table.py "$OUT/results.jsonl" > "$OUT/table.md"
 cat "$OUT/table.md"

@@ -1,0 +1,175 @@
+//! http-floor: the floor for an MCP `tools/call` over HTTP on this machine, the counterpart of
+//! the rmcp peer's floor-bench/floor-echo-server for stdio.
+//!
+//! ```text
+//! http-floor serve ADDR                       # answers POSTs until killed
+//! http-floor bench URL [--n N] [--concurrency C] [--sizes 16,65536]
+//! ```
+//!
+//! Blocking std::net IO, no async runtime, no HTTP library, no MCP: the server reads a POST
+//! (headers, then a `content-length` body), parses the body with serde_json into a `Value`,
+//! answers the echo as one `application/json` response; the client does the same in reverse,
+//! one keep-alive connection and one thread per call in flight. What is left is the cost of the
+//! loopback TCP round trip plus one JSON parse and one JSON write per message on each side,
+//! which no MCP server over Streamable HTTP can beat. Output: one JSON line per cell, with the
+//! fields of mcp-bench.
+//!
+//! Not a conforming MCP server (no handshake, no sessions, no SSE): a measuring instrument.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn main() -> Result<(), BoxError> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    match args.first().map(String::as_str) {
+        Some("serve") => serve(args.get(1).ok_or("serve ADDR")?),
+        Some("bench") => {
+            let url = args.get(1).ok_or("bench URL")?;
+            let n: usize = flag("--n").map_or(Ok(2000), |v| v.parse())?;
+            let concurrency: usize = flag("--concurrency").map_or(Ok(16), |v| v.parse())?;
+            let sizes: Vec<usize> = match flag("--sizes") {
+                Some(v) => v.split(',').map(str::parse).collect::<Result<_, _>>()?,
+                None => vec![16, 65536],
+            };
+            for size in sizes {
+                for c in [1, concurrency] {
+                    bench(url, size, n, c)?;
+                }
+            }
+            Ok(())
+        }
+        _ => Err("usage: http-floor serve ADDR | http-floor bench URL [--n N] [--concurrency C] [--sizes A,B]".into()),
+    }
+}
+
+/// Reads one HTTP/1.1 message (head and `content-length` body); `None` at a clean end.
+fn read_message(reader: &mut BufReader<TcpStream>, head: &mut String) -> Result<Option<Vec<u8>>, BoxError> {
+    head.clear();
+    let mut length = 0;
+    loop {
+        let start = head.len();
+        if reader.read_line(head)? == 0 {
+            return Ok(None);
+        }
+        let line = head[start..].trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse()?;
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(Some(body))
+}
+
+fn serve(addr: &str) -> Result<(), BoxError> {
+    let listener = TcpListener::bind(addr)?;
+    eprintln!("http-floor listening on http://{}/mcp", listener.local_addr()?);
+    for stream in listener.incoming() {
+        let stream = stream?;
+        std::thread::spawn(move || {
+            let _ = serve_connection(stream);
+        });
+    }
+    Ok(())
+}
+
+fn serve_connection(stream: TcpStream) -> Result<(), BoxError> {
+    stream.set_nodelay(true)?;
+    let mut out = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    while let Some(body) = read_message(&mut reader, &mut head)? {
+        let request: Value = serde_json::from_slice(&body)?;
+        let text = request["params"]["arguments"]["text"].as_str().unwrap_or_default();
+        let reply =
+            json!({"jsonrpc": "2.0", "id": request["id"], "result": {"content": [{"type": "text", "text": text}]}});
+        let reply = serde_json::to_vec(&reply)?;
+        let mut response =
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", reply.len())
+                .into_bytes();
+        response.extend_from_slice(&reply);
+        out.write_all(&response)?;
+    }
+    Ok(())
+}
+
+/// `n` calls of `size` bytes over `concurrency` connections, each with one call in flight.
+fn bench(url: &str, size: usize, n: usize, concurrency: usize) -> Result<(), BoxError> {
+    let authority = url.strip_prefix("http://").ok_or("an http:// URL")?;
+    let (host, path) = authority.split_once('/').map_or((authority, "/"), |(h, _)| (h, &url[7 + h.len()..]));
+    let text = "x".repeat(size);
+    let per_connection = n.div_ceil(concurrency);
+    let warm = (per_connection / 10).clamp(10, 200);
+    let start = std::sync::Barrier::new(concurrency + 1);
+    let (elapsed, mut latencies, errors) = std::thread::scope(|scope| -> Result<_, BoxError> {
+        let workers: Vec<_> = (0..concurrency)
+            .map(|_| {
+                let (text, start) = (&text, &start);
+                scope.spawn(move || -> Result<(Vec<f64>, usize), BoxError> {
+                    let stream = TcpStream::connect(host)?;
+                    stream.set_nodelay(true)?;
+                    let mut out = stream.try_clone()?;
+                    let mut reader = BufReader::new(stream);
+                    let (mut head, mut latencies, mut errors) = (String::new(), Vec::new(), 0);
+                    for i in 0..warm + per_connection {
+                        if i == warm {
+                            start.wait();
+                        }
+                        let began = Instant::now();
+                        let call = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                            "params": {"name": "echo", "arguments": {"text": text}}});
+                        let call = serde_json::to_vec(&call)?;
+                        let mut request = format!(
+                            "POST {path} HTTP/1.1\r\nhost: {host}\r\naccept: application/json, text/event-stream\r\n\
+                             content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                            call.len()
+                        )
+                        .into_bytes();
+                        request.extend_from_slice(&call);
+                        out.write_all(&request)?;
+                        let body = read_message(&mut reader, &mut head)?.ok_or("the server closed the connection")?;
+                        let reply: Value = serde_json::from_slice(&body)?;
+                        if reply["result"]["content"][0]["text"].as_str().map(str::len) != Some(size) {
+                            errors += 1;
+                        }
+                        if i >= warm {
+                            latencies.push(began.elapsed().as_secs_f64() * 1e6);
+                        }
+                    }
+                    Ok((latencies, errors))
+                })
+            })
+            .collect();
+        start.wait();
+        let began = Instant::now();
+        let (mut latencies, mut errors) = (Vec::new(), 0);
+        for worker in workers {
+            let (l, e) = worker.join().map_err(|_| "a worker panicked")??;
+            latencies.extend(l);
+            errors += e;
+        }
+        Ok((began.elapsed().as_secs_f64(), latencies, errors))
+    })?;
+    latencies.sort_by(f64::total_cmp);
+    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    let calls = latencies.len();
+    println!(
+        "{}",
+        json!({"scenario": "echo", "target": url, "transport": "http-floor", "client": "http-floor",
+            "payload_bytes": size, "concurrency": concurrency, "n": calls,
+            "calls_per_s": (calls as f64 / elapsed).round(), "p50_us": (pct(0.5) * 10.0).round() / 10.0,
+            "p99_us": (pct(0.99) * 10.0).round() / 10.0, "errors": errors})
+    );
+    Ok(())
+}
