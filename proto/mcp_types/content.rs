@@ -10,7 +10,6 @@
 //! whole in an `Other` variant so that it survives a round trip.
 
 use serde::de::Error as _;
-use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
@@ -257,17 +256,6 @@ pub enum SamplingMessageContentBlock {
     Other(Map<String, Value>),
 }
 
-/// Encodes `inner` as an object and sets its `type` member.
-fn serialize_tagged<S: Serializer, T: Serialize>(s: S, tag: &str, inner: &T) -> Result<S::Ok, S::Error> {
-    match serde_json::to_value(inner).map_err(S::Error::custom)? {
-        Value::Object(mut map) => {
-            map.insert("type".to_owned(), Value::String(tag.to_owned()));
-            map.serialize(s)
-        }
-        _ => Err(S::Error::custom("content block did not encode as an object")),
-    }
-}
-
 /// Decodes an object, without its `type`, as `T`.
 fn from_map<T: serde::de::DeserializeOwned, E: serde::de::Error>(map: Map<String, Value>) -> Result<T, E> {
     serde_json::from_value(Value::Object(map)).map_err(E::custom)
@@ -287,11 +275,18 @@ fn take_type(map: &mut Map<String, Value>) -> Option<String> {
 /// Implements `Serialize` and `Deserialize` for a union of content kinds tagged by `type`:
 /// each listed variant holds a struct without the tag, `Other` keeps an unknown kind whole.
 macro_rules! tagged_union {
-    ($union:ident, $what:literal, { $($variant:ident => $tag:literal),+ $(,)? }) => {
+    ($union:ident, $what:literal, { $($variant:ident($inner:ty) => $tag:literal),+ $(,)? }) => {
         impl Serialize for $union {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                // serde's internal tagging writes `type` first, then the kind's own members,
+                // straight to the output (a 64 KiB text is not copied into a `Value` first).
+                #[derive(Serialize)]
+                #[serde(tag = "type")]
+                enum Tagged<'a> {
+                    $(#[serde(rename = $tag)] $variant(&'a $inner),)+
+                }
                 match self {
-                    $($union::$variant(c) => serialize_tagged(s, $tag, c),)+
+                    $($union::$variant(c) => Tagged::$variant(c).serialize(s),)+
                     $union::Other(m) => m.serialize(s),
                 }
             }
@@ -316,19 +311,19 @@ macro_rules! tagged_union {
 }
 
 tagged_union!(ContentBlock, "content block", {
-    Text => "text",
-    Image => "image",
-    Audio => "audio",
-    ResourceLink => "resource_link",
-    Resource => "resource",
+    Text(TextContent) => "text",
+    Image(ImageContent) => "image",
+    Audio(AudioContent) => "audio",
+    ResourceLink(ResourceLink) => "resource_link",
+    Resource(EmbeddedResource) => "resource",
 });
 
 tagged_union!(SamplingMessageContentBlock, "sampling content", {
-    Text => "text",
-    Image => "image",
-    Audio => "audio",
-    ToolUse => "tool_use",
-    ToolResult => "tool_result",
+    Text(TextContent) => "text",
+    Image(ImageContent) => "image",
+    Audio(AudioContent) => "audio",
+    ToolUse(ToolUseContent) => "tool_use",
+    ToolResult(ToolResultContent) => "tool_result",
 });
 
 impl From<TextContent> for ContentBlock {

@@ -58,7 +58,7 @@ use super::{
     LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER,
 };
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
-use crate::proto::jsonrpc::{self, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
+use crate::proto::jsonrpc::{self, Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Limits, Transport, TransportError};
 
@@ -594,6 +594,18 @@ fn response_version(response: &jsonrpc::Response) -> Option<ProtocolVersion> {
 /// The `progressToken` of a request's `params._meta`, or of a progress notification's params,
 /// as JSON text.
 fn progress_token(message: &Message) -> Option<String> {
+    match message {
+        Message::Request(r) => params_progress_token(r.params.as_ref()?, true),
+        Message::Notification(n) if n.method == "notifications/progress" => {
+            params_progress_token(n.params.as_ref()?, false)
+        }
+        _ => None,
+    }
+}
+
+/// The progress token in a request's `params._meta` (`in_meta`) or a progress notification's
+/// `params`, as JSON text.
+fn params_progress_token(params: &Body, in_meta: bool) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Meta {
         #[serde(rename = "progressToken")]
@@ -606,14 +618,16 @@ fn progress_token(message: &Message) -> Option<String> {
         #[serde(rename = "progressToken")]
         progress_token: Option<serde_json::Value>,
     }
-    let (params, is_request) = match message {
-        Message::Request(r) => (r.params.as_ref()?, true),
-        Message::Notification(n) if n.method == "notifications/progress" => (n.params.as_ref()?, false),
-        _ => return None,
-    };
     let raw = params.to_raw().ok()?;
+    // Most requests carry no token: a substring search (SIMD) rules that out without parsing
+    // the params, which for a large tool call means scanning all of its arguments. A key
+    // could be written with `\u` escapes; then the params are parsed.
+    let text = raw.get().as_bytes();
+    if memchr::memmem::find(text, b"\"progressToken\"").is_none() && memchr::memmem::find(text, b"\\u").is_none() {
+        return None;
+    }
     let params: Params = serde_json::from_str(raw.get()).ok()?;
-    let token = if is_request { params.meta?.progress_token } else { params.progress_token };
+    let token = if in_meta { params.meta?.progress_token } else { params.progress_token };
     token.map(|t| t.to_string())
 }
 
@@ -1137,7 +1151,7 @@ async fn dispatch(
         let mut routes = session.routes.lock().expect("session lock");
         for request in &requests {
             routes.requests.insert(request.id.clone(), stream.clone());
-            if let Some(token) = progress_token(&Message::Request((*request).clone())) {
+            if let Some(token) = request.params.as_ref().and_then(|p| params_progress_token(p, true)) {
                 routes.progress.insert(token, request.id.clone());
             }
             if request.method == "initialize" {
@@ -1474,7 +1488,25 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
 
 #[cfg(test)]
 mod tests {
-    use super::is_response;
+    use super::{is_response, params_progress_token};
+    use crate::proto::jsonrpc::Body;
+
+    #[test]
+    fn progress_tokens_are_found_under_meta_even_with_escaped_keys_and_absent_otherwise() {
+        let raw = |text: &str| Body::Raw(serde_json::value::RawValue::from_string(text.to_owned()).unwrap());
+        let token = |text: &str, in_meta| params_progress_token(&raw(text), in_meta);
+        let big = "x".repeat(70_000);
+        assert_eq!(
+            token(&format!(r#"{{"arguments":{{"text":"{big}"}},"_meta":{{"progressToken":7}}}}"#), true),
+            Some("7".into())
+        );
+        assert_eq!(token(&format!(r#"{{"arguments":{{"text":"{big}"}}}}"#), true), None);
+        assert_eq!(token(r#"{"_meta":{"progress\u0054oken":"t"}}"#, true), Some(r#""t""#.into()));
+        assert_eq!(token(r#"{"progressToken":"t","progress":1}"#, false), Some(r#""t""#.into()));
+        assert_eq!(token(r#"{"progressToken":"t"}"#, true), None, "a request's token is under _meta");
+        let typed = Body::typed(serde_json::json!({"_meta": {"progressToken": "p"}}));
+        assert_eq!(params_progress_token(&typed, true), Some(r#""p""#.into()));
+    }
 
     #[test]
     fn responses_are_told_from_requests_by_the_first_deciding_member() {
