@@ -262,7 +262,7 @@ async fn progress_goes_to_the_token_of_the_call() {
         recv(&client).await,
         r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":1,"total":2,"message":"half"}}"#
     );
-    assert_eq!(recv(&client).await, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"done","type":"text"}]}}"#);
+    assert_eq!(recv(&client).await, r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}"#);
     client.close().await.unwrap();
     task.await.unwrap().unwrap();
 }

@@ -160,7 +160,7 @@ async fn before_initialize_discover_is_unknown_and_tools_are_gated() {
     wire.initialized().await;
     assert_eq!(
         wire.ask(&call(3, "echo", json!({"text": "now"}))).await,
-        r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"text":"now","type":"text"}]}}"#
+        r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"now"}]}}"#
     );
     wire.finish().await;
 }
@@ -175,7 +175,7 @@ async fn tools_answer_with_exact_wire_shapes() {
     );
     assert_eq!(
         wire.ask(&call(2, "echo", json!({"text": "héllo \"wire\"\n"}))).await,
-        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"text":"héllo \"wire\"\n","type":"text"}]}}"#
+        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"héllo \"wire\"\n"}]}}"#
     );
     let sums = [
         (json!(2), json!(3), "5"),
@@ -187,16 +187,16 @@ async fn tools_answer_with_exact_wire_shapes() {
         let id = 10 + i as i64;
         assert_eq!(
             wire.ask(&call(id, "add", json!({"a": a, "b": b}))).await,
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"text":"{sum}","type":"text"}}]}}}}"#)
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{sum}"}}]}}}}"#)
         );
     }
     assert_eq!(
         wire.ask(&call(3, "no_such_tool", json!({}))).await,
-        r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"text":"Tool no_such_tool not found","type":"text"}],"isError":true}}"#
+        r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"Tool no_such_tool not found"}],"isError":true}}"#
     );
     assert_eq!(
         wire.ask(&call(4, "add", json!({"a": "two", "b": 3}))).await,
-        r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"text":"Invalid arguments for tool add: /a: expected type \"number\", got string","type":"text"}],"isError":true}}"#
+        r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"Invalid arguments for tool add: /a: expected type \"number\", got string"}],"isError":true}}"#
     );
     let not_object = wire.ask(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":["echo"]}"#).await;
     assert!(
@@ -271,7 +271,7 @@ async fn bad_input_is_answered_and_the_server_carries_on() {
     // Every line the server wrote was a JSON-RPC message; it still works after all of it.
     assert_eq!(
         wire.ask(&call(5, "echo", json!({"text": "fine"}))).await,
-        r#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"text":"fine","type":"text"}]}}"#
+        r#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"fine"}]}}"#
     );
     wire.finish().await;
 }
@@ -356,7 +356,7 @@ async fn cancellation_aborts_a_call_mid_handler_and_it_gets_no_answer() {
     // The id may be used again once cancelled.
     assert_eq!(
         wire.ask(&call(1, "sleep", json!({"ms": 1}))).await,
-        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"slept 1","type":"text"}]}}"#
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"slept 1"}]}}"#
     );
     wire.finish().await;
     task.await.unwrap().unwrap();
@@ -372,7 +372,7 @@ async fn a_panicking_tool_is_an_internal_error_and_the_server_still_answers() {
     );
     assert_eq!(
         wire.ask(&call(2, "sleep", json!({"ms": 1}))).await,
-        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"text":"slept 1","type":"text"}]}}"#
+        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"slept 1"}]}}"#
     );
     wire.finish().await;
     task.await.unwrap().unwrap();
@@ -389,7 +389,7 @@ async fn a_duplicate_id_while_the_first_is_in_flight_is_refused() {
     );
     assert_eq!(
         wire.recv().await,
-        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"slept 300","type":"text"}]}}"#
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"slept 300"}]}}"#
     );
     wire.finish().await;
     task.await.unwrap().unwrap();
@@ -403,7 +403,7 @@ async fn the_end_of_input_waits_for_a_slow_call_and_writes_its_answer() {
     wire.close_input().await;
     assert_eq!(
         wire.recv().await,
-        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"text":"slept 300","type":"text"}]}}"#
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"slept 300"}]}}"#
     );
     wire.finish().await;
     task.await.unwrap().unwrap();
