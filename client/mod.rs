@@ -1339,9 +1339,13 @@ where
         Ok(body) => {
             body.into_decoded::<O>().map_err(|source| ClientError::InvalidResult { method: method.to_owned(), source })
         }
-        Err(RequestError::Closed { reason }) if !by_us(closed_by_us) => Err(closed_error(peer, method, reason).await),
+        // Boxed: the wait for the child's exit status is rare, and would otherwise make every
+        // call's future larger by a timer.
+        Err(RequestError::Closed { reason }) if !by_us(closed_by_us) => {
+            Err(Box::pin(closed_error(peer, method, reason)).await)
+        }
         Err(RequestError::Transport(TransportError::Closed)) if !by_us(closed_by_us) => {
-            Err(closed_error(peer, method, None).await)
+            Err(Box::pin(closed_error(peer, method, None)).await)
         }
         Err(e) => Err(error_for(method, e)),
     }

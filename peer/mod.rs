@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -275,27 +276,29 @@ impl<T: Transport> Peer<T> {
     /// # Errors
     /// [`RequestError`] when the peer answers with an error, the request times out, the
     /// connection ends first, or the session refuses to send it.
-    pub async fn request(
-        &self,
-        method: &str,
+    pub fn request<'a>(
+        &'a self,
+        method: &'a str,
         params: Option<Body>,
         options: RequestOptions,
-    ) -> Result<Body, RequestError> {
-        self.request_with_progress(method, params, options, None).await
+    ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
+        // Not an `async fn` wrapping the inner one: that would copy the arguments and the inner
+        // future into a second, larger future on every call.
+        self.request_inner(method, params, options, None, None)
     }
 
     /// Like [`Peer::request`], routing progress notifications for it to `on_progress`.
     ///
     /// # Errors
     /// As [`Peer::request`].
-    pub async fn request_with_progress(
-        &self,
-        method: &str,
+    pub fn request_with_progress<'a>(
+        &'a self,
+        method: &'a str,
         params: Option<Body>,
         options: RequestOptions,
         on_progress: Option<ProgressCallback>,
-    ) -> Result<Body, RequestError> {
-        self.request_inner(method, params, options, on_progress, None).await
+    ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
+        self.request_inner(method, params, options, on_progress, None)
     }
 
     /// Like [`Peer::request`], for a request made on behalf of the peer's request `related`
@@ -307,14 +310,14 @@ impl<T: Transport> Peer<T> {
     ///
     /// # Errors
     /// As [`Peer::request`].
-    pub async fn request_related(
-        &self,
-        method: &str,
+    pub fn request_related<'a>(
+        &'a self,
+        method: &'a str,
         params: Option<Body>,
         options: RequestOptions,
-        related: &Id,
-    ) -> Result<Body, RequestError> {
-        self.request_inner(method, params, options, None, Some(related)).await
+        related: &'a Id,
+    ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
+        self.request_inner(method, params, options, None, Some(related))
     }
 
     async fn request_inner(
