@@ -283,6 +283,51 @@ impl<'a> Validator<'a> {
     }
 }
 
+/// The fast path for the usual tool schema, a flat object: `type: "object"`, `properties`
+/// whose members give at most a `type` (and annotations), `required`, and a boolean
+/// `additionalProperties`. `Some(true)`: `args` fit. `None` when the schema uses anything else
+/// and `Some(false)` when `args` do not fit: both go to the full validator, which alone writes
+/// the error messages. Walks each schema object's members once instead of looking up every
+/// keyword the validator knows (a tenth of a stdio echo server's CPU at 16 B).
+fn flat_object_schema_accepts(schema: &Value, args: &Map<String, Value>) -> Option<bool> {
+    let (mut properties, mut required, mut closed) = (None, None, false);
+    for (keyword, value) in schema.as_object()? {
+        match (keyword.as_str(), value) {
+            ("type", Value::String(t)) if t == "object" => {}
+            ("properties", Value::Object(p)) => properties = Some(p),
+            ("required", Value::Array(r)) => required = Some(r),
+            ("additionalProperties", Value::Bool(allowed)) => closed = !allowed,
+            ("$schema" | "description" | "title", _) => {}
+            _ => return None,
+        }
+    }
+    for name in required.into_iter().flatten() {
+        if !args.contains_key(name.as_str()?) {
+            return Some(false);
+        }
+    }
+    for (name, value) in args {
+        let Some(property) = properties.and_then(|p| p.get(name)) else {
+            if closed {
+                return Some(false);
+            }
+            continue;
+        };
+        for (keyword, constraint) in property.as_object()? {
+            match (keyword.as_str(), constraint) {
+                ("type", Value::String(ty)) => {
+                    if !has_type(value, ty) {
+                        return Some(false);
+                    }
+                }
+                ("description" | "title" | "default" | "examples", _) => {}
+                _ => return None,
+            }
+        }
+    }
+    Some(true)
+}
+
 /// Checks a tool call's arguments against the tool's input schema, handing them back when they
 /// fit (they are moved into a `Value` for the check, never copied).
 ///
@@ -300,6 +345,9 @@ pub(crate) fn check_arguments(
         .is_some_and(|s| s.keys().all(|k| matches!(k.as_str(), "type" | "$schema" | "description" | "title")))
         && schema.get("type").is_none_or(|t| t == "object")
     {
+        return Ok(args);
+    }
+    if flat_object_schema_accepts(schema, &args) == Some(true) {
         return Ok(args);
     }
     let args = Value::Object(args);
@@ -351,6 +399,47 @@ mod tests {
 
     fn err(schema: Value, value: Value) -> String {
         validate(&schema, &value).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_flat_object_fast_path_agrees_with_the_validator() {
+        let schemas = [
+            json!({"type": "object", "properties": {"text": {"type": "string", "description": "d"}}, "required": ["text"]}),
+            json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "integer"}}, "additionalProperties": false}),
+            json!({"properties": {"n": {"type": "null"}, "o": {"type": "object"}, "l": {"type": "array"}, "f": {"type": "boolean"}}}),
+            json!({"type": "object", "properties": {"s": {"type": "string", "minLength": 2}}}),
+            json!({"type": "object", "properties": {"s": {"type": ["string", "null"]}}}),
+            json!({"type": "object", "properties": {"s": true}, "required": ["s", 3]}),
+            json!({"type": "object", "$defs": {}, "properties": {"s": {"$ref": "#/$defs/x"}}}),
+        ];
+        let args = [
+            json!({}),
+            json!({"text": "hi"}),
+            json!({"text": 1}),
+            json!({"a": 1.5, "b": 2}),
+            json!({"a": 1, "b": 2.5}),
+            json!({"a": 1, "c": 1}),
+            json!({"n": null, "o": {}, "l": [], "f": true}),
+            json!({"n": 0}),
+            json!({"s": "x"}),
+            json!({"s": null}),
+            json!({"s": "long enough"}),
+            json!({"extra": [1, 2]}),
+        ];
+        let mut fast = 0;
+        for schema in &schemas {
+            for arg in &args {
+                let arg = arg.as_object().unwrap();
+                let full = validate(schema, &Value::Object(arg.clone())).is_ok();
+                if let Some(accepted) = flat_object_schema_accepts(schema, arg) {
+                    fast += 1;
+                    assert_eq!(accepted, full, "{schema} with {arg:?}");
+                }
+            }
+        }
+        // The first three schemas always take it; the others whenever their unusual members
+        // are not reached.
+        assert!(fast > 3 * args.len(), "{fast} fast decisions");
     }
 
     #[test]
