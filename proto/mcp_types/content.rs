@@ -294,17 +294,39 @@ macro_rules! tagged_union {
 
         impl<'de> Deserialize<'de> for $union {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let mut map = Map::deserialize(d)?;
-                let Some(ty) = take_type(&mut map) else {
-                    return Err(D::Error::custom(concat!($what, " without a string `type`")));
-                };
-                Ok(match ty.as_str() {
-                    $($tag => $union::$variant(from_map(map)?),)+
-                    _ => {
-                        map.insert("type".to_owned(), Value::String(ty));
-                        $union::Other(map)
+                struct UnionVisitor;
+                impl<'de> serde::de::Visitor<'de> for UnionVisitor {
+                    type Value = $union;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str($what)
                     }
-                })
+                    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<$union, A::Error> {
+                        let mut map = Map::new();
+                        // A block usually starts with its `type`: a text block then decodes
+                        // straight from the input, its text never copied into a `Value` first.
+                        if let Some(key) = access.next_key::<super::decode::Key<'de>>()? {
+                            let value: Value = access.next_value()?;
+                            if key.as_str() == "type" && value == "text" {
+                                return Ok($union::Text(TextContent::from_map_access(access)?));
+                            }
+                            map.insert(key.into_string(), value);
+                        }
+                        while let Some((key, value)) = access.next_entry::<String, Value>()? {
+                            map.insert(key, value);
+                        }
+                        let Some(ty) = take_type(&mut map) else {
+                            return Err(A::Error::custom(concat!($what, " without a string `type`")));
+                        };
+                        Ok(match ty.as_str() {
+                            $($tag => $union::$variant(from_map(map)?),)+
+                            _ => {
+                                map.insert("type".to_owned(), Value::String(ty));
+                                $union::Other(map)
+                            }
+                        })
+                    }
+                }
+                d.deserialize_map(UnionVisitor)
             }
         }
     };
@@ -432,6 +454,29 @@ mod tests {
         let typed: T = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(serde_json::to_value(&typed).unwrap(), v);
         typed
+    }
+
+    #[test]
+    fn blocks_decode_alike_from_text_and_from_values_whatever_the_member_order() {
+        let texts = [
+            r#"{"type":"text","text":"a\"b","_meta":{"k":1},"x":[1]}"#,
+            r#"{"text":"late","annotations":{"priority":1},"type":"text"}"#,
+            r#"{"type":"image","data":"AA==","mimeType":"image/png"}"#,
+            r#"{"data":"AA==","type":"audio","mimeType":"audio/wav"}"#,
+            r#"{"type":"novel","payload":{"a":1}}"#,
+        ];
+        for text in texts {
+            let from_text: ContentBlock = serde_json::from_str(text).unwrap();
+            let value: Value = serde_json::from_str(text).unwrap();
+            let from_value: ContentBlock = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(from_text, from_value, "{text}");
+            assert_eq!(serde_json::to_value(&from_text).unwrap(), value, "{text}");
+        }
+        let ContentBlock::Text(first) = serde_json::from_str(texts[0]).unwrap() else { panic!("not text") };
+        assert_eq!((first.text.as_str(), first.extra.len()), ("a\"b", 1));
+        for bad in [r#"{"text":"no type"}"#, r#"{"type":"text"}"#, r#"{"type":7,"text":"t"}"#, "[1]"] {
+            assert!(serde_json::from_str::<ContentBlock>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

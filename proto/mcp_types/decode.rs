@@ -69,6 +69,43 @@ macro_rules! deserialize_with_extra {
         required { $($req:ident : $rty:ty = $rname:literal),* $(,)? }
         optional { $($opt:ident : $oty:ty = $oname:literal),* $(,)? }
     ) => {
+        impl $ty {
+            /// Decodes the members `map` has left (a caller may have read some before, e.g.
+            /// the `type` of a content block).
+            #[allow(dead_code)]
+            pub(crate) fn from_map_access<'de, A: serde::de::MapAccess<'de>>(mut map: A) -> Result<$ty, A::Error> {
+                use serde::de::Error as _;
+                $(let mut $req: Option<$rty> = None;)*
+                $(let mut $opt: Option<Option<$oty>> = None;)*
+                let mut extra = $crate::proto::mcp_types::Extra::new();
+                while let Some(key) = map.next_key::<$crate::proto::mcp_types::decode::Key<'de>>()? {
+                    match key.as_str() {
+                        $($rname => {
+                            if $req.is_some() {
+                                return Err(A::Error::duplicate_field($rname));
+                            }
+                            $req = Some(map.next_value()?);
+                        })*
+                        $($oname => {
+                            if $opt.is_some() {
+                                return Err(A::Error::duplicate_field($oname));
+                            }
+                            $opt = Some(map.next_value()?);
+                        })*
+                        _ => {
+                            let value: serde_json::Value = map.next_value()?;
+                            extra.insert(key.into_string(), value);
+                        }
+                    }
+                }
+                Ok($ty {
+                    $($req: $req.ok_or_else(|| A::Error::missing_field($rname))?,)*
+                    $($opt: $opt.flatten(),)*
+                    extra,
+                })
+            }
+        }
+
         impl<'de> serde::Deserialize<'de> for $ty {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 struct FieldsVisitor;
@@ -77,36 +114,8 @@ macro_rules! deserialize_with_extra {
                     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                         f.write_str($what)
                     }
-                    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$ty, A::Error> {
-                        use serde::de::Error as _;
-                        $(let mut $req: Option<$rty> = None;)*
-                        $(let mut $opt: Option<Option<$oty>> = None;)*
-                        let mut extra = $crate::proto::mcp_types::Extra::new();
-                        while let Some(key) = map.next_key::<$crate::proto::mcp_types::decode::Key<'de>>()? {
-                            match key.as_str() {
-                                $($rname => {
-                                    if $req.is_some() {
-                                        return Err(A::Error::duplicate_field($rname));
-                                    }
-                                    $req = Some(map.next_value()?);
-                                })*
-                                $($oname => {
-                                    if $opt.is_some() {
-                                        return Err(A::Error::duplicate_field($oname));
-                                    }
-                                    $opt = Some(map.next_value()?);
-                                })*
-                                _ => {
-                                    let value: serde_json::Value = map.next_value()?;
-                                    extra.insert(key.into_string(), value);
-                                }
-                            }
-                        }
-                        Ok($ty {
-                            $($req: $req.ok_or_else(|| A::Error::missing_field($rname))?,)*
-                            $($opt: $opt.flatten(),)*
-                            extra,
-                        })
+                    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<$ty, A::Error> {
+                        $ty::from_map_access(map)
                     }
                 }
                 d.deserialize_map(FieldsVisitor)
