@@ -1,9 +1,10 @@
 //! A [`Session`] driven over a [`Transport`]: the IO half of the session core, shared by the
 //! client and the server layers.
 //!
-//! [`Peer::start`] spawns two tasks: a reader that feeds incoming messages to the session and
-//! hands what comes out to the waiting callers or to the [`Handler`], and a timer that expires
-//! requests at their deadline. Callers use [`Peer::request`] (await the response; dropping the
+//! [`Peer::start`] spawns a reader task that feeds incoming messages to the session and hands
+//! what comes out to the waiting callers or to the [`Handler`]; a timer task that expires
+//! requests at their deadline starts with the first request that has one (a stateless HTTP
+//! server makes a peer per POST and never needs it). Callers use [`Peer::request`] (await the response; dropping the
 //! future cancels the request with `notifications/cancelled`), [`Peer::notify`] and
 //! [`Peer::respond`] (or [`Peer::respond_now`], which records the answer synchronously and
 //! sends it later). When the input ends, requests already received can still be answered until
@@ -162,6 +163,7 @@ struct Shared<T: Transport> {
     core: Mutex<Core>,
     handler: Box<dyn Handler<T>>,
     timer: Notify,
+    timer_started: AtomicBool,
     closed: AtomicBool,
     closed_notify: Notify,
 }
@@ -182,7 +184,7 @@ fn now() -> Instant {
 }
 
 impl<T: Transport> Peer<T> {
-    /// Starts the reader and timer tasks. Must be called inside a tokio runtime.
+    /// Starts the reader task. Must be called inside a tokio runtime.
     pub fn start(transport: T, role: Role, mode: Mode, limits: session::Limits, handler: impl Handler<T>) -> Peer<T> {
         let shared = Arc::new(Shared {
             transport,
@@ -194,12 +196,12 @@ impl<T: Transport> Peer<T> {
             }),
             handler: Box::new(handler),
             timer: Notify::new(),
+            timer_started: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             closed_notify: Notify::new(),
         });
         let peer = Peer { shared };
         tokio::spawn(peer.clone().read_loop());
-        tokio::spawn(peer.clone().timer_loop());
         peer
     }
 
@@ -342,6 +344,9 @@ impl<T: Transport> Peer<T> {
             (id, core.drain(), wake_timer)
         };
         if wake_timer {
+            if !self.shared.timer_started.swap(true, Ordering::AcqRel) {
+                tokio::spawn(self.clone().timer_loop());
+            }
             self.shared.timer.notify_one();
         }
         let guard = CancelOnDrop { peer: self, id: Some(id) };
