@@ -293,38 +293,28 @@ impl<W: Write + ?Sized> ser::SerializeSeq for Compound<'_, '_, W> {
     }
 }
 
-impl<W: Write + ?Sized> ser::SerializeTuple for Compound<'_, '_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        ser::SerializeSeq::end(self)
-    }
+/// Tuples, tuple structs and tuple variants are written as sequences (the variant's `{"name":`
+/// and its closing brace come from `serialize_tuple_variant` and `close`).
+macro_rules! like_a_sequence {
+    ($($trait:ident::$method:ident),*) => {
+        $(impl<W: Write + ?Sized> ser::$trait for Compound<'_, '_, W> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                ser::SerializeSeq::serialize_element(self, value)
+            }
+            fn end(self) -> Result<(), Error> {
+                ser::SerializeSeq::end(self)
+            }
+        })*
+    };
 }
 
-impl<W: Write + ?Sized> ser::SerializeTupleStruct for Compound<'_, '_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        ser::SerializeSeq::end(self)
-    }
-}
-
-impl<W: Write + ?Sized> ser::SerializeTupleVariant for Compound<'_, '_, W> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        ser::SerializeSeq::end(self)
-    }
-}
+like_a_sequence!(
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl<W: Write + ?Sized> ser::SerializeMap for Compound<'_, '_, W> {
     type Ok = ();
@@ -362,11 +352,10 @@ impl<W: Write + ?Sized> ser::SerializeStructVariant for Compound<'_, '_, W> {
     type Ok = ();
     type Error = Error;
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
-        self.key(key)?;
-        value.serialize(&mut *self.ser)
+        ser::SerializeStruct::serialize_field(self, key, value)
     }
     fn end(self) -> Result<(), Error> {
-        self.ser.raw(self.close)
+        ser::SerializeStruct::end(self)
     }
 }
 
@@ -397,24 +386,75 @@ macro_rules! quoted_keys {
 }
 
 macro_rules! refused {
-    ($($method:ident($($arg:ty),*)),*) => {
+    ($error:ident: $($method:ident($($arg:ty),*)),*) => {
         $(fn $method(self, $(_: $arg),*) -> Result<(), Error> {
-            Err(key_must_be_a_string())
+            Err($error())
         })*
     };
 }
 
-impl<W: Write + ?Sized> ser::Serializer for MapKey<'_, '_, W> {
-    type Ok = ();
-    type Error = Error;
-    type SerializeSeq = Impossible<(), Error>;
-    type SerializeTuple = Impossible<(), Error>;
-    type SerializeTupleStruct = Impossible<(), Error>;
-    type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = Impossible<(), Error>;
-    type SerializeStruct = Impossible<(), Error>;
-    type SerializeStructVariant = Impossible<(), Error>;
+/// The types and the methods of a serializer that accepts no option, variant with data,
+/// sequence, map or struct: each of those methods returns `$error()`.
+macro_rules! refused_compounds {
+    ($error:ident) => {
+        type Ok = ();
+        type Error = Error;
+        type SerializeSeq = Impossible<(), Error>;
+        type SerializeTuple = Impossible<(), Error>;
+        type SerializeTupleStruct = Impossible<(), Error>;
+        type SerializeTupleVariant = Impossible<(), Error>;
+        type SerializeMap = Impossible<(), Error>;
+        type SerializeStruct = Impossible<(), Error>;
+        type SerializeStructVariant = Impossible<(), Error>;
+        fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
+            Err($error())
+        }
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _value: &T,
+        ) -> Result<(), Error> {
+            Err($error())
+        }
+        fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+            Err($error())
+        }
+        fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
+            Err($error())
+        }
+        fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeTupleStruct, Error> {
+            Err($error())
+        }
+        fn serialize_tuple_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeTupleVariant, Error> {
+            Err($error())
+        }
+        fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
+            Err($error())
+        }
+        fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct, Error> {
+            Err($error())
+        }
+        fn serialize_struct_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeStructVariant, Error> {
+            Err($error())
+        }
+    };
+}
 
+impl<W: Write + ?Sized> ser::Serializer for MapKey<'_, '_, W> {
     fn serialize_str(self, v: &str) -> Result<(), Error> {
         write_escaped(self.ser.out, v).map_err(Error::io)
     }
@@ -426,7 +466,7 @@ impl<W: Write + ?Sized> ser::Serializer for MapKey<'_, '_, W> {
     }
     quoted_keys!(serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64, serialize_i128: i128,
         serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64, serialize_u128: u128);
-    refused!(
+    refused!(key_must_be_a_string:
         serialize_f32(f32),
         serialize_f64(f64),
         serialize_bytes(&[u8]),
@@ -440,51 +480,7 @@ impl<W: Write + ?Sized> ser::Serializer for MapKey<'_, '_, W> {
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, value: &T) -> Result<(), Error> {
         value.serialize(self)
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Result<(), Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeTupleStruct, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct, Error> {
-        Err(key_must_be_a_string())
-    }
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Err(key_must_be_a_string())
-    }
+    refused_compounds!(key_must_be_a_string);
 }
 
 /// The JSON text inside a `RawValue`, written verbatim.
@@ -493,20 +489,10 @@ struct RawText<'a, 'w, W: Write + ?Sized> {
 }
 
 impl<W: Write + ?Sized> ser::Serializer for RawText<'_, '_, W> {
-    type Ok = ();
-    type Error = Error;
-    type SerializeSeq = Impossible<(), Error>;
-    type SerializeTuple = Impossible<(), Error>;
-    type SerializeTupleStruct = Impossible<(), Error>;
-    type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = Impossible<(), Error>;
-    type SerializeStruct = Impossible<(), Error>;
-    type SerializeStructVariant = Impossible<(), Error>;
-
     fn serialize_str(self, v: &str) -> Result<(), Error> {
         self.ser.raw(v.as_bytes())
     }
-    refused!(
+    refused!(not_raw_text:
         serialize_bool(bool),
         serialize_i8(i8),
         serialize_i16(i16),
@@ -530,51 +516,7 @@ impl<W: Write + ?Sized> ser::Serializer for RawText<'_, '_, W> {
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _name: &'static str, _value: &T) -> Result<(), Error> {
         Err(not_raw_text())
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), Error> {
-        Err(not_raw_text())
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Result<(), Error> {
-        Err(not_raw_text())
-    }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Err(not_raw_text())
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
-        Err(not_raw_text())
-    }
-    fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeTupleStruct, Error> {
-        Err(not_raw_text())
-    }
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Err(not_raw_text())
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
-        Err(not_raw_text())
-    }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct, Error> {
-        Err(not_raw_text())
-    }
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Err(not_raw_text())
-    }
+    refused_compounds!(not_raw_text);
 }
 
 fn not_raw_text() -> Error {
