@@ -10,6 +10,7 @@
 //! whole in an `Other` variant so that it survives a round trip.
 
 use serde::de::Error as _;
+use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
@@ -286,6 +287,16 @@ macro_rules! tagged_union {
                     $(#[serde(rename = $tag)] $variant(&'a $inner),)+
                 }
                 match self {
+                    // A `type` among the extra members (only a hand-built block has one) would
+                    // be written twice: the tag's value wins, as it always has.
+                    $($union::$variant(c) if c.extra.contains_key("type") => {
+                        let mut map = match serde_json::to_value(c).map_err(S::Error::custom)? {
+                            Value::Object(map) => map,
+                            _ => return Err(S::Error::custom(concat!($what, " did not encode as an object"))),
+                        };
+                        map.insert("type".to_owned(), Value::String($tag.to_owned()));
+                        map.serialize(s)
+                    })+
                     $($union::$variant(c) => Tagged::$variant(c).serialize(s),)+
                     $union::Other(m) => m.serialize(s),
                 }
@@ -307,7 +318,11 @@ macro_rules! tagged_union {
                         if let Some(key) = access.next_key::<super::decode::Key<'de>>()? {
                             let value: Value = access.next_value()?;
                             if key.as_str() == "type" && value == "text" {
-                                return Ok($union::Text(TextContent::from_map_access(access)?));
+                                let text = TextContent::from_map_access(access)?;
+                                if text.extra.contains_key("type") {
+                                    return Err(A::Error::duplicate_field("type"));
+                                }
+                                return Ok($union::Text(text));
                             }
                             map.insert(key.into_string(), value);
                         }
@@ -474,9 +489,20 @@ mod tests {
         }
         let ContentBlock::Text(first) = serde_json::from_str(texts[0]).unwrap() else { panic!("not text") };
         assert_eq!((first.text.as_str(), first.extra.len()), ("a\"b", 1));
-        for bad in [r#"{"text":"no type"}"#, r#"{"type":"text"}"#, r#"{"type":7,"text":"t"}"#, "[1]"] {
+        let twice = r#"{"type":"text","text":"t","type":"image"}"#;
+        for bad in [r#"{"text":"no type"}"#, r#"{"type":"text"}"#, r#"{"type":7,"text":"t"}"#, "[1]", twice] {
             assert!(serde_json::from_str::<ContentBlock>(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_type_among_the_extra_members_is_written_once_with_the_tag_value() {
+        let mut text = TextContent { text: "t".into(), ..TextContent::default() };
+        text.extra.insert("type".into(), json!("image"));
+        text.extra.insert("x".into(), json!(1));
+        let written = serde_json::to_string(&ContentBlock::Text(text)).unwrap();
+        assert_eq!(written.matches("\"type\"").count(), 1, "{written}");
+        assert_eq!(serde_json::from_str::<Value>(&written).unwrap(), json!({"type": "text", "text": "t", "x": 1}));
     }
 
     #[test]
