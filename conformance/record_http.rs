@@ -45,8 +45,9 @@ use tokio::sync::mpsc;
 
 use super::record::{write_recording, Logged, Payload};
 use super::recording::Dir;
+use super::replay_http::headers_where;
 use crate::proto::framing::SseDecoder;
-use crate::transport::sse_http::{full, ChannelBody, HttpBody};
+use crate::transport::sse_http::{full, is_media, ChannelBody, HttpBody};
 
 /// What `record --listen` needs to know.
 #[derive(Debug, Clone)]
@@ -95,16 +96,7 @@ fn hop_by_hop(name: &str) -> bool {
 type Headers = BTreeMap<String, String>;
 
 fn kept_headers(headers: &HeaderMap) -> Headers {
-    let mut kept = Headers::new();
-    for (name, value) in headers {
-        if kept_header(name.as_str()) {
-            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
-            kept.entry(name.as_str().to_owned())
-                .and_modify(|v: &mut String| *v = format!("{v}, {value}"))
-                .or_insert(value);
-        }
-    }
-    kept
+    headers_where(headers, kept_header)
 }
 
 /// One HTTP request and what came back.
@@ -332,10 +324,7 @@ fn text_response(status: StatusCode, text: String) -> Response<HttpBody> {
 }
 
 fn is_event_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("text/event-stream"))
+    headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| is_media(v, "text/event-stream"))
 }
 
 impl Proxy {

@@ -59,9 +59,15 @@ pub fn is_kept_response_header(name: &str) -> bool {
 
 /// The kept response headers, names lower case (several values of one header joined by `, `).
 pub fn kept_headers(headers: &hyper::HeaderMap) -> BTreeMap<String, String> {
+    headers_where(headers, is_kept_response_header)
+}
+
+/// The headers whose (lower-case) name `keep` accepts, several values of one header joined by
+/// `, ` (also how the recorder keeps request headers).
+pub(crate) fn headers_where(headers: &hyper::HeaderMap, keep: impl Fn(&str) -> bool) -> BTreeMap<String, String> {
     let mut kept: BTreeMap<String, String> = BTreeMap::new();
     for (name, value) in headers {
-        if !is_kept_response_header(name.as_str()) {
+        if !keep(name.as_str()) {
             continue;
         }
         let value = String::from_utf8_lossy(value.as_bytes()).into_owned();

@@ -4,11 +4,12 @@
 //! [`Peer::start`] spawns a reader task that feeds incoming messages to the session and hands
 //! what comes out to the waiting callers or to the [`Handler`]; a timer task that expires
 //! requests at their deadline starts with the first request that has one (a stateless HTTP
-//! server makes a peer per POST and never needs it). Callers use [`Peer::request`] (await the response; dropping the
-//! future cancels the request with `notifications/cancelled`), [`Peer::notify`] and
-//! [`Peer::respond`] (or [`Peer::respond_now`], which records the answer synchronously and
-//! sends it later). When the input ends, requests already received can still be answered until
-//! [`Peer::close`], so a server can finish its work in flight before closing the transport. The session sits behind a short-held `std` mutex that is never held across
+//! server makes a peer per POST and never needs it). Callers use [`Peer::request`] (await the
+//! response; dropping the future cancels the request with `notifications/cancelled`),
+//! [`Peer::notify`] and [`Peer::respond`] (or [`Peer::respond_now`], which records the answer
+//! synchronously and sends it later). When the input ends, requests already received can still
+//! be answered until [`Peer::close`], so a server can finish its work in flight before closing
+//! the transport. The session sits behind a short-held `std` mutex that is never held across
 //! an `.await`: each call takes the messages its operation produced and sends them after
 //! releasing the lock, so a slow transport never blocks the reader.
 //!

@@ -36,7 +36,7 @@ impl Transport for InprocTransport {
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         // While there is room the message goes in under the lock; only a full queue makes us
         // wait, on a clone of the sender (the lock is never held across an await).
-        let sender = {
+        let (sender, message) = {
             let outgoing = self.outgoing.lock().expect("sender lock");
             let sender = outgoing.as_ref().ok_or(TransportError::Closed)?;
             match sender.try_send(message) {
@@ -45,7 +45,6 @@ impl Transport for InprocTransport {
                 Err(TrySendError::Full(message)) => (sender.clone(), message),
             }
         };
-        let (sender, message) = sender;
         sender.send(message).await.map_err(|_| TransportError::Closed)
     }
 

@@ -158,11 +158,8 @@ impl ChildCommand {
             command.spawn().map_err(|source| TransportError::Spawn { program: self.program.clone(), source })?;
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
-        {
-            use std::os::fd::AsRawFd;
-            grow_pipe(stdin.as_raw_fd());
-            grow_pipe(stdout.as_raw_fd());
-        }
+        grow_pipe(&stdin);
+        grow_pipe(&stdout);
         if let Some(stderr) = child.stderr.take() {
             let callback = match &self.stderr {
                 Stderr::Lines(f) => Some(f.clone()),
@@ -368,15 +365,15 @@ const PIPE_BYTES: libc::c_int = 256 << 10;
 /// or more crosses in one write and one wakeup of the reader instead of several rounds of
 /// "pipe full, wait for the reader". Best effort: a refusal (a lower ceiling, the per-user pipe
 /// quota, not a pipe) leaves the pipe as it was.
-fn grow_pipe(fd: std::os::fd::RawFd) {
+fn grow_pipe(pipe: &impl std::os::fd::AsRawFd) {
     // SAFETY: F_SETPIPE_SZ takes an int and touches no memory of ours; any fd value is safe
     // (a bad one fails with EBADF).
     #[cfg(target_os = "linux")]
     unsafe {
-        libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES);
+        libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES);
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = fd;
+    let _ = pipe;
 }
 
 /// Stdin and stdout reopened as reactor-driven pipes, if both are pipes (Linux).
@@ -393,11 +390,8 @@ fn reopen_stdio_pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net:
     };
     let input = reopen(libc::STDIN_FILENO, false)?;
     let output = reopen(libc::STDOUT_FILENO, true)?;
-    {
-        use std::os::fd::AsRawFd;
-        grow_pipe(input.as_raw_fd());
-        grow_pipe(output.as_raw_fd());
-    }
+    grow_pipe(&input);
+    grow_pipe(&output);
     let receiver = tokio::net::unix::pipe::Receiver::from_file(input).ok()?;
     let sender = tokio::net::unix::pipe::Sender::from_file(output).ok()?;
     Some((receiver, sender))
@@ -530,20 +524,18 @@ mod tests {
 
     #[test]
     fn pipes_are_grown_up_to_the_ceiling() {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors `pipe` writes.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        grow_pipe(fds[1]);
+        // SAFETY: both descriptors were just opened and are owned (and closed) by these alone.
+        let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        grow_pipe(&write_end);
         // SAFETY: F_GETPIPE_SZ reads no memory of ours.
-        let size = unsafe { libc::fcntl(fds[0], libc::F_GETPIPE_SZ) };
+        let size = unsafe { libc::fcntl(read_end.as_raw_fd(), libc::F_GETPIPE_SZ) };
         let ceiling: libc::c_int =
             std::fs::read_to_string("/proc/sys/fs/pipe-max-size").unwrap().trim().parse().unwrap();
         assert!(size >= PIPE_BYTES.min(ceiling), "pipe of {size} bytes");
-        // SAFETY: both descriptors are ours and closed once.
-        unsafe {
-            libc::close(fds[0]);
-            libc::close(fds[1]);
-        }
     }
 
     #[tokio::test]
