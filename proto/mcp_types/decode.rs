@@ -72,7 +72,6 @@ macro_rules! deserialize_with_extra {
         impl $ty {
             /// Decodes the members `map` has left (a caller may have read some before, e.g.
             /// the `type` of a content block).
-            #[allow(dead_code)]
             pub(crate) fn from_map_access<'de, A: serde::de::MapAccess<'de>>(mut map: A) -> Result<$ty, A::Error> {
                 use serde::de::Error as _;
                 $(let mut $req: Option<$rty> = None;)*
