@@ -30,7 +30,8 @@
 //! What a client through its API cannot send is not sent, and each is named on stderr (`not
 //! issued: seq N: why`). On HTTP recordings these are the exchanges the recorded server refused
 //! at the HTTP level before any session saw them ([`rejected_at_http_level`]: hand-made bad
-//! headers, an unknown session, a request after DELETE), which the runner expects of no client. A recorded JSON-RPC batch is issued as its requests, concurrently: the typed API
+//! headers, an unknown session, a request after DELETE), which the runner expects of no
+//! client. A recorded JSON-RPC batch is issued as its requests, concurrently: the typed API
 //! has no batch (MCP dropped batches in 2025-06-18), and the messages are what is compared.
 //! Nor does the driver abandon a stream to resume it: the transport's resumption is not
 //! exercised (`replay --server-url` checks that on the server side).
