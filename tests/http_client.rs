@@ -1,7 +1,8 @@
 //! Our HTTP client transport against our HTTP server over loopback: SSE and JSON replies, the
 //! session and version headers, session expiry surfacing as a distinct error, resumption of a
-//! dropped stream (no event lost or duplicated), the legacy HTTP+SSE transport both ways, and
-//! graceful shutdown.
+//! dropped stream (no event lost or duplicated), the legacy HTTP+SSE transport both ways,
+//! graceful shutdown, and (against a scripted server) answers that come in pieces or over the
+//! event cap.
 
 mod http_support;
 
@@ -451,4 +452,140 @@ async fn requests_wait_for_the_standalone_stream_to_open() {
     assert!(called >= opened, "tools/call went out {:?} before the GET stream opened", opened - called);
     peer.close().await.unwrap();
     server.shutdown().await;
+}
+
+/// One scripted answer of [`scripted_server`]: chunks of the raw HTTP response, each written
+/// after its delay.
+type Script = fn(id: &Value) -> Vec<(u64, String)>;
+
+/// A server that answers every POST on a connection by `script`, given the request's id:
+/// exact bytes and timing, which our own server would not produce.
+async fn scripted_server(script: Script) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    // One request: the head, then Content-Length bytes of body.
+                    let head_end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        let mut chunk = [0u8; 4096];
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    while buf.len() < head_end + length {
+                        let mut chunk = [0u8; 4096];
+                        let n = socket.read(&mut chunk).await.unwrap();
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    let body: Value = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap();
+                    buf.drain(..head_end + length);
+                    for (delay, chunk) in script(&body["id"]) {
+                        tokio::time::sleep(Duration::from_millis(delay)).await;
+                        if socket.write_all(chunk.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn sse_head() -> String {
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n".to_owned()
+}
+
+fn chunk(data: &str) -> String {
+    format!("{:x}\r\n{data}\r\n", data.len())
+}
+
+fn response_event(id: &Value, text: &str) -> String {
+    let message = json!({"jsonrpc": "2.0", "id": id, "result": {"text": text}});
+    chunk(&format!("id: s-{id}\ndata: {message}\n\n"))
+}
+
+async fn request(transport: &HttpClientTransport, id: i64) {
+    use mcpwire::proto::jsonrpc::{Message, Request};
+    use mcpwire::transport::Transport;
+    let request = Request::new(id, "tools/call", &json!({"name": "echo"})).unwrap();
+    transport.send(Message::Request(request)).await.unwrap();
+}
+
+async fn next_result(transport: &HttpClientTransport) -> Result<(Value, Value), TransportError> {
+    use mcpwire::proto::jsonrpc::Message;
+    use mcpwire::transport::Transport;
+    match transport.recv().await? {
+        Some(Message::Response(r)) => Ok((json!(r.id), r.result.decode::<Value>().unwrap())),
+        other => panic!("expected a response, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_sse_answer_that_comes_in_pieces_is_read_to_its_end() {
+    // Head and priming event first; the response 150 ms later, in two writes; then the end.
+    let addr = scripted_server(|id| {
+        let event = response_event(id, "late");
+        let (a, b) = event.split_at(event.len() / 2);
+        vec![
+            (0, sse_head() + &chunk("id: p\nretry: 10\ndata: \n\n")),
+            (150, a.to_owned()),
+            (20, b.to_owned()),
+            (20, "0\r\n\r\n".to_owned()),
+        ]
+    })
+    .await;
+    let transport = client(format!("http://{addr}/mcp"));
+    request(&transport, 1).await;
+    let (id, result) = next_result(&transport).await.unwrap();
+    assert_eq!((id, result), (json!(1), json!({"text": "late"})));
+    // The next request is answered too.
+    request(&transport, 2).await;
+    assert_eq!(next_result(&transport).await.unwrap().0, json!(2));
+}
+
+#[tokio::test]
+async fn answers_over_the_event_cap_are_refused_and_the_next_request_goes_through() {
+    let addr = scripted_server(|id| {
+        let text = if id == &json!(1) { "x".repeat(4000) } else { "small".to_owned() };
+        if id.as_i64() < Some(3) {
+            vec![(0, sse_head() + &response_event(id, &text) + "0\r\n\r\n")]
+        } else {
+            // JSON answers: the first over the cap, the second not.
+            let text = if id == &json!(3) { "y".repeat(4000) } else { "small".to_owned() };
+            let body = json!({"jsonrpc": "2.0", "id": id, "result": {"text": text}}).to_string();
+            vec![(
+                0,
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                ),
+            )]
+        }
+    })
+    .await;
+    let transport =
+        HttpClientTransport::new(HttpClientConfig::new(format!("http://{addr}/mcp")).max_event_bytes(1024)).unwrap();
+    for (big, small) in [(1, 2), (3, 4)] {
+        request(&transport, big).await;
+        match next_result(&transport).await {
+            Err(TransportError::Malformed(e)) => assert!(e.to_string().contains("1024"), "{e}"),
+            other => panic!("expected the cap to refuse answer {big}, got {other:?}"),
+        }
+        request(&transport, small).await;
+        assert_eq!(next_result(&transport).await.unwrap(), (json!(small), json!({"text": "small"})));
+    }
 }

@@ -39,7 +39,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Notify};
 
-use super::{full, is_media, HttpBody, LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
+use super::{full, is_media, requeue_once, HttpBody, LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
 use crate::proto::framing::{FrameError, LineError, SseDecoder, DEFAULT_MAX_FRAME_BYTES};
 use crate::proto::jsonrpc::{self, Id, Message, Payload};
 use crate::proto::version::ProtocolVersion;
@@ -240,6 +240,11 @@ enum Standalone {
 /// The longest a request waits for the standalone stream to open.
 const STANDALONE_OPEN_WAIT: Duration = Duration::from_secs(5);
 
+/// How many turns a POST's sender gives hyper to bring the rest of an answer that is already on
+/// its way, before a task takes over the reading: an answer in one write is a head, a priming
+/// event, the response and the end, each a frame.
+const READY_TURNS: usize = 4;
+
 /// The connection a response arrived on. Handed back with [`Inner::release`] once that
 /// response has been read to its end; dropped otherwise (the connection then closes).
 struct Lease {
@@ -339,14 +344,7 @@ impl HttpClientTransport {
         *self.inner.version.lock().expect("client lock") = Some(version);
     }
 
-    /// Whether the transport fell back to (or started with) the legacy HTTP+SSE transport.
-    pub fn is_legacy(&self) -> bool {
-        self.inner.legacy.lock().expect("client lock").is_some()
-    }
-}
-
-impl Transport for HttpClientTransport {
-    async fn send(&self, message: Message) -> Result<(), TransportError> {
+    async fn send_unboxed(&self, message: Message) -> Result<(), TransportError> {
         let inner = &self.inner;
         if inner.closed.load(Ordering::Acquire) {
             return Err(TransportError::Closed);
@@ -358,6 +356,19 @@ impl Transport for HttpClientTransport {
             return inner.legacy_send(&message).await;
         }
         inner.send_streamable(&message).await
+    }
+
+    /// Whether the transport fell back to (or started with) the legacy HTTP+SSE transport.
+    pub fn is_legacy(&self) -> bool {
+        self.inner.legacy.lock().expect("client lock").is_some()
+    }
+}
+
+impl Transport for HttpClientTransport {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        // Boxed: the POST's future is several KiB, and every request future that awaits a
+        // send would otherwise carry (and move) it inline.
+        Box::pin(self.send_unboxed(message)).await
     }
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
@@ -576,36 +587,82 @@ impl Inner {
             self.drain(response.into_body(), lease).await;
             return Ok(());
         }
+        let sse = is_media(&content_type, "text/event-stream");
+        if !sse && !is_media(&content_type, "application/json") {
+            return Ok(());
+        }
+        // A quick answer usually comes whole with the head (our server writes what is ready in
+        // one go): it is read here then, with no task to start.
+        let mut body = response.into_body();
+        let mut read = Read::default();
+        read.take_ready(&mut body, self.config.max_event_bytes).await;
+        // hyper's connection task reads the body a frame at a time, as it is asked for: a few
+        // turns for it, as long as each brings more.
+        for _ in 0..READY_TURNS {
+            let seen = read.buf.len();
+            requeue_once().await;
+            read.take_ready(&mut body, self.config.max_event_bytes).await;
+            if read.ended.is_some() || read.buf.len() == seen {
+                break;
+            }
+        }
         let inner = self.clone();
-        if is_media(&content_type, "text/event-stream") {
-            self.spawn(async move {
-                let decoder = SseDecoder::with_max_event_bytes(inner.config.max_event_bytes);
-                inner.read_stream(response.into_body(), lease, decoder, request_ids, false).await;
-            });
-        } else if is_media(&content_type, "application/json") {
-            self.spawn(async move { inner.read_json(response.into_body(), lease).await });
+        if !sse {
+            if read.ended.is_some() || read.buf.len() > self.config.max_event_bytes {
+                self.finish_json(body, lease, read).await;
+            } else {
+                self.spawn(async move { inner.read_json(body, lease, read).await });
+            }
+            return Ok(());
+        }
+        let mut decoder = SseDecoder::with_max_event_bytes(self.config.max_event_bytes);
+        if read.ended != Some(true) {
+            self.spawn(async move { inner.read_stream(Some((body, lease, read)), decoder, request_ids, false).await });
+            return Ok(());
+        }
+        let mut pending = request_ids;
+        self.read_events(body, Some(lease), read, &mut decoder, &mut pending, None).await;
+        if !pending.is_empty() && !self.closed.load(Ordering::Acquire) {
+            // The stream ended before its answers: resuming it takes a task of its own.
+            self.spawn(async move { inner.read_stream(None, decoder, pending, false).await });
         }
         Ok(())
     }
 
-    async fn read_json(&self, body: Incoming, lease: Lease) {
-        let limited = http_body_util::Limited::new(body, self.config.max_event_bytes);
-        let collected = tokio::time::timeout(self.config.request_timeout, limited.collect()).await;
-        match collected {
-            Ok(Ok(body)) => {
+    /// Reads a JSON answer to its end (within the request timeout and the size cap) and hands
+    /// its messages on.
+    async fn read_json(&self, mut body: Incoming, lease: Lease, mut read: Read) {
+        let max = self.config.max_event_bytes;
+        let rest = async {
+            while read.ended.is_none() && read.buf.len() <= max {
+                read.take(body.frame().await);
+            }
+        };
+        if tokio::time::timeout(self.config.request_timeout, rest).await.is_err() {
+            return self.push(Err(TransportError::Timeout)).await;
+        }
+        self.finish_json(body, lease, read).await;
+    }
+
+    /// Hands on a JSON answer read as far as it goes (its end, an error, or past the cap).
+    async fn finish_json(&self, body: Incoming, lease: Lease, read: Read) {
+        let max = self.config.max_event_bytes;
+        if read.buf.len() > max {
+            let seen = read.buf.len();
+            return self
+                .push(Err(TransportError::Malformed(LineError::Frame(FrameError::TooLarge { max, seen }))))
+                .await;
+        }
+        match read.ended {
+            Some(true) => {
+                drop(body);
                 self.release(lease);
-                self.deliver(&body.to_bytes()).await;
+                self.deliver(&read.buf).await;
             }
-            Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-                let seen = self.config.max_event_bytes + 1;
-                self.push(Err(TransportError::Malformed(LineError::Frame(FrameError::TooLarge {
-                    max: self.config.max_event_bytes,
-                    seen,
-                }))))
-                .await
+            _ => {
+                let message = read.error.unwrap_or_else(|| "the body ended early".to_owned());
+                self.push(Err(TransportError::Http { status: 200, message })).await
             }
-            Ok(Err(e)) => self.push(Err(TransportError::Http { status: 200, message: e.to_string() })).await,
-            Err(_) => self.push(Err(TransportError::Timeout)).await,
         }
     }
 
@@ -655,17 +712,16 @@ impl Inner {
     /// standalone stream), resumes it with GET and `Last-Event-ID`.
     async fn read_stream(
         self: &Arc<Self>,
-        body: Incoming,
-        lease: Lease,
+        first: Option<(Incoming, Lease, Read)>,
         mut decoder: SseDecoder,
         mut pending: HashSet<Id>,
         standalone: bool,
     ) {
-        let mut body = Some((body, lease));
+        let mut body = first;
         let mut failures = 0;
         loop {
-            if let Some((b, lease)) = body.take() {
-                self.read_events(b, Some(lease), &mut decoder, &mut pending, None).await;
+            if let Some((b, lease, read)) = body.take() {
+                self.read_events(b, Some(lease), read, &mut decoder, &mut pending, None).await;
             }
             if self.closed.load(Ordering::Acquire) || (!standalone && pending.is_empty()) {
                 return;
@@ -681,9 +737,9 @@ impl Inner {
             let delay = decoder.retry().map_or(self.config.default_retry, Duration::from_millis);
             tokio::time::sleep(delay).await;
             match self.open_get(last.as_deref()).await {
-                Ok(Some(b)) => {
+                Ok(Some((b, lease))) => {
                     failures = 0;
-                    body = Some(b);
+                    body = Some((b, lease, Read::default()));
                 }
                 Ok(None) => return,
                 Err(_) => failures += 1,
@@ -714,7 +770,7 @@ impl Inner {
         self.standalone.send_replace(Standalone::Settled);
         if let Ok(Some((body, lease))) = opened {
             let decoder = SseDecoder::with_max_event_bytes(self.config.max_event_bytes);
-            self.read_stream(body, lease, decoder, HashSet::new(), true).await;
+            self.read_stream(Some((body, lease, Read::default())), decoder, HashSet::new(), true).await;
         }
     }
 
@@ -728,35 +784,19 @@ impl Inner {
         &self,
         mut body: Incoming,
         mut lease: Option<Lease>,
+        mut read: Read,
         decoder: &mut SseDecoder,
         pending: &mut HashSet<Id>,
         endpoint: Option<&watch::Sender<Option<Uri>>>,
     ) {
-        let mut buf = BytesMut::new();
-        // Some(clean) once the body has ended.
-        let mut ended: Option<bool> = None;
-        let take = |frame: Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>,
-                    buf: &mut BytesMut,
-                    ended: &mut Option<bool>| match frame {
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    buf.extend_from_slice(&data);
-                }
-            }
-            Some(Err(_)) => *ended = Some(false),
-            None => *ended = Some(true),
-        };
-        while ended.is_none() {
-            take(body.frame().await, &mut buf, &mut ended);
-            while let Some(event) = decoder.decode(&mut buf) {
+        loop {
+            while let Some(event) = decoder.decode(&mut read.buf) {
                 let waiting = !pending.is_empty();
                 let messages = self.event(event, pending, endpoint).await;
-                if waiting && pending.is_empty() && buf.is_empty() && ended.is_none() {
-                    if let Some(frame) = frame_if_ready(&mut body).await {
-                        take(frame, &mut buf, &mut ended);
-                    }
+                if waiting && pending.is_empty() && read.buf.is_empty() && read.ended.is_none() {
+                    read.take_ready(&mut body, self.config.max_event_bytes).await;
                 }
-                if ended == Some(true) {
+                if read.ended == Some(true) {
                     if let Some(lease) = lease.take() {
                         self.release(lease);
                     }
@@ -765,13 +805,17 @@ impl Inner {
                     self.push(Ok(Some(message))).await;
                 }
             }
+            if read.ended.is_some() {
+                break;
+            }
+            read.take(body.frame().await);
         }
-        while let Some(event) = decoder.decode_eof(&mut buf) {
+        while let Some(event) = decoder.decode_eof(&mut read.buf) {
             for message in self.event(event, pending, endpoint).await {
                 self.push(Ok(Some(message))).await;
             }
         }
-        if let (Some(true), Some(lease)) = (ended, lease) {
+        if let (Some(true), Some(lease)) = (read.ended, lease) {
             self.release(lease);
         }
     }
@@ -843,7 +887,8 @@ impl Inner {
             self.spawn(async move {
                 let mut decoder = SseDecoder::with_max_event_bytes(inner.config.max_event_bytes);
                 let mut pending = HashSet::new();
-                inner.read_events(response.into_body(), None, &mut decoder, &mut pending, Some(&endpoint_tx)).await;
+                let body = response.into_body();
+                inner.read_events(body, None, Read::default(), &mut decoder, &mut pending, Some(&endpoint_tx)).await;
                 // The legacy session lives as long as its stream.
                 inner.push(Ok(None)).await;
             });
@@ -877,14 +922,46 @@ impl Inner {
     }
 }
 
-/// The body's next frame if it is already here (without waiting): `Some(None)` is its end.
-async fn frame_if_ready(body: &mut Incoming) -> Option<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
-    use hyper::body::Body as _;
-    std::future::poll_fn(|cx| match std::pin::Pin::new(&mut *body).poll_frame(cx) {
-        std::task::Poll::Ready(frame) => std::task::Poll::Ready(Some(frame)),
-        std::task::Poll::Pending => std::task::Poll::Ready(None),
-    })
-    .await
+/// What has been read of a response body: its bytes so far and, once it is over, how it ended.
+#[derive(Default)]
+struct Read {
+    buf: BytesMut,
+    /// `Some(true)` after a clean end, `Some(false)` after an error.
+    ended: Option<bool>,
+    error: Option<String>,
+}
+
+impl Read {
+    fn take(&mut self, frame: Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>) {
+        match frame {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    self.buf.extend_from_slice(&data);
+                }
+            }
+            Some(Err(e)) => {
+                self.ended = Some(false);
+                self.error = Some(e.to_string());
+            }
+            None => self.ended = Some(true),
+        }
+    }
+
+    /// Takes the frames that are already here, without waiting for more, until `buf` holds
+    /// more than `limit` bytes.
+    async fn take_ready(&mut self, body: &mut Incoming, limit: usize) {
+        use hyper::body::Body as _;
+        std::future::poll_fn(|cx| {
+            while self.ended.is_none() && self.buf.len() <= limit {
+                match std::pin::Pin::new(&mut *body).poll_frame(cx) {
+                    std::task::Poll::Ready(frame) => self.take(frame),
+                    std::task::Poll::Pending => break,
+                }
+            }
+            std::task::Poll::Ready(())
+        })
+        .await
+    }
 }
 
 async fn handshake<IO>(io: IO) -> Result<SendRequest<HttpBody>, TransportError>

@@ -74,6 +74,21 @@ impl hyper::body::Body for ChannelBody {
     }
 }
 
+/// Lets the tasks already woken run before this one goes on, without polling for IO:
+/// `tokio::task::yield_now` defers the task until the runtime has polled its IO driver: one
+/// more `epoll_wait` for a turn that needs none.
+pub(crate) fn requeue_once() -> impl std::future::Future<Output = ()> {
+    let mut requeued = false;
+    std::future::poll_fn(move |cx| {
+        if requeued {
+            return std::task::Poll::Ready(());
+        }
+        requeued = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+}
+
 /// 128 bits from the operating system's CSPRNG, as 32 lowercase hex digits (visible ASCII,
 /// as the spec asks of a session id).
 pub(crate) fn random_id() -> String {

@@ -54,8 +54,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::{
-    accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, ChannelBody, HttpBody,
-    LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER,
+    accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
+    HttpBody, LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER,
 };
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
 use crate::proto::jsonrpc::{self, Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
@@ -1176,7 +1176,7 @@ async fn dispatch(
     }
     // One turn for the application, so that an answer it gives at once goes out in the same
     // write as the response head and the priming event (one TCP segment instead of two).
-    tokio::task::yield_now().await;
+    requeue_once().await;
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
         let priming = SseEvent::new("")
@@ -1314,6 +1314,12 @@ fn sse_response(
     // A stream that is over already ends with what was just queued: dropping the sender now
     // lets hyper write the terminating chunk in the same write.
     let body_tx = (live.is_some() || !ready.is_empty()).then_some(body_tx);
+    if body_tx.is_none() && !close_session_at_end {
+        // All of it is in the body already: no task to keep.
+        session.touch();
+        session.open_connections.fetch_sub(1, Ordering::AcqRel);
+        return sse_head(body_rx);
+    }
     tokio::spawn(async move {
         if let Some(body_tx) = body_tx {
             let mut ok = true;
@@ -1357,6 +1363,10 @@ fn sse_response(
             session.close().await;
         }
     });
+    sse_head(body_rx)
+}
+
+fn sse_head(body_rx: mpsc::Receiver<Bytes>) -> Response<HttpBody> {
     let mut response = Response::new(ChannelBody::boxed(body_rx));
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
