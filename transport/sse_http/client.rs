@@ -39,7 +39,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Notify};
 
-use super::{full, is_media, requeue_once, HttpBody, LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER};
+use super::{full, is_media, requeue_once, HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::proto::framing::{FrameError, LineError, SseDecoder, DEFAULT_MAX_FRAME_BYTES};
 use crate::proto::jsonrpc::{self, Id, Message, Payload};
 use crate::proto::version::ProtocolVersion;
@@ -189,6 +189,7 @@ type Item = Result<Option<Message>, TransportError>;
 struct Inner {
     config: HttpClientConfig,
     url: Uri,
+    endpoint: Target,
     headers: Vec<(HeaderName, HeaderValue)>,
     tx: mpsc::Sender<Item>,
     session_id: Mutex<Option<String>>,
@@ -218,9 +219,35 @@ const POOLED_CONNECTION_LIFETIME: Duration = Duration::from_secs(2);
 /// How long a pooled connection may take to accept the next request after its response ended.
 const POOLED_READY_WAIT: Duration = Duration::from_millis(200);
 
+/// What a request needs of its URL, worked out once for the endpoint rather than per request.
+struct Target {
+    /// `scheme://host:port`, the key of the connection pool.
+    key: Arc<str>,
+    host: String,
+    port: u16,
+    https: bool,
+    /// The request target: the URL's path and query.
+    path: Uri,
+    /// The `Host` header.
+    authority: HeaderValue,
+}
+
+impl Target {
+    fn of(uri: &Uri) -> Result<Target, TransportError> {
+        let host = uri.host().ok_or_else(|| bad_config("no host"))?.trim_start_matches('[').trim_end_matches(']');
+        let https = uri.scheme_str() == Some("https");
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let key = format!("{}://{host}:{port}", if https { "https" } else { "http" }).into();
+        let path = uri.path_and_query().map_or("/", |p| p.as_str()).parse().map_err(bad_config)?;
+        let authority = uri.authority().map_or(host, |a| a.as_str());
+        let authority = HeaderValue::from_str(authority).map_err(bad_config)?;
+        Ok(Target { key, host: host.to_owned(), port, https, path, authority })
+    }
+}
+
 /// An idle connection kept for reuse: its authority, its sender, and when it went idle.
 struct Pooled {
-    key: String,
+    key: Arc<str>,
     sender: SendRequest<HttpBody>,
     idle_since: std::time::Instant,
 }
@@ -248,7 +275,7 @@ const READY_TURNS: usize = 4;
 /// The connection a response arrived on. Handed back with [`Inner::release`] once that
 /// response has been read to its end; dropped otherwise (the connection then closes).
 struct Lease {
-    key: String,
+    key: Arc<str>,
     sender: SendRequest<HttpBody>,
 }
 
@@ -289,6 +316,7 @@ impl HttpClientTransport {
         if url.host().is_none() {
             return Err(bad_config(format!("no host in {url}")));
         }
+        let endpoint = Target::of(&url)?;
         let mut headers = Vec::new();
         for (name, value) in &config.headers {
             headers.push((
@@ -311,6 +339,7 @@ impl HttpClientTransport {
         let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
         let inner = Arc::new(Inner {
             url,
+            endpoint,
             headers,
             tx,
             session_id: Mutex::new(None),
@@ -394,7 +423,7 @@ impl Transport for HttpClientTransport {
         let session = inner.session_id.lock().expect("client lock").take();
         if let (Some(_), false) = (&session, self.is_legacy()) {
             // The server may answer 405 (it does not allow clients to end sessions): fine.
-            let _ = inner.request(Method::DELETE, &inner.url, session.as_deref(), &[], Bytes::new()).await;
+            let _ = inner.request(Method::DELETE, &inner.endpoint, session.as_deref(), &[], Bytes::new()).await;
         }
         Ok(())
     }
@@ -425,31 +454,27 @@ impl Inner {
     async fn request(
         &self,
         method: Method,
-        uri: &Uri,
+        target: &Target,
         session: Option<&str>,
         extra: &[(HeaderName, HeaderValue)],
         body: Bytes,
     ) -> Result<(Response<Incoming>, Lease), TransportError> {
-        let host = uri.host().ok_or_else(|| bad_config("no host"))?.trim_start_matches('[').trim_end_matches(']');
-        let https = uri.scheme_str() == Some("https");
-        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let key = format!("{}://{host}:{port}", if https { "https" } else { "http" });
-        let (mut sender, reused) = match self.pooled(&key).await {
+        let Target { key, host, port, https, path, authority } = target;
+        let (mut sender, reused) = match self.pooled(key).await {
             Some(sender) => (sender, true),
-            None => (self.connect(host, port, https).await?, false),
+            None => (self.connect(host, *port, *https).await?, false),
         };
-        let path = uri.path_and_query().map_or("/", |p| p.as_str());
-        let mut builder = Request::builder().method(method).uri(path);
-        let authority = uri.authority().map_or(host, |a| a.as_str());
-        builder = builder.header(HOST, authority);
+        let mut request = Request::new(full(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = path.clone();
+        let headers = request.headers_mut();
+        headers.insert(HOST, authority.clone());
         if let Some(id) = session {
-            builder = builder.header(SESSION_ID_HEADER, id);
+            headers.insert(SESSION_ID, HeaderValue::from_str(id).map_err(bad_config)?);
         }
         if let Some(v) = *self.version.lock().expect("client lock") {
-            builder = builder.header(PROTOCOL_VERSION_HEADER, v.as_str());
+            headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(v.as_str()));
         }
-        let mut request = builder.body(full(body)).map_err(bad_config)?;
-        let headers = request.headers_mut();
         for (name, value) in self.headers.iter().chain(extra) {
             headers.insert(name.clone(), value.clone());
         }
@@ -463,7 +488,7 @@ impl Inner {
             // request comes back unsent, so it goes again on a fresh connection.
             Err(mut e) if reused && e.message().is_some() => {
                 let request = e.take_message().expect("checked above");
-                sender = self.connect(host, port, https).await?;
+                sender = self.connect(host, *port, *https).await?;
                 tokio::time::timeout(self.config.request_timeout, sender.send_request(request))
                     .await
                     .map_err(|_| TransportError::Timeout)?
@@ -471,7 +496,7 @@ impl Inner {
             }
             Err(e) => return Err(io(e.into_error())),
         };
-        Ok((response, Lease { key, sender }))
+        Ok((response, Lease { key: key.clone(), sender }))
     }
 
     /// Puts the connection of a response that has been read to its end back in the pool.
@@ -502,7 +527,7 @@ impl Inner {
             let mut sender = {
                 let mut pool = self.pool.lock().expect("pool lock");
                 pool.retain(|p| !p.sender.is_closed() && p.idle_since.elapsed() < POOLED_CONNECTION_LIFETIME);
-                let index = pool.iter().rposition(|p| p.key == key)?;
+                let index = pool.iter().rposition(|p| *p.key == *key)?;
                 pool.swap_remove(index).sender
             };
             // The body has ended; hyper marks the connection ready a moment later.
@@ -553,10 +578,11 @@ impl Inner {
             (ACCEPT, HeaderValue::from_static("application/json, text/event-stream")),
             (CONTENT_TYPE, HeaderValue::from_static("application/json")),
         ];
-        let (response, lease) =
-            self.request(Method::POST, &self.url, session.as_deref(), &extra, Bytes::from(message.to_vec())).await?;
+        let (response, lease) = self
+            .request(Method::POST, &self.endpoint, session.as_deref(), &extra, Bytes::from(message.to_vec()))
+            .await?;
         let status = response.status();
-        if let Some(id) = response.headers().get(SESSION_ID_HEADER).and_then(|v| v.to_str().ok()) {
+        if let Some(id) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()) {
             *self.session_id.lock().expect("client lock") = Some(id.to_owned());
         }
         if status == StatusCode::NOT_FOUND && session.is_some() {
@@ -752,9 +778,10 @@ impl Inner {
         let session = self.session_id.lock().expect("client lock").clone();
         let mut extra = vec![(ACCEPT, HeaderValue::from_static("text/event-stream"))];
         if let Some(id) = last_event_id {
-            extra.push((HeaderName::from_static(LAST_EVENT_ID_HEADER), HeaderValue::from_str(id).map_err(bad_config)?));
+            extra.push((LAST_EVENT_ID, HeaderValue::from_str(id).map_err(bad_config)?));
         }
-        let (response, lease) = self.request(Method::GET, &self.url, session.as_deref(), &extra, Bytes::new()).await?;
+        let (response, lease) =
+            self.request(Method::GET, &self.endpoint, session.as_deref(), &extra, Bytes::new()).await?;
         let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         if response.status().is_success() && is_media(content_type, "text/event-stream") {
             return Ok(Some((response.into_body(), lease)));
@@ -869,13 +896,14 @@ impl Inner {
         let mut last_error = TransportError::Http { status: 404, message: "no legacy sse endpoint".into() };
         for url in candidates {
             // The legacy stream lasts as long as the session: its connection is never reused.
-            let (response, _lease) = match self.request(Method::GET, &url, None, &accept, Bytes::new()).await {
-                Ok(r) => r,
-                Err(e) => {
-                    last_error = e;
-                    continue;
-                }
-            };
+            let (response, _lease) =
+                match self.request(Method::GET, &Target::of(&url)?, None, &accept, Bytes::new()).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        last_error = e;
+                        continue;
+                    }
+                };
             let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
             if !response.status().is_success() || !is_media(content_type, "text/event-stream") {
                 last_error = http_error(response).await;
@@ -912,7 +940,7 @@ impl Inner {
         let endpoint = endpoint.ok_or(TransportError::Closed)?;
         let extra = [(CONTENT_TYPE, HeaderValue::from_static("application/json"))];
         let (response, lease) =
-            self.request(Method::POST, &endpoint, None, &extra, Bytes::from(message.to_vec())).await?;
+            self.request(Method::POST, &Target::of(&endpoint)?, None, &extra, Bytes::from(message.to_vec())).await?;
         if response.status().is_success() {
             // The short body ("Accepted"), read to free the connection.
             self.drain(response.into_body(), lease).await;

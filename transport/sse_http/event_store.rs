@@ -43,9 +43,32 @@ impl EventId {
     }
 }
 
+impl EventId {
+    /// `<stream>_<seq>`: what `to_string` gives, built without the formatting machinery (one
+    /// per event sent).
+    pub fn encode(stream: &str, seq: u64) -> String {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut n = seq;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut id = String::with_capacity(stream.len() + 1 + digits.len() - at);
+        id.push_str(stream);
+        id.push('_');
+        id.push_str(std::str::from_utf8(&digits[at..]).expect("ascii digits"));
+        id
+    }
+}
+
 impl fmt::Display for EventId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}_{}", self.stream, self.seq)
+        f.write_str(&EventId::encode(&self.stream, self.seq))
     }
 }
 
@@ -111,6 +134,9 @@ mod tests {
         assert_eq!(EventId::parse("_2"), None);
         assert_eq!(EventId::parse("s_"), None);
         assert_eq!(EventId::parse("5dae3884-ffd1-4ac5"), None);
+        for seq in [0, 1, 9, 10, 99, 100, 12345, u64::MAX] {
+            assert_eq!(EventId::encode("s-1", seq), format!("s-1_{seq}"));
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::BodyExt;
 use hyper::body::Frame;
+use hyper::header::HeaderName;
 use tokio::sync::mpsc;
 
 pub mod client;
@@ -42,6 +43,10 @@ pub const SESSION_ID_HEADER: &str = "mcp-session-id";
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 /// `Last-Event-ID`.
 pub const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static(SESSION_ID_HEADER);
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(PROTOCOL_VERSION_HEADER);
+pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static(LAST_EVENT_ID_HEADER);
 
 /// The body type of every response and request we build.
 pub(crate) type HttpBody = BoxBody<Bytes, Infallible>;
@@ -100,10 +105,11 @@ pub(crate) fn random_id() -> String {
 /// Whether an `Accept` value lists `media` (or a wildcard covering it), ignoring parameters.
 pub(crate) fn accepts(accept: &str, media: &str) -> bool {
     let (kind, _) = media.split_once('/').unwrap_or((media, ""));
-    accept
-        .split(',')
-        .map(|item| item.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
-        .any(|item| item == media || item == "*/*" || item.strip_suffix("/*").is_some_and(|k| k == kind))
+    accept.split(',').map(|item| item.split(';').next().unwrap_or("").trim()).any(|item| {
+        item.eq_ignore_ascii_case(media)
+            || item == "*/*"
+            || item.strip_suffix("/*").is_some_and(|k| k.eq_ignore_ascii_case(kind))
+    })
 }
 
 /// Whether a `Content-Type` value is `media`, ignoring parameters such as `charset`.
@@ -143,6 +149,7 @@ mod tests {
         assert!(accepts("text/*", "text/event-stream"));
         assert!(!accepts("application/json", "text/event-stream"));
         assert!(!accepts("", "application/json"));
+        assert!(accepts("Application/JSON, TEXT/*", "text/event-stream"), "media types ignore case");
     }
 
     #[test]

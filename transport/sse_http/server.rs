@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{HeaderName, HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
@@ -55,7 +55,7 @@ use tokio::sync::{mpsc, watch};
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
-    HttpBody, LAST_EVENT_ID_HEADER, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER,
+    HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
 };
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
 use crate::proto::jsonrpc::{self, Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
@@ -315,7 +315,7 @@ struct Stream {
 impl Stream {
     fn new(session: &str, name: String, standalone: bool, json: bool, pending: HashSet<Id>) -> Arc<Stream> {
         Arc::new(Stream {
-            key: format!("{session}/{name}"),
+            key: [session, "/", &name].concat(),
             name,
             standalone,
             json,
@@ -343,7 +343,7 @@ impl Stream {
             self.stored_bytes.fetch_add(data.len(), Ordering::Relaxed);
             store.append(&self.key, StoredEvent { seq, data: data.clone() });
         }
-        let event = (Some(EventId { stream: self.name.clone(), seq }.to_string()), data);
+        let event = (Some(EventId::encode(&self.name, seq)), data);
         let undelivered = match inner.live.clone() {
             Some(live) => match live.send(event).await {
                 Ok(()) => None,
@@ -389,7 +389,7 @@ impl Stream {
                 store
                     .replay_after(&self.key, seq)
                     .into_iter()
-                    .map(|e| (Some(EventId { stream: self.name.clone(), seq: e.seq }.to_string()), e.data))
+                    .map(|e| (Some(EventId::encode(&self.name, e.seq)), e.data))
                     .collect()
             }
             None => inner.queued.drain(..).collect(),
@@ -892,7 +892,7 @@ async fn reap_idle(shared: Weak<Shared>, mut stopped: watch::Receiver<bool>) {
     }
 }
 
-fn header<'a, B>(req: &'a Request<B>, name: &str) -> Option<&'a str> {
+fn header<B>(req: &Request<B>, name: HeaderName) -> Option<&str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -943,10 +943,10 @@ fn origin_allowed(config: &HttpServerConfig, origin: &str) -> bool {
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
     let config = &shared.config;
-    if !host_allowed(config, header(&req, "host")) {
+    if !host_allowed(config, header(&req, HOST)) {
         return rpc_error(StatusCode::FORBIDDEN, TRANSPORT_ERROR, "Forbidden: Host not allowed");
     }
-    if let Some(origin) = header(&req, "origin") {
+    if let Some(origin) = header(&req, ORIGIN) {
         if !origin_allowed(config, origin) {
             return rpc_error(StatusCode::FORBIDDEN, TRANSPORT_ERROR, "Forbidden: Origin not allowed");
         }
@@ -997,7 +997,7 @@ async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Response<Ht
 /// The `MCP-Protocol-Version` header: absent means 2025-03-26; `Err` for an unsupported one.
 #[allow(clippy::result_large_err)] // the error is the HTTP answer itself, built once per refused request
 fn header_version<B>(shared: &Shared, req: &Request<B>) -> Result<ProtocolVersion, Response<HttpBody>> {
-    match header(req, PROTOCOL_VERSION_HEADER) {
+    match header(req, PROTOCOL_VERSION) {
         None => Ok(ProtocolVersion::HTTP_HEADER_DEFAULT),
         Some(text) => match text.trim().parse::<ProtocolVersion>() {
             Ok(v) if shared.config.versions.contains(&v) => Ok(v),
@@ -1024,7 +1024,7 @@ fn session_header_value(id: &str) -> HeaderValue {
 }
 
 async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
-    let accept = header(&req, "accept").unwrap_or("");
+    let accept = header(&req, ACCEPT).unwrap_or("");
     if !accepts(accept, "application/json") || !accepts(accept, "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -1032,15 +1032,15 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             "Not Acceptable: Client must accept both application/json and text/event-stream",
         );
     }
-    if !header(&req, "content-type").is_some_and(|c| is_media(c, "application/json")) {
+    if !header(&req, CONTENT_TYPE).is_some_and(|c| is_media(c, "application/json")) {
         return rpc_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             TRANSPORT_ERROR,
             "Unsupported Media Type: Content-Type must be application/json",
         );
     }
-    let session_id = header(&req, SESSION_ID_HEADER).map(str::to_owned);
-    let version_header = header(&req, PROTOCOL_VERSION_HEADER).is_some();
+    let session_id = header(&req, SESSION_ID).map(str::to_owned);
+    let version_header = header(&req, PROTOCOL_VERSION).is_some();
     let (parts, body) = req.into_parts();
     let req_head = Request::from_parts(parts, ());
     let bytes = match read_body(&shared, body).await {
@@ -1082,7 +1082,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             };
             session.touch();
             let mut response = dispatch(&shared, &session, messages, version).await;
-            response.headers_mut().insert(SESSION_ID_HEADER, session_header_value(&session.id));
+            response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
             response
         }
         None => {
@@ -1105,7 +1105,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             tokio::spawn((shared.app)(transport));
             let mut response = dispatch(&shared, &session, messages, requested).await;
             if response.status().is_success() {
-                response.headers_mut().insert(SESSION_ID_HEADER, session_header_value(&session.id));
+                response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
             } else {
                 session.close().await;
             }
@@ -1179,9 +1179,7 @@ async fn dispatch(
     requeue_once().await;
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
-        let priming = SseEvent::new("")
-            .with_id(EventId { stream: stream.name.clone(), seq: 0 }.to_string())
-            .with_retry(shared.config.retry_ms);
+        let priming = SseEvent::new("").with_id(EventId::encode(&stream.name, 0)).with_retry(shared.config.retry_ms);
         encode_event(&priming, &mut prelude).expect("event ids are plain ascii");
     }
     sse_response(shared, session.clone(), prelude.freeze(), Vec::new(), Some(live), false, true)
@@ -1378,14 +1376,14 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
     if shared.config.stateless || !shared.config.standalone_get {
         return method_not_allowed(&shared);
     }
-    if !header(&req, "accept").is_some_and(|a| accepts(a, "text/event-stream")) {
+    if !header(&req, ACCEPT).is_some_and(|a| accepts(a, "text/event-stream")) {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             TRANSPORT_ERROR,
             "Not Acceptable: Client must accept text/event-stream",
         );
     }
-    let Some(id) = header(&req, SESSION_ID_HEADER) else {
+    let Some(id) = header(&req, SESSION_ID) else {
         return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: Mcp-Session-Id header is required");
     };
     let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
@@ -1396,7 +1394,7 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
     }
     session.touch();
     let depth = shared.config.limits.queue_depth.max(1);
-    let resume = header(&req, LAST_EVENT_ID_HEADER).and_then(EventId::parse);
+    let resume = header(&req, LAST_EVENT_ID).and_then(EventId::parse);
     let target = resume.as_ref().and_then(|event| {
         if event.stream == session.standalone.name {
             return Some(session.standalone.clone());
@@ -1410,7 +1408,7 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
     match attached {
         Ok((replay, live)) => {
             let mut response = sse_response(&shared, session.clone(), Bytes::new(), replay, live, false, true);
-            response.headers_mut().insert(SESSION_ID_HEADER, session_header_value(&session.id));
+            response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
             response
         }
         Err(()) => {
@@ -1423,7 +1421,7 @@ async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
     if shared.config.stateless {
         return method_not_allowed(&shared);
     }
-    let Some(id) = header(&req, SESSION_ID_HEADER) else {
+    let Some(id) = header(&req, SESSION_ID) else {
         return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: Mcp-Session-Id header is required");
     };
     let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
@@ -1439,7 +1437,7 @@ async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
 /// Legacy HTTP+SSE (2024-11-05): a GET opens the session's only stream, whose first event
 /// (`endpoint`) names where to POST.
 async fn legacy_get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
-    if !header(&req, "accept").is_none_or(|a| accepts(a, "text/event-stream")) {
+    if !header(&req, ACCEPT).is_none_or(|a| accepts(a, "text/event-stream")) {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             TRANSPORT_ERROR,
@@ -1469,7 +1467,7 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
     let Some(session) = shared.session(&id).filter(|s| s.legacy) else {
         return plain(StatusCode::NOT_FOUND, "Session not found");
     };
-    if !header(&req, "content-type").is_some_and(|c| is_media(c, "application/json")) {
+    if !header(&req, CONTENT_TYPE).is_some_and(|c| is_media(c, "application/json")) {
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
     }
     let bytes = match read_body(&shared, req.into_body()).await {
