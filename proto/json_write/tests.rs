@@ -22,6 +22,24 @@ fn same<T: Serialize + ?Sized>(value: &T) {
 }
 
 #[test]
+fn both_scans_find_the_same_first_escape() {
+    // The SSE2 scan (on x86_64) and the portable word scan, for every byte value at every
+    // offset, with a second special byte after it, from every start.
+    for special in 0u8..=255 {
+        for at in 0..40 {
+            let mut bytes = vec![b'a'; 40];
+            bytes[at] = special;
+            bytes[(at + 7) % 40] = b'"';
+            for from in 0..40 {
+                let expected = (from..40).find(|&i| is_escaped(bytes[i])).unwrap_or(40);
+                assert_eq!(next_escape(&bytes, from), expected, "byte {special:#x} at {at} from {from}");
+                assert_eq!(next_escape_by_words(&bytes, from), expected, "byte {special:#x} at {at} from {from}");
+            }
+        }
+    }
+}
+
+#[test]
 fn every_byte_at_every_offset_escapes_as_serde_json_does() {
     // Each ASCII byte (controls, quote, backslash, DEL) and some multi-byte characters, at every
     // position of a 40-byte string, so that each lands in every lane of the 16-byte scan and in

@@ -104,11 +104,13 @@ pub(crate) fn random_id() -> String {
 
 /// Whether an `Accept` value lists `media` (or a wildcard covering it), ignoring parameters.
 pub(crate) fn accepts(accept: &str, media: &str) -> bool {
-    let (kind, _) = media.split_once('/').unwrap_or((media, ""));
-    accept.split(',').map(|item| item.split(';').next().unwrap_or("").trim()).any(|item| {
+    let media = media.as_bytes();
+    let kind = media.split(|&b| b == b'/').next().unwrap_or(media);
+    accept.as_bytes().split(|&b| b == b',').any(|item| {
+        let item = item.split(|&b| b == b';').next().unwrap_or(item).trim_ascii();
         item.eq_ignore_ascii_case(media)
-            || item == "*/*"
-            || item.strip_suffix("/*").is_some_and(|k| k.eq_ignore_ascii_case(kind))
+            || item == b"*/*"
+            || item.strip_suffix(b"/*").is_some_and(|k| k.eq_ignore_ascii_case(kind))
     })
 }
 
