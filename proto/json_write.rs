@@ -17,6 +17,9 @@ use std::io::Write;
 use serde::ser::{self, Impossible, Serialize};
 use serde_json::Error;
 
+mod size;
+pub use size::estimated_len;
+
 /// The struct name by which serde_json's `RawValue` asks to be written verbatim.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 

@@ -179,6 +179,8 @@ pub trait TypedBody: Send + Sync + 'static {
     fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
     /// The Rust type's name, for debugging.
     fn type_name(&self) -> &'static str;
+    /// About how long the value's JSON is (to size the buffer it is written into).
+    fn estimated_len(&self) -> usize;
 }
 
 impl<T: Serialize + Send + Sync + 'static> TypedBody for T {
@@ -196,6 +198,9 @@ impl<T: Serialize + Send + Sync + 'static> TypedBody for T {
     }
     fn type_name(&self) -> &'static str {
         std::any::type_name::<T>()
+    }
+    fn estimated_len(&self) -> usize {
+        super::json_write::estimated_len(self)
     }
 }
 
@@ -276,7 +281,10 @@ impl Body {
     }
 
     fn len_hint(&self) -> usize {
-        self.as_raw().map_or(0, |raw| raw.get().len())
+        match self {
+            Body::Raw(raw) => raw.get().len(),
+            Body::Typed(value) => value.estimated_len(),
+        }
     }
 
     /// Writes the body's JSON text to `out`: raw text as is, a typed value serialized straight

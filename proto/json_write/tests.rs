@@ -150,6 +150,9 @@ fn every_bundled_recording_writes_as_serde_json_writes_it() {
         for line in std::fs::read_to_string(&path).unwrap().lines() {
             let value: Value = serde_json::from_str(line).unwrap();
             same(&value);
+            // The size estimate is near the real length (escapes and number widths aside).
+            let (estimate, actual) = (estimated_len(&value), ours(&value).len());
+            assert!(estimate * 5 >= actual * 4 && estimate * 4 <= actual * 5 + 256, "{estimate} for {actual}: {line}");
             if let Some(message) = value.get("msg") {
                 // Typed, when the message is a request or result of a known shape.
                 if let Ok(params) =
@@ -183,4 +186,28 @@ fn a_failing_writer_is_an_error() {
         }
     }
     assert!(to_writer(&mut Full, &json!({"a": "b"})).is_err());
+}
+
+#[test]
+fn the_size_estimate_is_exact_but_for_one_comma_per_container() {
+    // Without escapes or floats, the estimate counts a comma before every element, the first
+    // too: one byte over per non-empty container.
+    let cases = [
+        (json!(null), 0),
+        (json!({"a": 1, "bb": [true, false, -12], "c": {"d": "text", "e": null}}), 3),
+        (json!([]), 0),
+        (json!({}), 0),
+        (json!(vec!["x"; 40]), 1),
+        (json!(u64::MAX), 0),
+        (json!(i64::MIN), 0),
+    ];
+    for (value, over) in cases {
+        assert_eq!(estimated_len(&value), ours(&value).len() + over, "{value}");
+    }
+    // A raw value counts its text (and two quotes).
+    let raw = RawValue::from_string(r#"{"k":[1,2]}"#.to_owned()).unwrap();
+    assert_eq!(estimated_len(&raw), raw.get().len() + 2);
+    // A long string is counted by its length, not read.
+    let value = json!({"text": "y".repeat(65_536)});
+    assert_eq!(estimated_len(&value), ours(&value).len() + 1);
 }
