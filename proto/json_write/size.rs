@@ -151,13 +151,7 @@ impl<'a> ser::Serializer for &'a mut Counter {
         }
         Ok(Struct { counter: self, raw })
     }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-        _: usize,
-    ) -> Result<Self, Error> {
+    fn serialize_struct_variant(self, _: &'static str, _: u32, variant: &'static str, _: usize) -> Result<Self, Error> {
         self.add(variant.len() + 7)?;
         Ok(self)
     }
