@@ -408,7 +408,8 @@ fn serve_http(
     let recording = Arc::new(recording);
     let matcher = Arc::new(matcher);
     let report = Arc::new(report);
-    let config = HttpServerConfig::default().bind(addr).legacy_sse(legacy).stateless(stateless);
+    // The recording is matched against what the client sent, as sent: params stay raw.
+    let config = HttpServerConfig::default().bind(addr).legacy_sse(legacy).stateless(stateless).typed_params(false);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     rt.block_on(async move {
         // Sessions still running, and a wake-up when one ends.

@@ -227,6 +227,14 @@ impl Body {
         serde_json::value::to_raw_value(value).map(Body::Raw)
     }
 
+    /// The value, if this body is typed and holds a `T`.
+    pub fn typed_as<T: 'static>(&self) -> Option<&T> {
+        match self {
+            Body::Typed(value) => value.as_any().downcast_ref(),
+            Body::Raw(_) => None,
+        }
+    }
+
     /// The JSON text, if this body is raw.
     pub fn as_raw(&self) -> Option<&RawValue> {
         match self {
@@ -547,6 +555,12 @@ fn own_params(raw: Option<&RawValue>) -> Result<Option<Body>, DecodeError> {
 
 impl<'a> Envelope<'a> {
     fn into_message(self) -> Result<Message, DecodeError> {
+        self.into_message_with(None)
+    }
+
+    /// As [`Envelope::into_message`], with `typed` as the params when they were decoded into
+    /// their type in the envelope's pass.
+    fn into_message_with(self, typed: Option<Body>) -> Result<Message, DecodeError> {
         match self.jsonrpc.map(RawValue::get) {
             None => return Err(DecodeError::MissingVersion),
             Some("\"2.0\"") => {}
@@ -558,7 +572,10 @@ impl<'a> Envelope<'a> {
                 return Err(DecodeError::MethodWithResult);
             }
             let method = parse_method(method)?;
-            let params = own_params(self.params)?;
+            let params = match typed {
+                Some(body) => Some(body),
+                None => own_params(self.params)?,
+            };
             return match id {
                 None => Ok(Message::Notification(Notification { method, params })),
                 Some(None) => Err(DecodeError::NullRequestId),
@@ -722,6 +739,103 @@ impl fmt::Display for Message {
 
 fn utf8(bytes: &[u8]) -> Result<&str, DecodeError> {
     std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8 { valid_up_to: e.valid_up_to() })
+}
+
+/// Params decoded straight into a Rust type in the pass that reads the envelope, for the
+/// methods an application names ([`decode_typed`]): a large `tools/call` is then read once and
+/// its text copied once, instead of being kept as raw JSON and decoded again.
+pub trait TypedParams {
+    /// Whether `method`'s params are decoded here.
+    fn wants(method: &str) -> bool;
+    /// Decodes `method`'s params (one that [`wants`](TypedParams::wants)) into a body.
+    ///
+    /// # Errors
+    /// When the params do not fit the type.
+    fn decode<'de, D: serde::Deserializer<'de>>(method: &str, params: D) -> Result<Body, D::Error>;
+}
+
+/// Like [`decode`], but the params of a request or notification whose method `P` wants come
+/// typed ([`Body::Typed`]) instead of raw. Whatever the typed pass cannot take (params before
+/// the method, params that do not fit the type, a batch, any error) is decoded by [`decode`],
+/// so errors and raw results are exactly [`decode`]'s.
+///
+/// Typed params are re-serialized when something asks for their JSON: use this where the
+/// receiver decodes them anyway, not where the exact bytes matter (a proxy, a recorder).
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_typed<P: TypedParams>(bytes: &[u8], version: Option<ProtocolVersion>) -> Result<Payload, DecodeError> {
+    if first_significant_byte(bytes) == Some(b'{') {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let read = serde::Deserializer::deserialize_map(&mut de, TypedEnvelope::<P>(std::marker::PhantomData));
+        if let (Ok((envelope, typed)), Ok(())) = (read, de.end()) {
+            if let Ok(message) = envelope.into_message_with(typed) {
+                return Ok(Payload::Single(message));
+            }
+        }
+    }
+    decode(bytes, version)
+}
+
+/// Reads a message object like the derived `Envelope`, decoding `params` with `P` when the
+/// method came first and `P` wants it (then the second item is `Some`).
+struct TypedEnvelope<P>(std::marker::PhantomData<P>);
+
+impl<'de, P: TypedParams> serde::de::Visitor<'de> for TypedEnvelope<P> {
+    type Value = (Envelope<'de>, Option<Body>);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error as _;
+        let mut envelope = Envelope { jsonrpc: None, id: None, method: None, params: None, result: None, error: None };
+        let mut typed = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let slot = match &*key {
+                "jsonrpc" => &mut envelope.jsonrpc,
+                "id" => &mut envelope.id,
+                "method" => &mut envelope.method,
+                "result" => &mut envelope.result,
+                "error" => &mut envelope.error,
+                "params" => {
+                    if envelope.params.is_some() || typed.is_some() {
+                        return Err(A::Error::duplicate_field("params"));
+                    }
+                    // A method name with escapes is left to the raw path.
+                    let method =
+                        envelope.method.map(RawValue::get).and_then(|m| m.strip_prefix('"')?.strip_suffix('"'));
+                    match method.filter(|m| !m.contains('\\') && P::wants(m)) {
+                        Some(method) => {
+                            typed = Some(map.next_value_seed(ParamsSeed::<P>(method, std::marker::PhantomData))?)
+                        }
+                        None => envelope.params = Some(map.next_value()?),
+                    }
+                    continue;
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if slot.is_some() {
+                return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+            *slot = Some(map.next_value()?);
+        }
+        Ok((envelope, typed))
+    }
+}
+
+struct ParamsSeed<'m, P>(&'m str, std::marker::PhantomData<P>);
+
+impl<'de, P: TypedParams> serde::de::DeserializeSeed<'de> for ParamsSeed<'_, P> {
+    type Value = Body;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, params: D) -> Result<Body, D::Error> {
+        P::decode(self.0, params)
+    }
 }
 
 /// Decodes one frame: a message, or a batch where `version` allows batches (2025-03-26).
@@ -1142,4 +1256,85 @@ mod tests {
         assert_eq!(line.msg.id(), Some(&Id::from("a")));
         assert!(serde_json::from_str::<Line>(r#"{"msg":{"id":1}}"#).is_err());
     }
+
+    /// `decode_typed` against `decode`: the same message (as JSON) or the same error.
+    #[track_caller]
+    fn typed_decodes_alike(bytes: &[u8]) {
+        use crate::proto::mcp_types::ServerTypedParams;
+        let version = Some(ProtocolVersion::V2025_03_26);
+        match (decode(bytes, version), decode_typed::<ServerTypedParams>(bytes, version)) {
+            (Ok(Payload::Single(a)), Ok(Payload::Single(b))) => {
+                let json = |m: &Message| serde_json::from_slice::<serde_json::Value>(&m.to_vec()).unwrap();
+                assert_eq!(json(&a), json(&b), "{}", String::from_utf8_lossy(bytes));
+            }
+            (Ok(Payload::Batch(a)), Ok(Payload::Batch(b))) => assert_eq!(a.len(), b.len()),
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{}", String::from_utf8_lossy(bytes)),
+            (a, b) => panic!("{}: {a:?} against {b:?}", String::from_utf8_lossy(bytes)),
+        }
+    }
+
+    #[test]
+    fn tools_call_params_come_typed_and_everything_else_as_decode_gives_it() {
+        use crate::proto::mcp_types::{CallToolRequestParams, ServerTypedParams};
+        let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi \u00e9"},"_meta":{"progressToken":3}}}"#;
+        let Ok(Payload::Single(Message::Request(r))) = decode_typed::<ServerTypedParams>(call, None) else {
+            panic!("not a request")
+        };
+        let params = r.params.as_ref().unwrap().typed_as::<CallToolRequestParams>().expect("typed params");
+        assert_eq!(params.name, "echo");
+        assert_eq!(params.arguments.as_ref().unwrap()["text"], "hi é");
+        typed_decodes_alike(call);
+        for text in [
+            // Params before the method stay raw; other methods are untouched.
+            r#"{"jsonrpc":"2.0","id":1,"params":{"name":"echo"},"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}"#,
+            // Params that do not fit the type are left to the handler, raw, as before.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1,2]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"text"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":7}}"#,
+            // Escaped method names and keys.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"\u006dethod":"tools/call","params":{"name":"a"}}"#,
+            // Envelope errors.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"x","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","result":{},"params":{"name":"a"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}} x"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}]"#,
+            r#"[]"#,
+            "",
+        ] {
+            typed_decodes_alike(text.as_bytes());
+        }
+        typed_decodes_alike(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xff\"}}");
+    }
+
+    #[test]
+    fn every_bundled_recording_decodes_typed_as_it_decodes_raw() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/conformance/recordings");
+        let mut calls = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let value: serde_json::Value = serde_json::from_str(line).unwrap();
+                let Some(message) = value.get("msg") else { continue };
+                let bytes = serde_json::to_vec(message).unwrap();
+                typed_decodes_alike(&bytes);
+                calls += usize::from(message["method"] == "tools/call");
+            }
+        }
+        assert!(calls > 20, "{calls} tools/call requests in the recordings");
+    }
 }
+

@@ -179,6 +179,21 @@ pub struct CallToolRequestParams {
     pub extra: Extra,
 }
 
+/// The params a server decodes in the same pass as the envelope
+/// ([`decode_typed`](crate::proto::jsonrpc::decode_typed)): `tools/call`'s, the request whose
+/// params can be large. They come as a typed [`CallToolRequestParams`] body.
+pub struct ServerTypedParams;
+
+impl crate::proto::jsonrpc::TypedParams for ServerTypedParams {
+    fn wants(method: &str) -> bool {
+        method == "tools/call"
+    }
+
+    fn decode<'de, D: Deserializer<'de>>(_: &str, params: D) -> Result<crate::proto::jsonrpc::Body, D::Error> {
+        CallToolRequestParams::deserialize(params).map(crate::proto::jsonrpc::Body::typed)
+    }
+}
+
 // Hand-written (see `decode`): the params of every call, and the arguments can be large.
 deserialize_with_extra!(CallToolRequestParams, "tools/call params",
     required { name: String = "name" }

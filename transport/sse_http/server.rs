@@ -59,6 +59,7 @@ use super::{
 };
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
 use crate::proto::jsonrpc::{self, Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
+use crate::proto::mcp_types::{CallToolRequestParams, ServerTypedParams};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Limits, Transport, TransportError};
 
@@ -116,6 +117,11 @@ pub struct HttpServerConfig {
     pub stateless: bool,
     /// Whether GET opens the standalone stream (otherwise 405): on.
     pub standalone_get: bool,
+    /// `tools/call` params decoded into [`CallToolRequestParams`](crate::proto::mcp_types::CallToolRequestParams)
+    /// as the request is read ([`jsonrpc::decode_typed`]): on. A large call is then scanned
+    /// and copied once. Off for an application that needs the params' exact JSON text (a proxy
+    /// or a recorder): typed params are re-serialized when asked for their text.
+    pub typed_params: bool,
     /// The legacy HTTP+SSE transport on `legacy_sse_path` / `legacy_message_path`: on.
     pub legacy_sse: bool,
     /// The legacy transport's stream: `/sse`.
@@ -155,6 +161,7 @@ impl Default for HttpServerConfig {
             response_mode: ResponseMode::Sse,
             stateless: false,
             standalone_get: true,
+            typed_params: true,
             legacy_sse: true,
             legacy_sse_path: "/sse".to_owned(),
             legacy_message_path: "/message".to_owned(),
@@ -223,6 +230,12 @@ impl HttpServerConfig {
     /// Stateless mode (implies JSON responses, no GET stream).
     pub fn stateless(mut self, on: bool) -> Self {
         self.stateless = on;
+        self
+    }
+
+    /// Whether `tools/call` params are decoded into their type as they are read.
+    pub fn typed_params(mut self, on: bool) -> Self {
+        self.typed_params = on;
         self
     }
 
@@ -618,6 +631,10 @@ fn params_progress_token(params: &Body, in_meta: bool) -> Option<String> {
         #[serde(rename = "progressToken")]
         progress_token: Option<serde_json::Value>,
     }
+    if let Some(call) = params.typed_as::<CallToolRequestParams>() {
+        let token = call.meta.as_ref()?.progress_token.as_ref()?;
+        return serde_json::to_string(token).ok();
+    }
     let raw = params.to_raw().ok()?;
     // Most requests carry no token: a substring search (SIMD) rules that out without parsing
     // the params, which for a large tool call means scanning all of its arguments. A key
@@ -1011,8 +1028,13 @@ fn header_version<B>(shared: &Shared, req: &Request<B>) -> Result<ProtocolVersio
 }
 
 #[allow(clippy::result_large_err)] // as above
-fn decode(bytes: &[u8], version: Option<ProtocolVersion>) -> Result<Vec<Message>, Response<HttpBody>> {
-    match jsonrpc::decode(bytes, version) {
+fn decode(shared: &Shared, bytes: &[u8], version: Option<ProtocolVersion>) -> Result<Vec<Message>, Response<HttpBody>> {
+    let decoded = if shared.config.typed_params {
+        jsonrpc::decode_typed::<ServerTypedParams>(bytes, version)
+    } else {
+        jsonrpc::decode(bytes, version)
+    };
+    match decoded {
         Ok(Payload::Single(message)) => Ok(vec![message]),
         Ok(Payload::Batch(messages)) => Ok(messages),
         Err(e) => Err(rpc_error(StatusCode::BAD_REQUEST, e.code(), e.to_string())),
@@ -1052,7 +1074,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             Ok(v) => v,
             Err(response) => return response,
         };
-        let messages = match decode(&bytes, Some(version)) {
+        let messages = match decode(&shared, &bytes, Some(version)) {
             Ok(m) => m,
             Err(response) => return response,
         };
@@ -1076,7 +1098,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 Err(response) => return response,
             };
             let version = session.version().or(version_header.then_some(header_v));
-            let messages = match decode(&bytes, Some(version.unwrap_or(header_v))) {
+            let messages = match decode(&shared, &bytes, Some(version.unwrap_or(header_v))) {
                 Ok(m) => m,
                 Err(response) => return response,
             };
@@ -1086,7 +1108,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             response
         }
         None => {
-            let messages = match decode(&bytes, None) {
+            let messages = match decode(&shared, &bytes, None) {
                 Ok(m) => m,
                 Err(response) => return response,
             };
@@ -1474,7 +1496,7 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
-    let messages = match decode(&bytes, session.version()) {
+    let messages = match decode(&shared, &bytes, session.version()) {
         Ok(m) => m,
         Err(response) => return response,
     };
