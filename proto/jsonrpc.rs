@@ -1337,4 +1337,3 @@ mod tests {
         assert!(calls > 20, "{calls} tools/call requests in the recordings");
     }
 }
-
