@@ -628,13 +628,13 @@ impl Inner {
             let seen = read.buf.len();
             requeue_once().await;
             read.take_ready(&mut body, self.config.max_event_bytes).await;
-            if read.ended.is_some() || read.buf.len() == seen {
+            if read.end.is_some() || read.buf.len() == seen {
                 break;
             }
         }
         let inner = self.clone();
         if !sse {
-            if read.ended.is_some() || read.buf.len() > self.config.max_event_bytes {
+            if read.end.is_some() || read.buf.len() > self.config.max_event_bytes {
                 self.finish_json(body, lease, read).await;
             } else {
                 self.spawn(async move { inner.read_json(body, lease, read).await });
@@ -642,7 +642,7 @@ impl Inner {
             return Ok(());
         }
         let mut decoder = SseDecoder::with_max_event_bytes(self.config.max_event_bytes);
-        if read.ended != Some(true) {
+        if !read.ended_cleanly() {
             self.spawn(async move { inner.read_stream(Some((body, lease, read)), decoder, request_ids, false).await });
             return Ok(());
         }
@@ -660,7 +660,7 @@ impl Inner {
     async fn read_json(&self, mut body: Incoming, lease: Lease, mut read: Read) {
         let max = self.config.max_event_bytes;
         let rest = async {
-            while read.ended.is_none() && read.buf.len() <= max {
+            while read.end.is_none() && read.buf.len() <= max {
                 read.take(body.frame().await);
             }
         };
@@ -679,14 +679,14 @@ impl Inner {
                 .push(Err(TransportError::Malformed(LineError::Frame(FrameError::TooLarge { max, seen }))))
                 .await;
         }
-        match read.ended {
-            Some(true) => {
+        match read.end {
+            Some(Ok(())) => {
                 drop(body);
                 self.release(lease);
                 self.deliver(&read.buf).await;
             }
-            _ => {
-                let message = read.error.unwrap_or_else(|| "the body ended early".to_owned());
+            end => {
+                let message = end.and_then(Result::err).unwrap_or_else(|| "the body ended early".to_owned());
                 self.push(Err(TransportError::Http { status: 200, message })).await
             }
         }
@@ -820,10 +820,10 @@ impl Inner {
             while let Some(event) = decoder.decode(&mut read.buf) {
                 let waiting = !pending.is_empty();
                 let messages = self.event(event, pending, endpoint).await;
-                if waiting && pending.is_empty() && read.buf.is_empty() && read.ended.is_none() {
+                if waiting && pending.is_empty() && read.buf.is_empty() && read.end.is_none() {
                     read.take_ready(&mut body, self.config.max_event_bytes).await;
                 }
-                if read.ended == Some(true) {
+                if read.ended_cleanly() {
                     if let Some(lease) = lease.take() {
                         self.release(lease);
                     }
@@ -832,7 +832,7 @@ impl Inner {
                     self.push(Ok(Some(message))).await;
                 }
             }
-            if read.ended.is_some() {
+            if read.end.is_some() {
                 break;
             }
             read.take(body.frame().await);
@@ -842,7 +842,7 @@ impl Inner {
                 self.push(Ok(Some(message))).await;
             }
         }
-        if let (Some(true), Some(lease)) = (read.ended, lease) {
+        if let (true, Some(lease)) = (read.ended_cleanly(), lease) {
             self.release(lease);
         }
     }
@@ -896,14 +896,17 @@ impl Inner {
         let mut last_error = TransportError::Http { status: 404, message: "no legacy sse endpoint".into() };
         for url in candidates {
             // The legacy stream lasts as long as the session: its connection is never reused.
-            let (response, _lease) =
-                match self.request(Method::GET, &Target::of(&url)?, None, &accept, Bytes::new()).await {
-                    Ok(r) => r,
-                    Err(e) => {
-                        last_error = e;
-                        continue;
-                    }
-                };
+            let attempt = match Target::of(&url) {
+                Ok(target) => self.request(Method::GET, &target, None, &accept, Bytes::new()).await,
+                Err(e) => Err(e),
+            };
+            let (response, _lease) = match attempt {
+                Ok(r) => r,
+                Err(e) => {
+                    last_error = e;
+                    continue;
+                }
+            };
             let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
             if !response.status().is_success() || !is_media(content_type, "text/event-stream") {
                 last_error = http_error(response).await;
@@ -954,12 +957,15 @@ impl Inner {
 #[derive(Default)]
 struct Read {
     buf: BytesMut,
-    /// `Some(true)` after a clean end, `Some(false)` after an error.
-    ended: Option<bool>,
-    error: Option<String>,
+    /// Once the body is over: `Ok` for a clean end, else hyper's error.
+    end: Option<Result<(), String>>,
 }
 
 impl Read {
+    fn ended_cleanly(&self) -> bool {
+        matches!(self.end, Some(Ok(())))
+    }
+
     fn take(&mut self, frame: Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>) {
         match frame {
             Some(Ok(frame)) => {
@@ -967,11 +973,8 @@ impl Read {
                     self.buf.extend_from_slice(&data);
                 }
             }
-            Some(Err(e)) => {
-                self.ended = Some(false);
-                self.error = Some(e.to_string());
-            }
-            None => self.ended = Some(true),
+            Some(Err(e)) => self.end = Some(Err(e.to_string())),
+            None => self.end = Some(Ok(())),
         }
     }
 
@@ -980,7 +983,7 @@ impl Read {
     async fn take_ready(&mut self, body: &mut Incoming, limit: usize) {
         use hyper::body::Body as _;
         std::future::poll_fn(|cx| {
-            while self.ended.is_none() && self.buf.len() <= limit {
+            while self.end.is_none() && self.buf.len() <= limit {
                 match std::pin::Pin::new(&mut *body).poll_frame(cx) {
                     std::task::Poll::Ready(frame) => self.take(frame),
                     std::task::Poll::Pending => break,
