@@ -333,10 +333,14 @@ impl<W: Write + ?Sized> ser::SerializeSeq for Compound<'_, '_, W> {
 }
 
 /// Tuples, tuple structs and tuple variants are written as sequences (the variant's `{"name":`
-/// and its closing brace come from `serialize_tuple_variant` and `close`).
+/// and its closing brace come from `serialize_tuple_variant` and `close`). Also used by
+/// [`size`] for its counter: `like_a_sequence!([generics] Type: Trait::method, ...)`.
 macro_rules! like_a_sequence {
-    ($($trait:ident::$method:ident),*) => {
-        $(impl<W: Write + ?Sized> ser::$trait for Compound<'_, '_, W> {
+    ($generics:tt $ty:ty: $($trait:ident::$method:ident),*) => {
+        $(like_a_sequence!(@impl $generics $ty, $trait::$method);)*
+    };
+    (@impl [$($generics:tt)*] $ty:ty, $trait:ident::$method:ident) => {
+        impl<$($generics)*> ser::$trait for $ty {
             type Ok = ();
             type Error = Error;
             fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
@@ -345,11 +349,13 @@ macro_rules! like_a_sequence {
             fn end(self) -> Result<(), Error> {
                 ser::SerializeSeq::end(self)
             }
-        })*
+        }
     };
 }
+use like_a_sequence;
 
 like_a_sequence!(
+    [W: Write + ?Sized] Compound<'_, '_, W>:
     SerializeTuple::serialize_element,
     SerializeTupleStruct::serialize_field,
     SerializeTupleVariant::serialize_field

@@ -9,7 +9,7 @@
 use serde::ser::{self, Serialize};
 use serde_json::Error;
 
-use super::RAW_VALUE_TOKEN;
+use super::{like_a_sequence, RAW_VALUE_TOKEN};
 
 /// About how many bytes [`to_writer`](super::to_writer) writes for `value`; 0 when its
 /// `Serialize` fails.
@@ -169,38 +169,12 @@ impl ser::SerializeSeq for &mut Counter {
     }
 }
 
-impl ser::SerializeTuple for &mut Counter {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for &mut Counter {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for &mut Counter {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        Ok(())
-    }
-}
+like_a_sequence!(
+    [] &mut Counter:
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for &mut Counter {
     type Ok = ();
