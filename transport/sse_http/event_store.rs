@@ -41,9 +41,7 @@ impl EventId {
         }
         Some(EventId { stream: stream.to_owned(), seq: seq.parse().ok()? })
     }
-}
 
-impl EventId {
     /// `<stream>_<seq>`: what `to_string` gives, built without the formatting machinery (one
     /// per event sent).
     pub fn encode(stream: &str, seq: u64) -> String {

@@ -1536,6 +1536,12 @@ mod tests {
         assert_eq!(token(r#"{"progressToken":"t"}"#, true), None, "a request's token is under _meta");
         let typed = Body::typed(serde_json::json!({"_meta": {"progressToken": "p"}}));
         assert_eq!(params_progress_token(&typed, true), Some(r#""p""#.into()));
+        // Typed tools/call params (decode_typed's) are read without being written out.
+        let call: crate::proto::mcp_types::CallToolRequestParams =
+            serde_json::from_str(r#"{"name":"echo","_meta":{"progressToken":7}}"#).unwrap();
+        assert_eq!(params_progress_token(&Body::typed(call.clone()), true), Some("7".into()));
+        let call = crate::proto::mcp_types::CallToolRequestParams { meta: None, ..call };
+        assert_eq!(params_progress_token(&Body::typed(call), true), None);
     }
 
     #[test]
