@@ -719,7 +719,8 @@ impl Message {
         out
     }
 
-    fn encoded_len_hint(&self) -> usize {
+    /// About how long this message's JSON is, to size the buffer it is written into.
+    pub fn encoded_len_hint(&self) -> usize {
         let payload = match self {
             Message::Request(r) => r.params.as_ref().map_or(0, Body::len_hint) + r.method.len(),
             Message::Notification(n) => n.params.as_ref().map_or(0, Body::len_hint) + n.method.len(),

@@ -579,7 +579,7 @@ impl Inner {
             (CONTENT_TYPE, HeaderValue::from_static("application/json")),
         ];
         let (response, lease) = self
-            .request(Method::POST, &self.endpoint, session.as_deref(), &extra, Bytes::from(message.to_vec()))
+            .request(Method::POST, &self.endpoint, session.as_deref(), &extra, super::buffers::BODIES.encode(message))
             .await?;
         let status = response.status();
         if let Some(id) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()) {
@@ -942,8 +942,9 @@ impl Inner {
         let endpoint = self.legacy.lock().expect("client lock").as_ref().and_then(|rx| rx.borrow().clone());
         let endpoint = endpoint.ok_or(TransportError::Closed)?;
         let extra = [(CONTENT_TYPE, HeaderValue::from_static("application/json"))];
-        let (response, lease) =
-            self.request(Method::POST, &Target::of(&endpoint)?, None, &extra, Bytes::from(message.to_vec())).await?;
+        let (response, lease) = self
+            .request(Method::POST, &Target::of(&endpoint)?, None, &extra, super::buffers::BODIES.encode(message))
+            .await?;
         if response.status().is_success() {
             // The short body ("Accepted"), read to free the connection.
             self.drain(response.into_body(), lease).await;

@@ -27,6 +27,7 @@ use hyper::body::Frame;
 use hyper::header::HeaderName;
 use tokio::sync::mpsc;
 
+mod buffers;
 pub mod client;
 pub mod event_store;
 pub mod server;

@@ -504,7 +504,7 @@ impl Session {
         if self.is_closed() {
             return Err(TransportError::Closed);
         }
-        let data = Bytes::from(message.to_vec());
+        let data = super::buffers::BODIES.encode(&message);
         if let Message::Response(response) = &message {
             let is_init = self.initialize_id.lock().expect("session lock").as_ref() == Some(&response.id);
             if is_init {
