@@ -555,24 +555,25 @@ fn own_params(raw: Option<&RawValue>) -> Result<Option<Body>, DecodeError> {
 
 impl<'a> Envelope<'a> {
     fn into_message(self) -> Result<Message, DecodeError> {
-        self.into_message_with(None)
+        self.into_message_with(Typed::default())
     }
 
-    /// As [`Envelope::into_message`], with `typed` as the params when they were decoded into
-    /// their type in the envelope's pass.
-    fn into_message_with(self, typed: Option<Body>) -> Result<Message, DecodeError> {
+    /// As [`Envelope::into_message`], with the params or result that were decoded into their
+    /// type in the envelope's pass.
+    fn into_message_with(self, typed: Typed) -> Result<Message, DecodeError> {
         match self.jsonrpc.map(RawValue::get) {
             None => return Err(DecodeError::MissingVersion),
             Some("\"2.0\"") => {}
             Some(other) => return Err(DecodeError::WrongVersion(other.to_owned())),
         }
         let id = self.id.map(parse_id).transpose()?;
+        let has_result = self.result.is_some() || typed.result.is_some();
         if let Some(method) = self.method {
-            if self.result.is_some() || self.error.is_some() {
+            if has_result || self.error.is_some() {
                 return Err(DecodeError::MethodWithResult);
             }
             let method = parse_method(method)?;
-            let params = match typed {
+            let params = match typed.params {
                 Some(body) => Some(body),
                 None => own_params(self.params)?,
             };
@@ -582,14 +583,20 @@ impl<'a> Envelope<'a> {
                 Some(Some(id)) => Ok(Message::Request(Request { id, method, params })),
             };
         }
-        match (self.result, self.error) {
-            (Some(_), Some(_)) => Err(DecodeError::ResultAndError),
-            (None, None) => Err(DecodeError::NotAMessage),
-            (Some(result), None) => match id {
-                Some(Some(id)) => Ok(Message::Response(Response { id, result: Body::Raw(result.to_owned()) })),
+        match (has_result, self.error) {
+            (true, Some(_)) => Err(DecodeError::ResultAndError),
+            (false, None) => Err(DecodeError::NotAMessage),
+            (true, None) => match id {
+                Some(Some(id)) => {
+                    let result = match (typed.result, self.result) {
+                        (Some(body), _) => body,
+                        (None, raw) => Body::Raw(raw.expect("a result is present").to_owned()),
+                    };
+                    Ok(Message::Response(Response { id, result }))
+                }
                 _ => Err(DecodeError::MissingResponseId),
             },
-            (None, Some(error)) => {
+            (false, Some(error)) => {
                 let error: ErrorObject = serde_json::from_str(error.get()).map_err(DecodeError::InvalidError)?;
                 Ok(Message::Error(ErrorResponse { id: id.flatten(), error }))
             }
@@ -755,6 +762,39 @@ pub trait TypedParams {
     fn decode<'de, D: serde::Deserializer<'de>>(method: &str, params: D) -> Result<Body, D::Error>;
 }
 
+/// Results decoded straight into a Rust type in the pass that reads the envelope, for the
+/// requests an application names ([`decode_answer`]): the receiving side of [`TypedParams`].
+/// A response does not say which method it answers, so the caller tells.
+pub trait TypedResults {
+    /// Whether the results of `method` (the request's) are decoded here.
+    fn wants(method: &str) -> bool;
+    /// Decodes the result of a `method` request (one that [`wants`](TypedResults::wants)).
+    ///
+    /// # Errors
+    /// When the result does not fit the type.
+    fn decode<'de, D: serde::Deserializer<'de>>(method: &str, result: D) -> Result<Body, D::Error>;
+}
+
+/// Nothing is typed: params and results stay raw.
+impl TypedParams for () {
+    fn wants(_: &str) -> bool {
+        false
+    }
+    fn decode<'de, D: serde::Deserializer<'de>>(_: &str, _: D) -> Result<Body, D::Error> {
+        Err(serde::de::Error::custom("no typed params"))
+    }
+}
+
+/// Nothing is typed: params and results stay raw.
+impl TypedResults for () {
+    fn wants(_: &str) -> bool {
+        false
+    }
+    fn decode<'de, D: serde::Deserializer<'de>>(_: &str, _: D) -> Result<Body, D::Error> {
+        Err(serde::de::Error::custom("no typed results"))
+    }
+}
+
 /// Like [`decode`], but the params of a request or notification whose method `P` wants come
 /// typed ([`Body::Typed`]) instead of raw. Whatever the typed pass cannot take (params before
 /// the method, params that do not fit the type, a batch, any error) is decoded by [`decode`],
@@ -766,9 +806,38 @@ pub trait TypedParams {
 /// # Errors
 /// As [`decode`].
 pub fn decode_typed<P: TypedParams>(bytes: &[u8], version: Option<ProtocolVersion>) -> Result<Payload, DecodeError> {
+    decode_with::<P, ()>(bytes, version, None)
+}
+
+/// Like [`decode`], but the result of a response comes typed ([`Body::Typed`]) when it answers
+/// a request of `method` that `R` wants, as an answer the caller expects would. The response's
+/// id is not checked against the request's (it may come after the result): the caller checks
+/// it and decodes again with [`decode`] if it needs to. Whatever the typed pass cannot take (a
+/// result that does not fit the type, a batch, any error) is decoded by [`decode`], so errors
+/// and raw results are exactly [`decode`]'s.
+///
+/// Typed results are re-serialized when something asks for their JSON: use this where the
+/// receiver decodes them anyway, not where the exact bytes matter (a proxy, a recorder).
+///
+/// # Errors
+/// As [`decode`].
+pub fn decode_answer<R: TypedResults>(
+    bytes: &[u8],
+    version: Option<ProtocolVersion>,
+    method: &str,
+) -> Result<Payload, DecodeError> {
+    decode_with::<(), R>(bytes, version, Some(method))
+}
+
+fn decode_with<P: TypedParams, R: TypedResults>(
+    bytes: &[u8],
+    version: Option<ProtocolVersion>,
+    answers: Option<&str>,
+) -> Result<Payload, DecodeError> {
     if first_significant_byte(bytes) == Some(b'{') {
         let mut de = serde_json::Deserializer::from_slice(bytes);
-        let read = serde::Deserializer::deserialize_map(&mut de, TypedEnvelope::<P>(std::marker::PhantomData));
+        let visitor = TypedEnvelope::<P, R> { answers, types: std::marker::PhantomData };
+        let read = serde::Deserializer::deserialize_map(&mut de, visitor);
         if let (Ok((envelope, typed)), Ok(())) = (read, de.end()) {
             if let Ok(message) = envelope.into_message_with(typed) {
                 return Ok(Payload::Single(message));
@@ -779,11 +848,15 @@ pub fn decode_typed<P: TypedParams>(bytes: &[u8], version: Option<ProtocolVersio
 }
 
 /// Reads a message object like the derived `Envelope`, decoding `params` with `P` when the
-/// method came first and `P` wants it (then the second item is `Some`).
-struct TypedEnvelope<P>(std::marker::PhantomData<P>);
+/// method came first and `P` wants it, and `result` with `R` when `R` wants the results of the
+/// method it `answers`.
+struct TypedEnvelope<'h, P, R> {
+    answers: Option<&'h str>,
+    types: std::marker::PhantomData<(P, R)>,
+}
 
-impl<'de, P: TypedParams> serde::de::Visitor<'de> for TypedEnvelope<P> {
-    type Value = (Envelope<'de>, Option<Body>);
+impl<'de, P: TypedParams, R: TypedResults> serde::de::Visitor<'de> for TypedEnvelope<'_, P, R> {
+    type Value = (Envelope<'de>, Typed);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message")
@@ -792,16 +865,16 @@ impl<'de, P: TypedParams> serde::de::Visitor<'de> for TypedEnvelope<P> {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         use serde::de::Error as _;
         let mut envelope = Envelope { jsonrpc: None, id: None, method: None, params: None, result: None, error: None };
-        let mut typed = None;
+        let mut typed = Typed::default();
+        let typed_result = self.answers.filter(|m| R::wants(m));
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             let slot = match &*key {
                 "jsonrpc" => &mut envelope.jsonrpc,
                 "id" => &mut envelope.id,
                 "method" => &mut envelope.method,
-                "result" => &mut envelope.result,
                 "error" => &mut envelope.error,
                 "params" => {
-                    if envelope.params.is_some() || typed.is_some() {
+                    if envelope.params.is_some() || typed.params.is_some() {
                         return Err(A::Error::duplicate_field("params"));
                     }
                     // A method name with escapes is left to the raw path.
@@ -809,9 +882,21 @@ impl<'de, P: TypedParams> serde::de::Visitor<'de> for TypedEnvelope<P> {
                         envelope.method.map(RawValue::get).and_then(|m| m.strip_prefix('"')?.strip_suffix('"'));
                     match method.filter(|m| !m.contains('\\') && P::wants(m)) {
                         Some(method) => {
-                            typed = Some(map.next_value_seed(ParamsSeed::<P>(method, std::marker::PhantomData))?)
+                            typed.params = Some(map.next_value_seed(ParamsSeed::<P>(method, std::marker::PhantomData))?)
                         }
                         None => envelope.params = Some(map.next_value()?),
+                    }
+                    continue;
+                }
+                "result" => {
+                    if envelope.result.is_some() || typed.result.is_some() {
+                        return Err(A::Error::duplicate_field("result"));
+                    }
+                    match typed_result {
+                        Some(method) => {
+                            typed.result = Some(map.next_value_seed(ResultSeed::<R>(method, std::marker::PhantomData))?)
+                        }
+                        None => envelope.result = Some(map.next_value()?),
                     }
                     continue;
                 }
@@ -829,6 +914,13 @@ impl<'de, P: TypedParams> serde::de::Visitor<'de> for TypedEnvelope<P> {
     }
 }
 
+/// The params or result read typed by [`TypedEnvelope`].
+#[derive(Default)]
+struct Typed {
+    params: Option<Body>,
+    result: Option<Body>,
+}
+
 struct ParamsSeed<'m, P>(&'m str, std::marker::PhantomData<P>);
 
 impl<'de, P: TypedParams> serde::de::DeserializeSeed<'de> for ParamsSeed<'_, P> {
@@ -836,6 +928,16 @@ impl<'de, P: TypedParams> serde::de::DeserializeSeed<'de> for ParamsSeed<'_, P> 
 
     fn deserialize<D: serde::Deserializer<'de>>(self, params: D) -> Result<Body, D::Error> {
         P::decode(self.0, params)
+    }
+}
+
+struct ResultSeed<'m, R>(&'m str, std::marker::PhantomData<R>);
+
+impl<'de, R: TypedResults> serde::de::DeserializeSeed<'de> for ResultSeed<'_, R> {
+    type Value = Body;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, result: D) -> Result<Body, D::Error> {
+        R::decode(self.0, result)
     }
 }
 
@@ -1258,20 +1360,86 @@ mod tests {
         assert!(serde_json::from_str::<Line>(r#"{"msg":{"id":1}}"#).is_err());
     }
 
-    /// `decode_typed` against `decode`: the same message (as JSON) or the same error.
+    /// `decode_typed` (server side) and `decode_answer` for `tools/call` (client side) against
+    /// `decode`: the same message (as JSON) or the same error. Returns whether the answer came
+    /// with a typed result.
     #[track_caller]
-    fn typed_decodes_alike(bytes: &[u8]) {
-        use crate::proto::mcp_types::ServerTypedParams;
+    fn typed_decodes_alike(bytes: &[u8]) -> bool {
+        use crate::proto::mcp_types::{ClientTypedResults, ServerTypedParams};
         let version = Some(ProtocolVersion::V2025_03_26);
-        match (decode(bytes, version), decode_typed::<ServerTypedParams>(bytes, version)) {
-            (Ok(Payload::Single(a)), Ok(Payload::Single(b))) => {
-                let json = |m: &Message| serde_json::from_slice::<serde_json::Value>(&m.to_vec()).unwrap();
-                assert_eq!(json(&a), json(&b), "{}", String::from_utf8_lossy(bytes));
+        let raw = || decode(bytes, version);
+        let answer = decode_answer::<ClientTypedResults>(bytes, version, "tools/call");
+        let typed_result = matches!(&answer, Ok(Payload::Single(Message::Response(r))) if r.result.as_raw().is_none());
+        for typed in [decode_typed::<ServerTypedParams>(bytes, version), answer] {
+            match (raw(), typed) {
+                (Ok(Payload::Single(a)), Ok(Payload::Single(b))) => {
+                    let json = |m: &Message| serde_json::from_slice::<serde_json::Value>(&m.to_vec()).unwrap();
+                    assert_eq!(json(&a), json(&b), "{}", String::from_utf8_lossy(bytes));
+                }
+                (Ok(Payload::Batch(a)), Ok(Payload::Batch(b))) => assert_eq!(a.len(), b.len()),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{}", String::from_utf8_lossy(bytes)),
+                (a, b) => panic!("{}: {a:?} against {b:?}", String::from_utf8_lossy(bytes)),
             }
-            (Ok(Payload::Batch(a)), Ok(Payload::Batch(b))) => assert_eq!(a.len(), b.len()),
-            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{}", String::from_utf8_lossy(bytes)),
-            (a, b) => panic!("{}: {a:?} against {b:?}", String::from_utf8_lossy(bytes)),
         }
+        typed_result
+    }
+
+    #[test]
+    fn tools_call_results_come_typed_and_everything_else_as_decode_gives_it() {
+        use crate::proto::mcp_types::{CallToolOutput, ClientTypedResults};
+        // The TypeScript SDK writes the result before the id.
+        let answer = br#"{"result":{"content":[{"type":"text","text":"hi \u00e9"}],"isError":false,"x":1},"jsonrpc":"2.0","id":7}"#;
+        let Ok(Payload::Single(Message::Response(r))) = decode_answer::<ClientTypedResults>(answer, None, "tools/call")
+        else {
+            panic!("not a response")
+        };
+        assert_eq!(r.id, Id::Number(7));
+        let Some(CallToolOutput::Result(result)) = r.result.typed_as::<CallToolOutput>() else {
+            panic!("typed result")
+        };
+        assert_eq!(result.content.len(), 1);
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(result.extra["x"], 1);
+        assert!(typed_decodes_alike(answer));
+        // Other requests' results, and results that do not fit, stay raw.
+        let listed = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
+        let Ok(Payload::Single(Message::Response(r))) = decode_answer::<ClientTypedResults>(listed, None, "tools/list")
+        else {
+            panic!("not a response")
+        };
+        assert!(r.result.as_raw().is_some());
+        for (text, typed) in [
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#, true),
+            (
+                r#"{"jsonrpc":"2.0","id":"a","result":{"task":{"taskId":"t","status":"working","createdAt":"2025-11-25T00:00:00Z","lastUpdatedAt":"2025-11-25T00:00:00Z","ttl":null}}}"#,
+                true,
+            ),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}"#, true),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"content":"text"}}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":[1]}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":null}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text"}]}}"#, false),
+            // Messages that are not responses.
+            (r#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"m"}}"#, false),
+            (r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}"#, false),
+            // Envelope errors.
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"result":{"content":[]}}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"method":"x"}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"error":{"code":1,"message":"m"}}"#, false),
+            (r#"{"jsonrpc":"2.0","result":{"content":[]}}"#, false),
+            (r#"{"jsonrpc":"2.0","id":null,"result":{"content":[]}}"#, false),
+            (r#"{"jsonrpc":"1.0","id":1,"result":{"content":[]}}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}} x"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]"#, false),
+            (r#"[{"jsonrpc":"2.0","id":1,"result":{"content":[]}}]"#, false),
+        ] {
+            assert_eq!(typed_decodes_alike(text.as_bytes()), typed, "{text}");
+        }
+        assert!(!typed_decodes_alike(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}}"
+        ));
     }
 
     #[test]
@@ -1319,9 +1487,9 @@ mod tests {
     }
 
     #[test]
-    fn every_bundled_recording_decodes_typed_as_it_decodes_raw() {
+    fn every_bundled_recording_decodes_typed_as_it_decodes_raw_on_both_sides() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/conformance/recordings");
-        let mut calls = 0;
+        let (mut calls, mut typed_results) = (0, 0);
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "jsonl") {
@@ -1331,10 +1499,13 @@ mod tests {
                 let value: serde_json::Value = serde_json::from_str(line).unwrap();
                 let Some(message) = value.get("msg") else { continue };
                 let bytes = serde_json::to_vec(message).unwrap();
-                typed_decodes_alike(&bytes);
+                // Every response is tried as a tools/call answer: results of other shapes must
+                // come out raw and alike too.
+                typed_results += usize::from(typed_decodes_alike(&bytes));
                 calls += usize::from(message["method"] == "tools/call");
             }
         }
         assert!(calls > 20, "{calls} tools/call requests in the recordings");
+        assert!(typed_results > 20, "{typed_results} typed tools/call results in the recordings");
     }
 }

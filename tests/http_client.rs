@@ -2,7 +2,7 @@
 //! session and version headers, session expiry surfacing as a distinct error, resumption of a
 //! dropped stream (no event lost or duplicated), the legacy HTTP+SSE transport both ways,
 //! graceful shutdown, and (against a scripted server) answers that come in pieces or over the
-//! event cap.
+//! event cap, and `tools/call` results decoded typed only where they answer the request.
 
 mod http_support;
 
@@ -587,5 +587,66 @@ async fn answers_over_the_event_cap_are_refused_and_the_next_request_goes_throug
         }
         request(&transport, small).await;
         assert_eq!(next_result(&transport).await.unwrap(), (json!(small), json!({"text": "small"})));
+    }
+}
+
+/// A `tools/call` result written the TypeScript SDK's way (result before id).
+fn tool_answer(id: &Value) -> String {
+    format!(r#"{{"result":{{"content":[{{"type":"text","text":"for {id}"}}],"x":1}},"jsonrpc":"2.0","id":{id}}}"#)
+}
+
+/// Whether the next message is a response to `id` with a typed (not raw) result, checking that
+/// either way it decodes to the tool's answer.
+async fn next_answer_is_typed(transport: &HttpClientTransport, id: i64) -> bool {
+    use mcpwire::proto::jsonrpc::Message;
+    use mcpwire::proto::mcp_types::{CallToolOutput, ContentBlock};
+    use mcpwire::transport::Transport;
+    let Some(Message::Response(r)) = transport.recv().await.unwrap() else { panic!("expected a response") };
+    assert_eq!(r.id, id.into());
+    let typed = r.result.as_raw().is_none();
+    let Ok(CallToolOutput::Result(result)) = r.result.into_decoded::<CallToolOutput>() else { panic!("a tool result") };
+    assert!(matches!(&result.content[..], [ContentBlock::Text(t)] if t.text == format!("for {id}")));
+    assert_eq!(result.extra["x"], 1);
+    typed
+}
+
+#[tokio::test]
+async fn tool_results_come_typed_when_they_answer_the_request_and_raw_otherwise() {
+    let addr = scripted_server(|id| {
+        let json_body = |answer: String| {
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                answer.len()
+            )
+        };
+        match id.as_i64().unwrap() {
+            // JSON answers.
+            1 | 4 => vec![(0, json_body(tool_answer(id)))],
+            // A server's mistake first: an answer to a request this POST did not make.
+            3 => vec![(
+                0,
+                sse_head()
+                    + &chunk(&format!("data: {}\n\n", tool_answer(&json!(77))))
+                    + &chunk(&format!("data: {}\n\n", tool_answer(id)))
+                    + "0\r\n\r\n",
+            )],
+            _ => vec![(0, sse_head() + &chunk(&format!("data: {}\n\n", tool_answer(id))) + "0\r\n\r\n")],
+        }
+    })
+    .await;
+    let transport = client(format!("http://{addr}/mcp"));
+    for id in [1, 2] {
+        request(&transport, id).await;
+        assert!(next_answer_is_typed(&transport, id).await, "answer {id}");
+    }
+    request(&transport, 3).await;
+    assert!(!next_answer_is_typed(&transport, 77).await, "an answer to another request stays raw");
+    assert!(next_answer_is_typed(&transport, 3).await);
+
+    let untyped = HttpClientTransport::new(HttpClientConfig::new(format!("http://{addr}/mcp")).typed_results(false));
+    let untyped = untyped.unwrap();
+    for id in [4, 5] {
+        request(&untyped, id).await;
+        assert!(!next_answer_is_typed(&untyped, id).await, "typed_results off: answer {id}");
     }
 }

@@ -194,6 +194,22 @@ impl crate::proto::jsonrpc::TypedParams for ServerTypedParams {
     }
 }
 
+/// The results a client decodes in the same pass as the envelope
+/// ([`decode_answer`](crate::proto::jsonrpc::decode_answer)): `tools/call`'s, the result that
+/// can be large. It comes as a typed [`CallToolOutput`] body, the type
+/// `Client::call_tool` decodes it into.
+pub struct ClientTypedResults;
+
+impl crate::proto::jsonrpc::TypedResults for ClientTypedResults {
+    fn wants(method: &str) -> bool {
+        method == "tools/call"
+    }
+
+    fn decode<'de, D: Deserializer<'de>>(_: &str, result: D) -> Result<crate::proto::jsonrpc::Body, D::Error> {
+        CallToolOutput::deserialize(result).map(crate::proto::jsonrpc::Body::typed)
+    }
+}
+
 // Hand-written (see `decode`): the params of every call, and the arguments can be large.
 deserialize_with_extra!(CallToolRequestParams, "tools/call params",
     required { name: String = "name" }

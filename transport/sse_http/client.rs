@@ -41,7 +41,8 @@ use tokio::sync::{mpsc, watch, Notify};
 
 use super::{full, is_media, requeue_once, HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::proto::framing::{FrameError, LineError, SseDecoder, DEFAULT_MAX_FRAME_BYTES};
-use crate::proto::jsonrpc::{self, Id, Message, Payload};
+use crate::proto::jsonrpc::{self, Id, Message, Payload, TypedResults};
+use crate::proto::mcp_types::ClientTypedResults;
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
 
@@ -85,6 +86,10 @@ pub struct HttpClientConfig {
     /// Keep a connection for the next request once its response has been read to the end: on.
     /// Off, every request opens a connection of its own.
     pub reuse_connections: bool,
+    /// Decode a `tools/call` result into its type in the pass that reads the answer
+    /// ([`jsonrpc::decode_answer`] with [`ClientTypedResults`]): on. The result is then
+    /// re-serialized if anything asks for its JSON; turn this off where the exact bytes matter.
+    pub typed_results: bool,
     #[cfg(feature = "tls")]
     /// Root certificates trusted on top of the webpki roots (e.g. a test CA).
     pub extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
@@ -105,6 +110,7 @@ impl HttpClientConfig {
             legacy: false,
             open_get_stream: true,
             reuse_connections: true,
+            typed_results: true,
             max_reconnects: 5,
             default_retry: Duration::from_secs(1),
             #[cfg(feature = "tls")]
@@ -161,6 +167,12 @@ impl HttpClientConfig {
     /// Whether to open the standalone GET stream.
     pub fn open_get_stream(mut self, on: bool) -> Self {
         self.open_get_stream = on;
+        self
+    }
+
+    /// Whether to decode `tools/call` results typed (see [`HttpClientConfig::typed_results`]).
+    pub fn typed_results(mut self, on: bool) -> Self {
+        self.typed_results = on;
         self
     }
 
@@ -567,11 +579,14 @@ impl Inner {
             let _ = tokio::time::timeout(STANDALONE_OPEN_WAIT, opened.wait_for(|s| *s == Standalone::Settled)).await;
         }
         let session = self.session_id.lock().expect("client lock").clone();
-        let mut request_ids = HashSet::new();
+        let mut awaited = Awaited::default();
         if let Message::Request(r) = message {
-            request_ids.insert(r.id.clone());
+            awaited.ids.insert(r.id.clone());
             if r.method == "initialize" {
                 *self.initialize_id.lock().expect("client lock") = Some(r.id.clone());
+            }
+            if self.config.typed_results && ClientTypedResults::wants(&r.method) {
+                awaited.typed_method = Some(r.method.clone());
             }
         }
         let extra = [
@@ -608,7 +623,7 @@ impl Inner {
             self.spawn(async move { inner.standalone_stream().await });
         }
         let content_type = response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-        if status == StatusCode::ACCEPTED || request_ids.is_empty() && !is_media(&content_type, "text/event-stream") {
+        if status == StatusCode::ACCEPTED || awaited.ids.is_empty() && !is_media(&content_type, "text/event-stream") {
             // Nothing to read but the (normally empty) body, which frees the connection.
             self.drain(response.into_body(), lease).await;
             return Ok(());
@@ -635,29 +650,28 @@ impl Inner {
         let inner = self.clone();
         if !sse {
             if read.end.is_some() || read.buf.len() > self.config.max_event_bytes {
-                self.finish_json(body, lease, read).await;
+                self.finish_json(body, lease, read, &awaited).await;
             } else {
-                self.spawn(async move { inner.read_json(body, lease, read).await });
+                self.spawn(async move { inner.read_json(body, lease, read, &awaited).await });
             }
             return Ok(());
         }
         let mut decoder = SseDecoder::with_max_event_bytes(self.config.max_event_bytes);
         if !read.ended_cleanly() {
-            self.spawn(async move { inner.read_stream(Some((body, lease, read)), decoder, request_ids, false).await });
+            self.spawn(async move { inner.read_stream(Some((body, lease, read)), decoder, awaited, false).await });
             return Ok(());
         }
-        let mut pending = request_ids;
-        self.read_events(body, Some(lease), read, &mut decoder, &mut pending, None).await;
-        if !pending.is_empty() && !self.closed.load(Ordering::Acquire) {
+        self.read_events(body, Some(lease), read, &mut decoder, &mut awaited, None).await;
+        if !awaited.ids.is_empty() && !self.closed.load(Ordering::Acquire) {
             // The stream ended before its answers: resuming it takes a task of its own.
-            self.spawn(async move { inner.read_stream(None, decoder, pending, false).await });
+            self.spawn(async move { inner.read_stream(None, decoder, awaited, false).await });
         }
         Ok(())
     }
 
     /// Reads a JSON answer to its end (within the request timeout and the size cap) and hands
     /// its messages on.
-    async fn read_json(&self, mut body: Incoming, lease: Lease, mut read: Read) {
+    async fn read_json(&self, mut body: Incoming, lease: Lease, mut read: Read, awaited: &Awaited) {
         let max = self.config.max_event_bytes;
         let rest = async {
             while read.end.is_none() && read.buf.len() <= max {
@@ -667,11 +681,11 @@ impl Inner {
         if tokio::time::timeout(self.config.request_timeout, rest).await.is_err() {
             return self.push(Err(TransportError::Timeout)).await;
         }
-        self.finish_json(body, lease, read).await;
+        self.finish_json(body, lease, read, awaited).await;
     }
 
     /// Hands on a JSON answer read as far as it goes (its end, an error, or past the cap).
-    async fn finish_json(&self, body: Incoming, lease: Lease, read: Read) {
+    async fn finish_json(&self, body: Incoming, lease: Lease, read: Read, awaited: &Awaited) {
         let max = self.config.max_event_bytes;
         if read.buf.len() > max {
             let seen = read.buf.len();
@@ -683,7 +697,7 @@ impl Inner {
             Some(Ok(())) => {
                 drop(body);
                 self.release(lease);
-                self.deliver(&read.buf).await;
+                self.deliver(&read.buf, awaited).await;
             }
             end => {
                 let message = end.and_then(Result::err).unwrap_or_else(|| "the body ended early".to_owned());
@@ -693,8 +707,8 @@ impl Inner {
     }
 
     /// Decodes one message (or batch) and hands it to `recv`.
-    async fn deliver(&self, data: &[u8]) {
-        match self.decode(data) {
+    async fn deliver(&self, data: &[u8], awaited: &Awaited) {
+        match self.decode(data, awaited) {
             Ok(messages) => {
                 for message in messages {
                     self.push(Ok(Some(message))).await;
@@ -705,9 +719,18 @@ impl Inner {
     }
 
     /// Decodes one message (or batch), learning the negotiated version from an initialize
-    /// result on the way.
-    fn decode(&self, data: &[u8]) -> Result<Vec<Message>, TransportError> {
+    /// result on the way. The answer to the request `awaited` names a typed method for comes
+    /// with its result typed.
+    fn decode(&self, data: &[u8], awaited: &Awaited) -> Result<Vec<Message>, TransportError> {
         let version = *self.version.lock().expect("client lock");
+        if let Some(method) = &awaited.typed_method {
+            match jsonrpc::decode_answer::<ClientTypedResults>(data, version, method) {
+                // A response to some other request (a server's mistake) is decoded again, raw.
+                Ok(Payload::Single(Message::Response(r))) if !awaited.ids.contains(&r.id) => {}
+                Ok(Payload::Single(message)) => return Ok(vec![message]),
+                _ => {}
+            }
+        }
         // Replies to a 2025-03-26 batch may come as an array; decode leniently.
         let messages = match jsonrpc::decode(data, version.or(Some(ProtocolVersion::V2025_03_26))) {
             Ok(Payload::Single(m)) => vec![m],
@@ -740,7 +763,7 @@ impl Inner {
         self: &Arc<Self>,
         first: Option<(Incoming, Lease, Read)>,
         mut decoder: SseDecoder,
-        mut pending: HashSet<Id>,
+        mut pending: Awaited,
         standalone: bool,
     ) {
         let mut body = first;
@@ -749,7 +772,7 @@ impl Inner {
             if let Some((b, lease, read)) = body.take() {
                 self.read_events(b, Some(lease), read, &mut decoder, &mut pending, None).await;
             }
-            if self.closed.load(Ordering::Acquire) || (!standalone && pending.is_empty()) {
+            if self.closed.load(Ordering::Acquire) || (!standalone && pending.ids.is_empty()) {
                 return;
             }
             // Resumption needs an event id (a POST stream without one cannot be resumed).
@@ -797,7 +820,7 @@ impl Inner {
         self.standalone.send_replace(Standalone::Settled);
         if let Ok(Some((body, lease))) = opened {
             let decoder = SseDecoder::with_max_event_bytes(self.config.max_event_bytes);
-            self.read_stream(Some((body, lease, Read::default())), decoder, HashSet::new(), true).await;
+            self.read_stream(Some((body, lease, Read::default())), decoder, Awaited::default(), true).await;
         }
     }
 
@@ -813,14 +836,14 @@ impl Inner {
         mut lease: Option<Lease>,
         mut read: Read,
         decoder: &mut SseDecoder,
-        pending: &mut HashSet<Id>,
+        pending: &mut Awaited,
         endpoint: Option<&watch::Sender<Option<Uri>>>,
     ) {
         loop {
             while let Some(event) = decoder.decode(&mut read.buf) {
-                let waiting = !pending.is_empty();
+                let waiting = !pending.ids.is_empty();
                 let messages = self.event(event, pending, endpoint).await;
-                if waiting && pending.is_empty() && read.buf.is_empty() && read.end.is_none() {
+                if waiting && pending.ids.is_empty() && read.buf.is_empty() && read.end.is_none() {
                     read.take_ready(&mut body, self.config.max_event_bytes).await;
                 }
                 if read.ended_cleanly() {
@@ -852,7 +875,7 @@ impl Inner {
     async fn event(
         &self,
         event: Result<crate::proto::framing::SseEvent, FrameError>,
-        pending: &mut HashSet<Id>,
+        pending: &mut Awaited,
         endpoint: Option<&watch::Sender<Option<Uri>>>,
     ) -> Vec<Message> {
         match event {
@@ -865,7 +888,7 @@ impl Inner {
                 }
             }
             Ok(event) if event.event_type() != "message" || event.data.is_empty() => {}
-            Ok(event) => match self.decode(event.data.as_bytes()) {
+            Ok(event) => match self.decode(event.data.as_bytes(), pending) {
                 Ok(messages) => {
                     for message in &messages {
                         let answered = match message {
@@ -874,7 +897,7 @@ impl Inner {
                             _ => None,
                         };
                         if let Some(id) = answered {
-                            pending.remove(id);
+                            pending.ids.remove(id);
                         }
                     }
                     return messages;
@@ -917,7 +940,7 @@ impl Inner {
             let inner = self.clone();
             self.spawn(async move {
                 let mut decoder = SseDecoder::with_max_event_bytes(inner.config.max_event_bytes);
-                let mut pending = HashSet::new();
+                let mut pending = Awaited::default();
                 let body = response.into_body();
                 inner.read_events(body, None, Read::default(), &mut decoder, &mut pending, Some(&endpoint_tx)).await;
                 // The legacy session lives as long as its stream.
@@ -952,6 +975,15 @@ impl Inner {
         }
         Err(http_error(response).await)
     }
+}
+
+/// The answers a stream still owes, and how to decode them.
+#[derive(Default)]
+struct Awaited {
+    /// The ids of the POST's requests not answered yet.
+    ids: HashSet<Id>,
+    /// The method of the POST's request, when its result is decoded typed.
+    typed_method: Option<String>,
 }
 
 /// What has been read of a response body: its bytes so far and, once it is over, how it ended.
