@@ -61,7 +61,7 @@ fn is_escaped(byte: u8) -> bool {
 /// The index of the first byte of `bytes[from..]` that must be escaped, or `bytes.len()`.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn next_escape(bytes: &[u8], mut from: usize) -> usize {
+pub(crate) fn next_escape(bytes: &[u8], mut from: usize) -> usize {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_setzero_si128,
         _mm_subs_epu8,
@@ -90,7 +90,7 @@ fn next_escape(bytes: &[u8], mut from: usize) -> usize {
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
-fn next_escape(bytes: &[u8], from: usize) -> usize {
+pub(crate) fn next_escape(bytes: &[u8], from: usize) -> usize {
     next_escape_by_words(bytes, from)
 }
 

@@ -834,111 +834,90 @@ fn decode_with<P: TypedParams, R: TypedResults>(
     version: Option<ProtocolVersion>,
     answers: Option<&str>,
 ) -> Result<Payload, DecodeError> {
-    if first_significant_byte(bytes) == Some(b'{') {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
-        let visitor = TypedEnvelope::<P, R> { answers, types: std::marker::PhantomData };
-        let read = serde::Deserializer::deserialize_map(&mut de, visitor);
-        if let (Ok((envelope, typed)), Ok(())) = (read, de.end()) {
-            if let Ok(message) = envelope.into_message_with(typed) {
-                return Ok(Payload::Single(message));
+    match decode_fast::<P, R>(bytes, answers) {
+        Some(message) => Ok(Payload::Single(message)),
+        None => decode(bytes, version),
+    }
+}
+
+/// The members of a message object, as [`decode_fast`] sorts them.
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Error,
+    Params,
+    Result,
+    Other,
+}
+
+/// One message read with [`json_read`](super::json_read), with its params typed when the
+/// method came first and `P` wants it, or its result typed when `R` wants the results of the
+/// method it `answers`. `None` for anything else (raw params or results, any error), which
+/// [`decode`] then reads.
+fn decode_fast<P: TypedParams, R: TypedResults>(bytes: &[u8], answers: Option<&str>) -> Option<Message> {
+    use super::json_read::Reader;
+    let mut reader = Reader::new(bytes);
+    let mut envelope = Envelope { jsonrpc: None, id: None, method: None, params: None, result: None, error: None };
+    let mut typed = Typed::default();
+    let mut more = !reader.begin_object().ok()?;
+    while more {
+        let member = reader
+            .key(|key| match key {
+                "jsonrpc" => Member::Jsonrpc,
+                "id" => Member::Id,
+                "method" => Member::Method,
+                "error" => Member::Error,
+                "params" => Member::Params,
+                "result" => Member::Result,
+                _ => Member::Other,
+            })
+            .ok()?;
+        let slot = match member {
+            Member::Jsonrpc => &mut envelope.jsonrpc,
+            Member::Id => &mut envelope.id,
+            Member::Method => &mut envelope.method,
+            Member::Error => &mut envelope.error,
+            Member::Params => {
+                // Typed only after the method, and never for a method name with escapes.
+                let method = envelope.method.map(RawValue::get)?.strip_prefix('"')?.strip_suffix('"')?;
+                if typed.params.is_some() || method.contains('\\') || !P::wants(method) {
+                    return None;
+                }
+                typed.params = Some(P::decode(method, &mut reader).ok()?);
+                more = reader.next_member().ok()?;
+                continue;
             }
-        }
-    }
-    decode(bytes, version)
-}
-
-/// Reads a message object like the derived `Envelope`, decoding `params` with `P` when the
-/// method came first and `P` wants it, and `result` with `R` when `R` wants the results of the
-/// method it `answers`.
-struct TypedEnvelope<'h, P, R> {
-    answers: Option<&'h str>,
-    types: std::marker::PhantomData<(P, R)>,
-}
-
-impl<'de, P: TypedParams, R: TypedResults> serde::de::Visitor<'de> for TypedEnvelope<'_, P, R> {
-    type Value = (Envelope<'de>, Typed);
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON-RPC message")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        use serde::de::Error as _;
-        let mut envelope = Envelope { jsonrpc: None, id: None, method: None, params: None, result: None, error: None };
-        let mut typed = Typed::default();
-        let typed_result = self.answers.filter(|m| R::wants(m));
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            let slot = match &*key {
-                "jsonrpc" => &mut envelope.jsonrpc,
-                "id" => &mut envelope.id,
-                "method" => &mut envelope.method,
-                "error" => &mut envelope.error,
-                "params" => {
-                    if envelope.params.is_some() || typed.params.is_some() {
-                        return Err(A::Error::duplicate_field("params"));
-                    }
-                    // A method name with escapes is left to the raw path.
-                    let method =
-                        envelope.method.map(RawValue::get).and_then(|m| m.strip_prefix('"')?.strip_suffix('"'));
-                    match method.filter(|m| !m.contains('\\') && P::wants(m)) {
-                        Some(method) => {
-                            typed.params = Some(map.next_value_seed(ParamsSeed::<P>(method, std::marker::PhantomData))?)
-                        }
-                        None => envelope.params = Some(map.next_value()?),
-                    }
-                    continue;
+            Member::Result => {
+                let method = answers.filter(|m| R::wants(m))?;
+                if typed.result.is_some() {
+                    return None;
                 }
-                "result" => {
-                    if envelope.result.is_some() || typed.result.is_some() {
-                        return Err(A::Error::duplicate_field("result"));
-                    }
-                    match typed_result {
-                        Some(method) => {
-                            typed.result = Some(map.next_value_seed(ResultSeed::<R>(method, std::marker::PhantomData))?)
-                        }
-                        None => envelope.result = Some(map.next_value()?),
-                    }
-                    continue;
-                }
-                _ => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                    continue;
-                }
-            };
-            if slot.is_some() {
-                return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+                typed.result = Some(R::decode(method, &mut reader).ok()?);
+                more = reader.next_member().ok()?;
+                continue;
             }
-            *slot = Some(map.next_value()?);
+            Member::Other => {
+                reader.value_text().ok()?;
+                more = reader.next_member().ok()?;
+                continue;
+            }
+        };
+        if slot.is_some() {
+            return None;
         }
-        Ok((envelope, typed))
+        *slot = Some(serde_json::from_str::<&RawValue>(reader.value_text().ok()?).ok()?);
+        more = reader.next_member().ok()?;
     }
+    reader.end().ok()?;
+    envelope.into_message_with(typed).ok()
 }
 
-/// The params or result read typed by [`TypedEnvelope`].
+/// The params or result read typed by [`decode_fast`].
 #[derive(Default)]
 struct Typed {
     params: Option<Body>,
     result: Option<Body>,
-}
-
-struct ParamsSeed<'m, P>(&'m str, std::marker::PhantomData<P>);
-
-impl<'de, P: TypedParams> serde::de::DeserializeSeed<'de> for ParamsSeed<'_, P> {
-    type Value = Body;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, params: D) -> Result<Body, D::Error> {
-        P::decode(self.0, params)
-    }
-}
-
-struct ResultSeed<'m, R>(&'m str, std::marker::PhantomData<R>);
-
-impl<'de, R: TypedResults> serde::de::DeserializeSeed<'de> for ResultSeed<'_, R> {
-    type Value = Body;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, result: D) -> Result<Body, D::Error> {
-        R::decode(self.0, result)
-    }
 }
 
 /// Decodes one frame: a message, or a batch where `version` allows batches (2025-03-26).
@@ -1365,12 +1344,21 @@ mod tests {
     /// with a typed result.
     #[track_caller]
     fn typed_decodes_alike(bytes: &[u8]) -> bool {
+        typed_decodes_alike_counting(bytes).1
+    }
+
+    /// As [`typed_decodes_alike`]; returns whether the params came typed, and the result.
+    #[track_caller]
+    fn typed_decodes_alike_counting(bytes: &[u8]) -> (bool, bool) {
         use crate::proto::mcp_types::{ClientTypedResults, ServerTypedParams};
         let version = Some(ProtocolVersion::V2025_03_26);
         let raw = || decode(bytes, version);
+        let request = decode_typed::<ServerTypedParams>(bytes, version);
         let answer = decode_answer::<ClientTypedResults>(bytes, version, "tools/call");
+        let typed_params = matches!(&request, Ok(Payload::Single(Message::Request(r)))
+            if r.params.as_ref().is_some_and(|p| p.as_raw().is_none()));
         let typed_result = matches!(&answer, Ok(Payload::Single(Message::Response(r))) if r.result.as_raw().is_none());
-        for typed in [decode_typed::<ServerTypedParams>(bytes, version), answer] {
+        for typed in [request, answer] {
             match (raw(), typed) {
                 (Ok(Payload::Single(a)), Ok(Payload::Single(b))) => {
                     let json = |m: &Message| serde_json::from_slice::<serde_json::Value>(&m.to_vec()).unwrap();
@@ -1381,7 +1369,7 @@ mod tests {
                 (a, b) => panic!("{}: {a:?} against {b:?}", String::from_utf8_lossy(bytes)),
             }
         }
-        typed_result
+        (typed_params, typed_result)
     }
 
     #[test]
@@ -1489,7 +1477,7 @@ mod tests {
     #[test]
     fn every_bundled_recording_decodes_typed_as_it_decodes_raw_on_both_sides() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/conformance/recordings");
-        let (mut calls, mut typed_results) = (0, 0);
+        let (mut calls, mut typed_params, mut typed_results) = (0, 0, 0);
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "jsonl") {
@@ -1501,11 +1489,14 @@ mod tests {
                 let bytes = serde_json::to_vec(message).unwrap();
                 // Every response is tried as a tools/call answer: results of other shapes must
                 // come out raw and alike too.
-                typed_results += usize::from(typed_decodes_alike(&bytes));
-                calls += usize::from(message["method"] == "tools/call");
+                let (params, result) = typed_decodes_alike_counting(&bytes);
+                typed_params += usize::from(params);
+                typed_results += usize::from(result);
+                calls += usize::from(message["method"] == "tools/call" && message["params"]["name"].is_string());
             }
         }
         assert!(calls > 20, "{calls} tools/call requests in the recordings");
+        assert_eq!(typed_params, calls, "every recorded tools/call request with a name decodes typed");
         assert!(typed_results > 20, "{typed_results} typed tools/call results in the recordings");
     }
 }

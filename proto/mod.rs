@@ -1,6 +1,7 @@
 //! The wire layer, sans IO: it never imports tokio, hyper or rustls.
 //!
 //! - [`json_write`]: compact JSON output, as serde_json writes it, with a faster escaper.
+//! - `json_read`: a JSON reader for the typed decode of large params and results.
 //! - [`jsonrpc`]: the JSON-RPC 2.0 message model, decoding with validation, encoding.
 //! - [`mcp_types`]: every MCP type of every revision, and the method table.
 //! - [`version`]: protocol revisions and negotiation.
@@ -8,6 +9,7 @@
 //!   progress, timeouts.
 //! - `framing` (feature `framing`): newline-delimited and SSE framing on `bytes::BytesMut`.
 
+mod json_read;
 pub mod json_write;
 pub mod jsonrpc;
 pub mod mcp_types;
