@@ -5,8 +5,9 @@
 //! [`json_write`](super::json_write) (SSE2 on x86_64).
 //!
 //! serde_json scans a string 8 bytes at a time and then checks its UTF-8 in a second pass; on a
-//! 64 KiB tool call that scan was the largest item of the server's profile. Here the UTF-8
-//! check of a run without escapes is the only other pass.
+//! 64 KiB tool call that scan was the largest item of the server's profile. Here one pass finds
+//! where the string's text ends and whether it was all ASCII; only text that was not gets a
+//! UTF-8 check.
 //!
 //! It accepts exactly what serde_json accepts and gives visitors the same calls (borrowed
 //! strings when there is no escape, `u64`/`i64`/`f64` as serde_json picks them, serde_json's
@@ -21,7 +22,7 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Visitor};
 
-use super::json_write::next_escape;
+use super::json_write::next_escape_ascii;
 
 /// How deep arrays and objects may nest in one value read here.
 pub(crate) const MAX_DEPTH: u32 = 100;
@@ -161,9 +162,14 @@ impl<'de> Reader<'de> {
         let mut copied = false;
         let mut run = start;
         loop {
-            let at = next_escape(bytes, self.pos);
+            let (at, ascii) = next_escape_ascii(bytes, run);
             let Some(&byte) = bytes.get(at) else { return fail("unterminated string") };
-            let text = std::str::from_utf8(&bytes[run..at]).or_else(|_| fail("invalid utf-8"))?;
+            let text = if ascii {
+                // SAFETY: every byte of the run is ASCII, hence UTF-8 (the scan checked each).
+                unsafe { std::str::from_utf8_unchecked(&bytes[run..at]) }
+            } else {
+                std::str::from_utf8(&bytes[run..at]).or_else(|_| fail("invalid utf-8"))?
+            };
             match byte {
                 b'"' => {
                     self.pos = at + 1;

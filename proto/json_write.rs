@@ -59,44 +59,88 @@ fn is_escaped(byte: u8) -> bool {
 }
 
 /// The index of the first byte of `bytes[from..]` that must be escaped, or `bytes.len()`.
+#[inline]
+pub(crate) fn next_escape(bytes: &[u8], from: usize) -> usize {
+    scan::<false>(bytes, from).0
+}
+
+/// As [`next_escape`], and whether every byte before that index (from `from`) is ASCII: where
+/// a reader stops in a string, and whether the run it passed needs a UTF-8 check.
+#[inline]
+pub(crate) fn next_escape_ascii(bytes: &[u8], from: usize) -> (usize, bool) {
+    scan::<true>(bytes, from)
+}
+
+/// The scan behind [`next_escape`]: 64 bytes a step, then 16, with SSE2 (part of x86_64
+/// itself: no runtime check); the ASCII flag is only worked out when `ASCII` asks for it.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-pub(crate) fn next_escape(bytes: &[u8], mut from: usize) -> usize {
+fn scan<const ASCII: bool>(bytes: &[u8], mut from: usize) -> (usize, bool) {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_setzero_si128,
         _mm_subs_epu8,
     };
-    // SSE2 is part of x86_64 itself: these intrinsics need no runtime check.
-    // SAFETY: every load reads 16 bytes within `bytes` (`from + 16 <= len`), unaligned.
+    // SAFETY: every load reads 16 bytes within `bytes` (`from + 16 <= len`, `from + 64 <= len`
+    // for the four loads of a step), unaligned.
     unsafe {
         let quote = _mm_set1_epi8(b'"' as i8);
         let backslash = _mm_set1_epi8(b'\\' as i8);
         let below_space = _mm_set1_epi8(0x1f);
         let zero = _mm_setzero_si128();
-        while from + 16 <= bytes.len() {
-            let chunk = _mm_loadu_si128(bytes.as_ptr().add(from).cast::<__m128i>());
-            // A byte is a control character when saturating `byte - 0x1f` leaves 0.
+        // A byte must be escaped when it is a quote, a backslash, or a control character (when
+        // saturating `byte - 0x1f` leaves 0).
+        let special = |chunk: __m128i| {
             let control = _mm_cmpeq_epi8(_mm_subs_epu8(chunk, below_space), zero);
-            let special = _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash));
-            let mask = _mm_movemask_epi8(_mm_or_si128(control, special));
+            _mm_or_si128(control, _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)))
+        };
+        let load = |at: usize| _mm_loadu_si128(bytes.as_ptr().add(at).cast::<__m128i>());
+        // The bytes passed so far, or-ed: their high bits say whether any was not ASCII.
+        let mut seen = zero;
+        while from + 64 <= bytes.len() {
+            let (a, b, c, d) = (load(from), load(from + 16), load(from + 32), load(from + 48));
+            let any = _mm_or_si128(_mm_or_si128(special(a), special(b)), _mm_or_si128(special(c), special(d)));
+            if _mm_movemask_epi8(any) != 0 {
+                break;
+            }
+            if ASCII {
+                seen = _mm_or_si128(seen, _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d)));
+            }
+            from += 64;
+        }
+        while from + 16 <= bytes.len() {
+            let chunk = load(from);
+            let mask = _mm_movemask_epi8(special(chunk));
             if mask != 0 {
-                return from + mask.trailing_zeros() as usize;
+                let at = from + mask.trailing_zeros() as usize;
+                let ascii = !ASCII || (_mm_movemask_epi8(seen) == 0 && bytes[from..at].is_ascii());
+                return (at, ascii);
+            }
+            if ASCII {
+                seen = _mm_or_si128(seen, chunk);
             }
             from += 16;
         }
+        let (at, tail_ascii) = scan_by_words::<ASCII>(bytes, from);
+        (at, !ASCII || (tail_ascii && _mm_movemask_epi8(seen) == 0))
     }
-    next_escape_by_words(bytes, from)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
-pub(crate) fn next_escape(bytes: &[u8], from: usize) -> usize {
-    next_escape_by_words(bytes, from)
+fn scan<const ASCII: bool>(bytes: &[u8], from: usize) -> (usize, bool) {
+    scan_by_words::<ASCII>(bytes, from)
 }
 
 /// [`next_escape`] on 64-bit words, for any target (and the tail of the SSE2 scan).
+#[cfg(test)]
+fn next_escape_by_words(bytes: &[u8], from: usize) -> usize {
+    scan_by_words::<false>(bytes, from).0
+}
+
+/// [`scan`] on 64-bit words.
 #[inline]
-fn next_escape_by_words(bytes: &[u8], mut from: usize) -> usize {
+fn scan_by_words<const ASCII: bool>(bytes: &[u8], mut from: usize) -> (usize, bool) {
+    let start = from;
     while from + 16 <= bytes.len() {
         let a = u64::from_le_bytes(bytes[from..from + 8].try_into().expect("8 bytes"));
         let b = u64::from_le_bytes(bytes[from + 8..from + 16].try_into().expect("8 bytes"));
@@ -108,7 +152,7 @@ fn next_escape_by_words(bytes: &[u8], mut from: usize) -> usize {
     while from < bytes.len() && !is_escaped(bytes[from]) {
         from += 1;
     }
-    from
+    (from, !ASCII || bytes[start..from].is_ascii())
 }
 
 fn write_escaped<W: Write + ?Sized>(out: &mut W, text: &str) -> std::io::Result<()> {

@@ -360,3 +360,20 @@ fn a_visitor_that_stops_early_leaves_an_error_as_with_serde_json() {
     assert!(serde_json::from_slice::<First>(br#"{"a":1,"b":2}"#).is_err());
     assert!(read::<First>(br#"{"a":1,"b":2}"#).is_err());
 }
+
+#[test]
+fn long_strings_are_checked_for_utf8_wherever_the_bad_byte_is() {
+    for at in 0..200 {
+        let mut text = vec![b'"'];
+        text.extend(std::iter::repeat_n(b'a', 200));
+        text.push(b'"');
+        text[1 + at] = 0xff;
+        refused(&text);
+        let mut good = String::from("\"");
+        good.push_str(&"a".repeat(at));
+        good.push('é');
+        good.push_str(&"b".repeat(200 - at));
+        good.push_str("\\n\"");
+        accepted_alike(&good);
+    }
+}

@@ -23,17 +23,23 @@ fn same<T: Serialize + ?Sized>(value: &T) {
 
 #[test]
 fn both_scans_find_the_same_first_escape() {
-    // The SSE2 scan (on x86_64) and the portable word scan, for every byte value at every
-    // offset, with a second special byte after it, from every start.
+    // The SSE2 scan (on x86_64: 64-byte steps, then 16) and the portable word scan, for every
+    // byte value at every offset of a 100-byte text, with a second special byte after it, from
+    // starts in every lane and step; and whether what they passed is ASCII.
+    const LEN: usize = 100;
     for special in 0u8..=255 {
-        for at in 0..40 {
-            let mut bytes = vec![b'a'; 40];
+        for at in 0..LEN {
+            let mut bytes = vec![b'a'; LEN];
             bytes[at] = special;
-            bytes[(at + 7) % 40] = b'"';
-            for from in 0..40 {
-                let expected = (from..40).find(|&i| is_escaped(bytes[i])).unwrap_or(40);
-                assert_eq!(next_escape(&bytes, from), expected, "byte {special:#x} at {at} from {from}");
-                assert_eq!(next_escape_by_words(&bytes, from), expected, "byte {special:#x} at {at} from {from}");
+            bytes[(at + 7) % LEN] = b'"';
+            for from in [0, 1, 15, 16, 17, 31, 47, 63, 64, 65, at.saturating_sub(1), at, at + 1] {
+                let expected = (from..LEN).find(|&i| is_escaped(bytes[i])).unwrap_or(LEN);
+                let ascii = bytes[from.min(expected)..expected].is_ascii();
+                let case = format!("byte {special:#x} at {at} from {from}");
+                assert_eq!(next_escape(&bytes, from), expected, "{case}");
+                assert_eq!(next_escape_by_words(&bytes, from), expected, "{case}");
+                assert_eq!(next_escape_ascii(&bytes, from), (expected, ascii), "{case}");
+                assert_eq!(scan_by_words::<true>(&bytes, from), (expected, ascii), "{case}");
             }
         }
     }
