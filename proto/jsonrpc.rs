@@ -5,8 +5,10 @@
 //! Rust value not serialized yet. Decoding an envelope validates the whole text once and copies
 //! each payload once; routing or forwarding a message never parses or re-encodes its payload;
 //! an in-process transport hands typed bodies across without serializing them at all. Typed
-//! decoding of a payload happens where it is needed, through [`Request::params_as`] and friends.
-//! `error.data` is always raw JSON.
+//! decoding of a payload happens where it is needed, through [`Request::params_as`] and friends;
+//! where the receiver is known to decode a large payload anyway, [`decode_typed`] (params, by
+//! method) and [`decode_answer`] (a result, by the method it answers) decode it into its type in
+//! the envelope's pass. `error.data` is always raw JSON.
 //!
 //! What this module does not do: framing (see `framing`), UTF-8 checks beyond what a `&str`
 //! already guarantees, or MCP semantics (see `mcp_types`). A JSON array (batch) is accepted only
