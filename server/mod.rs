@@ -288,12 +288,13 @@ impl Server {
     }
 
     /// Serves over this process's stdin and stdout ([`StdioTransport::own_stdio`]) until stdin
-    /// ends. Must run inside a tokio runtime.
+    /// ends, `tools/call` params decoded into their type as each line is read
+    /// ([`StdioTransport::with_typed_params`]). Must run inside a tokio runtime.
     ///
     /// # Errors
     /// As [`Server::serve`].
     pub async fn serve_stdio(&self) -> Result<(), ServerError> {
-        self.serve(StdioTransport::own_stdio(self.inner.limits)).await
+        self.serve(StdioTransport::own_stdio(self.inner.limits).with_typed_params(true)).await
     }
 }
 

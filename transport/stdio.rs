@@ -449,6 +449,16 @@ impl StdioTransport {
         }
     }
 
+    /// Decodes a server's `tools/call` params into their type as each line is read (see
+    /// [`MessageDecoder::set_typed_params`]): for a server that decodes them anyway, as the
+    /// server layer's `Server::serve_stdio` does. Off by default:
+    /// a proxy or a recorder keeps the exact bytes.
+    #[must_use]
+    pub fn with_typed_params(mut self, on: bool) -> StdioTransport {
+        self.reader.get_mut().decoder.set_typed_params(on);
+        self
+    }
+
     /// The child's process id, for a transport started by [`ChildCommand::spawn`].
     pub fn child_pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.pid)
@@ -553,6 +563,29 @@ mod tests {
         a.close().await.unwrap();
         assert!(b.recv().await.unwrap().is_none(), "closing a ends b's input cleanly");
         assert!(matches!(a.send(ping(1)).await, Err(TransportError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn tools_call_params_come_typed_only_when_asked_for() {
+        use crate::proto::mcp_types::CallToolRequestParams;
+        let input: &'static [u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"hi\"}}}\n\
+            {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":7}}\n\
+            {\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{}}\n";
+        let params_of = |message: Option<Message>| match message {
+            Some(Message::Request(r)) => r.params.unwrap(),
+            other => panic!("expected a request, got {other:?}"),
+        };
+        let typed = StdioTransport::from_io(input, tokio::io::sink(), Limits::default()).with_typed_params(true);
+        let first = params_of(typed.recv().await.unwrap());
+        let call = first.typed_as::<CallToolRequestParams>().expect("typed params");
+        assert_eq!((call.name.as_str(), &call.arguments.as_ref().unwrap()["text"]), ("echo", &serde_json::json!("hi")));
+        // Params that do not fit, and other methods, stay raw for the handler to judge.
+        assert_eq!(params_of(typed.recv().await.unwrap()).as_raw().unwrap().get(), r#"{"name":7}"#);
+        assert_eq!(params_of(typed.recv().await.unwrap()).as_raw().unwrap().get(), "{}");
+
+        let raw = StdioTransport::from_io(input, tokio::io::sink(), Limits::default());
+        let exact = params_of(raw.recv().await.unwrap());
+        assert_eq!(exact.as_raw().unwrap().get(), r#"{"name":"echo","arguments":{"text":"hi"}}"#);
     }
 
     #[tokio::test]

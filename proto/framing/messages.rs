@@ -11,6 +11,7 @@ use bytes::BytesMut;
 
 use super::{FrameError, LineDecoder};
 use crate::proto::jsonrpc::{self, DecodeError, Message, Payload};
+use crate::proto::mcp_types::ServerTypedParams;
 use crate::proto::version::ProtocolVersion;
 
 /// Why one line did not give a message.
@@ -59,6 +60,7 @@ impl LineError {
 pub struct MessageDecoder {
     lines: LineDecoder,
     version: Option<ProtocolVersion>,
+    typed_params: bool,
 }
 
 impl MessageDecoder {
@@ -69,12 +71,20 @@ impl MessageDecoder {
 
     /// A decoder whose lines may be at most `max` bytes.
     pub fn with_max_frame_bytes(max: usize) -> Self {
-        MessageDecoder { lines: LineDecoder::with_max_frame_bytes(max), version: None }
+        MessageDecoder { lines: LineDecoder::with_max_frame_bytes(max), version: None, typed_params: false }
     }
 
     /// Tells the decoder the session's revision, which decides whether batches are accepted.
     pub fn set_version(&mut self, version: Option<ProtocolVersion>) {
         self.version = version;
+    }
+
+    /// Whether a server's `tools/call` params are decoded into their type in the envelope's pass
+    /// ([`jsonrpc::decode_typed`] with [`ServerTypedParams`]): off by default. For a receiver
+    /// that decodes them anyway (the server layer), not where the exact bytes matter (a proxy, a
+    /// recorder, a conformance replay).
+    pub fn set_typed_params(&mut self, on: bool) {
+        self.typed_params = on;
     }
 
     /// The next message (or batch) in `buf`, `None` when `buf` holds no complete line.
@@ -98,7 +108,12 @@ impl MessageDecoder {
 
     fn decode_frame(&self, frame: Result<super::Frame, FrameError>) -> Result<Payload, LineError> {
         let frame = frame.map_err(LineError::Frame)?;
-        jsonrpc::decode(frame.as_bytes(), self.version).map_err(LineError::Message)
+        let decoded = if self.typed_params {
+            jsonrpc::decode_typed::<ServerTypedParams>(frame.as_bytes(), self.version)
+        } else {
+            jsonrpc::decode(frame.as_bytes(), self.version)
+        };
+        decoded.map_err(LineError::Message)
     }
 }
 
