@@ -4,6 +4,8 @@
 //! - `floor`: `serde_json::from_slice::<IgnoredAny>` — validating the JSON and nothing else;
 //! - `envelope`: `jsonrpc::decode` — validation plus the envelope, with the result kept raw;
 //! - `typed`: `envelope` plus decoding the result into `CallToolResult`;
+//! - `typed_one_pass`: `jsonrpc::decode_answer` for `tools/call` — the envelope and the result,
+//!   decoded into `CallToolOutput` in one pass (what the HTTP client does with a tool's answer);
 //! - `result_value`: the result's JSON text alone decoded into a `serde_json::Value` — what
 //!   serde_json's string unescaping and allocation cost, the floor of any owned typed decode.
 //!
@@ -14,8 +16,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use mcpwire::proto::jsonrpc::{decode, Message, Payload};
-use mcpwire::proto::mcp_types::CallToolResult;
+use mcpwire::proto::jsonrpc::{decode, decode_answer, Message, Payload};
+use mcpwire::proto::mcp_types::{CallToolResult, ClientTypedResults};
 
 const SIZES: [usize; 6] = [16, 256, 4096, 65536, 262_144, 1_048_576];
 
@@ -82,14 +84,29 @@ fn main() {
             let Message::Response(r) = envelope(black_box(&bytes)) else { unreachable!() };
             black_box(r.result_as::<CallToolResult>().unwrap());
         };
+        let mut one_pass = || {
+            let Ok(Payload::Single(Message::Response(r))) =
+                decode_answer::<ClientTypedResults>(black_box(&bytes), None, "tools/call")
+            else {
+                unreachable!()
+            };
+            assert!(r.result.as_raw().is_none(), "decoded typed");
+            black_box(r);
+        };
         let Message::Response(response) = envelope(&bytes) else { unreachable!("a response") };
         let result = response.result.as_raw().expect("read from JSON").get().to_owned();
         let mut value = || {
             black_box(serde_json::from_str::<serde_json::Value>(black_box(&result)).unwrap());
         };
-        let times = best_of_rounds(rounds, chunk, &mut [&mut floor, &mut env, &mut typed, &mut value]);
-        let (floor, env, typed, value) = (times[0], times[1], times[2], times[3]);
-        for (scenario, ns) in [("floor", floor), ("envelope", env), ("typed", typed), ("result_value", value)] {
+        let times = best_of_rounds(rounds, chunk, &mut [&mut floor, &mut env, &mut typed, &mut one_pass, &mut value]);
+        let (floor, env, typed, one_pass, value) = (times[0], times[1], times[2], times[3], times[4]);
+        for (scenario, ns) in [
+            ("floor", floor),
+            ("envelope", env),
+            ("typed", typed),
+            ("typed_one_pass", one_pass),
+            ("result_value", value),
+        ] {
             println!(
                 "{{\"bench\":\"decode\",\"scenario\":\"{scenario}\",\"payload_bytes\":{size},\"frame_bytes\":{},\"ns_per_op\":{:.0},\"mib_per_s\":{:.1},\"ratio_to_floor\":{:.3},\"quick\":{quick}}}",
                 bytes.len(),
