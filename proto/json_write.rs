@@ -131,13 +131,13 @@ fn scan<const ASCII: bool>(bytes: &[u8], from: usize) -> (usize, bool) {
     scan_by_words::<ASCII>(bytes, from)
 }
 
-/// [`next_escape`] on 64-bit words, for any target (and the tail of the SSE2 scan).
+/// [`next_escape`] by the word scan alone, for the tests that compare it with the SSE2 scan.
 #[cfg(test)]
 fn next_escape_by_words(bytes: &[u8], from: usize) -> usize {
     scan_by_words::<false>(bytes, from).0
 }
 
-/// [`scan`] on 64-bit words.
+/// [`scan`] on 64-bit words, for any target (and the tail of the SSE2 scan).
 #[inline]
 fn scan_by_words<const ASCII: bool>(bytes: &[u8], mut from: usize) -> (usize, bool) {
     let start = from;
