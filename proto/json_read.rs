@@ -327,6 +327,19 @@ impl<'de> Reader<'de> {
         }
     }
 
+    /// Before an array element or object member: `false` at the closing `close` (left for the
+    /// caller), else `true` once the `,` that must follow an earlier item is consumed.
+    fn next_item(&mut self, first: &mut bool, close: u8) -> Result<bool, Error> {
+        match self.peek() {
+            Some(b) if b == close => return Ok(false),
+            Some(b',') if !*first => self.pos += 1,
+            _ if *first => {}
+            _ => return fail("expected a comma or the end"),
+        }
+        *first = false;
+        Ok(true)
+    }
+
     fn enter(&mut self) -> Result<(), Error> {
         if self.depth >= MAX_DEPTH {
             return fail("nested too deep");
@@ -370,6 +383,28 @@ impl<'de> Reader<'de> {
     }
 }
 
+/// Deserializer methods that do what `$target` does.
+macro_rules! forward_to {
+    ($target:ident: $($method:ident)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                self.$target(visitor)
+            }
+        )*
+    };
+}
+
+/// Deserializer methods that fail with `$why`.
+macro_rules! refuse {
+    ($why:literal: $($method:ident)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
+                fail($why)
+            }
+        )*
+    };
+}
+
 /// Fails unless the next value starts with one of `starts`.
 macro_rules! require {
     ($reader:expr, $($start:pat_param)|+) => {
@@ -410,33 +445,8 @@ impl<'de> de::Deserializer<'de> for &mut Reader<'de> {
         self.deserialize_any(visitor)
     }
 
-    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_f64(visitor)
-    }
-    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_f64(visitor)
-    }
-    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_f64(visitor)
-    }
-    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_f64(visitor)
-    }
-    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_f64(visitor)
-    }
-    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_f64(visitor)
-    }
-    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_f64(visitor)
-    }
-    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_f64(visitor)
-    }
-    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_f64(visitor)
-    }
+    forward_to!(deserialize_f64: deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_u8
+        deserialize_u16 deserialize_u32 deserialize_u64 deserialize_f32);
 
     /// Every number type: serde_json hands any number to the visitor as it reads it.
     fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -586,18 +596,10 @@ impl<'de> de::SeqAccess<'de> for SeqAccess<'_, 'de> {
     type Error = Error;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
-        match self.reader.peek() {
-            Some(b']') => return Ok(None),
-            Some(b',') if !self.first => {
-                self.reader.pos += 1;
-                if self.reader.peek() == Some(b']') {
-                    return fail("trailing comma");
-                }
-            }
-            _ if self.first => {}
-            _ => return fail("expected , or ]"),
+        if !self.reader.next_item(&mut self.first, b']')? {
+            return Ok(None);
         }
-        self.first = false;
+        // After a trailing comma this meets the `]`, which is not a value: an error.
         seed.deserialize(&mut *self.reader).map(Some)
     }
 }
@@ -611,15 +613,9 @@ impl<'de> de::MapAccess<'de> for MapAccess<'_, 'de> {
     type Error = Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
-        match self.reader.peek() {
-            Some(b'}') => return Ok(None),
-            Some(b',') if !self.first => {
-                self.reader.pos += 1;
-            }
-            _ if self.first => {}
-            _ => return fail("expected , or }"),
+        if !self.reader.next_item(&mut self.first, b'}')? {
+            return Ok(None);
         }
-        self.first = false;
         if self.reader.peek() != Some(b'"') {
             return fail("a key must be a string");
         }
@@ -673,45 +669,9 @@ impl<'de> de::Deserializer<'de> for Key<'_, 'de> {
     }
 
     // serde_json reads these from inside the quotes; left to it.
-    fn deserialize_bool<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a boolean")
-    }
-    fn deserialize_i8<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_i16<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_i32<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_i64<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_i128<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_u8<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_u16<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_u32<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_u64<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_u128<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_f32<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
-    fn deserialize_f64<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
-        fail("a key read as a number")
-    }
+    refuse!("a key read as a boolean": deserialize_bool);
+    refuse!("a key read as a number": deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_i128
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64);
 
     serde::forward_to_deserialize_any! {
         char str string unit unit_struct seq tuple tuple_struct map struct identifier ignored_any
