@@ -363,14 +363,14 @@ impl<'de> Reader<'de> {
 
     fn seq<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, Error> {
         self.enter()?;
-        let value = visitor.visit_seq(SeqAccess { reader: self, first: true })?;
+        let value = visitor.visit_seq(Items { reader: self, first: true })?;
         self.end_seq()?;
         Ok(value)
     }
 
     fn map<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, Error> {
         self.enter()?;
-        let value = visitor.visit_map(MapAccess { reader: self, first: true })?;
+        let value = visitor.visit_map(Items { reader: self, first: true })?;
         self.end_map()?;
         Ok(value)
     }
@@ -587,12 +587,13 @@ impl<'de> de::Deserializer<'de> for &mut Reader<'de> {
     }
 }
 
-struct SeqAccess<'a, 'de> {
+/// The elements of an array or the members of an object, read in turn.
+struct Items<'a, 'de> {
     reader: &'a mut Reader<'de>,
     first: bool,
 }
 
-impl<'de> de::SeqAccess<'de> for SeqAccess<'_, 'de> {
+impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
     type Error = Error;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
@@ -604,12 +605,7 @@ impl<'de> de::SeqAccess<'de> for SeqAccess<'_, 'de> {
     }
 }
 
-struct MapAccess<'a, 'de> {
-    reader: &'a mut Reader<'de>,
-    first: bool,
-}
-
-impl<'de> de::MapAccess<'de> for MapAccess<'_, 'de> {
+impl<'de> de::MapAccess<'de> for Items<'_, 'de> {
     type Error = Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
