@@ -22,13 +22,10 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Visitor};
 
-use super::json_write::next_escape_ascii;
+use super::json_write::{next_escape_ascii, RAW_VALUE_TOKEN};
 
 /// How deep arrays and objects may nest in one value read here.
 pub(crate) const MAX_DEPTH: u32 = 100;
-
-/// The struct name by which serde_json's `RawValue` asks to be read verbatim.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// Why a read failed. Only the fallback to serde_json sees it.
 #[derive(Debug)]

@@ -20,8 +20,9 @@ use serde_json::Error;
 mod size;
 pub use size::estimated_len;
 
-/// The struct name by which serde_json's `RawValue` asks to be written verbatim.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+/// The struct name by which serde_json's `RawValue` asks to be written verbatim (and read
+/// verbatim: see `json_read`).
+pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 /// Writes `value` as compact JSON to `out`.
 ///
