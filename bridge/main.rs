@@ -453,11 +453,17 @@ fn main() -> ExitCode {
         }
     };
     // The server runs in its own process group, so a Ctrl-C at the terminal reaches only us:
-    // stop waiting, and dropping the runtime kills the server's group.
+    // stop waiting, and dropping the runtime kills the server's group. The handler is in place
+    // before anything starts (`ctrl_c()` would install it only when first polled, which may be
+    // after the server is already running).
     let outcome = runtime.block_on(async {
+        let mut interrupt = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(signal) => signal,
+            Err(e) => return Some(Err(Failure::Other(format!("cannot handle SIGINT: {e}")))),
+        };
         tokio::select! {
             outcome = run(args) => Some(outcome),
-            _ = tokio::signal::ctrl_c() => None,
+            _ = interrupt.recv() => None,
         }
     });
     drop(runtime);

@@ -20,18 +20,33 @@ pub struct Difference {
 
 impl fmt::Display for Difference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let show = |v: &Option<Value>| match v {
+        const SHOWN: usize = 117;
+        let text = |v: &Option<Value>| v.as_ref().map(Value::to_string);
+        let (expected, actual) = (text(&self.expected), text(&self.actual));
+        // Two long texts that differ are shown from a little before where they part, so the
+        // difference is in view (a weekday deep inside a JSON text, say).
+        let from = match (&expected, &actual) {
+            (Some(e), Some(a)) if e.len().max(a.len()) > SHOWN + 3 => {
+                let common = e.bytes().zip(a.bytes()).take_while(|(x, y)| x == y).count();
+                let from = common.saturating_sub(40);
+                e.floor_char_boundary_compat(from).min(a.floor_char_boundary_compat(from))
+            }
+            _ => 0,
+        };
+        let show = |v: &Option<String>| match v {
             None => "(missing)".to_owned(),
-            Some(v) => {
-                let text = v.to_string();
-                if text.len() > 120 {
-                    format!("{}…", &text[..text.floor_char_boundary_compat(117)])
+            Some(text) => {
+                let start = text.floor_char_boundary_compat(from.min(text.len()));
+                let lead = if start > 0 { "…" } else { "" };
+                let rest = &text[start..];
+                if rest.len() > SHOWN + 3 {
+                    format!("{lead}{}…", &rest[..rest.floor_char_boundary_compat(SHOWN)])
                 } else {
-                    text
+                    format!("{lead}{rest}")
                 }
             }
         };
-        write!(f, "{}: expected {}, got {}", self.path, show(&self.expected), show(&self.actual))
+        write!(f, "{}: expected {}, got {}", self.path, show(&expected), show(&actual))
     }
 }
 
@@ -105,6 +120,18 @@ fn diff_at(path: &str, expected: &Value, actual: &Value) -> Option<Difference> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn long_texts_are_shown_from_where_they_part() {
+        let text = |day: &str| json!(format!("{}\"day_of_week\": \"{day}\", {}", "x".repeat(200), "y".repeat(200)));
+        let d = first_difference(&text("Monday"), &text("Tuesday")).unwrap().to_string();
+        assert!(d.starts_with("$: expected …xxx"), "{d}");
+        assert!(d.contains(r#"\"day_of_week\": \"Monday\", yyy"#), "{d}");
+        assert!(d.contains(r#"\"day_of_week\": \"Tuesday\", yyy"#), "{d}");
+        assert!(d.ends_with("y…"), "{d}");
+        let short = first_difference(&json!("a"), &json!("b")).unwrap().to_string();
+        assert_eq!(short, r#"$: expected "a", got "b""#);
+    }
 
     #[test]
     fn equal_values_have_no_difference() {

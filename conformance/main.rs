@@ -11,10 +11,12 @@
 //!   (`127.0.0.1:0` picks a free port). Once listening it prints `listening on http://ADDR:PORT`
 //!   on stderr and writes that URL to `FILE`; on SIGINT or SIGTERM it writes the session and
 //!   exits 0.
-//! - `replay FILE... --server "CMD ARGS" [--timeout-ms N] [--junit FILE] [--expected-failures FILE]`
-//!   — plays each recording's client side against a server started over stdio (in the command,
-//!   `{fixtures}` stands for the replay's fixture directory, `{recording}` for the recording's
-//!   path and `{name}` for its name).
+//! - `replay FILE... --server "CMD ARGS" [--clock recorded|system] [--timeout-ms N] [--junit FILE]
+//!   [--expected-failures FILE]` — plays each recording's client side against a server started
+//!   over stdio (in the command, `{fixtures}` stands for the replay's fixture directory,
+//!   `{recording}` for the recording's path and `{name}` for its name). A recording whose
+//!   sidecar says `"clock": "recorded"` has its server started under the recording's clock
+//!   (libfaketime; `--clock` decides for every recording instead).
 //! - `replay FILE... --server-url URL [...]` — plays each `streamable-http` or `sse` recording's
 //!   client side against the server at `URL` as raw HTTP exchanges, checking the recorded
 //!   statuses, headers and SSE framing with the messages (a URL without a path gets the recorded
@@ -44,6 +46,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use mcpwire::conformance::clock::ClockMode;
 use mcpwire::conformance::matching::{Matcher, Rules};
 use mcpwire::conformance::record::{record, RecordOptions};
 use mcpwire::conformance::recording::Recording;
@@ -57,7 +60,7 @@ use mcpwire::transport::{Limits, Transport};
 const USAGE: &str = "usage: mcp-conformance roundtrip FILE...
        mcp-conformance record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...
        mcp-conformance record [--description TEXT] [--ready-file FILE] OUT.jsonl --listen ADDR:PORT --target URL
-       mcp-conformance replay FILE... (--server \"CMD ARGS\" | --server-url URL | --client \"CMD ARGS\") [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
+       mcp-conformance replay FILE... (--server \"CMD ARGS\" [--clock recorded|system] | --server-url URL | --client \"CMD ARGS\") [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
        mcp-conformance serve [--fixtures DIR] [--report FILE] [--listen ADDR:PORT] FILE";
 
 fn usage_error(why: &str) -> ExitCode {
@@ -234,6 +237,10 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
             "--client" => client = it.next(),
             "--server-url" => server_url = it.next(),
             "--junit" => junit_out = it.next().map(PathBuf::from),
+            "--clock" => match it.next().as_deref().and_then(ClockMode::parse) {
+                Some(mode) => options.clock = Some(mode),
+                None => return usage_error("--clock needs recorded or system"),
+            },
             "--timeout-ms" => match it.next().and_then(|v| v.parse::<u64>().ok()) {
                 Some(ms) => options.timeout = Duration::from_millis(ms),
                 None => return usage_error("--timeout-ms needs a number"),

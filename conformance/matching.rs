@@ -10,6 +10,10 @@
 //!  "rules": [{"name": "commit-hashes", "paths": ["**"], "action": "bind-tokens", "tokens": ["hex40"]}]}
 //! ```
 //!
+//! A sidecar can also say that the server's answers follow the clock (`"clock": "recorded"`):
+//! a replay then runs the server under the recording's clock (see `clock`), so that weekdays
+//! and dates derived from "today" come out as recorded.
+//!
 //! A [`Matcher`] holds the state of one session: the ids the live peer chose for its own
 //! requests and the values bound so far (a task id the live server made up, the live fixture
 //! directory standing for `/tmp/mcp-fixtures`). Bound values are substituted into later expected
@@ -24,6 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::clock::ClockMode;
 use super::diff::{first_difference, Difference};
 
 /// What a rule does to the values it selects.
@@ -119,6 +124,8 @@ pub struct Rules {
     /// In order; for one value the first `ignore`/`bind`/`remap-id` rule that selects it wins,
     /// and every `mask`/`bind-tokens` rule that selects it applies.
     pub rules: Vec<Rule>,
+    /// The clock the server under test should read when this recording is replayed.
+    pub clock: ClockMode,
 }
 
 /// A sidecar `NAME.rules.json`.
@@ -131,6 +138,10 @@ pub struct Sidecar {
     /// Rules added after the defaults.
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// `recorded`: the server's answers follow the clock, so replays run it under the
+    /// recording's clock (`system`, the default: the machine's clock).
+    #[serde(default)]
+    pub clock: Option<ClockMode>,
     /// Why this recording needs them.
     #[serde(default)]
     pub why: String,
@@ -202,6 +213,7 @@ impl Rules {
                     "notifications are not ordered against other traffic",
                 ),
             ],
+            clock: ClockMode::System,
         }
     }
 
@@ -229,6 +241,9 @@ impl Rules {
     pub fn apply(&mut self, sidecar: Sidecar) {
         self.rules.retain(|r| !sidecar.disable.contains(&r.name));
         self.rules.extend(sidecar.rules);
+        if let Some(clock) = sidecar.clock {
+            self.clock = clock;
+        }
     }
 
     /// Whether messages of `method` may be reordered.
@@ -590,7 +605,10 @@ pub fn plain_difference(expected: &Value, actual: &Value) -> Option<Difference> 
     first_difference(expected, actual)
 }
 
-/// Splits `text` into a skeleton (tokens replaced by `<class>`) and the tokens found.
+/// Splits `text` into a skeleton (tokens replaced by `<class>`) and the tokens found. A
+/// date-time's zone designator (`Z`, `+01:00`, `GMT+0000 (...)`) stays in the skeleton: it is
+/// fixed by the server's time zone, not by the moment, so a changed offset or zone is a
+/// difference, not noise.
 pub fn tokenize<'c>(text: &str, classes: &[&'c str]) -> (String, Vec<(&'c str, String)>) {
     let bytes = text.as_bytes();
     let mut skeleton = Vec::with_capacity(bytes.len());
@@ -603,8 +621,10 @@ pub fn tokenize<'c>(text: &str, classes: &[&'c str]) -> (String, Vec<(&'c str, S
                 if let Some(n) = token_len(class, &bytes[i..]) {
                     let after = bytes.get(i + n);
                     if after.is_none_or(|b| !b.is_ascii_alphanumeric()) {
+                        let moment = n - zone_len(class, &bytes[i..i + n]);
                         skeleton.extend_from_slice(format!("<{class}>").as_bytes());
-                        tokens.push((*class, text[i..i + n].to_owned()));
+                        skeleton.extend_from_slice(&bytes[i + moment..i + n]);
+                        tokens.push((*class, text[i..i + moment].to_owned()));
                         i += n;
                         continue 'outer;
                     }
@@ -666,6 +686,16 @@ pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// The length of the zone designator that ends `token`, a whole token of `class`.
+fn zone_len(class: &str, token: &[u8]) -> usize {
+    match class {
+        "iso-datetime" if token.ends_with(b"Z") => 1,
+        "iso-datetime" if token.len() >= 6 && matches!(token[token.len() - 6], b'+' | b'-') => 6,
+        "js-date" => token.windows(4).position(|w| w == b" GMT").map_or(0, |at| token.len() - at),
+        _ => 0,
+    }
 }
 
 fn token_len(class: &str, b: &[u8]) -> Option<usize> {
@@ -737,11 +767,15 @@ mod tests {
     #[test]
     fn tokens_are_masked() {
         let (s, t) = tokenize("at 2026-11-30T01:01:48.106Z and 12:30:01", &["iso-datetime", "clock-time"]);
-        assert_eq!(s, "at <iso-datetime> and <clock-time>");
-        assert_eq!(t.len(), 2);
+        assert_eq!(s, "at <iso-datetime>Z and <clock-time>");
+        assert_eq!(t, [("iso-datetime", "2026-11-30T01:01:48.106".to_owned()), ("clock-time", "12:30:01".to_owned())]);
         let (s, _) =
             tokenize("created: Mon Nov 30 2026 01:02:08 GMT+0000 (Coordinated Universal Time)\nx", &["js-date"]);
-        assert_eq!(s, "created: <js-date>\nx");
+        assert_eq!(s, "created: <js-date> GMT+0000 (Coordinated Universal Time)\nx");
+        let (s, _) = tokenize("2026-11-30T09:15:00+01:00, 2026-11-30 00:15:00-08:00.", &["iso-datetime"]);
+        assert_eq!(s, "<iso-datetime>+01:00, <iso-datetime>-08:00.");
+        let (s, _) = tokenize("on 2026-11-30T09:15:00 local", &["iso-datetime"]);
+        assert_eq!(s, "on <iso-datetime> local");
         let (s, _) = tokenize("created at 1:01:34 AM.", &["clock-time"]);
         assert_eq!(s, "created at <clock-time>.");
         assert_eq!(decode_base64("SGVsbG8sIE1DUCE=").unwrap(), b"Hello, MCP!");

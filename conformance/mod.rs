@@ -12,6 +12,8 @@
 //! - [`serve`]: plays a recording's server side to a live client, reporting its departures.
 //! - [`record`]: the stdio recorder that sits between a client and a server.
 //! - `record_http` (feature `http`): the HTTP capture proxy between a client and a server.
+//! - [`clock`]: the clock a replayed server reads (the recording's, through libfaketime, when
+//!   its answers follow the clock).
 //! - [`fixtures`]: the recordings' scratch data, recreated in a temporary directory.
 //! - [`report`]: the run report, JUnit XML and the expected-failures baseline.
 //!
@@ -19,6 +21,7 @@
 //! exchanges, messages and `http` members checked) and for a client under test
 //! ([`replay::replay_with_client`], which starts the client with `serve` as its server).
 
+pub mod clock;
 pub mod diff;
 pub mod fixtures;
 pub mod matching;

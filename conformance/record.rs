@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::clock::{utc_date, utc_rfc3339};
 use super::recording::Dir;
 
 /// What a logged line carries.
@@ -68,6 +69,8 @@ pub struct RecordOptions {
 
 struct Log {
     start: Instant,
+    /// The wall-clock time of `start`, for the header's `started_at`.
+    started_at: SystemTime,
     lines: Mutex<Vec<Logged>>,
 }
 
@@ -133,7 +136,7 @@ pub async fn record(options: &RecordOptions) -> io::Result<ExitStatus> {
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| io::Error::new(e.kind(), format!("cannot start {program}: {e}")))?;
-    let log = Arc::new(Log { start: Instant::now(), lines: Mutex::new(Vec::new()) });
+    let log = Arc::new(Log { start: Instant::now(), started_at: SystemTime::now(), lines: Mutex::new(Vec::new()) });
     let child_in = child.stdin.take().expect("piped");
     let child_out = child.stdout.take().expect("piped");
     let to_server = tokio::spawn(relay(tokio::io::stdin(), child_in, Dir::ClientToServer, log.clone()));
@@ -159,7 +162,7 @@ pub async fn record(options: &RecordOptions) -> io::Result<ExitStatus> {
         .description
         .clone()
         .unwrap_or_else(|| format!("recorded by mcp-conformance record: {}", options.command.join(" ")));
-    write_recording(&options.out, "stdio", &description, &lines)?;
+    write_recording(&options.out, "stdio", &description, log.started_at, &lines)?;
     Ok(status)
 }
 
@@ -224,25 +227,16 @@ fn peers(lines: &[Logged]) -> (Value, Value, Value) {
     (client, server, version)
 }
 
-/// `YYYY-MM-DD` of a time (UTC).
-pub fn utc_date(time: SystemTime) -> String {
-    let days = time.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs() / 86_400).unwrap_or(0) as i64;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Writes a recording: the header (client, server and protocol version found in `lines`), then
-/// one line per entry, `seq` counting from 1.
-pub(crate) fn write_recording(out: &Path, transport: &str, description: &str, lines: &[Logged]) -> io::Result<()> {
+/// Writes a recording: the header (client, server and protocol version found in `lines`, the
+/// date and the instant of `t_ms` 0 from `started`), then one line per entry, `seq` counting
+/// from 1.
+pub(crate) fn write_recording(
+    out: &Path,
+    transport: &str,
+    description: &str,
+    started: SystemTime,
+    lines: &[Logged],
+) -> io::Result<()> {
     let (client, server, mut version) = peers(lines);
     if version.is_null() {
         // No version was negotiated on record (no initialize answered, no 2026 `_meta`); the
@@ -253,10 +247,11 @@ pub(crate) fn write_recording(out: &Path, transport: &str, description: &str, li
     // Members in the README's order (a serde_json map would sort them).
     let string = |s: &str| Value::String(s.to_owned()).to_string();
     let mut text = format!(
-        "{{\"mcp_recording\":1,\"name\":{},\"transport\":{},\"client\":{client},\"server\":{server},\"protocol_version\":{version},\"recorded_at\":{},\"description\":{}}}",
+        "{{\"mcp_recording\":1,\"name\":{},\"transport\":{},\"client\":{client},\"server\":{server},\"protocol_version\":{version},\"recorded_at\":{},\"started_at\":{},\"description\":{}}}",
         string(&name),
         string(transport),
-        string(&utc_date(SystemTime::now())),
+        string(&utc_date(started)),
+        string(&utc_rfc3339(started)),
         string(description),
     );
     text.push('\n');
@@ -298,7 +293,8 @@ mod tests {
             Logged { t_ms: 2, dir: Dir::ServerToClient, payload: Payload::of_text("/message?x=1"), http: None },
             Logged { t_ms: 3, dir: Dir::ClientToServer, payload: Payload::Nothing, http: None },
         ];
-        write_recording(&out, "sse", "d \"q\"", &lines).unwrap();
+        let started = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_000_532_400);
+        write_recording(&out, "sse", "d \"q\"", started, &lines).unwrap();
         let text = std::fs::read_to_string(&out).unwrap();
         let mut text_lines = text.lines();
         assert!(text_lines
@@ -313,15 +309,10 @@ mod tests {
         assert_eq!(text_lines.next().unwrap(), r#"{"seq":3,"t_ms":3,"dir":"c2s"}"#);
         let recording = Recording::read(&out).unwrap();
         assert_eq!(recording.header.extra["description"], "d \"q\"");
+        assert_eq!(recording.header.extra["recorded_at"], "2026-11-30");
+        assert_eq!(recording.header.extra["started_at"], "2026-11-30T01:02:12.400Z");
         assert_eq!(recording.entries.len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn dates() {
-        assert_eq!(utc_date(SystemTime::UNIX_EPOCH), "1970-01-01");
-        assert_eq!(utc_date(SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600)), "2026-01-01");
-        assert_eq!(utc_date(SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29");
     }
 
     #[test]

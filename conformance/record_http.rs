@@ -31,7 +31,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
@@ -141,6 +141,8 @@ struct State {
 
 struct Capture {
     start: Instant,
+    /// The wall-clock time of `start`, for the header's `started_at`.
+    started_at: SystemTime,
     state: Mutex<State>,
 }
 
@@ -267,7 +269,7 @@ pub async fn record_http(
     let listener = TcpListener::bind(options.listen).await?;
     let addr = listener.local_addr()?;
     let proxy = Arc::new(Proxy {
-        capture: Capture { start: Instant::now(), state: Mutex::new(State::default()) },
+        capture: Capture { start: Instant::now(), started_at: SystemTime::now(), state: Mutex::new(State::default()) },
         target,
         own_authority: addr.to_string(),
     });
@@ -312,7 +314,7 @@ pub async fn record_http(
     for note in &state.notes {
         description.push_str(&format!(" [recorder: {note}]"));
     }
-    write_recording(&options.out, transport, &description, &lines)?;
+    write_recording(&options.out, transport, &description, proxy.capture.started_at, &lines)?;
     Ok(HttpRecordSummary { lines: lines.len(), transport })
 }
 
@@ -512,7 +514,11 @@ mod tests {
 
     fn proxy(target: &str) -> Proxy {
         Proxy {
-            capture: Capture { start: Instant::now(), state: Mutex::new(State::default()) },
+            capture: Capture {
+                start: Instant::now(),
+                started_at: SystemTime::now(),
+                state: Mutex::new(State::default()),
+            },
             target: Target::parse(target).unwrap(),
             own_authority: "127.0.0.1:4000".into(),
         }

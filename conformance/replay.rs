@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::{timeout_at, Instant};
 
+use super::clock::{fake_clock_env, find_libfaketime, recorded_start, ClockMode};
 use super::fixtures::{Fixtures, RECORDED_ROOT};
 use super::matching::{kind_of, would_match, Kind, Matcher, Rules};
 use super::recording::{Dir, Recording};
@@ -32,11 +33,14 @@ pub struct ReplayOptions {
     pub timeout: Duration,
     /// How long after the last expected message the replay listens for unexpected ones: 100 ms.
     pub settle: Duration,
+    /// The clock a server started by [`replay_stdio`] reads; `None` (the default): as the
+    /// recording's sidecar says (see [`super::clock`]), else the machine's.
+    pub clock: Option<ClockMode>,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { timeout: Duration::from_secs(5), settle: Duration::from_millis(100) }
+        ReplayOptions { timeout: Duration::from_secs(5), settle: Duration::from_millis(100), clock: None }
     }
 }
 
@@ -318,7 +322,8 @@ fn read_session(path: &Path) -> Result<Recording, SessionOutcome> {
 
 /// Replays the recording at `path` against `server` (a command line; in it `{fixtures}` stands
 /// for the live fixture directory, `{recording}` for `path` and `{name}` for the recording's
-/// name) over stdio. The child is always stopped.
+/// name) over stdio. The child is always stopped. Under [`ClockMode::Recorded`] (asked for by
+/// the options or the recording's sidecar) the child starts with the recording's clock.
 pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> SessionOutcome {
     let recording = match read_session(path) {
         Ok(r) => r,
@@ -360,7 +365,19 @@ pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> 
     let stderr =
         if std::env::var_os("MCP_CONFORMANCE_SERVER_STDERR").is_some() { Stderr::Inherit } else { Stderr::Discard };
     let limits = Limits::default().with_shutdown_grace(Duration::from_millis(500));
-    let transport = match ChildCommand::new(program).args(args).stderr(stderr).limits(limits).spawn() {
+    let mut command = ChildCommand::new(program).args(args).stderr(stderr).limits(limits);
+    if options.clock.unwrap_or(rules.clock) == ClockMode::Recorded {
+        let clock = recorded_start(&recording.header).and_then(|start| Ok((find_libfaketime()?, start)));
+        let (lib, start) = match clock {
+            Ok(found) => found,
+            Err(e) => return SessionOutcome::failed(name, format!("the recorded clock: {e}")),
+        };
+        let inherited = std::env::var("LD_PRELOAD").ok();
+        for (key, value) in fake_clock_env(&lib, start, inherited.as_deref()) {
+            command = command.env(key, value);
+        }
+    }
+    let transport = match command.spawn() {
         Ok(t) => t,
         Err(e) => return SessionOutcome::failed(name, e.to_string()),
     };

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use mcpwire::conformance::clock::{fake_clock_env, find_libfaketime, parse_utc};
 use serde_json::Value;
 use support::{peer, repo_path};
 
@@ -42,7 +43,13 @@ fn stdio_recordings() -> BTreeMap<String, Vec<PathBuf>> {
 }
 
 fn replay(files: &[PathBuf], server: &str, extra: &[&str]) -> (Output, String) {
+    replay_with_env(files, server, extra, &[])
+}
+
+/// [`replay`] with the runner's own environment extended by `env`.
+fn replay_with_env(files: &[PathBuf], server: &str, extra: &[&str], env: &[(String, String)]) -> (Output, String) {
     let out = Command::new(BIN)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .arg("replay")
         .args(files)
         // Generous: a Python server's first start (imports, bytecode) took over 5 s on a loaded
@@ -102,13 +109,88 @@ fn filesystem_and_memory_recordings_replay_against_the_real_servers() {
 #[test]
 fn python_server_recordings_replay_against_the_real_servers() {
     let groups = stdio_recordings();
-    assert_all_pass(&groups["mcp-time"], &format!("env TZ=UTC {}", peer("MCP_SERVER_TIME")));
+    // time-python-2026-07-28's sidecar has its server run on the recording's clock.
+    assert_all_pass(&groups["mcp-time"], &time_server());
     // The recorded commit was made on 2026-01-02; the fixture repo has the recorded history.
     let git = format!(
         "env 'GIT_AUTHOR_DATE=1767312000 +0000' 'GIT_COMMITTER_DATE=1767312000 +0000' {} --repository {{fixtures}}/repo",
         peer("MCP_SERVER_GIT")
     );
     assert_all_pass(&groups["mcp-git"], &git);
+}
+
+/// The time server as the Python recordings were made with it.
+fn time_server() -> String {
+    format!("env TZ=UTC {}", peer("MCP_SERVER_TIME"))
+}
+
+/// The environment that makes the runner itself (and so anything it starts without a clock of
+/// its own) believe it is `moment` (RFC 3339, UTC).
+fn machine_clock_at(moment: &str) -> Vec<(String, String)> {
+    let lib = find_libfaketime().expect("scripts/install-peers installs libfaketime");
+    let start = parse_utc(moment).expect("an RFC 3339 UTC moment");
+    fake_clock_env(&lib, start, None)
+}
+
+#[test]
+fn the_time_server_replays_whatever_date_the_machine_clock_reads() {
+    // A leap day; the hour Europe/Paris moves to summer time (01:00 UTC on the last Sunday of
+    // March); an evening in summer, when the day in Los Angeles is still the day before. The
+    // recordings were made on a Monday in November.
+    let files = &stdio_recordings()["mcp-time"];
+    for moment in ["2028-02-29T12:00:00Z", "2027-03-28T01:00:30Z", "2027-07-15T23:30:00Z"] {
+        let machine = machine_clock_at(moment);
+        let (out, stdout) = replay_with_env(files, &time_server(), &[], &machine);
+        assert_eq!(stdout.lines().last(), Some("3 passed, 0 failed"), "machine clock at {moment}:\n{stdout}");
+        assert!(out.status.success());
+
+        // The same replay on the machine's (faked) clock must fail, or the check above proves
+        // nothing: the weekday differs on each of these dates.
+        let (out, stdout) = replay_with_env(files, &time_server(), &["--clock", "system"], &machine);
+        assert!(!out.status.success(), "machine clock at {moment}, --clock system:\n{stdout}");
+        assert!(stdout.contains("FAIL time-python-2026-07-28"), "{stdout}");
+        assert!(stdout.contains(r#"\"day_of_week\": \"Monday\""#), "the weekday is shown: {stdout}");
+    }
+}
+
+#[test]
+fn an_altered_time_server_recording_fails_with_the_field_named() {
+    let dir = scratch("altered-time");
+    let convert = |entries: &mut Vec<Value>| -> usize {
+        entries.iter().position(|e| e["msg"]["result"]["structuredContent"]["source"].is_object()).unwrap()
+    };
+    let zone = edited(&dir, "time-python-2026-07-28", |entries| {
+        let at = convert(entries);
+        entries[at]["msg"]["result"]["structuredContent"]["source"]["timezone"] = "Europe/Berlin".into();
+    });
+    let (out, stdout) = replay(&[zone], &time_server(), &[]);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(
+            r#"s2c tools/call response: $.result.structuredContent.source.timezone: expected "Europe/Berlin", got "Europe/Paris""#
+        ),
+        "{stdout}"
+    );
+
+    // An offset is part of a date-time the clock rule masks; the mask must not hide it.
+    std::fs::remove_dir_all(&dir).unwrap();
+    let dir = scratch("altered-time");
+    let offset = edited(&dir, "time-python-2026-07-28", |entries| {
+        let at = convert(entries);
+        let source = &mut entries[at]["msg"]["result"]["structuredContent"]["source"];
+        let datetime = source["datetime"].as_str().unwrap().to_owned();
+        assert!(datetime.ends_with("+01:00"), "{datetime}");
+        source["datetime"] = datetime.replace("+01:00", "+02:00").into();
+    });
+    let (out, stdout) = replay(&[offset], &time_server(), &[]);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(
+            r#"$.result.structuredContent.source.datetime: expected "2026-11-30T09:15:00+02:00", got "2026-11-30T09:15:00+01:00""#
+        ),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -167,7 +249,8 @@ fn a_recorded_session_replays_against_the_same_server() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Writes a copy of recording `name` with `edit` applied to its entries (as JSON values).
+/// Writes a copy of recording `name` with `edit` applied to its entries (as JSON values), with
+/// its sidecar beside it when it has one.
 fn edited(dir: &Path, name: &str, edit: impl Fn(&mut Vec<Value>)) -> PathBuf {
     let text = std::fs::read_to_string(repo_path(&format!("conformance/recordings/{name}.jsonl"))).unwrap();
     let mut lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -176,6 +259,10 @@ fn edited(dir: &Path, name: &str, edit: impl Fn(&mut Vec<Value>)) -> PathBuf {
     lines.extend(entries);
     let path = dir.join(format!("{name}.jsonl"));
     std::fs::write(&path, lines.iter().map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+    let sidecar = repo_path(&format!("conformance/recordings/{name}.rules.json"));
+    if sidecar.exists() {
+        std::fs::copy(sidecar, dir.join(format!("{name}.rules.json"))).unwrap();
+    }
     path
 }
 
