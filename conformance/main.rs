@@ -16,7 +16,8 @@
 //!   over stdio (in the command, `{fixtures}` stands for the replay's fixture directory,
 //!   `{recording}` for the recording's path and `{name}` for its name). A recording whose
 //!   sidecar says `"clock": "recorded"` has its server started under the recording's clock
-//!   (libfaketime; `--clock` decides for every recording instead).
+//!   (libfaketime; `--clock` decides for every recording instead). Each expected server
+//!   message is waited for `--timeout-ms` (5000) plus twice its recorded gap.
 //! - `replay FILE... --server-url URL [...]` — plays each `streamable-http` or `sse` recording's
 //!   client side against the server at `URL` as raw HTTP exchanges, checking the recorded
 //!   statuses, headers and SSE framing with the messages (a URL without a path gets the recorded

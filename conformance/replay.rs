@@ -29,8 +29,13 @@ use crate::transport::{Limits, Transport};
 /// How patient a replay is.
 #[derive(Debug, Clone, Copy)]
 pub struct ReplayOptions {
-    /// How long each expected server message is waited for: 5 s by default.
+    /// How long each expected server message is waited for beyond its recorded gap: 5 s by
+    /// default (see [`ReplayOptions::patience`]).
     pub timeout: Duration,
+    /// How many times its recorded gap (`t_ms` since the message before it) an expected
+    /// message is waited for on top of `timeout`: 2 by default, so a server whose timer fired
+    /// 5 s after the previous message replays without a hand-set timeout.
+    pub gap_factor: u32,
     /// How long after the last expected message the replay listens for unexpected ones: 100 ms.
     pub settle: Duration,
     /// The clock a server started by [`replay_stdio`] reads; `None` (the default): as the
@@ -40,7 +45,22 @@ pub struct ReplayOptions {
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { timeout: Duration::from_secs(5), settle: Duration::from_millis(100), clock: None }
+        ReplayOptions {
+            timeout: Duration::from_secs(5),
+            gap_factor: 2,
+            settle: Duration::from_millis(100),
+            clock: None,
+        }
+    }
+}
+
+impl ReplayOptions {
+    /// How long to wait for a server message recorded `gap_ms` after the message before it:
+    /// `timeout + gap_ms × gap_factor`, the gap counted up to a day (a deadline must stay
+    /// representable whatever `t_ms` a file holds).
+    pub fn patience(&self, gap_ms: u64) -> Duration {
+        const DAY_MS: u64 = 86_400_000;
+        self.timeout + Duration::from_millis(gap_ms.min(DAY_MS) * u64::from(self.gap_factor.min(1000)))
     }
 }
 
@@ -127,7 +147,10 @@ pub async fn replay_client<T: Transport>(
     let mut pool: Vec<Value> = Vec::new();
     let mut our_requests: HashMap<String, String> = HashMap::new();
     let mut ended = false;
+    let mut previous_t_ms = recording.entries.first().map_or(0, |e| e.t_ms);
     for entry in &recording.entries {
+        let gap_ms = entry.t_ms.saturating_sub(previous_t_ms);
+        previous_t_ms = entry.t_ms;
         let Some(raw) = &entry.msg else { continue };
         let recorded: Value = match serde_json::from_str(raw.get()) {
             Ok(v) => v,
@@ -186,7 +209,7 @@ pub async fn replay_client<T: Transport>(
             }
             Dir::ServerToClient => {
                 let reorder = kind == Kind::Notification && matcher.rules().may_reorder(&method);
-                let deadline = Instant::now() + options.timeout;
+                let deadline = Instant::now() + options.patience(gap_ms);
                 loop {
                     let candidate = |v: &Value| {
                         kind_of(v) == kind
@@ -640,6 +663,15 @@ impl ServeListen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn patience_grows_with_the_recorded_gap() {
+        let options = ReplayOptions { timeout: Duration::from_millis(1000), ..ReplayOptions::default() };
+        assert_eq!(options.patience(0), Duration::from_millis(1000));
+        assert_eq!(options.patience(5000), Duration::from_millis(11_000));
+        assert_eq!(ReplayOptions { gap_factor: 0, ..options }.patience(5000), Duration::from_millis(1000));
+        assert_eq!(options.patience(u64::MAX), Duration::from_secs(1 + 2 * 86_400), "a gap counts up to a day");
+    }
 
     #[test]
     fn commands_split_like_a_shell() {

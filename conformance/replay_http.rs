@@ -913,7 +913,8 @@ impl RawReplay<'_> {
             _ => (None, String::new()),
         };
         let reorder = kind == Some(Kind::Notification) && matcher.rules().may_reorder(&method);
-        let deadline = Instant::now() + self.options.timeout;
+        let gap_ms = i.checked_sub(1).map_or(0, |before| entry.t_ms.saturating_sub(self.entry(before).t_ms));
+        let deadline = Instant::now() + self.options.patience(gap_ms);
         loop {
             let expired = Instant::now() >= deadline;
             let ended = self.live.get(&key).is_none_or(|l| l.ended);

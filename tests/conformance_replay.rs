@@ -194,6 +194,46 @@ fn an_altered_time_server_recording_fails_with_the_field_named() {
 }
 
 #[test]
+fn a_wait_lasts_as_long_as_the_recorded_gap_allows() {
+    // On record the answer came 2 s after the request; the live server takes 1.5 s, longer
+    // than the 1 s timeout but within timeout + twice the gap.
+    let dir = scratch("gap");
+    let recording = dir.join("slow-answer.jsonl");
+    std::fs::write(
+        &recording,
+        concat!(
+            r#"{"mcp_recording":1,"name":"slow-answer","transport":"stdio","protocol_version":"2025-11-25","recorded_at":"2026-12-01","description":"a late answer"}"#,
+            "\n",
+            r#"{"seq":1,"t_ms":10,"dir":"c2s","msg":{"jsonrpc":"2.0","id":1,"method":"ping"}}"#,
+            "\n",
+            r#"{"seq":2,"t_ms":2010,"dir":"s2c","msg":{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let server = r#"sh -c 'read request; sleep 1.5; echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"; sleep 1'"#;
+    let run = |timeout: &str, recorded: &Path| {
+        Command::new(BIN)
+            .arg("replay")
+            .arg(recorded)
+            .args(["--server", server, "--timeout-ms", timeout])
+            .output()
+            .unwrap()
+    };
+    let out = run("1000", &recording);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+
+    // The same session recorded with no gap: 1 s is all the patience it gets.
+    let hasty = dir.join("hasty-answer.jsonl");
+    std::fs::write(&hasty, std::fs::read_to_string(&recording).unwrap().replace("2010", "10")).unwrap();
+    let out = run("1000", &hasty);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("seq 2 s2c ping response: $: expected this message, got nothing (timed out)"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn py_fixture_recording_replays_against_serve_of_itself() {
     // py-fixture-server is not a published package: the recording's two halves are checked
     // against each other (and serve/replay against each other).
