@@ -155,6 +155,8 @@ impl Rules {
     ///    our recorded answer carries the live id. Ids we choose are sent as recorded and must
     ///    come back as they are.
     /// 2. `task-ids`: every `taskId` is the server's choice: bound on first sight.
+    ///    `request-states`: the same for every `requestState` (a multi-round request's sealed
+    ///    state, new each run), so the recorded retry carries the live state.
     /// 3. `fixture-paths`: `/tmp/mcp-fixtures...` (the recordings' scratch data) is rewritten to the
     ///    fixture directory the replay created (see `fixtures`), in what we send and expect.
     /// 4. `clock`: ISO date-times, JavaScript `Date` strings and clock times inside any string;
@@ -200,6 +202,13 @@ impl Rules {
             rules: vec![
                 rule("peer-request-ids", &[], &["id"], Action::RemapId, "each side numbers its own requests"),
                 rule("task-ids", &[], &["**.taskId"], Action::Bind, "the server makes task ids up"),
+                rule(
+                    "request-states",
+                    &[],
+                    &["**.requestState"],
+                    Action::Bind,
+                    "a 2026-07-28 server seals each requestState anew (keys, nonces, expiry)",
+                ),
                 fixtures,
                 clock,
                 blobs,
@@ -813,6 +822,18 @@ mod tests {
         let rec = json!({"method": "notifications/message", "params": {"level": "info", "data": "Roots updated"}});
         let live = json!({"method": "notifications/message", "params": {"level": "error", "data": "Roots updated"}});
         assert_eq!(m.compare("notifications/message", &rec, &live).unwrap_err().path, "$.params.level");
+    }
+
+    #[test]
+    fn request_states_bind_and_are_sent_back_live() {
+        let mut m = Matcher::new(Rules::defaults(), None);
+        let rec = json!({"result": {"resultType": "input_required", "requestState": "v1.recorded"}});
+        m.compare("tools/call", &rec, &json!({"result": {"resultType": "input_required", "requestState": "v1.live"}}))
+            .unwrap();
+        let retry = json!({"params": {"name": "greet", "requestState": "v1.recorded"}});
+        assert_eq!(m.substitute(&retry), json!({"params": {"name": "greet", "requestState": "v1.live"}}));
+        let other = json!({"result": {"resultType": "input_required", "requestState": "v1.other"}});
+        assert!(m.compare("tools/call", &rec, &other).is_err(), "a bound state must stay the same");
     }
 
     #[test]

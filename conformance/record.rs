@@ -103,12 +103,9 @@ async fn relay(
             }
             return Ok(());
         }
-        // Forward first, then log: the peer never waits for the recorder's bookkeeping.
-        let write = async {
-            to.write_all(&buf[..n]).await?;
-            to.flush().await
-        };
-        let forwarded = write.await;
+        // Log, then forward: a line is on record before the peer can answer it, so an answer is
+        // never recorded before what it answers (a client retrying a multi-round request the
+        // instant it reads the server's InputRequiredResult did overtake it).
         let mut rest = &buf[..n];
         while let Some(end) = rest.iter().position(|b| *b == b'\n') {
             partial.extend_from_slice(&rest[..end]);
@@ -117,7 +114,8 @@ async fn relay(
             rest = &rest[end + 1..];
         }
         partial.extend_from_slice(rest);
-        forwarded?;
+        to.write_all(&buf[..n]).await?;
+        to.flush().await?;
     }
 }
 
@@ -277,6 +275,48 @@ mod tests {
 
     use super::*;
     use crate::conformance::recording::Recording;
+
+    /// A peer that, the moment a line reaches it, checks that the line is already on record.
+    struct CheckingPeer {
+        log: Arc<Log>,
+        seen: usize,
+    }
+
+    impl AsyncWrite for CheckingPeer {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<io::Result<usize>> {
+            let lines = buf.iter().filter(|b| **b == b'\n').count();
+            self.seen += lines;
+            let logged = self.log.lines.lock().unwrap().len();
+            assert!(logged >= self.seen, "{} line(s) reached the peer, {logged} on record", self.seen);
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_is_on_record_before_the_peer_gets_it() {
+        let log = Arc::new(Log { start: Instant::now(), started_at: SystemTime::now(), lines: Mutex::new(Vec::new()) });
+        let input: &[u8] = b"{\"id\":1,\"result\":{}}\n{\"id\":2,\"res";
+        let rest: &[u8] = b"ult\":{}}\n";
+        let peer = CheckingPeer { log: log.clone(), seen: 0 };
+        relay(input.chain(rest), peer, Dir::ServerToClient, log.clone()).await.unwrap();
+        assert_eq!(log.lines.lock().unwrap().len(), 2);
+    }
 
     #[test]
     fn recordings_are_written_in_the_readme_format() {

@@ -198,6 +198,29 @@ fn legacy_sse_recording_replays_against_server_everything() {
 }
 
 #[test]
+fn the_multi_round_http_recording_replays_against_its_python_server() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let script = repo_path("conformance/recordings/sources/py_mrtr_server.py");
+    let mut server = Command::new(support::peer("MCP_PYTHON"))
+        .arg(script)
+        .args(["--http", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "py_mrtr_server.py never listened on {port}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (ok, stdout) = replay(&[recording("pyfixture-mrtr-http-2026-07-28")], &format!("http://127.0.0.1:{port}"));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(ok, "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("1 passed, 0 failed"), "{stdout}");
+}
+
+#[test]
 fn a_stdio_recording_is_refused_over_http() {
     let (ok, stdout) = replay(&[recording("everything-tools")], "http://127.0.0.1:9");
     assert!(!ok);

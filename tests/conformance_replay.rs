@@ -82,11 +82,12 @@ fn every_stdio_recording_has_a_server_to_replay_against() {
             "mcp-time",
             "memory-server",
             "py-fixture-server",
+            "py-mrtr-fixture",
             "secure-filesystem-server"
         ],
         "a new server needs its replay test below"
     );
-    assert_eq!(groups.values().map(Vec::len).sum::<usize>(), 17, "the 17 stdio recordings");
+    assert_eq!(groups.values().map(Vec::len).sum::<usize>(), 18, "the 18 stdio recordings");
 }
 
 #[test]
@@ -231,6 +232,28 @@ fn a_wait_lasts_as_long_as_the_recorded_gap_allows() {
     assert!(!out.status.success(), "{stdout}");
     assert!(stdout.contains("seq 2 s2c ping response: $: expected this message, got nothing (timed out)"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The Python fixture scripts the `pyfixture-mrtr-*` recordings were made with.
+fn mrtr_source(script: &str) -> String {
+    format!("{} {}", peer("MCP_PYTHON"), repo_path(&format!("conformance/recordings/sources/{script}")).display())
+}
+
+#[test]
+fn the_multi_round_recording_replays_against_its_python_server_and_drives_its_python_client() {
+    // The server seals a new requestState each run: the replay binds it and sends the live one.
+    assert_all_pass(&stdio_recordings()["py-mrtr-fixture"], &mrtr_source("py_mrtr_server.py"));
+
+    // serve of the recording, with the Python client (mode='auto') as the client under test.
+    let client = format!("{} --root file://{{fixtures}}/project --", mrtr_source("py_mrtr_client.py"));
+    let out = Command::new(BIN)
+        .arg("replay")
+        .arg(original("pyfixture-mrtr-stdio-2026-07-28"))
+        .args(["--client", &client, "--timeout-ms", "30000"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().last(), Some("1 passed, 0 failed"), "{stdout}");
 }
 
 #[test]

@@ -24,7 +24,7 @@ fn check_all() -> Vec<FileCheck> {
 #[test]
 fn all_bundled_recordings_round_trip() {
     let files = recordings();
-    assert_eq!(files.len(), 23, "the 23 bundled recordings");
+    assert_eq!(files.len(), 25, "the 25 bundled recordings");
     let checks = check_all();
     let mut report = String::new();
     write_report(&mut report, &checks).unwrap();
