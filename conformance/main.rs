@@ -37,7 +37,8 @@
 //!   expects; with `--report`, every matched recorded client message and every difference is
 //!   appended to `FILE` as a JSON line as it happens; with `--listen ADDR:PORT`, the recorded
 //!   server over HTTP instead — Streamable HTTP at `/mcp`, and the legacy transport at `/sse`
-//!   for an `sse` recording; stateless for a 2026-07-28 one — each session following the
+//!   for an `sse` recording; stateless for a 2026-07-28 one, whose POSTs all follow one script
+//!   (a listen stream stays open while later POSTs run) — otherwise each session following the
 //!   script afresh and reporting to the one `--report` file; the URL is printed on stdout, and
 //!   Ctrl-C (SIGINT) stops it, after its sessions have reported what was left).
 //!
@@ -409,6 +410,7 @@ fn serve_http(
 ) -> ExitCode {
     use std::sync::Arc;
 
+    use mcpwire::conformance::serve_stateless::MergedPosts;
     use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
 
     let legacy = recording.header.transport == "sse";
@@ -422,14 +424,37 @@ fn serve_http(
     rt.block_on(async move {
         // Sessions still running, and a wake-up when one ends.
         let running = Arc::new((std::sync::atomic::AtomicUsize::new(0), tokio::sync::Notify::new()));
+        // Stateless (2026-07-28): every POST feeds one script (see serve_stateless).
+        let merged = stateless.then(|| Arc::new(MergedPosts::new()));
+        if let Some(merged) = merged.clone() {
+            let (recording, matcher, report, running) =
+                (recording.clone(), matcher.clone(), report.clone(), running.clone());
+            running.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let events = |event: Event<'_>| serve_event(Option::as_ref(&report), event);
+                if let Err(e) = serve_recording(&recording, &*merged, &matcher, &events).await {
+                    eprintln!("mcp-conformance serve: {e}");
+                }
+                running.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                running.1.notify_waiters();
+            });
+        }
         let sessions = running.clone();
+        let feeds = merged.clone();
         let app = move |transport: mcpwire::transport::sse_http::ServerTransport| {
             let recording = recording.clone();
             let matcher = Matcher::clone(&matcher);
             let report = report.clone();
             let running = sessions.clone();
-            running.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let merged = feeds.clone();
+            if merged.is_none() {
+                running.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
             async move {
+                if let Some(merged) = merged {
+                    merged.feed(transport).await;
+                    return;
+                }
                 let events = |event: Event<'_>| serve_event(Option::as_ref(&report), event);
                 if let Err(e) = serve_recording(&recording, &transport, &matcher, &events).await {
                     eprintln!("mcp-conformance serve: {e}");
@@ -449,6 +474,9 @@ fn serve_http(
         println!("{}", if legacy { server.legacy_url() } else { server.url() });
         let _ = tokio::signal::ctrl_c().await;
         server.shutdown().await;
+        if let Some(merged) = &merged {
+            merged.stop();
+        }
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         loop {
             let ended = running.1.notified();

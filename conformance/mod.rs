@@ -10,6 +10,8 @@
 //! - `replay_http`: plays an HTTP recording's client side as raw HTTP exchanges, checking the
 //!   recorded `http` members (statuses, headers, SSE framing) too.
 //! - [`serve`]: plays a recording's server side to a live client, reporting its departures.
+//! - `serve_stateless` (feature `http`): the POSTs of a stateless server joined into one
+//!   transport, so a 2026-07-28 recording is served as one script.
 //! - [`record`]: the stdio recorder that sits between a client and a server.
 //! - `record_http` (feature `http`): the HTTP capture proxy between a client and a server.
 //! - [`clock`]: the clock a replayed server reads (the recording's, through libfaketime, when
@@ -35,3 +37,5 @@ pub mod replay_http;
 pub mod report;
 pub mod roundtrip;
 pub mod serve;
+#[cfg(feature = "http")]
+pub mod serve_stateless;
