@@ -22,11 +22,14 @@ use crate::transport::{Transport, TransportError};
 /// How many messages from POSTs may wait for the script before their POSTs wait too.
 const QUEUE_DEPTH: usize = 64;
 
-/// The POSTs of a stateless server as one transport; [`MergedPosts::feeder`] gives each new
+/// A message from a POST, with the POST that carried it.
+type Fed = (Arc<ServerTransport>, Message);
+
+/// The POSTs of a stateless server as one transport; [`MergedPosts::feed`] runs each new
 /// POST's transport to it.
 pub struct MergedPosts {
-    incoming: tokio::sync::Mutex<mpsc::Receiver<(Arc<ServerTransport>, Message)>>,
-    feed: Mutex<Option<mpsc::Sender<(Arc<ServerTransport>, Message)>>>,
+    incoming: tokio::sync::Mutex<mpsc::Receiver<Fed>>,
+    feed: Mutex<Option<mpsc::Sender<Fed>>>,
     /// The POST that carried each request still unanswered, by the request's live id.
     carriers: Mutex<HashMap<Id, Arc<ServerTransport>>>,
 }
