@@ -31,6 +31,7 @@ pub(crate) enum Payload {
     /// A payload that is not JSON, kept as a string.
     Raw(String),
     /// No payload (an HTTP request or response that carried no JSON-RPC message).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     Nothing,
 }
 

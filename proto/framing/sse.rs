@@ -102,7 +102,9 @@ enum Discard {
 /// - A UTF-8 byte order mark at the start of the stream is dropped.
 /// - Bytes that are not UTF-8 become U+FFFD, as WHATWG prescribes; that is not an error.
 /// - One event may take at most [`DEFAULT_MAX_FRAME_BYTES`] (overridable) counting the bytes of
-///   its field lines without line endings; a comment line on its own is held to the same cap.
+///   its field lines without line endings, and the two more bytes each invalid UTF-8 byte of a
+///   `data`, `event` or `id` value takes as U+FFFD; a comment line on its own is held to the
+///   same cap.
 ///   A larger event yields [`FrameError::TooLarge`] once, is skipped up to the blank line that
 ///   ends it without being buffered, and decoding resumes after it.
 /// - An event is dispatched by a blank line; see the module docs for events with empty data.
@@ -334,24 +336,40 @@ impl SseDecoder {
             }
             None => (line, &b""[..]),
         };
+        // from_utf8 is the fast path (MCP data is JSON, valid UTF-8); lossy otherwise, and then
+        // each invalid byte becomes U+FFFD, three bytes: those count against the cap too, so
+        // what is kept never exceeds it.
+        let text = match name {
+            b"data" | b"event" | b"id" => match std::str::from_utf8(value) {
+                Ok(text) => std::borrow::Cow::Borrowed(text),
+                Err(_) => {
+                    let text = String::from_utf8_lossy(value);
+                    self.event_bytes += text.len().saturating_sub(value.len());
+                    if self.event_bytes > self.max {
+                        let seen = self.event_bytes;
+                        self.reset_event();
+                        self.discard = Discard::Event;
+                        return Some(Err(self.too_large(seen)));
+                    }
+                    text
+                }
+            },
+            _ => std::borrow::Cow::Borrowed(""),
+        };
         match name {
             b"data" => {
                 if self.cur_has_data {
                     self.cur_data.push('\n');
                 }
                 self.cur_has_data = true;
-                // from_utf8 is the fast path (MCP data is JSON, valid UTF-8); lossy otherwise.
-                match std::str::from_utf8(value) {
-                    Ok(text) => self.cur_data.push_str(text),
-                    Err(_) => self.cur_data.push_str(&String::from_utf8_lossy(value)),
-                }
+                self.cur_data.push_str(&text);
             }
             b"event" => {
-                self.cur_event = (!value.is_empty()).then(|| String::from_utf8_lossy(value).into());
+                self.cur_event = (!value.is_empty()).then(|| text.into_owned());
             }
             // An id containing NUL is ignored.
             b"id" if !value.contains(&0) => {
-                self.cur_id = Some(String::from_utf8_lossy(value).into_owned());
+                self.cur_id = Some(text.into_owned());
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 // All digits, so parsing fails only on overflow: ignore the field then.
@@ -577,6 +595,21 @@ mod tests {
             ev(None, "", Some(""), None),
             ev(None, "日\u{FFFD}", None, None),
         ]
+    }
+
+    #[test]
+    fn invalid_utf8_counts_as_the_replacement_characters_it_becomes() {
+        // "data: " and 20 invalid bytes: 26 bytes on the wire, 20 × U+FFFD = 60 bytes kept.
+        let mut stream = b"data: ".to_vec();
+        stream.extend([0xFF; 20]);
+        stream.extend_from_slice(b"\n\ndata: ok\n\n");
+        assert_eq!(run(40, &[&stream]), [Err(FrameError::TooLarge { max: 40, seen: 0 }), ev(None, "ok", None, None)]);
+        let kept = run(80, &[&stream]);
+        assert_eq!(kept[0], ev(None, &"\u{FFFD}".repeat(20), None, None), "within the cap it is kept, replaced");
+        let mut id = b"id: ".to_vec();
+        id.extend([0xC0; 30]);
+        id.extend_from_slice(b"\ndata: x\n\n");
+        assert_eq!(run(40, &[&id]), [Err(FrameError::TooLarge { max: 40, seen: 0 })]);
     }
 
     #[test]

@@ -387,6 +387,18 @@ pub(crate) const METHODS: &[MethodInfo] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_past_64_bits_round_trip_to_a_fixed_point() {
+        // Found by fuzz/method_table: a 51-digit integer became a float one ULP off each time it
+        // was decoded again, until serde_json's float_roundtrip (correct rounding) was turned on.
+        let text = r#"{"name":"x","arguments":{"n":211111111111111111111111111111111111111111111111111,"f":2.1111111111111114e50}}"#;
+        let once: CallToolRequestParams = serde_json::from_str(text).unwrap();
+        let encoded = serde_json::to_string(&once).unwrap();
+        let twice: CallToolRequestParams = serde_json::from_str(&encoded).unwrap();
+        assert_eq!(serde_json::to_string(&twice).unwrap(), encoded);
+        assert_eq!(once.arguments.as_ref().unwrap()["f"].as_f64(), Some(2.1111111111111114e50));
+    }
     use serde_json::json;
 
     fn round_trip<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
