@@ -58,7 +58,8 @@ async fn the_in_process_path_never_serializes() {
     let (a, b) = inproc::pair(Limits::default());
     let server = TypedServer::default();
     let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), server.clone());
-    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    // Legacy: the discover probe of `auto` is serialized JSON by design.
+    let client = Client::connect(a, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
     assert_eq!(client.server_info().name, "typed");
     let result = client.call_tool("add", json!({"a": 1}).as_object().cloned()).await.unwrap();
     assert_eq!(
@@ -265,14 +266,16 @@ async fn an_unknown_version_is_offered_as_written_and_only_a_supported_answer_ta
     });
     let (a, b) = inproc::pair(Limits::default());
     let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), counter.clone());
-    let client = Client::connect(a, ClientOptions::default().with_offered_version_str("2099-01-01")).await.unwrap();
+    let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_offered_version_str("2099-01-01");
+    let client = Client::connect(a, options).await.unwrap();
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     assert_eq!(counter.log()[0].1["protocolVersion"], "2099-01-01");
     // A server that echoes the unknown version is refused.
     let echo = Scripted::new(|_, params| Ok(init_result(params["protocolVersion"].as_str().unwrap())));
     let (a, b) = inproc::pair(Limits::default());
     let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), echo);
-    let err = Client::connect(a, ClientOptions::default().with_offered_version_str("2099-01-01")).await.unwrap_err();
+    let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_offered_version_str("2099-01-01");
+    let err = Client::connect(a, options).await.unwrap_err();
     assert!(matches!(&err, ClientError::UnsupportedVersion { answered, .. } if answered == "2099-01-01"), "{err:?}");
 }
 
