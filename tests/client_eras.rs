@@ -1,0 +1,71 @@
+//! Our client's era policy against real servers over stdio: the Python SDK's `mcp-server-time`
+//! (which speaks both eras) runs 2026-07-28 under `auto` and 2025-11-25 under `legacy`;
+//! `server-everything` (handshake era only) makes `auto` fall back to `initialize` without the
+//! host seeing an error.
+
+mod support;
+
+use mcpwire::client::{Client, ClientOptions, EraPolicy};
+use mcpwire::proto::mcp_types::ContentBlock;
+use mcpwire::proto::version::ProtocolVersion;
+use mcpwire::transport::stdio::ChildCommand;
+use serde_json::json;
+
+fn server_time() -> ChildCommand {
+    ChildCommand::new(support::peer("MCP_SERVER_TIME")).arg("--local-timezone").arg("UTC")
+}
+
+fn everything() -> ChildCommand {
+    ChildCommand::new(support::peer("MCP_NODE")).arg(support::peer("MCP_EVERYTHING_JS")).arg("stdio")
+}
+
+async fn current_time_in_utc(client: &Client<mcpwire::transport::stdio::StdioTransport>) -> String {
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "get_current_time"), "{tools:?}");
+    let result = client.call_tool("get_current_time", json!({"timezone": "UTC"}).as_object().cloned()).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    match &result.content[..] {
+        [ContentBlock::Text(t)] => t.text.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn auto_runs_2026_07_28_against_the_python_sdk_server() {
+    let client = Client::spawn(server_time(), ClientOptions::default()).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert!(client.capabilities().tools.is_some());
+    assert!(!client.server_info().name.is_empty(), "serverInfo comes from the discovery result");
+    assert!(current_time_in_utc(&client).await.contains("UTC"));
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_adopted_2026_07_28_needs_no_probe() {
+    let options = ClientOptions::default().with_era(EraPolicy::Adopt(ProtocolVersion::V2026_07_28));
+    let client = Client::spawn(server_time(), options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert!(current_time_in_utc(&client).await.contains("UTC"));
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn legacy_runs_2025_11_25_against_the_same_server() {
+    let client = Client::spawn(server_time(), ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert!(current_time_in_utc(&client).await.contains("UTC"));
+    client.ping().await.unwrap();
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn auto_falls_back_to_initialize_against_a_handshake_only_server() {
+    let client = Client::spawn(everything(), ClientOptions::default()).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(client.initialize_result().protocol_version, "2025-11-25");
+    // The session has its handshake back: handshake-era calls work as under `legacy`.
+    client.ping().await.unwrap();
+    let result = client.call_tool("echo", json!({"message": "hi"}).as_object().cloned()).await.unwrap();
+    assert!(matches!(&result.content[..], [ContentBlock::Text(t)] if t.text.contains("hi")), "{result:?}");
+    client.close().await.unwrap();
+}
