@@ -218,6 +218,7 @@ async fn lists_page_to_the_end_and_stop_on_a_repeated_cursor() {
 #[derive(Clone)]
 struct Scripted {
     log: Arc<Mutex<Vec<(String, Value)>>>,
+    ids: Arc<Mutex<Vec<Id>>>,
     answer: Arc<Answer>,
 }
 
@@ -226,11 +227,16 @@ type Answer = dyn Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync;
 
 impl Scripted {
     fn new(answer: impl Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync + 'static) -> Scripted {
-        Scripted { log: Arc::default(), answer: Arc::new(answer) }
+        Scripted { log: Arc::default(), ids: Arc::default(), answer: Arc::new(answer) }
     }
 
     fn log(&self) -> Vec<(String, Value)> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// The ids of the requests received, in order.
+    fn ids(&self) -> Vec<Id> {
+        self.ids.lock().unwrap().clone()
     }
 }
 
@@ -238,6 +244,7 @@ impl Handler<InprocTransport> for Scripted {
     fn on_request(&self, peer: &Peer<InprocTransport>, request: Request) {
         let params: Value = request.params.as_ref().map_or(Value::Null, |p| p.decode().unwrap());
         self.log.lock().unwrap().push((request.method.clone(), params.clone()));
+        self.ids.lock().unwrap().push(request.id.clone());
         let outcome = (self.answer)(&request.method, &params).map(|v| Body::serialized(&v).unwrap());
         let peer = peer.clone();
         tokio::spawn(async move {
@@ -356,4 +363,214 @@ async fn request_raw_sends_params_the_typed_api_cannot_express() {
         client.request_raw("resources/read", Some(json!({})), RequestOptions::default()).await.unwrap_err(),
         ClientError::CapabilityNotSupported { capability: "resources", .. }
     ));
+}
+
+/// A 2026-07-28 server's discovery result with tools, prompts and resources.
+fn discovered() -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mrtr", "version": "1"}},
+    })
+}
+
+fn stateless_server(script: Scripted) -> (InprocTransport, Peer<InprocTransport>) {
+    let (a, b) = inproc::pair(Limits::default());
+    let server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), script);
+    (a, server)
+}
+
+fn calls<'a>(log: &'a [(String, Value)], method: &str) -> Vec<&'a Value> {
+    log.iter().filter(|(m, _)| m == method).map(|(_, p)| p).collect()
+}
+
+#[tokio::test]
+async fn input_requests_are_answered_by_the_hosts_handlers_and_the_call_retried_with_the_state() {
+    let server = Scripted::new(|method, params| match (method, params["requestState"].as_str()) {
+        ("server/discover", _) => Ok(discovered()),
+        ("tools/call", None) => Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                "ask": {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+                "sample": {"method": "sampling/createMessage", "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "2+2"}}], "maxTokens": 5}},
+                "where": {"method": "roots/list"},
+            },
+            "requestState": "state-1",
+        })),
+        // Round two asks for nothing: the client retries with the state alone.
+        ("tools/call", Some("state-1")) => Ok(json!({"resultType": "input_required", "requestState": "state-2"})),
+        ("tools/call", Some(_)) => Ok(json!({"resultType": "complete", "content": [{"type": "text", "text": "done"}]})),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let options = ClientOptions::default()
+        .with_elicitation(|_| async {
+            Ok(serde_json::from_value(json!({"action": "accept", "content": {"name": "ada"}})).unwrap())
+        })
+        .with_sampling(|_| async {
+            Ok(serde_json::from_value(
+                json!({"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}),
+            )
+            .unwrap())
+        })
+        .with_roots([Root { uri: "file:///w".into(), name: None, meta: None, extra: Default::default() }]);
+    let client = Client::connect(a, options).await.unwrap();
+    let result = client.call_tool("t", json!({"x": 1}).as_object().cloned()).await.unwrap();
+    assert_eq!(result.content, [ContentBlock::Text(TextContent { text: "done".into(), ..Default::default() })]);
+
+    let log = server.log();
+    let tries = calls(&log, "tools/call");
+    assert_eq!(tries.len(), 3);
+    assert_eq!(tries[0].get("inputResponses"), None);
+    assert_eq!(
+        tries[1]["inputResponses"],
+        json!({
+            "ask": {"action": "accept", "content": {"name": "ada"}},
+            "sample": {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"},
+            "where": {"roots": [{"uri": "file:///w"}]},
+        })
+    );
+    assert_eq!(tries[1]["requestState"], "state-1");
+    assert_eq!((tries[2].get("inputResponses"), &tries[2]["requestState"]), (None, &json!("state-2")));
+    for retry in &tries[1..] {
+        assert_eq!((&retry["name"], &retry["arguments"]), (&json!("t"), &json!({"x": 1})), "the original params");
+        assert_eq!(retry["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+    }
+    let ids = server.ids();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len(), "every retry is a new request: {ids:?}");
+}
+
+#[tokio::test]
+async fn prompts_get_runs_the_same_loop_and_no_state_means_none_sent() {
+    let server = Scripted::new(|method, params| match method {
+        "server/discover" => Ok(discovered()),
+        "prompts/get" if params.get("inputResponses").is_none() => Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": {"ok": {"method": "elicitation/create", "params": {"message": "Go?", "requestedSchema": {"type": "object", "properties": {}}}}},
+        })),
+        "prompts/get" => Ok(json!({"messages": []})),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let accept = |_| async { Ok(serde_json::from_value(json!({"action": "accept", "content": {}})).unwrap()) };
+    let client = Client::connect(a, ClientOptions::default().with_elicitation(accept)).await.unwrap();
+    let prompt = client.get_prompt("p", None).await.unwrap();
+    assert!(prompt.messages.is_empty());
+    let log = server.log();
+    let tries = calls(&log, "prompts/get");
+    assert_eq!(tries.len(), 2);
+    assert_eq!(tries[1].get("requestState"), None, "no requestState was given, none is sent");
+}
+
+#[tokio::test]
+async fn an_input_request_without_a_handler_fails_the_call_and_sends_no_retry() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        "tools/call" => Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": {"ask": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}}},
+            "requestState": "s",
+        })),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    let err = client.call_tool("t", None).await.unwrap_err();
+    match &err {
+        ClientError::InputRequest { method, key, error } => {
+            assert_eq!((method.as_str(), key.as_str(), error.code), ("tools/call", "ask", ErrorCode::METHOD_NOT_FOUND));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(calls(&server.log(), "tools/call").len(), 1);
+    // The connection is fine: another call goes through.
+    assert!(client.call_tool("t", None).await.is_err());
+    assert_eq!(calls(&server.log(), "tools/call").len(), 2);
+}
+
+#[tokio::test]
+async fn a_server_that_never_stops_asking_is_given_up_on_after_the_round_cap() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        _ => Ok(json!({"resultType": "input_required", "requestState": "again"})),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let client = Client::connect(a, ClientOptions::default().with_max_input_rounds(2)).await.unwrap();
+    let err = client.read_resource("file:///x").await.unwrap_err();
+    assert!(matches!(&err, ClientError::InputRounds { method, rounds: 2 } if method == "resources/read"), "{err:?}");
+    assert_eq!(calls(&server.log(), "resources/read").len(), 3, "the call and two retries");
+}
+
+#[tokio::test]
+async fn an_unsupported_version_answer_to_the_probe_is_retried_at_a_version_it_names() {
+    let probes = Arc::new(AtomicUsize::new(0));
+    let seen = probes.clone();
+    let server = Scripted::new(move |method, _| match method {
+        "server/discover" if seen.fetch_add(1, Ordering::Relaxed) == 0 => {
+            Err(ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+                .with_data(&json!({"supported": ["2026-07-28"], "requested": "2026-07-28"}))
+                .unwrap())
+        }
+        "server/discover" => Ok(discovered()),
+        _ => Ok(json!({"tools": []})),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(calls(&server.log(), "server/discover").len(), 2);
+
+    // Only stateless versions we do not speak: the connection fails, no initialize.
+    let modern_only = Scripted::new(|_, _| {
+        Err(ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(&json!({"supported": ["2099-01-01"], "requested": "2026-07-28"}))
+            .unwrap())
+    });
+    let (a, _server) = stateless_server(modern_only.clone());
+    let err = Client::connect(a, ClientOptions::default()).await.unwrap_err();
+    assert!(matches!(&err, ClientError::UnsupportedVersion { answered, .. } if answered == "2099-01-01"), "{err:?}");
+    assert!(calls(&modern_only.log(), "initialize").is_empty());
+}
+
+#[tokio::test]
+async fn a_probe_with_no_answer_falls_back_after_the_discover_timeout() {
+    let server = Scripted::new(|method, params| match method {
+        "initialize" => Ok(init_result(params["protocolVersion"].as_str().unwrap())),
+        _ => Ok(json!({"tools": []})),
+    });
+    let silent = Arc::new(AtomicUsize::new(0));
+    let (a, b) = inproc::pair(Limits::default());
+    let _server = Peer::start(
+        b,
+        Role::Server,
+        Mode::Handshake,
+        session::Limits::default(),
+        Silent { discover: silent.clone(), inner: server.clone() },
+    );
+    let options = ClientOptions::default().with_discover_timeout(Duration::from_millis(100));
+    let client = Client::connect(a, options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(silent.load(Ordering::Relaxed), 1);
+    client.list_tools().await.unwrap();
+}
+
+/// Never answers `server/discover` (some handshake-era servers ignore unknown requests);
+/// everything else goes to `inner`.
+struct Silent {
+    discover: Arc<AtomicUsize>,
+    inner: Scripted,
+}
+
+impl Handler<InprocTransport> for Silent {
+    fn on_request(&self, peer: &Peer<InprocTransport>, request: Request) {
+        if request.method == "server/discover" {
+            self.discover.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.inner.on_request(peer, request);
+    }
+
+    fn on_initialized(&self, peer: &Peer<InprocTransport>) {
+        self.inner.on_initialized(peer);
+    }
 }
