@@ -27,6 +27,13 @@
 //! tools whose `x-mcp-header` declarations are invalid are left out of `tools/list` with a
 //! warning on stderr.
 //!
+//! List pages (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`)
+//! that carry a positive `ttlMs` are kept, by method and cursor, and reused until it has passed
+//! or the matching `notifications/*/list_changed` arrives
+//! ([caching](https://modelcontextprotocol.io/specification/2026-07-28/server/utilities/caching));
+//! [`Client::clear_list_cache`] drops them all. Handshake-era results have no `ttlMs`, so
+//! nothing is kept for them.
+//!
 //! A [`Client`] is cheap to clone and every method takes `&self`: many calls may be in flight on
 //! one connection from many tasks. Every request gets a timeout ([`ClientOptions::request_timeout`],
 //! 60 s by default); dropping a call's future cancels it (`notifications/cancelled`). Params are
@@ -371,6 +378,60 @@ struct ClientPeerHandler {
     roots: Option<Arc<RwLock<Vec<Root>>>>,
     /// Handler tasks still running, by request id, so that `notifications/cancelled` stops them.
     running: Arc<Mutex<HashMap<Id, tokio::task::AbortHandle>>>,
+    /// Evicted by the list-changed notifications.
+    cache: Arc<Mutex<ListCache>>,
+}
+
+/// List pages kept while their `ttlMs` lasts, by method and cursor.
+#[derive(Default)]
+struct ListCache {
+    pages: HashMap<(&'static str, Option<String>), CachedPage>,
+}
+
+struct CachedPage {
+    page: Arc<dyn std::any::Any + Send + Sync>,
+    fresh_until: tokio::time::Instant,
+}
+
+impl ListCache {
+    /// Drops the pages a list-changed notification makes stale.
+    fn evict_for(&mut self, notification: &str) {
+        let methods: &[&str] = match notification {
+            "notifications/tools/list_changed" => &["tools/list"],
+            "notifications/prompts/list_changed" => &["prompts/list"],
+            "notifications/resources/list_changed" => &["resources/list", "resources/templates/list"],
+            _ => return,
+        };
+        self.pages.retain(|(method, _), _| !methods.contains(method));
+    }
+}
+
+/// The `ttlMs` of a list result (2026-07-28), where a list has one.
+trait CacheHint {
+    fn ttl_ms(&self) -> Option<u64>;
+}
+
+impl CacheHint for ListToolsResult {
+    fn ttl_ms(&self) -> Option<u64> {
+        self.ttl_ms
+    }
+}
+
+macro_rules! ttl_in_extra {
+    ($($ty:ty),*) => {$(
+        impl CacheHint for $ty {
+            fn ttl_ms(&self) -> Option<u64> {
+                self.extra.get("ttlMs").and_then(Value::as_u64)
+            }
+        }
+    )*};
+}
+ttl_in_extra!(ListPromptsResult, ListResourcesResult, ListResourceTemplatesResult);
+
+impl CacheHint for ListTasksResult {
+    fn ttl_ms(&self) -> Option<u64> {
+        None
+    }
 }
 
 fn invalid_params(e: serde_json::Error) -> ErrorObject {
@@ -460,6 +521,9 @@ impl<T: Transport> Handler<T> for ClientPeerHandler {
     }
 
     fn on_notification(&self, _peer: &Peer<T>, notification: Notification) {
+        if notification.method.ends_with("/list_changed") {
+            self.cache.lock().expect("never poisoned").evict_for(&notification.method);
+        }
         if let Some(handler) = &self.handler {
             handler.on_notification(notification);
         }
@@ -499,6 +563,8 @@ struct Inner<T: Transport> {
     /// a handshake-era server's requests).
     inputs: InputAnswerers,
     max_input_rounds: usize,
+    /// List pages reusable while their `ttlMs` lasts.
+    cache: Arc<Mutex<ListCache>>,
 }
 
 /// The host's handlers, as the MRTR loop calls them.
@@ -674,12 +740,14 @@ impl<T: Transport> Client<T> {
     /// it never answers. The connection is closed in every case.
     pub async fn connect(transport: T, options: ClientOptions) -> Result<Client<T>, ClientError> {
         let roots = options.roots.clone().map(|r| Arc::new(RwLock::new(r)));
+        let cache = Arc::new(Mutex::new(ListCache::default()));
         let handler = ClientPeerHandler {
             handler: options.handler.clone(),
             sampling: options.sampling.clone(),
             elicitation: options.elicitation.clone(),
             roots: roots.clone(),
             running: Arc::default(),
+            cache: cache.clone(),
         };
         // A probe goes out statelessly; the session gets its handshake gate back if the server
         // does not take it.
@@ -732,6 +800,7 @@ impl<T: Transport> Client<T> {
                     session_meta,
                     inputs,
                     max_input_rounds: options.max_input_rounds,
+                    cache,
                 }),
             }),
             Err(e) => {
@@ -1052,6 +1121,44 @@ impl<T: Transport> Client<T> {
         }
     }
 
+    /// One page of a list method: the cached one while it is fresh, else fetched (and kept
+    /// when it carries a positive `ttlMs`).
+    async fn list_page<M>(&self, params: M::Params, cursor: Option<String>) -> Result<M::Output, ClientError>
+    where
+        M: Method,
+        M::Params: Send + Sync + 'static,
+        M::Output: CacheHint + Clone + Send + Sync + 'static,
+    {
+        let key = (M::NAME, cursor);
+        let now = tokio::time::Instant::now();
+        {
+            let mut cache = self.inner.cache.lock().expect("never poisoned");
+            match cache.pages.get(&key) {
+                Some(c) if c.fresh_until > now => {
+                    if let Some(page) = c.page.downcast_ref::<M::Output>() {
+                        return Ok(page.clone());
+                    }
+                }
+                Some(_) => {
+                    cache.pages.remove(&key);
+                }
+                None => {}
+            }
+        }
+        let page = self.request::<M>(params, RequestOptions::default()).await?;
+        if let Some(ttl) = page.ttl_ms().filter(|&ttl| ttl > 0) {
+            let fresh_until = tokio::time::Instant::now() + Duration::from_millis(ttl);
+            let cached = CachedPage { page: Arc::new(page.clone()), fresh_until };
+            self.inner.cache.lock().expect("never poisoned").pages.insert(key, cached);
+        }
+        Ok(page)
+    }
+
+    /// Forgets every cached list page: the next list call asks the server.
+    pub fn clear_list_cache(&self) {
+        self.inner.cache.lock().expect("never poisoned").pages.clear();
+    }
+
     /// Reads every page of a list method.
     async fn list_all<M, I>(
         &self,
@@ -1061,13 +1168,14 @@ impl<T: Transport> Client<T> {
     where
         M: Method,
         M::Params: Send + Sync + 'static,
-        M::Output: Clone + Send + Sync + 'static,
+        M::Output: CacheHint + Clone + Send + Sync + 'static,
     {
         let mut items = Vec::new();
         let mut seen = HashSet::new();
-        let mut cursor = None;
+        let mut cursor: Option<String> = None;
         for pages in 1.. {
-            let (mut more, next) = split(self.request::<M>(page(cursor.take()), RequestOptions::default()).await?);
+            let params = page(cursor.clone());
+            let (mut more, next) = split(self.list_page::<M>(params, cursor.take()).await?);
             items.append(&mut more);
             let Some(next) = next else { return Ok(items) };
             if !seen.insert(next.clone()) || pages >= self.inner.max_pages {

@@ -574,3 +574,42 @@ impl Handler<InprocTransport> for Silent {
         self.inner.on_initialized(peer);
     }
 }
+
+#[tokio::test]
+async fn a_list_is_reused_while_its_ttl_lasts_and_evicted_by_list_changed() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        "tools/list" => Ok(json!({"resultType": "complete", "ttlMs": 300, "cacheScope": "private", "tools": []})),
+        "prompts/list" => Ok(json!({"resultType": "complete", "ttlMs": 0, "prompts": []})),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, server_peer) = stateless_server(server.clone());
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let options = ClientOptions::default().with_handler(move |n: Notification| {
+        let _ = seen_tx.send(n.method);
+    });
+    let client = Client::connect(a, options).await.unwrap();
+    let fetches = || calls(&server.log(), "tools/list").len();
+
+    client.list_tools().await.unwrap();
+    client.list_tools().await.unwrap();
+    assert_eq!(fetches(), 1, "fresh: served from the cache");
+
+    server_peer.notify("notifications/tools/list_changed", None).await.unwrap();
+    assert_eq!(seen.recv().await.as_deref(), Some("notifications/tools/list_changed"));
+    client.list_tools().await.unwrap();
+    assert_eq!(fetches(), 2, "the notification evicted it");
+
+    client.clear_list_cache();
+    client.list_tools().await.unwrap();
+    assert_eq!(fetches(), 3);
+
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    client.list_tools().await.unwrap();
+    assert_eq!(fetches(), 4, "stale after ttlMs");
+
+    // ttlMs 0: immediately stale, never kept.
+    client.list_prompts().await.unwrap();
+    client.list_prompts().await.unwrap();
+    assert_eq!(calls(&server.log(), "prompts/list").len(), 2);
+}
