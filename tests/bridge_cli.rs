@@ -98,7 +98,8 @@ fn usage_errors_exit_2_with_usage() {
 fn a_command_that_is_not_a_server_exits_1_with_one_line() {
     let output = bridge(&["tools"], &["false".to_owned()]);
     assert_eq!(output.status.code(), Some(1));
-    assert_eq!(stderr(&output), "mcp-bridge: server exited during initialize (exit status: 1)\n");
+    // The first request is the `auto` era's server/discover probe.
+    assert_eq!(stderr(&output), "mcp-bridge: server exited during server/discover (exit status: 1)\n");
     let output = bridge(&["tools"], &["/nonexistent/server".to_owned()]);
     assert_eq!(output.status.code(), Some(1));
     let err = stderr(&output);
