@@ -892,12 +892,13 @@ impl<T: Transport> Client<T> {
         }
         async move {
             let (body, retry) = prepared?;
-            let retry = retry.map(|original| (original, options.clone()));
+            // Boxed, as the loop below: a handshake-era call's future grows by a pointer only.
+            let retry = retry.map(|original| Box::new((original, options.clone())));
             let outcome = self.inner.peer.request(M::NAME, Some(body), options).await;
             match retry {
                 None => decode_outcome::<T, M>(&self.inner.peer, outcome, Some(&self.inner.closed_by_us)).await,
-                // Boxed: only a stateless request that may need input carries the loop.
-                Some((original, options)) => {
+                Some(retry) => {
+                    let (original, options) = *retry;
                     let body = Box::pin(self.resolve_input_required(M::NAME, outcome, original, options)).await?;
                     decode_outcome::<T, M>(&self.inner.peer, Ok(body), None).await
                 }

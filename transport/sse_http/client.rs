@@ -632,15 +632,19 @@ impl Inner {
                 awaited.typed_method = Some(r.method.clone());
             }
         }
-        let mut extra = vec![
+        let base = [
             (ACCEPT, HeaderValue::from_static("application/json, text/event-stream")),
             (CONTENT_TYPE, HeaderValue::from_static("application/json")),
         ];
+        // Only a stateless POST has headers of its own (and allocates for them).
+        let mut with_metadata = Vec::new();
         if stateless {
-            self.request_metadata(message, &mut extra)?;
+            with_metadata.extend(base.iter().cloned());
+            self.request_metadata(message, &mut with_metadata)?;
         }
+        let extra: &[(HeaderName, HeaderValue)] = if stateless { &with_metadata } else { &base };
         let (response, lease) = self
-            .request(Method::POST, &self.endpoint, session.as_deref(), &extra, super::buffers::BODIES.encode(message))
+            .request(Method::POST, &self.endpoint, session.as_deref(), extra, super::buffers::BODIES.encode(message))
             .await?;
         let status = response.status();
         if let Some(id) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()).filter(|_| !stateless) {
