@@ -1,12 +1,15 @@
 //! Our client's era policy against real servers over stdio: the Python SDK's `mcp-server-time`
 //! (which speaks both eras) runs 2026-07-28 under `auto` and 2025-11-25 under `legacy`;
 //! `server-everything` (handshake era only) makes `auto` fall back to `initialize` without the
-//! host seeing an error.
+//! host seeing an error; the SDK's `MCPServer` whose tools elicit and list roots gets the same
+//! answers from the same handlers in both eras (MRTR retries under 2026-07-28, server requests
+//! under 2025-11-25).
 
 mod support;
 
 use mcpwire::client::{Client, ClientOptions, EraPolicy};
-use mcpwire::proto::mcp_types::ContentBlock;
+use mcpwire::proto::jsonrpc::ErrorObject;
+use mcpwire::proto::mcp_types::{ContentBlock, ElicitRequestParams, ElicitResult, Root};
 use mcpwire::proto::version::ProtocolVersion;
 use mcpwire::transport::stdio::ChildCommand;
 use serde_json::json;
@@ -68,4 +71,40 @@ async fn auto_falls_back_to_initialize_against_a_handshake_only_server() {
     let result = client.call_tool("echo", json!({"message": "hi"}).as_object().cloned()).await.unwrap();
     assert!(matches!(&result.content[..], [ContentBlock::Text(t)] if t.text.contains("hi")), "{result:?}");
     client.close().await.unwrap();
+}
+
+fn mrtr_server() -> ChildCommand {
+    ChildCommand::new(support::peer("MCP_PYTHON"))
+        .arg(support::repo_path("tests/peers/py_mrtr_server.py").to_string_lossy().into_owned())
+}
+
+async fn name_ada(params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
+    assert!(matches!(&params, ElicitRequestParams::Form(f) if f.message == "What is your name?"), "{params:?}");
+    Ok(serde_json::from_value(json!({"action": "accept", "content": {"name": "ada"}})).unwrap())
+}
+
+fn text_of(result: &mcpwire::proto::mcp_types::CallToolResult) -> &str {
+    match &result.content[..] {
+        [ContentBlock::Text(t)] => &t.text,
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn greet_and_roots(era: EraPolicy, expected: ProtocolVersion) {
+    let root = Root { uri: "file:///work".into(), name: None, meta: None, extra: Default::default() };
+    let options = ClientOptions::default().with_era(era).with_elicitation(name_ada).with_roots([root]);
+    let client = Client::spawn(mrtr_server(), options).await.unwrap();
+    assert_eq!(client.protocol_version(), expected);
+    let greeting = client.call_tool("greet", Some(Default::default())).await.unwrap();
+    assert_ne!(greeting.is_error, Some(true), "{greeting:?}");
+    assert_eq!(text_of(&greeting), "hello ada");
+    let roots = client.call_tool("roots", Some(Default::default())).await.unwrap();
+    assert_eq!(text_of(&roots), "file:///work");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_python_sdks_input_requests_are_answered_by_our_handlers_in_both_eras() {
+    greet_and_roots(EraPolicy::Auto, ProtocolVersion::V2026_07_28).await;
+    greet_and_roots(EraPolicy::Legacy, ProtocolVersion::V2025_11_25).await;
 }
