@@ -3,7 +3,7 @@
 //! `server-everything` (handshake era only) makes `auto` fall back to `initialize` without the
 //! host seeing an error; the SDK's `MCPServer` whose tools elicit and list roots gets the same
 //! answers from the same handlers in both eras (MRTR retries under 2026-07-28, server requests
-//! under 2025-11-25).
+//! under 2025-11-25), over stdio and over Streamable HTTP.
 
 mod support;
 
@@ -90,21 +90,79 @@ fn text_of(result: &mcpwire::proto::mcp_types::CallToolResult) -> &str {
     }
 }
 
-async fn greet_and_roots(era: EraPolicy, expected: ProtocolVersion) {
+fn mrtr_options(era: EraPolicy) -> ClientOptions {
     let root = Root { uri: "file:///work".into(), name: None, meta: None, extra: Default::default() };
-    let options = ClientOptions::default().with_era(era).with_elicitation(name_ada).with_roots([root]);
-    let client = Client::spawn(mrtr_server(), options).await.unwrap();
+    ClientOptions::default().with_era(era).with_elicitation(name_ada).with_roots([root])
+}
+
+async fn greet_and_roots(era: EraPolicy, expected: ProtocolVersion) {
+    let client = Client::spawn(mrtr_server(), mrtr_options(era)).await.unwrap();
     assert_eq!(client.protocol_version(), expected);
+    greet_and_roots_on(&client).await;
+    client.close().await.unwrap();
+}
+
+async fn greet_and_roots_on<T: mcpwire::transport::Transport>(client: &Client<T>) {
     let greeting = client.call_tool("greet", Some(Default::default())).await.unwrap();
     assert_ne!(greeting.is_error, Some(true), "{greeting:?}");
     assert_eq!(text_of(&greeting), "hello ada");
     let roots = client.call_tool("roots", Some(Default::default())).await.unwrap();
     assert_eq!(text_of(&roots), "file:///work");
-    client.close().await.unwrap();
 }
 
 #[tokio::test]
 async fn the_python_sdks_input_requests_are_answered_by_our_handlers_in_both_eras() {
     greet_and_roots(EraPolicy::Auto, ProtocolVersion::V2026_07_28).await;
     greet_and_roots(EraPolicy::Legacy, ProtocolVersion::V2025_11_25).await;
+}
+
+/// The Python MRTR server over Streamable HTTP on a free loopback port; killed when dropped.
+struct HttpMrtrServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpMrtrServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_mrtr_server() -> HttpMrtrServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new(support::peer("MCP_PYTHON"))
+        .arg(support::repo_path("tests/peers/py_mrtr_server.py"))
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start py_mrtr_server.py --http");
+    let server = HttpMrtrServer { child, url: format!("http://127.0.0.1:{port}/mcp") };
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "py_mrtr_server.py did not listen on {port}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    server
+}
+
+#[tokio::test]
+async fn over_streamable_http_auto_runs_2026_07_28_with_mrtr_and_legacy_runs_2025_11_25() {
+    use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+    let server = http_mrtr_server();
+    for (era, expected) in
+        [(EraPolicy::Auto, ProtocolVersion::V2026_07_28), (EraPolicy::Legacy, ProtocolVersion::V2025_11_25)]
+    {
+        let transport = HttpClientTransport::new(HttpClientConfig::new(server.url.clone())).unwrap();
+        let client = Client::connect(transport, mrtr_options(era)).await.unwrap();
+        assert_eq!(client.protocol_version(), expected, "{era}");
+        assert_eq!(
+            client.transport().session_id().is_some(),
+            era == EraPolicy::Legacy,
+            "{era}: a session only in the handshake era"
+        );
+        greet_and_roots_on(&client).await;
+        client.close().await.unwrap();
+    }
 }

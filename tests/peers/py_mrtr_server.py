@@ -1,4 +1,8 @@
-"""py_mrtr_server.py: a Python SDK (mcp 2.3) MCPServer over stdio whose tools need client input."""
+"""py_mrtr_server.py: a Python SDK (mcp 2.3) MCPServer whose tools need client input.
+
+    $MCP_PYTHON py_mrtr_server.py              # stdio
+    $MCP_PYTHON py_mrtr_server.py --http PORT  # Streamable HTTP at http://127.0.0.1:PORT/mcp
+"""
 from typing import Annotated
 
 from mcp.server.mcpserver import Elicit, ListRoots, MCPServer, Resolve
@@ -34,4 +38,10 @@ def roots(found: Annotated[ListRootsResult, Resolve(get_roots)]) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        # Streamable HTTP on 127.0.0.1:PORT/mcp (the SDK's default path).
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
