@@ -558,7 +558,7 @@ struct Inner<T: Transport> {
     next_progress_token: AtomicU64,
     /// A stateless (2026-07-28) session: the `_meta` members every request carries (version,
     /// client info, client capabilities).
-    session_meta: Option<PerRequestMeta>,
+    session_meta: Option<RwLock<PerRequestMeta>>,
     /// Who answers the input requests of an `input_required` result (the handlers that answer
     /// a handshake-era server's requests).
     inputs: InputAnswerers,
@@ -797,7 +797,7 @@ impl<T: Transport> Client<T> {
                     roots,
                     strict_capabilities,
                     next_progress_token: AtomicU64::new(1),
-                    session_meta,
+                    session_meta: session_meta.map(RwLock::new),
                     inputs,
                     max_input_rounds: options.max_input_rounds,
                     cache,
@@ -915,14 +915,23 @@ impl<T: Transport> Client<T> {
         M::Params: Send + Sync + 'static,
     {
         self.check_capability(M::NAME)?;
-        let Some(session_meta) = &self.inner.session_meta else {
+        if self.inner.session_meta.is_none() {
             return Ok((Body::typed(params), None));
-        };
+        }
         let invalid = |source| ClientError::InvalidResult { method: M::NAME.to_owned(), source };
         let mut value = serde_json::to_value(&params).map_err(invalid)?;
-        session_meta.write_into(&mut value).map_err(invalid)?;
+        self.write_session_meta(&mut value).map_err(invalid)?;
         let body = Body::serialized(&value).map_err(invalid)?;
         Ok((body, may_need_input(M::NAME).then_some(value)))
+    }
+
+    /// Adds a stateless session's per-request `_meta` fields to `params` (nothing in the
+    /// handshake era).
+    fn write_session_meta(&self, params: &mut Value) -> Result<(), serde_json::Error> {
+        match &self.inner.session_meta {
+            Some(meta) => meta.read().expect("never poisoned").write_into(params),
+            None => Ok(()),
+        }
     }
 
     /// The MRTR loop: while the answer to `method` is `input_required`, answers its input
@@ -1038,9 +1047,9 @@ impl<T: Transport> Client<T> {
         }
         let invalid = |source| ClientError::InvalidResult { method: method.to_owned(), source };
         let params = match (&self.inner.session_meta, params) {
-            (Some(session_meta), params) => {
+            (Some(_), params) => {
                 let mut value = params.unwrap_or_else(|| Value::Object(Map::new()));
-                session_meta.write_into(&mut value).map_err(invalid)?;
+                self.write_session_meta(&mut value).map_err(invalid)?;
                 Some(value)
             }
             (None, params) => params,
@@ -1089,9 +1098,7 @@ impl<T: Transport> Client<T> {
         if let Some(meta) = meta.as_object_mut() {
             meta.insert("progressToken".to_owned(), serde_json::to_value(&token).map_err(invalid)?);
         }
-        if let Some(session_meta) = &self.inner.session_meta {
-            session_meta.write_into(&mut value).map_err(invalid)?;
-        }
+        self.write_session_meta(&mut value).map_err(invalid)?;
         options.progress_token = Some(token);
         let body = Body::serialized(&value).map_err(invalid)?;
         let peer = &self.inner.peer;
@@ -1417,12 +1424,20 @@ impl<T: Transport> Client<T> {
         self.request::<Complete>(params, RequestOptions::default()).await
     }
 
-    /// `logging/setLevel`: only `notifications/message` at `level` or more severe, from now on.
+    /// Only `notifications/message` at `level` or more severe, from now on: `logging/setLevel`
+    /// in the handshake era; in a stateless session, where that method is gone, every later
+    /// request carries `io.modelcontextprotocol/logLevel` in its `_meta` (logging,
+    /// "Per-request log level") and nothing is sent now.
     ///
     /// # Errors
     /// [`ClientError::CapabilityNotSupported`] when the server has no `logging`; otherwise as
     /// any request.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
+        if let Some(meta) = &self.inner.session_meta {
+            self.check_capability(SetLevel::NAME)?;
+            meta.write().expect("never poisoned").set_log_level(Some(level.as_str()));
+            return Ok(());
+        }
         let params = SetLevelRequestParams { level, meta: None, extra: Default::default() };
         self.request::<SetLevel>(params, RequestOptions::default()).await.map(drop)
     }

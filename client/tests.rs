@@ -613,3 +613,24 @@ async fn a_list_is_reused_while_its_ttl_lasts_and_evicted_by_list_changed() {
     client.list_prompts().await.unwrap();
     assert_eq!(calls(&server.log(), "prompts/list").len(), 2);
 }
+
+#[tokio::test]
+async fn a_stateless_session_sets_the_log_level_on_every_later_request_instead_of_sending_set_level() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => {
+            Ok(json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "logging": {}}}))
+        }
+        "tools/list" => Ok(json!({"tools": []})),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    client.list_tools().await.unwrap();
+    client.set_logging_level(LoggingLevel::Warning).await.unwrap();
+    client.list_tools().await.unwrap();
+    let log = server.log();
+    let methods: Vec<&str> = log.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["server/discover", "tools/list", "tools/list"], "no logging/setLevel");
+    assert_eq!(log[1].1["_meta"].get("io.modelcontextprotocol/logLevel"), None);
+    assert_eq!(log[2].1["_meta"]["io.modelcontextprotocol/logLevel"], "warning");
+}

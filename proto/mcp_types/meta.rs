@@ -235,11 +235,13 @@ pub const PROTOCOL_VERSION_META_KEY: &str = "io.modelcontextprotocol/protocolVer
 pub const CLIENT_INFO_META_KEY: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key of a 2026-07-28 request's client capabilities.
 pub const CLIENT_CAPABILITIES_META_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of the log level a 2026-07-28 request asks for (logging, "Per-request log level").
+pub const LOG_LEVEL_META_KEY: &str = "io.modelcontextprotocol/logLevel";
 
 /// The per-request protocol fields every 2026-07-28 request carries in `params._meta`
 /// (basic, "Per-request protocol fields"): the protocol version, the client's info and its
-/// capabilities. Built once per connection; [`PerRequestMeta::write_into`] is the one place
-/// that writes them into a request.
+/// capabilities, and the log level when one is set. Built once per connection;
+/// [`PerRequestMeta::write_into`] is the one place that writes them into a request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PerRequestMeta {
     version: ProtocolVersion,
@@ -260,6 +262,15 @@ impl PerRequestMeta {
     /// The version these fields declare.
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.version
+    }
+
+    /// Asks for `notifications/message` at `level` or more severe on every later request
+    /// (a `LoggingLevel` string; `None`: no log messages, the default).
+    pub fn set_log_level(&mut self, level: Option<&str>) {
+        match level {
+            Some(level) => self.fields.insert(LOG_LEVEL_META_KEY.to_owned(), Value::from(level)),
+            None => self.fields.remove(LOG_LEVEL_META_KEY),
+        };
     }
 
     /// Adds the fields to `params._meta` (made when absent); members already there, e.g. a
@@ -374,6 +385,15 @@ mod tests {
             }})
         );
         assert!(meta.write_into(&mut json!([])).is_err());
+        let mut meta = meta;
+        meta.set_log_level(Some("warning"));
+        let mut params = json!({});
+        meta.write_into(&mut params).unwrap();
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/logLevel"], "warning");
+        meta.set_log_level(None);
+        let mut params = json!({});
+        meta.write_into(&mut params).unwrap();
+        assert_eq!(params["_meta"].get("io.modelcontextprotocol/logLevel"), None);
         assert!(meta.write_into(&mut json!({"_meta": 1})).is_err());
     }
 }
