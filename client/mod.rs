@@ -769,12 +769,19 @@ impl<T: Transport> Client<T> {
             }
             EraPolicy::Auto => match discover(&peer, &options, &declared).await {
                 Ok(Some((init, version))) => Ok(stateless(init, version)),
-                Ok(None) => match peer.set_mode(Mode::Handshake) {
-                    Ok(()) => {
-                        set_transport_version(&peer, None).await;
-                        handshake(&peer, &options, &declared).await.map(|(i, v)| (i, v, None))
+                Ok(None) => match fall_back(&peer, &options, &declared).await {
+                    // `initialize` refused as an unsupported version is a modern server after
+                    // all (a probe that timed out on a slow start settled it): probe once more.
+                    Err(e) if e.rpc_error().is_some_and(|e| e.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) => {
+                        match peer.set_mode(Mode::Stateless).map(|()| discover(&peer, &options, &declared)) {
+                            Ok(probe) => match probe.await {
+                                Ok(Some((init, version))) => Ok(stateless(init, version)),
+                                _ => Err(e),
+                            },
+                            Err(_) => Err(e),
+                        }
                     }
-                    Err(e) => Err(ClientError::Session(e)),
+                    other => other.map(|(i, v)| (i, v, None)),
                 },
                 Err(e) => Err(e),
             },
@@ -1634,6 +1641,18 @@ async fn handshake<T: Transport>(
     }
     peer.initialized().await.map_err(|e| error_for(Initialize::NAME, e))?;
     Ok((init, version))
+}
+
+/// The fallback of `auto`: the session's handshake gate back, the transport's stateless
+/// version dropped, then the handshake.
+async fn fall_back<T: Transport>(
+    peer: &Peer<T>,
+    options: &ClientOptions,
+    declared: &ClientCapabilities,
+) -> Result<(InitializeResult, ProtocolVersion), ClientError> {
+    peer.set_mode(Mode::Handshake).map_err(ClientError::Session)?;
+    set_transport_version(peer, None).await;
+    handshake(peer, options, declared).await
 }
 
 /// Tells the transport which version the next messages speak, where it cares: stdio's decoder

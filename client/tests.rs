@@ -545,7 +545,7 @@ async fn a_probe_with_no_answer_falls_back_after_the_discover_timeout() {
         Role::Server,
         Mode::Handshake,
         session::Limits::default(),
-        Silent { discover: silent.clone(), inner: server.clone() },
+        Silent { discover: silent.clone(), inner: server.clone(), ignored: usize::MAX },
     );
     let options = ClientOptions::default().with_discover_timeout(Duration::from_millis(100));
     let client = Client::connect(a, options).await.unwrap();
@@ -554,17 +554,18 @@ async fn a_probe_with_no_answer_falls_back_after_the_discover_timeout() {
     client.list_tools().await.unwrap();
 }
 
-/// Never answers `server/discover` (some handshake-era servers ignore unknown requests);
-/// everything else goes to `inner`.
+/// Never answers the first `ignored` `server/discover` requests (some handshake-era servers
+/// ignore unknown requests; a slow-starting one may answer only later); everything else goes
+/// to `inner`.
 struct Silent {
     discover: Arc<AtomicUsize>,
     inner: Scripted,
+    ignored: usize,
 }
 
 impl Handler<InprocTransport> for Silent {
     fn on_request(&self, peer: &Peer<InprocTransport>, request: Request) {
-        if request.method == "server/discover" {
-            self.discover.fetch_add(1, Ordering::Relaxed);
+        if request.method == "server/discover" && self.discover.fetch_add(1, Ordering::Relaxed) < self.ignored {
             return;
         }
         self.inner.on_request(peer, request);
@@ -633,4 +634,27 @@ async fn a_stateless_session_sets_the_log_level_on_every_later_request_instead_o
     assert_eq!(methods, ["server/discover", "tools/list", "tools/list"], "no logging/setLevel");
     assert_eq!(log[1].1["_meta"].get("io.modelcontextprotocol/logLevel"), None);
     assert_eq!(log[2].1["_meta"]["io.modelcontextprotocol/logLevel"], "warning");
+}
+
+#[tokio::test]
+async fn initialize_refused_as_an_unsupported_version_after_a_silent_probe_gets_one_more_probe() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        "initialize" => Err(ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(&json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}))
+            .unwrap()),
+        _ => Ok(json!({"tools": []})),
+    });
+    let probes = Arc::new(AtomicUsize::new(0));
+    let (a, b) = inproc::pair(Limits::default());
+    let silent = Silent { discover: probes.clone(), inner: server.clone(), ignored: 1 };
+    let _server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), silent);
+    let options = ClientOptions::default().with_discover_timeout(Duration::from_millis(100));
+    let client = Client::connect(a, options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(probes.load(Ordering::Relaxed), 2);
+    let log = server.log();
+    let methods: Vec<&str> = log.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["initialize", "server/discover"], "the first probe went unanswered");
+    client.list_tools().await.unwrap();
 }
