@@ -621,6 +621,18 @@ fn not_declared(capability: &str) -> ErrorObject {
     )
 }
 
+/// Input handlers running for one MRTR round, by input key; those still running when it is
+/// dropped are aborted.
+struct AbortOnDrop(Vec<(String, tokio::task::JoinHandle<Result<InputResponse, ErrorObject>>)>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for (_, task) in &self.0 {
+            task.abort();
+        }
+    }
+}
+
 /// The methods whose stateless result may be `input_required` (MRTR, "Supported Requests").
 fn may_need_input(method: &str) -> bool {
     matches!(method, "tools/call" | "prompts/get" | "resources/read")
@@ -986,30 +998,31 @@ impl<T: Transport> Client<T> {
         unreachable!("the retry loop only ends by returning")
     }
 
-    /// Answers every input request of one round, concurrently.
+    /// Answers every input request of one round, concurrently. The first refusal, or the call
+    /// being dropped, stops the handlers still running.
     async fn answer_inputs(
         &self,
         method: &str,
         requests: crate::proto::mcp_types::InputRequests,
     ) -> Result<InputResponses, ClientError> {
-        let mut answering = Vec::with_capacity(requests.len());
         let refused = |key, error| ClientError::InputRequest { method: method.to_owned(), key, error: Box::new(error) };
+        let mut answering = AbortOnDrop(Vec::with_capacity(requests.len()));
         for (key, request) in requests {
             match self.inner.inputs.answer(request) {
-                Ok(future) => answering.push((key, tokio::spawn(future))),
+                Ok(future) => answering.0.push((key, tokio::spawn(future))),
                 Err(error) => return Err(refused(key, error)),
             }
         }
         let mut responses = InputResponses::new();
-        for (key, task) in answering {
+        for (key, task) in &mut answering.0 {
             let answered = task.await.unwrap_or_else(|e| {
                 Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("the input handler failed: {e}")))
             });
             match answered {
                 Ok(response) => {
-                    responses.insert(key, response);
+                    responses.insert(std::mem::take(key), response);
                 }
-                Err(error) => return Err(refused(key, error)),
+                Err(error) => return Err(refused(std::mem::take(key), error)),
             }
         }
         Ok(responses)

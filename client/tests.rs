@@ -658,3 +658,37 @@ async fn initialize_refused_as_an_unsupported_version_after_a_silent_probe_gets_
     assert_eq!(methods, ["initialize", "server/discover"], "the first probe went unanswered");
     client.list_tools().await.unwrap();
 }
+
+#[tokio::test]
+async fn dropping_a_call_that_waits_for_an_input_handler_stops_the_handler() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        _ => Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": {"ask": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}}},
+        })),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let (dropped_tx, dropped) = tokio::sync::oneshot::channel::<()>();
+    let dropped_tx = Arc::new(Mutex::new(Some(dropped_tx)));
+    /// Tells when the handler's future is dropped.
+    struct Tell(Option<tokio::sync::oneshot::Sender<()>>);
+    impl Drop for Tell {
+        fn drop(&mut self) {
+            if let Some(tx) = self.0.take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+    let never_answers = move |_| {
+        let tell = Tell(dropped_tx.lock().unwrap().take());
+        async move {
+            let _tell = tell;
+            std::future::pending::<Result<crate::proto::mcp_types::ElicitResult, ErrorObject>>().await
+        }
+    };
+    let client = Client::connect(a, ClientOptions::default().with_elicitation(never_answers)).await.unwrap();
+    let call = tokio::time::timeout(Duration::from_millis(100), client.call_tool("t", None)).await;
+    assert!(call.is_err(), "the handler never answers");
+    tokio::time::timeout(Duration::from_secs(5), dropped).await.expect("the handler was stopped").unwrap();
+}
