@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpwire::client::{Client, ClientOptions};
+use mcpwire::client::{Client, ClientOptions, EraPolicy};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock};
 use mcpwire::server::echo::echo_server;
 use mcpwire::transport::inproc;
@@ -63,8 +63,12 @@ enum Connected {
 }
 
 fn options() -> ClientOptions {
-    // No client-side timeout: a slow call is measured, not cut off.
-    ClientOptions::default().with_client_info("mcp-bench", env!("CARGO_PKG_VERSION")).with_request_timeout(None)
+    // No client-side timeout: a slow call is measured, not cut off. The handshake era, as
+    // rmcp-bench speaks it: the cells compare the same protocol (and startup has no probe).
+    ClientOptions::default()
+        .with_client_info("mcp-bench", env!("CARGO_PKG_VERSION"))
+        .with_request_timeout(None)
+        .with_era(EraPolicy::Legacy)
 }
 
 async fn connect(target: &Target) -> Result<(Connected, Option<u32>), BoxError> {

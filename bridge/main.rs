@@ -359,6 +359,9 @@ fn print_statuses(statuses: &[ServerStatus], json: bool) -> std::io::Result<()> 
                 "server": s.name,
                 "state": s.state.as_str(),
                 "required": s.required,
+                "eraPolicy": s.era.to_string(),
+                // The era spoken: `legacy` (the initialize handshake) or the stateless version.
+                "era": s.protocol_version.map(|v| if v.has_initialize_handshake() { "legacy" } else { v.as_str() }),
                 "protocolVersion": s.protocol_version.map(|v| v.as_str()),
                 "tools": s.tools,
                 "startupMs": ms,

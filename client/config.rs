@@ -19,6 +19,9 @@
 //! disabled_tools = ["delete_repo"]     # applied after enabled_tools
 //! default_tools_approval_mode = "prompt"
 //! tools.search.approval_mode = "approve"
+//! era = "auto"                         # default auto: probe server/discover, fall back to
+//!                                      # initialize; "legacy": initialize only; "2026-07-28":
+//!                                      # stateless from the start, no probe
 //!
 //! [mcp_servers.remote]
 //! url = "https://example.com/mcp"      # Streamable HTTP, falling back to legacy SSE
@@ -40,7 +43,7 @@
 //! `{"mcpServers": {NAME: {...}}}` (Claude Desktop, Claude Code `.mcp.json`) or
 //! `{"servers": {NAME: {...}}}` (VS Code `mcp.json`), each server with `command`, `args`, `env`,
 //! `cwd`, `type` (`stdio`, `http`, `sse`; VS Code's `streamableHttp` is taken as `http`), `url`
-//! and `headers`. `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
+//! and `headers`, and our `era` (as in TOML). `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
 //! variable without a default is an error. Imported stdio servers inherit our environment
 //! (as Claude and VS Code start them). Other members (`disabled`, `alwaysAllow`, `inputs` …)
 //! are ignored, except `disabled: true`, which disables the server.
@@ -54,6 +57,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+
+use super::EraPolicy;
 
 /// The variables a stdio server configured in TOML gets from our environment without asking
 /// (codex's list).
@@ -171,6 +176,8 @@ pub struct ServerConfig {
     pub default_tools_approval_mode: Option<ApprovalMode>,
     /// Per-tool settings.
     pub tools: BTreeMap<String, ToolConfig>,
+    /// Which protocol era to speak (`era`): default [`EraPolicy::Auto`].
+    pub era: EraPolicy,
 }
 
 impl ServerConfig {
@@ -188,6 +195,7 @@ impl ServerConfig {
             disabled_tools: Vec::new(),
             default_tools_approval_mode: None,
             tools: BTreeMap::new(),
+            era: EraPolicy::Auto,
         }
     }
 
@@ -433,6 +441,10 @@ impl Field<'_> {
         Duration::try_from_secs_f64(n * scale).map_err(|_| self.err("out of range"))
     }
 
+    fn era(&self, v: &Value) -> Result<EraPolicy, ConfigError> {
+        self.string(v)?.parse().map_err(|e: super::InvalidEra| self.err(e.to_string()))
+    }
+
     fn approval(&self, v: &Value) -> Result<ApprovalMode, ConfigError> {
         let s = self.string(v)?;
         ApprovalMode::parse(&s)
@@ -472,6 +484,7 @@ const CODEX_FIELDS: &[&str] = &[
     "disabled_tools",
     "default_tools_approval_mode",
     "tools",
+    "era",
 ];
 
 fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, ConfigError> {
@@ -537,6 +550,9 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
     server.enabled_tools = get("enabled_tools").map(|(f, v)| f.strings(v)).transpose()?;
     server.disabled_tools = get("disabled_tools").map(|(f, v)| f.strings(v)).transpose()?.unwrap_or_default();
     server.default_tools_approval_mode = get("default_tools_approval_mode").map(|(f, v)| f.approval(v)).transpose()?;
+    if let Some((f, v)) = get("era") {
+        server.era = f.era(v)?;
+    }
     if let Some((f, v)) = get("tools") {
         let Value::Object(tools) = v else { return Err(f.err("expected a table")) };
         for (tool, settings) in tools {
@@ -598,6 +614,9 @@ fn json_server(name: &str, v: &Value, at: &Field<'_>, env: EnvLookup<'_>) -> Res
     let mut server = ServerConfig::new(name, transport);
     if let Some((f, v)) = get("disabled") {
         server.enabled = !f.bool(v)?;
+    }
+    if let Some((f, v)) = get("era") {
+        server.era = f.era(v)?;
     }
     Ok(server)
 }

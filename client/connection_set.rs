@@ -52,7 +52,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::{ApprovalMode, McpConfig, ServerConfig, TransportConfig, DEFAULT_ENV_VARS};
-use super::{Client, ClientError, ClientOptions, ElicitationModes, HandlerFuture};
+use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture};
 use crate::proto::jsonrpc::{ErrorObject, Notification};
 use crate::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
@@ -122,7 +122,9 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// Whether it is `required`.
     pub required: bool,
-    /// The negotiated protocol version, once connected.
+    /// The configured era policy.
+    pub era: EraPolicy,
+    /// The negotiated protocol version, once connected (2026-07-28: stateless).
     pub protocol_version: Option<ProtocolVersion>,
     /// Its `serverInfo`, once connected.
     pub server_info: Option<Implementation>,
@@ -733,6 +735,7 @@ impl Slot {
             name: self.config.name.clone(),
             state: s.state,
             required: self.config.required,
+            era: self.config.era,
             protocol_version: s.protocol_version,
             server_info: s.server_info.clone(),
             tools: s.listing.tools.len(),
@@ -1351,7 +1354,7 @@ fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>) -> ClientOptions {
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let slot_weak = Arc::downgrade(slot);
     let name = slot.config.name.clone();
-    let mut options = shared.options.client.clone();
+    let mut options = shared.options.client.clone().with_era(slot.config.era);
     if let Some(handler) = &shared.options.sampling {
         let (handler, name) = (handler.clone(), name.clone());
         options = options.with_sampling(move |params| handler.create_message(&name, params));
@@ -1562,6 +1565,7 @@ mod tests {
             name: name.into(),
             state,
             required: true,
+            era: EraPolicy::Auto,
             protocol_version: None,
             server_info: None,
             tools: 0,

@@ -85,6 +85,24 @@ pub enum ClientError {
         /// The client capability.
         capability: &'static str,
     },
+    /// 2026-07-28: the server asked for input this client cannot give (no handler for the
+    /// method, or the handler refused), so the request cannot be retried.
+    InputRequest {
+        /// The request that asked for input.
+        method: String,
+        /// The input request's key in `inputRequests`.
+        key: String,
+        /// Why it could not be answered (boxed: it is rare, and `ClientError` stays small).
+        error: Box<ErrorObject>,
+    },
+    /// 2026-07-28: the server kept answering with `input_required` past
+    /// [`ClientOptions::max_input_rounds`](super::ClientOptions::max_input_rounds) retries.
+    InputRounds {
+        /// The request.
+        method: String,
+        /// Retries sent.
+        rounds: usize,
+    },
     /// The session refused to send the request (too many in flight, …).
     Session(SessionError),
     /// The transport failed (the server could not be started, a pipe broke, …).
@@ -148,6 +166,12 @@ impl fmt::Display for ClientError {
             ClientError::NotDeclared { capability } => {
                 write!(f, "this client did not declare the {capability} capability")
             }
+            ClientError::InputRequest { method, key, error } => {
+                write!(f, "{method}: input request {key:?} could not be answered: {}", error.message)
+            }
+            ClientError::InputRounds { method, rounds } => {
+                write!(f, "{method} still needed input after {rounds} retries")
+            }
             ClientError::Session(e) => e.fmt(f),
             ClientError::Transport(e) => e.fmt(f),
         }
@@ -158,6 +182,7 @@ impl std::error::Error for ClientError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ClientError::Rpc { error, .. } => Some(error),
+            ClientError::InputRequest { error, .. } => Some(error.as_ref()),
             ClientError::InvalidResult { source, .. } => Some(source),
             ClientError::Session(e) => Some(e),
             ClientError::Transport(e) => Some(e),
@@ -167,7 +192,8 @@ impl std::error::Error for ClientError {
             | ClientError::UnsupportedVersion { .. }
             | ClientError::Pagination { .. }
             | ClientError::CapabilityNotSupported { .. }
-            | ClientError::NotDeclared { .. } => None,
+            | ClientError::NotDeclared { .. }
+            | ClientError::InputRounds { .. } => None,
         }
     }
 }
@@ -199,6 +225,12 @@ mod tests {
                 capability: "resources.subscribe",
             },
             ClientError::NotDeclared { capability: "roots" },
+            ClientError::InputRequest {
+                method: "tools/call".into(),
+                key: "confirm".into(),
+                error: Box::new(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "no elicitation handler")),
+            },
+            ClientError::InputRounds { method: "prompts/get".into(), rounds: 10 },
         ];
         let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(
@@ -211,6 +243,8 @@ mod tests {
                 "tools/list did not end after 2 pages (cursor \"a\")",
                 "server does not support resources/subscribe: it did not advertise the resources.subscribe capability",
                 "this client did not declare the roots capability",
+                "tools/call: input request \"confirm\" could not be answered: no elicitation handler",
+                "prompts/get still needed input after 10 retries",
             ]
         );
         for t in texts {

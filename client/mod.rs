@@ -6,11 +6,33 @@
 //! `notifications/initialized`. The server's [`InitializeResult`] stays available
 //! ([`Client::server_info`], [`Client::capabilities`], [`Client::instructions`],
 //! [`Client::protocol_version`]). [`ClientOptions::with_offered_version_str`] offers a version
-//! string this crate does not know (only a supported counter-offer is accepted);
-//! [`ClientOptions::with_discover_first`] probes with `server/discover` first, as the Python
-//! SDK's `mode='auto'` does: a server that answers with 2026-07-28 gets a stateless session (no
-//! `initialize`; every request carries the version, client info and capabilities in `_meta`),
-//! one that answers with an error gets `initialize`.
+//! string this crate does not know (only a supported counter-offer is accepted).
+//!
+//! The era is chosen per connection ([`ClientOptions::era`], an [`EraPolicy`]): `auto` (the
+//! default) probes with `server/discover` first, as the Python SDK's `mode='auto'` does — a
+//! server that answers with a 2026-07-28 discovery result gets a stateless session (no
+//! `initialize`; every request carries the version, client info and capabilities in `_meta`,
+//! and over HTTP the `Mcp-*` headers), an `UnsupportedProtocolVersion` error naming a version
+//! we speak gets one more probe at it, and any other error, an HTTP 4xx, an unusable result or
+//! no answer within [`ClientOptions::discover_timeout`] gets `initialize` on the same
+//! connection, with the session's handshake gate back ([`Session::set_mode`](crate::proto::session::Session::set_mode));
+//! `legacy` never probes; a stateless version (`2026-07-28`) is adopted without a probe.
+//!
+//! In a stateless session, `tools/call`, `prompts/get` and `resources/read` run the
+//! multi-round-trip loop (MRTR): an `input_required` result's input requests go to the same
+//! sampling, elicitation and roots handlers that answer a handshake-era server's requests, and
+//! the request is retried, with a new id, carrying their answers and the server's
+//! `requestState` unchanged, at most [`ClientOptions::max_input_rounds`] times. An input
+//! request no handler can answer fails the call ([`ClientError::InputRequest`]). Over HTTP,
+//! tools whose `x-mcp-header` declarations are invalid are left out of `tools/list` with a
+//! warning on stderr.
+//!
+//! List pages (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`)
+//! that carry a positive `ttlMs` are kept, by method and cursor, and reused until it has passed
+//! or the matching `notifications/*/list_changed` arrives
+//! ([caching](https://modelcontextprotocol.io/specification/2026-07-28/server/utilities/caching));
+//! [`Client::clear_list_cache`] drops them all. Handshake-era results have no `ttlMs`, so
+//! nothing is kept for them.
 //!
 //! A [`Client`] is cheap to clone and every method takes `&self`: many calls may be in flight on
 //! one connection from many tasks. Every request gets a timeout ([`ClientOptions::request_timeout`],
@@ -41,6 +63,7 @@
 
 pub mod config;
 pub mod connection_set;
+mod era;
 mod error;
 mod handlers;
 
@@ -53,11 +76,12 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 pub use crate::peer::Progress;
+pub use era::{EraPolicy, InvalidEra};
 pub use error::ClientError;
 pub use handlers::{ElicitationHandler, ElicitationModes, HandlerFuture, SamplingHandler, ServerNotification};
 
 use crate::peer::{Handler, Peer, RequestError};
-use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Message, Notification, Request};
+use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Notification, Request};
 use crate::proto::mcp_types::Notification as NotificationMethod;
 use crate::proto::mcp_types::{
     CallTool, CallToolOutput, CallToolRequestParams, CallToolResult, CancelTask, CapabilityObject, ClientCapabilities,
@@ -71,6 +95,9 @@ use crate::proto::mcp_types::{
     Ping, Prompt, ReadResource, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, Root,
     RootsCapability, RootsListChanged, SamplingCapability, ServerCapabilities, SetLevel, SetLevelRequestParams,
     Subscribe, SubscribeRequestParams, Task, TaskIdParams, TaskMetadata, Tool, Unsubscribe,
+};
+use crate::proto::mcp_types::{
+    InputRequest, InputRequiredResult, InputResponse, InputResponses, PerRequestMeta, UnsupportedProtocolVersionData,
 };
 use crate::proto::session::{self, Mode, RequestOptions, Role};
 use crate::proto::version::ProtocolVersion;
@@ -107,7 +134,8 @@ pub struct ClientOptions {
     pub capabilities: ClientCapabilities,
     /// The version offered in `initialize`: default 2025-11-25.
     pub protocol_version: ProtocolVersion,
-    /// The versions accepted when the server counter-offers: default 2024-11-05 … 2025-11-25.
+    /// The versions this client speaks: the ones accepted when the server counter-offers in
+    /// `initialize`, and the stateless ones a discovery result may pick: default all of them.
     pub supported_versions: Vec<ProtocolVersion>,
     /// The timeout of every request that does not set its own, `initialize` included:
     /// default 60 s (the TypeScript SDK's). `None`: wait forever.
@@ -133,12 +161,14 @@ pub struct ClientOptions {
     /// e.g. one newer than this crate knows: default none. The server's answer must still be in
     /// [`ClientOptions::supported_versions`].
     pub offered_version: Option<String>,
-    /// Probe with `server/discover` (2026-07-28) before `initialize`, as the Python SDK's
-    /// `mode='auto'` does: default `false`. A server that answers with a version of
-    /// [`ClientOptions::supported_versions`] without handshake gets a stateless session; one that
-    /// answers with an error (-32601 from servers before 2026-07-28), or with no version we take,
-    /// gets `initialize`.
-    pub discover_first: bool,
+    /// The era policy (see the module docs): default [`EraPolicy::Auto`].
+    pub era: EraPolicy,
+    /// How long the `server/discover` probe waits before falling back to `initialize`:
+    /// default 10 s (the Python SDK's), never longer than [`ClientOptions::request_timeout`].
+    pub discover_timeout: Duration,
+    /// How many times a stateless request answered `input_required` is retried before
+    /// [`ClientError::InputRounds`]: default 10 (the TypeScript and Python SDKs').
+    pub max_input_rounds: usize,
 }
 
 impl Default for ClientOptions {
@@ -151,7 +181,7 @@ impl Default for ClientOptions {
             },
             capabilities: ClientCapabilities::default(),
             protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
-            supported_versions: ProtocolVersion::ALL.into_iter().filter(|v| v.has_initialize_handshake()).collect(),
+            supported_versions: ProtocolVersion::ALL.to_vec(),
             request_timeout: Some(Duration::from_secs(60)),
             max_pages: 1000,
             session_limits: session::Limits::default(),
@@ -161,7 +191,9 @@ impl Default for ClientOptions {
             roots: None,
             strict_capabilities: true,
             offered_version: None,
-            discover_first: false,
+            era: EraPolicy::Auto,
+            discover_timeout: Duration::from_secs(10),
+            max_input_rounds: 10,
         }
     }
 }
@@ -182,7 +214,9 @@ impl std::fmt::Debug for ClientOptions {
             .field("roots", &self.roots)
             .field("strict_capabilities", &self.strict_capabilities)
             .field("offered_version", &self.offered_version)
-            .field("discover_first", &self.discover_first)
+            .field("era", &self.era)
+            .field("discover_timeout", &self.discover_timeout)
+            .field("max_input_rounds", &self.max_input_rounds)
             .finish()
     }
 }
@@ -268,13 +302,35 @@ impl ClientOptions {
         self
     }
 
-    /// These options probing with `server/discover` before `initialize` (see
-    /// [`ClientOptions::discover_first`]); 2026-07-28 joins the supported versions.
-    pub fn with_discover_first(mut self, discover: bool) -> Self {
-        self.discover_first = discover;
-        if discover && !self.supported_versions.contains(&ProtocolVersion::V2026_07_28) {
-            self.supported_versions.push(ProtocolVersion::V2026_07_28);
+    /// These options with another era policy (see [`ClientOptions::era`]); a policy that can
+    /// end stateless adds 2026-07-28 to the supported versions.
+    pub fn with_era(mut self, era: EraPolicy) -> Self {
+        self.era = era;
+        let stateless = match era {
+            EraPolicy::Legacy => None,
+            EraPolicy::Adopt(v) => Some(v),
+            EraPolicy::Auto => Some(ProtocolVersion::LATEST),
+        };
+        if let Some(v) = stateless.filter(|v| !self.supported_versions.contains(v)) {
+            self.supported_versions.push(v);
         }
+        self
+    }
+
+    /// [`EraPolicy::Auto`] when `discover`, else [`EraPolicy::Legacy`].
+    pub fn with_discover_first(self, discover: bool) -> Self {
+        self.with_era(if discover { EraPolicy::Auto } else { EraPolicy::Legacy })
+    }
+
+    /// These options with another `server/discover` probe timeout.
+    pub fn with_discover_timeout(mut self, timeout: Duration) -> Self {
+        self.discover_timeout = timeout;
+        self
+    }
+
+    /// These options with another cap on `input_required` retries.
+    pub fn with_max_input_rounds(mut self, rounds: usize) -> Self {
+        self.max_input_rounds = rounds;
         self
     }
 
@@ -322,6 +378,60 @@ struct ClientPeerHandler {
     roots: Option<Arc<RwLock<Vec<Root>>>>,
     /// Handler tasks still running, by request id, so that `notifications/cancelled` stops them.
     running: Arc<Mutex<HashMap<Id, tokio::task::AbortHandle>>>,
+    /// Evicted by the list-changed notifications.
+    cache: Arc<Mutex<ListCache>>,
+}
+
+/// List pages kept while their `ttlMs` lasts, by method and cursor.
+#[derive(Default)]
+struct ListCache {
+    pages: HashMap<(&'static str, Option<String>), CachedPage>,
+}
+
+struct CachedPage {
+    page: Arc<dyn std::any::Any + Send + Sync>,
+    fresh_until: tokio::time::Instant,
+}
+
+impl ListCache {
+    /// Drops the pages a list-changed notification makes stale.
+    fn evict_for(&mut self, notification: &str) {
+        let methods: &[&str] = match notification {
+            "notifications/tools/list_changed" => &["tools/list"],
+            "notifications/prompts/list_changed" => &["prompts/list"],
+            "notifications/resources/list_changed" => &["resources/list", "resources/templates/list"],
+            _ => return,
+        };
+        self.pages.retain(|(method, _), _| !methods.contains(method));
+    }
+}
+
+/// The `ttlMs` of a list result (2026-07-28), where a list has one.
+trait CacheHint {
+    fn ttl_ms(&self) -> Option<u64>;
+}
+
+impl CacheHint for ListToolsResult {
+    fn ttl_ms(&self) -> Option<u64> {
+        self.ttl_ms
+    }
+}
+
+macro_rules! ttl_in_extra {
+    ($($ty:ty),*) => {$(
+        impl CacheHint for $ty {
+            fn ttl_ms(&self) -> Option<u64> {
+                self.extra.get("ttlMs").and_then(Value::as_u64)
+            }
+        }
+    )*};
+}
+ttl_in_extra!(ListPromptsResult, ListResourcesResult, ListResourceTemplatesResult);
+
+impl CacheHint for ListTasksResult {
+    fn ttl_ms(&self) -> Option<u64> {
+        None
+    }
 }
 
 fn invalid_params(e: serde_json::Error) -> ErrorObject {
@@ -411,6 +521,9 @@ impl<T: Transport> Handler<T> for ClientPeerHandler {
     }
 
     fn on_notification(&self, _peer: &Peer<T>, notification: Notification) {
+        if notification.method.ends_with("/list_changed") {
+            self.cache.lock().expect("never poisoned").evict_for(&notification.method);
+        }
         if let Some(handler) = &self.handler {
             handler.on_notification(notification);
         }
@@ -445,7 +558,133 @@ struct Inner<T: Transport> {
     next_progress_token: AtomicU64,
     /// A stateless (2026-07-28) session: the `_meta` members every request carries (version,
     /// client info, client capabilities).
-    session_meta: Option<Map<String, Value>>,
+    session_meta: Option<RwLock<PerRequestMeta>>,
+    /// Who answers the input requests of an `input_required` result (the handlers that answer
+    /// a handshake-era server's requests).
+    inputs: InputAnswerers,
+    max_input_rounds: usize,
+    /// List pages reusable while their `ttlMs` lasts.
+    cache: Arc<Mutex<ListCache>>,
+}
+
+/// The host's handlers, as the MRTR loop calls them.
+#[derive(Clone)]
+struct InputAnswerers {
+    sampling: Option<Arc<dyn SamplingHandler>>,
+    elicitation: Option<(Arc<dyn ElicitationHandler>, ElicitationModes)>,
+    roots: Option<Arc<RwLock<Vec<Root>>>>,
+}
+
+impl InputAnswerers {
+    /// The answer to one input request, as a future, or why there is none (the same errors a
+    /// handshake-era server's request would get: -32601 without a handler, -32602 for an
+    /// elicitation mode not declared).
+    fn answer(&self, request: InputRequest) -> Result<HandlerFuture<InputResponse>, ErrorObject> {
+        match request {
+            InputRequest::CreateMessage(params) => {
+                let handler = self.sampling.as_ref().ok_or_else(|| not_declared("sampling"))?;
+                let future = handler.create_message(params);
+                Ok(Box::pin(async move { future.await.map(|r| InputResponse::CreateMessage(Box::new(r))) }))
+            }
+            InputRequest::Elicit(params) => {
+                let (handler, modes) = self.elicitation.as_ref().ok_or_else(|| not_declared("elicitation"))?;
+                let allowed = match &params {
+                    ElicitRequestParams::Form(_) => modes.form,
+                    ElicitRequestParams::Url(_) => modes.url,
+                    ElicitRequestParams::Other(_) => false,
+                };
+                if !allowed {
+                    return Err(ErrorObject::new(
+                        ErrorCode::INVALID_PARAMS,
+                        "elicitation mode not supported: the client did not declare it",
+                    ));
+                }
+                let future = handler.elicit(params);
+                Ok(Box::pin(async move { future.await.map(InputResponse::Elicit) }))
+            }
+            InputRequest::ListRoots(_) => {
+                let roots = self.roots.as_ref().ok_or_else(|| not_declared("roots"))?;
+                let roots = roots.read().expect("never poisoned").clone();
+                Ok(Box::pin(async move {
+                    Ok(InputResponse::ListRoots(ListRootsResult { roots, meta: None, extra: Default::default() }))
+                }))
+            }
+            InputRequest::Other(_) => Err(method_not_found()),
+        }
+    }
+}
+
+fn not_declared(capability: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("this client has no {capability} handler (the capability was not declared)"),
+    )
+}
+
+/// Input handlers running for one MRTR round, by input key; those still running when it is
+/// dropped are aborted.
+struct AbortOnDrop(Vec<(String, tokio::task::JoinHandle<Result<InputResponse, ErrorObject>>)>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for (_, task) in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// The methods whose stateless result may be `input_required` (MRTR, "Supported Requests").
+fn may_need_input(method: &str) -> bool {
+    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+}
+
+/// The first wait before retrying an `input_required` result that carries only
+/// `requestState`; it doubles up to [`STATE_ONLY_BACKOFF_CAP`] (the Python SDK's pacing).
+const STATE_ONLY_BACKOFF: Duration = Duration::from_millis(50);
+const STATE_ONLY_BACKOFF_CAP: Duration = Duration::from_millis(250);
+
+/// The `input_required` result in `body`, if that is what it is. Cheap for the common final
+/// result: a typed tool result is matched on its variant, raw JSON is scanned for the tag
+/// before anything is decoded.
+fn input_required(body: &Body) -> Option<Result<InputRequiredResult, serde_json::Error>> {
+    let candidate = match body.typed_as::<CallToolOutput>() {
+        Some(CallToolOutput::Other(map)) => map.get("resultType").and_then(Value::as_str) == Some("input_required"),
+        Some(CallToolOutput::Result(_) | CallToolOutput::Task(_)) => false,
+        None => body.as_raw().is_none_or(|raw| raw.get().contains("input_required")),
+    };
+    if !candidate {
+        return None;
+    }
+    #[derive(serde::Deserialize, Clone)]
+    struct Kind {
+        #[serde(rename = "resultType")]
+        result_type: Option<String>,
+    }
+    match body.decode::<Kind>() {
+        Ok(Kind { result_type: Some(t) }) if t == "input_required" => Some(body.decode::<InputRequiredResult>()),
+        _ => None,
+    }
+}
+
+/// The params of an MRTR retry: the original ones with this round's answers and the server's
+/// state, and without those of an earlier round.
+fn retry_params(
+    original: &Value,
+    responses: Option<&InputResponses>,
+    state: Option<&str>,
+) -> Result<Value, serde_json::Error> {
+    let mut params = original.clone();
+    if let Some(object) = params.as_object_mut() {
+        object.remove("inputResponses");
+        object.remove("requestState");
+        if let Some(responses) = responses {
+            object.insert("inputResponses".to_owned(), serde_json::to_value(responses)?);
+        }
+        if let Some(state) = state {
+            object.insert("requestState".to_owned(), Value::from(state));
+        }
+    }
+    Ok(params)
 }
 
 impl<T: Transport> Drop for Inner<T> {
@@ -513,25 +752,56 @@ impl<T: Transport> Client<T> {
     /// it never answers. The connection is closed in every case.
     pub async fn connect(transport: T, options: ClientOptions) -> Result<Client<T>, ClientError> {
         let roots = options.roots.clone().map(|r| Arc::new(RwLock::new(r)));
+        let cache = Arc::new(Mutex::new(ListCache::default()));
         let handler = ClientPeerHandler {
             handler: options.handler.clone(),
             sampling: options.sampling.clone(),
             elicitation: options.elicitation.clone(),
             roots: roots.clone(),
             running: Arc::default(),
+            cache: cache.clone(),
         };
-        // With a discover probe the session has no handshake gate: whether there is a handshake
-        // is known only from the server's answer, and `initialize` then runs as a plain request.
-        let mode = if options.discover_first { Mode::Stateless } else { Mode::Handshake };
+        // A probe goes out statelessly; the session gets its handshake gate back if the server
+        // does not take it.
+        let mode = if options.era == EraPolicy::Legacy { Mode::Handshake } else { Mode::Stateless };
         let peer = Peer::start(transport, Role::Client, mode, options.session_limits, handler);
         let declared = options.declared_capabilities();
-        let connected = match options.discover_first {
-            true => match discover(&peer, &options, &declared).await {
-                Ok(Some((init, version))) => Ok((init, version, Some(stateless_meta(version, &options, &declared)))),
-                Ok(None) => handshake(&peer, &options, &declared, false).await.map(|(i, v)| (i, v, None)),
+        let stateless =
+            |init, version| (init, version, Some(PerRequestMeta::new(version, &options.client_info, &declared)));
+        let mut strict_capabilities = options.strict_capabilities;
+        let connected = match options.era {
+            EraPolicy::Legacy => handshake(&peer, &options, &declared).await.map(|(i, v)| (i, v, None)),
+            EraPolicy::Adopt(version) => {
+                set_transport_version(&peer, Some(version)).await;
+                // Nothing says what the server supports: calls are not checked against it.
+                strict_capabilities = false;
+                let init =
+                    InitializeResult { protocol_version: version.as_str().to_owned(), ..InitializeResult::default() };
+                Ok(stateless(init, version))
+            }
+            EraPolicy::Auto => match discover(&peer, &options, &declared).await {
+                Ok(Some((init, version))) => Ok(stateless(init, version)),
+                Ok(None) => match fall_back(&peer, &options, &declared).await {
+                    // `initialize` refused as an unsupported version is a modern server after
+                    // all (a probe that timed out on a slow start settled it): probe once more.
+                    Err(e) if e.rpc_error().is_some_and(|e| e.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) => {
+                        match peer.set_mode(Mode::Stateless).map(|()| discover(&peer, &options, &declared)) {
+                            Ok(probe) => match probe.await {
+                                Ok(Some((init, version))) => Ok(stateless(init, version)),
+                                _ => Err(e),
+                            },
+                            Err(_) => Err(e),
+                        }
+                    }
+                    other => other.map(|(i, v)| (i, v, None)),
+                },
                 Err(e) => Err(e),
             },
-            false => handshake(&peer, &options, &declared, true).await.map(|(i, v)| (i, v, None)),
+        };
+        let inputs = InputAnswerers {
+            sampling: options.sampling.clone(),
+            elicitation: options.elicitation.clone(),
+            roots: roots.clone(),
         };
         match connected {
             Ok((init, version, session_meta)) => Ok(Client {
@@ -544,9 +814,12 @@ impl<T: Transport> Client<T> {
                     closed_by_us: AtomicBool::new(false),
                     declared,
                     roots,
-                    strict_capabilities: options.strict_capabilities,
+                    strict_capabilities,
                     next_progress_token: AtomicU64::new(1),
-                    session_meta,
+                    session_meta: session_meta.map(RwLock::new),
+                    inputs,
+                    max_input_rounds: options.max_input_rounds,
+                    cache,
                 }),
             }),
             Err(e) => {
@@ -632,31 +905,143 @@ impl<T: Transport> Client<T> {
     {
         // The params become a body before the future is built: the future then does not carry
         // them (tools/call params are ~1 KiB, copied at every await level otherwise).
-        let body = self.request_body::<M>(params);
+        let prepared = self.request_body::<M>(params);
         if options.timeout.is_none() {
             options.timeout = self.inner.request_timeout;
         }
         async move {
-            let outcome = self.inner.peer.request(M::NAME, Some(body?), options).await;
-            decode_outcome::<T, M>(&self.inner.peer, outcome, Some(&self.inner.closed_by_us)).await
+            let (body, retry) = prepared?;
+            // Boxed, as the loop below: a handshake-era call's future grows by a pointer only.
+            let retry = retry.map(|original| Box::new((original, options.clone())));
+            let outcome = self.inner.peer.request(M::NAME, Some(body), options).await;
+            match retry {
+                None => decode_outcome::<T, M>(&self.inner.peer, outcome, Some(&self.inner.closed_by_us)).await,
+                Some(retry) => {
+                    let (original, options) = *retry;
+                    let body = Box::pin(self.resolve_input_required(M::NAME, outcome, original, options)).await?;
+                    decode_outcome::<T, M>(&self.inner.peer, Ok(body), None).await
+                }
+            }
         }
     }
 
     /// The body of request `M`: `params` as they are, or serialized with the session's `_meta`
-    /// added when the session needs it; refused when the server lacks the capability.
-    fn request_body<M>(&self, params: M::Params) -> Result<Body, ClientError>
+    /// added when the session needs it — then also the params as JSON when an MRTR retry may
+    /// need them; refused when the server lacks the capability.
+    fn request_body<M>(&self, params: M::Params) -> Result<(Body, Option<Value>), ClientError>
     where
         M: Method,
         M::Params: Send + Sync + 'static,
     {
         self.check_capability(M::NAME)?;
-        let Some(session_meta) = &self.inner.session_meta else {
-            return Ok(Body::typed(params));
-        };
+        if self.inner.session_meta.is_none() {
+            return Ok((Body::typed(params), None));
+        }
         let invalid = |source| ClientError::InvalidResult { method: M::NAME.to_owned(), source };
         let mut value = serde_json::to_value(&params).map_err(invalid)?;
-        add_meta(&mut value, session_meta).map_err(invalid)?;
-        Body::serialized(&value).map_err(invalid)
+        self.write_session_meta(&mut value).map_err(invalid)?;
+        let body = Body::serialized(&value).map_err(invalid)?;
+        Ok((body, may_need_input(M::NAME).then_some(value)))
+    }
+
+    /// Adds a stateless session's per-request `_meta` fields to `params` (nothing in the
+    /// handshake era).
+    fn write_session_meta(&self, params: &mut Value) -> Result<(), serde_json::Error> {
+        match &self.inner.session_meta {
+            Some(meta) => meta.read().expect("never poisoned").write_into(params),
+            None => Ok(()),
+        }
+    }
+
+    /// The MRTR loop: while the answer to `method` is `input_required`, answers its input
+    /// requests with the host's handlers and retries `original` with the answers and the
+    /// server's state (a new request, so a new id); returns the first other answer.
+    async fn resolve_input_required(
+        &self,
+        method: &str,
+        mut outcome: Result<Body, RequestError>,
+        original: Value,
+        options: RequestOptions,
+    ) -> Result<Body, ClientError> {
+        let invalid = |source| ClientError::InvalidResult { method: method.to_owned(), source };
+        let mut state_only_wait = STATE_ONLY_BACKOFF;
+        for round in 0.. {
+            let body = match outcome {
+                Ok(body) => body,
+                Err(e) => {
+                    return decode_named::<T, Value>(&self.inner.peer, method, Err(e), Some(&self.inner.closed_by_us))
+                        .await
+                        .map(|_| unreachable!("an error outcome never decodes"))
+                }
+            };
+            let Some(needed) = input_required(&body) else { return Ok(body) };
+            let needed = needed.map_err(invalid)?;
+            if round >= self.inner.max_input_rounds {
+                return Err(ClientError::InputRounds { method: method.to_owned(), rounds: round });
+            }
+            let responses = match needed.input_requests {
+                Some(requests) if !requests.is_empty() => {
+                    state_only_wait = STATE_ONLY_BACKOFF;
+                    Some(self.answer_inputs(method, requests).await?)
+                }
+                _ => {
+                    tokio::time::sleep(state_only_wait).await;
+                    state_only_wait = (state_only_wait * 2).min(STATE_ONLY_BACKOFF_CAP);
+                    None
+                }
+            };
+            let params =
+                retry_params(&original, responses.as_ref(), needed.request_state.as_deref()).map_err(invalid)?;
+            let body = Body::serialized(&params).map_err(invalid)?;
+            outcome = self.inner.peer.request(method, Some(body), options.clone()).await;
+        }
+        unreachable!("the retry loop only ends by returning")
+    }
+
+    /// Answers every input request of one round, concurrently. The first refusal, or the call
+    /// being dropped, stops the handlers still running.
+    async fn answer_inputs(
+        &self,
+        method: &str,
+        requests: crate::proto::mcp_types::InputRequests,
+    ) -> Result<InputResponses, ClientError> {
+        let refused = |key, error| ClientError::InputRequest { method: method.to_owned(), key, error: Box::new(error) };
+        let mut answering = AbortOnDrop(Vec::with_capacity(requests.len()));
+        for (key, request) in requests {
+            match self.inner.inputs.answer(request) {
+                Ok(future) => answering.0.push((key, tokio::spawn(future))),
+                Err(error) => return Err(refused(key, error)),
+            }
+        }
+        let mut responses = InputResponses::new();
+        for (key, task) in &mut answering.0 {
+            let answered = task.await.unwrap_or_else(|e| {
+                Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("the input handler failed: {e}")))
+            });
+            match answered {
+                Ok(response) => {
+                    responses.insert(std::mem::take(key), response);
+                }
+                Err(error) => return Err(refused(std::mem::take(key), error)),
+            }
+        }
+        Ok(responses)
+    }
+
+    /// Keeps the tools a stateless HTTP connection may call: those whose `x-mcp-header`
+    /// declarations are valid (Streamable HTTP, "Custom Headers from Tool Parameters"); each
+    /// one left out is named on stderr.
+    fn admit_tools(&self, tools: &mut Vec<Tool>) {
+        #[cfg(feature = "http")]
+        if self.inner.session_meta.is_some() {
+            let transport = self.inner.peer.transport() as &dyn std::any::Any;
+            if let Some(http) = transport.downcast_ref::<crate::transport::sse_http::HttpClientTransport>() {
+                for (name, why) in http.admit_tools(tools) {
+                    eprintln!("mcpwire: warning: tool {name:?} left out of tools/list: {why}");
+                }
+            }
+        }
+        let _ = tools;
     }
 
     /// Sends request `method` with `params` as written, typed or not (an extension method,
@@ -682,16 +1067,20 @@ impl<T: Transport> Client<T> {
         }
         let invalid = |source| ClientError::InvalidResult { method: method.to_owned(), source };
         let params = match (&self.inner.session_meta, params) {
-            (Some(session_meta), params) => {
+            (Some(_), params) => {
                 let mut value = params.unwrap_or_else(|| Value::Object(Map::new()));
-                add_meta(&mut value, session_meta).map_err(invalid)?;
+                self.write_session_meta(&mut value).map_err(invalid)?;
                 Some(value)
             }
             (None, params) => params,
         };
-        let body = params.map(|p| Body::serialized(&p)).transpose().map_err(invalid)?;
-        let outcome = self.inner.peer.request(method, body, options).await;
-        decode_named::<T, Value>(&self.inner.peer, method, outcome, Some(&self.inner.closed_by_us)).await
+        let body = params.as_ref().map(Body::serialized).transpose().map_err(invalid)?;
+        let outcome = self.inner.peer.request(method, body, options.clone()).await;
+        let outcome = match params.filter(|_| self.inner.session_meta.is_some() && may_need_input(method)) {
+            Some(original) => self.resolve_input_required(method, outcome, original, options).await.map(Ok),
+            None => Ok(outcome),
+        };
+        decode_named::<T, Value>(&self.inner.peer, method, outcome?, Some(&self.inner.closed_by_us)).await
     }
 
     /// Like [`Client::request`], with `_meta.progressToken` set to a fresh token of ours and
@@ -729,14 +1118,18 @@ impl<T: Transport> Client<T> {
         if let Some(meta) = meta.as_object_mut() {
             meta.insert("progressToken".to_owned(), serde_json::to_value(&token).map_err(invalid)?);
         }
-        if let Some(session_meta) = &self.inner.session_meta {
-            add_meta(&mut value, session_meta).map_err(invalid)?;
-        }
+        self.write_session_meta(&mut value).map_err(invalid)?;
         options.progress_token = Some(token);
         let body = Body::serialized(&value).map_err(invalid)?;
         let peer = &self.inner.peer;
-        let outcome = peer.request_with_progress(M::NAME, Some(body), options, Some(Box::new(on_progress))).await;
-        decode_outcome::<T, M>(peer, outcome, Some(&self.inner.closed_by_us)).await
+        let outcome =
+            peer.request_with_progress(M::NAME, Some(body), options.clone(), Some(Box::new(on_progress))).await;
+        if self.inner.session_meta.is_none() || !may_need_input(M::NAME) {
+            return decode_outcome::<T, M>(peer, outcome, Some(&self.inner.closed_by_us)).await;
+        }
+        // The retries carry the same progress token; their progress is not reported.
+        let body = self.resolve_input_required(M::NAME, outcome, value, options).await?;
+        decode_outcome::<T, M>(peer, Ok(body), None).await
     }
 
     /// The capabilities this client declared in `initialize`.
@@ -756,6 +1149,44 @@ impl<T: Transport> Client<T> {
         }
     }
 
+    /// One page of a list method: the cached one while it is fresh, else fetched (and kept
+    /// when it carries a positive `ttlMs`).
+    async fn list_page<M>(&self, params: M::Params, cursor: Option<String>) -> Result<M::Output, ClientError>
+    where
+        M: Method,
+        M::Params: Send + Sync + 'static,
+        M::Output: CacheHint + Clone + Send + Sync + 'static,
+    {
+        let key = (M::NAME, cursor);
+        let now = tokio::time::Instant::now();
+        {
+            let mut cache = self.inner.cache.lock().expect("never poisoned");
+            match cache.pages.get(&key) {
+                Some(c) if c.fresh_until > now => {
+                    if let Some(page) = c.page.downcast_ref::<M::Output>() {
+                        return Ok(page.clone());
+                    }
+                }
+                Some(_) => {
+                    cache.pages.remove(&key);
+                }
+                None => {}
+            }
+        }
+        let page = self.request::<M>(params, RequestOptions::default()).await?;
+        if let Some(ttl) = page.ttl_ms().filter(|&ttl| ttl > 0) {
+            let fresh_until = tokio::time::Instant::now() + Duration::from_millis(ttl);
+            let cached = CachedPage { page: Arc::new(page.clone()), fresh_until };
+            self.inner.cache.lock().expect("never poisoned").pages.insert(key, cached);
+        }
+        Ok(page)
+    }
+
+    /// Forgets every cached list page: the next list call asks the server.
+    pub fn clear_list_cache(&self) {
+        self.inner.cache.lock().expect("never poisoned").pages.clear();
+    }
+
     /// Reads every page of a list method.
     async fn list_all<M, I>(
         &self,
@@ -765,13 +1196,14 @@ impl<T: Transport> Client<T> {
     where
         M: Method,
         M::Params: Send + Sync + 'static,
-        M::Output: Clone + Send + Sync + 'static,
+        M::Output: CacheHint + Clone + Send + Sync + 'static,
     {
         let mut items = Vec::new();
         let mut seen = HashSet::new();
-        let mut cursor = None;
+        let mut cursor: Option<String> = None;
         for pages in 1.. {
-            let (mut more, next) = split(self.request::<M>(page(cursor.take()), RequestOptions::default()).await?);
+            let params = page(cursor.clone());
+            let (mut more, next) = split(self.list_page::<M>(params, cursor.take()).await?);
             items.append(&mut more);
             let Some(next) = next else { return Ok(items) };
             if !seen.insert(next.clone()) || pages >= self.inner.max_pages {
@@ -796,7 +1228,9 @@ impl<T: Transport> Client<T> {
     /// See [`ClientError`].
     pub async fn list_tools_page(&self, cursor: Option<String>) -> Result<ListToolsResult, ClientError> {
         let params = ListToolsRequestParams { cursor, ..ListToolsRequestParams::default() };
-        self.request::<ListTools>(params, RequestOptions::default()).await
+        let mut page = self.request::<ListTools>(params, RequestOptions::default()).await?;
+        self.admit_tools(&mut page.tools);
+        Ok(page)
     }
 
     /// Every tool, following `nextCursor` to the last page.
@@ -805,11 +1239,14 @@ impl<T: Transport> Client<T> {
     /// [`ClientError::Pagination`] when the server repeats a cursor or sends more than
     /// [`ClientOptions::max_pages`] pages; otherwise as any request.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        self.list_all::<ListTools, _>(
-            |cursor| ListToolsRequestParams { cursor, ..ListToolsRequestParams::default() },
-            |page| (page.tools, page.next_cursor),
-        )
-        .await
+        let mut tools = self
+            .list_all::<ListTools, _>(
+                |cursor| ListToolsRequestParams { cursor, ..ListToolsRequestParams::default() },
+                |page| (page.tools, page.next_cursor),
+            )
+            .await?;
+        self.admit_tools(&mut tools);
+        Ok(tools)
     }
 
     /// Calls tool `name` with `arguments`, waiting at most [`ClientOptions::request_timeout`].
@@ -1007,12 +1444,20 @@ impl<T: Transport> Client<T> {
         self.request::<Complete>(params, RequestOptions::default()).await
     }
 
-    /// `logging/setLevel`: only `notifications/message` at `level` or more severe, from now on.
+    /// Only `notifications/message` at `level` or more severe, from now on: `logging/setLevel`
+    /// in the handshake era; in a stateless session, where that method is gone, every later
+    /// request carries `io.modelcontextprotocol/logLevel` in its `_meta` (logging,
+    /// "Per-request log level") and nothing is sent now.
     ///
     /// # Errors
     /// [`ClientError::CapabilityNotSupported`] when the server has no `logging`; otherwise as
     /// any request.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
+        if let Some(meta) = &self.inner.session_meta {
+            self.check_capability(SetLevel::NAME)?;
+            meta.write().expect("never poisoned").set_log_level(Some(level.as_str()));
+            return Ok(());
+        }
         let params = SetLevelRequestParams { level, meta: None, extra: Default::default() };
         self.request::<SetLevel>(params, RequestOptions::default()).await.map(drop)
     }
@@ -1182,13 +1627,11 @@ fn tool_result(output: CallToolOutput) -> Result<CallToolResult, ClientError> {
     }
 }
 
-/// `initialize` and `notifications/initialized`; `gated`: the session has a handshake (else the
-/// notification goes out on the transport, past a stateless session).
+/// `initialize` and `notifications/initialized`, through the session's handshake gate.
 async fn handshake<T: Transport>(
     peer: &Peer<T>,
     options: &ClientOptions,
     declared: &ClientCapabilities,
-    gated: bool,
 ) -> Result<(InitializeResult, ProtocolVersion), ClientError> {
     let params = InitializeRequestParams {
         protocol_version: options.offered_version_str().to_owned(),
@@ -1209,91 +1652,126 @@ async fn handshake<T: Transport>(
         // Batches are legal only in 2025-03-26; the decoder must know.
         stdio.set_protocol_version(Some(version)).await;
     }
-    if gated {
-        peer.initialized().await.map_err(|e| error_for(Initialize::NAME, e))?;
-    } else {
-        let initialized = Notification { method: "notifications/initialized".to_owned(), params: None };
-        peer.transport().send(Message::Notification(initialized)).await.map_err(ClientError::Transport)?;
-    }
+    peer.initialized().await.map_err(|e| error_for(Initialize::NAME, e))?;
     Ok((init, version))
 }
 
-/// The `_meta` members of a 2026-07-28 request: version, client info and capabilities.
-fn stateless_meta(
-    version: ProtocolVersion,
+/// The fallback of `auto`: the session's handshake gate back, the transport's stateless
+/// version dropped, then the handshake.
+async fn fall_back<T: Transport>(
+    peer: &Peer<T>,
     options: &ClientOptions,
     declared: &ClientCapabilities,
-) -> Map<String, Value> {
-    let mut meta = Map::new();
-    meta.insert("io.modelcontextprotocol/protocolVersion".to_owned(), Value::from(version.as_str()));
-    meta.insert(
-        "io.modelcontextprotocol/clientInfo".to_owned(),
-        serde_json::to_value(&options.client_info).unwrap_or_default(),
-    );
-    meta.insert(
-        "io.modelcontextprotocol/clientCapabilities".to_owned(),
-        serde_json::to_value(declared).unwrap_or_default(),
-    );
-    meta
+) -> Result<(InitializeResult, ProtocolVersion), ClientError> {
+    peer.set_mode(Mode::Handshake).map_err(ClientError::Session)?;
+    set_transport_version(peer, None).await;
+    handshake(peer, options, declared).await
 }
 
-/// Adds the session's `_meta` members (stateless sessions) to `params`, which must be an object.
-fn add_meta(params: &mut Value, session_meta: &Map<String, Value>) -> Result<(), serde_json::Error> {
-    let Some(object) = params.as_object_mut() else {
-        return Err(serde::de::Error::custom("params are not an object"));
-    };
-    let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
-    let Some(meta) = meta.as_object_mut() else {
-        return Err(serde::de::Error::custom("params._meta is not an object"));
-    };
-    for (key, value) in session_meta {
-        meta.entry(key.clone()).or_insert_with(|| value.clone());
+/// Tells the transport which version the next messages speak, where it cares: stdio's decoder
+/// (batches), and the HTTP client, whose POSTs are stateless under 2026-07-28 (`None`: back to
+/// learning the version from `initialize`).
+async fn set_transport_version<T: Transport>(peer: &Peer<T>, version: Option<ProtocolVersion>) {
+    let transport = peer.transport() as &(dyn std::any::Any + Send + Sync);
+    if let Some(stdio) = transport.downcast_ref::<StdioTransport>() {
+        stdio.set_protocol_version(version).await;
     }
-    Ok(())
+    #[cfg(feature = "http")]
+    if let Some(http) = transport.downcast_ref::<crate::transport::sse_http::HttpClientTransport>() {
+        match version {
+            Some(v) => http.set_protocol_version(v),
+            None => http.clear_protocol_version(),
+        }
+    }
 }
 
 /// The `server/discover` probe: `Some` with a stateless session's server description when the
-/// server answers with a version of ours that has no handshake; `None` when `initialize` should
-/// follow (an error answer, or no such version).
+/// server answers with a discovery result naming a stateless version of ours; `None` when
+/// `initialize` should follow (any error but a usable `UnsupportedProtocolVersion`, an HTTP
+/// 4xx, no answer within the probe timeout, a result that does not decode or names no version
+/// we take). An `UnsupportedProtocolVersion` naming a stateless version of ours gets one more
+/// probe at it; one naming only stateless versions we lack ends the connection.
 async fn discover<T: Transport>(
     peer: &Peer<T>,
     options: &ClientOptions,
     declared: &ClientCapabilities,
 ) -> Result<Option<(InitializeResult, ProtocolVersion)>, ClientError> {
-    let probe = ProtocolVersion::LATEST;
-    let mut params = serde_json::json!({});
-    add_meta(&mut params, &stateless_meta(probe, options, declared))
-        .map_err(|source| ClientError::InvalidResult { method: Discover::NAME.to_owned(), source })?;
-    let body = Body::serialized(&params)
-        .map_err(|source| ClientError::InvalidResult { method: Discover::NAME.to_owned(), source })?;
-    let request_options = RequestOptions { timeout: options.request_timeout, ..RequestOptions::default() };
-    let outcome = peer.request(Discover::NAME, Some(body), request_options).await;
-    let result = match outcome {
-        Err(RequestError::Rpc(_)) => return Ok(None),
-        other => decode_outcome::<T, Discover>(peer, other, None).await?,
-    };
-    let chosen = options
-        .supported_versions
-        .iter()
-        .copied()
-        .filter(|v| !v.has_initialize_handshake())
-        .filter(|v| result.supported_versions.iter().any(|s| s == v.as_str()))
-        .max();
-    let Some(version) = chosen else {
+    let ours = |v: &&ProtocolVersion| !v.has_initialize_handshake();
+    let Some(mut version) = options.supported_versions.iter().filter(ours).copied().max() else {
         return Ok(None);
     };
-    if let Some(stdio) = (peer.transport() as &dyn std::any::Any).downcast_ref::<StdioTransport>() {
-        stdio.set_protocol_version(Some(version)).await;
-    }
-    let server_info = result.meta.as_ref().and_then(|m| m.server_info.clone()).unwrap_or_default();
-    let init = InitializeResult {
-        protocol_version: version.as_str().to_owned(),
-        capabilities: result.capabilities,
-        server_info,
-        instructions: result.instructions,
-        ..InitializeResult::default()
+    let timeout = match options.request_timeout {
+        Some(t) => t.min(options.discover_timeout),
+        None => options.discover_timeout,
     };
-    Ok(Some((init, version)))
+    let invalid = |source| ClientError::InvalidResult { method: Discover::NAME.to_owned(), source };
+    for attempt in 0..2 {
+        set_transport_version(peer, Some(version)).await;
+        let mut params = serde_json::json!({});
+        PerRequestMeta::new(version, &options.client_info, declared).write_into(&mut params).map_err(invalid)?;
+        let body = Body::serialized(&params).map_err(invalid)?;
+        let request_options = RequestOptions { timeout: Some(timeout), ..RequestOptions::default() };
+        let result = match peer.request(Discover::NAME, Some(body), request_options).await {
+            Ok(body) => match body.into_decoded::<crate::proto::mcp_types::DiscoverResult>() {
+                Ok(result) => result,
+                Err(_) => return Ok(None),
+            },
+            Err(RequestError::Rpc(e)) if e.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => {
+                let supported =
+                    e.data.as_ref().and_then(|d| serde_json::from_str::<UnsupportedProtocolVersionData>(d.get()).ok());
+                let Some(supported) = supported else { return Ok(None) };
+                let known: Vec<ProtocolVersion> = supported.supported.iter().filter_map(|v| v.parse().ok()).collect();
+                let mutual =
+                    options.supported_versions.iter().filter(ours).copied().filter(|v| known.contains(v)).max();
+                match mutual {
+                    Some(v) if attempt == 0 => {
+                        version = v;
+                        continue;
+                    }
+                    _ if known.iter().any(|v| v.has_initialize_handshake()) || supported.supported.is_empty() => {
+                        return Ok(None)
+                    }
+                    _ => {
+                        return Err(ClientError::UnsupportedVersion {
+                            offered: version,
+                            answered: supported.supported.join(", "),
+                        })
+                    }
+                }
+            }
+            Err(RequestError::Rpc(_) | RequestError::Timeout { .. }) => return Ok(None),
+            Err(RequestError::Transport(TransportError::Http { status, .. })) if (400..500).contains(&status) => {
+                return Ok(None)
+            }
+            Err(e) => return Err(decode_named::<T, Value>(peer, Discover::NAME, Err(e), None).await.unwrap_err()),
+        };
+        let chosen = options
+            .supported_versions
+            .iter()
+            .filter(ours)
+            .copied()
+            .filter(|v| result.supported_versions.iter().any(|s| s == v.as_str()))
+            .max();
+        let Some(chosen) = chosen else {
+            return Ok(None);
+        };
+        if chosen != version {
+            set_transport_version(peer, Some(chosen)).await;
+        }
+        let server_info = result.meta.as_ref().and_then(|m| m.server_info.clone()).or_else(|| {
+            // Some servers put it beside the result's members, as `initialize` did.
+            result.extra.get("serverInfo").and_then(|v| serde_json::from_value(v.clone()).ok())
+        });
+        let init = InitializeResult {
+            protocol_version: chosen.as_str().to_owned(),
+            capabilities: result.capabilities,
+            server_info: server_info.unwrap_or_default(),
+            instructions: result.instructions,
+            ..InitializeResult::default()
+        };
+        return Ok(Some((init, chosen)));
+    }
+    Ok(None)
 }
 
 async fn request<T, M>(

@@ -58,7 +58,8 @@ async fn the_in_process_path_never_serializes() {
     let (a, b) = inproc::pair(Limits::default());
     let server = TypedServer::default();
     let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), server.clone());
-    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    // Legacy: the discover probe of `auto` is serialized JSON by design.
+    let client = Client::connect(a, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
     assert_eq!(client.server_info().name, "typed");
     let result = client.call_tool("add", json!({"a": 1}).as_object().cloned()).await.unwrap();
     assert_eq!(
@@ -217,6 +218,7 @@ async fn lists_page_to_the_end_and_stop_on_a_repeated_cursor() {
 #[derive(Clone)]
 struct Scripted {
     log: Arc<Mutex<Vec<(String, Value)>>>,
+    ids: Arc<Mutex<Vec<Id>>>,
     answer: Arc<Answer>,
 }
 
@@ -225,11 +227,16 @@ type Answer = dyn Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync;
 
 impl Scripted {
     fn new(answer: impl Fn(&str, &Value) -> Result<Value, ErrorObject> + Send + Sync + 'static) -> Scripted {
-        Scripted { log: Arc::default(), answer: Arc::new(answer) }
+        Scripted { log: Arc::default(), ids: Arc::default(), answer: Arc::new(answer) }
     }
 
     fn log(&self) -> Vec<(String, Value)> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// The ids of the requests received, in order.
+    fn ids(&self) -> Vec<Id> {
+        self.ids.lock().unwrap().clone()
     }
 }
 
@@ -237,6 +244,7 @@ impl Handler<InprocTransport> for Scripted {
     fn on_request(&self, peer: &Peer<InprocTransport>, request: Request) {
         let params: Value = request.params.as_ref().map_or(Value::Null, |p| p.decode().unwrap());
         self.log.lock().unwrap().push((request.method.clone(), params.clone()));
+        self.ids.lock().unwrap().push(request.id.clone());
         let outcome = (self.answer)(&request.method, &params).map(|v| Body::serialized(&v).unwrap());
         let peer = peer.clone();
         tokio::spawn(async move {
@@ -265,14 +273,16 @@ async fn an_unknown_version_is_offered_as_written_and_only_a_supported_answer_ta
     });
     let (a, b) = inproc::pair(Limits::default());
     let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), counter.clone());
-    let client = Client::connect(a, ClientOptions::default().with_offered_version_str("2099-01-01")).await.unwrap();
+    let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_offered_version_str("2099-01-01");
+    let client = Client::connect(a, options).await.unwrap();
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     assert_eq!(counter.log()[0].1["protocolVersion"], "2099-01-01");
     // A server that echoes the unknown version is refused.
     let echo = Scripted::new(|_, params| Ok(init_result(params["protocolVersion"].as_str().unwrap())));
     let (a, b) = inproc::pair(Limits::default());
     let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), echo);
-    let err = Client::connect(a, ClientOptions::default().with_offered_version_str("2099-01-01")).await.unwrap_err();
+    let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_offered_version_str("2099-01-01");
+    let err = Client::connect(a, options).await.unwrap_err();
     assert!(matches!(&err, ClientError::UnsupportedVersion { answered, .. } if answered == "2099-01-01"), "{err:?}");
 }
 
@@ -353,4 +363,332 @@ async fn request_raw_sends_params_the_typed_api_cannot_express() {
         client.request_raw("resources/read", Some(json!({})), RequestOptions::default()).await.unwrap_err(),
         ClientError::CapabilityNotSupported { capability: "resources", .. }
     ));
+}
+
+/// A 2026-07-28 server's discovery result with tools, prompts and resources.
+fn discovered() -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mrtr", "version": "1"}},
+    })
+}
+
+fn stateless_server(script: Scripted) -> (InprocTransport, Peer<InprocTransport>) {
+    let (a, b) = inproc::pair(Limits::default());
+    let server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), script);
+    (a, server)
+}
+
+fn calls<'a>(log: &'a [(String, Value)], method: &str) -> Vec<&'a Value> {
+    log.iter().filter(|(m, _)| m == method).map(|(_, p)| p).collect()
+}
+
+#[tokio::test]
+async fn input_requests_are_answered_by_the_hosts_handlers_and_the_call_retried_with_the_state() {
+    let server = Scripted::new(|method, params| match (method, params["requestState"].as_str()) {
+        ("server/discover", _) => Ok(discovered()),
+        ("tools/call", None) => Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                "ask": {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+                "sample": {"method": "sampling/createMessage", "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "2+2"}}], "maxTokens": 5}},
+                "where": {"method": "roots/list"},
+            },
+            "requestState": "state-1",
+        })),
+        // Round two asks for nothing: the client retries with the state alone.
+        ("tools/call", Some("state-1")) => Ok(json!({"resultType": "input_required", "requestState": "state-2"})),
+        ("tools/call", Some(_)) => Ok(json!({"resultType": "complete", "content": [{"type": "text", "text": "done"}]})),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let options = ClientOptions::default()
+        .with_elicitation(|_| async {
+            Ok(serde_json::from_value(json!({"action": "accept", "content": {"name": "ada"}})).unwrap())
+        })
+        .with_sampling(|_| async {
+            Ok(serde_json::from_value(
+                json!({"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}),
+            )
+            .unwrap())
+        })
+        .with_roots([Root { uri: "file:///w".into(), name: None, meta: None, extra: Default::default() }]);
+    let client = Client::connect(a, options).await.unwrap();
+    let result = client.call_tool("t", json!({"x": 1}).as_object().cloned()).await.unwrap();
+    assert_eq!(result.content, [ContentBlock::Text(TextContent { text: "done".into(), ..Default::default() })]);
+
+    let log = server.log();
+    let tries = calls(&log, "tools/call");
+    assert_eq!(tries.len(), 3);
+    assert_eq!(tries[0].get("inputResponses"), None);
+    assert_eq!(
+        tries[1]["inputResponses"],
+        json!({
+            "ask": {"action": "accept", "content": {"name": "ada"}},
+            "sample": {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"},
+            "where": {"roots": [{"uri": "file:///w"}]},
+        })
+    );
+    assert_eq!(tries[1]["requestState"], "state-1");
+    assert_eq!((tries[2].get("inputResponses"), &tries[2]["requestState"]), (None, &json!("state-2")));
+    for retry in &tries[1..] {
+        assert_eq!((&retry["name"], &retry["arguments"]), (&json!("t"), &json!({"x": 1})), "the original params");
+        assert_eq!(retry["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+    }
+    let ids = server.ids();
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len(), "every retry is a new request: {ids:?}");
+}
+
+#[tokio::test]
+async fn prompts_get_runs_the_same_loop_and_no_state_means_none_sent() {
+    let server = Scripted::new(|method, params| match method {
+        "server/discover" => Ok(discovered()),
+        "prompts/get" if params.get("inputResponses").is_none() => Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": {"ok": {"method": "elicitation/create", "params": {"message": "Go?", "requestedSchema": {"type": "object", "properties": {}}}}},
+        })),
+        "prompts/get" => Ok(json!({"messages": []})),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let accept = |_| async { Ok(serde_json::from_value(json!({"action": "accept", "content": {}})).unwrap()) };
+    let client = Client::connect(a, ClientOptions::default().with_elicitation(accept)).await.unwrap();
+    let prompt = client.get_prompt("p", None).await.unwrap();
+    assert!(prompt.messages.is_empty());
+    let log = server.log();
+    let tries = calls(&log, "prompts/get");
+    assert_eq!(tries.len(), 2);
+    assert_eq!(tries[1].get("requestState"), None, "no requestState was given, none is sent");
+}
+
+#[tokio::test]
+async fn an_input_request_without_a_handler_fails_the_call_and_sends_no_retry() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        "tools/call" => Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": {"ask": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}}},
+            "requestState": "s",
+        })),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    let err = client.call_tool("t", None).await.unwrap_err();
+    match &err {
+        ClientError::InputRequest { method, key, error } => {
+            assert_eq!((method.as_str(), key.as_str(), error.code), ("tools/call", "ask", ErrorCode::METHOD_NOT_FOUND));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(calls(&server.log(), "tools/call").len(), 1);
+    // The connection is fine: another call goes through.
+    assert!(client.call_tool("t", None).await.is_err());
+    assert_eq!(calls(&server.log(), "tools/call").len(), 2);
+}
+
+#[tokio::test]
+async fn a_server_that_never_stops_asking_is_given_up_on_after_the_round_cap() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        _ => Ok(json!({"resultType": "input_required", "requestState": "again"})),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let client = Client::connect(a, ClientOptions::default().with_max_input_rounds(2)).await.unwrap();
+    let err = client.read_resource("file:///x").await.unwrap_err();
+    assert!(matches!(&err, ClientError::InputRounds { method, rounds: 2 } if method == "resources/read"), "{err:?}");
+    assert_eq!(calls(&server.log(), "resources/read").len(), 3, "the call and two retries");
+}
+
+#[tokio::test]
+async fn an_unsupported_version_answer_to_the_probe_is_retried_at_a_version_it_names() {
+    let probes = Arc::new(AtomicUsize::new(0));
+    let seen = probes.clone();
+    let server = Scripted::new(move |method, _| match method {
+        "server/discover" if seen.fetch_add(1, Ordering::Relaxed) == 0 => {
+            Err(ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+                .with_data(&json!({"supported": ["2026-07-28"], "requested": "2026-07-28"}))
+                .unwrap())
+        }
+        "server/discover" => Ok(discovered()),
+        _ => Ok(json!({"tools": []})),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(calls(&server.log(), "server/discover").len(), 2);
+
+    // Only stateless versions we do not speak: the connection fails, no initialize.
+    let modern_only = Scripted::new(|_, _| {
+        Err(ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(&json!({"supported": ["2099-01-01"], "requested": "2026-07-28"}))
+            .unwrap())
+    });
+    let (a, _server) = stateless_server(modern_only.clone());
+    let err = Client::connect(a, ClientOptions::default()).await.unwrap_err();
+    assert!(matches!(&err, ClientError::UnsupportedVersion { answered, .. } if answered == "2099-01-01"), "{err:?}");
+    assert!(calls(&modern_only.log(), "initialize").is_empty());
+}
+
+#[tokio::test]
+async fn a_probe_with_no_answer_falls_back_after_the_discover_timeout() {
+    let server = Scripted::new(|method, params| match method {
+        "initialize" => Ok(init_result(params["protocolVersion"].as_str().unwrap())),
+        _ => Ok(json!({"tools": []})),
+    });
+    let silent = Arc::new(AtomicUsize::new(0));
+    let (a, b) = inproc::pair(Limits::default());
+    let _server = Peer::start(
+        b,
+        Role::Server,
+        Mode::Handshake,
+        session::Limits::default(),
+        Silent { discover: silent.clone(), inner: server.clone(), ignored: usize::MAX },
+    );
+    let options = ClientOptions::default().with_discover_timeout(Duration::from_millis(100));
+    let client = Client::connect(a, options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(silent.load(Ordering::Relaxed), 1);
+    client.list_tools().await.unwrap();
+}
+
+/// Never answers the first `ignored` `server/discover` requests (some handshake-era servers
+/// ignore unknown requests; a slow-starting one may answer only later); everything else goes
+/// to `inner`.
+struct Silent {
+    discover: Arc<AtomicUsize>,
+    inner: Scripted,
+    ignored: usize,
+}
+
+impl Handler<InprocTransport> for Silent {
+    fn on_request(&self, peer: &Peer<InprocTransport>, request: Request) {
+        if request.method == "server/discover" && self.discover.fetch_add(1, Ordering::Relaxed) < self.ignored {
+            return;
+        }
+        self.inner.on_request(peer, request);
+    }
+
+    fn on_initialized(&self, peer: &Peer<InprocTransport>) {
+        self.inner.on_initialized(peer);
+    }
+}
+
+#[tokio::test]
+async fn a_list_is_reused_while_its_ttl_lasts_and_evicted_by_list_changed() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        "tools/list" => Ok(json!({"resultType": "complete", "ttlMs": 300, "cacheScope": "private", "tools": []})),
+        "prompts/list" => Ok(json!({"resultType": "complete", "ttlMs": 0, "prompts": []})),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, server_peer) = stateless_server(server.clone());
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let options = ClientOptions::default().with_handler(move |n: Notification| {
+        let _ = seen_tx.send(n.method);
+    });
+    let client = Client::connect(a, options).await.unwrap();
+    let fetches = || calls(&server.log(), "tools/list").len();
+
+    client.list_tools().await.unwrap();
+    client.list_tools().await.unwrap();
+    assert_eq!(fetches(), 1, "fresh: served from the cache");
+
+    server_peer.notify("notifications/tools/list_changed", None).await.unwrap();
+    assert_eq!(seen.recv().await.as_deref(), Some("notifications/tools/list_changed"));
+    client.list_tools().await.unwrap();
+    assert_eq!(fetches(), 2, "the notification evicted it");
+
+    client.clear_list_cache();
+    client.list_tools().await.unwrap();
+    assert_eq!(fetches(), 3);
+
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    client.list_tools().await.unwrap();
+    assert_eq!(fetches(), 4, "stale after ttlMs");
+
+    // ttlMs 0: immediately stale, never kept.
+    client.list_prompts().await.unwrap();
+    client.list_prompts().await.unwrap();
+    assert_eq!(calls(&server.log(), "prompts/list").len(), 2);
+}
+
+#[tokio::test]
+async fn a_stateless_session_sets_the_log_level_on_every_later_request_instead_of_sending_set_level() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => {
+            Ok(json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "logging": {}}}))
+        }
+        "tools/list" => Ok(json!({"tools": []})),
+        _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let client = Client::connect(a, ClientOptions::default()).await.unwrap();
+    client.list_tools().await.unwrap();
+    client.set_logging_level(LoggingLevel::Warning).await.unwrap();
+    client.list_tools().await.unwrap();
+    let log = server.log();
+    let methods: Vec<&str> = log.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["server/discover", "tools/list", "tools/list"], "no logging/setLevel");
+    assert_eq!(log[1].1["_meta"].get("io.modelcontextprotocol/logLevel"), None);
+    assert_eq!(log[2].1["_meta"]["io.modelcontextprotocol/logLevel"], "warning");
+}
+
+#[tokio::test]
+async fn initialize_refused_as_an_unsupported_version_after_a_silent_probe_gets_one_more_probe() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        "initialize" => Err(ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(&json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}))
+            .unwrap()),
+        _ => Ok(json!({"tools": []})),
+    });
+    let probes = Arc::new(AtomicUsize::new(0));
+    let (a, b) = inproc::pair(Limits::default());
+    let silent = Silent { discover: probes.clone(), inner: server.clone(), ignored: 1 };
+    let _server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), silent);
+    let options = ClientOptions::default().with_discover_timeout(Duration::from_millis(100));
+    let client = Client::connect(a, options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(probes.load(Ordering::Relaxed), 2);
+    let log = server.log();
+    let methods: Vec<&str> = log.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(methods, ["initialize", "server/discover"], "the first probe went unanswered");
+    client.list_tools().await.unwrap();
+}
+
+#[tokio::test]
+async fn dropping_a_call_that_waits_for_an_input_handler_stops_the_handler() {
+    let server = Scripted::new(|method, _| match method {
+        "server/discover" => Ok(discovered()),
+        _ => Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": {"ask": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}}},
+        })),
+    });
+    let (a, _server) = stateless_server(server.clone());
+    let (dropped_tx, dropped) = tokio::sync::oneshot::channel::<()>();
+    let dropped_tx = Arc::new(Mutex::new(Some(dropped_tx)));
+    /// Tells when the handler's future is dropped.
+    struct Tell(Option<tokio::sync::oneshot::Sender<()>>);
+    impl Drop for Tell {
+        fn drop(&mut self) {
+            if let Some(tx) = self.0.take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+    let never_answers = move |_| {
+        let tell = Tell(dropped_tx.lock().unwrap().take());
+        async move {
+            let _tell = tell;
+            std::future::pending::<Result<crate::proto::mcp_types::ElicitResult, ErrorObject>>().await
+        }
+    };
+    let client = Client::connect(a, ClientOptions::default().with_elicitation(never_answers)).await.unwrap();
+    let call = tokio::time::timeout(Duration::from_millis(100), client.call_tool("t", None)).await;
+    assert!(call.is_err(), "the handler never answers");
+    tokio::time::timeout(Duration::from_secs(5), dropped).await.expect("the handler was stopped").unwrap();
 }

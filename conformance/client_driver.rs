@@ -16,7 +16,9 @@
 //! The handshake is [`Client::connect`] with the recorded `initialize` params (clientInfo,
 //! capabilities, offered version, one we do not know offered as written), preceded by a
 //! `server/discover` probe when the recording starts with one
-//! ([`ClientOptions::with_discover_first`]; a 2026-07-28 session has only the probe). Then every
+//! ([`EraPolicy::Auto`](mcpwire::client::EraPolicy::Auto); without one
+//! [`EraPolicy::Legacy`](mcpwire::client::EraPolicy::Legacy), so no probe the recording lacks
+//! is sent; a 2026-07-28 session has only the probe). Then every
 //! recorded client request goes through [`Client::request`] with the method type of its name
 //! and the recorded params decoded into that type's params, in the recorded order; params that
 //! do not fit the type (a test of the server's validation) go through [`Client::request_raw`]. A request whose response was recorded before the
@@ -341,9 +343,8 @@ async fn drive(path: PathBuf, fixtures: Option<String>, server: Vec<String>) -> 
             Err(_) => options = options.with_offered_version_str(offered),
         }
     }
-    if discover.is_some() {
-        options = options.with_discover_first(true);
-    }
+    // The era as recorded: a probe first (`auto`), or the handshake alone (`legacy`).
+    options = options.with_discover_first(discover.is_some());
     options = recorded_handlers(options, capabilities, &all);
     options.request_timeout = Some(Duration::from_secs(30));
     let is_url = server.len() == 1 && (server[0].starts_with("http://") || server[0].starts_with("https://"));

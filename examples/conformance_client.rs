@@ -7,18 +7,25 @@
 //! each scenario expects over Streamable HTTP and exits 0 when it could, 1 otherwise (the suite
 //! judges the traffic, not the exit code). `scripts/conformance-client-suite` runs the lot.
 //!
+//! The era follows the revision: a handshake-era one is run with [`EraPolicy::Legacy`] offering
+//! it, 2026-07-28 with [`EraPolicy::Auto`] (the `server/discover` probe, stateless from then on).
+//!
 //! Scenarios: `initialize`, `tools_call`, `elicitation-sep1034-client-defaults` (an elicitation
 //! handler that accepts with the schema's defaults), `sse-retry` (the transport resumes the
 //! dropped stream with GET and `Last-Event-ID` after `retry`), `json-schema-2020-12-preservation`
-//! (a tool's `inputSchema` is sent back as received). Anything else (the `auth/*`
-//! scenarios: authorization is not implemented yet) connects, lists tools and calls the first
-//! one, which fails where authorization is required.
+//! (a tool's `inputSchema` is sent back as received); for 2026-07-28 `http-standard-headers`
+//! (every tool, resource and prompt listed and used once), `http-custom-headers` (the tool calls
+//! the context names), `sep-2322-client-request-state` (every tool called, input requests
+//! answered by the same elicitation handler). Anything else (`request-metadata`,
+//! `http-invalid-tool-headers`, the `auth/*` scenarios: authorization is not implemented yet)
+//! connects, lists tools if the server has them and calls each with no arguments, which fails
+//! where authorization is required.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcpwire::client::{Client, ClientError, ClientOptions};
+use mcpwire::client::{Client, ClientError, ClientOptions, EraPolicy};
 use mcpwire::proto::jsonrpc::ErrorObject;
 use mcpwire::proto::mcp_types::{ElicitRequestParams, ElicitResult};
 use mcpwire::proto::version::ProtocolVersion;
@@ -33,7 +40,8 @@ async fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    eprintln!("conformance_client: scenario {scenario:?} at {url}");
+    let revision = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_default();
+    eprintln!("conformance_client: scenario {scenario:?} ({revision}) at {url}");
     match run(&scenario, &url).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -46,12 +54,11 @@ async fn main() -> ExitCode {
 fn options() -> ClientOptions {
     let mut options =
         ClientOptions::default().with_client_info("mcpwire-conformance-client", env!("CARGO_PKG_VERSION"));
-    if let Some(version) = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
-        .ok()
-        .and_then(|v| v.parse::<ProtocolVersion>().ok())
-        .filter(|v| v.has_initialize_handshake())
-    {
-        options = options.with_protocol_version(version);
+    match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").ok().and_then(|v| v.parse::<ProtocolVersion>().ok()) {
+        Some(version) if version.has_initialize_handshake() => {
+            options = options.with_protocol_version(version).with_era(EraPolicy::Legacy);
+        }
+        _ => options = options.with_era(EraPolicy::Auto),
     }
     options.with_request_timeout(Some(Duration::from_secs(20)))
 }
@@ -106,11 +113,49 @@ async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
             client.call_tool(name, Some(Map::new())).await?;
             let _ = client.close().await;
         }
+        "http-standard-headers" => {
+            let client = connect(url, options()).await?;
+            for tool in client.list_tools().await? {
+                client.call_tool(tool.name, Some(Map::new())).await?;
+            }
+            if client.capabilities().resources.is_some() {
+                for resource in client.list_resources().await? {
+                    client.read_resource(resource.uri).await?;
+                }
+            }
+            if client.capabilities().prompts.is_some() {
+                for prompt in client.list_prompts().await? {
+                    client.get_prompt(prompt.name, None).await?;
+                }
+            }
+            let _ = client.close().await;
+        }
+        "http-custom-headers" => {
+            let client = connect(url, options()).await?;
+            client.list_tools().await?;
+            let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+                .ok()
+                .and_then(|c| serde_json::from_str(&c).ok())
+                .unwrap_or(Value::Null);
+            for call in context["toolCalls"].as_array().into_iter().flatten() {
+                let name = call["name"].as_str().unwrap_or_default().to_owned();
+                client.call_tool(name, call["arguments"].as_object().cloned()).await?;
+            }
+            let _ = client.close().await;
+        }
+        "sep-2322-client-request-state" => {
+            let client = connect(url, options().with_elicitation(accept_with_defaults)).await?;
+            for tool in client.list_tools().await? {
+                client.call_tool(tool.name, Some(Map::new())).await?;
+            }
+            let _ = client.close().await;
+        }
         _ => {
             let client = connect(url, options()).await?;
-            let tools = client.list_tools().await?;
-            if let Some(tool) = tools.first() {
-                client.call_tool(tool.name.clone(), Some(Map::new())).await?;
+            if client.capabilities().tools.is_some() {
+                for tool in client.list_tools().await? {
+                    client.call_tool(tool.name, Some(Map::new())).await?;
+                }
             }
             let _ = client.close().await;
         }

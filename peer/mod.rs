@@ -405,6 +405,15 @@ impl<T: Transport> Peer<T> {
         self.send_all(messages).await.map_err(RequestError::Transport)
     }
 
+    /// Switches the session's mode ([`Session::set_mode`]): a dual-era client falls back to the
+    /// handshake after a `server/discover` probe the server did not take.
+    ///
+    /// # Errors
+    /// As [`Session::set_mode`].
+    pub fn set_mode(&self, mode: Mode) -> Result<(), SessionError> {
+        self.lock().session.set_mode(mode)
+    }
+
     /// Answers the peer's request `id`. Returns `false` (and sends nothing) when that request
     /// is no longer in flight, e.g. because the peer cancelled it.
     ///

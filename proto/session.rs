@@ -19,7 +19,9 @@
 //! - cancellation both ways (`notifications/cancelled`); `initialize` is never cancelled;
 //! - routes `notifications/progress` to the request that owns the token (`_meta.progressToken`);
 //! - the 2024-11-05 … 2025-11-25 lifecycle (`initialize`, `notifications/initialized`), or no
-//!   handshake at all in [`Mode::Stateless`] (2026-07-28);
+//!   handshake at all in [`Mode::Stateless`] (2026-07-28); a session that has not started a
+//!   handshake can change mode ([`Session::set_mode`]): a dual-era client probes statelessly
+//!   with `server/discover`, then falls back to the handshake and its gate;
 //! - timeouts: [`Session::poll_timeout`] and [`Session::handle_timeout`].
 //!
 //! What it does not do: IO, framing, typed MCP payloads (it reads only `_meta.progressToken`,
@@ -353,6 +355,8 @@ pub enum SessionError {
     NotAClient,
     /// A stateless session has no handshake.
     NoHandshake,
+    /// The mode can change only before a handshake starts (see [`Session::set_mode`]).
+    ModeFixed,
     /// Every integer id was used (after 2^63 requests).
     IdsExhausted,
 }
@@ -375,6 +379,7 @@ impl fmt::Display for SessionError {
             }
             SessionError::NotAClient => f.write_str("only a client sends notifications/initialized"),
             SessionError::NoHandshake => f.write_str("a stateless session has no handshake"),
+            SessionError::ModeFixed => f.write_str("the session mode cannot change once a handshake has started"),
             SessionError::IdsExhausted => f.write_str("request ids exhausted"),
         }
     }
@@ -491,6 +496,36 @@ impl Session {
             transmit: VecDeque::new(),
             events: VecDeque::new(),
         }
+    }
+
+    /// Switches the session to `mode`, as if it had been made in it: [`Mode::Handshake`] puts
+    /// the lifecycle gate back ([`State::AwaitingInitialize`], no version), [`Mode::Stateless`]
+    /// lifts it (2026-07-28). Requests in flight stay pending. This is how a dual-era client
+    /// falls back to `initialize` after a `server/discover` probe the server did not take.
+    ///
+    /// # Errors
+    /// [`SessionError::Closed`]; [`SessionError::ModeFixed`] once a handshake has started
+    /// (`initialize` sent or received): its outcome decides the session from then on.
+    pub fn set_mode(&mut self, mode: Mode) -> Result<(), SessionError> {
+        match self.state {
+            State::Closed => return Err(SessionError::Closed),
+            State::Initializing | State::Initialized => return Err(SessionError::ModeFixed),
+            State::AwaitingInitialize | State::Stateless => {}
+        }
+        let (state, version) = match mode {
+            Mode::Handshake => (State::AwaitingInitialize, None),
+            Mode::Stateless => (State::Stateless, Some(ProtocolVersion::V2026_07_28)),
+        };
+        self.mode = mode;
+        self.state = state;
+        self.version = version;
+        self.initialize_answered = false;
+        Ok(())
+    }
+
+    /// Whether the session has a handshake (and its gate) or is stateless.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// Which end this session is.
@@ -1589,6 +1624,46 @@ mod tests {
     }
 
     #[test]
+    fn a_stateless_probe_falls_back_to_the_handshake_and_its_gate() {
+        let mut p = Pair::new(Mode::Stateless);
+        p.server.set_mode(Mode::Handshake).unwrap();
+        // The probe goes out without a handshake and the handshake-era server refuses it.
+        p.client.send_request("server/discover", Some(raw(json!({}))), p.now, None).unwrap();
+        p.drive();
+        let probe = p.server_request();
+        assert!(p.server.respond_error(&probe.id, ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "no")));
+        p.drive();
+        assert!(matches!(p.client_event(), Event::ErrorResponse { method, .. } if method == "server/discover"));
+
+        p.client.set_mode(Mode::Handshake).unwrap();
+        assert_eq!(
+            (p.client.mode(), p.client.state(), p.client.protocol_version()),
+            (Mode::Handshake, State::AwaitingInitialize, None)
+        );
+        // The gate is back: nothing gated goes out before the handshake ...
+        assert_eq!(
+            p.client.send_request("tools/list", None, p.now, None),
+            Err(SessionError::NotInitialized { method: "tools/list".to_owned() })
+        );
+        // ... which then runs as in a session made in handshake mode.
+        p.handshake();
+        assert_eq!(p.client.state(), State::Initialized);
+        assert_eq!(p.client.protocol_version(), Some(ProtocolVersion::V2025_11_25));
+        assert_eq!(p.client.set_mode(Mode::Stateless), Err(SessionError::ModeFixed));
+        p.client.send_request("tools/list", None, p.now, None).unwrap();
+    }
+
+    #[test]
+    fn mode_switches_back_to_stateless_before_a_handshake_and_never_when_closed() {
+        let mut s = Session::new(Role::Client, Mode::Handshake, Limits::default());
+        s.set_mode(Mode::Stateless).unwrap();
+        assert_eq!((s.state(), s.protocol_version()), (State::Stateless, Some(ProtocolVersion::V2026_07_28)));
+        s.send_request("tools/list", None, Instant::now(), None).unwrap();
+        s.close();
+        assert_eq!(s.set_mode(Mode::Handshake), Err(SessionError::Closed));
+    }
+
+    #[test]
     fn limits_bound_requests_in_flight() {
         let limits = Limits { max_outgoing_in_flight: 2, max_incoming_in_flight: 1, max_remembered_abandoned: 1 };
         let mut p = Pair::with_limits(Mode::Stateless, limits);
@@ -1733,6 +1808,7 @@ mod tests {
             SessionError::InitializeNotAnswered,
             SessionError::NotAClient,
             SessionError::NoHandshake,
+            SessionError::ModeFixed,
             SessionError::IdsExhausted,
         ];
         for e in errors {

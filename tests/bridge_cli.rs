@@ -98,7 +98,8 @@ fn usage_errors_exit_2_with_usage() {
 fn a_command_that_is_not_a_server_exits_1_with_one_line() {
     let output = bridge(&["tools"], &["false".to_owned()]);
     assert_eq!(output.status.code(), Some(1));
-    assert_eq!(stderr(&output), "mcp-bridge: server exited during initialize (exit status: 1)\n");
+    // The first request is the `auto` era's server/discover probe.
+    assert_eq!(stderr(&output), "mcp-bridge: server exited during server/discover (exit status: 1)\n");
     let output = bridge(&["tools"], &["/nonexistent/server".to_owned()]);
     assert_eq!(output.status.code(), Some(1));
     let err = stderr(&output);
@@ -260,4 +261,30 @@ fn a_bad_config_names_the_file_server_and_field() {
         stderr(&output),
         format!("mcp-bridge: {file}: mcp_servers.github.startup_timeout_sec: expected a number\n")
     );
+}
+
+#[test]
+fn check_json_shows_each_servers_era_and_version() {
+    let time = support::peer("MCP_SERVER_TIME");
+    let toml = format!(
+        "[mcp_servers.time]\ncommand = {time:?}\n\n[mcp_servers.time-legacy]\ncommand = {time:?}\nera = \"legacy\"\n\n\
+         [mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\n",
+        support::peer("MCP_NODE"),
+        support::peer("MCP_EVERYTHING_JS"),
+    );
+    let file = config_file("eras.toml", &toml);
+    let output = bridge(&["check", "--config", &file, "--json"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let statuses: Vec<Value> = stdout(&output).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let era = |name: &str| {
+        let s = statuses.iter().find(|s| s["server"] == name).unwrap();
+        (
+            s["eraPolicy"].as_str().unwrap().to_owned(),
+            s["era"].as_str().unwrap().to_owned(),
+            s["protocolVersion"].as_str().unwrap().to_owned(),
+        )
+    };
+    assert_eq!(era("time"), ("auto".into(), "2026-07-28".into(), "2026-07-28".into()));
+    assert_eq!(era("time-legacy"), ("legacy".into(), "legacy".into(), "2025-11-25".into()));
+    assert_eq!(era("everything"), ("auto".into(), "legacy".into(), "2025-11-25".into()));
 }

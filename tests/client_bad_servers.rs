@@ -99,10 +99,11 @@ async fn a_server_that_never_answers_times_out_and_is_told() {
     assert!(err.is_timeout(), "{err:?}");
     assert_eq!(err.to_string(), "tools/call timed out after 200 ms");
     assert!(started.elapsed() >= Duration::from_millis(200));
-    // The server got notifications/cancelled for it (request 1: initialize was 0).
+    // The server got notifications/cancelled for it (request 2: the `auto` era's server/discover
+    // probe was 0, initialize 1).
     let report = text(&client.call_tool("report", None).await.unwrap());
     let report: Value = serde_json::from_str(&report).unwrap();
-    assert_eq!(report["cancelled"], json!([1]));
+    assert_eq!(report["cancelled"], json!([2]));
 }
 
 #[tokio::test]

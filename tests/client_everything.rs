@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpwire::client::{Client, ClientError, ClientOptions, ElicitationModes, Progress, ServerNotification};
+use mcpwire::client::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, Progress, ServerNotification};
 use mcpwire::proto::jsonrpc::{ErrorObject, Notification};
 use mcpwire::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, CompletionReference, ContentBlock, CreateMessageRequestParams,
@@ -350,7 +350,9 @@ async fn calls_the_server_did_not_advertise_are_refused_before_sending() {
     let input = dir.join("in.jsonl");
     let echo = examples::example_path("echo_server");
     let script = format!("tee '{}' | '{}'", input.display(), echo.display());
-    let client = Client::spawn(ChildCommand::new("sh").arg("-c").arg(script), ClientOptions::default()).await.unwrap();
+    // Legacy: the wire below is the handshake era's, with no server/discover probe first.
+    let options = ClientOptions::default().with_era(EraPolicy::Legacy);
+    let client = Client::spawn(ChildCommand::new("sh").arg("-c").arg(script), options).await.unwrap();
     assert!(client.capabilities().resources.is_none());
     let reference =
         CompletionReference::Prompt(PromptReference { name: "p".into(), title: None, extra: Default::default() });

@@ -201,3 +201,26 @@ fn expansion_edge_cases() {
     assert_eq!(expand("no vars $A {A}", &env).unwrap(), "no vars $A {A}");
     assert!(expand("${A", &env).unwrap_err().starts_with("unterminated"));
 }
+
+#[test]
+fn the_era_is_read_from_toml_and_json_and_defaults_to_auto() {
+    let toml = "[mcp_servers.a]\ncommand = \"x\"\nera = \"legacy\"\n\n[mcp_servers.b]\nurl = \"http://h/mcp\"\nera = \"2026-07-28\"\n\n[mcp_servers.c]\ncommand = \"y\"\n";
+    let config = McpConfig::from_toml(toml, "mcp.toml").unwrap();
+    let eras: Vec<EraPolicy> = config.servers.values().map(|s| s.era).collect();
+    assert_eq!(
+        eras,
+        [EraPolicy::Legacy, EraPolicy::Adopt(crate::proto::version::ProtocolVersion::V2026_07_28), EraPolicy::Auto]
+    );
+    let json = r#"{"mcpServers": {"a": {"command": "x", "era": "legacy"}, "b": {"command": "y"}}}"#;
+    let config = McpConfig::from_json(json, "claude.json", &no_env).unwrap();
+    let eras: Vec<EraPolicy> = config.servers.values().map(|s| s.era).collect();
+    assert_eq!(eras, [EraPolicy::Legacy, EraPolicy::Auto]);
+    assert_eq!(
+        toml_err("[mcp_servers.a]\ncommand = \"x\"\nera = \"2025-11-25\""),
+        "mcp.toml: mcp_servers.a.era: era 2025-11-25 is a handshake-era version: use \"legacy\" (or \"auto\")"
+    );
+    assert_eq!(
+        toml_err("[mcp_servers.a]\ncommand = \"x\"\nera = 2026"),
+        "mcp.toml: mcp_servers.a.era: expected a string"
+    );
+}

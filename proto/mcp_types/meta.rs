@@ -1,14 +1,18 @@
 //! Shared building blocks: the typed `_meta` objects of requests, results and notifications,
 //! the 2026-07-28 result enums (`resultType`, `cacheScope`), empty params and results,
-//! progress tokens and cursors.
+//! progress tokens and cursors; the per-request protocol fields a 2026-07-28 client writes into
+//! every request ([`PerRequestMeta`]).
 //!
 //! Not here: the method-specific params and results (see the sibling modules) and the JSON-RPC
 //! envelope (`proto::jsonrpc`).
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::{Map, Value};
+
 use super::{ClientCapabilities, Extra, Implementation, RelatedTaskMetadata};
 use crate::proto::jsonrpc::Id;
+use crate::proto::version::ProtocolVersion;
 
 /// A progress token: an integer or a string, kept as the sender wrote it (same shape as a
 /// request id).
@@ -225,6 +229,71 @@ pub struct PaginatedRequestParams {
     pub extra: Extra,
 }
 
+/// `_meta` key of a 2026-07-28 request's protocol version.
+pub const PROTOCOL_VERSION_META_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of a 2026-07-28 request's client info.
+pub const CLIENT_INFO_META_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key of a 2026-07-28 request's client capabilities.
+pub const CLIENT_CAPABILITIES_META_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of the log level a 2026-07-28 request asks for (logging, "Per-request log level").
+pub const LOG_LEVEL_META_KEY: &str = "io.modelcontextprotocol/logLevel";
+
+/// The per-request protocol fields every 2026-07-28 request carries in `params._meta`
+/// (basic, "Per-request protocol fields"): the protocol version, the client's info and its
+/// capabilities, and the log level when one is set. Built once per connection;
+/// [`PerRequestMeta::write_into`] is the one place that writes them into a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerRequestMeta {
+    version: ProtocolVersion,
+    fields: Map<String, Value>,
+}
+
+impl PerRequestMeta {
+    /// The fields of a client speaking `version`.
+    pub fn new(version: ProtocolVersion, client_info: &Implementation, capabilities: &ClientCapabilities) -> Self {
+        let mut fields = Map::new();
+        fields.insert(PROTOCOL_VERSION_META_KEY.to_owned(), Value::from(version.as_str()));
+        // Plain structs of strings and maps: they always serialize.
+        fields.insert(CLIENT_INFO_META_KEY.to_owned(), serde_json::to_value(client_info).unwrap_or_default());
+        fields.insert(CLIENT_CAPABILITIES_META_KEY.to_owned(), serde_json::to_value(capabilities).unwrap_or_default());
+        PerRequestMeta { version, fields }
+    }
+
+    /// The version these fields declare.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    /// Asks for `notifications/message` at `level` or more severe on every later request
+    /// (a `LoggingLevel` string; `None`: no log messages, the default).
+    pub fn set_log_level(&mut self, level: Option<&str>) {
+        match level {
+            Some(level) => self.fields.insert(LOG_LEVEL_META_KEY.to_owned(), Value::from(level)),
+            None => self.fields.remove(LOG_LEVEL_META_KEY),
+        };
+    }
+
+    /// Adds the fields to `params._meta` (made when absent); members already there, e.g. a
+    /// `progressToken` or a caller's own protocol fields, are kept.
+    ///
+    /// # Errors
+    /// When `params` or its `_meta` is not an object.
+    pub fn write_into(&self, params: &mut Value) -> Result<(), serde_json::Error> {
+        use serde::de::Error as _;
+        let Some(object) = params.as_object_mut() else {
+            return Err(serde_json::Error::custom("params are not an object"));
+        };
+        let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        let Some(meta) = meta.as_object_mut() else {
+            return Err(serde_json::Error::custom("params._meta is not an object"));
+        };
+        for (key, value) in &self.fields {
+            meta.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +367,33 @@ mod tests {
         let p: EmptyParams = round_trip(json!({"_meta": {"progressToken": 1}}));
         assert_eq!(p.meta.unwrap().progress_token, Some(Id::Number(1)));
         let _: EmptyNotificationParams = round_trip(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": "s"}}));
+    }
+
+    #[test]
+    fn per_request_meta_is_added_beside_what_params_already_carry() {
+        let info = Implementation { name: "c".into(), version: "1".into(), ..Implementation::default() };
+        let meta = PerRequestMeta::new(ProtocolVersion::V2026_07_28, &info, &ClientCapabilities::default());
+        let mut params = json!({"name": "t", "_meta": {"progressToken": 7}});
+        meta.write_into(&mut params).unwrap();
+        assert_eq!(
+            params,
+            json!({"name": "t", "_meta": {
+                "progressToken": 7,
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }})
+        );
+        assert!(meta.write_into(&mut json!([])).is_err());
+        let mut meta = meta;
+        meta.set_log_level(Some("warning"));
+        let mut params = json!({});
+        meta.write_into(&mut params).unwrap();
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/logLevel"], "warning");
+        meta.set_log_level(None);
+        let mut params = json!({});
+        meta.write_into(&mut params).unwrap();
+        assert_eq!(params["_meta"].get("io.modelcontextprotocol/logLevel"), None);
+        assert!(meta.write_into(&mut json!({"_meta": 1})).is_err());
     }
 }

@@ -18,13 +18,20 @@
 //!   transport: GET the same URL, then `/sse` at its root, wait for the `endpoint` event, POST
 //!   there; every reply comes on that stream.
 //! - [`close`](Transport::close) sends DELETE for the session.
+//! - Once the version is 2026-07-28 ([`HttpClientTransport::set_protocol_version`], before the
+//!   first request of a stateless connection), every POST carries `MCP-Protocol-Version`,
+//!   `Mcp-Method`, `Mcp-Name` where the method has one, and the `Mcp-Param-*` headers of the
+//!   tools registered with [`HttpClientTransport::admit_tools`] ([`request_headers`](super::request_headers));
+//!   no session id is kept or sent, no GET stream opened. A 4xx or 5xx whose body is a JSON-RPC
+//!   error (an unsupported version, a header mismatch …) is that request's answer, not a
+//!   transport failure.
 //!
 //! Connections are HTTP/1.1 with keep-alive: a connection goes back to a small pool only once
 //! the response it carried has been read to its end (a JSON body, a 202, or an SSE stream that
 //! the server ended), so a request never queues behind a stream that is still open — a stream
 //! that may be waiting for that very request (an elicitation answer during a tool call).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,10 +46,11 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Notify};
 
+use super::request_headers::{self, InvalidParamHeader, ParamHeader};
 use super::{full, is_media, requeue_once, HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::proto::framing::{FrameError, LineError, SseDecoder, DEFAULT_MAX_FRAME_BYTES};
 use crate::proto::jsonrpc::{self, Id, Message, Payload, TypedResults};
-use crate::proto::mcp_types::ClientTypedResults;
+use crate::proto::mcp_types::{ClientTypedResults, Tool};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
 
@@ -216,6 +224,8 @@ struct Inner {
     pool: Mutex<Vec<Pooled>>,
     /// Where the standalone GET stream is; requests wait while it is being opened.
     standalone: watch::Sender<Standalone>,
+    /// 2026-07-28: the `x-mcp-header` designations of the admitted tools, by tool name.
+    tool_headers: Mutex<HashMap<String, Arc<[ParamHeader]>>>,
     #[cfg(feature = "tls")]
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -363,6 +373,7 @@ impl HttpClientTransport {
             closed_notify: Notify::new(),
             pool: Mutex::new(Vec::new()),
             standalone: watch::channel(Standalone::NotOpened).0,
+            tool_headers: Mutex::new(HashMap::new()),
             #[cfg(feature = "tls")]
             tls,
             config,
@@ -380,9 +391,40 @@ impl HttpClientTransport {
         *self.inner.version.lock().expect("client lock")
     }
 
-    /// Sets the protocol version to send (normally learned from the initialize result).
+    /// Sets the protocol version to send (normally learned from the initialize result); a
+    /// 2026-07-28 one makes every later POST stateless (see the module docs).
     pub fn set_protocol_version(&self, version: ProtocolVersion) {
         *self.inner.version.lock().expect("client lock") = Some(version);
+    }
+
+    /// Forgets the protocol version: the next POST carries none, as before an `initialize`
+    /// (a dual-era client falling back from a 2026-07-28 probe).
+    pub fn clear_protocol_version(&self) {
+        *self.inner.version.lock().expect("client lock") = None;
+    }
+
+    /// Keeps the tools of a `tools/list` page whose `x-mcp-header` declarations are valid, and
+    /// remembers which arguments their calls mirror into `Mcp-Param-*` headers; returns the
+    /// tools left out, with why (Streamable HTTP: such tools MUST be excluded).
+    pub fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, InvalidParamHeader)> {
+        let mut rejected = Vec::new();
+        let mut table = self.inner.tool_headers.lock().expect("client lock");
+        tools.retain(|tool| match request_headers::param_headers(&tool.input_schema) {
+            Ok(headers) => {
+                if headers.is_empty() {
+                    table.remove(&tool.name);
+                } else {
+                    table.insert(tool.name.clone(), headers.into());
+                }
+                true
+            }
+            Err(why) => {
+                table.remove(&tool.name);
+                rejected.push((tool.name.clone(), why));
+                false
+            }
+        });
+        rejected
     }
 
     async fn send_unboxed(&self, message: Message) -> Result<(), TransportError> {
@@ -578,7 +620,8 @@ impl Inner {
             let mut opened = self.standalone.subscribe();
             let _ = tokio::time::timeout(STANDALONE_OPEN_WAIT, opened.wait_for(|s| *s == Standalone::Settled)).await;
         }
-        let session = self.session_id.lock().expect("client lock").clone();
+        let stateless = self.version.lock().expect("client lock").is_some_and(|v| !v.has_initialize_handshake());
+        let session = if stateless { None } else { self.session_id.lock().expect("client lock").clone() };
         let mut awaited = Awaited::default();
         if let Message::Request(r) = message {
             awaited.ids.insert(r.id.clone());
@@ -589,15 +632,22 @@ impl Inner {
                 awaited.typed_method = Some(r.method.clone());
             }
         }
-        let extra = [
+        let base = [
             (ACCEPT, HeaderValue::from_static("application/json, text/event-stream")),
             (CONTENT_TYPE, HeaderValue::from_static("application/json")),
         ];
+        // Only a stateless POST has headers of its own (and allocates for them).
+        let mut with_metadata = Vec::new();
+        if stateless {
+            with_metadata.extend(base.iter().cloned());
+            self.request_metadata(message, &mut with_metadata)?;
+        }
+        let extra: &[(HeaderName, HeaderValue)] = if stateless { &with_metadata } else { &base };
         let (response, lease) = self
-            .request(Method::POST, &self.endpoint, session.as_deref(), &extra, super::buffers::BODIES.encode(message))
+            .request(Method::POST, &self.endpoint, session.as_deref(), extra, super::buffers::BODIES.encode(message))
             .await?;
         let status = response.status();
-        if let Some(id) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()) {
+        if let Some(id) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()).filter(|_| !stateless) {
             *self.session_id.lock().expect("client lock") = Some(id.to_owned());
         }
         if status == StatusCode::NOT_FOUND && session.is_some() {
@@ -614,6 +664,11 @@ impl Inner {
             {
                 self.clone().start_legacy().await?;
                 return self.legacy_send(message).await;
+            }
+            if let (true, Message::Request(r)) = (stateless, message) {
+                let answer = rpc_error_answer(response, &r.id).await?;
+                self.push(Ok(Some(answer))).await;
+                return Ok(());
             }
             return Err(http_error(response).await);
         }
@@ -665,6 +720,46 @@ impl Inner {
         if !awaited.ids.is_empty() && !self.closed.load(Ordering::Acquire) {
             // The stream ended before its answers: resuming it takes a task of its own.
             self.spawn(async move { inner.read_stream(None, decoder, awaited, false).await });
+        }
+        Ok(())
+    }
+
+    /// The 2026-07-28 request metadata headers of `message` (`Mcp-Method`, `Mcp-Name`,
+    /// `Mcp-Param-*`), added to `headers`.
+    fn request_metadata(
+        &self,
+        message: &Message,
+        headers: &mut Vec<(HeaderName, HeaderValue)>,
+    ) -> Result<(), TransportError> {
+        let (method, params) = match message {
+            Message::Request(r) => (r.method.as_str(), r.params.as_ref()),
+            Message::Notification(n) => (n.method.as_str(), n.params.as_ref()),
+            Message::Response(_) | Message::Error(_) => return Ok(()),
+        };
+        let value = |text: &str| HeaderValue::from_str(text).map_err(bad_config);
+        headers.push((HeaderName::from_static(request_headers::MCP_METHOD_HEADER), value(method)?));
+        let Some(source) = request_headers::name_source(method) else { return Ok(()) };
+        #[derive(serde::Deserialize)]
+        struct Named {
+            name: Option<String>,
+            uri: Option<String>,
+            arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        }
+        let Some(raw) = params.and_then(|p| p.to_raw().ok()) else { return Ok(()) };
+        let Ok(named) = serde_json::from_str::<Named>(raw.get()) else { return Ok(()) };
+        let name = if source == "uri" { named.uri } else { named.name };
+        let Some(name) = name else { return Ok(()) };
+        headers.push((
+            HeaderName::from_static(request_headers::MCP_NAME_HEADER),
+            value(&request_headers::encode_value(&name))?,
+        ));
+        if method == "tools/call" {
+            let designated = self.tool_headers.lock().expect("client lock").get(&name).cloned();
+            if let Some(designated) = designated {
+                for (header, text) in request_headers::param_header_values(&designated, named.arguments.as_ref()) {
+                    headers.push((HeaderName::from_bytes(header.as_bytes()).map_err(bad_config)?, value(&text)?));
+                }
+            }
         }
         Ok(())
     }
@@ -1050,6 +1145,29 @@ async fn http_error(response: Response<Incoming>) -> TransportError {
     };
     let message = if body.is_empty() { status.canonical_reason().unwrap_or("").to_owned() } else { body };
     TransportError::Http { status: status.as_u16(), message }
+}
+
+/// A 2026-07-28 request's answer carried by an HTTP error status: the JSON-RPC error in the
+/// body (one without an id is the answer to `id`: the POST scopes it); else the status as a
+/// transport error.
+async fn rpc_error_answer(response: Response<Incoming>, id: &Id) -> Result<Message, TransportError> {
+    let status = response.status();
+    let limited = http_body_util::Limited::new(response.into_body(), 64 * 1024);
+    let body = match tokio::time::timeout(Duration::from_secs(5), limited.collect()).await {
+        Ok(Ok(b)) => b.to_bytes(),
+        _ => Bytes::new(),
+    };
+    match Message::from_slice(&body) {
+        Ok(Message::Error(mut e)) if e.id.as_ref().is_none_or(|got| got == id) => {
+            e.id = Some(id.clone());
+            Ok(Message::Error(e))
+        }
+        _ => {
+            let text: String = String::from_utf8_lossy(&body).chars().take(300).collect();
+            let message = if text.is_empty() { status.canonical_reason().unwrap_or("").to_owned() } else { text };
+            Err(TransportError::Http { status: status.as_u16(), message })
+        }
+    }
 }
 
 fn negotiated_version(response: &jsonrpc::Response) -> Option<ProtocolVersion> {

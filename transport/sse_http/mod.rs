@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 mod buffers;
 pub mod client;
 pub mod event_store;
+pub mod request_headers;
 pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;
