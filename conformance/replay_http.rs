@@ -1288,6 +1288,6 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 6);
+        assert_eq!(checked, 7);
     }
 }
