@@ -468,30 +468,8 @@ async fn scripted_server(script: Script) -> std::net::SocketAddr {
             let (mut socket, _) = listener.accept().await.unwrap();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
-                loop {
-                    // One request: the head, then Content-Length bytes of body.
-                    let head_end = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i + 4;
-                        }
-                        let mut chunk = [0u8; 4096];
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .map_or(0, |v| v.trim().parse().unwrap());
-                    while buf.len() < head_end + length {
-                        let mut chunk = [0u8; 4096];
-                        let n = socket.read(&mut chunk).await.unwrap();
-                        buf.extend_from_slice(&chunk[..n]);
-                    }
-                    let body: Value = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap();
-                    buf.drain(..head_end + length);
+                while let Some((_, body)) = read_request(&mut socket, &mut buf).await {
+                    let body: Value = serde_json::from_slice(&body).unwrap();
                     for (delay, chunk) in script(&body["id"]) {
                         tokio::time::sleep(Duration::from_millis(delay)).await;
                         if socket.write_all(chunk.as_bytes()).await.is_err() {

@@ -6,14 +6,17 @@
 //! left out of `tools/list`, an `input_required` answer retried with the elicitation's answer;
 //! and the fallback to `initialize` when the probe gets a plain 4xx.
 
+mod http_support;
+
 use std::sync::{Arc, Mutex};
 
+use http_support::read_request;
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::proto::mcp_types::{ElicitRequestParams, ElicitResult};
 use mcpwire::proto::version::ProtocolVersion;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 /// One request as the server saw it: the head as written and the JSON body.
@@ -49,30 +52,8 @@ async fn scripted(script: Script) -> (String, Arc<Mutex<Vec<Seen>>>) {
             let log = log.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
-                loop {
-                    let head_end = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i + 4;
-                        }
-                        let mut chunk = [0u8; 4096];
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-                    let length: usize = head
-                        .to_lowercase()
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .map_or(0, |v| v.trim().parse().unwrap());
-                    while buf.len() < head_end + length {
-                        let mut chunk = [0u8; 4096];
-                        let n = socket.read(&mut chunk).await.unwrap();
-                        buf.extend_from_slice(&chunk[..n]);
-                    }
-                    let body: Value = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
-                    buf.drain(..head_end + length);
+                while let Some((head, body)) = read_request(&mut socket, &mut buf).await {
+                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     let before = {
                         let mut log = log.lock().unwrap();
                         let before = log.iter().filter(|s| s.body["method"] == body["method"]).count();

@@ -238,3 +238,35 @@ pub async fn raw_session(addr: SocketAddr, version: &str) -> String {
     assert_eq!(r.status, 202, "{r:?}");
     id
 }
+
+/// Reads one HTTP/1.1 request from `socket`: the head (as sent), then `Content-Length` bytes of
+/// body; what came after stays in `buf` for the next call. `None` when the connection ends
+/// before a whole head.
+pub async fn read_request(socket: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, Vec<u8>)> {
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let mut chunk = [0u8; 4096];
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let length: usize = head
+        .to_lowercase()
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |v| v.trim().parse().expect("a numeric Content-Length"));
+    while buf.len() < head_end + length {
+        let mut chunk = [0u8; 4096];
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let body = buf[head_end..head_end + length].to_vec();
+    buf.drain(..head_end + length);
+    Some((head, body))
+}
