@@ -162,6 +162,9 @@ impl Core {
 struct Shared<T: Transport> {
     transport: T,
     core: Mutex<Core>,
+    /// One permit per outgoing request the session may have in flight, when a request past the
+    /// cap waits ([`session::WhenFull::Wait`]); `None` when it is refused.
+    slots: Option<tokio::sync::Semaphore>,
     handler: Box<dyn Handler<T>>,
     timer: Notify,
     timer_started: AtomicBool,
@@ -187,8 +190,12 @@ fn now() -> Instant {
 impl<T: Transport> Peer<T> {
     /// Starts the reader task. Must be called inside a tokio runtime.
     pub fn start(transport: T, role: Role, mode: Mode, limits: session::Limits, handler: impl Handler<T>) -> Peer<T> {
+        let slots = (limits.when_full == session::WhenFull::Wait).then(|| {
+            tokio::sync::Semaphore::new(limits.max_outgoing_in_flight.min(tokio::sync::Semaphore::MAX_PERMITS))
+        });
         let shared = Arc::new(Shared {
             transport,
+            slots,
             core: Mutex::new(Core {
                 session: Session::new(role, mode, limits),
                 waiters: HashMap::new(),
@@ -331,6 +338,15 @@ impl<T: Transport> Peer<T> {
         on_progress: Option<ProgressCallback>,
         related: Option<&Id>,
     ) -> Result<Body, RequestError> {
+        let mut options = options;
+        // Past the in-flight cap, wait for a slot: the wait counts against the request's timeout.
+        let _slot = match &self.shared.slots {
+            Some(slots) => match slots.try_acquire() {
+                Ok(permit) => Some(permit),
+                Err(_) => Some(self.wait_for_slot(slots, method, &mut options).await?),
+            },
+            None => None,
+        };
         let timeout = options.timeout;
         let (done, outcome) = oneshot::channel();
         let (id, messages, wake_timer) = {
@@ -362,6 +378,28 @@ impl<T: Transport> Peer<T> {
         let mut guard = guard;
         guard.id = None;
         result
+    }
+
+    /// Waits until fewer than the cap of requests are in flight, within `options.timeout`, which
+    /// is then shortened by the time waited.
+    async fn wait_for_slot<'s>(
+        &self,
+        slots: &'s tokio::sync::Semaphore,
+        method: &str,
+        options: &mut RequestOptions,
+    ) -> Result<tokio::sync::SemaphorePermit<'s>, RequestError> {
+        let started = tokio::time::Instant::now();
+        let acquired = match options.timeout {
+            Some(limit) => tokio::time::timeout(limit, slots.acquire()).await.ok(),
+            None => Some(slots.acquire().await),
+        };
+        let permit = acquired
+            .ok_or_else(|| RequestError::Timeout { method: method.to_owned(), after: options.timeout })?
+            .expect("the slots are never closed");
+        if let Some(limit) = &mut options.timeout {
+            *limit = limit.saturating_sub(started.elapsed());
+        }
+        Ok(permit)
     }
 
     /// Sends a notification.

@@ -61,6 +61,18 @@ async fn connected() -> (Peer<InprocTransport>, TestServer) {
     (client, server_handler)
 }
 
+/// A client and a server whose in-flight caps are `cap` each, the client's past-the-cap policy
+/// `when_full`: a request the client let through past the cap would be refused by the server.
+async fn capped(cap: usize, when_full: session::WhenFull) -> (Peer<InprocTransport>, TestServer) {
+    let (a, b) = inproc::pair(Limits::default());
+    let server_handler = TestServer::default();
+    let limits =
+        session::Limits { max_outgoing_in_flight: cap, max_incoming_in_flight: cap, when_full, ..Default::default() };
+    let _server = Peer::start(b, Role::Server, Mode::Stateless, limits, server_handler.clone());
+    let client = Peer::start(a, Role::Client, Mode::Stateless, limits, Silent);
+    (client, server_handler)
+}
+
 fn echo(i: u64, delay_ms: u64) -> Option<Body> {
     Some(Body::typed(json!({"i": i, "delay_ms": delay_ms})))
 }
@@ -77,6 +89,61 @@ async fn many_requests_in_flight_complete_out_of_order() {
         let value: Value = result.unwrap().decode().unwrap();
         assert_eq!(value["i"], i as u64);
     }
+}
+
+#[tokio::test]
+async fn requests_past_the_cap_wait_for_a_slot_and_all_complete() {
+    let (client, server) = capped(3, session::WhenFull::Wait).await;
+    let calls = (0..40u64).map(|i| {
+        let client = client.clone();
+        async move { client.request("echo", echo(i, i % 4), RequestOptions::default()).await }
+    });
+    for (i, result) in futures_join_all(calls).await.into_iter().enumerate() {
+        let value: Value = result.unwrap_or_else(|e| panic!("call {i}: {e}")).decode().unwrap();
+        assert_eq!(value["i"], i as u64);
+    }
+    assert_eq!(server.seen.lock().unwrap().len(), 40, "each request sent once");
+}
+
+#[tokio::test]
+async fn with_refuse_a_request_past_the_cap_fails_at_once() {
+    let (client, server) = capped(2, session::WhenFull::Refuse).await;
+    let hanging: Vec<_> = (0..2)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.request("hang", None, RequestOptions::default()).await })
+        })
+        .collect();
+    while server.seen.lock().unwrap().len() < 2 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let err = client.request("echo", echo(9, 0), RequestOptions::default()).await.unwrap_err();
+    assert!(matches!(err, RequestError::Session(SessionError::TooManyInFlight { limit: 2 })), "{err}");
+    hanging.iter().for_each(|h| h.abort());
+}
+
+#[tokio::test]
+async fn a_wait_for_a_slot_counts_against_the_timeout_and_dropping_it_sends_nothing() {
+    let (client, server) = capped(1, session::WhenFull::Wait).await;
+    let hang = tokio::spawn({
+        let client = client.clone();
+        async move { client.request("hang", None, RequestOptions::default()).await }
+    });
+    while server.seen.lock().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let options = RequestOptions { timeout: Some(Duration::from_millis(40)), ..RequestOptions::default() };
+    let err = client.request("echo", echo(1, 0), options).await.unwrap_err();
+    assert_eq!(err.to_string(), "echo timed out after 40 ms");
+    // A waiting request dropped before it got a slot was never sent.
+    let _ =
+        tokio::time::timeout(Duration::from_millis(20), client.request("echo", echo(2, 0), RequestOptions::default()))
+            .await;
+    assert_eq!(*server.seen.lock().unwrap(), ["request hang"]);
+    // The slot frees when the hanging request goes: the next one is sent and answered.
+    hang.abort();
+    let value: Value = client.request("echo", echo(3, 0), RequestOptions::default()).await.unwrap().decode().unwrap();
+    assert_eq!(value["i"], 3);
 }
 
 async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>

@@ -48,7 +48,8 @@
 //!
 //! # Bounds
 //! Outgoing requests in flight are capped by [`Limits::max_outgoing_in_flight`]
-//! ([`SessionError::TooManyInFlight`] past it), incoming ones by
+//! ([`SessionError::TooManyInFlight`] past it; a driver following [`Limits::when_full`] makes
+//! callers wait for a slot instead of asking), incoming ones by
 //! [`Limits::max_incoming_in_flight`] (answered -32603 past it). The transmit and event queues
 //! are not capped by themselves: each call queues at most one message and one event, except
 //! [`Session::handle_timeout`], which queues at most one of each per expired request (so at most
@@ -146,11 +147,26 @@ pub enum State {
     Closed,
 }
 
-/// The caps of one session. Defaults: 1024 each.
+/// What a caller who sends a request past [`Limits::max_outgoing_in_flight`] gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WhenFull {
+    /// The request waits for a slot: the driver (`peer`) holds it back until an earlier request
+    /// is answered, within the request's own timeout, and dropping it stops the wait. The core
+    /// itself cannot wait and still refuses.
+    #[default]
+    Wait,
+    /// The request fails at once with [`SessionError::TooManyInFlight`].
+    Refuse,
+}
+
+/// The caps of one session. Defaults: 1024 each; a request past the outgoing cap waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Outgoing requests awaiting a response; past it `send_request` fails.
+    /// Outgoing requests awaiting a response; past it `send_request` fails (and a driver
+    /// honouring [`Limits::when_full`] waits before it asks).
     pub max_outgoing_in_flight: usize,
+    /// What a request past `max_outgoing_in_flight` gets: a wait (the default) or a refusal.
+    pub when_full: WhenFull,
     /// Incoming requests awaiting our response; past it the core answers -32603.
     pub max_incoming_in_flight: usize,
     /// Cancelled or timed-out request ids remembered so their late responses are dropped
@@ -160,7 +176,12 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_outgoing_in_flight: 1024, max_incoming_in_flight: 1024, max_remembered_abandoned: 1024 }
+        Limits {
+            max_outgoing_in_flight: 1024,
+            when_full: WhenFull::Wait,
+            max_incoming_in_flight: 1024,
+            max_remembered_abandoned: 1024,
+        }
     }
 }
 
@@ -1665,7 +1686,12 @@ mod tests {
 
     #[test]
     fn limits_bound_requests_in_flight() {
-        let limits = Limits { max_outgoing_in_flight: 2, max_incoming_in_flight: 1, max_remembered_abandoned: 1 };
+        let limits = Limits {
+            max_outgoing_in_flight: 2,
+            when_full: WhenFull::Refuse,
+            max_incoming_in_flight: 1,
+            max_remembered_abandoned: 1,
+        };
         let mut p = Pair::with_limits(Mode::Stateless, limits);
         p.client.send_request("a", None, p.now, None).unwrap();
         p.client.send_request("b", None, p.now, None).unwrap();
