@@ -91,6 +91,11 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
+/// Whether a request's `_meta` names a protocol version: it is of the per-request era.
+pub fn names_revision(params: Option<&Body>) -> bool {
+    params.is_some_and(|p| mentions_envelope(p) && request_meta(p).is_ok_and(|m| m.is_some_and(|m| m.protocol_version.is_some())))
+}
+
 /// The request's `_meta`, when its params are an object that has one; `Err` when the params or
 /// `_meta` do not decode.
 fn request_meta(params: &Body) -> Result<Option<RequestMeta>, String> {
