@@ -93,7 +93,9 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 /// Whether a request's `_meta` names a protocol version: it is of the per-request era.
 pub fn names_revision(params: Option<&Body>) -> bool {
-    params.is_some_and(|p| mentions_envelope(p) && request_meta(p).is_ok_and(|m| m.is_some_and(|m| m.protocol_version.is_some())))
+    params.is_some_and(|p| {
+        mentions_envelope(p) && request_meta(p).is_ok_and(|m| m.is_some_and(|m| m.protocol_version.is_some()))
+    })
 }
 
 /// The request's `_meta`, when its params are an object that has one; `Err` when the params or
@@ -154,7 +156,35 @@ pub fn check(params: Option<&Body>, supported: &[ProtocolVersion]) -> Result<Env
     from_meta(meta, supported)
 }
 
-fn from_meta(meta: RequestMeta, supported: &[ProtocolVersion]) -> Result<Envelope, ErrorObject> {
+/// The whole ladder over Streamable HTTP, in the spec's order: the `_meta` pair (-32602), then
+/// the headers against the body ([`check_headers`], -32020), then the version (-32022) — so a
+/// client whose header and body disagree is told that rather than that its body's version is
+/// unsupported.
+///
+/// # Errors
+/// The error object to answer with.
+pub fn check_http<'h>(
+    method: &str,
+    params: Option<&Body>,
+    supported: &[ProtocolVersion],
+    header: impl Fn(&str) -> Result<Option<&'h str>, ()>,
+) -> Result<Envelope, ErrorObject> {
+    let meta = match params.map(request_meta) {
+        None | Some(Ok(None)) => {
+            return Err(invalid_params(format!(
+                "params._meta must be an object carrying {PROTOCOL_VERSION_KEY:?} and {CLIENT_CAPABILITIES_KEY:?}"
+            )))
+        }
+        Some(Err(e)) => return Err(invalid_params(format!("Invalid params: {e}"))),
+        Some(Ok(Some(meta))) => meta,
+    };
+    required_pair(&meta)?;
+    check_headers(method, params, meta.protocol_version.as_deref().unwrap_or_default(), header)?;
+    from_meta(meta, supported)
+}
+
+/// -32602 unless `_meta` has both a protocol version and client capabilities.
+fn required_pair(meta: &RequestMeta) -> Result<(), ErrorObject> {
     let missing: Vec<&str> = [
         (meta.protocol_version.is_none(), PROTOCOL_VERSION_KEY),
         (meta.client_capabilities.is_none(), CLIENT_CAPABILITIES_KEY),
@@ -162,9 +192,15 @@ fn from_meta(meta: RequestMeta, supported: &[ProtocolVersion]) -> Result<Envelop
     .into_iter()
     .filter_map(|(absent, key)| absent.then_some(key))
     .collect();
-    if !missing.is_empty() {
-        return Err(invalid_params(format!("params._meta is missing {}", missing.join(" and "))));
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid_params(format!("params._meta is missing {}", missing.join(" and "))))
     }
+}
+
+fn from_meta(meta: RequestMeta, supported: &[ProtocolVersion]) -> Result<Envelope, ErrorObject> {
+    required_pair(&meta)?;
     let requested = meta.protocol_version.expect("checked above");
     let protocol_version = match requested.parse::<ProtocolVersion>() {
         Ok(v) if supported.contains(&v) => v,
@@ -598,6 +634,19 @@ mod tests {
             let e = check_headers("tools/call", Some(&params), "2026-07-28", headers(bad)).unwrap_err();
             assert_eq!(e.code, ErrorCode(-32020), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn over_http_a_header_mismatch_is_told_before_an_unsupported_version() {
+        let params = raw(json!({"_meta": {PROTOCOL_VERSION_KEY: "v9", CLIENT_CAPABILITIES_KEY: {}}}));
+        let given = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "server/discover")];
+        let e = check_http("server/discover", Some(&params), &V26, headers(&given)).unwrap_err();
+        assert_eq!(e.code, ErrorCode(-32020));
+        let given = [("MCP-Protocol-Version", "v9"), ("Mcp-Method", "server/discover")];
+        let e = check_http("server/discover", Some(&params), &V26, headers(&given)).unwrap_err();
+        assert_eq!(e.code, ErrorCode(-32022));
+        let e = check_http("server/discover", Some(&raw(json!({}))), &V26, headers(&given)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
     }
 
     #[test]

@@ -63,11 +63,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
+use crate::proto::envelope;
 use crate::proto::jsonrpc::{
     Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
 use crate::proto::version::ProtocolVersion;
-use crate::proto::envelope;
 
 const INITIALIZE: &str = "initialize";
 const INITIALIZED: &str = "notifications/initialized";

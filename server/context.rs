@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::peer::{Peer, RequestError};
+use crate::proto::envelope::Envelope;
 use crate::proto::jsonrpc::{Body, Id};
 use crate::proto::mcp_types::{
     ClientCapabilities, Implementation, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
@@ -191,6 +192,8 @@ pub struct Context {
     pub(crate) id: Id,
     pub(crate) meta: Option<RequestMeta>,
     pub(crate) protocol_version: Option<ProtocolVersion>,
+    /// What a 2026-07-28 request said of its client in `_meta` (`None` in the handshake era).
+    pub(crate) envelope: Option<Arc<Envelope>>,
     pub(crate) outgoing: Arc<dyn Outgoing>,
     pub(crate) connection: Arc<Connection>,
     pub(crate) cancel: CancelFlag,
@@ -219,19 +222,42 @@ impl Context {
         self.meta.as_ref()
     }
 
-    /// The protocol version negotiated for this session.
+    /// The protocol version of this request: the one its `_meta` names (2026-07-28), or the
+    /// one negotiated for the session.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         self.protocol_version
     }
 
-    /// What the client declared in `initialize` (`None` before it did).
-    pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        self.connection.client_capabilities()
+    /// Whether this request is served per request (2026-07-28: no session, no requests to
+    /// the client).
+    pub fn is_per_request(&self) -> bool {
+        self.envelope.is_some()
     }
 
-    /// Who the client said it is in `initialize`.
+    /// What the client declared: in this request's `_meta` (2026-07-28), else in `initialize`
+    /// (`None` before it did).
+    pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
+        match &self.envelope {
+            Some(envelope) => Some(envelope.client_capabilities.clone()),
+            None => self.connection.client_capabilities(),
+        }
+    }
+
+    /// Who the client said it is: in this request's `_meta` (2026-07-28), else in `initialize`.
     pub fn client_info(&self) -> Option<Implementation> {
-        self.connection.client_info()
+        match &self.envelope {
+            Some(envelope) => envelope.client_info.clone(),
+            None => self.connection.client_info(),
+        }
+    }
+
+    /// The log level this request asked for (`_meta` `logLevel`, 2026-07-28), or the
+    /// session's `logging/setLevel`.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        match &self.envelope {
+            Some(envelope) => envelope.log_level,
+            None => self.connection.log_level(),
+        }
     }
 
     /// The id of the task this call runs as, when the client asked for a task.
@@ -290,8 +316,12 @@ impl Context {
 
     /// Whether a message at `level` would be sent (the client's `logging/setLevel` threshold;
     /// everything when it set none).
+    /// In the per-request era a request without `logLevel` gets no log messages at all.
     pub fn log_enabled(&self, level: LoggingLevel) -> bool {
-        self.connection.log_level().is_none_or(|min| level >= min)
+        match &self.envelope {
+            Some(envelope) => envelope.log_level.is_some_and(|min| level >= min),
+            None => self.connection.log_level().is_none_or(|min| level >= min),
+        }
     }
 
     /// Sends a log message (`notifications/message`) related to this call, unless the client

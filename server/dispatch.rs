@@ -20,14 +20,68 @@ use super::tasks::{TaskLink, TaskStore};
 use super::tool::Context;
 use super::{schema, Inner, SUPPORTED_VERSIONS};
 use crate::peer::{Handler, Peer};
+use crate::proto::envelope::{self, Envelope, ResultStamp};
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Notification, Request};
 use crate::proto::mcp_types::{
-    CallToolOutput, CallToolRequestParams, CallToolResult, CapabilityObject, CreateTaskResult, EmptyResult,
-    InitializeRequestParams, InitializeResult, ListTasksRequestParams, ListToolsRequestParams, ListToolsResult,
-    RequestMeta, ServerTaskRequests, ServerTasksCapability, TaskIdParams, TaskSupport, ToolsTaskRequests,
+    CallToolOutput, CallToolRequestParams, CallToolResult, CapabilityObject, CreateTaskResult, DiscoverResult,
+    EmptyResult, InitializeRequestParams, InitializeResult, ListTasksRequestParams, ListToolsRequestParams,
+    ListToolsResult, RequestMeta, ResultMeta, ResultType, ServerTaskRequests, ServerTasksCapability, TaskIdParams,
+    TaskSupport, ToolsTaskRequests,
 };
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
+
+/// The era a request is served in, and what its answer needs.
+#[derive(Clone, Default)]
+pub(crate) enum Era {
+    /// The handshake era: the session's `initialize` said who the client is.
+    #[default]
+    Handshake,
+    /// 2026-07-28: the request's `_meta` says it, and its result gets `resultType` (plus the
+    /// caching fields of a cacheable result and the server's identity).
+    PerRequest(Arc<PerRequest>),
+}
+
+/// What a 2026-07-28 request carried and what its result is stamped with.
+pub(crate) struct PerRequest {
+    pub(crate) envelope: Arc<Envelope>,
+    pub(crate) stamp: ResultStamp,
+}
+
+impl Era {
+    /// The outcome as it goes out: a 2026-07-28 result stamped, anything else as it is.
+    pub(crate) fn finish(&self, outcome: Result<Body, ErrorObject>) -> Result<Body, ErrorObject> {
+        match self {
+            Era::Handshake => outcome,
+            Era::PerRequest(request) => outcome.and_then(|body| {
+                envelope::stamp_result(body, &request.stamp).map_err(|e| {
+                    ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("the result does not serialize: {e}"))
+                })
+            }),
+        }
+    }
+
+    /// The request's envelope, in the per-request era.
+    pub(crate) fn envelope(&self) -> Option<Arc<Envelope>> {
+        match self {
+            Era::Handshake => None,
+            Era::PerRequest(request) => Some(request.envelope.clone()),
+        }
+    }
+}
+
+/// Methods that 2026-07-28 removed: a per-request client that sends them gets -32601.
+const REMOVED_IN_PER_REQUEST_ERA: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tasks/get",
+    "tasks/result",
+    "tasks/list",
+    "tasks/cancel",
+];
 
 /// Counts work in flight; [`Tracker::wait_idle`] waits until there is none.
 #[derive(Clone, Default)]
@@ -115,6 +169,8 @@ pub(crate) struct Dispatcher {
     pub(super) session: (u64, Arc<SessionState>),
     pub(super) connection: Arc<Connection>,
     tasks: Arc<TaskStore>,
+    /// This connection's `subscriptions/listen` requests and their keys in the registry.
+    pub(super) listeners: Mutex<HashMap<Id, u64>>,
 }
 
 pub(super) fn invalid_params(e: impl std::fmt::Display) -> ErrorObject {
@@ -144,6 +200,7 @@ impl Dispatcher {
             input_error: Arc::default(),
             connection,
             tasks: Arc::default(),
+            listeners: Mutex::default(),
         }
     }
 
@@ -157,8 +214,8 @@ impl Dispatcher {
 
     /// Records `outcome` as the answer to `id` now (so that an `initialize` answered here opens
     /// the gate for the requests read after it) and sends it from a tracked task.
-    pub(super) fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, outcome: Result<Body, ErrorObject>) {
-        let queued = peer.respond_now(&id, outcome);
+    pub(super) fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, era: &Era, outcome: Result<Body, ErrorObject>) {
+        let queued = peer.respond_now(&id, era.finish(outcome));
         let guard = self.tracker.enter();
         tokio::spawn(async move {
             let _ = queued.send().await;
@@ -213,12 +270,15 @@ impl Dispatcher {
         id: &Id,
         meta: Option<RequestMeta>,
         task: Option<TaskLink>,
+        era: &Era,
     ) -> (Context, Canceller) {
         let (canceller, cancel) = cancel_pair();
+        let envelope = era.envelope();
         let context = Context {
             id: id.clone(),
             meta,
-            protocol_version: peer.protocol_version(),
+            protocol_version: envelope.as_ref().map(|e| e.protocol_version).or_else(|| peer.protocol_version()),
+            envelope,
             outgoing: Arc::new(peer.clone()),
             connection: self.connection.clone(),
             cancel,
@@ -238,7 +298,7 @@ impl Dispatcher {
     fn task_result<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
         let params = match Self::task_params(params) {
             Ok(p) => p,
-            Err(e) => return self.answer(peer, id, Err(e)),
+            Err(e) => return self.answer(peer, id, &Era::Handshake, Err(e)),
         };
         let tasks = self.tasks.clone();
         let peer = peer.clone();
@@ -265,7 +325,7 @@ impl Dispatcher {
         let ttl = params.task.as_ref().and_then(|t| t.ttl);
         let (task, link) = self.tasks.create(ttl);
         let task_id = task.task_id.clone();
-        let (context, canceller) = self.context(peer, &id, params.meta, Some(link));
+        let (context, canceller) = self.context(peer, &id, params.meta, Some(link), &Era::Handshake);
         // Checked as for a plain call; a task whose arguments fail the input schema ends at once
         // with that tool error as its result, and the handler never runs.
         let checked = schema::check_arguments(&tool, params.arguments.unwrap_or_default());
@@ -288,7 +348,12 @@ impl Dispatcher {
                 tasks.finish(&finished_id, outcome);
             }
         });
-        self.answer(peer, id, Ok(Body::typed(CreateTaskResult { task, meta: None, extra: Default::default() })));
+        self.answer(
+            peer,
+            id,
+            &Era::Handshake,
+            Ok(Body::typed(CreateTaskResult { task, meta: None, extra: Default::default() })),
+        );
     }
 
     fn list_tools(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
@@ -302,39 +367,54 @@ impl Dispatcher {
         }))
     }
 
-    fn call_tool<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+    fn call_tool<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
         let params = match params {
             None => Err(invalid_params("tools/call needs params")),
             Some(body) => body.into_decoded::<CallToolRequestParams>().map_err(invalid_params),
         };
         let params = match params {
             Ok(params) => params,
-            Err(e) => return self.answer(peer, id, Err(e)),
+            Err(e) => return self.answer(peer, id, era, Err(e)),
         };
         let Some(registered) = self.inner.registry.tools.read().expect("tools lock").get(&params.name) else {
             let result = super::error_result(format!("Tool {} not found", params.name));
-            return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(result))));
+            return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(result))));
         };
+        if let (Era::PerRequest(_), Some(headers)) = (era, peer.transport().param_headers(&id)) {
+            let arguments = params.arguments.clone().unwrap_or_default();
+            let header = |name: &str| {
+                let mut values = headers.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str());
+                let first = values.next();
+                if values.next().is_some() {
+                    Err(())
+                } else {
+                    Ok(first)
+                }
+            };
+            if let Err(mismatch) = envelope::check_param_headers(&registered.tool.input_schema, &arguments, header) {
+                return self.answer(peer, id, era, Err(mismatch));
+            }
+        }
         let handler = registered.handler.clone();
         match (task_support(&registered.tool), params.task.is_some()) {
             (TaskSupport::Required, false) => {
                 let message = format!("Tool {} requires task-augmented execution", params.name);
-                return self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
+                return self.answer(peer, id, era, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
             }
             (TaskSupport::Required | TaskSupport::Optional, true) => {
                 return self.start_task(peer, id, params, registered.tool.clone(), handler)
             }
             (_, true) => {
                 let message = format!("Tool {} does not support task-augmented execution", params.name);
-                return self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
+                return self.answer(peer, id, era, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
             }
             _ => {}
         }
         let args = match schema::check_arguments(&registered.tool, params.arguments.unwrap_or_default()) {
             Ok(args) => args,
-            Err(result) => return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(*result)))),
+            Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let (context, canceller) = self.context(peer, &id, params.meta, None);
+        let (context, canceller) = self.context(peer, &id, params.meta, None, era);
         let semaphore = self.semaphore.clone();
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
         let guard = self.tracker.enter();
@@ -342,6 +422,7 @@ impl Dispatcher {
         let peer = peer.clone();
         let name = params.name;
         let request_id = id.clone();
+        let finish = era.clone();
         // One future runs the handler and answers: aborting its task (the client cancelled)
         // drops the handler and sends nothing; a panic inside the handler is caught and
         // answered -32603.
@@ -360,7 +441,7 @@ impl Dispatcher {
             // Typed as the method's output type, so an in-process client takes it as is.
             let outcome = outcome
                 .map(|result| Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, result))));
-            let _ = peer.respond(&request_id, outcome).await;
+            let _ = peer.respond(&request_id, finish.finish(outcome)).await;
             drop(guard);
         });
         // Polled once here, on the reader: a call that never waits (a permit is free, the tool
@@ -377,6 +458,109 @@ impl Dispatcher {
             forget_running(&self.running, &id, serial);
         }
     }
+}
+
+impl Dispatcher {
+    /// A request of the handshake era (its `_meta` names no revision).
+    fn handshake_request<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>) {
+        let era = &Era::Handshake;
+        match method {
+            "initialize" => {
+                let outcome = self.initialize(params);
+                self.answer(peer, id, era, outcome);
+            }
+            "ping" => self.answer(peer, id, era, Ok(Body::typed(EmptyResult::default()))),
+            "server/discover" => self.answer(peer, id, era, Ok(self.discover())),
+            "tools/list" => {
+                let outcome = self.list_tools(params);
+                self.answer(peer, id, era, outcome);
+            }
+            "tools/call" => self.call_tool(peer, id, params, era),
+            "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete"
+            | "logging/setLevel" => self.feature(peer, id, method, params, era),
+            "tasks/get" => {
+                let outcome = Self::task_params(params).and_then(|p| self.tasks.get(&p.task_id)).map(Body::typed);
+                self.answer(peer, id, era, outcome);
+            }
+            "tasks/cancel" => {
+                let outcome = Self::task_params(params).and_then(|p| self.tasks.cancel(&p.task_id)).map(Body::typed);
+                self.answer(peer, id, era, outcome);
+            }
+            "tasks/list" => {
+                let outcome = params_or_default::<ListTasksRequestParams>(params)
+                    .and_then(|p| self.tasks.list(p.cursor.as_deref()))
+                    .map(Body::typed);
+                self.answer(peer, id, era, outcome);
+            }
+            "tasks/result" => self.task_result(peer, id, params),
+            _ => self.answer(peer, id, era, Err(method_not_found())),
+        }
+    }
+
+    /// A 2026-07-28 request: served from what its `_meta` says, whatever the connection did
+    /// before; its result is stamped.
+    fn per_request<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        method: &str,
+        params: Option<Body>,
+        envelope: Envelope,
+    ) {
+        if REMOVED_IN_PER_REQUEST_ERA.contains(&method) {
+            return self.answer(peer, id, &Era::Handshake, Err(method_not_found()));
+        }
+        let hint = self.inner.cache_hints.get(method);
+        let stamp = ResultStamp {
+            ttl_ms: hint.as_ref().map(|h| h.ttl_ms),
+            cache_scope: hint.map(|h| h.scope.clone()),
+            server_info: Some(self.inner.info.clone()),
+        };
+        let era = &Era::PerRequest(Arc::new(PerRequest { envelope: Arc::new(envelope), stamp }));
+        match method {
+            "server/discover" => self.answer(peer, id, era, Ok(self.discover())),
+            "tools/list" => {
+                let outcome = self.list_tools(params);
+                self.answer(peer, id, era, outcome);
+            }
+            "tools/call" => self.call_tool(peer, id, params, era),
+            "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete" => self.feature(peer, id, method, params, era),
+            "subscriptions/listen" => self.listen(peer, id, params, era),
+            _ => self.answer(peer, id, era, Err(method_not_found())),
+        }
+    }
+
+    /// `server/discover` (2026-07-28, answered in both eras): the revisions served per
+    /// request, our capabilities, identity and instructions.
+    fn discover(&self) -> Body {
+        let hint = self.inner.cache_hints.get("server/discover").unwrap_or_default();
+        Body::typed(DiscoverResult {
+            supported_versions: ProtocolVersion::PER_REQUEST.iter().map(|v| v.as_str().to_owned()).collect(),
+            capabilities: self.inner.features.capabilities(),
+            instructions: self.inner.instructions.clone(),
+            result_type: Some(ResultType::Complete),
+            ttl_ms: Some(hint.ttl_ms),
+            cache_scope: Some(hint.scope),
+            meta: Some(ResultMeta { server_info: Some(self.inner.info.clone()), ..ResultMeta::default() }),
+            extra: Default::default(),
+        })
+    }
+}
+
+fn method_not_found() -> ErrorObject {
+    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")
 }
 
 /// Removes `id` from the running calls if the entry is still the one numbered `serial` (the
@@ -427,42 +611,10 @@ impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
 impl<T: Transport> Handler<T> for Dispatcher {
     fn on_request(&self, peer: &Peer<T>, request: Request) {
         let Request { id, method, params } = request;
-        match method.as_str() {
-            "initialize" => {
-                let outcome = self.initialize(params);
-                self.answer(peer, id, outcome);
-            }
-            "ping" => self.answer(peer, id, Ok(Body::typed(EmptyResult::default()))),
-            "tools/list" => {
-                let outcome = self.list_tools(params);
-                self.answer(peer, id, outcome);
-            }
-            "tools/call" => self.call_tool(peer, id, params),
-            "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-            | "prompts/list"
-            | "prompts/get"
-            | "completion/complete"
-            | "logging/setLevel" => self.feature(peer, id, &method, params),
-            "tasks/get" => {
-                let outcome = Self::task_params(params).and_then(|p| self.tasks.get(&p.task_id)).map(Body::typed);
-                self.answer(peer, id, outcome);
-            }
-            "tasks/cancel" => {
-                let outcome = Self::task_params(params).and_then(|p| self.tasks.cancel(&p.task_id)).map(Body::typed);
-                self.answer(peer, id, outcome);
-            }
-            "tasks/list" => {
-                let outcome = params_or_default::<ListTasksRequestParams>(params)
-                    .and_then(|p| self.tasks.list(p.cursor.as_deref()))
-                    .map(Body::typed);
-                self.answer(peer, id, outcome);
-            }
-            "tasks/result" => self.task_result(peer, id, params),
-            _ => self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found"))),
+        match envelope::read(params.as_ref(), &ProtocolVersion::PER_REQUEST) {
+            None => self.handshake_request(peer, id, &method, params),
+            Some(Err(refused)) => self.answer(peer, id, &Era::Handshake, Err(refused)),
+            Some(Ok(envelope)) => self.per_request(peer, id, &method, params, envelope),
         }
     }
 
@@ -473,6 +625,7 @@ impl<T: Transport> Handler<T> for Dispatcher {
     }
 
     fn on_cancelled(&self, _peer: &Peer<T>, id: &Id) {
+        self.stop_listening(id);
         if let Some((_, handle, canceller)) = self.running.lock().expect("running lock").remove(id) {
             canceller.cancel();
             handle.abort();
@@ -486,6 +639,7 @@ impl<T: Transport> Handler<T> for Dispatcher {
     fn on_closed(&self, error: Option<&TransportError>) {
         self.inner.registry.close_session(self.session.0, &self.session.1);
         self.tasks.abort_all();
+        self.stop_all_listening();
         if let Some(e) = error {
             *self.input_error.lock().expect("input error lock") = Some(e.to_string());
         }

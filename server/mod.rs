@@ -77,7 +77,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::peer::Peer;
-use crate::proto::mcp_types::{CallToolResult, Implementation, Tool};
+use crate::proto::mcp_types::{CacheScope, CallToolResult, Implementation, Tool};
 use crate::proto::session::{self, Mode, Role};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::stdio::StdioTransport;
@@ -94,6 +94,7 @@ pub mod prompts;
 mod registry;
 pub mod resources;
 pub mod schema;
+mod subscriptions;
 mod tasks;
 mod tool;
 
@@ -123,6 +124,39 @@ pub const SUPPORTED_VERSIONS: [ProtocolVersion; 4] = [
     ProtocolVersion::V2025_11_25,
 ];
 
+/// The methods whose 2026-07-28 results carry `ttlMs` and `cacheScope` (cacheable results).
+pub const CACHEABLE_METHODS: [&str; 6] =
+    ["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
+
+/// How long a client may reuse the result of a cacheable method, and who may share it
+/// (2026-07-28 `ttlMs`, `cacheScope`). The default, `ttlMs: 0` and `private`, promises nothing:
+/// the result is stale at once and is not shared across authorization contexts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheHint {
+    /// `ttlMs`: milliseconds the result stays fresh.
+    pub ttl_ms: u64,
+    /// `cacheScope`.
+    pub scope: CacheScope,
+}
+
+impl Default for CacheHint {
+    fn default() -> Self {
+        CacheHint { ttl_ms: 0, scope: CacheScope::Private }
+    }
+}
+
+/// The hints declared per cacheable method; the others get the default.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CacheHints(Vec<(&'static str, CacheHint)>);
+
+impl CacheHints {
+    /// The hint for `method`'s results; `None` when its results are not cacheable.
+    pub(crate) fn get(&self, method: &str) -> Option<CacheHint> {
+        let cacheable = CACHEABLE_METHODS.iter().find(|m| **m == method)?;
+        Some(self.0.iter().find(|(m, _)| m == cacheable).map(|(_, h)| h.clone()).unwrap_or_default())
+    }
+}
+
 /// Why a server could not be built, or why serving ended badly.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -138,6 +172,11 @@ pub enum ServerError {
         kind: &'static str,
         /// The URI, template or name.
         name: String,
+    },
+    /// [`ServerBuilder::cache_hint`] named a method whose results are not cacheable.
+    NotCacheable {
+        /// The method.
+        method: String,
     },
     /// A tool's input schema is not a JSON object.
     InvalidInputSchema {
@@ -157,6 +196,9 @@ impl fmt::Display for ServerError {
             ServerError::Duplicate { kind, name } => write!(f, "{kind} {name:?} is registered twice"),
             ServerError::InvalidInputSchema { name } => {
                 write!(f, "the input schema of tool {name:?} is not a JSON object")
+            }
+            ServerError::NotCacheable { method } => {
+                write!(f, "{method} has no cacheable result (see CACHEABLE_METHODS)")
             }
             ServerError::Input(reason) => write!(f, "reading from the client failed: {reason}"),
             ServerError::Transport(e) => write!(f, "closing the transport failed: {e}"),
@@ -190,6 +232,7 @@ pub(crate) struct Inner {
     pub(crate) limits: Limits,
     pub(crate) on_roots_changed: Option<context::RootsChanged>,
     pub(crate) client_request_timeout: Option<std::time::Duration>,
+    pub(crate) cache_hints: CacheHints,
 }
 
 /// An MCP server definition. Cheap to clone; one definition can serve many connections.
@@ -218,6 +261,7 @@ pub struct ServerBuilder {
     pending: registry::Pending,
     on_roots_changed: Option<context::RootsChanged>,
     client_request_timeout: Option<std::time::Duration>,
+    cache_hints: Vec<(String, CacheHint)>,
 }
 
 impl Server {
@@ -238,6 +282,7 @@ impl Server {
             pending: registry::Pending::default(),
             on_roots_changed: None,
             client_request_timeout: None,
+            cache_hints: Vec::new(),
         }
     }
 
@@ -412,6 +457,14 @@ impl ServerBuilder {
         self
     }
 
+    /// The caching hint of a cacheable method's 2026-07-28 results (one of
+    /// [`CACHEABLE_METHODS`]); the others keep [`CacheHint::default`]. A handler that sets
+    /// `ttlMs` or `cacheScope` itself keeps its own.
+    pub fn cache_hint(mut self, method: impl Into<String>, hint: CacheHint) -> Self {
+        self.cache_hints.push((method.into(), hint));
+        self
+    }
+
     /// Transport and session limits (frame size, queue depth, requests in flight).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -439,6 +492,14 @@ impl ServerBuilder {
             }
         }
         let features = self.pending.install(&registry)?;
+        let mut cache_hints = Vec::new();
+        for (method, hint) in self.cache_hints {
+            let Some(cacheable) = CACHEABLE_METHODS.iter().find(|m| **m == method) else {
+                return Err(ServerError::NotCacheable { method });
+            };
+            cache_hints.retain(|(m, _)| m != cacheable);
+            cache_hints.push((*cacheable, hint));
+        }
         Ok(Server {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -450,6 +511,7 @@ impl ServerBuilder {
                 limits: self.limits,
                 on_roots_changed: self.on_roots_changed,
                 client_request_timeout: self.client_request_timeout,
+                cache_hints: CacheHints(cache_hints),
             }),
         })
     }
