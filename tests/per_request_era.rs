@@ -1,0 +1,275 @@
+//! The 2026-07-28 era per request, on the same endpoints as the handshake era: a server built
+//! with `Server::builder()` answers requests whose `_meta` names 2026-07-28 without any
+//! `initialize`, over Streamable HTTP (no session id; the ladder's 400/404 statuses; Mcp-*
+//! header checks; `subscriptions/listen` as an SSE stream), in process and over stdio, while a
+//! handshake-era session on the same server goes on as before. The Python SDK 2.3 client, in
+//! its default mode, negotiates 2026-07-28 with our echo server over stdio and over HTTP.
+
+mod http_support;
+#[path = "support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use http_support::{initialize_body, raw, BOTH, JSON, SHORT};
+use mcpwire::proto::jsonrpc::Message;
+use mcpwire::proto::mcp_types::LoggingLevel;
+use mcpwire::server::echo::echo_server;
+use mcpwire::server::{text_result, CacheHint, Server};
+use mcpwire::transport::inproc;
+use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+use mcpwire::transport::{Limits, Transport};
+use serde_json::{json, Value};
+
+const V: &str = "2026-07-28";
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+    })
+}
+
+fn request(id: u64, method: &str, mut params: Value) -> String {
+    params["_meta"] = meta();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+/// A server with a tool that needs sampling, one that logs, one with an `x-mcp-header`
+/// argument, a prompt, and a one-minute public hint on `tools/list`.
+fn test_server() -> Server {
+    Server::builder()
+        .name("per-request")
+        .instructions("be brief")
+        .cache_hint("tools/list", CacheHint { ttl_ms: 60_000, scope: mcpwire::proto::mcp_types::CacheScope::Public })
+        .tool("needs_sampling", "samples", json!({"type": "object"}), |_args, ctx| async move {
+            let params = serde_json::from_value(json!({"messages": [], "maxTokens": 1})).unwrap();
+            ctx.create_message(params).await?;
+            Ok(text_result("sampled"))
+        })
+        .tool("logs", "logs", json!({"type": "object"}), |_args, ctx| async move {
+            let _ = ctx.log(LoggingLevel::Info, None, "hello").await;
+            let level = ctx.log_level().map(|l| format!("{l:?}")).unwrap_or_default();
+            let client = ctx.client_info().map(|c| c.name).unwrap_or_default();
+            Ok(text_result(format!("{client}:{level}:{}", ctx.is_per_request())))
+        })
+        .tool(
+            "regional",
+            "x-mcp-header",
+            json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
+            |args, _ctx| async move { Ok(text_result(args["region"].as_str().unwrap_or_default().to_owned())) },
+        )
+        .prompt(mcpwire::server::prompt("p", "a prompt", vec![]), |_request| async {
+            Ok(mcpwire::server::prompt_result(vec![]))
+        })
+        .build()
+        .unwrap()
+}
+
+async fn http(server: Server) -> HttpServer {
+    HttpServer::bind(HttpServerConfig::default(), move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap()
+}
+
+/// POSTs a 2026-07-28 request with correct routing headers (plus `extra`).
+async fn post(
+    server: &HttpServer,
+    method: &str,
+    name: Option<&str>,
+    body: &str,
+    extra: &[(&str, &str)],
+) -> http_support::Raw {
+    let mut headers = vec![BOTH, JSON, ("MCP-Protocol-Version", V), ("Mcp-Method", method)];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name));
+    }
+    headers.extend_from_slice(extra);
+    raw(server.local_addr(), "POST", "/mcp", &headers, body, SHORT).await
+}
+
+#[tokio::test]
+async fn http_serves_2026_requests_without_a_session_beside_a_handshake_session() {
+    let server = http(test_server()).await;
+    let discover = post(&server, "server/discover", None, &request(1, "server/discover", json!({})), &[]).await;
+    assert_eq!(discover.status, 200, "{discover:?}");
+    assert_eq!(discover.header("mcp-session-id"), None);
+    let result = &discover.json()["result"];
+    assert_eq!(result["supportedVersions"], json!([V]));
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["instructions"], "be brief");
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "per-request");
+    assert!(result["capabilities"]["prompts"].is_object(), "{result}");
+    assert_eq!((result["ttlMs"].clone(), result["cacheScope"].clone()), (json!(0), json!("private")));
+
+    let list = post(&server, "tools/list", None, &request(2, "tools/list", json!({})), &[]).await;
+    let result = &list.json()["result"];
+    assert_eq!((result["ttlMs"].clone(), result["cacheScope"].clone()), (json!(60_000), json!("public")));
+    assert_eq!(result["resultType"], "complete");
+
+    // The handshake era on the same endpoint: a session as before.
+    let init = raw(server.local_addr(), "POST", "/mcp", &[BOTH, JSON], &initialize_body("2025-11-25"), SHORT).await;
+    assert_eq!(init.status, 200);
+    assert!(init.header("mcp-session-id").is_some());
+    assert!(init.sse_messages()[0]["result"].get("resultType").is_none(), "{init:?}");
+    assert_eq!(server.session_count(), 1, "only the handshake client has a session");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn http_answers_the_ladder_with_the_revisions_statuses() {
+    let server = http(test_server()).await;
+    // No _meta: -32602, 400, with the request's id.
+    let bare = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}).to_string();
+    let r = post(&server, "tools/list", None, &bare, &[]).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone(), r.json()["id"].clone()), (400, json!(-32602), json!(9)));
+    // Unknown version in header and body: -32022 listing what we serve.
+    let mut body: Value = serde_json::from_str(&request(3, "server/discover", json!({}))).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v9");
+    let headers = [BOTH, JSON, ("MCP-Protocol-Version", "v9"), ("Mcp-Method", "server/discover")];
+    let r = raw(server.local_addr(), "POST", "/mcp", &headers, &body.to_string(), SHORT).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["data"], json!({"supported": [V], "requested": "v9"}));
+    // Header and body disagree: -32020.
+    let r = post(&server, "server/discover", None, &body.to_string(), &[]).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)));
+    // Mcp-Method / Mcp-Name mismatches: -32020.
+    let r = post(&server, "prompts/list", None, &request(4, "tools/list", json!({})), &[]).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)));
+    let call = request(5, "tools/call", json!({"name": "logs", "arguments": {}}));
+    let r = post(&server, "tools/call", Some("other"), &call, &[]).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)));
+    let r = post(&server, "tools/call", Some("=?base64?bG9ncw==?="), &call, &[]).await;
+    assert_eq!(r.status, 200, "a base64 Mcp-Name is decoded: {r:?}");
+    // Removed and unknown methods: 404 with -32601.
+    for method in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "no/such"] {
+        let r = post(&server, method, None, &request(6, method, json!({})), &[]).await;
+        assert_eq!((r.status, r.json()["error"]["code"].clone()), (404, json!(-32601)), "{method}");
+    }
+    // A missing client capability: -32021 naming it, 400.
+    let call = request(7, "tools/call", json!({"name": "needs_sampling", "arguments": {}}));
+    let r = post(&server, "tools/call", Some("needs_sampling"), &call, &[]).await;
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(r.json()["error"]["code"], -32021);
+    assert_eq!(r.json()["error"]["data"], json!({"requiredCapabilities": {"sampling": {}}}));
+    // No GET stream, no DELETE in this revision.
+    for method in ["GET", "DELETE"] {
+        let r = raw(server.local_addr(), method, "/mcp", &[BOTH, ("MCP-Protocol-Version", V)], "", SHORT).await;
+        assert_eq!(r.status, 405, "{method}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn http_checks_mcp_param_headers_against_the_tools_schema() {
+    let server = http(test_server()).await;
+    let call = |region: &str| request(1, "tools/call", json!({"name": "regional", "arguments": {"region": region}}));
+    let ok =
+        post(&server, "tools/call", Some("regional"), &call("Hello"), &[("Mcp-Param-Region", "=?base64?SGVsbG8=?=")])
+            .await;
+    assert_eq!(ok.status, 200, "{ok:?}");
+    assert_eq!(ok.json()["result"]["content"][0]["text"], "Hello");
+    for given in [&[][..], &[("Mcp-Param-Region", "=?base64?SGVsbG8?=")], &[("Mcp-Param-Region", "Bye")]] {
+        let r = post(&server, "tools/call", Some("regional"), &call("Hello"), given).await;
+        assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32020)), "{given:?}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn logs_need_a_log_level_and_handlers_see_the_envelope() {
+    let server = http(test_server()).await;
+    let call = request(1, "tools/call", json!({"name": "logs", "arguments": {}}));
+    let r = post(&server, "tools/call", Some("logs"), &call, &[]).await;
+    assert_eq!(r.header("content-type"), Some("application/json"), "no logLevel, no log message: {r:?}");
+    assert_eq!(r.json()["result"]["content"][0]["text"], "t::true");
+    let mut body: Value = serde_json::from_str(&call).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
+    let r = post(&server, "tools/call", Some("logs"), &body.to_string(), &[]).await;
+    let messages = r.sse_messages();
+    assert_eq!(messages[0]["method"], "notifications/message", "{r:?}");
+    assert_eq!(messages[1]["result"]["content"][0]["text"], "t:Debug:true");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn subscriptions_listen_acknowledges_then_carries_what_was_asked() {
+    let app = test_server();
+    let server = http(app.clone()).await;
+    let addr = server.local_addr();
+    let listen = request(
+        42,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "resourcesListChanged": true}}),
+    );
+    let headers = [BOTH, JSON, ("MCP-Protocol-Version", V), ("Mcp-Method", "subscriptions/listen")];
+    let stream =
+        tokio::spawn(async move { raw(addr, "POST", "/mcp", &headers, &listen, Duration::from_millis(800)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.remove_tool("logs");
+    app.remove_prompt("p");
+    let r = stream.await.unwrap();
+    assert_eq!(r.header("content-type"), Some("text/event-stream"), "{r:?}");
+    let messages = r.sse_messages();
+    assert_eq!(messages[0]["method"], "notifications/subscriptions/acknowledged", "{messages:?}");
+    assert_eq!(messages[0]["params"]["notifications"], json!({"toolsListChanged": true}), "no resources offered");
+    assert_eq!(messages[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 42);
+    assert_eq!(messages[1]["method"], "notifications/tools/list_changed");
+    assert_eq!(messages[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 42);
+    assert_eq!(messages.len(), 2, "the prompt change was not asked for: {messages:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn in_process_a_2026_request_needs_no_initialize() {
+    let (ours, theirs) = inproc::pair(Limits::default());
+    let serving = tokio::spawn(test_server().serve(ours));
+    let message = Message::from_str(&request(1, "tools/call", json!({"name": "logs", "arguments": {}}))).unwrap();
+    theirs.send(message).await.unwrap();
+    let Some(Message::Response(response)) = theirs.recv().await.unwrap() else { panic!("a response") };
+    let result: Value = response.result_as().unwrap();
+    assert_eq!(result["content"][0]["text"], "t::true");
+    assert_eq!(result["resultType"], "complete");
+    // A handshake-era request on the same connection is still gated until initialize.
+    let gated = Message::from_str(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).unwrap();
+    theirs.send(gated).await.unwrap();
+    let Some(Message::Error(error)) = theirs.recv().await.unwrap() else { panic!("an error") };
+    assert_eq!(error.error.code.0, -32600);
+    theirs.close().await.unwrap();
+    drop(theirs);
+    let _ = serving.await;
+}
+
+/// The Python SDK 2.3 client (default mode 'auto') against our echo server: it opens with
+/// `server/discover`, adopts 2026-07-28 and calls tools, with no `initialize`.
+fn check_python_2026(stdout: &str) {
+    let steps: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(steps[0]["handshake"], "discover", "{steps:?}");
+    assert_eq!(steps[0]["protocolVersion"], V);
+    assert_eq!(steps[0]["serverInfo"]["name"], "mcpwire-echo-server");
+    assert_eq!(steps[1]["result"]["resultType"], "complete");
+    assert_eq!(steps[2]["result"]["content"][0]["text"], "hello from py", "{steps:?}");
+    assert_eq!(steps[3]["result"]["content"][0]["text"], "5");
+}
+
+#[tokio::test]
+async fn python_sdk_client_runs_2026_over_streamable_http() {
+    let server = http(echo_server()).await;
+    let output = tokio::process::Command::new(support::peer("MCP_PYTHON"))
+        .arg(support::repo_path("tests/peers/py_client.py"))
+        .args(["--url", &server.url()])
+        .env_remove("MCP_SCRIPT")
+        .output()
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    check_python_2026(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(server.session_count(), 0, "no session was opened");
+    server.shutdown().await;
+}
