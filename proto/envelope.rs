@@ -339,7 +339,7 @@ pub fn encode_header_value(value: &str) -> String {
 
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-fn encode_base64(bytes: &[u8]) -> String {
+pub(crate) fn encode_base64(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let n = (u32::from(chunk[0]) << 16)
@@ -359,7 +359,7 @@ fn encode_base64(bytes: &[u8]) -> String {
 /// Standard base64 with padding; `None` unless `text` is exactly what [`encode_base64`] would
 /// write for the bytes it holds (length a multiple of 4, only alphabet characters, zero
 /// trailing bits).
-fn decode_base64_strict(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_base64_strict(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     if bytes.len() % 4 != 0 {
         return None;

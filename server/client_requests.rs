@@ -48,6 +48,14 @@ pub enum ClientRequestError {
         /// The method that could not be sent.
         method: &'static str,
     },
+    /// 2026-07-28: the client's input response under `key` does not fit the request's result;
+    /// as a tool's error (`?`) it answers the request with -32602.
+    InvalidInput {
+        /// The key of the input response.
+        key: String,
+        /// Why it does not fit.
+        reason: String,
+    },
     /// The request failed: the client answered with an error, it timed out, the connection
     /// ended.
     Request(RequestError),
@@ -67,6 +75,9 @@ impl fmt::Display for ClientRequestError {
             ClientRequestError::NoBackChannel { method } => {
                 write!(f, "{method} cannot be sent to the client of a per-request (2026-07-28) request")
             }
+            ClientRequestError::InvalidInput { key, reason } => {
+                write!(f, "inputResponses[{key:?}] is not a valid answer: {reason}")
+            }
             ClientRequestError::Request(e) => e.fmt(f),
             ClientRequestError::InvalidResult(e) => write!(f, "the client's answer is not valid: {e}"),
         }
@@ -78,7 +89,8 @@ impl std::error::Error for ClientRequestError {
         match self {
             ClientRequestError::NotSupported { .. }
             | ClientRequestError::MissingCapability { .. }
-            | ClientRequestError::NoBackChannel { .. } => None,
+            | ClientRequestError::NoBackChannel { .. }
+            | ClientRequestError::InvalidInput { .. } => None,
             ClientRequestError::Request(e) => Some(e),
             ClientRequestError::InvalidResult(e) => Some(e),
         }
@@ -99,6 +111,9 @@ impl From<ClientRequestError> for ToolError {
         match e {
             ClientRequestError::MissingCapability { capability } => {
                 ToolError::Protocol(envelope::missing_capability(&required(capability), capability))
+            }
+            e @ ClientRequestError::InvalidInput { .. } => {
+                ToolError::Protocol(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}")))
             }
             e => ToolError::Failed(e.to_string()),
         }
@@ -149,7 +164,7 @@ impl Context {
         params: impl Serialize + Send + Sync + 'static,
     ) -> Result<R, ClientRequestError> {
         if self.is_per_request() {
-            return Err(ClientRequestError::NoBackChannel { method });
+            return self.ask_in_result(method, params).await;
         }
         let waiting = self.task.as_ref().map(|t| t.enter_input_required());
         let outcome = self
@@ -159,6 +174,25 @@ impl Context {
         drop(waiting);
         let body = outcome.map_err(ClientRequestError::Request)?;
         body.decode::<R>().map_err(ClientRequestError::InvalidResult)
+    }
+
+    /// A 2026-07-28 ask: the answer from this round's input responses, or (none yet) the ask is
+    /// recorded and this future never completes: the dispatch stops the handler and answers
+    /// with an `InputRequiredResult` (see [`super::request_state`]).
+    async fn ask_in_result<R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: impl Serialize,
+    ) -> Result<R, ClientRequestError> {
+        let Some(round) = &self.input else { return Err(ClientRequestError::NoBackChannel { method }) };
+        let key = self.input_key.clone().unwrap_or_else(|| round.next_key(method));
+        if let Some(answer) = round.answers.get(&key) {
+            return serde_json::from_value(answer.clone())
+                .map_err(|e| ClientRequestError::InvalidInput { key, reason: e.to_string() });
+        }
+        let params = serde_json::to_value(params).map_err(ClientRequestError::InvalidResult)?;
+        round.ask(key, serde_json::json!({"method": method, "params": params}));
+        std::future::pending().await
     }
 
     /// `_meta` tying a request to this call's task, if it runs as one.

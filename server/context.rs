@@ -17,6 +17,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Waker;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -155,6 +156,68 @@ impl Connection {
     }
 }
 
+/// One round of a 2026-07-28 request's asks (see [`super::request_state`]): the answers the
+/// client gave (this retry's `inputResponses` and those sealed in its `requestState`), and the
+/// asks of this run that have none yet.
+#[derive(Default)]
+pub(crate) struct InputRound {
+    pub(crate) answers: Map<String, Value>,
+    needed: Mutex<Map<String, Value>>,
+    asked: std::sync::atomic::AtomicUsize,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl InputRound {
+    pub(crate) fn new(answers: Map<String, Value>) -> InputRound {
+        InputRound { answers, ..InputRound::default() }
+    }
+
+    /// The key of an ask made without [`Context::with_input_key`]: the method and the ask's
+    /// place in the run (`elicitation-create-0`), the same on every run of the handler.
+    pub(super) fn next_key(&self, method: &str) -> String {
+        let n = self.asked.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{n}", method.replace('/', "-"))
+    }
+
+    /// Records an ask without an answer and wakes the run, which then stops.
+    pub(super) fn ask(&self, key: String, request: Value) {
+        self.needed.lock().expect("input lock").insert(key, request);
+        if let Some(waker) = self.waker.lock().expect("input lock").take() {
+            waker.wake();
+        }
+    }
+
+    /// The asks of this run without an answer (`inputRequests`).
+    pub(crate) fn take_needed(&self) -> Map<String, Value> {
+        std::mem::take(&mut *self.needed.lock().expect("input lock"))
+    }
+}
+
+/// Runs `work` until it completes (`Some`), or, in a 2026-07-28 request, until it waits on an
+/// ask this round has no answer for (`None`; `work` is dropped with the future).
+pub(crate) struct UntilInput<F> {
+    pub(crate) work: F,
+    pub(crate) round: Option<Arc<InputRound>>,
+}
+
+impl<F: Future + Unpin> Future for UntilInput<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        if let std::task::Poll::Ready(output) = Pin::new(&mut self.work).poll(cx) {
+            return std::task::Poll::Ready(Some(output));
+        }
+        match &self.round {
+            Some(round) if !round.needed.lock().expect("input lock").is_empty() => std::task::Poll::Ready(None),
+            Some(round) => {
+                *round.waker.lock().expect("input lock") = Some(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
 /// Set once when the request is cancelled (by `notifications/cancelled` or `tasks/cancel`).
 /// One small allocation per call (a `watch` channel, used before, cost a larger one and a
 /// wake-all on every drop).
@@ -194,6 +257,10 @@ pub struct Context {
     pub(crate) protocol_version: Option<ProtocolVersion>,
     /// What a 2026-07-28 request said of its client in `_meta` (`None` in the handshake era).
     pub(crate) envelope: Option<Arc<Envelope>>,
+    /// A 2026-07-28 request's answers to its asks, and the asks still open (MRTR).
+    pub(crate) input: Option<Arc<InputRound>>,
+    /// The key the next ask gets in `inputRequests` ([`Context::with_input_key`]).
+    pub(crate) input_key: Option<String>,
     pub(crate) outgoing: Arc<dyn Outgoing>,
     pub(crate) connection: Arc<Connection>,
     pub(crate) cancel: CancelFlag,
@@ -258,6 +325,13 @@ impl Context {
             Some(envelope) => envelope.log_level,
             None => self.connection.log_level(),
         }
+    }
+
+    /// This context, with `key` as the key of its next request to the client in a 2026-07-28
+    /// `inputRequests` (otherwise the key is the method and the ask's place in the handler's
+    /// run). The client answers under the same key; handshake-era requests ignore it.
+    pub fn with_input_key(&self, key: impl Into<String>) -> Context {
+        Context { input_key: Some(key.into()), ..self.clone() }
     }
 
     /// The id of the task this call runs as, when the client asked for a task.

@@ -10,12 +10,16 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
 
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::AbortHandle;
 
-use super::context::{cancel_pair, Canceller, Connection, Outgoing};
+use super::context::{cancel_pair, Canceller, Connection, InputRound, Outgoing, UntilInput};
 use super::registry::SessionState;
+use super::request_state::Binding;
 use super::tasks::{TaskLink, TaskStore};
 use super::tool::Context;
 use super::{schema, Inner, SUPPORTED_VERSIONS};
@@ -264,7 +268,7 @@ impl Dispatcher {
     }
 
     /// The context of a handler serving request `id`.
-    fn context<T: Transport>(
+    pub(super) fn context<T: Transport>(
         &self,
         peer: &Peer<T>,
         id: &Id,
@@ -279,6 +283,8 @@ impl Dispatcher {
             meta,
             protocol_version: envelope.as_ref().map(|e| e.protocol_version).or_else(|| peer.protocol_version()),
             envelope,
+            input: None,
+            input_key: None,
             outgoing: Arc::new(peer.clone()),
             connection: self.connection.clone(),
             cancel,
@@ -414,7 +420,21 @@ impl Dispatcher {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let (context, canceller) = self.context(peer, &id, params.meta, None, era);
+        let arguments = Value::Object(args.clone());
+        let input = match self.input_round(
+            era,
+            "tools/call",
+            &params.name,
+            &arguments,
+            params.input_responses.as_ref(),
+            params.request_state.as_deref(),
+        ) {
+            Ok(input) => input,
+            Err(e) => return self.answer(peer, id, era, Err(e)),
+        };
+        let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
+        context.input = input.as_ref().map(|(round, _)| round.clone());
+        let inner = self.inner.clone();
         let semaphore = self.semaphore.clone();
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
         let guard = self.tracker.enter();
@@ -430,12 +450,19 @@ impl Dispatcher {
             let joined = {
                 // The semaphore is never closed.
                 let _permit = semaphore.acquire_owned().await;
-                CatchUnwind(handler(args, context)).await
+                let round = input.as_ref().map(|(round, _)| round.clone());
+                CatchUnwind(UntilInput { work: handler(args, context), round }).await
             };
             forget_running(&running, &request_id, serial);
             let outcome = match joined {
-                Ok(Ok(result)) => Ok(result),
-                Ok(Err(error)) => error.into_outcome(&name),
+                Ok(Some(Ok(result))) => Ok(result),
+                Ok(Some(Err(error))) => error.into_outcome(&name),
+                Ok(None) => {
+                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
+                    let _ = peer.respond(&request_id, finish.finish(Ok(input_required(&inner, round, binding)))).await;
+                    drop(guard);
+                    return;
+                }
                 Err(payload) => Err(panicked(&name, payload)),
             };
             // Typed as the method's output type, so an in-process client takes it as is.
@@ -561,6 +588,51 @@ impl Dispatcher {
 
 fn method_not_found() -> ErrorObject {
     ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")
+}
+
+/// The answer of a 2026-07-28 request whose handler stopped on asks without answers: the asks,
+/// and every answer so far sealed in `requestState`.
+pub(super) fn input_required(inner: &Inner, round: &InputRound, binding: &Binding) -> Body {
+    let state = inner.state_key.seal(binding, &round.answers, SystemTime::now());
+    Body::typed(serde_json::json!({
+        "resultType": "input_required",
+        "inputRequests": round.take_needed(),
+        "requestState": state,
+    }))
+}
+
+impl Dispatcher {
+    /// The round of a 2026-07-28 request that may ask the client for input (MRTR): the answers
+    /// in its `requestState` (opened for this very request) and its `inputResponses`. `None`
+    /// in the handshake era.
+    ///
+    /// # Errors
+    /// -32602 for a `requestState` that does not open or input responses that are not objects.
+    pub(super) fn input_round(
+        &self,
+        era: &Era,
+        method: &str,
+        target: &str,
+        arguments: &Value,
+        responses: Option<&Map<String, Value>>,
+        state: Option<&str>,
+    ) -> Result<Option<(Arc<InputRound>, Binding)>, ErrorObject> {
+        if matches!(era, Era::Handshake) {
+            return Ok(None);
+        }
+        let binding = Binding::new(method, target, arguments);
+        let mut answers = match state {
+            Some(token) => self.inner.state_key.open(token, &binding, SystemTime::now()).map_err(invalid_params)?,
+            None => Map::new(),
+        };
+        for (key, answer) in responses.into_iter().flatten() {
+            if !answer.is_object() {
+                return Err(invalid_params(format!("inputResponses[{key:?}] must be an object")));
+            }
+            answers.insert(key.clone(), answer.clone());
+        }
+        Ok(Some((Arc::new(InputRound::new(answers)), binding)))
+    }
 }
 
 /// Removes `id` from the running calls if the entry is still the one numbered `serial` (the

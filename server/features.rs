@@ -11,7 +11,8 @@
 
 use std::future::Future;
 
-use super::dispatch::{invalid_params, params_or_default, Dispatcher, Era};
+use super::context::UntilInput;
+use super::dispatch::{input_required, invalid_params, params_or_default, Dispatcher, Era};
 use super::{completion, pagination, prompts, resources};
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id};
@@ -21,6 +22,7 @@ use crate::proto::mcp_types::{
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
 };
 use crate::transport::Transport;
+use serde_json::Value;
 
 fn method_not_found() -> ErrorObject {
     ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")
@@ -156,8 +158,34 @@ impl Dispatcher {
         let Some((read, variables)) = resources::find(&self.inner, &params.uri) else {
             return self.answer(peer, id, era, Err(resources::resource_not_found(&params.uri)));
         };
-        let request = resources::ResourceRequest { uri: params.uri, variables, meta: params.meta };
-        self.answer_later(peer, id, era, async move { read(request).await.map(Body::typed) });
+        let arguments = serde_json::json!({});
+        let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
+        let input = match self.input_round(
+            era,
+            "resources/read",
+            &params.uri,
+            &arguments,
+            responses.as_ref().and_then(Value::as_object),
+            params.request_state.as_deref(),
+        ) {
+            Ok(input) => input,
+            Err(e) => return self.answer(peer, id, era, Err(e)),
+        };
+        let (mut context, _) = self.context(peer, &id, params.meta.clone(), None, era);
+        context.input = input.as_ref().map(|(round, _)| round.clone());
+        let request =
+            resources::ResourceRequest { uri: params.uri, variables, meta: params.meta, context: Some(context) };
+        let inner = self.inner.clone();
+        self.answer_later(peer, id, era, async move {
+            let round = input.as_ref().map(|(round, _)| round.clone());
+            match (UntilInput { work: read(request), round }).await {
+                Some(outcome) => outcome.map(Body::typed),
+                None => {
+                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
+                    Ok(input_required(&inner, round, binding))
+                }
+            }
+        });
     }
 
     fn get_prompt<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
@@ -173,9 +201,35 @@ impl Dispatcher {
         if let Err(e) = prompts::check_arguments(&entry.prompt, &arguments) {
             return self.answer(peer, id, era, Err(e));
         }
-        let request = prompts::PromptRequest { name: params.name, arguments, meta: params.meta };
+        let bound = serde_json::to_value(&arguments).unwrap_or_default();
+        let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
+        let input = match self.input_round(
+            era,
+            "prompts/get",
+            &params.name,
+            &bound,
+            responses.as_ref().and_then(Value::as_object),
+            params.request_state.as_deref(),
+        ) {
+            Ok(input) => input,
+            Err(e) => return self.answer(peer, id, era, Err(e)),
+        };
+        let (mut context, _) = self.context(peer, &id, params.meta.clone(), None, era);
+        context.input = input.as_ref().map(|(round, _)| round.clone());
+        let request =
+            prompts::PromptRequest { name: params.name, arguments, meta: params.meta, context: Some(context) };
         let get = entry.get.clone();
-        self.answer_later(peer, id, era, async move { get(request).await.map(Body::typed) });
+        let inner = self.inner.clone();
+        self.answer_later(peer, id, era, async move {
+            let round = input.as_ref().map(|(round, _)| round.clone());
+            match (UntilInput { work: get(request), round }).await {
+                Some(outcome) => outcome.map(Body::typed),
+                None => {
+                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
+                    Ok(input_required(&inner, round, binding))
+                }
+            }
+        });
     }
 
     fn complete<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {

@@ -92,6 +92,7 @@ mod features;
 mod pagination;
 pub mod prompts;
 mod registry;
+pub mod request_state;
 pub mod resources;
 pub mod schema;
 mod subscriptions;
@@ -233,6 +234,7 @@ pub(crate) struct Inner {
     pub(crate) on_roots_changed: Option<context::RootsChanged>,
     pub(crate) client_request_timeout: Option<std::time::Duration>,
     pub(crate) cache_hints: CacheHints,
+    pub(crate) state_key: request_state::StateKey,
 }
 
 /// An MCP server definition. Cheap to clone; one definition can serve many connections.
@@ -262,6 +264,7 @@ pub struct ServerBuilder {
     on_roots_changed: Option<context::RootsChanged>,
     client_request_timeout: Option<std::time::Duration>,
     cache_hints: Vec<(String, CacheHint)>,
+    request_state_secret: Option<Vec<u8>>,
 }
 
 impl Server {
@@ -283,6 +286,7 @@ impl Server {
             on_roots_changed: None,
             client_request_timeout: None,
             cache_hints: Vec::new(),
+            request_state_secret: None,
         }
     }
 
@@ -465,6 +469,15 @@ impl ServerBuilder {
         self
     }
 
+    /// The secret that seals the `requestState` of multi-round 2026-07-28 requests (see
+    /// [`request_state`]); default: random, made when the server is built, so a retry must
+    /// reach the same process. Give every process behind one endpoint the same secret (32
+    /// random bytes or more) and a retry may reach any of them.
+    pub fn request_state_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.request_state_secret = Some(secret.into());
+        self
+    }
+
     /// Transport and session limits (frame size, queue depth, requests in flight).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -512,6 +525,10 @@ impl ServerBuilder {
                 on_roots_changed: self.on_roots_changed,
                 client_request_timeout: self.client_request_timeout,
                 cache_hints: CacheHints(cache_hints),
+                state_key: match &self.request_state_secret {
+                    Some(secret) => request_state::StateKey::from_secret(secret),
+                    None => request_state::StateKey::generate(),
+                },
             }),
         })
     }

@@ -2,7 +2,9 @@
 //! `http-custom-header-server-validation`): a tool that needs a capability the client may not
 //! have declared, one that elicits, one that logs (and so must stay silent without `logLevel`),
 //! tools that change the tool and prompt lists (for `subscriptions/listen`), and a tool whose
-//! argument is mirrored into an `Mcp-Param-Region` header (`x-mcp-header`).
+//! argument is mirrored into an `Mcp-Param-Region` header (`x-mcp-header`); and the
+//! `input-required-result-*` fixtures: tools (and a prompt) that ask the client for input with
+//! the ordinary `Context` calls, which a 2026-07-28 request turns into `InputRequiredResult`s.
 
 use std::sync::OnceLock;
 
@@ -23,9 +25,172 @@ fn server() -> Result<&'static Server, ToolError> {
     SERVER.get().ok_or_else(|| ToolError::failed("the server is not built yet"))
 }
 
+fn sampling(text: &str, max_tokens: u32) -> CreateMessageRequestParams {
+    serde_json::from_value(json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+        "maxTokens": max_tokens
+    }))
+    .expect("valid sampling params")
+}
+
+fn form(property: &str, kind: &str) -> ElicitationSchema {
+    serde_json::from_value(json!({
+        "type": "object", "properties": {property: {"type": kind}}, "required": [property]
+    }))
+    .expect("a valid elicitation schema")
+}
+
+fn elicited(result: &mcpwire::proto::mcp_types::ElicitResult, field: &str) -> String {
+    let content = result.content.as_ref().and_then(|c| serde_json::to_value(c).ok()).unwrap_or_default();
+    match &content[field] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Adds the MRTR fixtures (`input-required-result-*` scenarios).
+fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
+    builder
+        .tool(
+            "test_input_required_result_elicitation",
+            "Asks for the user's name",
+            no_arguments(),
+            |_args, ctx| async move {
+                let result =
+                    ctx.with_input_key("user_name").elicit("What is your name?", form("name", "string")).await?;
+                Ok(text_result(format!("Hello, {}!", elicited(&result, "name"))))
+            },
+        )
+        .tool(
+            "test_input_required_result_sampling",
+            "Asks the model a question",
+            no_arguments(),
+            |_args, ctx| async move {
+                let result = ctx
+                    .with_input_key("capital_question")
+                    .create_message(sampling("What is the capital of France?", 100))
+                    .await?;
+                let text = serde_json::to_value(&result.content).unwrap_or_default();
+                Ok(text_result(format!("LLM said: {}", text["text"].as_str().unwrap_or_default())))
+            },
+        )
+        .tool(
+            "test_input_required_result_list_roots",
+            "Lists the client's roots",
+            no_arguments(),
+            |_args, ctx| async move {
+                let roots = ctx.with_input_key("client_roots").list_roots().await?;
+                let uris: Vec<String> = roots.into_iter().map(|r| r.uri).collect();
+                Ok(text_result(format!("Roots: {}", uris.join(", "))))
+            },
+        )
+        .tool(
+            "test_input_required_result_request_state",
+            "Asks for a confirmation",
+            no_arguments(),
+            |_args, ctx| async move {
+                let result = ctx.with_input_key("confirm").elicit("Please confirm", form("ok", "boolean")).await?;
+                // The framework opened and checked the sealed requestState before this run.
+                Ok(text_result(format!("state-ok: confirmed={}", elicited(&result, "ok"))))
+            },
+        )
+        .tool(
+            "test_input_required_result_multiple_inputs",
+            "Asks for three things at once",
+            no_arguments(),
+            |_args, ctx| async move {
+                let (name, greeting, roots) = (
+                    ctx.with_input_key("user_name"),
+                    ctx.with_input_key("greeting"),
+                    ctx.with_input_key("client_roots"),
+                );
+                let (name, greeting, roots) = tokio::join!(
+                    name.elicit("What is your name?", form("name", "string")),
+                    greeting.create_message(sampling("Generate a greeting", 50)),
+                    roots.list_roots(),
+                );
+                let (name, _greeting, roots) = (name?, greeting?, roots?);
+                Ok(text_result(format!("name={}, roots={}", elicited(&name, "name"), roots.len())))
+            },
+        )
+        .tool(
+            "test_input_required_result_multi_round",
+            "Asks two questions, one after the other",
+            no_arguments(),
+            |_args, ctx| async move {
+                let name =
+                    ctx.with_input_key("step1").elicit("Step 1: What is your name?", form("name", "string")).await?;
+                let color = ctx
+                    .with_input_key("step2")
+                    .elicit("Step 2: What is your favorite color?", form("color", "string"))
+                    .await?;
+                Ok(text_result(format!("{} likes {}", elicited(&name, "name"), elicited(&color, "color"))))
+            },
+        )
+        .tool(
+            "test_input_required_result_tampered_state",
+            "Asks for a confirmation",
+            no_arguments(),
+            |_args, ctx| async move {
+                let result = ctx.with_input_key("confirm").elicit("Please confirm", form("ok", "boolean")).await?;
+                Ok(text_result(format!("confirmed={}", elicited(&result, "ok"))))
+            },
+        )
+        .tool(
+            "test_input_required_result_capabilities",
+            "Asks only for what the client can give",
+            no_arguments(),
+            |_args, ctx| async move {
+                let caps = ctx.client_capabilities().unwrap_or_default();
+                let (sample, elicit) = (ctx.with_input_key("sampling"), ctx.with_input_key("elicitation"));
+                let sampled = async {
+                    match caps.sampling {
+                        Some(_) => sample.create_message(sampling("Say hi", 10)).await.map(|_| true),
+                        None => Ok(false),
+                    }
+                };
+                let asked = async {
+                    match caps.elicitation {
+                        Some(_) => elicit.elicit("Your name?", form("name", "string")).await.map(|_| true),
+                        None => Ok(false),
+                    }
+                };
+                let (sampled, asked) = tokio::join!(sampled, asked);
+                Ok(text_result(format!("sampled={}, elicited={}", sampled?, asked?)))
+            },
+        )
+        .prompt(
+            prompt("test_input_required_result_prompt", "A prompt that needs context from the user", vec![]),
+            |request| async move {
+                let ctx = request.context().cloned().ok_or_else(|| {
+                    mcpwire::proto::jsonrpc::ErrorObject::new(
+                        mcpwire::proto::jsonrpc::ErrorCode::INTERNAL_ERROR,
+                        "no context",
+                    )
+                })?;
+                let result = ctx
+                    .with_input_key("user_context")
+                    .elicit("What context should the prompt use?", form("context", "string"))
+                    .await
+                    .map_err(|e| {
+                        mcpwire::proto::jsonrpc::ErrorObject::new(
+                            mcpwire::proto::jsonrpc::ErrorCode::INTERNAL_ERROR,
+                            e.to_string(),
+                        )
+                    })?;
+                let text = ContentBlock::Text(TextContent {
+                    text: format!("Use this context: {}", elicited(&result, "context")),
+                    ..TextContent::default()
+                });
+                Ok(prompt_result(vec![prompt_message(Role::User, text)]))
+            },
+        )
+}
+
 /// Adds the 2026-07-28 fixtures to `builder`.
 pub fn register(builder: ServerBuilder) -> ServerBuilder {
-    builder
+    register_input_required(builder)
         .tool(
             "test_missing_capability",
             "Asks the client's model for a message: needs the sampling capability",
