@@ -156,7 +156,12 @@ impl Dispatcher {
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
         let Some((read, variables)) = resources::find(&self.inner, &params.uri) else {
-            return self.answer(peer, id, era, Err(resources::resource_not_found(&params.uri)));
+            let mut error = resources::resource_not_found(&params.uri);
+            if matches!(era, Era::PerRequest(_)) {
+                // 2026-07-28 (SEP-2164) answers an unknown resource -32602, keeping `data.uri`.
+                error.code = ErrorCode::INVALID_PARAMS;
+            }
+            return self.answer(peer, id, era, Err(error));
         };
         let arguments = serde_json::json!({});
         let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());

@@ -273,3 +273,139 @@ async fn python_sdk_client_runs_2026_over_streamable_http() {
     assert_eq!(server.session_count(), 0, "no session was opened");
     server.shutdown().await;
 }
+
+/// A server whose `greet` tool asks for a name, then a color (two rounds), sealed with `secret`.
+fn asking_server(secret: &[u8]) -> Server {
+    let form = |field: &str| {
+        serde_json::from_value(
+            json!({"type": "object", "properties": {field: {"type": "string"}}, "required": [field]}),
+        )
+        .unwrap()
+    };
+    Server::builder()
+        .request_state_secret(secret.to_vec())
+        .tool("greet", "asks twice", json!({"type": "object"}), move |_args, ctx| async move {
+            let name = ctx.with_input_key("name").elicit("Name?", form("name")).await?;
+            let color = ctx.elicit("Color?", form("color")).await?;
+            let field = |r: &mcpwire::proto::mcp_types::ElicitResult, f: &str| {
+                serde_json::to_value(&r.content).unwrap()[f].as_str().unwrap_or_default().to_owned()
+            };
+            Ok(text_result(format!("{} likes {}", field(&name, "name"), field(&color, "color"))))
+        })
+        .build()
+        .unwrap()
+}
+
+fn greet(id: u64, extra: Value) -> String {
+    let mut params = json!({"name": "greet", "arguments": {}});
+    for (k, v) in extra.as_object().unwrap() {
+        params[k] = v.clone();
+    }
+    let mut params_with_meta = params;
+    params_with_meta["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params_with_meta}).to_string()
+}
+
+fn accept(field: &str, value: &str) -> Value {
+    json!({"action": "accept", "content": {field: value}})
+}
+
+#[tokio::test]
+async fn mrtr_resumes_on_another_server_with_the_same_secret() {
+    // Two servers that share nothing but the secret, as two processes behind a load balancer.
+    let (a, b) = (http(asking_server(b"shared secret")).await, http(asking_server(b"shared secret")).await);
+    let first = post(&a, "tools/call", Some("greet"), &greet(1, json!({})), &[]).await.json();
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    assert_eq!(result["inputRequests"]["name"]["method"], "elicitation/create");
+    assert_eq!(result["inputRequests"]["name"]["params"]["message"], "Name?");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+
+    let second = greet(2, json!({"inputResponses": {"name": accept("name", "Ada")}, "requestState": state}));
+    let second = post(&b, "tools/call", Some("greet"), &second, &[]).await.json();
+    let result = &second["result"];
+    assert_eq!(result["resultType"], "input_required", "a second round: {second}");
+    let key = result["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+    assert_eq!(key, "elicitation-create-0", "an unnamed ask is keyed by its method and place");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+
+    // Round 3 back on the first server: the name travelled in the state.
+    let third = greet(3, json!({"inputResponses": {key: accept("color", "green")}, "requestState": state}));
+    let third = post(&a, "tools/call", Some("greet"), &third, &[]).await.json();
+    assert_eq!(third["result"]["resultType"], "complete", "{third}");
+    assert_eq!(third["result"]["content"][0]["text"], "Ada likes green");
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn mrtr_refuses_a_tampered_foreign_or_unknown_state() {
+    let server = http(asking_server(b"one secret")).await;
+    let other = http(asking_server(b"another secret")).await;
+    let first = post(&server, "tools/call", Some("greet"), &greet(1, json!({})), &[]).await.json();
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let mut tampered = state.clone();
+    tampered.insert(3, if tampered.as_bytes()[3] == b'A' { 'B' } else { 'A' });
+    for (target, token) in [(&server, tampered.as_str()), (&other, state.as_str()), (&server, "garbage")] {
+        let retry = greet(2, json!({"inputResponses": {"name": accept("name", "Eve")}, "requestState": token}));
+        let r = post(target, "tools/call", Some("greet"), &retry, &[]).await;
+        assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32602)), "{token}: {r:?}");
+    }
+    // An answer that is not an object is refused too.
+    let retry = greet(3, json!({"inputResponses": {"name": 42}}));
+    let r = post(&server, "tools/call", Some("greet"), &retry, &[]).await;
+    assert_eq!(r.json()["error"]["code"], -32602);
+    server.shutdown().await;
+    other.shutdown().await;
+}
+
+#[tokio::test]
+async fn mrtr_works_in_process_too() {
+    let (ours, theirs) = inproc::pair(Limits::default());
+    let serving = tokio::spawn(asking_server(b"s").serve(ours));
+    let next = |text: String| {
+        let theirs = &theirs;
+        async move {
+            theirs.send(Message::from_str(&text).unwrap()).await.unwrap();
+            let Some(Message::Response(response)) = theirs.recv().await.unwrap() else { panic!("a response") };
+            response.result_as::<Value>().unwrap()
+        }
+    };
+    let first = next(greet(1, json!({}))).await;
+    assert_eq!(first["resultType"], "input_required");
+    let state = first["requestState"].as_str().unwrap().to_owned();
+    let second = next(greet(2, json!({"inputResponses": {"name": accept("name", "Bo")}, "requestState": state}))).await;
+    let state = second["requestState"].as_str().unwrap().to_owned();
+    let third = next(greet(
+        3,
+        json!({"inputResponses": {"elicitation-create-0": accept("color", "red")}, "requestState": state}),
+    ))
+    .await;
+    assert_eq!(third["content"][0]["text"], "Bo likes red");
+    theirs.close().await.unwrap();
+    drop(theirs);
+    let _ = serving.await;
+}
+
+/// The Python SDK 2.3 client answers our handler's two elicitations through its MRTR loop.
+#[tokio::test]
+async fn python_sdk_client_completes_a_multi_round_tool_call() {
+    let server = http(asking_server(b"py")).await;
+    let output = tokio::process::Command::new(support::peer("MCP_PYTHON"))
+        .arg(support::repo_path("tests/peers/py_mrtr_client.py"))
+        .args([server.url().as_str(), "greet"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let line: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(line["protocolVersion"], V, "{line}");
+    assert_eq!(line["discover"], true);
+    assert_eq!(line["asked"], json!(["Name?", "Color?"]));
+    assert_eq!(line["result"]["content"][0]["text"], "from-py likes from-py", "{line}");
+    server.shutdown().await;
+}
