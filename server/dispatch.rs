@@ -175,6 +175,9 @@ pub(crate) struct Dispatcher {
     tasks: Arc<TaskStore>,
     /// This connection's `subscriptions/listen` requests and their keys in the registry.
     pub(super) listeners: Mutex<HashMap<Id, u64>>,
+    /// The transport serves one exchange (stateless HTTP): when it ends, the client is gone
+    /// and what still runs is cancelled (2026-07-28: closing the stream cancels).
+    pub(crate) cancel_on_close: bool,
 }
 
 pub(super) fn invalid_params(e: impl std::fmt::Display) -> ErrorObject {
@@ -205,6 +208,7 @@ impl Dispatcher {
             connection,
             tasks: Arc::default(),
             listeners: Mutex::default(),
+            cancel_on_close: false,
         }
     }
 
@@ -712,6 +716,12 @@ impl<T: Transport> Handler<T> for Dispatcher {
         self.inner.registry.close_session(self.session.0, &self.session.1);
         self.tasks.abort_all();
         self.stop_all_listening();
+        if self.cancel_on_close {
+            for (_, (_, handle, canceller)) in self.running.lock().expect("running lock").drain() {
+                canceller.cancel();
+                handle.abort();
+            }
+        }
         if let Some(e) = error {
             *self.input_error.lock().expect("input error lock") = Some(e.to_string());
         }

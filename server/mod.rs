@@ -312,7 +312,8 @@ impl Server {
     pub fn serve<T: Transport>(&self, transport: T) -> impl Future<Output = Result<(), ServerError>> + Send + 'static {
         let inner = self.inner.clone();
         async move {
-            let dispatcher = dispatch::Dispatcher::new(inner.clone());
+            let mut dispatcher = dispatch::Dispatcher::new(inner.clone());
+            dispatcher.cancel_on_close = transport.is_stateless();
             let tracker = dispatcher.tracker();
             let input_error = dispatcher.input_error();
             let limits = session::Limits {

@@ -409,3 +409,47 @@ async fn python_sdk_client_completes_a_multi_round_tool_call() {
     assert_eq!(line["result"]["content"][0]["text"], "from-py likes from-py", "{line}");
     server.shutdown().await;
 }
+
+/// Closing a 2026-07-28 request's HTTP exchange cancels it: the handler is dropped.
+#[tokio::test]
+async fn a_client_that_goes_away_cancels_its_request() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    let app = Server::builder()
+        .tool("slow", "sleeps", json!({"type": "object"}), move |_args, _ctx| {
+            let guard = SetOnDrop(flag.clone());
+            async move {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                drop(guard);
+                Ok(text_result("late"))
+            }
+        })
+        .build()
+        .unwrap();
+    let server = http(app).await;
+    let call = request(1, "tools/call", json!({"name": "slow", "arguments": {}}));
+    let headers = [BOTH, JSON, ("MCP-Protocol-Version", V), ("Mcp-Method", "tools/call"), ("Mcp-Name", "slow")];
+    // Gives up after 200 ms: the connection is closed with no answer read.
+    let r = tokio::time::timeout(
+        Duration::from_millis(200),
+        raw(server.local_addr(), "POST", "/mcp", &headers, &call, Duration::from_secs(30)),
+    )
+    .await;
+    assert!(r.is_err(), "no answer came");
+    for _ in 0..50 {
+        if dropped.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(dropped.load(Ordering::SeqCst), "the handler was dropped");
+    server.shutdown().await;
+}

@@ -1235,11 +1235,28 @@ async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8
     *session.version.lock().expect("session lock") = Some(version);
     *session.param_headers.lock().expect("session lock") = Some((request.id.clone(), param_headers));
     tokio::spawn((shared.app)(transport));
+    // A client that goes away before the answer cancels its request (2026-07-28
+    // "Cancellation"): hyper drops this future, and the guard ends the session.
+    let mut guard = CloseOnDrop(Some(session.clone()));
     let response = dispatch(shared, &session, vec![message], Some(version)).await;
+    // Answered: an SSE stream's task ends the session when the stream ends; a JSON answer
+    // ends it now.
+    guard.0 = None;
     if !is_event_stream(&response) {
         session.close().await;
     }
     response
+}
+
+/// Ends a per-request session when dropped (from a task: closing awaits).
+struct CloseOnDrop(Option<Arc<Session>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(session) = self.0.take() {
+            tokio::spawn(async move { session.close().await });
+        }
+    }
 }
 
 fn requested_version(request: &jsonrpc::Request) -> Option<ProtocolVersion> {
