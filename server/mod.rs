@@ -47,8 +47,8 @@
 //!   (`add_*`/`remove_*`), which sends `notifications/*/list_changed` to every initialized
 //!   session. Capabilities: `tools` and `logging` always, `resources`/`prompts` when some are
 //!   registered (or `enable_*` was called), `completions` with either; `listChanged: true`.
-//! - Any other method (`server/discover` included, at any time) → -32601 "Method not found";
-//!   so is a method of a capability not advertised.
+//! - `server/discover` (2026-07-28) is answered in both eras; any other unknown method →
+//!   -32601 "Method not found"; so is a method of a capability not advertised.
 //! - Results go out as typed bodies ([`Body::typed`]): an in-process client gets the Rust value,
 //!   a byte transport serializes it once.
 //! - Shutdown when the input ends: the reader stops, calls in flight finish and their answers
@@ -62,8 +62,22 @@
 //!   (2025-11-25) when the client asks: `tasks/get`, `tasks/result`, `tasks/list`,
 //!   `tasks/cancel`, `notifications/tasks/status`.
 //!
-//! Not yet here: the 2026-07-28 stateless revision (`server/discover`, per-request `_meta`).
+//! The 2026-07-28 era, per request, on the same connection or endpoint (nothing in a handler
+//! changes): a request whose `_meta` names its revision ([`crate::proto::envelope`]) is served
+//! from that envelope, without `initialize` — the [`Context`] reports its client capabilities,
+//! client info and `logLevel` (no log messages without one); a request to the client it did not
+//! declare a capability for answers -32021; its result gets `resultType`, the server's identity
+//! in `_meta` and, on cacheable results, `ttlMs`/`cacheScope` ([`ServerBuilder::cache_hint`]);
+//! `initialize`, `ping`, `logging/setLevel`, `resources/(un)subscribe` and `tasks/*` are
+//! -32601; `subscriptions/listen` opens a notification stream (`subscriptions`). A handler's
+//! elicitation, sampling and roots requests become an `InputRequiredResult` resumed by a
+//! re-run when the client retries ([`request_state`]). Over Streamable HTTP the transport runs
+//! the envelope and header checks and serves each such POST without a session.
 //!
+//! Not yet here: the 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`).
+//!
+//! Spec (2026-07-28): `basic/index`, `basic/versioning`, `basic/patterns/{mrtr,subscriptions}`,
+//! `server/utilities/caching`.
 //! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `server/resources`, `server/prompts`,
 //! `server/utilities/{completion,logging,pagination}`, `basic/utilities/cancellation`,
 //! `basic/utilities/ping`.
