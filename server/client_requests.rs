@@ -184,6 +184,16 @@ impl Context {
         method: &'static str,
         params: impl Serialize,
     ) -> Result<R, ClientRequestError> {
+        if let Some(task) = &self.task_ask {
+            let key = self.input_key.clone().unwrap_or_else(|| {
+                let n = task.asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                format!("{}-{n}", method.replace('/', "-"))
+            });
+            let params = serde_json::to_value(params).map_err(ClientRequestError::InvalidResult)?;
+            let answer = task.ask(key.clone(), serde_json::json!({"method": method, "params": params})).await;
+            return serde_json::from_value(answer)
+                .map_err(|e| ClientRequestError::InvalidInput { key, reason: e.to_string() });
+        }
         let Some(round) = &self.input else { return Err(ClientRequestError::NoBackChannel { method }) };
         let key = self.input_key.clone().unwrap_or_else(|| round.next_key(method));
         if let Some(answer) = round.answers.get(&key) {

@@ -261,6 +261,8 @@ pub struct Context {
     pub(crate) input: Option<Arc<InputRound>>,
     /// The key the next ask gets in `inputRequests` ([`Context::with_input_key`]).
     pub(crate) input_key: Option<String>,
+    /// A 2026-07-28 task's way to park on input until `tasks/update` answers.
+    pub(crate) task_ask: Option<super::task_extension::TaskAsk>,
     pub(crate) outgoing: Arc<dyn Outgoing>,
     pub(crate) connection: Arc<Connection>,
     pub(crate) cancel: CancelFlag,

@@ -20,6 +20,7 @@ use tokio::task::AbortHandle;
 use super::context::{cancel_pair, Canceller, Connection, InputRound, Outgoing, UntilInput};
 use super::registry::SessionState;
 use super::request_state::Binding;
+use super::task_extension::{self, TaskAsk};
 use super::tasks::{TaskLink, TaskStore};
 use super::tool::Context;
 use super::{schema, Inner, SUPPORTED_VERSIONS};
@@ -81,10 +82,8 @@ const REMOVED_IN_PER_REQUEST_ERA: &[&str] = &[
     "logging/setLevel",
     "resources/subscribe",
     "resources/unsubscribe",
-    "tasks/get",
     "tasks/result",
     "tasks/list",
-    "tasks/cancel",
 ];
 
 /// Counts work in flight; [`Tracker::wait_idle`] waits until there is none.
@@ -289,6 +288,7 @@ impl Dispatcher {
             envelope,
             input: None,
             input_key: None,
+            task_ask: None,
             outgoing: Arc::new(peer.clone()),
             connection: self.connection.clone(),
             cancel,
@@ -406,7 +406,22 @@ impl Dispatcher {
             }
         }
         let handler = registered.handler.clone();
-        match (task_support(&registered.tool), params.task.is_some()) {
+        if let Era::PerRequest(request) = era {
+            // 2026-07-28: the server decides; a legacy `task` param changes nothing.
+            let declared = task_extension::declared(&request.envelope.client_capabilities);
+            match task_support(&registered.tool) {
+                TaskSupport::Required if !declared => {
+                    let required = task_extension::required_capabilities();
+                    let error = envelope::missing_capability(&required, task_extension::TASKS_EXTENSION);
+                    return self.answer(peer, id, era, Err(error));
+                }
+                TaskSupport::Required | TaskSupport::Optional if declared => {
+                    return self.start_extension_task(peer, id, params, registered.tool.clone(), handler, era);
+                }
+                _ => {}
+            }
+        }
+        match (task_support(&registered.tool), params.task.is_some() && matches!(era, Era::Handshake)) {
             (TaskSupport::Required, false) => {
                 let message = format!("Tool {} requires task-augmented execution", params.name);
                 return self.answer(peer, id, era, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
@@ -548,6 +563,7 @@ impl Dispatcher {
         if REMOVED_IN_PER_REQUEST_ERA.contains(&method) {
             return self.answer(peer, id, &Era::Handshake, Err(method_not_found()));
         }
+        let tasks_declared = task_extension::declared(&envelope.client_capabilities);
         let hint = self.inner.cache_hints.get(method);
         let stamp = ResultStamp {
             ttl_ms: hint.as_ref().map(|h| h.ttl_ms),
@@ -569,17 +585,93 @@ impl Dispatcher {
             | "prompts/get"
             | "completion/complete" => self.feature(peer, id, method, params, era),
             "subscriptions/listen" => self.listen(peer, id, params, era),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if !tasks_declared => {
+                let required = task_extension::required_capabilities();
+                self.answer(
+                    peer,
+                    id,
+                    era,
+                    Err(envelope::missing_capability(&required, task_extension::TASKS_EXTENSION)),
+                )
+            }
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                let outcome = self.extension_task_request(method, params);
+                self.answer(peer, id, era, outcome);
+            }
             _ => self.answer(peer, id, era, Err(method_not_found())),
         }
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel` of the 2026-07-28 tasks extension.
+    fn extension_task_request(&self, method: &str, params: Option<Body>) -> Result<Body, ErrorObject> {
+        #[derive(Clone, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct TaskParams {
+            task_id: String,
+            #[serde(default)]
+            input_responses: Option<Map<String, Value>>,
+        }
+        let params: TaskParams = match params {
+            None => return Err(invalid_params(format!("{method} needs params"))),
+            Some(body) => body.into_decoded().map_err(invalid_params)?,
+        };
+        let tasks = &self.inner.task_registry;
+        match method {
+            "tasks/get" => tasks.get(&params.task_id).map(Body::typed),
+            "tasks/update" => tasks
+                .update(&params.task_id, &params.input_responses.unwrap_or_default())
+                .map(|()| Body::typed(EmptyResult::default())),
+            _ => tasks.cancel(&params.task_id).map(|()| Body::typed(EmptyResult::default())),
+        }
+    }
+
+    /// Runs a 2026-07-28 call as a task of the extension: answered at once with the flat
+    /// `CreateTaskResult`; the tool runs in the background, past the end of this exchange.
+    fn start_extension_task<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        params: CallToolRequestParams,
+        tool: crate::proto::mcp_types::Tool,
+        handler: super::tool::ToolFn,
+        era: &Era,
+    ) {
+        let args = match schema::check_arguments(&tool, params.arguments.unwrap_or_default()) {
+            Ok(args) => args,
+            Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
+        };
+        let registry = self.inner.task_registry.clone();
+        let (task_id, created, input) = registry.create();
+        let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
+        context.task_ask =
+            Some(TaskAsk { registry: registry.clone(), task_id: task_id.clone(), input, asked: Arc::default() });
+        let work = tokio::spawn(async move {
+            let result = handler(args, context).await?;
+            Ok(schema::check_output(&tool, result))
+        });
+        registry.set_running(&task_id, work.abort_handle(), canceller);
+        let name = params.name;
+        tokio::spawn(async move {
+            if let Some(outcome) = outcome_of(work.await, &name) {
+                registry.finish(&task_id, outcome);
+            }
+        });
+        self.answer(peer, id, era, Ok(Body::typed(created)));
     }
 
     /// `server/discover` (2026-07-28, answered in both eras): the revisions served per
     /// request, our capabilities, identity and instructions.
     fn discover(&self) -> Body {
         let hint = self.inner.cache_hints.get("server/discover").unwrap_or_default();
+        let mut capabilities = self.inner.features.capabilities();
+        if self.tasks_capability().is_some() {
+            let mut extensions = Map::new();
+            extensions.insert(task_extension::TASKS_EXTENSION.to_owned(), Value::Object(Map::new()));
+            capabilities.extensions = Some(extensions);
+        }
         Body::typed(DiscoverResult {
             supported_versions: ProtocolVersion::PER_REQUEST.iter().map(|v| v.as_str().to_owned()).collect(),
-            capabilities: self.inner.features.capabilities(),
+            capabilities,
             instructions: self.inner.instructions.clone(),
             result_type: Some(ResultType::Complete),
             ttl_ms: Some(hint.ttl_ms),

@@ -74,7 +74,11 @@
 //! re-run when the client retries ([`request_state`]). Over Streamable HTTP the transport runs
 //! the envelope and header checks and serves each such POST without a session.
 //!
-//! Not yet here: the 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`).
+//! A client that declares the tasks extension (`io.modelcontextprotocol/tasks`) in a 2026
+//! request gets task tools run as tasks of the server ([`TASKS_EXTENSION`], `task_extension`).
+//!
+//! Not yet here: a handler that gathers input synchronously (MRTR) and only then becomes a
+//! task (SEP-2663's composition).
 //!
 //! Spec (2026-07-28): `basic/index`, `basic/versioning`, `basic/patterns/{mrtr,subscriptions}`,
 //! `server/utilities/caching`.
@@ -110,6 +114,7 @@ pub mod request_state;
 pub mod resources;
 pub mod schema;
 mod subscriptions;
+mod task_extension;
 mod tasks;
 mod tool;
 
@@ -124,6 +129,7 @@ pub use completion::{prefix_matches, CompletionRequest};
 pub use prompts::{prompt, prompt_argument, prompt_message, prompt_result, PromptRequest};
 pub use registry::NOTIFY_QUEUE;
 pub use resources::{blob_contents, resource, resource_not_found, resource_template, text_contents, ResourceRequest};
+pub use task_extension::TASKS_EXTENSION;
 pub use tasks::{DEFAULT_TTL_MS, MAX_TTL_MS, POLL_INTERVAL_MS};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
 
@@ -249,6 +255,7 @@ pub(crate) struct Inner {
     pub(crate) client_request_timeout: Option<std::time::Duration>,
     pub(crate) cache_hints: CacheHints,
     pub(crate) state_key: request_state::StateKey,
+    pub(crate) task_registry: Arc<task_extension::TaskRegistry>,
 }
 
 /// An MCP server definition. Cheap to clone; one definition can serve many connections.
@@ -540,6 +547,7 @@ impl ServerBuilder {
                 on_roots_changed: self.on_roots_changed,
                 client_request_timeout: self.client_request_timeout,
                 cache_hints: CacheHints(cache_hints),
+                task_registry: Arc::default(),
                 state_key: match &self.request_state_secret {
                     Some(secret) => request_state::StateKey::from_secret(secret),
                     None => request_state::StateKey::generate(),

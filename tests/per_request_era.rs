@@ -453,3 +453,97 @@ async fn a_client_that_goes_away_cancels_its_request() {
     assert!(dropped.load(Ordering::SeqCst), "the handler was dropped");
     server.shutdown().await;
 }
+
+/// The tasks extension (SEP-2663) over HTTP: a declaring client's call of a task tool becomes
+/// a task that parks on input until `tasks/update`, then completes with its result inlined on
+/// `tasks/get`; without the extension a required task tool and `tasks/*` are -32021.
+#[tokio::test]
+async fn tasks_extension_runs_a_call_as_a_task_across_requests() {
+    let tool = |name: &str, support: &str| -> mcpwire::proto::mcp_types::Tool {
+        serde_json::from_value(
+            json!({"name": name, "inputSchema": {"type": "object"}, "execution": {"taskSupport": support}}),
+        )
+        .unwrap()
+    };
+    let app = Server::builder()
+        .tool_with(tool("confirm", "optional"), |_args, ctx| async move {
+            let schema =
+                serde_json::from_value(json!({"type": "object", "properties": {"ok": {"type": "boolean"}}})).unwrap();
+            let answer = ctx.with_input_key("sure").elicit("Sure?", schema).await?;
+            Ok(text_result(format!("answered {}", answer.action.as_str())))
+        })
+        .tool_with(tool("must_task", "required"), |_args, _ctx| async { Ok(text_result("ran")) })
+        .build()
+        .unwrap();
+    let server = http(app).await;
+    let with_tasks = |id: u64, method: &str, params: Value| {
+        let mut body: Value = serde_json::from_str(&request(id, method, params)).unwrap();
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+        body.to_string()
+    };
+    let discover = post(&server, "server/discover", None, &request(1, "server/discover", json!({})), &[]).await.json();
+    assert!(
+        discover["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "{discover}"
+    );
+    assert!(discover["result"]["capabilities"].get("tasks").is_none(), "no v1 slot");
+
+    let created = post(
+        &server,
+        "tools/call",
+        Some("confirm"),
+        &with_tasks(2, "tools/call", json!({"name": "confirm", "arguments": {}})),
+        &[],
+    )
+    .await
+    .json();
+    let created = &created["result"];
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task_id = created["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(created["ttlMs"], 300_000);
+
+    let get = |id: u64| with_tasks(id, "tasks/get", json!({"taskId": task_id}));
+    let mut task = Value::Null;
+    for n in 0..50 {
+        task = post(&server, "tasks/get", Some(&task_id), &get(10 + n), &[]).await.json()["result"].clone();
+        if task["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(task["status"], "input_required", "{task}");
+    assert_eq!(task["inputRequests"]["sure"]["method"], "elicitation/create");
+    let update = with_tasks(
+        3,
+        "tasks/update",
+        json!({"taskId": task_id, "inputResponses": {"sure": {"action": "accept", "content": {"ok": true}}}}),
+    );
+    let ack = post(&server, "tasks/update", Some(&task_id), &update, &[]).await.json();
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    for n in 0..50 {
+        task = post(&server, "tasks/get", Some(&task_id), &get(100 + n), &[]).await.json()["result"].clone();
+        if task["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(task["result"]["content"][0]["text"], "answered accept", "{task}");
+
+    // Without the extension.
+    let call = request(4, "tools/call", json!({"name": "must_task", "arguments": {}}));
+    let r = post(&server, "tools/call", Some("must_task"), &call, &[]).await;
+    assert_eq!(r.json()["error"]["code"], -32021, "{r:?}");
+    assert_eq!(
+        r.json()["error"]["data"]["requiredCapabilities"]["extensions"],
+        json!({"io.modelcontextprotocol/tasks": {}})
+    );
+    let r = post(&server, "tasks/get", Some(&task_id), &request(5, "tasks/get", json!({"taskId": task_id})), &[]).await;
+    assert_eq!(r.json()["error"]["code"], -32021);
+    // An unknown task, and a task id header that does not match.
+    let r = post(&server, "tasks/get", Some("nope"), &with_tasks(6, "tasks/get", json!({"taskId": "nope"})), &[]).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32602)));
+    let r = post(&server, "tasks/get", Some("other"), &get(7), &[]).await;
+    assert_eq!(r.json()["error"]["code"], -32020);
+    server.shutdown().await;
+}

@@ -188,9 +188,75 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
         )
 }
 
+/// A tool definition that may (`optional`) or must (`required`) run as a task.
+fn task_tool(name: &str, description: &str, input_schema: Value, support: &str) -> Tool {
+    serde_json::from_value(json!({
+        "name": name, "description": description, "inputSchema": input_schema,
+        "execution": {"taskSupport": support}
+    }))
+    .expect("a valid tool")
+}
+
+/// Adds the fixtures of the tasks extension (`tasks-*` scenarios, SEP-2663).
+fn register_tasks(builder: ServerBuilder) -> ServerBuilder {
+    let seconds = json!({"type": "object", "properties": {"seconds": {"type": "number"}}});
+    builder
+        .tool(
+            "greet",
+            "Greets by name (never a task)",
+            json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+            |args: Map<String, Value>, _ctx| async move {
+                let name = args.get("name").and_then(Value::as_str).unwrap_or("world").to_owned();
+                Ok(text_result(format!("Hello, {name}!")))
+            },
+        )
+        .tool_with(
+            task_tool("slow_compute", "Sleeps `seconds`, then answers", seconds, "optional"),
+            |args, _ctx| async move {
+                let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(1.0).clamp(0.0, 60.0);
+                tokio::time::sleep(std::time::Duration::from_secs_f64(seconds)).await;
+                Ok(text_result(format!("computed after {seconds} s")))
+            },
+        )
+        .tool_with(
+            task_tool("failing_job", "Fails as a tool after about a second", no_arguments(), "required"),
+            |_args, _ctx| async {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                Err(ToolError::failed("the job failed"))
+            },
+        )
+        .tool_with(
+            task_tool("protocol_error_job", "Panics: a protocol error", no_arguments(), "optional"),
+            |_args, _ctx| async {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                if SERVER.get().is_some() {
+                    panic!("protocol_error_job always fails");
+                }
+                Ok(text_result("unreachable"))
+            },
+        )
+        .tool_with(
+            task_tool("confirm_delete", "Asks for a confirmation, then deletes", no_arguments(), "optional"),
+            |_args, ctx| async move {
+                let result = ctx.elicit("Delete the file?", form("confirm", "boolean")).await?;
+                Ok(text_result(format!("delete: {}", result.action.as_str())))
+            },
+        )
+        .tool_with(
+            task_tool("multi_input", "Asks two questions at once", no_arguments(), "optional"),
+            |_args, ctx| async move {
+                let (a, b) = tokio::join!(
+                    ctx.elicit("First?", form("first", "string")),
+                    ctx.elicit("Second?", form("second", "string"))
+                );
+                Ok(text_result(format!("{} / {}", elicited(&a?, "first"), elicited(&b?, "second"))))
+            },
+        )
+}
+
 /// Adds the 2026-07-28 fixtures to `builder`.
 pub fn register(builder: ServerBuilder) -> ServerBuilder {
-    register_input_required(builder)
+    register_tasks(register_input_required(builder))
         .tool(
             "test_missing_capability",
             "Asks the client's model for a message: needs the sampling capability",
