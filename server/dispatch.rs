@@ -390,7 +390,11 @@ impl Dispatcher {
             let result = super::error_result(format!("Tool {} not found", params.name));
             return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(result))));
         };
-        if let (Era::PerRequest(_), Some(headers)) = (era, peer.transport().param_headers(&id)) {
+        let param_headers = match era {
+            Era::PerRequest(_) => peer.transport().param_headers(&id),
+            Era::Handshake => None,
+        };
+        if let Some(headers) = param_headers {
             let arguments = params.arguments.clone().unwrap_or_default();
             let header = |name: &str| {
                 let mut values = headers.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str());
@@ -439,12 +443,11 @@ impl Dispatcher {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let arguments = Value::Object(args.clone());
         let input = match self.input_round(
             era,
             "tools/call",
             &params.name,
-            &arguments,
+            || Value::Object(args.clone()),
             params.input_responses.as_ref(),
             params.request_state.as_deref(),
         ) {
@@ -709,14 +712,15 @@ impl Dispatcher {
         era: &Era,
         method: &str,
         target: &str,
-        arguments: &Value,
+        arguments: impl FnOnce() -> Value,
         responses: Option<&Map<String, Value>>,
         state: Option<&str>,
     ) -> Result<Option<(Arc<InputRound>, Binding)>, ErrorObject> {
         if matches!(era, Era::Handshake) {
             return Ok(None);
         }
-        let binding = Binding::new(method, target, arguments);
+        // Read only in the per-request era: the handshake era's hot path copies nothing here.
+        let binding = Binding::new(method, target, &arguments());
         let mut answers = match state {
             Some(token) => self.inner.state_key.open(token, &binding, SystemTime::now()).map_err(invalid_params)?,
             None => Map::new(),

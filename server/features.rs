@@ -163,13 +163,12 @@ impl Dispatcher {
             }
             return self.answer(peer, id, era, Err(error));
         };
-        let arguments = serde_json::json!({});
         let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
         let input = match self.input_round(
             era,
             "resources/read",
             &params.uri,
-            &arguments,
+            || serde_json::json!({}),
             responses.as_ref().and_then(Value::as_object),
             params.request_state.as_deref(),
         ) {
@@ -206,13 +205,12 @@ impl Dispatcher {
         if let Err(e) = prompts::check_arguments(&entry.prompt, &arguments) {
             return self.answer(peer, id, era, Err(e));
         }
-        let bound = serde_json::to_value(&arguments).unwrap_or_default();
         let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
         let input = match self.input_round(
             era,
             "prompts/get",
             &params.name,
-            &bound,
+            || serde_json::to_value(&arguments).unwrap_or_default(),
             responses.as_ref().and_then(Value::as_object),
             params.request_state.as_deref(),
         ) {

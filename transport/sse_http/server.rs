@@ -1088,7 +1088,10 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
-    if is_per_request_post(&req_head, session_id.is_some(), &bytes) {
+    // Stateless mode hands every POST to the application as it is: only the header moves a
+    // POST to the 2026 ladder there (a client that names 2026-07-28 in its body alone is
+    // served as before; the server layer still reads the body's envelope).
+    if is_per_request_post(&req_head, session_id.is_some() || shared.config.stateless, &bytes) {
         return per_request_post(&shared, &req_head, &bytes).await;
     }
     if shared.config.stateless {
@@ -1160,12 +1163,12 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
 
 /// Whether a POST is of the 2026-07-28 era: its `MCP-Protocol-Version` names a revision without
 /// a handshake (or one we do not know: the 2026 ladder answers that with the versions we
-/// serve), or, without a session, its body names its revision in `_meta`.
-fn is_per_request_post<B>(req: &Request<B>, has_session: bool, body: &[u8]) -> bool {
+/// serve), or, unless `header_only`, its body names its revision in `_meta`.
+fn is_per_request_post<B>(req: &Request<B>, header_only: bool, body: &[u8]) -> bool {
     match header(req, PROTOCOL_VERSION).map(|v| v.trim().parse::<ProtocolVersion>()) {
         Some(Ok(v)) if !v.has_initialize_handshake() => true,
         Some(Err(_)) => true,
-        _ if has_session => false,
+        _ if header_only => false,
         // Cheap: only a body that spells the key is decoded.
         _ => {
             memchr::memmem::find(body, b"/protocolVersion\"").is_some() && {
