@@ -184,7 +184,7 @@ impl Context {
         method: &'static str,
         params: impl Serialize,
     ) -> Result<R, ClientRequestError> {
-        if let Some(task) = &self.task_ask {
+        if let Some(task) = self.task_ask.as_ref().and_then(|slot| slot.get()) {
             let key = self.input_key.clone().unwrap_or_else(|| {
                 let n = task.asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 format!("{}-{n}", method.replace('/', "-"))

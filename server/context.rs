@@ -187,6 +187,11 @@ impl InputRound {
         }
     }
 
+    /// Whether this run made an ask that has no answer.
+    pub(crate) fn has_needed(&self) -> bool {
+        !self.needed.lock().expect("input lock").is_empty()
+    }
+
     /// The asks of this run without an answer (`inputRequests`).
     pub(crate) fn take_needed(&self) -> Map<String, Value> {
         std::mem::take(&mut *self.needed.lock().expect("input lock"))
@@ -261,8 +266,9 @@ pub struct Context {
     pub(crate) input: Option<Arc<InputRound>>,
     /// The key the next ask gets in `inputRequests` ([`Context::with_input_key`]).
     pub(crate) input_key: Option<String>,
-    /// A 2026-07-28 task's way to park on input until `tasks/update` answers.
-    pub(crate) task_ask: Option<super::task_extension::TaskAsk>,
+    /// Set once a 2026-07-28 call of the tasks extension became a task: its asks then park the
+    /// task until `tasks/update` answers.
+    pub(crate) task_ask: Option<Arc<std::sync::OnceLock<super::task_extension::TaskAsk>>>,
     pub(crate) outgoing: Arc<dyn Outgoing>,
     pub(crate) connection: Arc<Connection>,
     pub(crate) cancel: CancelFlag,
@@ -334,6 +340,15 @@ impl Context {
     /// run). The client answers under the same key; handshake-era requests ignore it.
     pub fn with_input_key(&self, key: impl Into<String>) -> Context {
         Context { input_key: Some(key.into()), ..self.clone() }
+    }
+
+    /// A point where the handler waits: in a 2026-07-28 call of a task tool for a client of the
+    /// tasks extension, the call becomes a task here (answered with its `CreateTaskResult`;
+    /// what follows runs in the background, and requests to the client park the task until
+    /// `tasks/update`). What the handler asked before this point was gathered by MRTR rounds.
+    /// Anywhere else it only yields once.
+    pub async fn run_as_task(&self) {
+        tokio::task::yield_now().await;
     }
 
     /// The id of the task this call runs as, when the client asked for a task.

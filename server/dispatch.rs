@@ -628,8 +628,13 @@ impl Dispatcher {
         }
     }
 
-    /// Runs a 2026-07-28 call as a task of the extension: answered at once with the flat
-    /// `CreateTaskResult`; the tool runs in the background, past the end of this exchange.
+    /// Runs a 2026-07-28 call of a task tool for a client of the tasks extension. The handler
+    /// runs synchronously until it would wait: if it finished, the answer is its result (the
+    /// extension allows that shortcut); if it asked for input, an `InputRequiredResult` (input
+    /// gathered by MRTR before any task exists); otherwise the call becomes a task — the answer
+    /// is the flat `CreateTaskResult` and the same handler goes on in the background, its asks
+    /// from then on parking the task until `tasks/update` ([`Context::run_as_task`] is such a
+    /// point of waiting, for a handler that wants its asks to park the task).
     fn start_extension_task<T: Transport>(
         &self,
         peer: &Peer<T>,
@@ -643,23 +648,69 @@ impl Dispatcher {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let registry = self.inner.task_registry.clone();
-        let (task_id, created, input) = registry.create();
+        let responses = params.input_responses.as_ref();
+        let state = params.request_state.as_deref();
+        let (round, binding) =
+            match self.input_round(era, "tools/call", &params.name, || Value::Object(args.clone()), responses, state) {
+                Ok(Some(input)) => input,
+                Ok(None) => {
+                    return self.answer(peer, id, era, Err(invalid_params("a task needs a 2026-07-28 request")))
+                }
+                Err(e) => return self.answer(peer, id, era, Err(e)),
+            };
+        let slot: Arc<std::sync::OnceLock<TaskAsk>> = Arc::default();
         let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
-        context.task_ask =
-            Some(TaskAsk { registry: registry.clone(), task_id: task_id.clone(), input, asked: Arc::default() });
-        let work = tokio::spawn(async move {
-            let result = handler(args, context).await?;
-            Ok(schema::check_output(&tool, result))
-        });
-        registry.set_running(&task_id, work.abort_handle(), canceller);
-        let name = params.name;
+        context.input = Some(round.clone());
+        context.task_ask = Some(slot.clone());
+        let mut work = handler(args, context);
+        let (inner, peer, era, guard, name) =
+            (self.inner.clone(), peer.clone(), era.clone(), self.tracker.enter(), params.name);
         tokio::spawn(async move {
-            if let Some(outcome) = outcome_of(work.await, &name) {
-                registry.finish(&task_id, outcome);
+            enum Phase {
+                Done(Box<Result<CallToolResult, super::ToolError>>),
+                Panicked(Box<dyn std::any::Any + Send>),
+                NeedsInput,
+                Waits,
             }
+            let phase = std::future::poll_fn(|cx| {
+                let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.as_mut().poll(cx)));
+                std::task::Poll::Ready(match polled {
+                    Err(payload) => Phase::Panicked(payload),
+                    Ok(std::task::Poll::Ready(output)) => Phase::Done(Box::new(output)),
+                    Ok(std::task::Poll::Pending) if round.has_needed() => Phase::NeedsInput,
+                    Ok(std::task::Poll::Pending) => Phase::Waits,
+                })
+            })
+            .await;
+            let outcome = match phase {
+                Phase::Done(done) => match *done {
+                    Ok(result) => Ok(Body::typed(CallToolOutput::Result(schema::check_output(&tool, result)))),
+                    Err(error) => error.into_outcome(&name).map(|result| Body::typed(CallToolOutput::Result(result))),
+                },
+                Phase::Panicked(payload) => Err(panicked(&name, payload)),
+                Phase::NeedsInput => Ok(input_required(&inner, &round, &binding)),
+                Phase::Waits => {
+                    let registry = inner.task_registry.clone();
+                    let (task_id, created, input) = registry.create();
+                    let ask =
+                        TaskAsk { registry: registry.clone(), task_id: task_id.clone(), input, asked: Arc::default() };
+                    let _ = slot.set(ask);
+                    let running = tokio::spawn(async move {
+                        let result = work.await?;
+                        Ok(schema::check_output(&tool, result))
+                    });
+                    registry.set_running(&task_id, running.abort_handle(), canceller);
+                    tokio::spawn(async move {
+                        if let Some(outcome) = outcome_of(running.await, &name) {
+                            registry.finish(&task_id, outcome);
+                        }
+                    });
+                    Ok(Body::typed(created))
+                }
+            };
+            let _ = peer.respond(&id, era.finish(outcome)).await;
+            drop(guard);
         });
-        self.answer(peer, id, era, Ok(Body::typed(created)));
     }
 
     /// `server/discover` (2026-07-28, answered in both eras): the revisions served per

@@ -75,10 +75,10 @@
 //! the envelope and header checks and serves each such POST without a session.
 //!
 //! A client that declares the tasks extension (`io.modelcontextprotocol/tasks`) in a 2026
-//! request gets task tools run as tasks of the server ([`TASKS_EXTENSION`], `task_extension`).
-//!
-//! Not yet here: a handler that gathers input synchronously (MRTR) and only then becomes a
-//! task (SEP-2663's composition).
+//! request gets task tools run as tasks of the server ([`TASKS_EXTENSION`], `task_extension`):
+//! the handler runs synchronously until it first waits (a fast one answers directly, an ask
+//! before that point is an MRTR round), then the call becomes a task
+//! ([`Context::run_as_task`] marks such a point).
 //!
 //! Spec (2026-07-28): `basic/index`, `basic/versioning`, `basic/patterns/{mrtr,subscriptions}`,
 //! `server/utilities/caching`.

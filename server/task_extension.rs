@@ -10,6 +10,12 @@
 //! for a task already over). A `required` tool called by a client without the extension is
 //! -32021; `tasks/*` from such a client are -32021; an unknown task id is -32602.
 //!
+//! The call runs synchronously until its handler first waits: a handler that finishes at once
+//! is answered with its result (the extension's shortcut), one that asks for input first gets
+//! MRTR rounds (`InputRequiredResult`, `requestState`) before any task exists; at the first wait
+//! ([`super::Context::run_as_task`] is one) the task is created and the same handler goes on in
+//! the background.
+//!
 //! Tasks belong to the server, not to a connection (a 2026 request has none): any request of
 //! any client that knows the id reaches the task, so ids are long random strings. A task is
 //! kept for its `ttlMs` after creation.

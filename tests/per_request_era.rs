@@ -467,12 +467,21 @@ async fn tasks_extension_runs_a_call_as_a_task_across_requests() {
     };
     let app = Server::builder()
         .tool_with(tool("confirm", "optional"), |_args, ctx| async move {
+            ctx.run_as_task().await;
             let schema =
                 serde_json::from_value(json!({"type": "object", "properties": {"ok": {"type": "boolean"}}})).unwrap();
             let answer = ctx.with_input_key("sure").elicit("Sure?", schema).await?;
             Ok(text_result(format!("answered {}", answer.action.as_str())))
         })
         .tool_with(tool("must_task", "required"), |_args, _ctx| async { Ok(text_result("ran")) })
+        .tool_with(tool("gather", "required"), |_args, ctx| async move {
+            let schema =
+                serde_json::from_value(json!({"type": "object", "properties": {"n": {"type": "string"}}})).unwrap();
+            let answer = ctx.with_input_key("n").elicit("Name?", schema).await?;
+            ctx.run_as_task().await;
+            let n = serde_json::to_value(&answer.content).unwrap()["n"].as_str().unwrap_or_default().to_owned();
+            Ok(text_result(format!("gathered {n}")))
+        })
         .build()
         .unwrap();
     let server = http(app).await;
@@ -529,6 +538,42 @@ async fn tasks_extension_runs_a_call_as_a_task_across_requests() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(task["result"]["content"][0]["text"], "answered accept", "{task}");
+
+    // Input gathered by MRTR first, then the call becomes a task (SEP-2663's composition).
+    let round1 = post(
+        &server,
+        "tools/call",
+        Some("gather"),
+        &with_tasks(20, "tools/call", json!({"name": "gather", "arguments": {}})),
+        &[],
+    )
+    .await
+    .json();
+    assert_eq!(round1["result"]["resultType"], "input_required", "{round1}");
+    assert!(round1["result"].get("taskId").is_none());
+    let state = round1["result"]["requestState"].clone();
+    let retry = json!({"name": "gather", "arguments": {}, "inputResponses": {"n": {"action": "accept", "content": {"n": "Io"}}}, "requestState": state});
+    let round2 = post(&server, "tools/call", Some("gather"), &with_tasks(21, "tools/call", retry), &[]).await.json();
+    assert_eq!(round2["result"]["resultType"], "task", "{round2}");
+    assert!(round2["result"].get("requestState").is_none());
+    let gathered = round2["result"]["taskId"].as_str().unwrap().to_owned();
+    for n in 0..50 {
+        task = post(
+            &server,
+            "tasks/get",
+            Some(&gathered),
+            &with_tasks(200 + n, "tasks/get", json!({"taskId": gathered})),
+            &[],
+        )
+        .await
+        .json()["result"]
+            .clone();
+        if task["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(task["result"]["content"][0]["text"], "gathered Io", "{task}");
 
     // Without the extension.
     let call = request(4, "tools/call", json!({"name": "must_task", "arguments": {}}));

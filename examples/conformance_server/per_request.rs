@@ -238,6 +238,7 @@ fn register_tasks(builder: ServerBuilder) -> ServerBuilder {
         .tool_with(
             task_tool("confirm_delete", "Asks for a confirmation, then deletes", no_arguments(), "optional"),
             |_args, ctx| async move {
+                ctx.run_as_task().await;
                 let result = ctx.elicit("Delete the file?", form("confirm", "boolean")).await?;
                 Ok(text_result(format!("delete: {}", result.action.as_str())))
             },
@@ -245,6 +246,7 @@ fn register_tasks(builder: ServerBuilder) -> ServerBuilder {
         .tool_with(
             task_tool("multi_input", "Asks two questions at once", no_arguments(), "optional"),
             |_args, ctx| async move {
+                ctx.run_as_task().await;
                 let (a, b) = tokio::join!(
                     ctx.elicit("First?", form("first", "string")),
                     ctx.elicit("Second?", form("second", "string"))
@@ -254,9 +256,22 @@ fn register_tasks(builder: ServerBuilder) -> ServerBuilder {
         )
 }
 
+/// SEP-2663's composition: input gathered by MRTR first, then the call becomes a task.
+fn register_composition(builder: ServerBuilder) -> ServerBuilder {
+    builder.tool_with(
+        task_tool("test_tool_with_task", "Asks for a name, then greets as a task", no_arguments(), "required"),
+        |_args, ctx| async move {
+            let name = ctx.with_input_key("user_name").elicit("What is your name?", form("name", "string")).await?;
+            ctx.run_as_task().await;
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            Ok(text_result(format!("Hello, {}!", elicited(&name, "name"))))
+        },
+    )
+}
+
 /// Adds the 2026-07-28 fixtures to `builder`.
 pub fn register(builder: ServerBuilder) -> ServerBuilder {
-    register_tasks(register_input_required(builder))
+    register_composition(register_tasks(register_input_required(builder)))
         .tool(
             "test_missing_capability",
             "Asks the client's model for a message: needs the sampling capability",
