@@ -456,7 +456,8 @@ impl Dispatcher {
         };
         let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
         context.input = input.as_ref().map(|(round, _)| round.clone());
-        let inner = self.inner.clone();
+        // Only a 2026 request may need the server's key (for its `requestState`).
+        let inner = input.as_ref().map(|_| self.inner.clone());
         let semaphore = self.semaphore.clone();
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
         let guard = self.tracker.enter();
@@ -481,7 +482,8 @@ impl Dispatcher {
                 Ok(Some(Err(error))) => error.into_outcome(&name),
                 Ok(None) => {
                     let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
-                    let _ = peer.respond(&request_id, finish.finish(Ok(input_required(&inner, round, binding)))).await;
+                    let inner = inner.as_ref().expect("kept with the round");
+                    let _ = peer.respond(&request_id, finish.finish(Ok(input_required(inner, round, binding)))).await;
                     drop(guard);
                     return;
                 }
