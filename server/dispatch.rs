@@ -4,6 +4,11 @@
 //! limit, aborts a call the client cancelled, turns a panic into -32603, and counts what is in
 //! flight so that shutdown can wait for it.
 //!
+//! The era is decided per request: one whose `_meta` names a revision served per request
+//! (2026-07-28) is answered from that envelope ([`Era::PerRequest`]: no handshake, removed
+//! methods -32601, its result stamped; MRTR rounds and the tasks extension); any other as the
+//! session's handshake says.
+//!
 //! Not here: the lifecycle gate, duplicate ids and the in-flight cap (the session core answers
 //! those before a request gets here), or framing errors (the peer's default `on_malformed`).
 

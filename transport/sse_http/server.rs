@@ -24,6 +24,14 @@
 //! - Stateless mode: a POST's answer is one JSON body when only responses come; when a message
 //!   related to one of its requests comes first (progress, a log), there is no other stream to
 //!   carry it, so the answer becomes an SSE stream (without event ids: nothing can resume).
+//! - 2026-07-28 (`MCP-Protocol-Version` naming it, or an unknown version; without a session,
+//!   also a body whose `_meta` names it): each POST stands alone, like stateless mode, after
+//!   the per-request checks of [`envelope::check_http`] (`_meta`, the `MCP-Protocol-Version`,
+//!   `Mcp-Method` and `Mcp-Name` headers against the body, the version); a refusal or an error
+//!   answer goes out with the revision's status (400, 404 for -32601). No session id is
+//!   minted, GET and DELETE are 405, the `Mcp-Param-*` headers are kept for the application
+//!   ([`Transport::param_headers`]), and a client that goes away before its answer ends the
+//!   exchange's transport (its request is cancelled).
 //! - DELETE, idle expiry, and [`Transport::close`] by the application end the session: the
 //!   transport's `recv` returns `None`, every stream ends, and the id is answered 404 from then on.
 //!
