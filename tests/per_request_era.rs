@@ -158,6 +158,16 @@ async fn http_answers_the_ladder_with_the_revisions_statuses() {
     assert_eq!(r.status, 400, "{r:?}");
     assert_eq!(r.json()["error"]["code"], -32021);
     assert_eq!(r.json()["error"]["data"], json!({"requiredCapabilities": {"sampling": {}}}));
+    // DNS-rebinding protection holds in this era too: a foreign Origin is refused first.
+    let r = post(
+        &server,
+        "tools/list",
+        None,
+        &request(8, "tools/list", json!({})),
+        &[("Origin", "http://evil.example.com")],
+    )
+    .await;
+    assert_eq!(r.status, 403, "{r:?}");
     // No GET stream, no DELETE in this revision.
     for method in ["GET", "DELETE"] {
         let r = raw(server.local_addr(), method, "/mcp", &[BOTH, ("MCP-Protocol-Version", V)], "", SHORT).await;
