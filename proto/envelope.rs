@@ -98,6 +98,23 @@ pub fn names_revision(params: Option<&Body>) -> bool {
     })
 }
 
+/// Whether a notification's `_meta` names a `subscriptions/listen` stream (2026-07-28).
+pub fn names_subscription(params: Option<&Body>) -> bool {
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+        subscription_id: Option<IgnoredAny>,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    let Some(raw) = params.and_then(|p| p.to_raw().ok()) else { return false };
+    contains(raw.get().as_bytes(), b"subscriptionId")
+        && serde_json::from_str::<Params>(raw.get()).is_ok_and(|p| p.meta.is_some_and(|m| m.subscription_id.is_some()))
+}
+
 /// The request's `_meta`, when its params are an object that has one; `Err` when the params or
 /// `_meta` do not decode.
 fn request_meta(params: &Body) -> Result<Option<RequestMeta>, String> {

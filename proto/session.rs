@@ -603,7 +603,13 @@ impl Session {
         if method == INITIALIZED || method == CANCELLED {
             return Err(SessionError::Reserved { method });
         }
-        if self.mode == Mode::Handshake && !self.operational() && GATED_NOTIFICATIONS.contains(&method.as_str()) {
+        // A notification of a 2026-07-28 `subscriptions/listen` stream (its `_meta` names the
+        // subscription) belongs to a request that needed no handshake.
+        if self.mode == Mode::Handshake
+            && !self.operational()
+            && GATED_NOTIFICATIONS.contains(&method.as_str())
+            && !envelope::names_subscription(params.as_ref())
+        {
             return Err(SessionError::NotInitialized { method });
         }
         self.transmit.push_back(Message::Notification(Notification { method, params }));
@@ -1241,6 +1247,10 @@ mod tests {
         // Without the envelope, the gate holds.
         p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#), p.now);
         assert!(p.server.poll_transmit().is_some_and(|m| m.to_string().contains("-32600")));
+        // A listen stream's notifications need no handshake either; others still do.
+        let tagged = raw(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": 1}}));
+        assert!(p.server.notify("notifications/tools/list_changed", Some(tagged)).is_ok());
+        assert!(p.server.notify("notifications/tools/list_changed", None).is_err());
     }
 
     #[test]

@@ -602,3 +602,28 @@ async fn tasks_extension_runs_a_call_as_a_task_across_requests() {
     assert_eq!(r.json()["error"]["code"], -32020);
     server.shutdown().await;
 }
+
+/// `subscriptions/listen` on a connection that carries everything (in process, as stdio):
+/// the acknowledgement first, then the change, tagged; cancelling the request ends it.
+#[tokio::test]
+async fn subscriptions_listen_in_process() {
+    let (ours, theirs) = inproc::pair(Limits::default());
+    let app = test_server();
+    let serving = tokio::spawn(app.serve(ours));
+    let listen = request(7, "subscriptions/listen", json!({"notifications": {"promptsListChanged": true}}));
+    theirs.send(Message::from_str(&listen).unwrap()).await.unwrap();
+    let next = || async {
+        let Some(Message::Notification(n)) = theirs.recv().await.unwrap() else { panic!("a notification") };
+        (n.method.clone(), n.params_as::<Value>().unwrap())
+    };
+    let (method, params) = next().await;
+    assert_eq!(method, "notifications/subscriptions/acknowledged");
+    assert_eq!(params["notifications"], json!({"promptsListChanged": true}));
+    app.remove_prompt("p");
+    let (method, params) = next().await;
+    assert_eq!(method, "notifications/prompts/list_changed");
+    assert_eq!(params["_meta"]["io.modelcontextprotocol/subscriptionId"], 7);
+    theirs.close().await.unwrap();
+    drop(theirs);
+    let _ = serving.await;
+}
