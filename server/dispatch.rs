@@ -698,7 +698,15 @@ impl Dispatcher {
                 Phase::NeedsInput => Ok(input_required(&inner, &round, &binding)),
                 Phase::Waits => {
                     let registry = inner.task_registry.clone();
-                    let (task_id, created, input) = registry.create();
+                    let (task_id, created, input) = match registry.create() {
+                        Ok(created) => created,
+                        Err(full) => {
+                            // The handler is dropped unfinished: the client may retry later.
+                            let _ = peer.respond(&id, Err(full)).await;
+                            drop(guard);
+                            return;
+                        }
+                    };
                     let ask =
                         TaskAsk { registry: registry.clone(), task_id: task_id.clone(), input, asked: Arc::default() };
                     let _ = slot.set(ask);

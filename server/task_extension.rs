@@ -38,6 +38,10 @@ use super::tasks::{iso8601, DEFAULT_TTL_MS, POLL_INTERVAL_MS};
 use crate::proto::jsonrpc::{ErrorCode, ErrorObject};
 use crate::proto::mcp_types::{CallToolResult, ClientCapabilities};
 
+/// Tasks kept at once (over every client); past it a task tool's call is refused with -32603
+/// until tasks expire, so no client can grow the server's memory without bound.
+pub const MAX_TASKS: usize = 4096;
+
 /// The extension's identifier, in `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -130,7 +134,10 @@ impl TaskRegistry {
     }
 
     /// A new working task; its `CreateTaskResult` and the input channel of its handler.
-    pub(crate) fn create(&self) -> (String, Value, Arc<TaskInput>) {
+    ///
+    /// # Errors
+    /// -32603 when [`MAX_TASKS`] are kept already.
+    pub(crate) fn create(&self) -> Result<(String, Value, Arc<TaskInput>), ErrorObject> {
         let id = random_task_id();
         let now = SystemTime::now();
         let input = Arc::new(TaskInput::default());
@@ -156,8 +163,11 @@ impl TaskRegistry {
         });
         let mut tasks = self.tasks.lock().expect("tasks lock");
         Self::sweep(&mut tasks);
+        if tasks.len() >= MAX_TASKS {
+            return Err(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "Too many tasks: try again later"));
+        }
         tasks.insert(id.clone(), entry);
-        (id, created, input)
+        Ok((id, created, input))
     }
 
     pub(crate) fn set_running(&self, task_id: &str, abort: AbortHandle, canceller: Canceller) {
@@ -319,10 +329,19 @@ impl TaskAsk {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_registry_is_bounded() {
+        let registry = TaskRegistry::default();
+        for _ in 0..MAX_TASKS {
+            registry.create().unwrap();
+        }
+        assert_eq!(registry.create().unwrap_err().code, ErrorCode::INTERNAL_ERROR);
+    }
+
     #[tokio::test]
     async fn a_task_parks_on_input_until_every_key_is_answered() {
         let registry = Arc::new(TaskRegistry::default());
-        let (id, created, input) = registry.create();
+        let (id, created, input) = registry.create().unwrap();
         assert_eq!(created["resultType"], "task");
         assert_eq!(registry.get(&id).unwrap()["status"], "working");
         let ask = TaskAsk { registry: registry.clone(), task_id: id.clone(), input, asked: Arc::default() };
