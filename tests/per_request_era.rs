@@ -627,3 +627,23 @@ async fn subscriptions_listen_in_process() {
     drop(theirs);
     let _ = serving.await;
 }
+
+/// A server configured without 2026-07-28 answers its requests -32022, listing nothing.
+#[tokio::test]
+async fn http_without_the_revision_configured_refuses_it() {
+    let mut config = HttpServerConfig::default();
+    config.versions = vec![mcpwire::proto::version::ProtocolVersion::V2025_11_25];
+    let app = test_server();
+    let server = HttpServer::bind(config, move |transport| {
+        let serving = app.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
+    let r = post(&server, "server/discover", None, &request(1, "server/discover", json!({})), &[]).await;
+    assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32022)), "{r:?}");
+    assert_eq!(r.json()["error"]["data"]["supported"], json!([]));
+    server.shutdown().await;
+}

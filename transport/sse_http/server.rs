@@ -1224,10 +1224,11 @@ async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8
         Message::Request(request) => request,
         _ => return rpc_error(StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, "Clients must not POST responses"),
     };
+    // The revisions served per request that this server is configured to accept.
+    let served: Vec<ProtocolVersion> =
+        ProtocolVersion::PER_REQUEST.into_iter().filter(|v| shared.config.versions.contains(v)).collect();
     let checked =
-        envelope::check_http(&request.method, request.params.as_ref(), &ProtocolVersion::PER_REQUEST, |name| {
-            single_header(req, name)
-        });
+        envelope::check_http(&request.method, request.params.as_ref(), &served, |name| single_header(req, name));
     if let Err(error) = checked {
         let status = envelope::http_status(error.code).and_then(|s| StatusCode::from_u16(s).ok());
         let body = Message::Error(ErrorResponse::new(Some(request.id.clone()), error)).to_vec();
