@@ -2,6 +2,8 @@
 //!
 //! - [`json_write`]: compact JSON output, as serde_json writes it, with a faster escaper.
 //! - `json_read`: a JSON reader for the typed decode of large params and results.
+//! - [`envelope`]: the 2026-07-28 per-request `_meta`, its validation ladder, errors and HTTP
+//!   request headers.
 //! - [`jsonrpc`]: the JSON-RPC 2.0 message model, decoding with validation, encoding.
 //! - [`mcp_types`]: every MCP type of every revision, and the method table.
 //! - [`version`]: protocol revisions and negotiation.
@@ -9,6 +11,7 @@
 //!   progress, timeouts.
 //! - `framing` (feature `framing`): newline-delimited and SSE framing on `bytes::BytesMut`.
 
+pub mod envelope;
 mod json_read;
 pub mod json_write;
 pub mod jsonrpc;

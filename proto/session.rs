@@ -66,6 +66,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
+use crate::proto::envelope;
 use crate::proto::jsonrpc::{
     Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response,
 };
@@ -658,7 +659,13 @@ impl Session {
         if method == INITIALIZED || method == CANCELLED {
             return Err(SessionError::Reserved { method });
         }
-        if self.mode == Mode::Handshake && !self.operational() && GATED_NOTIFICATIONS.contains(&method.as_str()) {
+        // A notification of a 2026-07-28 `subscriptions/listen` stream (its `_meta` names the
+        // subscription) belongs to a request that needed no handshake.
+        if self.mode == Mode::Handshake
+            && !self.operational()
+            && GATED_NOTIFICATIONS.contains(&method.as_str())
+            && !envelope::names_subscription(params.as_ref())
+        {
             return Err(SessionError::NotInitialized { method });
         }
         self.transmit.push_back(Message::Notification(Notification { method, params }));
@@ -864,7 +871,12 @@ impl Session {
             let event = ProtocolEvent::TooManyRequests { id: r.id.clone(), method: r.method };
             return self.answer_error(r.id, ErrorCode::INTERNAL_ERROR, message, event);
         }
-        if self.mode == Mode::Handshake {
+        // A request that names its revision in `_meta` (2026-07-28) is served without the
+        // handshake, on the same connection: the gate is not its business. Read only when the
+        // gate would act, so requests of an initialized session never pay for it.
+        let gate_acts = (self.role == Role::Server && r.method == INITIALIZE)
+            || (!self.accepts_gated() && GATED_REQUESTS.contains(&r.method.as_str()));
+        if self.mode == Mode::Handshake && !(gate_acts && envelope::names_revision(r.params.as_ref())) {
             if self.role == Role::Server && r.method == INITIALIZE {
                 if self.state != State::AwaitingInitialize {
                     let message = "initialize was already received in this session".to_owned();
@@ -1275,6 +1287,26 @@ mod tests {
         // Once answered, the id may be used again.
         p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#), p.now);
         assert!(matches!(p.server.poll_event(), Some(Event::Request(r)) if r.method == "ping"));
+    }
+
+    #[test]
+    fn per_request_era_requests_pass_the_gate_on_a_handshake_connection() {
+        let mut p = Pair::new(Mode::Handshake);
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        for (id, method) in [(1, "tools/list"), (2, "initialize")] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{meta}}}}}"#);
+            p.server.handle_incoming(msg(&text), p.now);
+            assert!(matches!(p.server.poll_event(), Some(Event::Request(r)) if r.method == method), "{method}");
+        }
+        assert!(p.server.poll_transmit().is_none(), "the layer above answers those");
+        assert_eq!(p.server.state(), State::AwaitingInitialize, "no handshake began");
+        // Without the envelope, the gate holds.
+        p.server.handle_incoming(msg(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#), p.now);
+        assert!(p.server.poll_transmit().is_some_and(|m| m.to_string().contains("-32600")));
+        // A listen stream's notifications need no handshake either; others still do.
+        let tagged = raw(json!({"_meta": {"io.modelcontextprotocol/subscriptionId": 1}}));
+        assert!(p.server.notify("notifications/tools/list_changed", Some(tagged)).is_ok());
+        assert!(p.server.notify("notifications/tools/list_changed", None).is_err());
     }
 
     #[test]

@@ -45,6 +45,9 @@ impl ProtocolVersion {
     /// The newest revision negotiated through `initialize` (the handshake era).
     pub const LATEST_HANDSHAKE: ProtocolVersion = Self::V2025_11_25;
 
+    /// The revisions served per request, without a handshake (`_meta` names one of them).
+    pub const PER_REQUEST: [ProtocolVersion; 1] = [Self::V2026_07_28];
+
     /// The newest revision of all.
     pub const LATEST: ProtocolVersion = Self::V2026_07_28;
 

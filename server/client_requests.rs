@@ -16,9 +16,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::peer::RequestError;
+use crate::proto::envelope;
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject};
 use crate::proto::mcp_types::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams, ElicitRequestParams,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams, ElicitRequestParams,
     ElicitRequestURLParams, ElicitResult, ElicitationCompleteNotificationParams, ElicitationSchema, EmptyResult,
     ListRootsResult, RelatedTaskMetadata, RequestMeta, Root, UrlElicitationRequiredData, URL_ELICITATION_REQUIRED,
 };
@@ -36,6 +37,25 @@ pub enum ClientRequestError {
         /// The missing capability, e.g. `sampling.tools`.
         capability: &'static str,
     },
+    /// 2026-07-28: the request's `_meta` did not declare what this needs; as a tool's error
+    /// (`?`) it answers the request with -32021 `MissingRequiredClientCapability`.
+    MissingCapability {
+        /// The missing capability, e.g. `sampling`.
+        capability: &'static str,
+    },
+    /// 2026-07-28: a request served per request cannot send requests to the client.
+    NoBackChannel {
+        /// The method that could not be sent.
+        method: &'static str,
+    },
+    /// 2026-07-28: the client's input response under `key` does not fit the request's result;
+    /// as a tool's error (`?`) it answers the request with -32602.
+    InvalidInput {
+        /// The key of the input response.
+        key: String,
+        /// Why it does not fit.
+        reason: String,
+    },
     /// The request failed: the client answered with an error, it timed out, the connection
     /// ended.
     Request(RequestError),
@@ -49,6 +69,15 @@ impl fmt::Display for ClientRequestError {
             ClientRequestError::NotSupported { capability } => {
                 write!(f, "the client did not declare the {capability} capability")
             }
+            ClientRequestError::MissingCapability { capability } => {
+                write!(f, "the request's _meta did not declare the {capability} capability")
+            }
+            ClientRequestError::NoBackChannel { method } => {
+                write!(f, "{method} cannot be sent to the client of a per-request (2026-07-28) request")
+            }
+            ClientRequestError::InvalidInput { key, reason } => {
+                write!(f, "inputResponses[{key:?}] is not a valid answer: {reason}")
+            }
             ClientRequestError::Request(e) => e.fmt(f),
             ClientRequestError::InvalidResult(e) => write!(f, "the client's answer is not valid: {e}"),
         }
@@ -58,7 +87,10 @@ impl fmt::Display for ClientRequestError {
 impl std::error::Error for ClientRequestError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ClientRequestError::NotSupported { .. } => None,
+            ClientRequestError::NotSupported { .. }
+            | ClientRequestError::MissingCapability { .. }
+            | ClientRequestError::NoBackChannel { .. }
+            | ClientRequestError::InvalidInput { .. } => None,
             ClientRequestError::Request(e) => Some(e),
             ClientRequestError::InvalidResult(e) => Some(e),
         }
@@ -68,7 +100,7 @@ impl std::error::Error for ClientRequestError {
 impl ClientRequestError {
     /// Whether the request was refused before sending because the client lacks a capability.
     pub fn is_not_supported(&self) -> bool {
-        matches!(self, ClientRequestError::NotSupported { .. })
+        matches!(self, ClientRequestError::NotSupported { .. } | ClientRequestError::MissingCapability { .. })
     }
 }
 
@@ -76,8 +108,28 @@ impl ClientRequestError {
 /// works in handlers.
 impl From<ClientRequestError> for ToolError {
     fn from(e: ClientRequestError) -> Self {
-        ToolError::Failed(e.to_string())
+        match e {
+            ClientRequestError::MissingCapability { capability } => {
+                ToolError::Protocol(envelope::missing_capability(&required(capability), capability))
+            }
+            e @ ClientRequestError::InvalidInput { .. } => {
+                ToolError::Protocol(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}")))
+            }
+            e => ToolError::Failed(e.to_string()),
+        }
     }
+}
+
+/// The client capabilities object that declares `capability` (`sampling.tools` →
+/// `{"sampling": {"tools": {}}}`).
+fn required(capability: &str) -> ClientCapabilities {
+    let mut value = Value::Object(Map::new());
+    for part in capability.rsplit('.') {
+        let mut outer = Map::new();
+        outer.insert(part.to_owned(), value);
+        value = Value::Object(outer);
+    }
+    serde_json::from_value(value).unwrap_or_default()
 }
 
 /// The -32042 `URLElicitationRequired` error: the tool cannot go on until the user completed
@@ -90,11 +142,16 @@ pub fn url_elicitation_required(message: impl Into<String>, elicitations: Vec<El
     ToolError::Protocol(error)
 }
 
-fn refuse(capability: &'static str) -> ClientRequestError {
-    ClientRequestError::NotSupported { capability }
-}
-
 impl Context {
+    /// The refusal of a request the client did not declare a capability for.
+    fn refuse(&self, capability: &'static str) -> ClientRequestError {
+        if self.is_per_request() {
+            ClientRequestError::MissingCapability { capability }
+        } else {
+            ClientRequestError::NotSupported { capability }
+        }
+    }
+
     fn at_least(&self, version: ProtocolVersion) -> bool {
         self.protocol_version.is_none_or(|v| v >= version)
     }
@@ -106,6 +163,9 @@ impl Context {
         method: &'static str,
         params: impl Serialize + Send + Sync + 'static,
     ) -> Result<R, ClientRequestError> {
+        if self.is_per_request() {
+            return self.ask_in_result(method, params).await;
+        }
         let waiting = self.task.as_ref().map(|t| t.enter_input_required());
         let outcome = self
             .outgoing
@@ -114,6 +174,35 @@ impl Context {
         drop(waiting);
         let body = outcome.map_err(ClientRequestError::Request)?;
         body.decode::<R>().map_err(ClientRequestError::InvalidResult)
+    }
+
+    /// A 2026-07-28 ask: the answer from this round's input responses, or (none yet) the ask is
+    /// recorded and this future never completes: the dispatch stops the handler and answers
+    /// with an `InputRequiredResult` (see [`super::request_state`]).
+    async fn ask_in_result<R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: impl Serialize,
+    ) -> Result<R, ClientRequestError> {
+        if let Some(task) = self.task_ask.as_ref().and_then(|slot| slot.get()) {
+            let key = self.input_key.clone().unwrap_or_else(|| {
+                let n = task.asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                format!("{}-{n}", method.replace('/', "-"))
+            });
+            let params = serde_json::to_value(params).map_err(ClientRequestError::InvalidResult)?;
+            let answer = task.ask(key.clone(), serde_json::json!({"method": method, "params": params})).await;
+            return serde_json::from_value(answer)
+                .map_err(|e| ClientRequestError::InvalidInput { key, reason: e.to_string() });
+        }
+        let Some(round) = &self.input else { return Err(ClientRequestError::NoBackChannel { method }) };
+        let key = self.input_key.clone().unwrap_or_else(|| round.next_key(method));
+        if let Some(answer) = round.answers.get(&key) {
+            return serde_json::from_value(answer.clone())
+                .map_err(|e| ClientRequestError::InvalidInput { key, reason: e.to_string() });
+        }
+        let params = serde_json::to_value(params).map_err(ClientRequestError::InvalidResult)?;
+        round.ask(key, serde_json::json!({"method": method, "params": params}));
+        std::future::pending().await
     }
 
     /// `_meta` tying a request to this call's task, if it runs as one.
@@ -178,18 +267,18 @@ impl Context {
     pub async fn elicit_with(&self, params: ElicitRequestParams) -> Result<ElicitResult, ClientRequestError> {
         let caps = self.client_capabilities().and_then(|c| c.elicitation);
         let Some(caps) = caps.filter(|_| self.at_least(ProtocolVersion::V2025_06_18)) else {
-            return Err(refuse("elicitation"));
+            return Err(self.refuse("elicitation"));
         };
         match &params {
             ElicitRequestParams::Url(_) => {
                 if caps.url.is_none() || !self.at_least(ProtocolVersion::V2025_11_25) {
-                    return Err(refuse("elicitation.url"));
+                    return Err(self.refuse("elicitation.url"));
                 }
             }
             // An empty `elicitation` object means form mode.
             _ => {
                 if caps.form.is_none() && caps.url.is_some() {
-                    return Err(refuse("elicitation.form"));
+                    return Err(self.refuse("elicitation.form"));
                 }
             }
         }
@@ -205,7 +294,7 @@ impl Context {
     pub async fn elicitation_complete(&self, elicitation_id: impl Into<String>) -> Result<(), ClientRequestError> {
         let url = self.client_capabilities().and_then(|c| c.elicitation).and_then(|e| e.url);
         if url.is_none() {
-            return Err(refuse("elicitation.url"));
+            return Err(self.refuse("elicitation.url"));
         }
         let params = ElicitationCompleteNotificationParams {
             elicitation_id: elicitation_id.into(),
@@ -229,12 +318,12 @@ impl Context {
         mut params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ClientRequestError> {
         let Some(sampling) = self.client_capabilities().and_then(|c| c.sampling) else {
-            return Err(refuse("sampling"));
+            return Err(self.refuse("sampling"));
         };
         if (params.tools.is_some() || params.tool_choice.is_some())
             && (sampling.tools.is_none() || !self.at_least(ProtocolVersion::V2025_11_25))
         {
-            return Err(refuse("sampling.tools"));
+            return Err(self.refuse("sampling.tools"));
         }
         if params.meta.is_none() {
             params.meta = self.task_meta();
@@ -249,9 +338,9 @@ impl Context {
     /// [`ClientRequestError::NotSupported`] without `roots`.
     pub async fn list_roots(&self) -> Result<Vec<Root>, ClientRequestError> {
         if self.client_capabilities().and_then(|c| c.roots).is_none() {
-            return Err(refuse("roots"));
+            return Err(self.refuse("roots"));
         }
-        if let Some(roots) = self.connection.cached_roots() {
+        if let Some(roots) = self.connection.cached_roots().filter(|_| !self.is_per_request()) {
             return Ok(roots);
         }
         let result: ListRootsResult = self.ask("roots/list", Map::<String, Value>::new()).await?;

@@ -17,12 +17,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Waker;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use crate::peer::{Peer, RequestError};
+use crate::proto::envelope::Envelope;
 use crate::proto::jsonrpc::{Body, Id};
 use crate::proto::mcp_types::{
     ClientCapabilities, Implementation, LoggingLevel, LoggingMessageNotificationParams, ProgressNotificationParams,
@@ -154,6 +156,73 @@ impl Connection {
     }
 }
 
+/// One round of a 2026-07-28 request's asks (see [`super::request_state`]): the answers the
+/// client gave (this retry's `inputResponses` and those sealed in its `requestState`), and the
+/// asks of this run that have none yet.
+#[derive(Default)]
+pub(crate) struct InputRound {
+    pub(crate) answers: Map<String, Value>,
+    needed: Mutex<Map<String, Value>>,
+    asked: std::sync::atomic::AtomicUsize,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl InputRound {
+    pub(crate) fn new(answers: Map<String, Value>) -> InputRound {
+        InputRound { answers, ..InputRound::default() }
+    }
+
+    /// The key of an ask made without [`Context::with_input_key`]: the method and the ask's
+    /// place in the run (`elicitation-create-0`), the same on every run of the handler.
+    pub(super) fn next_key(&self, method: &str) -> String {
+        let n = self.asked.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{n}", method.replace('/', "-"))
+    }
+
+    /// Records an ask without an answer and wakes the run, which then stops.
+    pub(super) fn ask(&self, key: String, request: Value) {
+        self.needed.lock().expect("input lock").insert(key, request);
+        if let Some(waker) = self.waker.lock().expect("input lock").take() {
+            waker.wake();
+        }
+    }
+
+    /// Whether this run made an ask that has no answer.
+    pub(crate) fn has_needed(&self) -> bool {
+        !self.needed.lock().expect("input lock").is_empty()
+    }
+
+    /// The asks of this run without an answer (`inputRequests`).
+    pub(crate) fn take_needed(&self) -> Map<String, Value> {
+        std::mem::take(&mut *self.needed.lock().expect("input lock"))
+    }
+}
+
+/// Runs `work` until it completes (`Some`), or, in a 2026-07-28 request, until it waits on an
+/// ask this round has no answer for (`None`; `work` is dropped with the future).
+pub(crate) struct UntilInput<F> {
+    pub(crate) work: F,
+    pub(crate) round: Option<Arc<InputRound>>,
+}
+
+impl<F: Future + Unpin> Future for UntilInput<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        if let std::task::Poll::Ready(output) = Pin::new(&mut self.work).poll(cx) {
+            return std::task::Poll::Ready(Some(output));
+        }
+        match &self.round {
+            Some(round) if !round.needed.lock().expect("input lock").is_empty() => std::task::Poll::Ready(None),
+            Some(round) => {
+                *round.waker.lock().expect("input lock") = Some(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
 /// Set once when the request is cancelled (by `notifications/cancelled` or `tasks/cancel`).
 /// One small allocation per call (a `watch` channel, used before, cost a larger one and a
 /// wake-all on every drop).
@@ -191,6 +260,15 @@ pub struct Context {
     pub(crate) id: Id,
     pub(crate) meta: Option<RequestMeta>,
     pub(crate) protocol_version: Option<ProtocolVersion>,
+    /// What a 2026-07-28 request said of its client in `_meta` (`None` in the handshake era).
+    pub(crate) envelope: Option<Arc<Envelope>>,
+    /// A 2026-07-28 request's answers to its asks, and the asks still open (MRTR).
+    pub(crate) input: Option<Arc<InputRound>>,
+    /// The key the next ask gets in `inputRequests` ([`Context::with_input_key`]).
+    pub(crate) input_key: Option<String>,
+    /// Set once a 2026-07-28 call of the tasks extension became a task: its asks then park the
+    /// task until `tasks/update` answers.
+    pub(crate) task_ask: Option<Arc<std::sync::OnceLock<super::task_extension::TaskAsk>>>,
     pub(crate) outgoing: Arc<dyn Outgoing>,
     pub(crate) connection: Arc<Connection>,
     pub(crate) cancel: CancelFlag,
@@ -219,19 +297,58 @@ impl Context {
         self.meta.as_ref()
     }
 
-    /// The protocol version negotiated for this session.
+    /// The protocol version of this request: the one its `_meta` names (2026-07-28), or the
+    /// one negotiated for the session.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         self.protocol_version
     }
 
-    /// What the client declared in `initialize` (`None` before it did).
-    pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        self.connection.client_capabilities()
+    /// Whether this request is served per request (2026-07-28: no session, no requests to
+    /// the client).
+    pub fn is_per_request(&self) -> bool {
+        self.envelope.is_some()
     }
 
-    /// Who the client said it is in `initialize`.
+    /// What the client declared: in this request's `_meta` (2026-07-28), else in `initialize`
+    /// (`None` before it did).
+    pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
+        match &self.envelope {
+            Some(envelope) => Some(envelope.client_capabilities.clone()),
+            None => self.connection.client_capabilities(),
+        }
+    }
+
+    /// Who the client said it is: in this request's `_meta` (2026-07-28), else in `initialize`.
     pub fn client_info(&self) -> Option<Implementation> {
-        self.connection.client_info()
+        match &self.envelope {
+            Some(envelope) => envelope.client_info.clone(),
+            None => self.connection.client_info(),
+        }
+    }
+
+    /// The log level this request asked for (`_meta` `logLevel`, 2026-07-28), or the
+    /// session's `logging/setLevel`.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        match &self.envelope {
+            Some(envelope) => envelope.log_level,
+            None => self.connection.log_level(),
+        }
+    }
+
+    /// This context, with `key` as the key of its next request to the client in a 2026-07-28
+    /// `inputRequests` (otherwise the key is the method and the ask's place in the handler's
+    /// run). The client answers under the same key; handshake-era requests ignore it.
+    pub fn with_input_key(&self, key: impl Into<String>) -> Context {
+        Context { input_key: Some(key.into()), ..self.clone() }
+    }
+
+    /// A point where the handler waits: in a 2026-07-28 call of a task tool for a client of the
+    /// tasks extension, the call becomes a task here (answered with its `CreateTaskResult`;
+    /// what follows runs in the background, and requests to the client park the task until
+    /// `tasks/update`). What the handler asked before this point was gathered by MRTR rounds.
+    /// Anywhere else it only yields once.
+    pub async fn run_as_task(&self) {
+        tokio::task::yield_now().await;
     }
 
     /// The id of the task this call runs as, when the client asked for a task.
@@ -290,8 +407,12 @@ impl Context {
 
     /// Whether a message at `level` would be sent (the client's `logging/setLevel` threshold;
     /// everything when it set none).
+    /// In the per-request era a request without `logLevel` gets no log messages at all.
     pub fn log_enabled(&self, level: LoggingLevel) -> bool {
-        self.connection.log_level().is_none_or(|min| level >= min)
+        match &self.envelope {
+            Some(envelope) => envelope.log_level.is_some_and(|min| level >= min),
+            None => self.connection.log_level().is_none_or(|min| level >= min),
+        }
     }
 
     /// Sends a log message (`notifications/message`) related to this call, unless the client

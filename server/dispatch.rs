@@ -4,30 +4,92 @@
 //! limit, aborts a call the client cancelled, turns a panic into -32603, and counts what is in
 //! flight so that shutdown can wait for it.
 //!
+//! The era is decided per request: one whose `_meta` names a revision served per request
+//! (2026-07-28) is answered from that envelope ([`Era::PerRequest`]: no handshake, removed
+//! methods -32601, its result stamped; MRTR rounds and the tasks extension); any other as the
+//! session's handshake says.
+//!
 //! Not here: the lifecycle gate, duplicate ids and the in-flight cap (the session core answers
 //! those before a request gets here), or framing errors (the peer's default `on_malformed`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
 
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::AbortHandle;
 
-use super::context::{cancel_pair, Canceller, Connection, Outgoing};
+use super::context::{cancel_pair, Canceller, Connection, InputRound, Outgoing, UntilInput};
 use super::registry::SessionState;
+use super::request_state::Binding;
+use super::task_extension::{self, TaskAsk};
 use super::tasks::{TaskLink, TaskStore};
 use super::tool::Context;
 use super::{schema, Inner, SUPPORTED_VERSIONS};
 use crate::peer::{Handler, Peer};
+use crate::proto::envelope::{self, Envelope, ResultStamp};
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Notification, Request};
 use crate::proto::mcp_types::{
-    CallToolOutput, CallToolRequestParams, CallToolResult, CapabilityObject, CreateTaskResult, EmptyResult,
-    InitializeRequestParams, InitializeResult, ListTasksRequestParams, ListToolsRequestParams, ListToolsResult,
-    RequestMeta, ServerTaskRequests, ServerTasksCapability, TaskIdParams, TaskSupport, ToolsTaskRequests,
+    CallToolOutput, CallToolRequestParams, CallToolResult, CapabilityObject, CreateTaskResult, DiscoverResult,
+    EmptyResult, InitializeRequestParams, InitializeResult, ListTasksRequestParams, ListToolsRequestParams,
+    ListToolsResult, RequestMeta, ResultMeta, ResultType, ServerTaskRequests, ServerTasksCapability, TaskIdParams,
+    TaskSupport, ToolsTaskRequests,
 };
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
+
+/// The era a request is served in, and what its answer needs.
+#[derive(Clone, Default)]
+pub(crate) enum Era {
+    /// The handshake era: the session's `initialize` said who the client is.
+    #[default]
+    Handshake,
+    /// 2026-07-28: the request's `_meta` says it, and its result gets `resultType` (plus the
+    /// caching fields of a cacheable result and the server's identity).
+    PerRequest(Arc<PerRequest>),
+}
+
+/// What a 2026-07-28 request carried and what its result is stamped with.
+pub(crate) struct PerRequest {
+    pub(crate) envelope: Arc<Envelope>,
+    pub(crate) stamp: ResultStamp,
+}
+
+impl Era {
+    /// The outcome as it goes out: a 2026-07-28 result stamped, anything else as it is.
+    pub(crate) fn finish(&self, outcome: Result<Body, ErrorObject>) -> Result<Body, ErrorObject> {
+        match self {
+            Era::Handshake => outcome,
+            Era::PerRequest(request) => outcome.and_then(|body| {
+                envelope::stamp_result(body, &request.stamp).map_err(|e| {
+                    ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("the result does not serialize: {e}"))
+                })
+            }),
+        }
+    }
+
+    /// The request's envelope, in the per-request era.
+    pub(crate) fn envelope(&self) -> Option<Arc<Envelope>> {
+        match self {
+            Era::Handshake => None,
+            Era::PerRequest(request) => Some(request.envelope.clone()),
+        }
+    }
+}
+
+/// Methods that 2026-07-28 removed: a per-request client that sends them gets -32601.
+const REMOVED_IN_PER_REQUEST_ERA: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tasks/result",
+    "tasks/list",
+];
 
 /// Counts work in flight; [`Tracker::wait_idle`] waits until there is none.
 #[derive(Clone, Default)]
@@ -115,6 +177,11 @@ pub(crate) struct Dispatcher {
     pub(super) session: (u64, Arc<SessionState>),
     pub(super) connection: Arc<Connection>,
     tasks: Arc<TaskStore>,
+    /// This connection's `subscriptions/listen` requests and their keys in the registry.
+    pub(super) listeners: Mutex<HashMap<Id, u64>>,
+    /// The transport serves one exchange (stateless HTTP): when it ends, the client is gone
+    /// and what still runs is cancelled (2026-07-28: closing the stream cancels).
+    pub(crate) cancel_on_close: bool,
 }
 
 pub(super) fn invalid_params(e: impl std::fmt::Display) -> ErrorObject {
@@ -144,6 +211,8 @@ impl Dispatcher {
             input_error: Arc::default(),
             connection,
             tasks: Arc::default(),
+            listeners: Mutex::default(),
+            cancel_on_close: false,
         }
     }
 
@@ -157,8 +226,8 @@ impl Dispatcher {
 
     /// Records `outcome` as the answer to `id` now (so that an `initialize` answered here opens
     /// the gate for the requests read after it) and sends it from a tracked task.
-    pub(super) fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, outcome: Result<Body, ErrorObject>) {
-        let queued = peer.respond_now(&id, outcome);
+    pub(super) fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, era: &Era, outcome: Result<Body, ErrorObject>) {
+        let queued = peer.respond_now(&id, era.finish(outcome));
         let guard = self.tracker.enter();
         tokio::spawn(async move {
             let _ = queued.send().await;
@@ -207,18 +276,24 @@ impl Dispatcher {
     }
 
     /// The context of a handler serving request `id`.
-    fn context<T: Transport>(
+    pub(super) fn context<T: Transport>(
         &self,
         peer: &Peer<T>,
         id: &Id,
         meta: Option<RequestMeta>,
         task: Option<TaskLink>,
+        era: &Era,
     ) -> (Context, Canceller) {
         let (canceller, cancel) = cancel_pair();
+        let envelope = era.envelope();
         let context = Context {
             id: id.clone(),
             meta,
-            protocol_version: peer.protocol_version(),
+            protocol_version: envelope.as_ref().map(|e| e.protocol_version).or_else(|| peer.protocol_version()),
+            envelope,
+            input: None,
+            input_key: None,
+            task_ask: None,
             outgoing: Arc::new(peer.clone()),
             connection: self.connection.clone(),
             cancel,
@@ -238,7 +313,7 @@ impl Dispatcher {
     fn task_result<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
         let params = match Self::task_params(params) {
             Ok(p) => p,
-            Err(e) => return self.answer(peer, id, Err(e)),
+            Err(e) => return self.answer(peer, id, &Era::Handshake, Err(e)),
         };
         let tasks = self.tasks.clone();
         let peer = peer.clone();
@@ -265,7 +340,7 @@ impl Dispatcher {
         let ttl = params.task.as_ref().and_then(|t| t.ttl);
         let (task, link) = self.tasks.create(ttl);
         let task_id = task.task_id.clone();
-        let (context, canceller) = self.context(peer, &id, params.meta, Some(link));
+        let (context, canceller) = self.context(peer, &id, params.meta, Some(link), &Era::Handshake);
         // Checked as for a plain call; a task whose arguments fail the input schema ends at once
         // with that tool error as its result, and the handler never runs.
         let checked = schema::check_arguments(&tool, params.arguments.unwrap_or_default());
@@ -288,7 +363,12 @@ impl Dispatcher {
                 tasks.finish(&finished_id, outcome);
             }
         });
-        self.answer(peer, id, Ok(Body::typed(CreateTaskResult { task, meta: None, extra: Default::default() })));
+        self.answer(
+            peer,
+            id,
+            &Era::Handshake,
+            Ok(Body::typed(CreateTaskResult { task, meta: None, extra: Default::default() })),
+        );
     }
 
     fn list_tools(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
@@ -302,39 +382,87 @@ impl Dispatcher {
         }))
     }
 
-    fn call_tool<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+    fn call_tool<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
         let params = match params {
             None => Err(invalid_params("tools/call needs params")),
             Some(body) => body.into_decoded::<CallToolRequestParams>().map_err(invalid_params),
         };
         let params = match params {
             Ok(params) => params,
-            Err(e) => return self.answer(peer, id, Err(e)),
+            Err(e) => return self.answer(peer, id, era, Err(e)),
         };
         let Some(registered) = self.inner.registry.tools.read().expect("tools lock").get(&params.name) else {
             let result = super::error_result(format!("Tool {} not found", params.name));
-            return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(result))));
+            return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(result))));
         };
+        let param_headers = match era {
+            Era::PerRequest(_) => peer.transport().param_headers(&id),
+            Era::Handshake => None,
+        };
+        if let Some(headers) = param_headers {
+            let arguments = params.arguments.clone().unwrap_or_default();
+            let header = |name: &str| {
+                let mut values = headers.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str());
+                let first = values.next();
+                if values.next().is_some() {
+                    Err(())
+                } else {
+                    Ok(first)
+                }
+            };
+            if let Err(mismatch) = envelope::check_param_headers(&registered.tool.input_schema, &arguments, header) {
+                return self.answer(peer, id, era, Err(mismatch));
+            }
+        }
         let handler = registered.handler.clone();
-        match (task_support(&registered.tool), params.task.is_some()) {
+        if let Era::PerRequest(request) = era {
+            // 2026-07-28: the server decides; a legacy `task` param changes nothing.
+            let declared = task_extension::declared(&request.envelope.client_capabilities);
+            match task_support(&registered.tool) {
+                TaskSupport::Required if !declared => {
+                    let required = task_extension::required_capabilities();
+                    let error = envelope::missing_capability(&required, task_extension::TASKS_EXTENSION);
+                    return self.answer(peer, id, era, Err(error));
+                }
+                TaskSupport::Required | TaskSupport::Optional if declared => {
+                    return self.start_extension_task(peer, id, params, registered.tool.clone(), handler, era);
+                }
+                _ => {}
+            }
+        }
+        match (task_support(&registered.tool), params.task.is_some() && matches!(era, Era::Handshake)) {
             (TaskSupport::Required, false) => {
                 let message = format!("Tool {} requires task-augmented execution", params.name);
-                return self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
+                return self.answer(peer, id, era, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
             }
             (TaskSupport::Required | TaskSupport::Optional, true) => {
                 return self.start_task(peer, id, params, registered.tool.clone(), handler)
             }
             (_, true) => {
                 let message = format!("Tool {} does not support task-augmented execution", params.name);
-                return self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
+                return self.answer(peer, id, era, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
             }
             _ => {}
         }
         let args = match schema::check_arguments(&registered.tool, params.arguments.unwrap_or_default()) {
             Ok(args) => args,
-            Err(result) => return self.answer(peer, id, Ok(Body::typed(CallToolOutput::Result(*result)))),
+            Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let (context, canceller) = self.context(peer, &id, params.meta, None);
+        let input = match self.input_round(
+            era,
+            "tools/call",
+            &params.name,
+            || Value::Object(args.clone()),
+            params.input_responses.as_ref(),
+            params.request_state.as_deref(),
+        ) {
+            Ok(input) => input,
+            Err(e) => return self.answer(peer, id, era, Err(e)),
+        };
+        let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
+        context.input = input.as_ref().map(|(round, _)| round.clone());
+        // Only a 2026 request may need the server's key (for its `requestState`).
+        let inner = input.as_ref().map(|_| self.inner.clone());
         let semaphore = self.semaphore.clone();
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
         let guard = self.tracker.enter();
@@ -342,6 +470,7 @@ impl Dispatcher {
         let peer = peer.clone();
         let name = params.name;
         let request_id = id.clone();
+        let finish = era.clone();
         // One future runs the handler and answers: aborting its task (the client cancelled)
         // drops the handler and sends nothing; a panic inside the handler is caught and
         // answered -32603.
@@ -349,18 +478,26 @@ impl Dispatcher {
             let joined = {
                 // The semaphore is never closed.
                 let _permit = semaphore.acquire_owned().await;
-                CatchUnwind(handler(args, context)).await
+                let round = input.as_ref().map(|(round, _)| round.clone());
+                CatchUnwind(UntilInput { work: handler(args, context), round }).await
             };
             forget_running(&running, &request_id, serial);
             let outcome = match joined {
-                Ok(Ok(result)) => Ok(result),
-                Ok(Err(error)) => error.into_outcome(&name),
+                Ok(Some(Ok(result))) => Ok(result),
+                Ok(Some(Err(error))) => error.into_outcome(&name),
+                Ok(None) => {
+                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
+                    let inner = inner.as_ref().expect("kept with the round");
+                    let _ = peer.respond(&request_id, finish.finish(Ok(input_required(inner, round, binding)))).await;
+                    drop(guard);
+                    return;
+                }
                 Err(payload) => Err(panicked(&name, payload)),
             };
             // Typed as the method's output type, so an in-process client takes it as is.
             let outcome = outcome
                 .map(|result| Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, result))));
-            let _ = peer.respond(&request_id, outcome).await;
+            let _ = peer.respond(&request_id, finish.finish(outcome)).await;
             drop(guard);
         });
         // Polled once here, on the reader: a call that never waits (a permit is free, the tool
@@ -376,6 +513,291 @@ impl Dispatcher {
             // It ended before it was registered: nothing is left to cancel.
             forget_running(&self.running, &id, serial);
         }
+    }
+}
+
+impl Dispatcher {
+    /// A request of the handshake era (its `_meta` names no revision).
+    fn handshake_request<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>) {
+        let era = &Era::Handshake;
+        match method {
+            "initialize" => {
+                let outcome = self.initialize(params);
+                self.answer(peer, id, era, outcome);
+            }
+            "ping" => self.answer(peer, id, era, Ok(Body::typed(EmptyResult::default()))),
+            "server/discover" => self.answer(peer, id, era, Ok(self.discover())),
+            "tools/list" => {
+                let outcome = self.list_tools(params);
+                self.answer(peer, id, era, outcome);
+            }
+            "tools/call" => self.call_tool(peer, id, params, era),
+            "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete"
+            | "logging/setLevel" => self.feature(peer, id, method, params, era),
+            "tasks/get" => {
+                let outcome = Self::task_params(params).and_then(|p| self.tasks.get(&p.task_id)).map(Body::typed);
+                self.answer(peer, id, era, outcome);
+            }
+            "tasks/cancel" => {
+                let outcome = Self::task_params(params).and_then(|p| self.tasks.cancel(&p.task_id)).map(Body::typed);
+                self.answer(peer, id, era, outcome);
+            }
+            "tasks/list" => {
+                let outcome = params_or_default::<ListTasksRequestParams>(params)
+                    .and_then(|p| self.tasks.list(p.cursor.as_deref()))
+                    .map(Body::typed);
+                self.answer(peer, id, era, outcome);
+            }
+            "tasks/result" => self.task_result(peer, id, params),
+            _ => self.answer(peer, id, era, Err(method_not_found())),
+        }
+    }
+
+    /// A 2026-07-28 request: served from what its `_meta` says, whatever the connection did
+    /// before; its result is stamped.
+    fn per_request<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        method: &str,
+        params: Option<Body>,
+        envelope: Envelope,
+    ) {
+        if REMOVED_IN_PER_REQUEST_ERA.contains(&method) {
+            return self.answer(peer, id, &Era::Handshake, Err(method_not_found()));
+        }
+        let tasks_declared = task_extension::declared(&envelope.client_capabilities);
+        let hint = self.inner.cache_hints.get(method);
+        let stamp = ResultStamp {
+            ttl_ms: hint.as_ref().map(|h| h.ttl_ms),
+            cache_scope: hint.map(|h| h.scope.clone()),
+            server_info: Some(self.inner.info.clone()),
+        };
+        let era = &Era::PerRequest(Arc::new(PerRequest { envelope: Arc::new(envelope), stamp }));
+        match method {
+            "server/discover" => self.answer(peer, id, era, Ok(self.discover())),
+            "tools/list" => {
+                let outcome = self.list_tools(params);
+                self.answer(peer, id, era, outcome);
+            }
+            "tools/call" => self.call_tool(peer, id, params, era),
+            "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete" => self.feature(peer, id, method, params, era),
+            "subscriptions/listen" => self.listen(peer, id, params, era),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if !tasks_declared => {
+                let required = task_extension::required_capabilities();
+                self.answer(
+                    peer,
+                    id,
+                    era,
+                    Err(envelope::missing_capability(&required, task_extension::TASKS_EXTENSION)),
+                )
+            }
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                let outcome = self.extension_task_request(method, params);
+                self.answer(peer, id, era, outcome);
+            }
+            _ => self.answer(peer, id, era, Err(method_not_found())),
+        }
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel` of the 2026-07-28 tasks extension.
+    fn extension_task_request(&self, method: &str, params: Option<Body>) -> Result<Body, ErrorObject> {
+        #[derive(Clone, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct TaskParams {
+            task_id: String,
+            #[serde(default)]
+            input_responses: Option<Map<String, Value>>,
+        }
+        let params: TaskParams = match params {
+            None => return Err(invalid_params(format!("{method} needs params"))),
+            Some(body) => body.into_decoded().map_err(invalid_params)?,
+        };
+        let tasks = &self.inner.task_registry;
+        match method {
+            "tasks/get" => tasks.get(&params.task_id).map(Body::typed),
+            "tasks/update" => tasks
+                .update(&params.task_id, &params.input_responses.unwrap_or_default())
+                .map(|()| Body::typed(EmptyResult::default())),
+            _ => tasks.cancel(&params.task_id).map(|()| Body::typed(EmptyResult::default())),
+        }
+    }
+
+    /// Runs a 2026-07-28 call of a task tool for a client of the tasks extension. The handler
+    /// runs synchronously until it would wait: if it finished, the answer is its result (the
+    /// extension allows that shortcut); if it asked for input, an `InputRequiredResult` (input
+    /// gathered by MRTR before any task exists); otherwise the call becomes a task — the answer
+    /// is the flat `CreateTaskResult` and the same handler goes on in the background, its asks
+    /// from then on parking the task until `tasks/update` ([`Context::run_as_task`] is such a
+    /// point of waiting, for a handler that wants its asks to park the task).
+    fn start_extension_task<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        params: CallToolRequestParams,
+        tool: crate::proto::mcp_types::Tool,
+        handler: super::tool::ToolFn,
+        era: &Era,
+    ) {
+        let args = match schema::check_arguments(&tool, params.arguments.unwrap_or_default()) {
+            Ok(args) => args,
+            Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
+        };
+        let responses = params.input_responses.as_ref();
+        let state = params.request_state.as_deref();
+        let (round, binding) =
+            match self.input_round(era, "tools/call", &params.name, || Value::Object(args.clone()), responses, state) {
+                Ok(Some(input)) => input,
+                Ok(None) => {
+                    return self.answer(peer, id, era, Err(invalid_params("a task needs a 2026-07-28 request")))
+                }
+                Err(e) => return self.answer(peer, id, era, Err(e)),
+            };
+        let slot: Arc<std::sync::OnceLock<TaskAsk>> = Arc::default();
+        let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
+        context.input = Some(round.clone());
+        context.task_ask = Some(slot.clone());
+        let mut work = handler(args, context);
+        let (inner, peer, era, guard, name) =
+            (self.inner.clone(), peer.clone(), era.clone(), self.tracker.enter(), params.name);
+        tokio::spawn(async move {
+            enum Phase {
+                Done(Box<Result<CallToolResult, super::ToolError>>),
+                Panicked(Box<dyn std::any::Any + Send>),
+                NeedsInput,
+                Waits,
+            }
+            let phase = std::future::poll_fn(|cx| {
+                let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.as_mut().poll(cx)));
+                std::task::Poll::Ready(match polled {
+                    Err(payload) => Phase::Panicked(payload),
+                    Ok(std::task::Poll::Ready(output)) => Phase::Done(Box::new(output)),
+                    Ok(std::task::Poll::Pending) if round.has_needed() => Phase::NeedsInput,
+                    Ok(std::task::Poll::Pending) => Phase::Waits,
+                })
+            })
+            .await;
+            let outcome = match phase {
+                Phase::Done(done) => match *done {
+                    Ok(result) => Ok(Body::typed(CallToolOutput::Result(schema::check_output(&tool, result)))),
+                    Err(error) => error.into_outcome(&name).map(|result| Body::typed(CallToolOutput::Result(result))),
+                },
+                Phase::Panicked(payload) => Err(panicked(&name, payload)),
+                Phase::NeedsInput => Ok(input_required(&inner, &round, &binding)),
+                Phase::Waits => {
+                    let registry = inner.task_registry.clone();
+                    let (task_id, created, input) = match registry.create() {
+                        Ok(created) => created,
+                        Err(full) => {
+                            // The handler is dropped unfinished: the client may retry later.
+                            let _ = peer.respond(&id, Err(full)).await;
+                            drop(guard);
+                            return;
+                        }
+                    };
+                    let ask =
+                        TaskAsk { registry: registry.clone(), task_id: task_id.clone(), input, asked: Arc::default() };
+                    let _ = slot.set(ask);
+                    let running = tokio::spawn(async move {
+                        let result = work.await?;
+                        Ok(schema::check_output(&tool, result))
+                    });
+                    registry.set_running(&task_id, running.abort_handle(), canceller);
+                    tokio::spawn(async move {
+                        if let Some(outcome) = outcome_of(running.await, &name) {
+                            registry.finish(&task_id, outcome);
+                        }
+                    });
+                    Ok(Body::typed(created))
+                }
+            };
+            let _ = peer.respond(&id, era.finish(outcome)).await;
+            drop(guard);
+        });
+    }
+
+    /// `server/discover` (2026-07-28, answered in both eras): the revisions served per
+    /// request, our capabilities, identity and instructions.
+    fn discover(&self) -> Body {
+        let hint = self.inner.cache_hints.get("server/discover").unwrap_or_default();
+        let mut capabilities = self.inner.features.capabilities();
+        if self.tasks_capability().is_some() {
+            let mut extensions = Map::new();
+            extensions.insert(task_extension::TASKS_EXTENSION.to_owned(), Value::Object(Map::new()));
+            capabilities.extensions = Some(extensions);
+        }
+        Body::typed(DiscoverResult {
+            supported_versions: ProtocolVersion::PER_REQUEST.iter().map(|v| v.as_str().to_owned()).collect(),
+            capabilities,
+            instructions: self.inner.instructions.clone(),
+            result_type: Some(ResultType::Complete),
+            ttl_ms: Some(hint.ttl_ms),
+            cache_scope: Some(hint.scope),
+            meta: Some(ResultMeta { server_info: Some(self.inner.info.clone()), ..ResultMeta::default() }),
+            extra: Default::default(),
+        })
+    }
+}
+
+fn method_not_found() -> ErrorObject {
+    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")
+}
+
+/// The answer of a 2026-07-28 request whose handler stopped on asks without answers: the asks,
+/// and every answer so far sealed in `requestState`.
+pub(super) fn input_required(inner: &Inner, round: &InputRound, binding: &Binding) -> Body {
+    let state = inner.state_key.seal(binding, &round.answers, SystemTime::now());
+    Body::typed(serde_json::json!({
+        "resultType": "input_required",
+        "inputRequests": round.take_needed(),
+        "requestState": state,
+    }))
+}
+
+impl Dispatcher {
+    /// The round of a 2026-07-28 request that may ask the client for input (MRTR): the answers
+    /// in its `requestState` (opened for this very request) and its `inputResponses`. `None`
+    /// in the handshake era.
+    ///
+    /// # Errors
+    /// -32602 for a `requestState` that does not open or input responses that are not objects.
+    pub(super) fn input_round(
+        &self,
+        era: &Era,
+        method: &str,
+        target: &str,
+        arguments: impl FnOnce() -> Value,
+        responses: Option<&Map<String, Value>>,
+        state: Option<&str>,
+    ) -> Result<Option<(Arc<InputRound>, Binding)>, ErrorObject> {
+        if matches!(era, Era::Handshake) {
+            return Ok(None);
+        }
+        // Read only in the per-request era: the handshake era's hot path copies nothing here.
+        let binding = Binding::new(method, target, &arguments());
+        let mut answers = match state {
+            Some(token) => self.inner.state_key.open(token, &binding, SystemTime::now()).map_err(invalid_params)?,
+            None => Map::new(),
+        };
+        for (key, answer) in responses.into_iter().flatten() {
+            if !answer.is_object() {
+                return Err(invalid_params(format!("inputResponses[{key:?}] must be an object")));
+            }
+            answers.insert(key.clone(), answer.clone());
+        }
+        Ok(Some((Arc::new(InputRound::new(answers)), binding)))
     }
 }
 
@@ -427,42 +849,10 @@ impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
 impl<T: Transport> Handler<T> for Dispatcher {
     fn on_request(&self, peer: &Peer<T>, request: Request) {
         let Request { id, method, params } = request;
-        match method.as_str() {
-            "initialize" => {
-                let outcome = self.initialize(params);
-                self.answer(peer, id, outcome);
-            }
-            "ping" => self.answer(peer, id, Ok(Body::typed(EmptyResult::default()))),
-            "tools/list" => {
-                let outcome = self.list_tools(params);
-                self.answer(peer, id, outcome);
-            }
-            "tools/call" => self.call_tool(peer, id, params),
-            "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-            | "prompts/list"
-            | "prompts/get"
-            | "completion/complete"
-            | "logging/setLevel" => self.feature(peer, id, &method, params),
-            "tasks/get" => {
-                let outcome = Self::task_params(params).and_then(|p| self.tasks.get(&p.task_id)).map(Body::typed);
-                self.answer(peer, id, outcome);
-            }
-            "tasks/cancel" => {
-                let outcome = Self::task_params(params).and_then(|p| self.tasks.cancel(&p.task_id)).map(Body::typed);
-                self.answer(peer, id, outcome);
-            }
-            "tasks/list" => {
-                let outcome = params_or_default::<ListTasksRequestParams>(params)
-                    .and_then(|p| self.tasks.list(p.cursor.as_deref()))
-                    .map(Body::typed);
-                self.answer(peer, id, outcome);
-            }
-            "tasks/result" => self.task_result(peer, id, params),
-            _ => self.answer(peer, id, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found"))),
+        match envelope::read(params.as_ref(), &ProtocolVersion::PER_REQUEST) {
+            None => self.handshake_request(peer, id, &method, params),
+            Some(Err(refused)) => self.answer(peer, id, &Era::Handshake, Err(refused)),
+            Some(Ok(envelope)) => self.per_request(peer, id, &method, params, envelope),
         }
     }
 
@@ -473,6 +863,7 @@ impl<T: Transport> Handler<T> for Dispatcher {
     }
 
     fn on_cancelled(&self, _peer: &Peer<T>, id: &Id) {
+        self.stop_listening(id);
         if let Some((_, handle, canceller)) = self.running.lock().expect("running lock").remove(id) {
             canceller.cancel();
             handle.abort();
@@ -486,6 +877,13 @@ impl<T: Transport> Handler<T> for Dispatcher {
     fn on_closed(&self, error: Option<&TransportError>) {
         self.inner.registry.close_session(self.session.0, &self.session.1);
         self.tasks.abort_all();
+        self.stop_all_listening();
+        if self.cancel_on_close {
+            for (_, (_, handle, canceller)) in self.running.lock().expect("running lock").drain() {
+                canceller.cancel();
+                handle.abort();
+            }
+        }
         if let Some(e) = error {
             *self.input_error.lock().expect("input error lock") = Some(e.to_string());
         }

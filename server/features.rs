@@ -11,7 +11,8 @@
 
 use std::future::Future;
 
-use super::dispatch::{invalid_params, params_or_default, Dispatcher};
+use super::context::UntilInput;
+use super::dispatch::{input_required, invalid_params, params_or_default, Dispatcher, Era};
 use super::{completion, pagination, prompts, resources};
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id};
@@ -21,6 +22,7 @@ use crate::proto::mcp_types::{
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
 };
 use crate::transport::Transport;
+use serde_json::Value;
 
 fn method_not_found() -> ErrorObject {
     ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")
@@ -38,7 +40,7 @@ fn required<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
 
 impl Dispatcher {
     /// Answers one of the methods of this module.
-    pub(super) fn feature<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>) {
+    pub(super) fn feature<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>, era: &Era) {
         let features = self.inner.features;
         let offered = match method {
             "resources/list"
@@ -51,18 +53,18 @@ impl Dispatcher {
             _ => true,
         };
         if !offered {
-            return self.answer(peer, id, Err(method_not_found()));
+            return self.answer(peer, id, era, Err(method_not_found()));
         }
         match method {
             "resources/list" => {
                 let outcome = self.list_resources(params);
-                self.answer(peer, id, outcome);
+                self.answer(peer, id, era, outcome);
             }
             "resources/templates/list" => {
                 let outcome = self.list_templates(params);
-                self.answer(peer, id, outcome);
+                self.answer(peer, id, era, outcome);
             }
-            "resources/read" => self.read_resource(peer, id, params),
+            "resources/read" => self.read_resource(peer, id, params, era),
             "resources/subscribe" | "resources/unsubscribe" => {
                 let outcome = required::<SubscribeRequestParams>(method, params).map(|p| {
                     let mut subscriptions = self.session.1.subscriptions.lock().expect("subscriptions lock");
@@ -73,14 +75,14 @@ impl Dispatcher {
                     }
                     Body::typed(EmptyResult::default())
                 });
-                self.answer(peer, id, outcome);
+                self.answer(peer, id, era, outcome);
             }
             "prompts/list" => {
                 let outcome = self.list_prompts(params);
-                self.answer(peer, id, outcome);
+                self.answer(peer, id, era, outcome);
             }
-            "prompts/get" => self.get_prompt(peer, id, params),
-            "completion/complete" => self.complete(peer, id, params),
+            "prompts/get" => self.get_prompt(peer, id, params, era),
+            "completion/complete" => self.complete(peer, id, params, era),
             "logging/setLevel" => {
                 let outcome = required::<SetLevelRequestParams>(method, params).map(|p| {
                     // One level for both log paths: `Server::log` and handlers' `Context::log`.
@@ -88,9 +90,9 @@ impl Dispatcher {
                     *self.session.1.level.lock().expect("level lock") = Some(p.level);
                     Body::typed(EmptyResult::default())
                 });
-                self.answer(peer, id, outcome);
+                self.answer(peer, id, era, outcome);
             }
-            _ => self.answer(peer, id, Err(method_not_found())),
+            _ => self.answer(peer, id, era, Err(method_not_found())),
         }
     }
 
@@ -99,12 +101,14 @@ impl Dispatcher {
         &self,
         peer: &Peer<T>,
         id: Id,
+        era: &Era,
         work: impl Future<Output = Result<Body, ErrorObject>> + Send + 'static,
     ) {
         let guard = self.tracker.enter();
         let peer = peer.clone();
+        let era = era.clone();
         tokio::spawn(async move {
-            let outcome = work.await;
+            let outcome = era.finish(work.await);
             let _ = peer.respond(&id, outcome).await;
             drop(guard);
         });
@@ -146,44 +150,99 @@ impl Dispatcher {
         }))
     }
 
-    fn read_resource<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+    fn read_resource<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
         let params: ReadResourceRequestParams = match required("resources/read", params) {
             Ok(params) => params,
-            Err(e) => return self.answer(peer, id, Err(e)),
+            Err(e) => return self.answer(peer, id, era, Err(e)),
         };
         let Some((read, variables)) = resources::find(&self.inner, &params.uri) else {
-            return self.answer(peer, id, Err(resources::resource_not_found(&params.uri)));
+            let mut error = resources::resource_not_found(&params.uri);
+            if matches!(era, Era::PerRequest(_)) {
+                // 2026-07-28 (SEP-2164) answers an unknown resource -32602, keeping `data.uri`.
+                error.code = ErrorCode::INVALID_PARAMS;
+            }
+            return self.answer(peer, id, era, Err(error));
         };
-        let request = resources::ResourceRequest { uri: params.uri, variables, meta: params.meta };
-        self.answer_later(peer, id, async move { read(request).await.map(Body::typed) });
+        let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
+        let input = match self.input_round(
+            era,
+            "resources/read",
+            &params.uri,
+            || serde_json::json!({}),
+            responses.as_ref().and_then(Value::as_object),
+            params.request_state.as_deref(),
+        ) {
+            Ok(input) => input,
+            Err(e) => return self.answer(peer, id, era, Err(e)),
+        };
+        let (mut context, _) = self.context(peer, &id, params.meta.clone(), None, era);
+        context.input = input.as_ref().map(|(round, _)| round.clone());
+        let request =
+            resources::ResourceRequest { uri: params.uri, variables, meta: params.meta, context: Some(context) };
+        let inner = self.inner.clone();
+        self.answer_later(peer, id, era, async move {
+            let round = input.as_ref().map(|(round, _)| round.clone());
+            match (UntilInput { work: read(request), round }).await {
+                Some(outcome) => outcome.map(Body::typed),
+                None => {
+                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
+                    Ok(input_required(&inner, round, binding))
+                }
+            }
+        });
     }
 
-    fn get_prompt<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+    fn get_prompt<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
         let params: GetPromptRequestParams = match required("prompts/get", params) {
             Ok(params) => params,
-            Err(e) => return self.answer(peer, id, Err(e)),
+            Err(e) => return self.answer(peer, id, era, Err(e)),
         };
         let Some(entry) = self.inner.registry.prompts.read().expect("prompts lock").get(&params.name) else {
             let error = ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", params.name));
-            return self.answer(peer, id, Err(error));
+            return self.answer(peer, id, era, Err(error));
         };
         let arguments = params.arguments.unwrap_or_default();
         if let Err(e) = prompts::check_arguments(&entry.prompt, &arguments) {
-            return self.answer(peer, id, Err(e));
+            return self.answer(peer, id, era, Err(e));
         }
-        let request = prompts::PromptRequest { name: params.name, arguments, meta: params.meta };
+        let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
+        let input = match self.input_round(
+            era,
+            "prompts/get",
+            &params.name,
+            || serde_json::to_value(&arguments).unwrap_or_default(),
+            responses.as_ref().and_then(Value::as_object),
+            params.request_state.as_deref(),
+        ) {
+            Ok(input) => input,
+            Err(e) => return self.answer(peer, id, era, Err(e)),
+        };
+        let (mut context, _) = self.context(peer, &id, params.meta.clone(), None, era);
+        context.input = input.as_ref().map(|(round, _)| round.clone());
+        let request =
+            prompts::PromptRequest { name: params.name, arguments, meta: params.meta, context: Some(context) };
         let get = entry.get.clone();
-        self.answer_later(peer, id, async move { get(request).await.map(Body::typed) });
+        let inner = self.inner.clone();
+        self.answer_later(peer, id, era, async move {
+            let round = input.as_ref().map(|(round, _)| round.clone());
+            match (UntilInput { work: get(request), round }).await {
+                Some(outcome) => outcome.map(Body::typed),
+                None => {
+                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
+                    Ok(input_required(&inner, round, binding))
+                }
+            }
+        });
     }
 
-    fn complete<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>) {
+    fn complete<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
         let resolved = required::<CompleteRequestParams>("completion/complete", params)
             .and_then(|params| completion::resolve(&self.inner, &params));
         let (completer, request) = match resolved {
             Ok(resolved) => resolved,
-            Err(e) => return self.answer(peer, id, Err(e)),
+            Err(e) => return self.answer(peer, id, era, Err(e)),
         };
-        self.answer_later(peer, id, async move {
+        self.answer_later(peer, id, era, async move {
             let values = match completer {
                 Some(completer) => completer(request).await?,
                 None => Vec::new(),

@@ -47,8 +47,8 @@
 //!   (`add_*`/`remove_*`), which sends `notifications/*/list_changed` to every initialized
 //!   session. Capabilities: `tools` and `logging` always, `resources`/`prompts` when some are
 //!   registered (or `enable_*` was called), `completions` with either; `listChanged: true`.
-//! - Any other method (`server/discover` included, at any time) → -32601 "Method not found";
-//!   so is a method of a capability not advertised.
+//! - `server/discover` (2026-07-28) is answered in both eras; any other unknown method →
+//!   -32601 "Method not found"; so is a method of a capability not advertised.
 //! - Results go out as typed bodies ([`Body::typed`]): an in-process client gets the Rust value,
 //!   a byte transport serializes it once.
 //! - Shutdown when the input ends: the reader stops, calls in flight finish and their answers
@@ -62,8 +62,26 @@
 //!   (2025-11-25) when the client asks: `tasks/get`, `tasks/result`, `tasks/list`,
 //!   `tasks/cancel`, `notifications/tasks/status`.
 //!
-//! Not yet here: the 2026-07-28 stateless revision (`server/discover`, per-request `_meta`).
+//! The 2026-07-28 era, per request, on the same connection or endpoint (nothing in a handler
+//! changes): a request whose `_meta` names its revision ([`crate::proto::envelope`]) is served
+//! from that envelope, without `initialize` — the [`Context`] reports its client capabilities,
+//! client info and `logLevel` (no log messages without one); a request to the client it did not
+//! declare a capability for answers -32021; its result gets `resultType`, the server's identity
+//! in `_meta` and, on cacheable results, `ttlMs`/`cacheScope` ([`ServerBuilder::cache_hint`]);
+//! `initialize`, `ping`, `logging/setLevel`, `resources/(un)subscribe` and `tasks/*` are
+//! -32601; `subscriptions/listen` opens a notification stream (`subscriptions`). A handler's
+//! elicitation, sampling and roots requests become an `InputRequiredResult` resumed by a
+//! re-run when the client retries ([`request_state`]). Over Streamable HTTP the transport runs
+//! the envelope and header checks and serves each such POST without a session.
 //!
+//! A client that declares the tasks extension (`io.modelcontextprotocol/tasks`) in a 2026
+//! request gets task tools run as tasks of the server ([`TASKS_EXTENSION`], `task_extension`):
+//! the handler runs synchronously until it first waits (a fast one answers directly, an ask
+//! before that point is an MRTR round), then the call becomes a task
+//! ([`Context::run_as_task`] marks such a point).
+//!
+//! Spec (2026-07-28): `basic/index`, `basic/versioning`, `basic/patterns/{mrtr,subscriptions}`,
+//! `server/utilities/caching`.
 //! Spec (2025-11-25): `basic/lifecycle`, `server/tools`, `server/resources`, `server/prompts`,
 //! `server/utilities/{completion,logging,pagination}`, `basic/utilities/cancellation`,
 //! `basic/utilities/ping`.
@@ -77,7 +95,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::peer::Peer;
-use crate::proto::mcp_types::{CallToolResult, Implementation, Tool};
+use crate::proto::mcp_types::{CacheScope, CallToolResult, Implementation, Tool};
 use crate::proto::session::{self, Mode, Role};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::stdio::StdioTransport;
@@ -92,8 +110,11 @@ mod features;
 mod pagination;
 pub mod prompts;
 mod registry;
+pub mod request_state;
 pub mod resources;
 pub mod schema;
+mod subscriptions;
+mod task_extension;
 mod tasks;
 mod tool;
 
@@ -108,6 +129,7 @@ pub use completion::{prefix_matches, CompletionRequest};
 pub use prompts::{prompt, prompt_argument, prompt_message, prompt_result, PromptRequest};
 pub use registry::NOTIFY_QUEUE;
 pub use resources::{blob_contents, resource, resource_not_found, resource_template, text_contents, ResourceRequest};
+pub use task_extension::TASKS_EXTENSION;
 pub use tasks::{DEFAULT_TTL_MS, MAX_TTL_MS, POLL_INTERVAL_MS};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
 
@@ -122,6 +144,39 @@ pub const SUPPORTED_VERSIONS: [ProtocolVersion; 4] = [
     ProtocolVersion::V2025_06_18,
     ProtocolVersion::V2025_11_25,
 ];
+
+/// The methods whose 2026-07-28 results carry `ttlMs` and `cacheScope` (cacheable results).
+pub const CACHEABLE_METHODS: [&str; 6] =
+    ["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"];
+
+/// How long a client may reuse the result of a cacheable method, and who may share it
+/// (2026-07-28 `ttlMs`, `cacheScope`). The default, `ttlMs: 0` and `private`, promises nothing:
+/// the result is stale at once and is not shared across authorization contexts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheHint {
+    /// `ttlMs`: milliseconds the result stays fresh.
+    pub ttl_ms: u64,
+    /// `cacheScope`.
+    pub scope: CacheScope,
+}
+
+impl Default for CacheHint {
+    fn default() -> Self {
+        CacheHint { ttl_ms: 0, scope: CacheScope::Private }
+    }
+}
+
+/// The hints declared per cacheable method; the others get the default.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CacheHints(Vec<(&'static str, CacheHint)>);
+
+impl CacheHints {
+    /// The hint for `method`'s results; `None` when its results are not cacheable.
+    pub(crate) fn get(&self, method: &str) -> Option<CacheHint> {
+        let cacheable = CACHEABLE_METHODS.iter().find(|m| **m == method)?;
+        Some(self.0.iter().find(|(m, _)| m == cacheable).map(|(_, h)| h.clone()).unwrap_or_default())
+    }
+}
 
 /// Why a server could not be built, or why serving ended badly.
 #[derive(Debug)]
@@ -138,6 +193,11 @@ pub enum ServerError {
         kind: &'static str,
         /// The URI, template or name.
         name: String,
+    },
+    /// [`ServerBuilder::cache_hint`] named a method whose results are not cacheable.
+    NotCacheable {
+        /// The method.
+        method: String,
     },
     /// A tool's input schema is not a JSON object.
     InvalidInputSchema {
@@ -157,6 +217,9 @@ impl fmt::Display for ServerError {
             ServerError::Duplicate { kind, name } => write!(f, "{kind} {name:?} is registered twice"),
             ServerError::InvalidInputSchema { name } => {
                 write!(f, "the input schema of tool {name:?} is not a JSON object")
+            }
+            ServerError::NotCacheable { method } => {
+                write!(f, "{method} has no cacheable result (see CACHEABLE_METHODS)")
             }
             ServerError::Input(reason) => write!(f, "reading from the client failed: {reason}"),
             ServerError::Transport(e) => write!(f, "closing the transport failed: {e}"),
@@ -190,6 +253,9 @@ pub(crate) struct Inner {
     pub(crate) limits: Limits,
     pub(crate) on_roots_changed: Option<context::RootsChanged>,
     pub(crate) client_request_timeout: Option<std::time::Duration>,
+    pub(crate) cache_hints: CacheHints,
+    pub(crate) state_key: request_state::StateKey,
+    pub(crate) task_registry: Arc<task_extension::TaskRegistry>,
 }
 
 /// An MCP server definition. Cheap to clone; one definition can serve many connections.
@@ -218,6 +284,8 @@ pub struct ServerBuilder {
     pending: registry::Pending,
     on_roots_changed: Option<context::RootsChanged>,
     client_request_timeout: Option<std::time::Duration>,
+    cache_hints: Vec<(String, CacheHint)>,
+    request_state_secret: Option<Vec<u8>>,
 }
 
 impl Server {
@@ -238,6 +306,8 @@ impl Server {
             pending: registry::Pending::default(),
             on_roots_changed: None,
             client_request_timeout: None,
+            cache_hints: Vec::new(),
+            request_state_secret: None,
         }
     }
 
@@ -263,7 +333,8 @@ impl Server {
     pub fn serve<T: Transport>(&self, transport: T) -> impl Future<Output = Result<(), ServerError>> + Send + 'static {
         let inner = self.inner.clone();
         async move {
-            let dispatcher = dispatch::Dispatcher::new(inner.clone());
+            let mut dispatcher = dispatch::Dispatcher::new(inner.clone());
+            dispatcher.cancel_on_close = transport.is_stateless();
             let tracker = dispatcher.tracker();
             let input_error = dispatcher.input_error();
             let limits = session::Limits {
@@ -412,6 +483,23 @@ impl ServerBuilder {
         self
     }
 
+    /// The caching hint of a cacheable method's 2026-07-28 results (one of
+    /// [`CACHEABLE_METHODS`]); the others keep [`CacheHint::default`]. A handler that sets
+    /// `ttlMs` or `cacheScope` itself keeps its own.
+    pub fn cache_hint(mut self, method: impl Into<String>, hint: CacheHint) -> Self {
+        self.cache_hints.push((method.into(), hint));
+        self
+    }
+
+    /// The secret that seals the `requestState` of multi-round 2026-07-28 requests (see
+    /// [`request_state`]); default: random, made when the server is built, so a retry must
+    /// reach the same process. Give every process behind one endpoint the same secret (32
+    /// random bytes or more) and a retry may reach any of them.
+    pub fn request_state_secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.request_state_secret = Some(secret.into());
+        self
+    }
+
     /// Transport and session limits (frame size, queue depth, requests in flight).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -439,6 +527,14 @@ impl ServerBuilder {
             }
         }
         let features = self.pending.install(&registry)?;
+        let mut cache_hints = Vec::new();
+        for (method, hint) in self.cache_hints {
+            let Some(cacheable) = CACHEABLE_METHODS.iter().find(|m| **m == method) else {
+                return Err(ServerError::NotCacheable { method });
+            };
+            cache_hints.retain(|(m, _)| m != cacheable);
+            cache_hints.push((*cacheable, hint));
+        }
         Ok(Server {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -450,6 +546,12 @@ impl ServerBuilder {
                 limits: self.limits,
                 on_roots_changed: self.on_roots_changed,
                 client_request_timeout: self.client_request_timeout,
+                cache_hints: CacheHints(cache_hints),
+                task_registry: Arc::default(),
+                state_key: match &self.request_state_secret {
+                    Some(secret) => request_state::StateKey::from_secret(secret),
+                    None => request_state::StateKey::generate(),
+                },
             }),
         })
     }

@@ -27,7 +27,7 @@ pub type PromptFuture = Pin<Box<dyn Future<Output = Result<GetPromptResult, Erro
 pub(crate) type PromptFn = Arc<dyn Fn(PromptRequest) -> PromptFuture + Send + Sync>;
 
 /// What a prompt handler is asked for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct PromptRequest {
     /// The prompt's name.
@@ -36,6 +36,22 @@ pub struct PromptRequest {
     pub arguments: BTreeMap<String, String>,
     /// The request's `_meta`.
     pub meta: Option<RequestMeta>,
+    pub(crate) context: Option<super::Context>,
+}
+
+impl PartialEq for PromptRequest {
+    /// Equal names, arguments and `_meta` (the context is no value).
+    fn eq(&self, other: &Self) -> bool {
+        (&self.name, &self.arguments, &self.meta) == (&other.name, &other.arguments, &other.meta)
+    }
+}
+
+impl PromptRequest {
+    /// The request's context: who the client is and the requests to it (elicitation,
+    /// sampling, roots), which in a 2026-07-28 request become its `inputRequests`.
+    pub fn context(&self) -> Option<&super::Context> {
+        self.context.as_ref()
+    }
 }
 
 pub(crate) struct PromptEntry {

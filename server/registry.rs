@@ -25,7 +25,7 @@ use crate::peer::Peer;
 use crate::proto::jsonrpc::Body;
 use crate::proto::mcp_types::{
     LoggingLevel, LoggingMessageNotificationParams, PromptsCapability, ResourceUpdatedNotificationParams,
-    ResourcesCapability, ServerCapabilities, ToolsCapability,
+    ResourcesCapability, ServerCapabilities, SubscriptionFilter, ToolsCapability,
 };
 use crate::transport::Transport;
 
@@ -123,7 +123,28 @@ pub(crate) struct Registry {
     pub(crate) prompts: RwLock<Catalog<PromptEntry>>,
     pub(crate) completers: RwLock<HashMap<CompletionKey, CompleteFn>>,
     sessions: Mutex<HashMap<u64, Arc<SessionState>>>,
+    /// Open `subscriptions/listen` streams (2026-07-28), by a key of their own.
+    listeners: Mutex<HashMap<u64, Arc<Listener>>>,
     next_session: AtomicU64,
+}
+
+/// One `subscriptions/listen` stream: what it agreed to carry and the queue to its task.
+pub(crate) struct Listener {
+    pub(crate) filter: SubscriptionFilter,
+    pub(crate) queue: mpsc::Sender<Queued>,
+}
+
+impl Listener {
+    /// Whether this stream carries `method` (a list-changed notification).
+    fn wants(&self, method: &str) -> bool {
+        let flag = match method {
+            "notifications/tools/list_changed" => self.filter.tools_list_changed,
+            "notifications/prompts/list_changed" => self.filter.prompts_list_changed,
+            "notifications/resources/list_changed" => self.filter.resources_list_changed,
+            _ => None,
+        };
+        flag == Some(true)
+    }
 }
 
 /// Which capabilities a server advertises, fixed when it is built.
@@ -183,6 +204,22 @@ impl Registry {
         self.sessions.lock().expect("sessions lock").remove(&id);
     }
 
+    /// Registers a listen stream; the key removes it.
+    pub(crate) fn add_listener(&self, listener: Arc<Listener>) -> u64 {
+        let key = self.next_session.fetch_add(1, Ordering::Relaxed);
+        self.listeners.lock().expect("listeners lock").insert(key, listener);
+        key
+    }
+
+    /// Forgets a listen stream: its task ends once its queue is drained.
+    pub(crate) fn remove_listener(&self, key: u64) {
+        self.listeners.lock().expect("listeners lock").remove(&key);
+    }
+
+    fn listeners(&self) -> Vec<Arc<Listener>> {
+        self.listeners.lock().expect("listeners lock").values().cloned().collect()
+    }
+
     fn sessions(&self) -> Vec<Arc<SessionState>> {
         self.sessions.lock().expect("sessions lock").values().cloned().collect()
     }
@@ -191,6 +228,11 @@ impl Registry {
     pub(crate) fn broadcast(&self, method: &'static str) {
         for session in self.sessions() {
             session.notify(method, None);
+        }
+        for listener in self.listeners() {
+            if listener.wants(method) {
+                let _ = listener.queue.try_send((method, None));
+            }
         }
     }
 }
@@ -227,6 +269,14 @@ impl Server {
         for session in self.inner.registry.sessions() {
             let subscribed = session.subscriptions.lock().expect("subscriptions lock").contains(uri);
             if subscribed && session.notify("notifications/resources/updated", Some(Body::typed(params.clone()))) {
+                sent += 1;
+            }
+        }
+        for listener in self.inner.registry.listeners() {
+            let subscribed =
+                listener.filter.resource_subscriptions.as_ref().is_some_and(|uris| uris.iter().any(|u| u == uri));
+            let updated = Some(Body::typed(params.clone()));
+            if subscribed && listener.queue.try_send(("notifications/resources/updated", updated)).is_ok() {
                 sent += 1;
             }
         }

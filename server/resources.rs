@@ -36,7 +36,7 @@ pub type ResourceFuture = Pin<Box<dyn Future<Output = Result<ReadResourceResult,
 pub(crate) type ReadFn = Arc<dyn Fn(ResourceRequest) -> ResourceFuture + Send + Sync>;
 
 /// What a resource handler is asked to read.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ResourceRequest {
     /// The URI the client asked for.
@@ -45,6 +45,22 @@ pub struct ResourceRequest {
     pub variables: BTreeMap<String, String>,
     /// The request's `_meta`.
     pub meta: Option<RequestMeta>,
+    pub(crate) context: Option<super::Context>,
+}
+
+impl PartialEq for ResourceRequest {
+    /// Equal URIs, variables and `_meta` (the context is no value).
+    fn eq(&self, other: &Self) -> bool {
+        (&self.uri, &self.variables, &self.meta) == (&other.uri, &other.variables, &other.meta)
+    }
+}
+
+impl ResourceRequest {
+    /// The request's context: who the client is and the requests to it (elicitation,
+    /// sampling, roots), which in a 2026-07-28 request become its `inputRequests`.
+    pub fn context(&self) -> Option<&super::Context> {
+        self.context.as_ref()
+    }
 }
 
 pub(crate) struct ResourceEntry {

@@ -40,7 +40,9 @@ async fn echo_server_answers_over_stateless_http() {
 async fn progress_comes_on_the_posts_answer_in_stateless_mode() {
     let server = HttpServer::bind(HttpServerConfig::default().stateless(true), serve_echo_stateless).await.unwrap();
     let addr = server.local_addr();
-    let version = ("MCP-Protocol-Version", "2026-07-28");
+    // A handshake-era revision: a 2026-07-28 request would need its `_meta` envelope (see
+    // tests/per_request_era.rs).
+    let version = ("MCP-Protocol-Version", "2025-11-25");
     // `slow` sends three progress notifications, then its result: the answer is an SSE stream
     // with all four, without event ids (nothing can resume a stateless stream).
     let slow = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",

@@ -3,7 +3,7 @@
 //!
 //! Each driver prints one JSON line per step (initialize, tools/list, echo, add, an unknown
 //! tool). What the client sent is recorded by a `tee` in front of the server, so the Python
-//! client's `server/discover` probe and its fallback to `initialize` are seen on the wire.
+//! client's `server/discover` probe and its 2026-07-28 requests are seen on the wire.
 
 #[path = "support/examples.rs"]
 mod examples;
@@ -93,18 +93,19 @@ fn typescript_sdk_client_against_echo_server() {
 }
 
 #[test]
-fn python_sdk_client_falls_back_to_initialize_against_echo_server() {
+fn python_sdk_client_runs_2026_07_28_against_echo_server() {
     let (steps, sent) = drive(&support::peer("MCP_PYTHON"), "tests/peers/py_client.py", "py");
     let init = &steps[0];
     assert_eq!(init["step"], "initialize");
     assert_eq!(init["ok"], true, "{init}");
-    assert_eq!(init["handshake"], "initialize", "the client fell back after our -32601: {init}");
-    assert_eq!(init["protocolVersion"], "2025-11-25");
+    assert_eq!(init["handshake"], "discover", "the client adopted 2026-07-28 from server/discover: {init}");
+    assert_eq!(init["protocolVersion"], "2026-07-28");
     assert_eq!(init["serverInfo"]["name"], "mcpwire-echo-server");
     assert_tool_steps(&steps, "hello from py");
 
-    // On the wire: the discover probe first, then the handshake.
+    // On the wire: the discover probe, then requests that carry their own _meta; no handshake.
     let methods: Vec<&str> = sent.iter().filter_map(|m| m["method"].as_str()).collect();
-    assert_eq!(&methods[..3], ["server/discover", "initialize", "notifications/initialized"], "{methods:?}");
-    assert_eq!(sent[1]["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(&methods[..3], ["server/discover", "tools/list", "tools/call"], "{methods:?}");
+    assert!(!methods.contains(&"initialize"), "{methods:?}");
+    assert_eq!(sent[1]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
 }

@@ -142,11 +142,12 @@ async fn initialize_counter_offers_an_unknown_version_and_keeps_a_supported_one(
 }
 
 #[tokio::test]
-async fn before_initialize_discover_is_unknown_and_tools_are_gated() {
+async fn before_initialize_discover_is_answered_and_tools_are_gated() {
     let mut wire = Wire::child();
+    // server/discover (2026-07-28) is answered in both eras, before any initialize.
     assert_eq!(
         wire.ask(r#"{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{}}"#).await,
-        r#"{"jsonrpc":"2.0","id":"d","error":{"code":-32601,"message":"Method not found"}}"#
+        r#"{"jsonrpc":"2.0","id":"d","result":{"supportedVersions":["2026-07-28"],"capabilities":{"logging":{},"tools":{"listChanged":true}},"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpwire-echo-server","version":"0.1.0"}}}}"#
     );
     assert_eq!(
         wire.ask(&call(1, "echo", json!({"text": "early"}))).await,
@@ -156,7 +157,7 @@ async fn before_initialize_discover_is_unknown_and_tools_are_gated() {
         wire.ask(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await,
         r#"{"jsonrpc":"2.0","id":2,"result":{}}"#
     );
-    // The Python SDK 2.x falls back to initialize after the -32601.
+    // A handshake-era client goes on with initialize.
     wire.initialized().await;
     assert_eq!(
         wire.ask(&call(3, "echo", json!({"text": "now"}))).await,

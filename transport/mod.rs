@@ -202,6 +202,14 @@ pub trait Transport: Send + Sync + 'static {
         false
     }
 
+    /// The `Mcp-Param-*` headers (names in lowercase, in the order received, duplicates kept)
+    /// of the HTTP request that carried the peer's request `request`, for a transport that has
+    /// headers (Streamable HTTP, 2026-07-28); `None` for the others.
+    fn param_headers(&self, request: &crate::proto::jsonrpc::Id) -> Option<Vec<(String, String)>> {
+        let _ = request;
+        None
+    }
+
     /// The next message from the peer, or `Ok(None)` when the peer ended the stream cleanly.
     ///
     /// # Errors

@@ -11,6 +11,7 @@
 
 mod fixtures;
 mod interactive;
+mod per_request;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -44,7 +45,9 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let server = interactive::register(fixtures::builder()).build().expect("the fixtures are valid");
+    let server =
+        per_request::register(interactive::register(fixtures::builder())).build().expect("the fixtures are valid");
+    let _ = per_request::SERVER.set(server.clone());
 
     // test://watched-resource changes every 3 seconds, as the suite's reference server says.
     let watcher = server.clone();

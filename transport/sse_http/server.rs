@@ -24,6 +24,14 @@
 //! - Stateless mode: a POST's answer is one JSON body when only responses come; when a message
 //!   related to one of its requests comes first (progress, a log), there is no other stream to
 //!   carry it, so the answer becomes an SSE stream (without event ids: nothing can resume).
+//! - 2026-07-28 (`MCP-Protocol-Version` naming it, or an unknown version; without a session,
+//!   also a body whose `_meta` names it): each POST stands alone, like stateless mode, after
+//!   the per-request checks of [`envelope::check_http`] (`_meta`, the `MCP-Protocol-Version`,
+//!   `Mcp-Method` and `Mcp-Name` headers against the body, the version); a refusal or an error
+//!   answer goes out with the revision's status (400, 404 for -32601). No session id is
+//!   minted, GET and DELETE are 405, the `Mcp-Param-*` headers are kept for the application
+//!   ([`Transport::param_headers`]), and a client that goes away before its answer ends the
+//!   exchange's transport (its request is cancelled).
 //! - DELETE, idle expiry, and [`Transport::close`] by the application end the session: the
 //!   transport's `recv` returns `None`, every stream ends, and the id is answered 404 from then on.
 //!
@@ -57,6 +65,7 @@ use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
 };
+use crate::proto::envelope;
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
 use crate::proto::jsonrpc::{self, Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
 use crate::proto::mcp_types::{CallToolRequestParams, ServerTypedParams};
@@ -441,6 +450,9 @@ struct Routes {
     streams: VecDeque<Arc<Stream>>,
 }
 
+/// Header names (lowercase) and values, in the order received.
+type HeaderPairs = Vec<(String, String)>;
+
 const KEPT_STREAMS: usize = 64;
 
 /// The POST streams kept for resumption hold at most about this many bytes of events per
@@ -455,6 +467,9 @@ struct Session {
     incoming: Mutex<Option<mpsc::Sender<Message>>>,
     version: Mutex<Option<ProtocolVersion>>,
     initialize_id: Mutex<Option<Id>>,
+    /// A 2026-07-28 POST's `Mcp-Param-*` headers, for the application to check against the
+    /// called tool's schema.
+    param_headers: Mutex<Option<(Id, HeaderPairs)>>,
     routes: Mutex<Routes>,
     standalone: Arc<Stream>,
     next_stream: AtomicU64,
@@ -481,6 +496,12 @@ impl Session {
     /// Stateless mode's per-POST sessions are the only ones without an id.
     fn is_stateless(&self) -> bool {
         self.id.is_empty() && !self.legacy
+    }
+
+    /// A per-POST session serving one 2026-07-28 request: its errors go out with the statuses
+    /// the revision gives them.
+    fn is_per_request(&self) -> bool {
+        self.is_stateless() && self.version().is_some_and(|v| !v.has_initialize_handshake())
     }
 
     /// Hands messages to the application; `false` if the session has ended.
@@ -702,6 +723,11 @@ impl Transport for ServerTransport {
         self.session.route(message, Some(related)).await
     }
 
+    fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
+        let stored = self.session.param_headers.lock().expect("session lock");
+        stored.as_ref().filter(|(id, _)| id == request).map(|(_, headers)| headers.clone())
+    }
+
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         Ok(self.incoming.lock().await.recv().await)
     }
@@ -732,6 +758,7 @@ impl Shared {
             incoming: Mutex::new(Some(tx)),
             version: Mutex::new(None),
             initialize_id: Mutex::new(None),
+            param_headers: Mutex::new(None),
             routes: Mutex::new(Routes::default()),
             next_stream: AtomicU64::new(1),
             last_active: Mutex::new(Instant::now()),
@@ -1069,6 +1096,12 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
+    // Stateless mode hands every POST to the application as it is: only the header moves a
+    // POST to the 2026 ladder there (a client that names 2026-07-28 in its body alone is
+    // served as before; the server layer still reads the body's envelope).
+    if is_per_request_post(&req_head, session_id.is_some() || shared.config.stateless, &bytes) {
+        return per_request_post(&shared, &req_head, &bytes).await;
+    }
     if shared.config.stateless {
         let version = match header_version(&shared, &req_head) {
             Ok(v) => v,
@@ -1132,6 +1165,108 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 session.close().await;
             }
             response
+        }
+    }
+}
+
+/// Whether a POST is of the 2026-07-28 era: its `MCP-Protocol-Version` names a revision without
+/// a handshake (or one we do not know: the 2026 ladder answers that with the versions we
+/// serve), or, unless `header_only`, its body names its revision in `_meta`.
+fn is_per_request_post<B>(req: &Request<B>, header_only: bool, body: &[u8]) -> bool {
+    match header(req, PROTOCOL_VERSION).map(|v| v.trim().parse::<ProtocolVersion>()) {
+        Some(Ok(v)) if !v.has_initialize_handshake() => true,
+        Some(Err(_)) => true,
+        _ if header_only => false,
+        // Cheap: only a body that spells the key is decoded.
+        _ => {
+            memchr::memmem::find(body, b"/protocolVersion\"").is_some() && {
+                matches!(jsonrpc::decode(body, None), Ok(Payload::Single(Message::Request(r)))
+                if envelope::names_revision(r.params.as_ref()))
+            }
+        }
+    }
+}
+
+/// The value of header `name` (lowercase), `Err(())` when it appears more than once.
+fn single_header<'r, B>(req: &'r Request<B>, name: &str) -> Result<Option<&'r str>, ()> {
+    let mut values = req.headers().get_all(name).iter();
+    let first = values.next().map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    if values.next().is_some() {
+        return Err(());
+    }
+    Ok(first)
+}
+
+/// A 2026-07-28 POST: one request (or notification) standing alone, no session. The ladder
+/// (`_meta`, headers, version) runs here; a request that passes it is served by a transport
+/// of its own, and an error answer goes out with the revision's status (400, 404).
+async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8]) -> Response<HttpBody> {
+    let version = ProtocolVersion::V2026_07_28;
+    let message = match decode(shared, bytes, Some(version)) {
+        Ok(mut messages) if messages.len() == 1 => messages.pop().expect("one message"),
+        Ok(_) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "Body must be a single JSON-RPC request or notification",
+            )
+        }
+        Err(response) => return response,
+    };
+    let request = match &message {
+        // No client-to-server notification is defined over HTTP in this revision; accepted
+        // and dropped, as the handshake era's transport does.
+        Message::Notification(_) => {
+            let mut response = Response::new(empty());
+            *response.status_mut() = StatusCode::ACCEPTED;
+            return response;
+        }
+        Message::Request(request) => request,
+        _ => return rpc_error(StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, "Clients must not POST responses"),
+    };
+    // The revisions served per request that this server is configured to accept.
+    let served: Vec<ProtocolVersion> =
+        ProtocolVersion::PER_REQUEST.into_iter().filter(|v| shared.config.versions.contains(v)).collect();
+    let checked =
+        envelope::check_http(&request.method, request.params.as_ref(), &served, |name| single_header(req, name));
+    if let Err(error) = checked {
+        let status = envelope::http_status(error.code).and_then(|s| StatusCode::from_u16(s).ok());
+        let body = Message::Error(ErrorResponse::new(Some(request.id.clone()), error)).to_vec();
+        let mut response = Response::new(full(body));
+        *response.status_mut() = status.unwrap_or(StatusCode::OK);
+        response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        return response;
+    }
+    let param_headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with(envelope::PARAM_HEADER_PREFIX))
+        .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or("\u{fffd}").to_owned()))
+        .collect();
+    let (session, transport) = shared.new_session(false, true, false);
+    *session.version.lock().expect("session lock") = Some(version);
+    *session.param_headers.lock().expect("session lock") = Some((request.id.clone(), param_headers));
+    tokio::spawn((shared.app)(transport));
+    // A client that goes away before the answer cancels its request (2026-07-28
+    // "Cancellation"): hyper drops this future, and the guard ends the session.
+    let mut guard = CloseOnDrop(Some(session.clone()));
+    let response = dispatch(shared, &session, vec![message], Some(version)).await;
+    // Answered: an SSE stream's task ends the session when the stream ends; a JSON answer
+    // ends it now.
+    guard.0 = None;
+    if !is_event_stream(&response) {
+        session.close().await;
+    }
+    response
+}
+
+/// Ends a per-request session when dropped (from a task: closing awaits).
+struct CloseOnDrop(Option<Arc<Session>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(session) = self.0.take() {
+            tokio::spawn(async move { session.close().await });
         }
     }
 }
@@ -1266,6 +1401,13 @@ async fn json_answer(
         }
         bodies.push(data);
     }
+    let status = match bodies.as_slice() {
+        [only] if session.is_per_request() => error_code(only)
+            .and_then(envelope::http_status)
+            .and_then(|s| StatusCode::from_u16(s).ok())
+            .unwrap_or(StatusCode::OK),
+        _ => StatusCode::OK,
+    };
     let body = if batch || bodies.len() != 1 {
         let mut out = Vec::from(&b"["[..]);
         for (i, data) in bodies.iter().enumerate() {
@@ -1280,8 +1422,22 @@ async fn json_answer(
         bodies.pop().expect("one body")
     };
     let mut response = Response::new(full(body));
+    *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// The `error.code` of an encoded error response.
+fn error_code(data: &[u8]) -> Option<ErrorCode> {
+    #[derive(serde::Deserialize)]
+    struct Code {
+        code: i32,
+    }
+    #[derive(serde::Deserialize)]
+    struct Error {
+        error: Option<Code>,
+    }
+    serde_json::from_slice::<Error>(data).ok()?.error.map(|c| ErrorCode(c.code))
 }
 
 /// Starts the task writing one SSE connection: `prelude`, the replayed events, then live events
@@ -1394,8 +1550,15 @@ fn sse_head(body_rx: mpsc::Receiver<Bytes>) -> Response<HttpBody> {
     response
 }
 
+/// Whether a GET or DELETE speaks 2026-07-28, which has neither (answered 405).
+fn is_per_request_version<B>(req: &Request<B>) -> bool {
+    header(req, PROTOCOL_VERSION)
+        .and_then(|v| v.trim().parse::<ProtocolVersion>().ok())
+        .is_some_and(|v| !v.has_initialize_handshake())
+}
+
 async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
-    if shared.config.stateless || !shared.config.standalone_get {
+    if shared.config.stateless || !shared.config.standalone_get || is_per_request_version(&req) {
         return method_not_allowed(&shared);
     }
     if !header(&req, ACCEPT).is_some_and(|a| accepts(a, "text/event-stream")) {
@@ -1440,7 +1603,7 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
 }
 
 async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
-    if shared.config.stateless {
+    if shared.config.stateless || is_per_request_version(&req) {
         return method_not_allowed(&shared);
     }
     let Some(id) = header(&req, SESSION_ID) else {

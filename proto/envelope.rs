@@ -1,0 +1,726 @@
+//! The 2026-07-28 per-request envelope: reading a request's `params._meta`
+//! (`io.modelcontextprotocol/protocolVersion`, `clientCapabilities`, `clientInfo`, `logLevel`),
+//! the validation ladder a server runs on it, the errors the revision defines for it (-32602,
+//! -32020 `HeaderMismatch`, -32021 `MissingRequiredClientCapability`, -32022
+//! `UnsupportedProtocolVersion`) with their HTTP statuses, the Streamable HTTP request headers
+//! (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` from `x-mcp-header`, the `=?base64?…?=` value
+//! encoding), and the members every 2026 result carries (`resultType`, caching fields).
+//!
+//! A request is of the 2026 era when its `_meta` names a protocol version; telling that costs a
+//! substring search of the params' text, not a parse, so handshake-era requests pay next to
+//! nothing ([`mentions_envelope`]).
+//!
+//! Not here: IO (headers are read through a closure), what a method means, or the typed
+//! `_meta` structs themselves ([`RequestMeta`] and friends in `mcp_types`).
+//!
+//! Spec (2026-07-28): `basic/index` ("Per-request protocol fields", "Error Codes"),
+//! `basic/versioning`, `basic/transports/streamable-http` ("Request Metadata").
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::jsonrpc::{Body, ErrorCode, ErrorObject};
+use super::mcp_types::{
+    CacheScope, CallToolRequestParams, ClientCapabilities, Implementation, LoggingLevel, RequestMeta,
+    UnsupportedProtocolVersionData, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+};
+use super::version::ProtocolVersion;
+
+/// `_meta` key of the request's protocol version.
+pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of the client's capabilities.
+pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of the client's name and version.
+pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key of the log level the client wants for this request.
+pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+/// Result `_meta` key of the server's name and version.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// Notification `_meta` key naming the `subscriptions/listen` stream it belongs to.
+pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The HTTP header carrying the JSON-RPC method.
+pub const METHOD_HEADER: &str = "mcp-method";
+/// The HTTP header carrying `params.name` / `params.uri`.
+pub const NAME_HEADER: &str = "mcp-name";
+/// The HTTP header carrying the protocol version.
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+/// Prefix of the headers that mirror `x-mcp-header` tool arguments.
+pub const PARAM_HEADER_PREFIX: &str = "mcp-param-";
+/// The JSON Schema annotation naming an argument's `Mcp-Param-*` header.
+pub const X_MCP_HEADER: &str = "x-mcp-header";
+
+/// What a 2026-07-28 request says about its client, read from its `_meta`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// The revision the request speaks.
+    pub protocol_version: ProtocolVersion,
+    /// The client's capabilities for this request.
+    pub client_capabilities: ClientCapabilities,
+    /// Who the client is (optional: a SHOULD of the revision).
+    pub client_info: Option<Implementation>,
+    /// The log level the client wants; `None`: no `notifications/message` for this request.
+    pub log_level: Option<LoggingLevel>,
+}
+
+/// Whether `params` may carry a `_meta` protocol version. `false` is certain; `true` means
+/// "parse to know". A substring search: `"…/protocolVersion"` (also matches an escaped `\/`),
+/// or any `\u` escape, which could spell the key otherwise.
+pub fn mentions_envelope(params: &Body) -> bool {
+    if let Some(call) = params.typed_as::<CallToolRequestParams>() {
+        return call.meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
+    }
+    match params.to_raw() {
+        Ok(raw) => {
+            let text = raw.get().as_bytes();
+            contains(text, b"/protocolVersion\"") || contains(text, b"\\u")
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(feature = "framing")]
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(haystack, needle).is_some()
+}
+
+#[cfg(not(feature = "framing"))]
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether a request's `_meta` names a protocol version: it is of the per-request era.
+pub fn names_revision(params: Option<&Body>) -> bool {
+    params.is_some_and(|p| {
+        mentions_envelope(p) && request_meta(p).is_ok_and(|m| m.is_some_and(|m| m.protocol_version.is_some()))
+    })
+}
+
+/// Whether a notification's `_meta` names a `subscriptions/listen` stream (2026-07-28).
+pub fn names_subscription(params: Option<&Body>) -> bool {
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+        subscription_id: Option<IgnoredAny>,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    let Some(raw) = params.and_then(|p| p.to_raw().ok()) else { return false };
+    contains(raw.get().as_bytes(), b"subscriptionId")
+        && serde_json::from_str::<Params>(raw.get()).is_ok_and(|p| p.meta.is_some_and(|m| m.subscription_id.is_some()))
+}
+
+/// The request's `_meta`, when its params are an object that has one; `Err` when the params or
+/// `_meta` do not decode.
+fn request_meta(params: &Body) -> Result<Option<RequestMeta>, String> {
+    if let Some(call) = params.typed_as::<CallToolRequestParams>() {
+        return Ok(call.meta.clone());
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta", default)]
+        meta: Option<Box<RawValue>>,
+    }
+    let raw = params.to_raw().map_err(|e| e.to_string())?;
+    let parsed: Params = serde_json::from_str(raw.get()).map_err(|e| format!("params: {e}"))?;
+    match parsed.meta {
+        None => Ok(None),
+        Some(meta) => serde_json::from_str(meta.get()).map(Some).map_err(|e| format!("params._meta: {e}")),
+    }
+}
+
+/// -32602 with `message`.
+fn invalid_params(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(ErrorCode::INVALID_PARAMS, message)
+}
+
+/// Reads the envelope of a request whose params name a protocol version: `None` when they do
+/// not (a handshake-era request), `Some(Err)` when the envelope is refused (see [`check`]).
+pub fn read(params: Option<&Body>, supported: &[ProtocolVersion]) -> Option<Result<Envelope, ErrorObject>> {
+    let params = params?;
+    if !mentions_envelope(params) {
+        return None;
+    }
+    match request_meta(params) {
+        Ok(Some(meta)) if meta.protocol_version.is_some() => Some(from_meta(meta, supported)),
+        Ok(_) => None,
+        // Text that mentions the key but does not decode: the 2026 ladder speaks for it.
+        Err(e) => Some(Err(invalid_params(format!("Invalid params: {e}")))),
+    }
+}
+
+/// The ladder for a request known to be of the 2026 era (over HTTP: its `MCP-Protocol-Version`
+/// header said so): `_meta` with a protocol version and client capabilities (else -32602), a
+/// version this server serves per request (else -32022).
+///
+/// # Errors
+/// The error object to answer with.
+pub fn check(params: Option<&Body>, supported: &[ProtocolVersion]) -> Result<Envelope, ErrorObject> {
+    let meta = match params.map(request_meta) {
+        None | Some(Ok(None)) => {
+            return Err(invalid_params(format!(
+                "params._meta must be an object carrying {PROTOCOL_VERSION_KEY:?} and {CLIENT_CAPABILITIES_KEY:?}"
+            )))
+        }
+        Some(Err(e)) => return Err(invalid_params(format!("Invalid params: {e}"))),
+        Some(Ok(Some(meta))) => meta,
+    };
+    from_meta(meta, supported)
+}
+
+/// The whole ladder over Streamable HTTP, in the spec's order: the `_meta` pair (-32602), then
+/// the headers against the body ([`check_headers`], -32020), then the version (-32022) — so a
+/// client whose header and body disagree is told that rather than that its body's version is
+/// unsupported.
+///
+/// # Errors
+/// The error object to answer with.
+pub fn check_http<'h>(
+    method: &str,
+    params: Option<&Body>,
+    supported: &[ProtocolVersion],
+    header: impl Fn(&str) -> Result<Option<&'h str>, ()>,
+) -> Result<Envelope, ErrorObject> {
+    let meta = match params.map(request_meta) {
+        None | Some(Ok(None)) => {
+            return Err(invalid_params(format!(
+                "params._meta must be an object carrying {PROTOCOL_VERSION_KEY:?} and {CLIENT_CAPABILITIES_KEY:?}"
+            )))
+        }
+        Some(Err(e)) => return Err(invalid_params(format!("Invalid params: {e}"))),
+        Some(Ok(Some(meta))) => meta,
+    };
+    required_pair(&meta)?;
+    check_headers(method, params, meta.protocol_version.as_deref().unwrap_or_default(), header)?;
+    from_meta(meta, supported)
+}
+
+/// -32602 unless `_meta` has both a protocol version and client capabilities.
+fn required_pair(meta: &RequestMeta) -> Result<(), ErrorObject> {
+    let missing: Vec<&str> = [
+        (meta.protocol_version.is_none(), PROTOCOL_VERSION_KEY),
+        (meta.client_capabilities.is_none(), CLIENT_CAPABILITIES_KEY),
+    ]
+    .into_iter()
+    .filter_map(|(absent, key)| absent.then_some(key))
+    .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid_params(format!("params._meta is missing {}", missing.join(" and "))))
+    }
+}
+
+fn from_meta(meta: RequestMeta, supported: &[ProtocolVersion]) -> Result<Envelope, ErrorObject> {
+    required_pair(&meta)?;
+    let requested = meta.protocol_version.expect("checked above");
+    let protocol_version = match requested.parse::<ProtocolVersion>() {
+        Ok(v) if supported.contains(&v) => v,
+        _ => return Err(unsupported_version(&requested, supported)),
+    };
+    // An unknown level asks for nothing we can honour: no log messages.
+    let log_level = meta.log_level.and_then(|l| serde_json::from_value(Value::String(l)).ok());
+    Ok(Envelope {
+        protocol_version,
+        client_capabilities: meta.client_capabilities.expect("checked above"),
+        client_info: meta.client_info,
+        log_level,
+    })
+}
+
+/// -32022 `UnsupportedProtocolVersion`, listing `supported` and echoing `requested`.
+pub fn unsupported_version(requested: &str, supported: &[ProtocolVersion]) -> ErrorObject {
+    let data = UnsupportedProtocolVersionData {
+        supported: supported.iter().map(|v| v.as_str().to_owned()).collect(),
+        requested: requested.to_owned(),
+        extra: Map::new(),
+    };
+    ErrorObject::new(ErrorCode(UNSUPPORTED_PROTOCOL_VERSION), "Unsupported protocol version")
+        .with_data(&data)
+        .expect("strings serialize")
+}
+
+/// -32021 `MissingRequiredClientCapability`: `required` (e.g. `{"sampling": {}}`) in `data`.
+pub fn missing_capability(required: &ClientCapabilities, what: &str) -> ErrorObject {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Data<'a> {
+        required_capabilities: &'a ClientCapabilities,
+    }
+    ErrorObject::new(
+        ErrorCode(MISSING_REQUIRED_CLIENT_CAPABILITY),
+        format!("Missing required client capability: {what}"),
+    )
+    .with_data(&Data { required_capabilities: required })
+    .expect("capabilities serialize")
+}
+
+/// -32020 `HeaderMismatch` with `message`.
+pub fn header_mismatch(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(ErrorCode(HEADER_MISMATCH), message.into())
+}
+
+/// The HTTP status a 2026-07-28 error answer goes out with: 404 for -32601, 400 for the
+/// envelope and header errors, parse errors and invalid requests; `None` (200) otherwise.
+pub fn http_status(code: ErrorCode) -> Option<u16> {
+    match code.0 {
+        -32601 => Some(404),
+        -32700 | -32600 | -32602 => Some(400),
+        c if c == HEADER_MISMATCH || c == MISSING_REQUIRED_CLIENT_CAPABILITY || c == UNSUPPORTED_PROTOCOL_VERSION => {
+            Some(400)
+        }
+        _ => None,
+    }
+}
+
+/// The params member mirrored into `Mcp-Name` for `method`, if any.
+pub fn name_member(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        // The tasks extension (SEP-2663).
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    }
+}
+
+/// The header rungs of the ladder (Streamable HTTP, "Server Validation"): `MCP-Protocol-Version`
+/// equals the `_meta` version, `Mcp-Method` the method, `Mcp-Name` (decoded) the name or URI.
+/// `header` returns a header's value (names in lowercase), `Err(())` when it appears more than
+/// once. Values are compared after trimming surrounding whitespace.
+///
+/// # Errors
+/// -32020 naming the first header that does not match.
+pub fn check_headers<'h>(
+    method: &str,
+    params: Option<&Body>,
+    version: &str,
+    header: impl Fn(&str) -> Result<Option<&'h str>, ()>,
+) -> Result<(), ErrorObject> {
+    let get = |name: &str| {
+        header(name)
+            .map(|v| v.map(str::trim))
+            .map_err(|()| header_mismatch(format!("Header mismatch: {name} appears more than once")))
+    };
+    if get(VERSION_HEADER)? != Some(version) {
+        return Err(header_mismatch(
+            "Header mismatch: MCP-Protocol-Version does not match params._meta's protocol version",
+        ));
+    }
+    if get(METHOD_HEADER)? != Some(method) {
+        return Err(header_mismatch("Header mismatch: Mcp-Method does not match the request's method"));
+    }
+    let Some(member) = name_member(method) else { return Ok(()) };
+    let Some(body_value) = params.and_then(|p| string_member(p, member)) else { return Ok(()) };
+    match get(NAME_HEADER)?.map(decode_header_value) {
+        Some(Some(value)) if value == body_value => Ok(()),
+        Some(_) => Err(header_mismatch(format!("Header mismatch: Mcp-Name does not match params.{member}"))),
+        None => Err(header_mismatch(format!("Header mismatch: Mcp-Name is required for {method}"))),
+    }
+}
+
+/// A top-level string member of `params`.
+fn string_member(params: &Body, member: &str) -> Option<String> {
+    if let Some(call) = params.typed_as::<CallToolRequestParams>() {
+        return (member == "name").then(|| call.name.clone());
+    }
+    let raw = params.to_raw().ok()?;
+    let map: Map<String, Value> = serde_json::from_str(raw.get()).ok()?;
+    map.get(member)?.as_str().map(str::to_owned)
+}
+
+/// Decodes a header value that may use the `=?base64?…?=` sentinel; `None` for a malformed
+/// sentinel (bad or non-canonical base64, not UTF-8). Other values are returned as they are.
+pub fn decode_header_value(value: &str) -> Option<String> {
+    match value.strip_prefix("=?base64?").and_then(|rest| rest.strip_suffix("?=")) {
+        None => Some(value.to_owned()),
+        Some(payload) => String::from_utf8(decode_base64_strict(payload)?).ok(),
+    }
+}
+
+/// Encodes a header value, wrapping it in the base64 sentinel when it is not plain visible
+/// ASCII without surrounding whitespace (or looks like the sentinel itself).
+pub fn encode_header_value(value: &str) -> String {
+    let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if plain {
+        value.to_owned()
+    } else {
+        format!("=?base64?{}?=", encode_base64(value.as_bytes()))
+    }
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+pub(crate) fn encode_base64(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(BASE64[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Standard base64 with padding; `None` unless `text` is exactly what [`encode_base64`] would
+/// write for the bytes it holds (length a multiple of 4, only alphabet characters, zero
+/// trailing bits).
+pub(crate) fn decode_base64_strict(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    if bytes.len() % 4 != 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    for (i, chunk) in bytes.chunks(4).enumerate() {
+        let last = i + 1 == bytes.len() / 4;
+        let pad = chunk.iter().rev().take_while(|&&b| b == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return None;
+        }
+        let mut n: u32 = 0;
+        for &b in &chunk[..4 - pad] {
+            let v = BASE64.iter().position(|&c| c == b)? as u32;
+            n = (n << 6) | v;
+        }
+        n <<= 6 * pad as u32;
+        let decoded = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&decoded[..3 - pad]);
+    }
+    (encode_base64(&out) == text).then_some(out)
+}
+
+/// The `x-mcp-header` annotations of a tool's input schema that sit on top-level-reachable
+/// properties (a chain of `properties` keys): (property path, header token, property type).
+pub fn param_headers(input_schema: &Value) -> Vec<(Vec<String>, String, Option<String>)> {
+    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, String, Option<String>)>) {
+        let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
+        for (name, sub) in props {
+            path.push(name.clone());
+            if let Some(token) = sub.get(X_MCP_HEADER).and_then(Value::as_str) {
+                let kind = sub.get("type").and_then(Value::as_str).map(str::to_owned);
+                out.push((path.clone(), token.to_owned(), kind));
+            }
+            walk(sub, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(input_schema, &mut Vec::new(), &mut out);
+    out
+}
+
+/// Checks a `tools/call`'s `Mcp-Param-*` headers against its arguments, for the annotated
+/// properties of the tool's input schema: present together and equal after decoding (integers
+/// compared as numbers), or absent together (`null` counts as absent).
+///
+/// # Errors
+/// -32020 naming the first header that fails.
+pub fn check_param_headers<'h>(
+    input_schema: &Value,
+    arguments: &Map<String, Value>,
+    header: impl Fn(&str) -> Result<Option<&'h str>, ()>,
+) -> Result<(), ErrorObject> {
+    for (path, token, kind) in param_headers(input_schema) {
+        let name = format!("Mcp-Param-{token}");
+        let raw = header(&name.to_ascii_lowercase())
+            .map_err(|()| header_mismatch(format!("Header mismatch: {name} appears more than once")))?
+            .map(str::trim);
+        let mut value = Some(arguments.get(&path[0]).unwrap_or(&Value::Null));
+        for key in &path[1..] {
+            value = value.and_then(|v| v.get(key));
+        }
+        let value = value.filter(|v| !v.is_null());
+        let rendered = value.and_then(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        });
+        let argument = path.join(".");
+        match (raw, rendered) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(header_mismatch(format!("Header mismatch: {name} is present but {argument} is not")))
+            }
+            (None, Some(_)) => {
+                return Err(header_mismatch(format!("Header mismatch: {name} is missing but {argument} is present")))
+            }
+            (Some(raw), Some(rendered)) => {
+                let Some(decoded) = decode_header_value(raw) else {
+                    return Err(header_mismatch(format!("Header mismatch: {name} is not valid base64")));
+                };
+                let numeric = kind.as_deref() == Some("integer")
+                    && value.and_then(Value::as_f64).zip(decoded.parse::<f64>().ok()).is_some_and(|(a, b)| a == b);
+                if decoded != rendered && !numeric {
+                    return Err(header_mismatch(format!("Header mismatch: {name} does not match {argument}")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The members a 2026-07-28 result gets when its handler did not set them.
+#[derive(Debug, Clone, Default)]
+pub struct ResultStamp {
+    /// `ttlMs` (cacheable results only).
+    pub ttl_ms: Option<u64>,
+    /// `cacheScope` (cacheable results only).
+    pub cache_scope: Option<CacheScope>,
+    /// `_meta["io.modelcontextprotocol/serverInfo"]`.
+    pub server_info: Option<Implementation>,
+}
+
+/// Adds `resultType: "complete"` (and the stamp's members) to a result object that lacks them.
+/// The result's text is not re-encoded: its top-level keys are read (values skipped) and the
+/// new members are written in front. A result that is not an object is returned unchanged.
+///
+/// # Errors
+/// When a typed body cannot be serialized.
+pub fn stamp_result(body: Body, stamp: &ResultStamp) -> Result<Body, serde_json::Error> {
+    let raw = body.to_raw()?;
+    let text = raw.get();
+    let Ok(keys) = top_level_keys(text) else { return Ok(body) };
+    let has = |k: &str| keys.iter().any(|key| key == k);
+    let mut members = String::new();
+    let mut push = |key: &str, value: String| {
+        members.push('"');
+        members.push_str(key);
+        members.push_str("\":");
+        members.push_str(&value);
+        members.push(',');
+    };
+    if !has("resultType") {
+        push("resultType", "\"complete\"".to_owned());
+    }
+    if let (Some(ttl), false) = (stamp.ttl_ms, has("ttlMs")) {
+        push("ttlMs", ttl.to_string());
+    }
+    if let (Some(scope), false) = (&stamp.cache_scope, has("cacheScope")) {
+        push("cacheScope", serde_json::to_string(scope)?);
+    }
+    if let (Some(info), false) = (&stamp.server_info, has("_meta")) {
+        push("_meta", format!("{{\"{SERVER_INFO_KEY}\":{}}}", serde_json::to_string(info)?));
+    }
+    if members.is_empty() {
+        return Ok(body);
+    }
+    let rest = text.trim_start().strip_prefix('{').expect("an object");
+    if rest.trim_start().starts_with('}') {
+        members.pop();
+    }
+    let out = format!("{{{members}{rest}");
+    Ok(Body::Raw(RawValue::from_string(out)?))
+}
+
+/// The keys of a JSON object, values skipped; `Err` when `text` is not an object.
+fn top_level_keys(text: &str) -> Result<Vec<String>, serde_json::Error> {
+    struct Keys;
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                keys.push(key);
+            }
+            Ok(keys)
+        }
+    }
+    serde::Deserializer::deserialize_map(&mut serde_json::Deserializer::from_str(text), Keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const V26: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+
+    fn raw(v: Value) -> Body {
+        Body::Raw(serde_json::value::to_raw_value(&v).unwrap())
+    }
+
+    fn envelope_params() -> Value {
+        json!({"name": "echo", "_meta": {
+            PROTOCOL_VERSION_KEY: "2026-07-28",
+            CLIENT_CAPABILITIES_KEY: {"elicitation": {}},
+            CLIENT_INFO_KEY: {"name": "c", "version": "1"},
+            LOG_LEVEL_KEY: "info"
+        }})
+    }
+
+    #[test]
+    fn handshake_requests_are_told_apart_without_parsing() {
+        assert!(!mentions_envelope(&raw(json!({"name": "echo", "arguments": {"text": "protocolVersion"}}))));
+        assert!(read(Some(&raw(json!({"protocolVersion": "2025-11-25", "capabilities": {}}))), &V26).is_none());
+        assert!(read(None, &V26).is_none());
+        assert!(mentions_envelope(&raw(envelope_params())));
+        // An escaped slash still spells the key.
+        let escaped = Body::Raw(
+            RawValue::from_string(r#"{"_meta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#.to_owned())
+                .unwrap(),
+        );
+        assert_eq!(read(Some(&escaped), &V26).unwrap().unwrap().protocol_version, ProtocolVersion::V2026_07_28);
+    }
+
+    #[test]
+    fn the_envelope_is_read_whole() {
+        let envelope = read(Some(&raw(envelope_params())), &V26).unwrap().unwrap();
+        assert!(envelope.client_capabilities.elicitation.is_some());
+        assert_eq!(envelope.client_info.unwrap().name, "c");
+        assert_eq!(envelope.log_level, Some(LoggingLevel::Info));
+    }
+
+    #[test]
+    fn the_ladder_refuses_as_the_spec_words_it() {
+        let e = check(Some(&raw(json!({}))), &V26).unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+        let e = check(None, &V26).unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+        let e = check(Some(&raw(json!({"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28"}}))), &V26).unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+        assert!(e.message.contains(CLIENT_CAPABILITIES_KEY));
+        let e = check(Some(&raw(json!({"_meta": {PROTOCOL_VERSION_KEY: "v9", CLIENT_CAPABILITIES_KEY: {}}}))), &V26)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode(-32022));
+        let data: Value = serde_json::from_str(e.data.unwrap().get()).unwrap();
+        assert_eq!(data, json!({"supported": ["2026-07-28"], "requested": "v9"}));
+        // A handshake revision is not served per request.
+        let e = check(
+            Some(&raw(json!({"_meta": {PROTOCOL_VERSION_KEY: "2025-11-25", CLIENT_CAPABILITIES_KEY: {}}}))),
+            &V26,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode(-32022));
+    }
+
+    #[test]
+    fn missing_capability_names_it_in_data() {
+        let required = ClientCapabilities { sampling: Some(Default::default()), ..Default::default() };
+        let e = missing_capability(&required, "sampling");
+        assert_eq!(e.code, ErrorCode(-32021));
+        let data: Value = serde_json::from_str(e.data.unwrap().get()).unwrap();
+        assert_eq!(data, json!({"requiredCapabilities": {"sampling": {}}}));
+        assert_eq!(http_status(e.code), Some(400));
+        assert_eq!(http_status(ErrorCode::METHOD_NOT_FOUND), Some(404));
+        assert_eq!(http_status(ErrorCode::INTERNAL_ERROR), None);
+    }
+
+    fn headers<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Result<Option<&'a str>, ()> + 'a {
+        move |name| {
+            let mut found = pairs.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
+            let first = found.next();
+            if found.next().is_some() {
+                Err(())
+            } else {
+                Ok(first)
+            }
+        }
+    }
+
+    #[test]
+    fn headers_must_match_the_body() {
+        let params = raw(envelope_params());
+        let ok = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "  echo ")];
+        assert!(check_headers("tools/call", Some(&params), "2026-07-28", headers(&ok)).is_ok());
+        let encoded =
+            [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "=?base64?ZWNobw==?=")];
+        assert!(check_headers("tools/call", Some(&params), "2026-07-28", headers(&encoded)).is_ok());
+        for bad in [
+            &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "TOOLS/CALL"), ("Mcp-Name", "echo")][..],
+            &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "other")],
+            &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call")],
+            &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Method", "tools/call")],
+            &[("Mcp-Method", "tools/call"), ("Mcp-Name", "echo")],
+        ] {
+            let e = check_headers("tools/call", Some(&params), "2026-07-28", headers(bad)).unwrap_err();
+            assert_eq!(e.code, ErrorCode(-32020), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn over_http_a_header_mismatch_is_told_before_an_unsupported_version() {
+        let params = raw(json!({"_meta": {PROTOCOL_VERSION_KEY: "v9", CLIENT_CAPABILITIES_KEY: {}}}));
+        let given = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "server/discover")];
+        let e = check_http("server/discover", Some(&params), &V26, headers(&given)).unwrap_err();
+        assert_eq!(e.code, ErrorCode(-32020));
+        let given = [("MCP-Protocol-Version", "v9"), ("Mcp-Method", "server/discover")];
+        let e = check_http("server/discover", Some(&params), &V26, headers(&given)).unwrap_err();
+        assert_eq!(e.code, ErrorCode(-32022));
+        let e = check_http("server/discover", Some(&raw(json!({}))), &V26, headers(&given)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn base64_sentinel_is_strict() {
+        assert_eq!(decode_header_value("=?base64?SGVsbG8=?=").as_deref(), Some("Hello"));
+        assert_eq!(decode_header_value("=?base64?SGVsbG8?="), None);
+        assert_eq!(decode_header_value("=?base64?SGVs!!!bG8=?="), None);
+        assert_eq!(decode_header_value("=?base64?SGVsbG9=?="), None, "non-zero trailing bits");
+        assert_eq!(decode_header_value("SGVsbG8=").as_deref(), Some("SGVsbG8="));
+        assert_eq!(decode_header_value("=?base64?SGVsbG8=").as_deref(), Some("=?base64?SGVsbG8="));
+        for value in ["us-west1", "Hello, 世界", " padded ", "line1\nline2", "=?base64?literal?=", ""] {
+            assert_eq!(decode_header_value(&encode_header_value(value)).as_deref(), Some(value));
+        }
+        assert_eq!(encode_header_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
+    }
+
+    #[test]
+    fn param_headers_follow_the_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "count": {"type": "integer", "x-mcp-header": "Count"},
+            "query": {"type": "string"}
+        }});
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let ok = [("mcp-param-region", "us-west1"), ("Mcp-Param-Count", "42.0")];
+        assert!(check_param_headers(&schema, &args(json!({"region": "us-west1", "count": 42})), headers(&ok)).is_ok());
+        assert!(check_param_headers(&schema, &args(json!({"query": "x", "region": null})), headers(&[])).is_ok());
+        for (arguments, given) in [
+            (json!({"region": "us-west1"}), &[][..]),
+            (json!({}), &[("Mcp-Param-Region", "us-west1")][..]),
+            (json!({"region": "Hello"}), &[("Mcp-Param-Region", "=?base64?SGVsbG8?=")][..]),
+            (json!({"region": "a"}), &[("Mcp-Param-Region", "b")][..]),
+        ] {
+            let e = check_param_headers(&schema, &args(arguments), headers(given)).unwrap_err();
+            assert_eq!(e.code, ErrorCode(-32020));
+        }
+    }
+
+    #[test]
+    fn results_are_stamped_without_reencoding() {
+        let stamp = ResultStamp {
+            ttl_ms: Some(0),
+            cache_scope: Some(CacheScope::Public),
+            server_info: Some(Implementation { name: "s".into(), version: "1".into(), ..Default::default() }),
+        };
+        let out = stamp_result(raw(json!({"tools": []})), &stamp).unwrap();
+        assert_eq!(
+            out.as_raw().unwrap().get(),
+            r#"{"resultType":"complete","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"tools":[]}"#
+        );
+        let out = stamp_result(raw(json!({})), &ResultStamp::default()).unwrap();
+        assert_eq!(out.as_raw().unwrap().get(), r#"{"resultType":"complete"}"#);
+        let kept =
+            stamp_result(raw(json!({"resultType": "input_required", "x": {"resultType": 1}})), &ResultStamp::default())
+                .unwrap();
+        assert_eq!(kept.as_raw().unwrap().get(), r#"{"resultType":"input_required","x":{"resultType":1}}"#);
+    }
+}

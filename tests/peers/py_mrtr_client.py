@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""py_mrtr_client.py — the official Python SDK client (mcp 2.3.0, default mode 'auto') calling a tool
+whose handler asks for elicitations, with an elicitation callback that answers every form field
+with "from-py". Prints one JSON line: the negotiated version, the discover handshake flag, how many
+times the callback ran, and the tool result.
+
+    $MCP_PYTHON py_mrtr_client.py URL TOOL
+"""
+
+import json
+import sys
+
+import anyio
+import mcp_types as types
+from mcp import Client
+
+asked = []
+
+
+async def on_elicit(context, params):
+    asked.append(params.message)
+    schema = params.requested_schema or {}
+    fields = (schema.get("properties") if isinstance(schema, dict) else None) or {}
+    return types.ElicitResult(action="accept", content={name: "from-py" for name in fields})
+
+
+async def main() -> int:
+    url, tool = sys.argv[1], sys.argv[2]
+    async with Client(url, mode="auto", cache=None, elicitation_callback=on_elicit) as client:
+        result = await client.call_tool(tool, {})
+        print(
+            json.dumps(
+                {
+                    "protocolVersion": client.protocol_version,
+                    "discover": client.session.discover_result is not None,
+                    "asked": asked,
+                    "result": result.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                }
+            ),
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(anyio.run(main))
