@@ -574,7 +574,8 @@ async fn an_expired_http_session_fails_one_call_then_the_server_is_reinitialized
     })
     .await
     .unwrap();
-    let toml = format!("[mcp_servers.echo]\nurl = {}\n", toml_str(&http.url()));
+    // A handshake-era session is what expires: the stateless 2026-07-28 era has none.
+    let toml = format!("[mcp_servers.echo]\nurl = {}\nera = \"legacy\"\n", toml_str(&http.url()));
     let (set, mut events) =
         set(&toml, SetOptions::default().with_backoff(Duration::from_millis(20), Duration::from_millis(200), 5));
     set.start().await.unwrap();
