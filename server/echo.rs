@@ -1,10 +1,13 @@
-//! The echo server: tools `echo {text}` (answers that text as one text block) and `add {a, b}`
-//! (answers the sum as text; integers stay integers: `2 + 3` is `5`, `2.5 + 3` is `5.5`).
+//! The echo server: tools `echo {text}` (answers that text as one text block), `add {a, b}`
+//! (answers the sum as text; integers stay integers: `2 + 3` is `5`, `2.5 + 3` is `5.5`) and
+//! `greet` (asks the user's name with a form elicitation, then answers `Hello, NAME!`: a
+//! server-to-client request in the handshake era, a multi-round-trip request in 2026-07-28).
 //!
 //! Our counterpart of rmcp's `rmcp-echo-server`: the `echo_server` example serves it over
 //! stdio, `mcp-bench` runs it in process, and the tests drive it. Nothing else lives here.
 
 use super::{arguments, text_result, Server, ServerError, ToolError};
+use crate::proto::mcp_types::ElicitAction;
 use serde::Deserialize;
 use serde_json::{json, Number, Value};
 
@@ -35,7 +38,7 @@ fn sum(a: &Number, b: &Number) -> Result<Value, ToolError> {
     Number::from_f64(a + b).map(Value::Number).ok_or_else(|| ToolError::failed("the sum is not a finite number"))
 }
 
-/// The echo server: tools `echo {text}` and `add {a, b}`.
+/// The echo server: tools `echo {text}`, `add {a, b}` and `greet`.
 pub fn echo_server() -> Server {
     build().expect("the echo server's tools are valid")
 }
@@ -68,6 +71,25 @@ fn build() -> Result<Server, ServerError> {
             |args, _ctx| async move {
                 let EchoArgs { text } = arguments(args)?;
                 Ok(text_result(text))
+            },
+        )
+        .tool(
+            "greet",
+            "Ask the user for their name (an elicitation), then greet them",
+            json!({"type": "object", "properties": {}}),
+            |_args, ctx| async move {
+                let form = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+                let form = serde_json::from_value(form).expect("a valid elicitation form");
+                let answer = ctx.elicit("What is your name?", form).await?;
+                let name = answer
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("name"))
+                    .and_then(|v| serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)));
+                Ok(text_result(match name {
+                    Some(name) if answer.action == ElicitAction::Accept => format!("Hello, {name}!"),
+                    _ => "Hello, whoever you are!".to_owned(),
+                }))
             },
         )
         .build()

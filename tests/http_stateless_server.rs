@@ -27,7 +27,7 @@ async fn echo_server_answers_over_stateless_http() {
     let transport = HttpClientTransport::new(HttpClientConfig::new(http.url())).unwrap();
     let client = Client::connect(transport, ClientOptions::default()).await.unwrap();
     let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
-    assert_eq!(names, ["add", "echo"]);
+    assert_eq!(names, ["add", "echo", "greet"]);
     let args = json!({"text": "stateless"}).as_object().cloned();
     let result = client.call_tool("echo", args).await.unwrap();
     assert!(matches!(&result.content[0], ContentBlock::Text(t) if t.text == "stateless"), "{result:?}");

@@ -57,7 +57,7 @@ fn assert_tool_steps(steps: &[Value], echoed: &str) {
     assert_eq!(list["step"], "tools/list");
     let names: Vec<&str> =
         list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["add", "echo"]);
+    assert_eq!(names, ["add", "echo", "greet"]);
     assert_eq!(list["result"]["tools"][1]["inputSchema"]["required"], json!(["text"]));
 
     assert_eq!(steps[2]["name"], "echo");

@@ -4,15 +4,18 @@ whose handler asks for elicitations, with an elicitation callback that answers e
 with "from-py". Prints one JSON line: the negotiated version, the discover handshake flag, how many
 times the callback ran, and the tool result.
 
-    $MCP_PYTHON py_mrtr_client.py URL TOOL
+    $MCP_PYTHON py_mrtr_client.py URL TOOL          # Streamable HTTP
+    $MCP_PYTHON py_mrtr_client.py SERVER_CMD TOOL   # stdio: spawn SERVER_CMD (a path, no arguments)
 """
 
 import json
+import os
 import sys
 
 import anyio
 import mcp_types as types
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 asked = []
 
@@ -25,8 +28,10 @@ async def on_elicit(context, params):
 
 
 async def main() -> int:
-    url, tool = sys.argv[1], sys.argv[2]
-    async with Client(url, mode="auto", cache=None, elicitation_callback=on_elicit) as client:
+    target, tool = sys.argv[1], sys.argv[2]
+    if not target.startswith(("http://", "https://")):
+        target = StdioServerParameters(command=target, args=[], env=dict(os.environ))
+    async with Client(target, mode="auto", cache=None, elicitation_callback=on_elicit) as client:
         result = await client.call_tool(tool, {})
         print(
             json.dumps(
