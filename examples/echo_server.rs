@@ -1,5 +1,5 @@
-//! `echo_server`: the echo server ([`mcpwire::server::echo`]: tools `echo {text}` and
-//! `add {a, b}`) — our counterpart of rmcp's `rmcp-echo-server`, used by the interop tests and
+//! `echo_server`: the echo server ([`mcpwire::server::echo`]: tools `echo {text}`, `add {a, b}`
+//! and `greet`) — our counterpart of rmcp's `rmcp-echo-server`, used by the interop tests and
 //! the benches.
 //!
 //! ```text
@@ -8,6 +8,10 @@
 //!                                      --stateless: no sessions, JSON responses
 //! --threads N                          tokio worker threads (default 1: a current-thread
 //!                                      runtime, the fastest for a server whose tools only do IO)
+//! --state-secret-env VAR               seal 2026-07-28 requestState with the secret in env VAR
+//!                                      (not on the command line, where `ps` shows it), so that
+//!                                      processes sharing it resume each other's rounds; default:
+//!                                      a random secret of this process
 //! ```
 //!
 //! Over stdio it writes nothing but frames to stdout and exits when stdin ends, after answering
@@ -16,14 +20,16 @@
 
 use std::net::SocketAddr;
 
-use mcpwire::server::echo::echo_server;
+use mcpwire::server::echo::echo_builder;
+use mcpwire::server::Server;
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
 
-const USAGE: &str = "usage: echo_server [--http ADDR [--stateless]] [--threads N]";
+const USAGE: &str = "usage: echo_server [--http ADDR [--stateless]] [--threads N] [--state-secret-env VAR]";
 
 struct Args {
     mode: Mode,
     threads: usize,
+    state_secret: Option<Vec<u8>>,
 }
 
 enum Mode {
@@ -33,7 +39,7 @@ enum Mode {
 
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
-    let (mut addr, mut stateless, mut threads) = (None, false, 1);
+    let (mut addr, mut stateless, mut threads, mut state_secret) = (None, false, 1, None);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => {
@@ -45,6 +51,14 @@ fn parse_args() -> Result<Args, String> {
                 let value = args.next().ok_or("--threads needs a number")?;
                 threads = value.parse().map_err(|e| format!("--threads {value}: {e}"))?;
             }
+            "--state-secret-env" => {
+                let var = args.next().ok_or("--state-secret-env needs a variable name")?;
+                let secret = std::env::var(&var).map_err(|_| format!("--state-secret-env: {var} is not set"))?;
+                if secret.len() < 16 {
+                    return Err(format!("--state-secret-env: {var} holds fewer than 16 bytes"));
+                }
+                state_secret = Some(secret.into_bytes());
+            }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -54,11 +68,10 @@ fn parse_args() -> Result<Args, String> {
         None if stateless => return Err(format!("--stateless needs --http\n{USAGE}")),
         None => Mode::Stdio,
     };
-    Ok(Args { mode, threads })
+    Ok(Args { mode, threads, state_secret })
 }
 
-async fn serve_http(addr: SocketAddr, stateless: bool) -> std::io::Result<()> {
-    let server = echo_server();
+async fn serve_http(server: Server, addr: SocketAddr, stateless: bool) -> std::io::Result<()> {
     let config = HttpServerConfig::default().bind(addr).stateless(stateless);
     let http = HttpServer::bind(config, move |transport| {
         let serving = server.serve(transport);
@@ -93,10 +106,15 @@ fn main() {
         eprintln!("echo_server: cannot start the runtime: {e}");
         std::process::exit(1);
     });
+    let mut builder = echo_builder();
+    if let Some(secret) = args.state_secret {
+        builder = builder.request_state_secret(secret);
+    }
+    let server = builder.build().expect("the echo server's tools are valid");
     let result = runtime.block_on(async {
         match args.mode {
-            Mode::Stdio => echo_server().serve_stdio().await.map_err(|e| e.to_string()),
-            Mode::Http { addr, stateless } => serve_http(addr, stateless).await.map_err(|e| e.to_string()),
+            Mode::Stdio => server.serve_stdio().await.map_err(|e| e.to_string()),
+            Mode::Http { addr, stateless } => serve_http(server, addr, stateless).await.map_err(|e| e.to_string()),
         }
     });
     if let Err(e) = result {

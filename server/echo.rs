@@ -6,7 +6,7 @@
 //! Our counterpart of rmcp's `rmcp-echo-server`: the `echo_server` example serves it over
 //! stdio, `mcp-bench` runs it in process, and the tests drive it. Nothing else lives here.
 
-use super::{arguments, text_result, Server, ServerError, ToolError};
+use super::{arguments, text_result, Server, ServerBuilder, ToolError};
 use crate::proto::mcp_types::ElicitAction;
 use serde::Deserialize;
 use serde_json::{json, Number, Value};
@@ -40,10 +40,12 @@ fn sum(a: &Number, b: &Number) -> Result<Value, ToolError> {
 
 /// The echo server: tools `echo {text}`, `add {a, b}` and `greet`.
 pub fn echo_server() -> Server {
-    build().expect("the echo server's tools are valid")
+    echo_builder().build().expect("the echo server's tools are valid")
 }
 
-fn build() -> Result<Server, ServerError> {
+/// The echo server's builder, for a host that sets more (a `requestState` secret shared by
+/// several processes, limits) before building it.
+pub fn echo_builder() -> ServerBuilder {
     Server::builder()
         .name("mcpwire-echo-server")
         .version(env!("CARGO_PKG_VERSION"))
@@ -92,5 +94,4 @@ fn build() -> Result<Server, ServerError> {
                 }))
             },
         )
-        .build()
 }
