@@ -11,17 +11,18 @@
 //! A recording asks for it in its sidecar (`{"clock": "recorded"}` in `NAME.rules.json`); the
 //! command line can force either mode (`--clock recorded|system`).
 //!
-//! Also here: the few calendar conversions the runner needs (no date crate for three functions).
+//! Also here: parsing the header's UTC times (the calendar is `proto::timestamp`).
 //! Not here: masking of clock values (`matching`), starting the child (`replay`).
 //!
 //! [libfaketime]: https://github.com/wolfcw/libfaketime
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
 use super::recording::Header;
+use crate::proto::timestamp::{civil_from_days, days_from_civil};
+pub use crate::proto::timestamp::{utc_date, utc_rfc3339};
 
 /// Which clock the server under test reads during a replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -123,29 +124,6 @@ pub fn fake_clock_env(lib: &Path, start: i64, inherited_preload: Option<&str>) -
     ]
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// `(year, month, day)` of a day count since 1970-01-01 (Howard Hinnant's civil_from_days).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 fn number(text: &str) -> Option<i64> {
     (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())).then(|| text.parse().ok())?
 }
@@ -175,34 +153,11 @@ pub fn parse_utc(text: &str) -> Option<i64> {
     Some(parse_date(date)? * 86_400 + h * 3600 + m * 60 + s)
 }
 
-/// `YYYY-MM-DD` of a time (UTC).
-pub fn utc_date(time: SystemTime) -> String {
-    let (y, m, d) = civil_from_days(unix_seconds(time).div_euclid(86_400));
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.fffZ` of a time: what `started_at` holds.
-pub fn utc_rfc3339(time: SystemTime) -> String {
-    let since = time.duration_since(SystemTime::UNIX_EPOCH).unwrap_or(Duration::ZERO);
-    let seconds = unix_seconds(time);
-    let of_day = seconds.rem_euclid(86_400);
-    format!(
-        "{}T{:02}:{:02}:{:02}.{:03}Z",
-        utc_date(time),
-        of_day / 3600,
-        of_day / 60 % 60,
-        of_day % 60,
-        since.subsec_millis()
-    )
-}
-
-fn unix_seconds(time: SystemTime) -> i64 {
-    time.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    use std::time::{Duration, SystemTime};
 
     use super::*;
 

@@ -9,6 +9,7 @@
 //! - [`version`]: protocol revisions and negotiation.
 //! - [`session`]: the sans-IO session core: ids, pending requests, lifecycle, cancellation,
 //!   progress, timeouts.
+//! - [`timestamp`]: UTC timestamps as MCP writes them, and the calendar behind them.
 //! - `framing` (feature `framing`): newline-delimited and SSE framing on `bytes::BytesMut`.
 
 pub mod envelope;
@@ -17,6 +18,7 @@ pub mod json_write;
 pub mod jsonrpc;
 pub mod mcp_types;
 pub mod session;
+pub mod timestamp;
 pub mod version;
 
 #[cfg(feature = "framing")]

@@ -10,9 +10,11 @@
 //! message (the spec leaves the default to the server).
 
 use std::future::Future;
+use std::sync::Arc;
 
-use super::context::UntilInput;
+use super::context::{InputRound, UntilInput};
 use super::dispatch::{input_required, invalid_params, params_or_default, Dispatcher, Era};
+use super::request_state::Binding;
 use super::{completion, pagination, prompts, resources};
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id};
@@ -97,6 +99,29 @@ impl Dispatcher {
     }
 
     /// Runs `work` in a tracked task and answers `id` with its outcome.
+    /// Answers `id` later with what `work` gives or, when the work stopped to ask the client
+    /// (a 2026-07-28 round, `input`), with that round's `InputRequiredResult`.
+    fn answer_or_ask<T: Transport, R: serde::Serialize + Send + Sync + 'static>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        era: &Era,
+        input: Option<(Arc<InputRound>, Binding)>,
+        work: impl Future<Output = Result<R, ErrorObject>> + Unpin + Send + 'static,
+    ) {
+        let inner = self.inner.clone();
+        self.answer_later(peer, id, era, async move {
+            let round = input.as_ref().map(|(round, _)| round.clone());
+            match (UntilInput { work, round }).await {
+                Some(outcome) => outcome.map(Body::typed),
+                None => {
+                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
+                    Ok(input_required(&inner, round, binding))
+                }
+            }
+        });
+    }
+
     fn answer_later<T: Transport>(
         &self,
         peer: &Peer<T>,
@@ -179,17 +204,7 @@ impl Dispatcher {
         context.input = input.as_ref().map(|(round, _)| round.clone());
         let request =
             resources::ResourceRequest { uri: params.uri, variables, meta: params.meta, context: Some(context) };
-        let inner = self.inner.clone();
-        self.answer_later(peer, id, era, async move {
-            let round = input.as_ref().map(|(round, _)| round.clone());
-            match (UntilInput { work: read(request), round }).await {
-                Some(outcome) => outcome.map(Body::typed),
-                None => {
-                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
-                    Ok(input_required(&inner, round, binding))
-                }
-            }
-        });
+        self.answer_or_ask(peer, id, era, input, read(request));
     }
 
     fn get_prompt<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
@@ -222,17 +237,7 @@ impl Dispatcher {
         let request =
             prompts::PromptRequest { name: params.name, arguments, meta: params.meta, context: Some(context) };
         let get = entry.get.clone();
-        let inner = self.inner.clone();
-        self.answer_later(peer, id, era, async move {
-            let round = input.as_ref().map(|(round, _)| round.clone());
-            match (UntilInput { work: get(request), round }).await {
-                Some(outcome) => outcome.map(Body::typed),
-                None => {
-                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
-                    Ok(input_required(&inner, round, binding))
-                }
-            }
-        });
+        self.answer_or_ask(peer, id, era, input, get(request));
     }
 
     fn complete<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {

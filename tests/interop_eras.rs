@@ -25,34 +25,40 @@ use support::{peer, repo_path};
 
 const SCRIPT: &str = r#"[{"call":"echo","args":{"text":"across eras"}},{"call":"greet","args":{}}]"#;
 
-/// `echo_server --http` on a free loopback port, stopped on drop.
-struct HttpEcho {
+/// A server process listening on a free loopback port (`command` is given the port), stopped
+/// on drop.
+struct Listening {
     child: Child,
     url: String,
 }
 
-impl HttpEcho {
-    fn start() -> HttpEcho {
+impl Listening {
+    fn start(command: impl FnOnce(u16) -> Command) -> Listening {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(examples::example_path("echo_server"))
-            .args(["--http", &format!("127.0.0.1:{port}")])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = command(port).stderr(Stdio::null()).spawn().unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "echo_server never listened on {port}");
+            assert!(Instant::now() < deadline, "the server never listened on {port}");
             std::thread::sleep(Duration::from_millis(20));
         }
-        HttpEcho { child, url: format!("http://127.0.0.1:{port}/mcp") }
+        Listening { child, url: format!("http://127.0.0.1:{port}/mcp") }
     }
 }
 
-impl Drop for HttpEcho {
+impl Drop for Listening {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `echo_server --http`.
+fn http_echo() -> Listening {
+    Listening::start(|port| {
+        let mut command = Command::new(examples::example_path("echo_server"));
+        command.args(["--http", &format!("127.0.0.1:{port}")]);
+        command
+    })
 }
 
 /// Runs `ts2_client.mjs` with `args`; its output lines.
@@ -87,7 +93,7 @@ fn assert_session(lines: &[Value], version: &str) {
 fn typescript_sdk_v2_client_in_auto_mode_runs_2026_07_28_over_stdio_and_http() {
     let server = examples::example_path("echo_server");
     assert_session(&ts2(&["--mode", "auto", "--", server.to_str().unwrap()]), "2026-07-28");
-    let http = HttpEcho::start();
+    let http = http_echo();
     assert_session(&ts2(&["--mode", "auto", "--url", &http.url]), "2026-07-28");
 }
 
@@ -96,7 +102,7 @@ fn typescript_sdk_v2_client_in_its_default_mode_runs_the_handshake_era_over_stdi
     // The SDK's default versionNegotiation mode is `legacy`: initialize, at 2025-11-25 with us.
     let server = examples::example_path("echo_server");
     assert_session(&ts2(&["--", server.to_str().unwrap()]), "2025-11-25");
-    let http = HttpEcho::start();
+    let http = http_echo();
     assert_session(&ts2(&["--url", &http.url]), "2025-11-25");
 }
 
@@ -114,7 +120,7 @@ fn python_greet(target: &str) -> Value {
 
 #[test]
 fn python_sdk_client_in_its_default_mode_answers_greet_through_mrtr_over_stdio_and_http() {
-    let http = HttpEcho::start();
+    let http = http_echo();
     let server = examples::example_path("echo_server");
     for line in [python_greet(server.to_str().unwrap()), python_greet(&http.url)] {
         assert_eq!(line["protocolVersion"], "2026-07-28", "{line}");
@@ -131,36 +137,14 @@ fn ts2_server() -> ChildCommand {
         .env("MCP_TS2_DIR", peer("MCP_TS2_DIR"))
 }
 
-/// `ts2_server.mjs --http` on a free loopback port, stopped on drop.
-struct HttpTs2 {
-    child: Child,
-    url: String,
-}
-
-impl HttpTs2 {
-    fn start() -> HttpTs2 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(peer("MCP_NODE"))
-            .arg(repo_path("tests/peers/ts2_server.mjs"))
-            .args(["--http", &port.to_string()])
-            .env("MCP_TS2_DIR", peer("MCP_TS2_DIR"))
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "ts2_server.mjs never listened on {port}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        HttpTs2 { child, url: format!("http://127.0.0.1:{port}/mcp") }
-    }
-}
-
-impl Drop for HttpTs2 {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `ts2_server.mjs --http`.
+fn http_ts2() -> Listening {
+    Listening::start(|port| {
+        let mut command = Command::new(peer("MCP_NODE"));
+        command.arg(repo_path("tests/peers/ts2_server.mjs")).args(["--http", &port.to_string()]);
+        command.env("MCP_TS2_DIR", peer("MCP_TS2_DIR"));
+        command
+    })
 }
 
 async fn name_grace(params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
@@ -195,7 +179,7 @@ async fn our_client_runs_the_era_its_policy_asks_against_the_typescript_sdk_v2_s
 #[tokio::test(flavor = "multi_thread")]
 async fn our_client_runs_the_era_its_policy_asks_against_the_typescript_sdk_v2_server_over_http() {
     use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
-    let server = HttpTs2::start();
+    let server = http_ts2();
     let connect = |era| {
         let transport = HttpClientTransport::new(HttpClientConfig::new(server.url.clone())).unwrap();
         Client::connect(transport, ClientOptions::default().with_era(era).with_elicitation(name_grace))
