@@ -16,14 +16,14 @@
 //! Not here: MCP semantics (what to answer to `initialize`, `ping`, `tools/call` …): the layers
 //! above implement [`Handler`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Number;
+use serde_json::{Number, Value};
 use tokio::sync::{oneshot, Notify};
 
 use crate::proto::jsonrpc::{Body, ErrorObject, ErrorResponse, Id, Message, Notification, Request};
@@ -147,15 +147,39 @@ struct Waiter {
 
 struct Core {
     session: Session,
+    /// The peer's requests read while its cap of them was in flight, in order, held back from
+    /// the session ([`session::WhenFull::Wait`]); at most [`MAX_HELD_REQUESTS`].
+    held: VecDeque<Message>,
     waiters: HashMap<Id, Waiter>,
     /// The deadline the timer task sleeps until, to wake it only when an earlier one appears.
     timer_deadline: Option<Instant>,
     closed_reason: Option<String>,
 }
 
+/// The peer's requests held back, past its in-flight cap, before the reader stops reading the
+/// connection. Responses and notifications are read on meanwhile, so a handler waiting for the
+/// peer's answer is not stuck behind the held requests.
+pub const MAX_HELD_REQUESTS: usize = 256;
+
 impl Core {
     fn drain(&mut self) -> Vec<Message> {
         std::iter::from_fn(|| self.session.poll_transmit()).collect()
+    }
+
+    /// Hands held requests to the session while it has room for them.
+    fn release_held(&mut self, max_incoming: usize) {
+        while self.session.incoming_in_flight() < max_incoming {
+            let Some(request) = self.held.pop_front() else { return };
+            self.session.handle_incoming(request, now());
+        }
+    }
+
+    /// Forgets a held request the peer cancelled: it was never handed over, so nothing answers it.
+    fn drop_cancelled_held(&mut self, notification: &crate::proto::jsonrpc::Notification) {
+        let cancelled = notification.params.as_ref().and_then(|p| p.decode::<Value>().ok());
+        let Some(id) = cancelled.as_ref().and_then(|p| p.get("requestId")).cloned() else { return };
+        let Ok(id) = serde_json::from_value::<Id>(id) else { return };
+        self.held.retain(|m| !matches!(m, Message::Request(r) if r.id == id));
     }
 }
 
@@ -165,6 +189,10 @@ struct Shared<T: Transport> {
     /// One permit per outgoing request the session may have in flight, when a request past the
     /// cap waits ([`session::WhenFull::Wait`]); `None` when it is refused.
     slots: Option<tokio::sync::Semaphore>,
+    /// The peer's cap, when its requests past it are held ([`Core::held`]) rather than refused.
+    hold_past: Option<usize>,
+    /// Told when an answer may have made room for held requests.
+    room: Notify,
     handler: Box<dyn Handler<T>>,
     timer: Notify,
     timer_started: AtomicBool,
@@ -193,11 +221,15 @@ impl<T: Transport> Peer<T> {
         let slots = (limits.when_full == session::WhenFull::Wait).then(|| {
             tokio::sync::Semaphore::new(limits.max_outgoing_in_flight.min(tokio::sync::Semaphore::MAX_PERMITS))
         });
+        let hold_past = (limits.when_full == session::WhenFull::Wait).then_some(limits.max_incoming_in_flight);
         let shared = Arc::new(Shared {
             transport,
             slots,
+            hold_past,
+            room: Notify::new(),
             core: Mutex::new(Core {
                 session: Session::new(role, mode, limits),
+                held: VecDeque::new(),
                 waiters: HashMap::new(),
                 timer_deadline: None,
                 closed_reason: None,
@@ -464,6 +496,9 @@ impl<T: Transport> Peer<T> {
                 Ok(result) => core.session.respond(id, result),
                 Err(error) => core.session.respond_error(id, error),
             };
+            if !core.held.is_empty() {
+                self.shared.room.notify_one();
+            }
             (sent, core.drain())
         };
         self.send_all(messages).await?;
@@ -481,6 +516,9 @@ impl<T: Transport> Peer<T> {
             Ok(result) => core.session.respond(id, result),
             Err(error) => core.session.respond_error(id, error),
         };
+        if !core.held.is_empty() {
+            self.shared.room.notify_one();
+        }
         Queued { peer: self.clone(), sent, messages: core.drain() }
     }
 
@@ -550,33 +588,84 @@ impl<T: Transport> Peer<T> {
 
     async fn read_loop(self) {
         loop {
-            let received = self.shared.transport.recv().await;
-            match received {
-                Ok(Some(message)) => {
-                    let (out, events) = {
-                        let mut core = self.lock();
-                        core.session.handle_incoming(message, now());
-                        let events: Vec<Event> = std::iter::from_fn(|| core.session.poll_event()).collect();
-                        (core.drain(), events)
-                    };
-                    self.dispatch(events);
-                    if self.send_all(out).await.is_err() {
-                        // The outgoing side is gone; the reader carries on until the input ends.
-                    }
+            // Past the peer's cap with the held queue full: read nothing until an answer of ours
+            // makes room (that is the backpressure the peer feels).
+            let (held, full) = {
+                let core = self.lock();
+                (!core.held.is_empty(), core.held.len() >= MAX_HELD_REQUESTS)
+            };
+            let received = if full {
+                self.shared.room.notified().await;
+                None
+            } else if held {
+                tokio::select! {
+                    biased;
+                    () = self.shared.room.notified() => None,
+                    received = self.shared.transport.recv() => Some(received),
                 }
-                Ok(None) => {
+            } else {
+                Some(self.shared.transport.recv().await)
+            };
+            let message = match received {
+                None => None,
+                Some(Ok(Some(message))) => Some(message),
+                Some(Ok(None)) => {
+                    // Requests read before the end are still handed over, as room is made.
+                    while !self.lock().held.is_empty() {
+                        self.shared.room.notified().await;
+                        let out = self.hand_over(None);
+                        let _ = self.send_all(out).await;
+                    }
                     self.finish(None, false);
                     self.shared.handler.on_closed(None);
                     return;
                 }
-                Err(e) if !e.is_fatal() => self.shared.handler.on_malformed(&self, &e),
-                Err(e) => {
+                Some(Err(e)) if !e.is_fatal() => {
+                    self.shared.handler.on_malformed(&self, &e);
+                    continue;
+                }
+                Some(Err(e)) => {
                     self.finish(Some(e.to_string()), false);
                     self.shared.handler.on_closed(Some(&e));
                     return;
                 }
+            };
+            let out = self.hand_over(message);
+            if self.send_all(out).await.is_err() {
+                // The outgoing side is gone; the reader carries on until the input ends.
             }
         }
+    }
+
+    /// Gives the session `message` (a request is held instead while the peer's cap of them is
+    /// in flight, or others are held before it) and what held requests it now has room for,
+    /// then dispatches the events. Returns what the session queued to send.
+    fn hand_over(&self, message: Option<Message>) -> Vec<Message> {
+        let (out, events) = {
+            let mut core = self.lock();
+            match (message, self.shared.hold_past) {
+                (Some(Message::Request(r)), Some(max))
+                    if !core.held.is_empty() || core.session.incoming_in_flight() >= max =>
+                {
+                    core.held.push_back(Message::Request(r));
+                }
+                (Some(Message::Notification(n)), Some(_))
+                    if !core.held.is_empty() && n.method == "notifications/cancelled" =>
+                {
+                    core.drop_cancelled_held(&n);
+                    core.session.handle_incoming(Message::Notification(n), now());
+                }
+                (Some(message), _) => core.session.handle_incoming(message, now()),
+                (None, _) => {}
+            }
+            if let Some(max) = self.shared.hold_past {
+                core.release_held(max);
+            }
+            let events: Vec<Event> = std::iter::from_fn(|| core.session.poll_event()).collect();
+            (core.drain(), events)
+        };
+        self.dispatch(events);
+        out
     }
 
     async fn timer_loop(self) {

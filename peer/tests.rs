@@ -146,6 +146,101 @@ async fn a_wait_for_a_slot_counts_against_the_timeout_and_dropping_it_sends_noth
     assert_eq!(value["i"], 3);
 }
 
+/// Answers `slow` after `delay_ms`, counting how many of its handlers run at once.
+#[derive(Default, Clone)]
+struct CountingServer {
+    running: Arc<std::sync::atomic::AtomicUsize>,
+    most: Arc<std::sync::atomic::AtomicUsize>,
+    handled: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<T: Transport> Handler<T> for CountingServer {
+    fn on_request(&self, peer: &Peer<T>, request: Request) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (peer, running, most) = (peer.clone(), self.running.clone(), self.most.clone());
+        let now = running.fetch_add(1, SeqCst) + 1;
+        most.fetch_max(now, SeqCst);
+        self.handled.fetch_add(1, SeqCst);
+        tokio::spawn(async move {
+            let params: Value = request.params_as().unwrap();
+            tokio::time::sleep(Duration::from_millis(params["delay_ms"].as_u64().unwrap_or(0))).await;
+            running.fetch_sub(1, SeqCst);
+            peer.respond(&request.id, Ok(Body::typed(params))).await.unwrap();
+        });
+    }
+}
+
+/// A client that never waits (it refuses past a cap of 1000) against a server whose cap is
+/// `server_cap` and whose policy past it is `when_full`.
+async fn flooding(server_cap: usize, when_full: session::WhenFull) -> (Peer<InprocTransport>, CountingServer) {
+    let (a, b) = inproc::pair(Limits::default());
+    let server = CountingServer::default();
+    let limits = session::Limits { max_incoming_in_flight: server_cap, when_full, ..Default::default() };
+    let _server = Peer::start(b, Role::Server, Mode::Stateless, limits, server.clone());
+    let limits =
+        session::Limits { max_outgoing_in_flight: 1000, when_full: session::WhenFull::Refuse, ..Default::default() };
+    let client = Peer::start(a, Role::Client, Mode::Stateless, limits, Silent);
+    (client, server)
+}
+
+#[tokio::test]
+async fn a_server_past_its_cap_holds_requests_back_instead_of_refusing_them() {
+    // 300 requests at once against a cap of 4: more than the held queue (256), so the server
+    // also stops reading for a while. Every one is answered, with its own result, and never
+    // more than 4 handlers ran at once.
+    let (client, server) = flooding(4, session::WhenFull::Wait).await;
+    let calls = (0..300u64).map(|i| {
+        let client = client.clone();
+        async move { client.request("slow", echo(i, i % 3), RequestOptions::default()).await }
+    });
+    for (i, result) in futures_join_all(calls).await.into_iter().enumerate() {
+        let value: Value = result.unwrap_or_else(|e| panic!("call {i}: {e}")).decode().unwrap();
+        assert_eq!(value["i"], i as u64);
+    }
+    assert_eq!(server.most.load(std::sync::atomic::Ordering::SeqCst), 4);
+    assert_eq!(server.handled.load(std::sync::atomic::Ordering::SeqCst), 300, "each handled once");
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_past_its_cap_answers_32603() {
+    let (client, _) = flooding(2, session::WhenFull::Refuse).await;
+    let calls = (0..6u64).map(|i| {
+        let client = client.clone();
+        async move { client.request("slow", echo(i, 200), RequestOptions::default()).await }
+    });
+    let refused = futures_join_all(calls)
+        .await
+        .into_iter()
+        .filter(|r| matches!(r, Err(RequestError::Rpc(e)) if e.code == ErrorCode::INTERNAL_ERROR))
+        .count();
+    assert_eq!(refused, 4, "two run, four are refused");
+}
+
+#[tokio::test]
+async fn a_held_request_the_peer_cancels_is_never_run() {
+    let (client, server) = flooding(1, session::WhenFull::Wait).await;
+    let first = tokio::spawn({
+        let client = client.clone();
+        async move { client.request("slow", echo(1, 300), RequestOptions::default()).await }
+    });
+    while server.most.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    // The second is held behind the first; dropping it sends notifications/cancelled.
+    let _ =
+        tokio::time::timeout(Duration::from_millis(50), client.request("slow", echo(2, 0), RequestOptions::default()))
+            .await;
+    let third: Value = client.request("slow", echo(3, 0), RequestOptions::default()).await.unwrap().decode().unwrap();
+    assert_eq!(third["i"], 3);
+    first.await.unwrap().unwrap();
+    assert_eq!(
+        server.handled.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the cancelled one never reached a handler"
+    );
+    assert_eq!(server.most.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
 async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
 where
     F: std::future::Future + Send + 'static,

@@ -148,15 +148,18 @@ pub enum State {
     Closed,
 }
 
-/// What a caller who sends a request past [`Limits::max_outgoing_in_flight`] gets.
+/// What happens to a request past an in-flight cap ([`Limits::when_full`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WhenFull {
-    /// The request waits for a slot: the driver (`peer`) holds it back until an earlier request
-    /// is answered, within the request's own timeout, and dropping it stops the wait. The core
-    /// itself cannot wait and still refuses.
+    /// It waits for a slot. Outgoing: the driver (`peer`) holds the call back until an earlier
+    /// request is answered, within the call's own timeout, and dropping it stops the wait.
+    /// Incoming: the driver holds the peer's request unread by the core (and, past a small
+    /// queue, stops reading the connection) until one of ours is answered. The core itself
+    /// cannot wait: asked past a cap, it still refuses.
     #[default]
     Wait,
-    /// The request fails at once with [`SessionError::TooManyInFlight`].
+    /// It is refused at once: an outgoing call fails with [`SessionError::TooManyInFlight`], an
+    /// incoming request is answered -32603.
     Refuse,
 }
 
@@ -166,9 +169,11 @@ pub struct Limits {
     /// Outgoing requests awaiting a response; past it `send_request` fails (and a driver
     /// honouring [`Limits::when_full`] waits before it asks).
     pub max_outgoing_in_flight: usize,
-    /// What a request past `max_outgoing_in_flight` gets: a wait (the default) or a refusal.
+    /// What a request past either cap gets, ours or the peer's: a wait (the default) or a
+    /// refusal.
     pub when_full: WhenFull,
-    /// Incoming requests awaiting our response; past it the core answers -32603.
+    /// Incoming requests awaiting our response; past it the core answers -32603 (and a driver
+    /// honouring [`Limits::when_full`] holds them back before it hands them over).
     pub max_incoming_in_flight: usize,
     /// Cancelled or timed-out request ids remembered so their late responses are dropped
     /// quietly; past it the oldest is forgotten (its late response is then reported as unknown).
