@@ -587,13 +587,12 @@ impl<T: Transport> Peer<T> {
     }
 
     async fn read_loop(self) {
+        // Whether requests are held, and whether the queue of them is full: only the reader
+        // changes the queue, so what the last hand-over saw holds until the next.
+        let (mut held, mut full) = (false, false);
         loop {
             // Past the peer's cap with the held queue full: read nothing until an answer of ours
             // makes room (that is the backpressure the peer feels).
-            let (held, full) = {
-                let core = self.lock();
-                (!core.held.is_empty(), core.held.len() >= MAX_HELD_REQUESTS)
-            };
             let received = if full {
                 self.shared.room.notified().await;
                 None
@@ -611,9 +610,10 @@ impl<T: Transport> Peer<T> {
                 Some(Ok(Some(message))) => Some(message),
                 Some(Ok(None)) => {
                     // Requests read before the end are still handed over, as room is made.
-                    while !self.lock().held.is_empty() {
+                    while held {
                         self.shared.room.notified().await;
-                        let out = self.hand_over(None);
+                        let out;
+                        (out, held, _) = self.hand_over(None);
                         let _ = self.send_all(out).await;
                     }
                     self.finish(None, false);
@@ -630,7 +630,8 @@ impl<T: Transport> Peer<T> {
                     return;
                 }
             };
-            let out = self.hand_over(message);
+            let out;
+            (out, held, full) = self.hand_over(message);
             if self.send_all(out).await.is_err() {
                 // The outgoing side is gone; the reader carries on until the input ends.
             }
@@ -639,9 +640,10 @@ impl<T: Transport> Peer<T> {
 
     /// Gives the session `message` (a request is held instead while the peer's cap of them is
     /// in flight, or others are held before it) and what held requests it now has room for,
-    /// then dispatches the events. Returns what the session queued to send.
-    fn hand_over(&self, message: Option<Message>) -> Vec<Message> {
-        let (out, events) = {
+    /// then dispatches the events. Returns what the session queued to send, whether requests
+    /// are still held, and whether their queue is full.
+    fn hand_over(&self, message: Option<Message>) -> (Vec<Message>, bool, bool) {
+        let state = {
             let mut core = self.lock();
             match (message, self.shared.hold_past) {
                 (Some(Message::Request(r)), Some(max))
@@ -662,10 +664,11 @@ impl<T: Transport> Peer<T> {
                 core.release_held(max);
             }
             let events: Vec<Event> = std::iter::from_fn(|| core.session.poll_event()).collect();
-            (core.drain(), events)
+            (core.drain(), events, !core.held.is_empty(), core.held.len() >= MAX_HELD_REQUESTS)
         };
+        let (out, events, held, full) = state;
         self.dispatch(events);
-        out
+        (out, held, full)
     }
 
     async fn timer_loop(self) {
