@@ -13,6 +13,15 @@
 //! an `.await`: each call takes the messages its operation produced and sends them after
 //! releasing the lock, so a slow transport never blocks the reader.
 //!
+//! Past an in-flight cap ([`session::Limits`], under the default [`session::WhenFull::Wait`])
+//! nothing is refused. A request of ours waits for a slot, within its own timeout. A request of
+//! the peer's is held back from the session in arrival order, up to [`MAX_HELD_REQUESTS`], and
+//! handed over as our answers make room; past that the reader stops reading the connection, so
+//! the peer's writes wait. While requests are held, responses and notifications are still read,
+//! so a handler awaiting the peer's answer goes on. Only a peer that leaves every handler waiting
+//! on answers it sends after a full held queue could stall the connection.
+//! [`session::WhenFull::Refuse`] restores the immediate refusals.
+//!
 //! Not here: MCP semantics (what to answer to `initialize`, `ping`, `tools/call` …): the layers
 //! above implement [`Handler`].
 
