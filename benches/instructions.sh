@@ -3,8 +3,9 @@
 # a count that does not swing with the machine as calls/s and CPU time do here, so two builds
 # can be compared on one run each.
 #
-#   benches/instructions.sh [BIN_DIR] [sessions|stateless] [SIZE] [CONCURRENCY]
+#   benches/instructions.sh [BIN_DIR] [sessions|stateless] [SIZE] [CONCURRENCY] [ERA]
 #
+# ERA: the client's era (`mcp-bench --era`): legacy (the default) or 2026-07-28.
 # BIN_DIR holds mcp-bench and examples/echo_server (default: target/release, built first).
 # Each side is counted alone (the other runs natively), over two runs of 500 and 1500 calls;
 # the difference divided by the calls between them leaves out startup. User-space instructions
@@ -17,7 +18,7 @@ if [ -z "${1:-}" ]; then
 else
   D=$(realpath "$1")
 fi
-MODE=${2:-sessions}; SIZE=${3:-16}; CONC=${4:-1}
+MODE=${2:-sessions}; SIZE=${3:-16}; CONC=${4:-1}; ERA=${5:-legacy}
 command -v valgrind >/dev/null || { echo "instructions.sh: needs valgrind" >&2; exit 1; }
 flag=$([ "$MODE" = stateless ] && echo --stateless || true)
 # Calls made by one mcp-bench run with --n N at concurrency 1: warm-up, then two measured rounds.
@@ -29,7 +30,7 @@ client_refs() {
   sleep 0.3
   valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$D/mcp-bench" \
     --http http://127.0.0.1:$port/mcp --sizes "$SIZE" --concurrency "$CONC" --n "$1" --startup-runs 0 \
-    > /dev/null 2> "$log"
+    --era "$ERA" > /dev/null 2> "$log"
   kill $pid; wait $pid 2>/dev/null || true
   refs "$log"; rm -f "$log"
 }
@@ -39,10 +40,10 @@ server_refs() {
     "$D/examples/echo_server" --http 127.0.0.1:$port $flag > /dev/null 2> "$log" & local pid=$!
   sleep 2
   "$D/mcp-bench" --http http://127.0.0.1:$port/mcp --sizes "$SIZE" --concurrency "$CONC" --n "$1" \
-    --startup-runs 0 > /dev/null
+    --startup-runs 0 --era "$ERA" > /dev/null
   kill -INT $pid; wait $pid 2>/dev/null || true
   refs "$log"; rm -f "$log"
 }
 c1=$(client_refs 500); c2=$(client_refs 1500); s1=$(server_refs 500); s2=$(server_refs 1500)
 between=$(( $(calls 1500) - $(calls 500) ))
-echo "{\"mode\":\"$MODE\",\"payload_bytes\":$SIZE,\"concurrency\":$CONC,\"client_instructions_per_call\":$(( (c2 - c1) / between )),\"server_instructions_per_call\":$(( (s2 - s1) / between ))}"
+echo "{\"era\":\"$ERA\",\"mode\":\"$MODE\",\"payload_bytes\":$SIZE,\"concurrency\":$CONC,\"client_instructions_per_call\":$(( (c2 - c1) / between )),\"server_instructions_per_call\":$(( (s2 - s1) / between ))}"

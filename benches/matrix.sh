@@ -64,6 +64,12 @@ for server in mcpwire rmcp; do
       "$bench" --http http://127.0.0.1:$port/mcp "${EXTRA[@]}" \
         | sed "s/\"transport\":\"http\"/\"transport\":\"http-$mode\"/" | tag "$client" "$server"
     done
+    # The 2026-07-28 row: our pair in the stateless era (no session, the per-request _meta on
+    # every POST), beside the handshake-era stateless pairs (rmcp-bench speaks initialize only).
+    if [ $server = mcpwire ] && [ $mode = stateless ]; then
+      "$OURS/mcp-bench" --http http://127.0.0.1:$port/mcp --era 2026-07-28 "${EXTRA[@]}" \
+        | sed "s/\"transport\":\"http\"/\"transport\":\"http-$mode\"/" | tag mcpwire-2026 "$server"
+    fi
     echo "{\"scenario\":\"server_peak_rss\",\"transport\":\"http-$mode\",\"kb\":$(peak_rss_kb $pid)}" | tag - "$server"
     kill $pid; wait $pid 2>/dev/null || true
   done

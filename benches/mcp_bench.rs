@@ -9,6 +9,8 @@
 //!           whitespace; any stdio MCP server with an `echo {text}` tool)
 //! --http    Streamable HTTP endpoint, e.g. http://127.0.0.1:8931/mcp
 //! --threads tokio worker threads of this client (default 1: a current-thread runtime)
+//! --era     legacy (default: initialize, as rmcp-bench speaks), auto or 2026-07-28 (stateless;
+//!           with a 2026-07-28 server over HTTP: no session, every POST on its own)
 //! --inproc  mcpwire's echo server in this process, over the in-process transport (typed
 //!           messages, no JSON) and over a tokio duplex byte pipe (JSON lines, like stdio);
 //!           --inproc-channel / --inproc-duplex for one of the two
@@ -62,30 +64,29 @@ enum Connected {
     Duplex(Client<StdioTransport>),
 }
 
-fn options() -> ClientOptions {
-    // No client-side timeout: a slow call is measured, not cut off. The handshake era, as
-    // rmcp-bench speaks it: the cells compare the same protocol (and startup has no probe).
+fn options(era: EraPolicy) -> ClientOptions {
+    // No client-side timeout: a slow call is measured, not cut off.
     ClientOptions::default()
         .with_client_info("mcp-bench", env!("CARGO_PKG_VERSION"))
         .with_request_timeout(None)
-        .with_era(EraPolicy::Legacy)
+        .with_era(era)
 }
 
-async fn connect(target: &Target) -> Result<(Connected, Option<u32>), BoxError> {
+async fn connect(target: &Target, era: EraPolicy) -> Result<(Connected, Option<u32>), BoxError> {
     Ok(match target {
         Target::Stdio(cmd) => {
-            let client = Client::spawn(ChildCommand::new(&cmd[0]).args(&cmd[1..]), options()).await?;
+            let client = Client::spawn(ChildCommand::new(&cmd[0]).args(&cmd[1..]), options(era)).await?;
             let pid = client.transport().child_pid();
             (Connected::Stdio(client), pid)
         }
         Target::Http(url) => {
             let transport = HttpClientTransport::new(HttpClientConfig::new(url.clone()))?;
-            (Connected::Http(Client::connect(transport, options()).await?), None)
+            (Connected::Http(Client::connect(transport, options(era)).await?), None)
         }
         Target::InprocChannel => {
             let (client_end, server_end) = inproc::pair(Limits::default());
             tokio::spawn(echo_server().serve(server_end));
-            (Connected::Channel(Client::connect(client_end, options()).await?), None)
+            (Connected::Channel(Client::connect(client_end, options(era)).await?), None)
         }
         Target::InprocDuplex => {
             // 64 KiB buffer, like a Linux pipe (and like rmcp-bench's inproc-duplex).
@@ -94,7 +95,7 @@ async fn connect(target: &Target) -> Result<(Connected, Option<u32>), BoxError> 
             let (server_read, server_write) = tokio::io::split(server_io);
             tokio::spawn(echo_server().serve(StdioTransport::from_io(server_read, server_write, Limits::default())));
             let transport = StdioTransport::from_io(client_read, client_write, Limits::default());
-            (Connected::Duplex(Client::connect(transport, options()).await?), None)
+            (Connected::Duplex(Client::connect(transport, options(era)).await?), None)
         }
     })
 }
@@ -133,12 +134,22 @@ struct Opts {
     sizes: Vec<usize>,
     startup_runs: usize,
     threads: usize,
+    /// The era the client runs: `legacy` by default, the handshake era that rmcp-bench speaks,
+    /// so the cells compare the same protocol (and startup has no probe).
+    era: EraPolicy,
     targets: Vec<Target>,
 }
 
 fn parse_args() -> Result<Opts, BoxError> {
-    let mut o =
-        Opts { n: 2000, concurrency: 16, sizes: vec![16, 65536], startup_runs: 20, threads: 1, targets: vec![] };
+    let mut o = Opts {
+        n: 2000,
+        concurrency: 16,
+        sizes: vec![16, 65536],
+        startup_runs: 20,
+        threads: 1,
+        era: EraPolicy::Legacy,
+        targets: vec![],
+    };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -147,6 +158,7 @@ fn parse_args() -> Result<Opts, BoxError> {
             "--concurrency" => o.concurrency = value()?.parse()?,
             "--startup-runs" => o.startup_runs = value()?.parse()?,
             "--threads" => o.threads = value()?.parse()?,
+            "--era" => o.era = value()?.parse()?,
             "--sizes" => o.sizes = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             "--stdio" => o.targets.push(Target::Stdio(value()?.split_whitespace().map(String::from).collect())),
             "--http" => o.targets.push(Target::Http(value()?)),
@@ -241,7 +253,7 @@ fn peak_rss_kb(pid: &str) -> Option<u64> {
 
 async fn bench_target(target: &Target, o: &Opts) -> Result<(), BoxError> {
     let (name, transport) = target.label();
-    let base = json!({ "target": name, "transport": transport, "client": "mcp-bench" });
+    let base = json!({ "target": name, "transport": transport, "client": "mcp-bench", "era": o.era.to_string() });
     let emit = |mut extra: Value| {
         let mut line = base.clone();
         line.as_object_mut().unwrap().append(extra.as_object_mut().unwrap());
@@ -251,7 +263,7 @@ async fn bench_target(target: &Target, o: &Opts) -> Result<(), BoxError> {
     let mut startup = Vec::with_capacity(o.startup_runs);
     for _ in 0..o.startup_runs {
         let t = Instant::now();
-        let (client, _) = connect(target).await?;
+        let (client, _) = connect(target, o.era).await?;
         startup.push(t.elapsed());
         client.close().await;
     }
@@ -263,7 +275,7 @@ async fn bench_target(target: &Target, o: &Opts) -> Result<(), BoxError> {
             "max_ms": ms(*startup.last().unwrap()) }));
     }
 
-    let (client, pid) = connect(target).await?;
+    let (client, pid) = connect(target, o.era).await?;
     let client = Arc::new(client);
     if !client.has_echo().await? {
         return Err(format!("{name}: server has no `echo` tool").into());

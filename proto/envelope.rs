@@ -491,8 +491,18 @@ pub struct ResultStamp {
 /// # Errors
 /// When a typed body cannot be serialized.
 pub fn stamp_result(body: Body, stamp: &ResultStamp) -> Result<Body, serde_json::Error> {
-    let raw = body.to_raw()?;
-    let text = raw.get();
+    // A typed result is written with our writer (its string escaper is the fast one), not
+    // serde_json's: a 64 KiB tool result is written once here and never again.
+    let written;
+    let text = match &body {
+        Body::Raw(raw) => raw.get(),
+        Body::Typed(value) => {
+            let mut out = Vec::with_capacity(value.estimated_len() + 64);
+            value.write_json(&mut out)?;
+            written = String::from_utf8(out).expect("JSON is UTF-8");
+            written.as_str()
+        }
+    };
     let Ok(keys) = top_level_keys(text) else { return Ok(body) };
     let has = |k: &str| keys.iter().any(|key| key == k);
     let mut members = String::new();
@@ -522,11 +532,30 @@ pub fn stamp_result(body: Body, stamp: &ResultStamp) -> Result<Body, serde_json:
     if rest.trim_start().starts_with('}') {
         members.pop();
     }
-    let out = format!("{{{members}{rest}");
-    Ok(Body::Raw(RawValue::from_string(out)?))
+    let mut out = String::with_capacity(1 + members.len() + rest.len());
+    out.push('{');
+    out.push_str(&members);
+    out.push_str(rest);
+    Ok(Body::typed(Written(out)))
 }
 
-/// The keys of a JSON object, values skipped; `Err` when `text` is not an object.
+/// JSON text `stamp_result` put together from valid parts, serialized verbatim, as serde_json's
+/// `RawValue` is (through the private token both writers know): a `RawValue` made from it
+/// would be validated again, a second full scan of a 64 KiB result.
+struct Written(String);
+
+impl serde::Serialize for Written {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let token = super::json_write::RAW_VALUE_TOKEN;
+        let mut raw = serializer.serialize_struct(token, 1)?;
+        raw.serialize_field(token, &self.0)?;
+        raw.end()
+    }
+}
+
+/// The keys of a JSON object, values skipped (by our reader, whose string scan is the fast one;
+/// by serde_json for what it leaves to serde_json); `Err` when `text` is not an object.
 fn top_level_keys(text: &str) -> Result<Vec<String>, serde_json::Error> {
     struct Keys;
     impl<'de> serde::de::Visitor<'de> for Keys {
@@ -541,6 +570,12 @@ fn top_level_keys(text: &str) -> Result<Vec<String>, serde_json::Error> {
                 keys.push(key);
             }
             Ok(keys)
+        }
+    }
+    let mut reader = super::json_read::Reader::new(text.as_bytes());
+    if let Ok(keys) = serde::Deserializer::deserialize_map(&mut reader, Keys) {
+        if reader.end().is_ok() {
+            return Ok(keys);
         }
     }
     serde::Deserializer::deserialize_map(&mut serde_json::Deserializer::from_str(text), Keys)
@@ -706,6 +741,15 @@ mod tests {
 
     #[test]
     fn results_are_stamped_without_reencoding() {
+        // The stamped text as both writers put it on the wire: ours and serde_json's.
+        let text = |body: &Body| {
+            let Body::Typed(value) = body else { panic!("a stamped body is written text") };
+            let mut ours = Vec::new();
+            value.write_json(&mut ours).unwrap();
+            let theirs = body.to_raw().unwrap().get().to_owned();
+            assert_eq!(String::from_utf8(ours).unwrap(), theirs);
+            theirs
+        };
         let stamp = ResultStamp {
             ttl_ms: Some(0),
             cache_scope: Some(CacheScope::Public),
@@ -713,14 +757,19 @@ mod tests {
         };
         let out = stamp_result(raw(json!({"tools": []})), &stamp).unwrap();
         assert_eq!(
-            out.as_raw().unwrap().get(),
+            text(&out),
             r#"{"resultType":"complete","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"tools":[]}"#
         );
         let out = stamp_result(raw(json!({})), &ResultStamp::default()).unwrap();
-        assert_eq!(out.as_raw().unwrap().get(), r#"{"resultType":"complete"}"#);
+        assert_eq!(text(&out), r#"{"resultType":"complete"}"#);
         let kept =
             stamp_result(raw(json!({"resultType": "input_required", "x": {"resultType": 1}})), &ResultStamp::default())
                 .unwrap();
         assert_eq!(kept.as_raw().unwrap().get(), r#"{"resultType":"input_required","x":{"resultType":1}}"#);
+        // A typed result is written by our writer, stamped, and reads back as the same value.
+        let typed = Body::typed(json!({"content": [{"type": "text", "text": "a \"quoted\" é"}]}));
+        let out = stamp_result(typed, &ResultStamp::default()).unwrap();
+        let back: Value = serde_json::from_str(&text(&out)).unwrap();
+        assert_eq!(back, json!({"resultType": "complete", "content": [{"type": "text", "text": "a \"quoted\" é"}]}));
     }
 }

@@ -786,7 +786,7 @@ impl Dispatcher {
             return Ok(None);
         }
         // Read only in the per-request era: the handshake era's hot path copies nothing here.
-        let binding = Binding::new(method, target, &arguments());
+        let binding = Binding::new(method, target, arguments());
         let mut answers = match state {
             Some(token) => self.inner.state_key.open(token, &binding, SystemTime::now()).map_err(invalid_params)?,
             None => Map::new(),

@@ -38,21 +38,31 @@ pub(crate) struct StateKey {
     key: hmac::Key,
 }
 
-/// What a `requestState` is bound to: the request it was issued for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a `requestState` is bound to: the request it was issued for. The arguments are digested
+/// only when a state is sealed or opened: a 2026-07-28 call whose handler asks nothing (most of
+/// them) pays for no serialization and no SHA-256 of its arguments.
+#[derive(Debug)]
 pub(crate) struct Binding {
     pub(crate) method: String,
     pub(crate) target: String,
-    pub(crate) arguments_digest: String,
+    arguments: Value,
+    digest: std::sync::OnceLock<String>,
 }
 
 impl Binding {
-    /// The binding of `method` on `target` with these arguments (a digest of their JSON; a
-    /// `serde_json::Map` writes its keys in order, so equal arguments digest equally).
-    pub(crate) fn new(method: &str, target: &str, arguments: &Value) -> Binding {
-        let text = serde_json::to_vec(arguments).unwrap_or_default();
-        let sum = digest::digest(&digest::SHA256, &text);
-        Binding { method: method.to_owned(), target: target.to_owned(), arguments_digest: encode_base64(sum.as_ref()) }
+    /// The binding of `method` on `target` with these arguments.
+    pub(crate) fn new(method: &str, target: &str, arguments: Value) -> Binding {
+        Binding { method: method.to_owned(), target: target.to_owned(), arguments, digest: Default::default() }
+    }
+
+    /// A digest of the arguments' JSON (a `serde_json::Map` writes its keys in order, so equal
+    /// arguments digest equally), made on first use.
+    pub(crate) fn arguments_digest(&self) -> &str {
+        self.digest.get_or_init(|| {
+            let mut text = Vec::new();
+            let _ = crate::proto::json_write::to_writer(&mut text, &self.arguments);
+            encode_base64(digest::digest(&digest::SHA256, &text).as_ref())
+        })
     }
 }
 
@@ -116,7 +126,7 @@ impl StateKey {
         let payload = Payload {
             method: binding.method.clone(),
             target: binding.target.clone(),
-            arguments_digest: binding.arguments_digest.clone(),
+            arguments_digest: binding.arguments_digest().to_owned(),
             expires: seconds(now + STATE_LIFETIME),
             answers: answers.clone(),
         };
@@ -142,7 +152,7 @@ impl StateKey {
         let payload: Payload = serde_json::from_slice(&text).map_err(|_| StateError::Malformed)?;
         if payload.method != binding.method
             || payload.target != binding.target
-            || payload.arguments_digest != binding.arguments_digest
+            || payload.arguments_digest != binding.arguments_digest()
         {
             return Err(StateError::Foreign);
         }
@@ -166,15 +176,15 @@ mod tests {
     fn a_sealed_state_opens_for_its_request_only() {
         let key = StateKey::from_secret(b"a secret of the deployment");
         let now = SystemTime::now();
-        let binding = Binding::new("tools/call", "greet", &json!({"a": 1}));
+        let binding = Binding::new("tools/call", "greet", json!({"a": 1}));
         let token = key.seal(&binding, &answers(), now);
         assert_eq!(key.open(&token, &binding, now), Ok(answers()));
         // The same secret in another process opens it too.
         assert_eq!(StateKey::from_secret(b"a secret of the deployment").open(&token, &binding, now), Ok(answers()));
 
-        let other_tool = Binding::new("tools/call", "other", &json!({"a": 1}));
+        let other_tool = Binding::new("tools/call", "other", json!({"a": 1}));
         assert_eq!(key.open(&token, &other_tool, now), Err(StateError::Foreign));
-        let other_args = Binding::new("tools/call", "greet", &json!({"a": 2}));
+        let other_args = Binding::new("tools/call", "greet", json!({"a": 2}));
         assert_eq!(key.open(&token, &other_args, now), Err(StateError::Foreign));
         let later = now + STATE_LIFETIME + Duration::from_secs(2);
         assert_eq!(key.open(&token, &binding, later), Err(StateError::Expired));
@@ -185,7 +195,7 @@ mod tests {
     fn an_altered_state_is_refused() {
         let key = StateKey::generate();
         let now = SystemTime::now();
-        let binding = Binding::new("prompts/get", "p", &json!({}));
+        let binding = Binding::new("prompts/get", "p", json!({}));
         let token = key.seal(&binding, &answers(), now);
         let (text, tag) = token.split_once('.').unwrap();
         let mut payload: Value = serde_json::from_slice(&decode_base64_strict(text).unwrap()).unwrap();
