@@ -140,6 +140,42 @@ pub enum TransportConfig {
         /// `type = "sse"` in a JSON import: speak the legacy HTTP+SSE transport only.
         legacy_sse: bool,
     },
+    /// A server in this very process, reached over an in-process pair ([`InProcess`]): never
+    /// read from a file, given by the program that embeds the set.
+    InProcess(InProcess),
+}
+
+/// Makes the client end of an in-process connection to a server of this process: called at
+/// every start and restart, it serves the other end (say with `Server::serve`) and returns
+/// this one.
+#[derive(Clone)]
+pub struct InProcess {
+    connect: std::sync::Arc<dyn Fn() -> crate::transport::inproc::InprocTransport + Send + Sync>,
+}
+
+impl InProcess {
+    /// A connector calling `connect` for each connection.
+    pub fn new(connect: impl Fn() -> crate::transport::inproc::InprocTransport + Send + Sync + 'static) -> Self {
+        InProcess { connect: std::sync::Arc::new(connect) }
+    }
+
+    /// A new connection's client end.
+    pub fn connect(&self) -> crate::transport::inproc::InprocTransport {
+        (self.connect)()
+    }
+}
+
+impl fmt::Debug for InProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("InProcess")
+    }
+}
+
+/// Two connectors are the same recipe only when they are the same connector.
+impl PartialEq for InProcess {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.connect, &other.connect)
+    }
 }
 
 /// Per-tool settings (`tools.NAME`).
@@ -230,6 +266,11 @@ impl ServerConfig {
                 legacy_sse: false,
             },
         )
+    }
+
+    /// A server of this process, reached in process through `connector`.
+    pub fn in_process(name: impl Into<String>, connector: InProcess) -> Self {
+        ServerConfig::new(name, TransportConfig::InProcess(connector))
     }
 
     /// Whether `tool` passes `enabled_tools` and `disabled_tools`.

@@ -62,6 +62,7 @@ use crate::proto::mcp_types::{
 };
 use crate::proto::session::RequestOptions;
 use crate::proto::version::ProtocolVersion;
+use crate::transport::inproc::InprocTransport;
 #[cfg(feature = "http")]
 use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use crate::transport::stdio::{ChildCommand, Stderr, StdioTransport};
@@ -597,6 +598,7 @@ enum Conn {
     Stdio(Client<StdioTransport>),
     #[cfg(feature = "http")]
     Http(Client<HttpClientTransport>),
+    InProcess(Client<InprocTransport>),
 }
 
 macro_rules! on {
@@ -605,6 +607,7 @@ macro_rules! on {
             Conn::Stdio($c) => $e,
             #[cfg(feature = "http")]
             Conn::Http($c) => $e,
+            Conn::InProcess($c) => $e,
         }
     };
 }
@@ -636,6 +639,10 @@ impl Conn {
         on!(self, c => c.protocol_version())
     }
 
+    fn instructions(&self) -> Option<&str> {
+        on!(self, c => c.instructions())
+    }
+
     fn server_info(&self) -> &Implementation {
         on!(self, c => c.server_info())
     }
@@ -645,6 +652,7 @@ impl Conn {
             Conn::Stdio(c) => c.transport().child_pid(),
             #[cfg(feature = "http")]
             Conn::Http(_) => None,
+            Conn::InProcess(_) => None,
         }
     }
 
@@ -657,6 +665,7 @@ impl Conn {
             },
             #[cfg(feature = "http")]
             Conn::Http(_) => "the connection closed".to_owned(),
+            Conn::InProcess(_) => "the in-process server closed the connection".to_owned(),
         }
     }
 
@@ -1016,6 +1025,15 @@ impl ConnectionSet {
     /// The process id of a stdio server's child (its process group id too), while connected.
     pub fn server_pid(&self, server: &str) -> Option<u32> {
         self.shared.slots.get(server)?.lock().conn.as_ref()?.pid()
+    }
+
+    /// What a connected server advertises (its `capabilities`) and its `instructions`, while
+    /// connected.
+    pub fn server_offer(&self, server: &str) -> Option<(ServerCapabilities, Option<String>)> {
+        let slot = self.shared.slots.get(server)?;
+        let s = slot.lock();
+        let conn = s.conn.as_ref()?;
+        Some((conn.capabilities().clone(), conn.instructions().map(str::to_owned)))
     }
 
     /// Calls the tool offered as `qualified_name`, waiting at most the smaller of the server's
@@ -1454,6 +1472,9 @@ async fn connect(shared: &Arc<Shared>, slot: &Arc<Slot>) -> Result<(Conn, Listin
         }
         #[cfg(not(feature = "http"))]
         TransportConfig::Http { .. } => return Err("this build has no HTTP transport (feature http)".to_owned()),
+        TransportConfig::InProcess(connector) => {
+            Conn::InProcess(Client::connect(connector.connect(), options).await.map_err(|e| e.to_string())?)
+        }
     };
     match list_all(&conn).await {
         Ok(listing) => Ok((conn, listing)),

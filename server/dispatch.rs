@@ -145,7 +145,7 @@ impl Drop for TrackGuard {
 
 /// Tool calls running, by request id, with a serial so that a finished call never removes a
 /// later call that reused its id.
-type Running = Arc<Mutex<HashMap<Id, (u64, AbortHandle, Canceller)>>>;
+pub(super) type Running = Arc<Mutex<HashMap<Id, (u64, AbortHandle, Canceller)>>>;
 
 /// What a call's task ended with: `None` when it was aborted (cancelled: no answer), a panic
 /// as -32603.
@@ -168,9 +168,9 @@ fn task_support(tool: &crate::proto::mcp_types::Tool) -> TaskSupport {
 
 pub(crate) struct Dispatcher {
     pub(super) inner: Arc<Inner>,
-    semaphore: Arc<Semaphore>,
-    running: Running,
-    serial: AtomicU64,
+    pub(super) semaphore: Arc<Semaphore>,
+    pub(super) running: Running,
+    pub(super) serial: AtomicU64,
     pub(super) tracker: Tracker,
     input_error: Arc<Mutex<Option<String>>>,
     /// This connection's logging level and subscriptions, and its id in the registry.
@@ -520,6 +520,9 @@ impl Dispatcher {
     /// A request of the handshake era (its `_meta` names no revision).
     fn handshake_request<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>) {
         let era = &Era::Handshake;
+        if let Some(method) = self.inner.forwarder.as_ref().and_then(|_| super::forward::forwarded(method)) {
+            return self.forward(peer, id, method, params, era);
+        }
         match method {
             "initialize" => {
                 let outcome = self.initialize(params);
@@ -581,6 +584,9 @@ impl Dispatcher {
             server_info: Some(self.inner.info.clone()),
         };
         let era = &Era::PerRequest(Arc::new(PerRequest { envelope: Arc::new(envelope), stamp }));
+        if let Some(method) = self.inner.forwarder.as_ref().and_then(|_| super::forward::forwarded(method)) {
+            return self.forward(peer, id, method, params, era);
+        }
         match method {
             "server/discover" => self.answer(peer, id, era, Ok(self.discover())),
             "tools/list" => {
@@ -803,7 +809,7 @@ impl Dispatcher {
 
 /// Removes `id` from the running calls if the entry is still the one numbered `serial` (the
 /// client may have reused the id since).
-fn forget_running(running: &Running, id: &Id, serial: u64) {
+pub(super) fn forget_running(running: &Running, id: &Id, serial: u64) {
     let mut running = running.lock().expect("running lock");
     if running.get(id).is_some_and(|(s, _, _)| *s == serial) {
         running.remove(id);
@@ -811,7 +817,7 @@ fn forget_running(running: &Running, id: &Id, serial: u64) {
 }
 
 /// Polls `future` once with a waker that does nothing.
-fn poll_once<F: std::future::Future + ?Sized>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+pub(super) fn poll_once<F: std::future::Future + ?Sized>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
     use std::task::{RawWaker, RawWakerVTable, Waker};
     const VTABLE: RawWakerVTable =
         RawWakerVTable::new(|_| RawWaker::new(std::ptr::null(), &VTABLE), |_| {}, |_| {}, |_| {});
@@ -821,7 +827,7 @@ fn poll_once<F: std::future::Future + ?Sized>(future: std::pin::Pin<&mut F>) -> 
 }
 
 /// The -32603 answer to a tool that panicked.
-fn panicked(name: &str, payload: Box<dyn std::any::Any + Send>) -> ErrorObject {
+pub(super) fn panicked(name: &str, payload: Box<dyn std::any::Any + Send>) -> ErrorObject {
     let what = payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
@@ -831,7 +837,7 @@ fn panicked(name: &str, payload: Box<dyn std::any::Any + Send>) -> ErrorObject {
 }
 
 /// A future whose panics become an `Err` holding the panic payload.
-struct CatchUnwind<F>(F);
+pub(super) struct CatchUnwind<F>(pub(super) F);
 
 impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
     type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;

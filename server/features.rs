@@ -45,11 +45,8 @@ impl Dispatcher {
     pub(super) fn feature<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>, era: &Era) {
         let features = self.inner.features;
         let offered = match method {
-            "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-            | "resources/subscribe"
-            | "resources/unsubscribe" => features.resources,
+            "resources/list" | "resources/templates/list" | "resources/read" => features.resources,
+            "resources/subscribe" | "resources/unsubscribe" => features.resources && !features.forwarded,
             "prompts/list" | "prompts/get" => features.prompts,
             "completion/complete" => features.completions,
             _ => true,

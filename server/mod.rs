@@ -101,12 +101,14 @@ use crate::proto::version::ProtocolVersion;
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Limits, Transport, TransportError};
 
+pub mod agent;
 mod client_requests;
 pub mod completion;
 mod context;
 mod dispatch;
 pub mod echo;
 mod features;
+pub mod forward;
 mod pagination;
 pub mod prompts;
 mod registry;
@@ -256,6 +258,8 @@ pub(crate) struct Inner {
     pub(crate) cache_hints: CacheHints,
     pub(crate) state_key: request_state::StateKey,
     pub(crate) task_registry: Arc<task_extension::TaskRegistry>,
+    /// Who answers [`forward::FORWARDED_METHODS`], when set.
+    pub(crate) forwarder: Option<Arc<dyn forward::Forwarder>>,
 }
 
 /// An MCP server definition. Cheap to clone; one definition can serve many connections.
@@ -286,6 +290,7 @@ pub struct ServerBuilder {
     client_request_timeout: Option<std::time::Duration>,
     cache_hints: Vec<(String, CacheHint)>,
     request_state_secret: Option<Vec<u8>>,
+    forwarder: Option<(Arc<dyn forward::Forwarder>, forward::Forwarding)>,
 }
 
 impl Server {
@@ -308,6 +313,7 @@ impl Server {
             client_request_timeout: None,
             cache_hints: Vec::new(),
             request_state_secret: None,
+            forwarder: None,
         }
     }
 
@@ -491,6 +497,15 @@ impl ServerBuilder {
         self
     }
 
+    /// Hands tools, resources, prompts and completion to `forwarder` (a gateway: see
+    /// [`forward`]) instead of the registered handlers, advertising `tools`, `logging` and the
+    /// capabilities of `forwarding`. Tools, resources and prompts registered on the builder are
+    /// then never reached.
+    pub fn forward(mut self, forwarder: impl forward::Forwarder, forwarding: forward::Forwarding) -> Self {
+        self.forwarder = Some((Arc::new(forwarder), forwarding));
+        self
+    }
+
     /// The secret that seals the `requestState` of multi-round 2026-07-28 requests (see
     /// [`request_state`]); default: random, made when the server is built, so a retry must
     /// reach the same process. Give every process behind one endpoint the same secret (32
@@ -527,6 +542,15 @@ impl ServerBuilder {
             }
         }
         let features = self.pending.install(&registry)?;
+        let features = match &self.forwarder {
+            Some((_, forwarding)) => registry::Features {
+                resources: forwarding.resources,
+                prompts: forwarding.prompts,
+                completions: forwarding.completions,
+                forwarded: true,
+            },
+            None => features,
+        };
         let mut cache_hints = Vec::new();
         for (method, hint) in self.cache_hints {
             let Some(cacheable) = CACHEABLE_METHODS.iter().find(|m| **m == method) else {
@@ -548,6 +572,7 @@ impl ServerBuilder {
                 client_request_timeout: self.client_request_timeout,
                 cache_hints: CacheHints(cache_hints),
                 task_registry: Arc::default(),
+                forwarder: self.forwarder.map(|(forwarder, _)| forwarder),
                 state_key: match &self.request_state_secret {
                     Some(secret) => request_state::StateKey::from_secret(secret),
                     None => request_state::StateKey::generate(),

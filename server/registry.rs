@@ -153,6 +153,8 @@ pub(crate) struct Features {
     pub(crate) resources: bool,
     pub(crate) prompts: bool,
     pub(crate) completions: bool,
+    /// Served by a forwarder, which does not forward `resources/subscribe`: no `subscribe`.
+    pub(crate) forwarded: bool,
 }
 
 impl Features {
@@ -163,7 +165,7 @@ impl Features {
         ServerCapabilities {
             tools: Some(ToolsCapability { list_changed: Some(true), ..ToolsCapability::default() }),
             resources: self.resources.then(|| ResourcesCapability {
-                subscribe: Some(true),
+                subscribe: (!self.forwarded).then_some(true),
                 list_changed: Some(true),
                 ..ResourcesCapability::default()
             }),
@@ -281,6 +283,22 @@ impl Server {
             }
         }
         sent
+    }
+
+    /// Sends `notifications/{tools,resources,prompts}/list_changed` (`kind` is `tools`,
+    /// `resources` or `prompts`) to every session and `subscriptions/listen` stream that
+    /// wants it: for a catalog that changed outside the registry (a [`forward::Forwarder`]'s).
+    /// Another `kind` sends nothing.
+    ///
+    /// [`forward::Forwarder`]: super::forward::Forwarder
+    pub fn list_changed(&self, kind: &str) {
+        let method = match kind {
+            "tools" => "notifications/tools/list_changed",
+            "resources" => "notifications/resources/list_changed",
+            "prompts" => "notifications/prompts/list_changed",
+            _ => return,
+        };
+        self.inner.registry.broadcast(method);
     }
 
     /// How many initialized sessions are being served right now.

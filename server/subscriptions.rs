@@ -114,7 +114,8 @@ mod tests {
             "toolsListChanged": true, "promptsListChanged": true, "resourceSubscriptions": ["a://b"]
         }))
         .unwrap();
-        let features = super::super::registry::Features { resources: false, prompts: true, completions: false };
+        let features =
+            super::super::registry::Features { resources: false, prompts: true, completions: false, forwarded: false };
         let agreed = agreed(&asked, features);
         assert_eq!(
             serde_json::to_value(&agreed).unwrap(),

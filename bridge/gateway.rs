@@ -1,0 +1,441 @@
+//! The gateway: the servers of a [`ConnectionSet`] served as one MCP server, through the
+//! server layer's forwarding ([`mcpwire::server::forward`]).
+//!
+//! - Names: tools and prompts under their set-qualified names (`mcp__SERVER__NAME`, at most
+//!   64 bytes) or their own, per [`PrefixMode`]; resource URIs and templates under
+//!   `SLUG+URI` (the server's name as a URI scheme prefix: reversible, and a template stays a
+//!   template) when prefixed. [`View`] is the downstream catalog, rebuilt whenever the set's
+//!   catalog changes; `list_changed` goes to every downstream session for the lists that
+//!   changed.
+//! - Routing: `tools/call`, `prompts/get`, `resources/read` and `completion/complete` reach the
+//!   server that listed the name, URI or template, with the upstream's own name; an upstream
+//!   JSON-RPC error passes through as it is; a bridge-side failure (the server is down, went
+//!   away mid-call, timed out) is -32603 naming the server. A call is never replayed.
+//! - Server-to-client requests (sampling, elicitation, roots) from an upstream are answered by
+//!   the downstream session whose request caused them ([`Callers`]), never broadcast.
+//! - Upstream log messages reach every downstream session at or above its `logging/setLevel`,
+//!   with the server's name as the logger.
+//!
+//! Not here: listening, signals, the embedded servers (serve.rs, embedded.rs).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use mcpwire::client::connection_set::{qualify, Catalog, ConnectionSet, SetError};
+use mcpwire::client::ClientError;
+use mcpwire::proto::jsonrpc::{Body, ErrorCode, ErrorObject};
+use mcpwire::proto::mcp_types::{
+    CallToolRequestParams, CallToolResult, Complete, CompleteRequestParams, CompletionReference, ContentBlock,
+    GetPrompt, GetPromptRequestParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingMessageNotificationParams, Prompt, ReadResource, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
+};
+use mcpwire::server::forward::{ForwardFuture, Forwarded, Forwarder};
+use mcpwire::server::{Context, Server};
+
+use super::PrefixMode;
+
+/// The downstream catalog: what each upstream offers, under the names offered downstream.
+#[derive(Default)]
+pub(crate) struct View {
+    pub(crate) tools: Vec<Tool>,
+    tool_routes: HashMap<String, (String, String)>,
+    pub(crate) prompts: Vec<Prompt>,
+    prompt_routes: HashMap<String, (String, String)>,
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) templates: Vec<ResourceTemplate>,
+    /// Unprefixed URIs (and template literal prefixes) → the server that listed them.
+    resource_routes: HashMap<String, String>,
+    template_prefixes: Vec<(String, String)>,
+    /// Servers whose URIs are prefixed, by slug; and the slug of each server.
+    slugs: HashMap<String, String>,
+    slug_of: HashMap<String, String>,
+}
+
+/// A URI scheme prefix for `server`: lowercase letters, digits, `-` and `.`, starting with a
+/// letter.
+fn slug(server: &str) -> String {
+    let mut slug: String = server
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c.to_ascii_lowercase() } else { '-' })
+        .collect();
+    if !slug.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        slug.insert(0, 's');
+    }
+    slug
+}
+
+/// The literal part of a URI template, before its first expression.
+fn literal_prefix(template: &str) -> &str {
+    template.split('{').next().unwrap_or(template)
+}
+
+impl View {
+    /// The view of `catalog` under `prefix`.
+    ///
+    /// # Errors
+    /// With [`PrefixMode::Never`], a name (or URI) two servers offer, naming both.
+    pub(crate) fn build(catalog: &Catalog, prefix: PrefixMode) -> Result<View, String> {
+        let mut view = View::default();
+        let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
+        for t in &catalog.tools {
+            owners.entry(t.tool.name.as_str()).or_default().push(t.server.as_str());
+        }
+        for t in &catalog.tools {
+            let shared = owners[t.tool.name.as_str()].len() > 1;
+            let name = match prefix {
+                PrefixMode::Always => t.qualified_name.clone(),
+                PrefixMode::OnCollision if shared => t.qualified_name.clone(),
+                PrefixMode::Never if shared => {
+                    let servers = &owners[t.tool.name.as_str()];
+                    return Err(format!(
+                        "tool {:?} is offered by both {} and {} (--prefix never)",
+                        t.tool.name, servers[0], servers[1]
+                    ));
+                }
+                _ => t.tool.name.clone(),
+            };
+            view.tool_routes.insert(name.clone(), (t.server.clone(), t.tool.name.clone()));
+            view.tools.push(Tool { name, ..t.tool.clone() });
+        }
+        let mut prompt_owners: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (server, p) in &catalog.prompts {
+            prompt_owners.entry(p.name.as_str()).or_default().push(server.as_str());
+        }
+        let qualified = qualify(catalog.prompts.iter().map(|(s, p)| (s.as_str(), p.name.as_str())));
+        for ((server, p), qualified) in catalog.prompts.iter().zip(qualified) {
+            let owners = &prompt_owners[p.name.as_str()];
+            let name = match prefix {
+                PrefixMode::Always => qualified,
+                PrefixMode::OnCollision if owners.len() > 1 => qualified,
+                PrefixMode::Never if owners.len() > 1 => {
+                    return Err(format!(
+                        "prompt {:?} is offered by both {} and {} (--prefix never)",
+                        p.name, owners[0], owners[1]
+                    ))
+                }
+                _ => p.name.clone(),
+            };
+            view.prompt_routes.insert(name.clone(), (server.clone(), p.name.clone()));
+            view.prompts.push(Prompt { name, ..p.clone() });
+        }
+        let mut uri_owners: HashMap<&str, HashSet<&str>> = HashMap::new();
+        for (server, r) in &catalog.resources {
+            uri_owners.entry(r.uri.as_str()).or_default().insert(server.as_str());
+        }
+        for (server, t) in &catalog.resource_templates {
+            uri_owners.entry(t.uri_template.as_str()).or_default().insert(server.as_str());
+        }
+        let mut mapped: HashSet<&str> = HashSet::new();
+        for (uri, servers) in &uri_owners {
+            match prefix {
+                PrefixMode::Always => mapped.extend(servers.iter().copied()),
+                PrefixMode::OnCollision if servers.len() > 1 => mapped.extend(servers.iter().copied()),
+                PrefixMode::Never if servers.len() > 1 => {
+                    let mut servers: Vec<_> = servers.iter().collect();
+                    servers.sort();
+                    return Err(format!(
+                        "resource {uri:?} is offered by both {} and {} (--prefix never)",
+                        servers[0], servers[1]
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let mut servers: Vec<&str> = mapped.into_iter().collect();
+        servers.sort();
+        for server in servers {
+            let mut s = slug(server);
+            if view.slugs.contains_key(&s) {
+                s = format!("{s}-{:08x}", mcpwire::client::connection_set::fnv1a(server.as_bytes()));
+            }
+            view.slugs.insert(s.clone(), server.to_owned());
+            view.slug_of.insert(server.to_owned(), s);
+        }
+        for (server, r) in &catalog.resources {
+            view.resource_routes.entry(r.uri.clone()).or_insert_with(|| server.clone());
+            view.resources.push(Resource { uri: view.map_uri(server, &r.uri), ..r.clone() });
+        }
+        for (server, t) in &catalog.resource_templates {
+            view.template_prefixes.push((literal_prefix(&t.uri_template).to_owned(), server.clone()));
+            view.templates.push(ResourceTemplate { uri_template: view.map_uri(server, &t.uri_template), ..t.clone() });
+        }
+        // Longest literal first: the most specific template wins.
+        view.template_prefixes.sort_by_key(|(literal, _)| std::cmp::Reverse(literal.len()));
+        Ok(view)
+    }
+
+    /// `uri` of `server` as offered downstream.
+    fn map_uri(&self, server: &str, uri: &str) -> String {
+        match self.slug_of.get(server) {
+            Some(slug) => format!("{slug}+{uri}"),
+            None => uri.to_owned(),
+        }
+    }
+
+    /// The server behind a downstream URI (or template), and the URI as that server knows it.
+    fn resolve_uri(&self, uri: &str) -> Option<(String, String)> {
+        if let Some((slug, rest)) = uri.split_once('+') {
+            if let Some(server) = self.slugs.get(slug) {
+                return Some((server.clone(), rest.to_owned()));
+            }
+        }
+        if let Some(server) = self.resource_routes.get(uri) {
+            return Some((server.clone(), uri.to_owned()));
+        }
+        let (_, server) = self.template_prefixes.iter().find(|(literal, _)| uri.starts_with(literal.as_str()))?;
+        Some((server.clone(), uri.to_owned()))
+    }
+
+    /// The server and upstream name of a downstream tool name.
+    pub(crate) fn tool_route(&self, name: &str) -> Option<&(String, String)> {
+        self.tool_routes.get(name)
+    }
+}
+
+/// The gateway's state, shared by every downstream session.
+pub(crate) struct Gateway {
+    set: ConnectionSet,
+    prefix: PrefixMode,
+    timeout: Option<Duration>,
+    view: RwLock<Arc<View>>,
+    server: OnceLock<Server>,
+}
+
+impl Gateway {
+    /// A gateway over `set` (started), with the view of its catalog now.
+    ///
+    /// # Errors
+    /// As [`View::build`].
+    pub(crate) fn new(set: ConnectionSet, prefix: PrefixMode, timeout: Option<Duration>) -> Result<Gateway, String> {
+        let view = View::build(&set.catalog(), prefix)?;
+        Ok(Gateway { set, prefix, timeout, view: RwLock::new(Arc::new(view)), server: OnceLock::new() })
+    }
+
+    /// The downstream server, once built: list changes and log messages go through it.
+    pub(crate) fn attach(&self, server: Server) {
+        let _ = self.server.set(server);
+    }
+
+    pub(crate) fn view(&self) -> Arc<View> {
+        self.view.read().expect("view lock").clone()
+    }
+
+    /// Rebuilds the view after the set's catalog changed and tells the downstream sessions
+    /// which lists changed. A `never` collision keeps the previous view (and is logged).
+    pub(crate) fn refresh(&self) {
+        let new = match View::build(&self.set.catalog(), self.prefix) {
+            Ok(view) => view,
+            Err(e) => {
+                tracing::warn!("catalog change ignored: {e}");
+                return;
+            }
+        };
+        let old = std::mem::replace(&mut *self.view.write().expect("view lock"), Arc::new(new));
+        let new = self.view();
+        let Some(server) = self.server.get() else { return };
+        if old.tools != new.tools {
+            server.list_changed("tools");
+        }
+        if old.prompts != new.prompts {
+            server.list_changed("prompts");
+        }
+        if old.resources != new.resources || old.templates != new.templates {
+            server.list_changed("resources");
+        }
+    }
+
+    /// An upstream's log message, relayed to the downstream sessions that want it.
+    pub(crate) fn relay_log(&self, server_name: &str, params: LoggingMessageNotificationParams) {
+        let Some(server) = self.server.get() else { return };
+        let logger = match &params.logger {
+            Some(logger) => format!("{server_name}/{logger}"),
+            None => server_name.to_owned(),
+        };
+        server.log(params.level, Some(&logger), params.data);
+    }
+
+    /// An upstream resource changed: tell the downstream sessions under its downstream URI.
+    pub(crate) fn relay_resource_updated(&self, server_name: &str, uri: &str) {
+        let Some(server) = self.server.get() else { return };
+        server.resource_updated(&self.view().map_uri(server_name, uri));
+    }
+
+    async fn call_tool(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
+        let params: CallToolRequestParams = decode(params, "tools/call")?;
+        let view = self.view();
+        let Some((server, tool)) = view.tool_route(&params.name).cloned() else {
+            let result = mcpwire::server::error_result(format!("Tool {} not found", params.name));
+            return Ok(Body::typed(result));
+        };
+        let _ = context;
+        let outcome = self.set.call_tool_on(&server, &tool, params.arguments, self.timeout).await;
+        let mut result = outcome.map_err(|e| upstream_error(&server, e))?;
+        if view.slug_of.contains_key(&server) {
+            map_content_uris(&view, &server, &mut result);
+        }
+        Ok(Body::typed(result))
+    }
+
+    async fn read_resource(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        let mut params: ReadResourceRequestParams = decode(params, "resources/read")?;
+        let view = self.view();
+        let Some((server, uri)) = view.resolve_uri(&params.uri) else {
+            return Err(mcpwire::server::resource_not_found(&params.uri));
+        };
+        let asked = std::mem::replace(&mut params.uri, uri.clone());
+        params.meta = None;
+        let mut result: ReadResourceResult =
+            self.set.request_on::<ReadResource>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        if asked != uri {
+            for contents in &mut result.contents {
+                match contents {
+                    ResourceContents::Text(c) => c.uri = view.map_uri(&server, &c.uri),
+                    ResourceContents::Blob(c) => c.uri = view.map_uri(&server, &c.uri),
+                    ResourceContents::Other(_) => {}
+                }
+            }
+        }
+        Ok(Body::typed(result))
+    }
+
+    async fn get_prompt(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        let mut params: GetPromptRequestParams = decode(params, "prompts/get")?;
+        let view = self.view();
+        let Some((server, name)) = view.prompt_routes.get(&params.name).cloned() else {
+            return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", params.name)));
+        };
+        params.name = name;
+        params.meta = None;
+        let result = self.set.request_on::<GetPrompt>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        Ok(Body::typed(result))
+    }
+
+    async fn complete(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        let mut params: CompleteRequestParams = decode(params, "completion/complete")?;
+        let view = self.view();
+        let server = match &mut params.reference {
+            CompletionReference::Prompt(p) => {
+                let Some((server, name)) = view.prompt_routes.get(&p.name).cloned() else {
+                    return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", p.name)));
+                };
+                p.name = name;
+                server
+            }
+            CompletionReference::ResourceTemplate(r) => {
+                let Some((server, uri)) = view.resolve_uri(&r.uri) else {
+                    return Err(ErrorObject::new(
+                        ErrorCode::INVALID_PARAMS,
+                        format!("Resource template {} not found", r.uri),
+                    ));
+                };
+                r.uri = uri;
+                server
+            }
+            CompletionReference::Other(_) => {
+                return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, "Invalid params: unknown completion reference"))
+            }
+        };
+        params.meta = None;
+        let result = self.set.request_on::<Complete>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        Ok(Body::typed(result))
+    }
+}
+
+/// The gateway as the downstream server's forwarder.
+pub(crate) struct Forwarding(pub(crate) Arc<Gateway>);
+
+impl Forwarder for Forwarding {
+    fn forward(&self, request: Forwarded) -> ForwardFuture {
+        let gateway = self.0.clone();
+        Box::pin(async move {
+            let Forwarded { method, params, context, .. } = request;
+            match method {
+                "tools/list" => {
+                    let tools = gateway.view().tools.clone();
+                    Ok(Body::typed(ListToolsResult { tools, ..ListToolsResult::default() }))
+                }
+                "tools/call" => gateway.call_tool(params, context).await,
+                "prompts/list" => Ok(Body::typed(ListPromptsResult {
+                    prompts: gateway.view().prompts.clone(),
+                    next_cursor: None,
+                    meta: None,
+                    extra: Default::default(),
+                })),
+                "prompts/get" => gateway.get_prompt(params).await,
+                "resources/list" => Ok(Body::typed(ListResourcesResult {
+                    resources: gateway.view().resources.clone(),
+                    next_cursor: None,
+                    meta: None,
+                    extra: Default::default(),
+                })),
+                "resources/templates/list" => Ok(Body::typed(ListResourceTemplatesResult {
+                    resource_templates: gateway.view().templates.clone(),
+                    next_cursor: None,
+                    meta: None,
+                    extra: Default::default(),
+                })),
+                "resources/read" => gateway.read_resource(params).await,
+                "completion/complete" => gateway.complete(params).await,
+                _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+            }
+        })
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
+    params: Option<Body>,
+    method: &str,
+) -> Result<T, ErrorObject> {
+    let Some(params) = params else {
+        return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {method} needs params")));
+    };
+    params.into_decoded().map_err(|e| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}")))
+}
+
+/// What a downstream client gets for an upstream failure: the upstream's own JSON-RPC error as
+/// it is, anything else -32603 naming the server.
+fn upstream_error(server: &str, e: SetError) -> ErrorObject {
+    if let SetError::Client { source: ClientError::Rpc { error, .. }, .. } = e {
+        return error;
+    }
+    let mut error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("mcp-bridge: {e}"));
+    if let Ok(with) = error.clone().with_data(&serde_json::json!({ "server": server })) {
+        error = with;
+    }
+    error
+}
+
+/// Maps the URIs of resource links and embedded resources in a result to their downstream form.
+fn map_content_uris(view: &View, server: &str, result: &mut CallToolResult) {
+    for block in &mut result.content {
+        match block {
+            ContentBlock::ResourceLink(link) => link.uri = view.map_uri(server, &link.uri),
+            ContentBlock::Resource(embedded) => match &mut embedded.resource {
+                ResourceContents::Text(c) => c.uri = view.map_uri(server, &c.uri),
+                ResourceContents::Blob(c) => c.uri = view.map_uri(server, &c.uri),
+                ResourceContents::Other(_) => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_uri_scheme_prefixes() {
+        assert_eq!(slug("everything"), "everything");
+        assert_eq!(slug("My_Server"), "my-server");
+        assert_eq!(slug("9lives"), "s9lives");
+    }
+
+    #[test]
+    fn template_literal_prefix() {
+        assert_eq!(literal_prefix("demo://resource/dynamic/{id}"), "demo://resource/dynamic/");
+        assert_eq!(literal_prefix("file:///x"), "file:///x");
+    }
+}

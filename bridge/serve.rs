@@ -1,0 +1,326 @@
+//! `mcp-bridge serve`: starts the upstreams (a config file, one inline server, or the embedded
+//! default) as a connection set, puts the gateway in front of them, and serves it downstream
+//! over stdio or Streamable HTTP (with legacy SSE on the same listener, TLS when asked) until
+//! SIGINT/SIGTERM (or, over stdio, the end of stdin). Then every downstream session ends and
+//! every upstream child is stopped with its process group.
+//!
+//! Security defaults: loopback binds; a non-loopback `--listen` refuses to start without
+//! `--auth-token-env`; Origin and Host checked as the HTTP server does; downstream credentials
+//! never go upstream (the upstreams' own come from the config); no secret in any log line.
+//!
+//! Not here: the names and the routing (gateway.rs), the embedded servers (embedded.rs).
+
+use std::net::{IpAddr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use mcpwire::client::config::{McpConfig, ServerConfig};
+use mcpwire::client::connection_set::{ConnectionSet, SetError, SetEvent, SetOptions};
+use mcpwire::client::{ClientOptions, ServerNotification};
+use mcpwire::server::forward::Forwarding as Advertised;
+use mcpwire::server::Server;
+use mcpwire::transport::sse_http::server::OriginCheck;
+use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+use mcpwire::transport::stdio::Stderr;
+use tokio::sync::mpsc;
+
+use super::gateway::{Forwarding, Gateway};
+use super::{PrefixMode, ServeArgs};
+
+/// Where `serve` listens when not told.
+pub const DEFAULT_LISTEN: &str = "http://127.0.0.1:8000/mcp";
+
+/// Where downstream clients connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Listen {
+    Stdio,
+    Http { addr: SocketAddr, path: String, tls: bool },
+}
+
+/// `--listen`: `stdio`, or `http(s)://IP:PORT[/PATH]` (`localhost` for 127.0.0.1; path `/mcp`
+/// when absent).
+fn parse_listen(text: &str) -> Result<Listen, String> {
+    if text == "stdio" {
+        return Ok(Listen::Stdio);
+    }
+    let (tls, rest) = if let Some(rest) = text.strip_prefix("http://") {
+        (false, rest)
+    } else if let Some(rest) = text.strip_prefix("https://") {
+        (true, rest)
+    } else {
+        return Err(format!("--listen {text}: expected stdio or an http(s):// URL"));
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/mcp"),
+    };
+    let authority = authority.replacen("localhost", "127.0.0.1", 1);
+    let addr: SocketAddr = authority
+        .parse()
+        .map_err(|_| format!("--listen {text}: the host must be an IP address (or localhost) with a port"))?;
+    Ok(Listen::Http { addr, path: path.to_owned(), tls })
+}
+
+/// A name for an inline upstream: the command's file name, or the URL's host.
+fn inline_name(text: &str) -> String {
+    let base = text.rsplit('/').find(|s| !s.is_empty()).unwrap_or(text);
+    let name: String =
+        base.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    if name.is_empty() {
+        "upstream".to_owned()
+    } else {
+        name
+    }
+}
+
+/// The upstreams to serve and whether they were given inline (one server, served as it is).
+fn upstreams(args: &ServeArgs) -> Result<(McpConfig, bool), String> {
+    if let Some(file) = &args.config {
+        return McpConfig::load(file).map(|c| (c, false)).map_err(|e| e.to_string());
+    }
+    let server = if let Some(url) = &args.url {
+        let host = url.split("://").nth(1).unwrap_or(url).split(['/', ':']).next().unwrap_or("remote");
+        let mut server = ServerConfig::http(inline_name(host), url.clone());
+        server.required = true;
+        server
+    } else if let Some((program, rest)) = args.command.split_first() {
+        let mut server = ServerConfig::stdio(inline_name(program), program.clone(), rest.iter().cloned());
+        server.required = true;
+        server
+    } else {
+        return Ok((super::embedded::config(), false));
+    };
+    let mut config = McpConfig::default();
+    config.servers.insert(server.name.clone(), server);
+    Ok((config, true))
+}
+
+fn is_loopback(addr: &SocketAddr) -> bool {
+    match addr.ip() {
+        IpAddr::V4(ip) => ip.is_loopback(),
+        IpAddr::V6(ip) => ip.is_loopback(),
+    }
+}
+
+/// What the downstream server advertises: the union of what the ready upstreams offer.
+fn advertised(set: &ConnectionSet) -> Advertised {
+    let (mut resources, mut prompts, mut completions) = (false, false, false);
+    for name in set.servers() {
+        if let Some((caps, _)) = set.server_offer(name) {
+            resources |= caps.resources.is_some();
+            prompts |= caps.prompts.is_some();
+            completions |= caps.completions.is_some();
+        }
+    }
+    Advertised::new(resources, prompts, completions)
+}
+
+/// The upstreams' instructions, each under its server's name.
+fn merged_instructions(set: &ConnectionSet) -> Option<String> {
+    let parts: Vec<String> = set
+        .servers()
+        .filter_map(|name| {
+            let (_, instructions) = set.server_offer(name)?;
+            let text = instructions?;
+            let text = text.trim();
+            (!text.is_empty()).then(|| format!("## {name}\n{text}"))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// Runs `serve` to its exit code.
+pub fn main(args: ServeArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("mcp-bridge: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let outcome = runtime.block_on(run(args));
+    drop(runtime);
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("mcp-bridge: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(args: ServeArgs) -> Result<(), String> {
+    let listen = parse_listen(&args.listen)?;
+    if let Listen::Http { addr, .. } = &listen {
+        if !is_loopback(addr) && args.auth_token_env.is_none() {
+            return Err(format!(
+                "refusing to listen on {addr}, which is not a loopback address, without --auth-token-env VAR \
+                 (a bearer token every downstream request must carry)"
+            ));
+        }
+    }
+    let (config, inline) = upstreams(&args)?;
+    let prefix = args.prefix.unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
+    let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
+    let (options, events) =
+        SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit).with_event_channel();
+    let set = ConnectionSet::new(config, options);
+    let mut interrupt = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let started = tokio::select! {
+        started = set.start() => started,
+        _ = interrupt.recv() => Err(SetError::StartupCancelled { summary: set.summary() }),
+        _ = terminate.recv() => Err(SetError::StartupCancelled { summary: set.summary() }),
+    };
+    match started {
+        Ok(summary) => {
+            for status in &summary.servers {
+                tracing::info!(server = %status.name, state = %status.state, tools = status.tools, "upstream");
+            }
+        }
+        Err(e) => {
+            set.shutdown().await;
+            return Err(e.to_string());
+        }
+    }
+    let gateway = match Gateway::new(set.clone(), prefix, args.timeout) {
+        Ok(gateway) => Arc::new(gateway),
+        Err(e) => {
+            set.shutdown().await;
+            return Err(e);
+        }
+    };
+    let mut builder = Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
+    if let Some(instructions) = merged_instructions(&set) {
+        builder = builder.instructions(instructions);
+    }
+    let server = builder
+        .forward(Forwarding(gateway.clone()), advertised(&set))
+        .build()
+        .map_err(|e| format!("cannot build the downstream server: {e}"))?;
+    gateway.attach(server.clone());
+    tokio::spawn(follow_events(gateway.clone(), events));
+    let outcome = match listen {
+        Listen::Stdio => {
+            tokio::select! {
+                served = server.serve_stdio() => served.map_err(|e| e.to_string()),
+                _ = interrupt.recv() => Ok(()),
+                _ = terminate.recv() => Ok(()),
+            }
+        }
+        Listen::Http { addr, path, tls } => {
+            let mut http = HttpServerConfig::default().bind(addr).path(path);
+            if !args.allow_origin.is_empty() {
+                http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
+            }
+            if tls {
+                let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
+                    set.shutdown().await;
+                    return Err("an https --listen needs --tls-cert and --tls-key".to_owned());
+                };
+                let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+                let tls = mcpwire::transport::sse_http::tls::server_config_from_pem(&read(cert)?, &read(key)?)
+                    .map_err(|e| format!("TLS: {e}"))?;
+                http = http.tls(tls);
+            }
+            let serving = server.clone();
+            let bound = HttpServer::bind(http, move |transport| {
+                let serving = serving.serve(transport);
+                async move {
+                    let _ = serving.await;
+                }
+            })
+            .await;
+            match bound {
+                Ok(http) => {
+                    print_banner(&http.url());
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
+                    http.shutdown().await;
+                    Ok(())
+                }
+                Err(e) => Err(format!("cannot listen on {addr}: {e}")),
+            }
+        }
+    };
+    tracing::info!("shutting down");
+    set.shutdown().await;
+    outcome
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, String> {
+    tokio::signal::unix::signal(kind).map_err(|e| format!("cannot handle signals: {e}"))
+}
+
+/// The URL and ready-to-paste client configurations, on stdout (HTTP mode only: in stdio mode
+/// stdout carries frames).
+fn print_banner(url: &str) {
+    println!("mcp-bridge: serving MCP on {url}");
+    println!();
+    println!("Claude / VS Code (JSON):");
+    println!("  {{\"mcpServers\": {{\"mcp-bridge\": {{\"type\": \"http\", \"url\": \"{url}\"}}}}}}");
+    println!("codex (~/.codex/config.toml):");
+    println!("  [mcp_servers.mcp-bridge]");
+    println!("  url = \"{url}\"");
+    println!("Try it: mcp-bridge tools --url {url}");
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+}
+
+/// Applies what the set reports: catalog changes, upstream logs and resource updates, state
+/// changes (logged).
+async fn follow_events(gateway: Arc<Gateway>, mut events: mpsc::UnboundedReceiver<SetEvent>) {
+    while let Some(event) = events.recv().await {
+        match event {
+            SetEvent::CatalogChanged { .. } => gateway.refresh(),
+            SetEvent::Notification { server, notification } => match ServerNotification::parse(&notification) {
+                ServerNotification::LoggingMessage(params) => gateway.relay_log(&server, params),
+                ServerNotification::ResourceUpdated(params) => gateway.relay_resource_updated(&server, &params.uri),
+                _ => {}
+            },
+            SetEvent::Disconnected { server, reason } => tracing::warn!(%server, %reason, "upstream disconnected"),
+            SetEvent::Reconnecting { server, attempt, delay } => {
+                tracing::info!(%server, attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
+            }
+            SetEvent::Reconnected { server } => {
+                tracing::info!(%server, "upstream restarted");
+                gateway.refresh();
+            }
+            SetEvent::Failed { server, reason, .. } => tracing::warn!(%server, %reason, "upstream failed"),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(parse_listen("stdio"), Ok(Listen::Stdio));
+        assert_eq!(
+            parse_listen("http://127.0.0.1:8000/mcp"),
+            Ok(Listen::Http { addr: "127.0.0.1:8000".parse().unwrap(), path: "/mcp".into(), tls: false })
+        );
+        assert_eq!(
+            parse_listen("https://localhost:9"),
+            Ok(Listen::Http { addr: "127.0.0.1:9".parse().unwrap(), path: "/mcp".into(), tls: true })
+        );
+        assert_eq!(
+            parse_listen("http://[::1]:80/x"),
+            Ok(Listen::Http { addr: "[::1]:80".parse().unwrap(), path: "/x".into(), tls: false })
+        );
+        assert!(parse_listen("tcp://1.2.3.4:5").is_err());
+        assert!(parse_listen("http://example.com:80/mcp").is_err());
+    }
+
+    #[test]
+    fn inline_names() {
+        assert_eq!(inline_name("/usr/bin/mcp-server-time"), "mcp-server-time");
+        assert_eq!(inline_name("server.js"), "server_js");
+        assert_eq!(inline_name("127.0.0.1"), "127_0_0_1");
+    }
+}

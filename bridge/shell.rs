@@ -1,0 +1,404 @@
+//! The shell client of `mcp-bridge`: `tools`, `call` and `check` against one server (stdio or
+//! HTTP) or a configured set.
+//!
+//! `--url` speaks Streamable HTTP, falling back to the legacy HTTP+SSE transport. `--config`
+//! reads codex TOML (`.toml`) or Claude / VS Code JSON (`.json`, told apart by the top-level
+//! key) and starts the servers as a [`ConnectionSet`]: `tools` lists the aggregated tools under
+//! their qualified names, `call` calls one tool of one server, `check` starts every server and
+//! prints one status line each.
+//!
+//! Not here: the command line itself (main.rs), serving (serve.rs).
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcpwire::client::config::{ConfigError, McpConfig};
+use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
+use mcpwire::client::{Client, ClientError, ClientOptions};
+use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Tool};
+use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+use mcpwire::transport::stdio::{ChildCommand, Stderr};
+use mcpwire::transport::Transport;
+use serde_json::{json, Map, Value};
+
+#[derive(Debug, PartialEq)]
+enum Command {
+    Tools,
+    Call { tool: String, arguments: Option<Map<String, Value>> },
+    Check,
+}
+
+/// Where the server(s) come from.
+#[derive(Debug, PartialEq)]
+enum Source {
+    Stdio(Vec<String>),
+    Url(String),
+    Config { file: String, server: Option<String> },
+}
+
+/// One client command, checked.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Invocation {
+    command: Command,
+    json: bool,
+    verbose: bool,
+    timeout: Option<Duration>,
+    source: Source,
+}
+
+impl Invocation {
+    /// The invocation of a client command (`tools`, `call`, `check`), or what is wrong with
+    /// it beyond what clap checks.
+    pub(crate) fn from_command(command: super::Command) -> Result<Invocation, String> {
+        let (command, common, source) = match command {
+            super::Command::Tools { server, common, source } => (Command::Tools, common, Some((source, server))),
+            super::Command::Call { tool, args, server, common, source } => {
+                (Command::Call { tool, arguments: args }, common, Some((source, server)))
+            }
+            super::Command::Check { config, common } => {
+                let source = Source::Config { file: config.display().to_string(), server: None };
+                return Ok(Invocation {
+                    command: Command::Check,
+                    json: common.json,
+                    verbose: common.verbose,
+                    timeout: common.timeout,
+                    source,
+                });
+            }
+            super::Command::Serve(_) => return Err("serve is not a client command".to_owned()),
+        };
+        let (source, server) = source.expect("tools and call have a source");
+        if server.is_some() && source.config.is_none() {
+            return Err("--server applies to --config only".to_owned());
+        }
+        let source = if let Some(file) = source.config {
+            if matches!(command, Command::Call { .. }) && server.is_none() {
+                return Err("call --config needs --server NAME".to_owned());
+            }
+            Source::Config { file: file.display().to_string(), server }
+        } else if let Some(url) = source.url {
+            Source::Url(url)
+        } else {
+            Source::Stdio(source.command)
+        };
+        Ok(Invocation { command, json: common.json, verbose: common.verbose, timeout: common.timeout, source })
+    }
+}
+
+/// How the run ended, beyond plain success.
+enum Failure {
+    /// Connection or protocol failure.
+    Client(ClientError),
+    /// The connection set failed (startup, routing, a call).
+    Set(SetError),
+    /// The configuration file is wrong.
+    Config(ConfigError),
+    /// Another failure, already described.
+    Other(String),
+    /// `check`: a required server failed (the statuses were printed).
+    RequiredFailed(Vec<String>),
+    /// The tool answered `isError: true` (its result was printed).
+    ToolError,
+    /// Printing failed (e.g. a closed pipe).
+    Output(std::io::Error),
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        Failure::Client(e)
+    }
+}
+
+impl From<SetError> for Failure {
+    fn from(e: SetError) -> Self {
+        Failure::Set(e)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Output(e)
+    }
+}
+
+fn client_options(args: &Invocation) -> ClientOptions {
+    let mut options = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
+    if let Some(timeout) = args.timeout {
+        options = options.with_request_timeout(Some(timeout));
+    }
+    options
+}
+
+async fn run(args: Invocation) -> Result<(), Failure> {
+    let options = client_options(&args);
+    let stderr = if args.verbose { Stderr::Inherit } else { Stderr::Discard };
+    match &args.source {
+        Source::Stdio(server) => {
+            let command = ChildCommand::new(&server[0]).args(&server[1..]).stderr(stderr);
+            let client = Client::spawn(command, options).await?;
+            run_one(client, args.command, args.json).await
+        }
+        Source::Url(url) => {
+            let mut config = HttpClientConfig::new(url.clone());
+            if let Some(timeout) = args.timeout {
+                config = config.request_timeout(timeout).connect_timeout(timeout);
+            }
+            let transport = HttpClientTransport::new(config).map_err(ClientError::Transport)?;
+            let client = Client::connect(transport, options).await?;
+            run_one(client, args.command, args.json).await
+        }
+        Source::Config { file, server } => {
+            let mut config = McpConfig::load(file).map_err(Failure::Config)?;
+            if let Some(name) = server {
+                let Some(mut one) = config.servers.remove(name) else {
+                    return Err(Failure::Other(format!("{file}: no server named {name}")));
+                };
+                // The one server asked for must start.
+                one.required = true;
+                one.enabled = true;
+                config.servers = [(name.clone(), one)].into();
+            }
+            let set =
+                ConnectionSet::new(config, SetOptions::default().with_client_options(options).with_stderr(stderr));
+            let outcome = run_set(&set, args.command, server.as_deref(), args.timeout, args.json).await;
+            set.shutdown().await;
+            outcome
+        }
+    }
+}
+
+async fn run_one<T: Transport>(client: Client<T>, command: Command, json: bool) -> Result<(), Failure> {
+    let outcome = match command {
+        Command::Tools => client.list_tools().await.map_err(Failure::from).and_then(|tools| {
+            print_tools(&tools, json)?;
+            Ok(())
+        }),
+        Command::Call { tool, arguments } => {
+            client.call_tool(tool, arguments).await.map_err(Failure::from).and_then(|result| finish_call(&result, json))
+        }
+        Command::Check => unreachable!("check needs --config"),
+    };
+    let _ = client.close().await;
+    outcome
+}
+
+fn finish_call(result: &CallToolResult, json: bool) -> Result<(), Failure> {
+    print_result(result, json)?;
+    if result.is_error == Some(true) {
+        Err(Failure::ToolError)
+    } else {
+        Ok(())
+    }
+}
+
+async fn run_set(
+    set: &ConnectionSet,
+    command: Command,
+    server: Option<&str>,
+    timeout: Option<Duration>,
+    json: bool,
+) -> Result<(), Failure> {
+    match command {
+        Command::Check => {
+            let summary = match set.start().await {
+                Ok(summary) => summary,
+                Err(SetError::StartupFailed { summary, .. }) => summary,
+                Err(e) => return Err(e.into()),
+            };
+            print_statuses(&summary.servers, json)?;
+            let failed = summary.failed_required();
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(Failure::RequiredFailed(failed))
+            }
+        }
+        Command::Tools => {
+            set.start().await?;
+            print_catalog(&set.tools(), json)?;
+            Ok(())
+        }
+        Command::Call { tool, arguments } => {
+            set.start().await?;
+            let server = server.expect("parse requires --server for call --config");
+            let result = set.call_tool_on(server, &tool, arguments, timeout).await?;
+            finish_call(&result, json)
+        }
+    }
+}
+
+fn first_line(text: Option<&str>) -> Option<&str> {
+    text.and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))
+}
+
+fn print_catalog(tools: &[CatalogTool], json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let items: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.qualified_name,
+                    "server": t.server,
+                    "approvalMode": t.approval_mode.as_str(),
+                    "tool": t.tool,
+                })
+            })
+            .collect();
+        serde_json::to_writer(&mut out, &items)?;
+        writeln!(out)?;
+    } else {
+        for t in tools {
+            match first_line(t.tool.description.as_deref()) {
+                Some(description) => writeln!(out, "{} — {description}", t.qualified_name)?,
+                None => writeln!(out, "{}", t.qualified_name)?,
+            }
+        }
+    }
+    out.flush()
+}
+
+fn print_statuses(statuses: &[ServerStatus], json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for s in statuses {
+        let ms = s.elapsed.as_millis();
+        if json {
+            let line = json!({
+                "server": s.name,
+                "state": s.state.as_str(),
+                "required": s.required,
+                "eraPolicy": s.era.to_string(),
+                // The era spoken: `legacy` (the initialize handshake) or the stateless version.
+                "era": s.protocol_version.map(|v| if v.has_initialize_handshake() { "legacy" } else { v.as_str() }),
+                "protocolVersion": s.protocol_version.map(|v| v.as_str()),
+                "tools": s.tools,
+                "startupMs": ms,
+                "error": s.error,
+            });
+            writeln!(out, "{line}")?;
+            continue;
+        }
+        let required = if s.required { " (required)" } else { "" };
+        match (s.state, s.protocol_version) {
+            (ServerState::Ready, Some(version)) => {
+                writeln!(out, "{}{required}: ready, protocol {version}, {} tools, {ms} ms", s.name, s.tools)?
+            }
+            (ServerState::Disabled, _) => writeln!(out, "{}{required}: disabled", s.name)?,
+            (state, _) => writeln!(
+                out,
+                "{}{required}: {state} after {ms} ms: {}",
+                s.name,
+                s.error.as_deref().unwrap_or("no reason given")
+            )?,
+        }
+    }
+    out.flush()
+}
+
+fn print_tools(tools: &[Tool], json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, tools)?;
+        writeln!(out)?;
+    } else {
+        for tool in tools {
+            match first_line(tool.description.as_deref()) {
+                Some(description) => writeln!(out, "{} — {description}", tool.name)?,
+                None => writeln!(out, "{}", tool.name)?,
+            }
+        }
+    }
+    out.flush()
+}
+
+fn print_result(result: &CallToolResult, json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, result)?;
+        writeln!(out)?;
+        return out.flush();
+    }
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(text) => writeln!(out, "{}", text.text)?,
+            ContentBlock::Image(image) => {
+                writeln!(out, "[image: {}, {} bytes of base64]", image.mime_type, image.data.len())?
+            }
+            ContentBlock::Audio(audio) => {
+                writeln!(out, "[audio: {}, {} bytes of base64]", audio.mime_type, audio.data.len())?
+            }
+            ContentBlock::ResourceLink(link) => writeln!(out, "[resource link: {}]", link.uri)?,
+            ContentBlock::Resource(_) => writeln!(out, "[embedded resource; use --json to see it]")?,
+            ContentBlock::Other(map) => {
+                let kind = map.get("type").and_then(Value::as_str).unwrap_or("unknown");
+                writeln!(out, "[{kind} content; use --json to see it]")?
+            }
+        }
+    }
+    if result.content.is_empty() {
+        if let Some(structured) = &result.structured_content {
+            writeln!(out, "{structured}")?;
+        }
+    }
+    out.flush()
+}
+
+/// Runs one client command to its exit code.
+pub(crate) fn main(args: Invocation) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("mcp-bridge: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    // The server runs in its own process group, so a Ctrl-C at the terminal reaches only us:
+    // stop waiting, and dropping the runtime kills the server's group. The handler is in place
+    // before anything starts (`ctrl_c()` would install it only when first polled, which may be
+    // after the server is already running).
+    let outcome = runtime.block_on(async {
+        let mut interrupt = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(signal) => signal,
+            Err(e) => return Some(Err(Failure::Other(format!("cannot handle SIGINT: {e}")))),
+        };
+        tokio::select! {
+            outcome = run(args) => Some(outcome),
+            _ = interrupt.recv() => None,
+        }
+    });
+    drop(runtime);
+    let Some(outcome) = outcome else {
+        eprintln!("mcp-bridge: interrupted");
+        return ExitCode::from(130);
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::ToolError) => ExitCode::from(3),
+        Err(Failure::Client(e)) => {
+            eprintln!("mcp-bridge: {e}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Set(e)) => {
+            eprintln!("mcp-bridge: {e}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Config(e)) => {
+            eprintln!("mcp-bridge: {e}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Other(message)) => {
+            eprintln!("mcp-bridge: {message}");
+            ExitCode::from(1)
+        }
+        Err(Failure::RequiredFailed(names)) => {
+            eprintln!("mcp-bridge: required servers failed: {}", names.join(", "));
+            ExitCode::from(1)
+        }
+        Err(Failure::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Failure::Output(e)) => {
+            eprintln!("mcp-bridge: cannot write the output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! An agent exposed as an MCP server, the way codex exposes itself: the tool `run_agent
+//! {goal, root?}` runs a multi-step loop in which the host's model (asked through
+//! `sampling/createMessage`, with the local actions `list_dir`, `read_file`, `search_text` and
+//! `write_file` offered as sampling tools) chooses what to do next; the actions run under
+//! `root` (paths that escape it are refused), every write is approved by the user first
+//! (`elicitation/create`, a boolean `approve`), progress and log notifications stream while it
+//! works, a cancelled call stops at once, and the result is structured (`steps`,
+//! `filesTouched`, `answer`, with an output schema).
+//!
+//! Each call is its own run: its sampling and elicitation requests are made on behalf of the
+//! call's request id (over HTTP they travel on that request's stream), so concurrent runs
+//! never mix, and cancelling one call aborts only its run.
+//!
+//! Served by the `agent` example (stdio or HTTP) and by `mcp-bridge serve`'s embedded default.
+//!
+//! Not here: transports (the example and the bridge choose).
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::proto::mcp_types::{CallToolResult, CreateMessageRequestParams, ElicitAction, ElicitValue, Tool};
+use crate::server::{Context, Server, ToolError};
+use serde_json::{json, Map, Value};
+
+/// The most model turns one run may take.
+const MAX_STEPS: usize = 16;
+/// The most bytes `read_file` returns.
+const MAX_READ: usize = 64 * 1024;
+
+fn action_tools() -> Value {
+    json!([
+        {"name": "list_dir", "description": "List the entries of a directory under the root",
+         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+        {"name": "read_file", "description": "Read a UTF-8 text file under the root",
+         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+        {"name": "search_text", "description": "Find lines containing a text in the files under the root",
+         "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}, "path": {"type": "string"}}, "required": ["query"]}},
+        {"name": "write_file", "description": "Write a text file under the root (the user approves it first)",
+         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}}
+    ])
+}
+
+/// `relative` under `root`, refusing absolute paths, `..` and symlinks that lead outside.
+fn resolve(root: &Path, relative: &str) -> Result<PathBuf, String> {
+    let rel = Path::new(relative);
+    if rel.is_absolute() || rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+        return Err(format!("path {relative:?} escapes the root"));
+    }
+    let path = root.join(rel);
+    // The deepest existing ancestor must still be inside the root once symlinks are resolved.
+    let mut existing = path.as_path();
+    while !existing.exists() {
+        existing = existing.parent().unwrap_or(root);
+    }
+    let real = existing.canonicalize().map_err(|e| format!("{relative}: {e}"))?;
+    if !real.starts_with(root) {
+        return Err(format!("path {relative:?} escapes the root"));
+    }
+    Ok(path)
+}
+
+fn search(root: &Path, dir: &Path, query: &str, hits: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let path = entry.path();
+        if hits.len() >= 100 {
+            return;
+        }
+        if path.is_dir() {
+            search(root, &path, query, hits);
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            for (n, line) in text.lines().enumerate() {
+                if line.contains(query) {
+                    let shown = path.strip_prefix(root).unwrap_or(&path).display();
+                    hits.push(format!("{shown}:{}: {line}", n + 1));
+                }
+            }
+        }
+    }
+}
+
+/// A run in progress.
+struct Run {
+    ctx: Context,
+    root: PathBuf,
+    touched: Vec<String>,
+}
+
+impl Run {
+    /// Executes one action the model chose; the text goes back to the model as the result.
+    async fn act(&mut self, name: &str, input: &Map<String, Value>) -> Result<String, String> {
+        let arg = |key: &str| input.get(key).and_then(Value::as_str);
+        match name {
+            "list_dir" => {
+                let path = resolve(&self.root, arg("path").unwrap_or("."))?;
+                let mut names: Vec<String> = std::fs::read_dir(&path)
+                    .map_err(|e| e.to_string())?
+                    .flatten()
+                    .map(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        if e.path().is_dir() {
+                            format!("{name}/")
+                        } else {
+                            name
+                        }
+                    })
+                    .collect();
+                names.sort();
+                Ok(names.join("\n"))
+            }
+            "read_file" => {
+                let rel = arg("path").ok_or("read_file needs a path")?;
+                let path = resolve(&self.root, rel)?;
+                let mut text = std::fs::read_to_string(&path).map_err(|e| format!("{rel}: {e}"))?;
+                if text.len() > MAX_READ {
+                    let mut end = MAX_READ;
+                    while !text.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    text.truncate(end);
+                }
+                Ok(text)
+            }
+            "search_text" => {
+                let query = arg("query").ok_or("search_text needs a query")?;
+                let dir = resolve(&self.root, arg("path").unwrap_or("."))?;
+                let mut hits = Vec::new();
+                search(&self.root, &dir, query, &mut hits);
+                Ok(if hits.is_empty() { "no match".to_owned() } else { hits.join("\n") })
+            }
+            "write_file" => {
+                let rel = arg("path").ok_or("write_file needs a path")?;
+                let content = arg("content").ok_or("write_file needs content")?;
+                let path = resolve(&self.root, rel)?;
+                let schema = serde_json::from_value(json!({
+                    "type": "object",
+                    "properties": {"approve": {"type": "boolean", "title": "Approve", "description": "Allow this write", "default": false}},
+                    "required": ["approve"]
+                }))
+                .expect("a valid schema");
+                let message = format!("The agent wants to write {} bytes to {rel}. Approve?", content.len());
+                let answer = self.ctx.elicit(message, schema).await.map_err(|e| format!("approval failed: {e}"))?;
+                let approved = answer.action == ElicitAction::Accept
+                    && matches!(
+                        answer.content.as_ref().and_then(|c| c.get("approve")),
+                        Some(ElicitValue::Boolean(true))
+                    );
+                if !approved {
+                    let _ = self.ctx.info(format!("write to {rel} declined")).await;
+                    return Err(format!("the user declined the write to {rel}"));
+                }
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+                }
+                std::fs::write(&path, content).map_err(|e| format!("{rel}: {e}"))?;
+                if !self.touched.iter().any(|t| t == rel) {
+                    self.touched.push(rel.to_owned());
+                }
+                Ok(format!("wrote {} bytes to {rel}", content.len()))
+            }
+            other => Err(format!("unknown action {other}")),
+        }
+    }
+}
+
+async fn run_agent(args: Map<String, Value>, ctx: Context) -> Result<CallToolResult, ToolError> {
+    let goal = args
+        .get("goal")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError::invalid_arguments("goal must be a string"))?
+        .to_owned();
+    let root = match args.get("root").and_then(Value::as_str) {
+        Some(root) => PathBuf::from(root),
+        None => std::env::current_dir().map_err(|e| ToolError::failed(e.to_string()))?,
+    };
+    let root = root.canonicalize().map_err(|e| ToolError::failed(format!("root {}: {e}", root.display())))?;
+    let mut run = Run { ctx: ctx.clone(), root, touched: Vec::new() };
+    let mut messages = vec![json!({"role": "user", "content": {"type": "text", "text": goal}})];
+    let _ = ctx.info(format!("agent started: {goal}")).await;
+    for step in 1..=MAX_STEPS {
+        if ctx.is_cancelled() {
+            return Err(ToolError::failed("cancelled"));
+        }
+        let _ = ctx.progress(step as f64, Some(MAX_STEPS as f64), Some(format!("step {step}: asking the model"))).await;
+        let params: CreateMessageRequestParams = serde_json::from_value(json!({
+            "messages": messages,
+            "systemPrompt": format!("You are a coding agent working under {}. Use the tools, then answer.", run.root.display()),
+            "maxTokens": 2000,
+            "tools": action_tools(),
+            "toolChoice": {"mode": "auto"}
+        }))
+        .expect("valid sampling params");
+        let reply = ctx.create_message(params).await?;
+        let content = serde_json::to_value(&reply.content).expect("content serializes");
+        let blocks: Vec<Value> = match &content {
+            Value::Array(blocks) => blocks.clone(),
+            block => vec![block.clone()],
+        };
+        let uses: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "tool_use").collect();
+        if uses.is_empty() {
+            let answer: String = blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("");
+            let _ = ctx.info(format!("agent finished after {step} steps")).await;
+            let structured = json!({"steps": step, "filesTouched": run.touched, "answer": answer});
+            return Ok(CallToolResult {
+                content: vec![serde_json::from_value(json!({"type": "text", "text": structured.to_string()}))
+                    .expect("text block")],
+                structured_content: Some(structured),
+                ..CallToolResult::default()
+            });
+        }
+        messages.push(json!({"role": "assistant", "content": content}));
+        let mut results = Vec::new();
+        for call in uses {
+            let name = call["name"].as_str().unwrap_or_default();
+            let input = call["input"].as_object().cloned().unwrap_or_default();
+            let _ = ctx.info(format!("step {step}: {name} {}", Value::Object(input.clone()))).await;
+            let (text, is_error) = match run.act(name, &input).await {
+                Ok(text) => (text, false),
+                Err(text) => (text, true),
+            };
+            results.push(json!({
+                "type": "tool_result",
+                "toolUseId": call["id"],
+                "content": [{"type": "text", "text": text}],
+                "isError": is_error
+            }));
+        }
+        messages.push(json!({"role": "user", "content": results}));
+    }
+    Err(ToolError::failed(format!("no answer after {MAX_STEPS} steps")))
+}
+
+/// The agent server: one tool, `run_agent`.
+pub fn agent_server() -> Server {
+    let tool: Tool = serde_json::from_value(json!({
+        "name": "run_agent",
+        "title": "Run the agent",
+        "description": "Works towards a goal on the files under root, step by step, with the host's model; asks before writing",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "goal": {"type": "string", "description": "What to achieve"},
+                "root": {"type": "string", "description": "The directory to work in (default: the server's)"}
+            },
+            "required": ["goal"]
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "steps": {"type": "integer"},
+                "filesTouched": {"type": "array", "items": {"type": "string"}},
+                "answer": {"type": "string"}
+            },
+            "required": ["steps", "filesTouched", "answer"]
+        }
+    }))
+    .expect("a valid tool");
+    Server::builder()
+        .name("mcpwire-agent")
+        .version(env!("CARGO_PKG_VERSION"))
+        .instructions(
+            "run_agent works on local files with your model (sampling) and asks before any write (elicitation)",
+        )
+        .tool_with(tool, run_agent)
+        .build()
+        .expect("a valid server")
+}
