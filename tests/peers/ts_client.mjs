@@ -11,6 +11,13 @@
 // (echo {text}, add {a,b}, a tool that does not exist). Steps:
 //   {"call":NAME,"args":{...}}  {"list":"tools"|"resources"|"resourceTemplates"|"prompts"}
 //   {"read":URI}  {"prompt":NAME,"args":{...}}  {"ping":true}
+//   {"complete":{"ref":{...},"argument":{"name":..,"value":..}}}
+//   {"call":NAME,"args":{...},"progress":true}   the result gets "progress": the notifications seen
+//   {"call":NAME,"args":{...},"cancelAfterProgress":N}   aborts the call after N progress notifications
+// With env MCP_CLIENT_LABEL=L the client declares sampling and elicitation: each request is announced
+// as a line {"step":"sampling"|"elicitation","label":L,"request":...}; with MCP_WAIT_STDIN=1 the answer
+// waits for one line on stdin (so a test can hold several clients' requests in flight at once); the
+// sampled text is "sampled by L", the elicitation answer {"action":"accept","content":{"name":L}}.
 // One JSON line per step: {"step":...,"ok":true,"result":...} or {"step":...,"ok":false,"error":{code,message}}.
 // Exit 0 when the script ran (errors from the server are data), 1 when it could not connect, 2 on bad usage.
 // The SDK is loaded from MCP_TS_SDK_DIR (node_modules holding @modelcontextprotocol/sdk; see peers.env).
@@ -69,8 +76,25 @@ function errorOf(e) {
   return err;
 }
 
+async function callWithProgress(client, s) {
+  const progress = [];
+  const controller = new AbortController();
+  const options = {
+    signal: controller.signal,
+    onprogress: p => {
+      progress.push(p);
+      if (s.cancelAfterProgress !== undefined && progress.length >= s.cancelAfterProgress) controller.abort('cancelled by the test');
+    },
+  };
+  const result = await client.callTool({ name: s.call, arguments: s.args ?? {} }, undefined, options);
+  return { ...result, progress };
+}
+
 async function runStep(client, s) {
+  if (s.call !== undefined && (s.progress || s.cancelAfterProgress !== undefined))
+    return ['tools/call', { name: s.call }, () => callWithProgress(client, s)];
   if (s.call !== undefined) return ['tools/call', { name: s.call }, () => client.callTool({ name: s.call, arguments: s.args ?? {} })];
+  if (s.complete !== undefined) return ['completion/complete', {}, () => client.complete(s.complete)];
   if (s.list !== undefined) {
     const fn = { tools: 'listTools', resources: 'listResources', resourceTemplates: 'listResourceTemplates', prompts: 'listPrompts' }[s.list];
     if (!fn) return [`list ${s.list}`, {}, () => Promise.reject(new Error(`unknown list kind ${s.list}`))];
@@ -102,7 +126,23 @@ async function main() {
     if (protocolVersion === null && msg?.result?.protocolVersion) protocolVersion = msg.result.protocolVersion;
   };
 
-  const client = new Client({ name: 'mcpwire-ts-driver', version: '0.1.0' }, { capabilities: {} });
+  const label = process.env.MCP_CLIENT_LABEL;
+  const capabilities = label ? { sampling: {}, elicitation: {} } : {};
+  const client = new Client({ name: 'mcpwire-ts-driver', version: '0.1.0' }, { capabilities });
+  if (label) {
+    const types = require('@modelcontextprotocol/sdk/types.js');
+    const lines = process.env.MCP_WAIT_STDIN === '1' ? stdinLines() : null;
+    client.setRequestHandler(types.CreateMessageRequestSchema, async request => {
+      emit({ step: 'sampling', label, request: request.params });
+      if (lines) await lines.next();
+      return { role: 'assistant', content: { type: 'text', text: `sampled by ${label}` }, model: 'test', stopReason: 'endTurn' };
+    });
+    client.setRequestHandler(types.ElicitRequestSchema, async request => {
+      emit({ step: 'elicitation', label, request: request.params });
+      if (lines) await lines.next();
+      return { action: 'accept', content: { name: label } };
+    });
+  }
   try {
     await client.connect(transport);
   } catch (e) {
@@ -131,6 +171,28 @@ async function main() {
   // Streamable HTTP: end the session politely (DELETE); stdio: close() ends stdin, then kills.
   if (typeof transport.terminateSession === 'function') await transport.terminateSession().catch(() => {});
   await client.close().catch(() => {});
+}
+
+// One promise per line of stdin, in order.
+function stdinLines() {
+  const waiting = [];
+  let buffered = 0;
+  process.stdin.on('data', chunk => {
+    for (const c of chunk.toString()) {
+      if (c !== '\n') continue;
+      if (waiting.length) waiting.shift()();
+      else buffered++;
+    }
+  });
+  return {
+    next: () =>
+      new Promise(resolve => {
+        if (buffered > 0) {
+          buffered--;
+          resolve();
+        } else waiting.push(resolve);
+      }),
+  };
 }
 
 main().then(

@@ -1,0 +1,345 @@
+//! `mcp-bridge serve` as a gateway, driven by clients nobody here wrote (the TypeScript and
+//! Python SDK clients) over real Streamable HTTP, in front of real upstreams: server-everything
+//! and server-memory over stdio and server-everything over Streamable HTTP, all at once.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+/// A running `mcp-bridge serve`, stopped (SIGTERM, then waited for) when dropped.
+struct Bridge {
+    child: Child,
+    url: String,
+}
+
+impl Bridge {
+    /// Starts `mcp-bridge serve ARGS` on a free loopback port and waits for its banner.
+    fn start(args: &[&str]) -> Bridge {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+            .arg("serve")
+            .args(["--listen", "http://127.0.0.1:0/mcp"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("mcp-bridge runs");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("a banner line").unwrap();
+        let url = first.strip_prefix("mcp-bridge: serving MCP on ").unwrap_or_else(|| panic!("{first}")).to_owned();
+        // The rest of the banner is not needed; keep the pipe drained.
+        std::thread::spawn(move || lines.for_each(drop));
+        Bridge { child, url }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A codex config with server-everything and server-memory over stdio, and `web`: a
+/// server-everything over Streamable HTTP on `port`.
+fn three_upstreams(dir: &std::path::Path, port: u16) -> PathBuf {
+    let node = support::peer("MCP_NODE");
+    let toml = format!(
+        "[mcp_servers.everything]\ncommand = {node:?}\nargs = [{everything:?}, \"stdio\"]\n\n\
+         [mcp_servers.memory]\ncommand = {node:?}\nargs = [{memory:?}]\nenv = {{ MEMORY_FILE_PATH = {file:?} }}\n\n\
+         [mcp_servers.web]\nurl = \"http://127.0.0.1:{port}/mcp\"\n",
+        everything = support::peer("MCP_EVERYTHING_JS"),
+        memory = support::peer("MCP_MEMORY_JS"),
+        file = dir.join("memory.jsonl").display().to_string(),
+    );
+    let path = dir.join("config.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+/// Runs a driver (`node ts_client.mjs` or `python py_client.py`) against `url` with `script`;
+/// returns its output lines, keyed by step in order.
+fn drive(driver: &[String], url: &str, script: &Value, env: &[(&str, &str)]) -> Vec<Value> {
+    let output = Command::new(&driver[0])
+        .args(&driver[1..])
+        .args(["--url", url])
+        .env("MCP_SCRIPT", script.to_string())
+        .envs(env.iter().copied())
+        .output()
+        .expect("the driver runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "driver failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+fn ts_driver() -> Vec<String> {
+    vec![support::peer("MCP_NODE"), support::repo_path("tests/peers/ts_client.mjs").display().to_string()]
+}
+
+fn py_driver() -> Vec<String> {
+    vec![support::peer("MCP_PYTHON"), support::repo_path("tests/peers/py_client.py").display().to_string()]
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("")
+}
+
+fn ok(line: &Value) -> &Value {
+    assert_eq!(line["ok"], true, "{line}");
+    &line["result"]
+}
+
+#[test]
+fn the_typescript_client_reaches_three_upstreams_through_one_endpoint() {
+    let dir = scratch("ts");
+    let web = support::everything_http("streamableHttp");
+    let config = three_upstreams(&dir, web.port);
+    let bridge = Bridge::start(&["--config", config.to_str().unwrap()]);
+    let script = json!([
+        {"call": "mcp__web__get-sum", "args": {"a": 2, "b": 40}},
+        {"call": "mcp__everything__echo", "args": {"message": "through the bridge"}},
+        {"call": "mcp__memory__create_entities", "args": {"entities": [{"name": "bridge", "entityType": "thing", "observations": ["relays"]}]}},
+        {"call": "mcp__memory__read_graph", "args": {}},
+        {"list": "resources"},
+        {"list": "resourceTemplates"},
+        {"list": "prompts"},
+        {"prompt": "mcp__everything__args-prompt", "args": {"city": "Lyon"}},
+        {"complete": {"ref": {"type": "ref/prompt", "name": "mcp__everything__completable-prompt"}, "argument": {"name": "department", "value": "E"}}},
+        {"call": "mcp__everything__trigger-long-running-operation", "args": {"duration": 1, "steps": 3}, "progress": true},
+        {"call": "mcp__web__trigger-long-running-operation", "args": {"duration": 60, "steps": 60}, "cancelAfterProgress": 1},
+        {"call": "mcp__web__echo", "args": {"message": "after the cancel"}},
+        {"call": "mcp__nobody__echo", "args": {}},
+    ]);
+    let lines = drive(&ts_driver(), &bridge.url, &script, &[]);
+    let init = &lines[0];
+    assert_eq!(init["serverInfo"]["name"], "mcp-bridge", "{init}");
+    let caps = &init["capabilities"];
+    assert!(caps["tools"].is_object() && caps["resources"].is_object() && caps["prompts"].is_object(), "{caps}");
+    assert!(caps["completions"].is_object(), "{caps}");
+    let tools: Vec<&str> =
+        ok(&lines[1])["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for name in ["mcp__everything__echo", "mcp__memory__create_entities", "mcp__web__get-sum"] {
+        assert!(tools.contains(&name), "{name} not in {tools:?}");
+    }
+    assert!(tools.iter().all(|t| t.len() <= 64 && t.starts_with("mcp__")), "{tools:?}");
+    assert!(text_of(ok(&lines[2])).contains("42"), "{}", lines[2]);
+    assert!(text_of(ok(&lines[3])).contains("through the bridge"), "{}", lines[3]);
+    ok(&lines[4]);
+    assert!(text_of(ok(&lines[5])).contains("relays"), "the memory server kept the entity: {}", lines[5]);
+    let resources = ok(&lines[6])["resources"].as_array().unwrap().clone();
+    assert!(!resources.is_empty(), "{}", lines[6]);
+    for r in &resources {
+        let uri = r["uri"].as_str().unwrap();
+        assert!(["everything+", "web+", "memory+"].iter().any(|p| uri.starts_with(p)), "unmapped URI {uri}");
+    }
+    let templates = ok(&lines[7])["resourceTemplates"].as_array().unwrap().clone();
+    assert!(templates.iter().all(|t| t["uriTemplate"].as_str().unwrap().contains('+')), "{templates:?}");
+    let prompts: Vec<&str> =
+        ok(&lines[8])["prompts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert!(prompts.contains(&"mcp__everything__args-prompt") && prompts.contains(&"mcp__web__simple-prompt"));
+    assert!(ok(&lines[9]).to_string().contains("Lyon"), "{}", lines[9]);
+    let values = &ok(&lines[10])["completion"]["values"];
+    assert!(values.as_array().unwrap().iter().any(|v| v == "Engineering"), "{}", lines[10]);
+    let progressed = ok(&lines[11]);
+    assert_eq!(progressed["progress"].as_array().unwrap().len(), 3, "{progressed}");
+    assert_eq!(lines[12]["ok"], false, "the cancelled call must not succeed: {}", lines[12]);
+    assert!(text_of(ok(&lines[13])).contains("after the cancel"), "{}", lines[13]);
+    assert!(text_of(ok(&lines[14])).contains("not found"), "{}", lines[14]);
+
+    // Each listed resource reads through its mapped URI, from the server that listed it.
+    let reads: Vec<Value> = resources.iter().take(3).map(|r| json!({"read": r["uri"]})).collect();
+    let lines = drive(&ts_driver(), &bridge.url, &Value::Array(reads), &[]);
+    for (line, resource) in lines[2..].iter().zip(&resources) {
+        let contents = &ok(line)["contents"][0];
+        assert_eq!(contents["uri"], resource["uri"], "{line}");
+    }
+    drop(bridge);
+}
+
+#[test]
+fn the_python_client_speaks_2026_through_the_bridge_to_handshake_era_upstreams() {
+    let dir = scratch("py");
+    let web = support::everything_http("streamableHttp");
+    let config = three_upstreams(&dir, web.port);
+    let bridge = Bridge::start(&["--config", config.to_str().unwrap()]);
+    let script = json!([
+        {"call": "mcp__web__get-sum", "args": {"a": 1, "b": 2}},
+        {"call": "mcp__everything__echo", "args": {"message": "py"}},
+        {"list": "prompts"},
+        {"prompt": "mcp__everything__simple-prompt", "args": {}},
+    ]);
+    let lines = drive(&py_driver(), &bridge.url, &script, &[]);
+    assert_eq!(lines[0]["handshake"], "discover", "the Python SDK runs 2026-07-28 against the bridge: {}", lines[0]);
+    assert_eq!(lines[0]["protocolVersion"], "2026-07-28", "{}", lines[0]);
+    assert!(text_of(ok(&lines[2])).contains('3'), "{}", lines[2]);
+    assert!(text_of(ok(&lines[3])).contains("py"), "{}", lines[3]);
+    ok(&lines[4]);
+    ok(&lines[5]);
+}
+
+#[test]
+fn the_embedded_default_serves_the_bundled_examples() {
+    let bridge = Bridge::start(&[]);
+    let script = json!([{"call": "mcp__echo__echo", "args": {"text": "embedded"}}]);
+    let lines = drive(&ts_driver(), &bridge.url, &script, &[]);
+    let tools: Vec<&str> =
+        ok(&lines[1])["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"mcp__echo__echo") && tools.contains(&"mcp__agent__run_agent"), "{tools:?}");
+    assert_eq!(text_of(ok(&lines[2])), "embedded");
+    let _ = bridge.pid();
+}
+
+/// Keeps `write` in use for the tests that talk to a driver's stdin.
+#[allow(dead_code)]
+fn say(stdin: &mut impl Write, line: &str) {
+    writeln!(stdin, "{line}").unwrap();
+}
+
+/// The processes whose parent is `pid`, with their command lines.
+fn children(pid: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        // The fields after the parenthesised command: state, ppid, …
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else { continue };
+        let ppid: u32 = rest.split(' ').nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+        if ppid == pid {
+            let cmdline = std::fs::read_to_string(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            found.push((child, cmdline.replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// Whether `pid` still exists (as anything but a zombie).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+async fn http_client(url: &str) -> mcpwire::client::Client<mcpwire::transport::sse_http::HttpClientTransport> {
+    use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+    let transport = HttpClientTransport::new(HttpClientConfig::new(url)).unwrap();
+    let options = mcpwire::client::ClientOptions::default().with_era(mcpwire::client::EraPolicy::Legacy);
+    mcpwire::client::Client::connect(transport, options).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_child_fails_its_call_naming_the_server_and_is_restarted_and_nothing_is_left_at_shutdown() {
+    let dir = scratch("kill");
+    let node = support::peer("MCP_NODE");
+    let toml = format!(
+        "[mcp_servers.everything]\ncommand = {node:?}\nargs = [{:?}, \"stdio\"]\n\n\
+         [mcp_servers.memory]\ncommand = {node:?}\nargs = [{:?}]\nenv = {{ MEMORY_FILE_PATH = {:?} }}\n",
+        support::peer("MCP_EVERYTHING_JS"),
+        support::peer("MCP_MEMORY_JS"),
+        dir.join("memory.jsonl").display().to_string(),
+    );
+    std::fs::write(dir.join("config.toml"), toml).unwrap();
+    let mut bridge = Bridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
+    let upstreams = children(bridge.pid());
+    assert_eq!(upstreams.len(), 2, "{upstreams:?}");
+    let everything = upstreams.iter().find(|(_, cmd)| cmd.contains("server-everything")).expect("everything runs").0;
+
+    let client = http_client(&bridge.url).await;
+    let args = json!({"duration": 20, "steps": 20}).as_object().cloned();
+    let long = client.call_tool("mcp__everything__trigger-long-running-operation", args);
+    let killer = async {
+        // The call is on its way to the child (a delay, not a synchronisation: a kill before the
+        // call arrives fails it the same way).
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        assert!(Command::new("kill").args(["-KILL", &everything.to_string()]).status().unwrap().success());
+    };
+    let (outcome, ()) = tokio::join!(long, killer);
+    let error = outcome.expect_err("the call on the killed child fails");
+    assert!(error.to_string().contains("everything"), "the error names the server: {error}");
+
+    // The child is restarted (with backoff): calls succeed again, on a new process.
+    let mut answer = None;
+    for _ in 0..100 {
+        let echo = json!({"message": "again"}).as_object().cloned();
+        if let Ok(result) = client.call_tool("mcp__everything__echo", echo).await {
+            answer = Some(result);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let answer = answer.expect("the restarted server answers within 10 s");
+    assert_eq!(serde_json::to_value(&answer.content).unwrap()[0]["text"], "Echo: again");
+    let after = children(bridge.pid());
+    assert!(after.iter().all(|(pid, _)| *pid != everything), "{after:?}");
+    assert_eq!(after.len(), 2, "one process per upstream: {after:?}");
+    assert!(!alive(everything), "the killed child was reaped");
+    let _ = client.close().await;
+
+    let _ = Command::new("kill").args(["-TERM", &bridge.pid().to_string()]).status();
+    let status = bridge.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    for (pid, cmd) in upstreams.iter().chain(&after) {
+        assert!(!alive(*pid), "upstream {pid} ({cmd}) outlived the bridge");
+    }
+}
+
+#[test]
+fn stdio_to_http_serves_one_stdio_server_under_its_own_names() {
+    let node = support::peer("MCP_NODE");
+    let everything = support::peer("MCP_EVERYTHING_JS");
+    let bridge = Bridge::start(&["--", &node, &everything, "stdio"]);
+    let script = json!([{"call": "get-sum", "args": {"a": 20, "b": 22}}]);
+    let lines = drive(&ts_driver(), &bridge.url, &script, &[]);
+    let tools: Vec<&str> =
+        ok(&lines[1])["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"echo") && tools.contains(&"get-sum"), "served as it is: {tools:?}");
+    assert!(text_of(ok(&lines[2])).contains("42"), "{}", lines[2]);
+}
+
+#[test]
+fn http_to_stdio_serves_a_remote_server_to_a_stdio_client() {
+    let web = support::everything_http("streamableHttp");
+    let url = format!("http://127.0.0.1:{}/mcp", web.port);
+    let bridge = env!("CARGO_BIN_EXE_mcp-bridge").to_owned();
+    let script = json!([{"call": "echo", "args": {"message": "over stdio"}}, {"list": "prompts"}]);
+    let output = Command::new(support::peer("MCP_NODE"))
+        .arg(support::repo_path("tests/peers/ts_client.mjs"))
+        .args(["--", &bridge, "serve", "--listen", "stdio", "--url", &url])
+        .env("MCP_SCRIPT", script.to_string())
+        .output()
+        .expect("the driver runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["serverInfo"]["name"], "mcp-bridge", "{}", lines[0]);
+    assert_eq!(text_of(ok(&lines[2])), "Echo: over stdio");
+    let prompts = ok(&lines[3])["prompts"].as_array().unwrap();
+    assert!(prompts.iter().any(|p| p["name"] == "simple-prompt"), "{prompts:?}");
+}
+
+#[test]
+fn a_non_loopback_listen_needs_a_token() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+        .args(["serve", "--listen", "http://0.0.0.0:0/mcp"])
+        .output()
+        .expect("mcp-bridge runs");
+    assert_eq!(output.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("not a loopback address") && err.contains("--auth-token-env"), "{err}");
+    assert!(output.stdout.is_empty());
+}
