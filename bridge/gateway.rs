@@ -15,14 +15,20 @@
 //!   the downstream session whose request caused them ([`Callers`]), never broadcast.
 //! - Upstream log messages reach every downstream session at or above its `logging/setLevel`,
 //!   with the server's name as the logger.
+//! - Sharing: an upstream is shared by every downstream session, unless it is `per-session`
+//!   ([`PerSession`]): then each handshake-era downstream session gets its own connection (its
+//!   own child), started on the session's first request to it and stopped when the session
+//!   ends. The shared connection still serves the listings and the 2026-07-28 requests, which
+//!   belong to no session.
 //!
 //! Not here: listening, signals, the embedded servers (serve.rs, embedded.rs).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
-use mcpwire::client::connection_set::{qualify, Catalog, ConnectionSet, SetError};
+use mcpwire::client::config::McpConfig;
+use mcpwire::client::connection_set::{qualify, Catalog, ConnectionSet, SetError, SetOptions};
 use mcpwire::client::ClientError;
 use mcpwire::proto::jsonrpc::{Body, ErrorCode, ErrorObject};
 use mcpwire::proto::mcp_types::{
@@ -194,9 +200,66 @@ impl View {
     }
 }
 
+/// The upstreams each downstream session gets for itself: their configuration, and the sets
+/// started so far, by session.
+pub(crate) struct PerSession {
+    config: McpConfig,
+    options: SetOptions,
+    sets: Mutex<HashMap<u64, Arc<tokio::sync::OnceCell<ConnectionSet>>>>,
+}
+
+impl PerSession {
+    /// Per-session connections to the servers of `config`, made with `options`.
+    pub(crate) fn new(config: McpConfig, options: SetOptions) -> PerSession {
+        PerSession { config, options, sets: Mutex::default() }
+    }
+
+    /// The set of session `session`, started on first use.
+    async fn set(&self, session: u64) -> Result<ConnectionSet, SetError> {
+        let cell = self.sets.lock().expect("sessions lock").entry(session).or_default().clone();
+        let set = cell
+            .get_or_try_init(|| async {
+                let set = ConnectionSet::new(self.config.clone(), self.options.clone());
+                match set.start().await {
+                    Ok(_) => Ok(set),
+                    Err(e) => {
+                        set.shutdown().await;
+                        Err(e)
+                    }
+                }
+            })
+            .await;
+        if set.is_err() {
+            self.sets.lock().expect("sessions lock").remove(&session);
+        }
+        set.cloned()
+    }
+
+    /// Session `session` ended: its connections are shut down (children and process groups).
+    pub(crate) fn close(&self, session: u64) {
+        let Some(cell) = self.sets.lock().expect("sessions lock").remove(&session) else { return };
+        if let Some(set) = cell.get().cloned() {
+            tokio::spawn(async move { set.shutdown().await });
+        }
+    }
+
+    /// Every session's connections shut down.
+    pub(crate) async fn close_all(&self) {
+        let cells: Vec<_> = self.sets.lock().expect("sessions lock").drain().map(|(_, c)| c).collect();
+        for set in cells.iter().filter_map(|c| c.get()) {
+            set.shutdown().await;
+        }
+    }
+
+    fn serves(&self, server: &str) -> bool {
+        self.config.servers.contains_key(server)
+    }
+}
+
 /// The gateway's state, shared by every downstream session.
 pub(crate) struct Gateway {
     set: ConnectionSet,
+    per_session: PerSession,
     prefix: PrefixMode,
     timeout: Option<Duration>,
     view: RwLock<Arc<View>>,
@@ -208,9 +271,29 @@ impl Gateway {
     ///
     /// # Errors
     /// As [`View::build`].
-    pub(crate) fn new(set: ConnectionSet, prefix: PrefixMode, timeout: Option<Duration>) -> Result<Gateway, String> {
+    pub(crate) fn new(
+        set: ConnectionSet,
+        per_session: PerSession,
+        prefix: PrefixMode,
+        timeout: Option<Duration>,
+    ) -> Result<Gateway, String> {
         let view = View::build(&set.catalog(), prefix)?;
-        Ok(Gateway { set, prefix, timeout, view: RwLock::new(Arc::new(view)), server: OnceLock::new() })
+        Ok(Gateway { set, per_session, prefix, timeout, view: RwLock::new(Arc::new(view)), server: OnceLock::new() })
+    }
+
+    /// The per-session upstreams.
+    pub(crate) fn per_session(&self) -> &PerSession {
+        &self.per_session
+    }
+
+    /// The set that serves `server` for the request of `context`.
+    async fn set_for(&self, server: &str, context: &Context) -> Result<ConnectionSet, ErrorObject> {
+        match context.session_id() {
+            Some(session) if self.per_session.serves(server) => {
+                self.per_session.set(session).await.map_err(|e| upstream_error(server, e))
+            }
+            _ => Ok(self.set.clone()),
+        }
     }
 
     /// The downstream server, once built: list changes and log messages go through it.
@@ -269,8 +352,8 @@ impl Gateway {
             let result = mcpwire::server::error_result(format!("Tool {} not found", params.name));
             return Ok(Body::typed(result));
         };
-        let _ = context;
-        let outcome = self.set.call_tool_on(&server, &tool, params.arguments, self.timeout).await;
+        let set = self.set_for(&server, &context).await?;
+        let outcome = set.call_tool_on(&server, &tool, params.arguments, self.timeout).await;
         let mut result = outcome.map_err(|e| upstream_error(&server, e))?;
         if view.slug_of.contains_key(&server) {
             map_content_uris(&view, &server, &mut result);
@@ -278,7 +361,7 @@ impl Gateway {
         Ok(Body::typed(result))
     }
 
-    async fn read_resource(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+    async fn read_resource(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
         let mut params: ReadResourceRequestParams = decode(params, "resources/read")?;
         let view = self.view();
         let Some((server, uri)) = view.resolve_uri(&params.uri) else {
@@ -286,8 +369,9 @@ impl Gateway {
         };
         let asked = std::mem::replace(&mut params.uri, uri.clone());
         params.meta = None;
+        let set = self.set_for(&server, &context).await?;
         let mut result: ReadResourceResult =
-            self.set.request_on::<ReadResource>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+            set.request_on::<ReadResource>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
         if asked != uri {
             for contents in &mut result.contents {
                 match contents {
@@ -300,7 +384,7 @@ impl Gateway {
         Ok(Body::typed(result))
     }
 
-    async fn get_prompt(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+    async fn get_prompt(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
         let mut params: GetPromptRequestParams = decode(params, "prompts/get")?;
         let view = self.view();
         let Some((server, name)) = view.prompt_routes.get(&params.name).cloned() else {
@@ -308,11 +392,12 @@ impl Gateway {
         };
         params.name = name;
         params.meta = None;
-        let result = self.set.request_on::<GetPrompt>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        let set = self.set_for(&server, &context).await?;
+        let result = set.request_on::<GetPrompt>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
         Ok(Body::typed(result))
     }
 
-    async fn complete(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+    async fn complete(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
         let mut params: CompleteRequestParams = decode(params, "completion/complete")?;
         let view = self.view();
         let server = match &mut params.reference {
@@ -338,7 +423,8 @@ impl Gateway {
             }
         };
         params.meta = None;
-        let result = self.set.request_on::<Complete>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        let set = self.set_for(&server, &context).await?;
+        let result = set.request_on::<Complete>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
         Ok(Body::typed(result))
     }
 }
@@ -363,7 +449,7 @@ impl Forwarder for Forwarding {
                     meta: None,
                     extra: Default::default(),
                 })),
-                "prompts/get" => gateway.get_prompt(params).await,
+                "prompts/get" => gateway.get_prompt(params, context).await,
                 "resources/list" => Ok(Body::typed(ListResourcesResult {
                     resources: gateway.view().resources.clone(),
                     next_cursor: None,
@@ -376,8 +462,8 @@ impl Forwarder for Forwarding {
                     meta: None,
                     extra: Default::default(),
                 })),
-                "resources/read" => gateway.read_resource(params).await,
-                "completion/complete" => gateway.complete(params).await,
+                "resources/read" => gateway.read_resource(params, context).await,
+                "completion/complete" => gateway.complete(params, context).await,
                 _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
             }
         })

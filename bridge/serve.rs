@@ -24,7 +24,7 @@ use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
 use mcpwire::transport::stdio::Stderr;
 use tokio::sync::mpsc;
 
-use super::gateway::{Forwarding, Gateway};
+use super::gateway::{Forwarding, Gateway, PerSession};
 use super::{PrefixMode, ServeArgs};
 
 /// Where `serve` listens when not told.
@@ -162,8 +162,16 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let (config, inline) = upstreams(&args)?;
     let prefix = args.prefix.unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
-    let (options, events) =
-        SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit).with_event_channel();
+    let options = SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit);
+    let mut per_session = McpConfig::default();
+    for name in &args.per_session {
+        let Some(server) = config.servers.get(name) else {
+            return Err(format!("--per-session {name}: no such upstream"));
+        };
+        per_session.servers.insert(name.clone(), server.clone());
+    }
+    let per_session = PerSession::new(per_session, options.clone());
+    let (options, events) = options.with_event_channel();
     let set = ConnectionSet::new(config, options);
     let mut interrupt = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -183,14 +191,20 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             return Err(e.to_string());
         }
     }
-    let gateway = match Gateway::new(set.clone(), prefix, args.timeout) {
+    let gateway = match Gateway::new(set.clone(), per_session, prefix, args.timeout) {
         Ok(gateway) => Arc::new(gateway),
         Err(e) => {
             set.shutdown().await;
             return Err(e);
         }
     };
-    let mut builder = Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
+    let closing = Arc::downgrade(&gateway);
+    let mut builder =
+        Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION")).on_session_closed(move |session| {
+            if let Some(gateway) = closing.upgrade() {
+                gateway.per_session().close(session);
+            }
+        });
     if let Some(instructions) = merged_instructions(&set) {
         builder = builder.instructions(instructions);
     }
@@ -246,6 +260,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         }
     };
     tracing::info!("shutting down");
+    gateway.per_session().close_all().await;
     set.shutdown().await;
     outcome
 }

@@ -108,11 +108,18 @@ pub(crate) struct Connection {
     /// How long a request to the client may wait for its answer; `None`: forever (a human may
     /// be answering an elicitation).
     pub(crate) client_request_timeout: Option<Duration>,
+    /// The session's number in the registry, when the connection is a session (not one
+    /// stateless exchange).
+    pub(crate) session: Option<u64>,
 }
 
 impl Connection {
-    pub(crate) fn new(on_roots_changed: Option<RootsChanged>, client_request_timeout: Option<Duration>) -> Connection {
-        Connection { on_roots_changed, client_request_timeout, ..Connection::default() }
+    pub(crate) fn new(
+        on_roots_changed: Option<RootsChanged>,
+        client_request_timeout: Option<Duration>,
+        session: Option<u64>,
+    ) -> Connection {
+        Connection { on_roots_changed, client_request_timeout, session, ..Connection::default() }
     }
 
     /// Records what the client said of itself in `initialize`.
@@ -333,6 +340,17 @@ impl Context {
             Some(envelope) => envelope.log_level,
             None => self.connection.log_level(),
         }
+    }
+
+    /// The number of the session this request belongs to (unique in this server while it
+    /// runs; [`ServerBuilder::on_session_closed`](super::ServerBuilder::on_session_closed) says
+    /// when it ends), or `None` for a request that stands alone: a 2026-07-28 request, or one
+    /// exchange of a stateless transport.
+    pub fn session_id(&self) -> Option<u64> {
+        if self.envelope.is_some() {
+            return None;
+        }
+        self.connection.session
     }
 
     /// This context, with `key` as the key of its next request to the client in a 2026-07-28

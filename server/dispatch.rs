@@ -199,10 +199,16 @@ pub(super) fn params_or_default<T: serde::de::DeserializeOwned + Clone + Default
 }
 
 impl Dispatcher {
-    pub(crate) fn new(inner: Arc<Inner>) -> Dispatcher {
-        let connection = Arc::new(Connection::new(inner.on_roots_changed.clone(), inner.client_request_timeout));
+    pub(crate) fn new(inner: Arc<Inner>, stateless: bool) -> Dispatcher {
+        let session = inner.registry.new_session();
+        let connection = Arc::new(Connection::new(
+            inner.on_roots_changed.clone(),
+            inner.client_request_timeout,
+            (!stateless).then_some(session.0),
+        ));
         Dispatcher {
-            session: inner.registry.new_session(),
+            cancel_on_close: stateless,
+            session,
             semaphore: Arc::new(Semaphore::new(inner.max_concurrent_tools)),
             inner,
             running: Running::default(),
@@ -212,7 +218,6 @@ impl Dispatcher {
             connection,
             tasks: Arc::default(),
             listeners: Mutex::default(),
-            cancel_on_close: false,
         }
     }
 
@@ -882,6 +887,9 @@ impl<T: Transport> Handler<T> for Dispatcher {
 
     fn on_closed(&self, error: Option<&TransportError>) {
         self.inner.registry.close_session(self.session.0, &self.session.1);
+        if let (Some(closed), Some(session)) = (&self.inner.on_session_closed, self.connection.session) {
+            closed(session);
+        }
         self.tasks.abort_all();
         self.stop_all_listening();
         if self.cancel_on_close {

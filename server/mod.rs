@@ -238,6 +238,9 @@ impl std::error::Error for ServerError {
     }
 }
 
+/// What [`ServerBuilder::on_session_closed`] calls.
+pub(crate) type SessionClosed = Arc<dyn Fn(u64) + Send + Sync>;
+
 /// A registered tool: its definition and its handler.
 pub(crate) struct Registered {
     pub(crate) tool: Tool,
@@ -254,6 +257,7 @@ pub(crate) struct Inner {
     pub(crate) page_size: Option<usize>,
     pub(crate) limits: Limits,
     pub(crate) on_roots_changed: Option<context::RootsChanged>,
+    pub(crate) on_session_closed: Option<SessionClosed>,
     pub(crate) client_request_timeout: Option<std::time::Duration>,
     pub(crate) cache_hints: CacheHints,
     pub(crate) state_key: request_state::StateKey,
@@ -287,6 +291,7 @@ pub struct ServerBuilder {
     limits: Limits,
     pending: registry::Pending,
     on_roots_changed: Option<context::RootsChanged>,
+    on_session_closed: Option<SessionClosed>,
     client_request_timeout: Option<std::time::Duration>,
     cache_hints: Vec<(String, CacheHint)>,
     request_state_secret: Option<Vec<u8>>,
@@ -310,6 +315,7 @@ impl Server {
             limits: Limits::default(),
             pending: registry::Pending::default(),
             on_roots_changed: None,
+            on_session_closed: None,
             client_request_timeout: None,
             cache_hints: Vec::new(),
             request_state_secret: None,
@@ -339,8 +345,7 @@ impl Server {
     pub fn serve<T: Transport>(&self, transport: T) -> impl Future<Output = Result<(), ServerError>> + Send + 'static {
         let inner = self.inner.clone();
         async move {
-            let mut dispatcher = dispatch::Dispatcher::new(inner.clone());
-            dispatcher.cancel_on_close = transport.is_stateless();
+            let dispatcher = dispatch::Dispatcher::new(inner.clone(), transport.is_stateless());
             let tracker = dispatcher.tracker();
             let input_error = dispatcher.input_error();
             let limits = session::Limits {
@@ -482,6 +487,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Called with a session's number ([`Context::session_id`]) when that session ends (its
+    /// input ended, or it was deleted or expired): what was kept for the session can go.
+    pub fn on_session_closed(mut self, callback: impl Fn(u64) + Send + Sync + 'static) -> Self {
+        self.on_session_closed = Some(Arc::new(callback));
+        self
+    }
+
     /// How long a request to the client ([`Context::elicit`], [`Context::create_message`] …)
     /// may wait for its answer; default: no limit (a person may be answering).
     pub fn client_request_timeout(mut self, timeout: std::time::Duration) -> Self {
@@ -569,6 +581,7 @@ impl ServerBuilder {
                 page_size: self.page_size,
                 limits: self.limits,
                 on_roots_changed: self.on_roots_changed,
+                on_session_closed: self.on_session_closed,
                 client_request_timeout: self.client_request_timeout,
                 cache_hints: CacheHints(cache_hints),
                 task_registry: Arc::default(),
