@@ -11,6 +11,9 @@
 //! The catalogs change under the server's feet, so the forwarder announces changes with
 //! [`Server::list_changed`](super::Server::list_changed).
 //!
+//! A method of a capability [`Forwarding`] does not advertise is -32601 and never reaches the
+//! forwarder.
+//!
 //! Not here: argument and output schema checks (the server behind the forwarder makes them),
 //! tasks (a forwarded `tools/call` runs synchronously), `resources/subscribe` (kept per session
 //! by the server and not forwarded), what the forwarder does with a request.
@@ -129,6 +132,17 @@ impl Dispatcher {
         era: &Era,
     ) {
         let forwarder = self.inner.forwarder.clone().expect("called only with a forwarder");
+        let features = self.inner.features;
+        let offered = match method {
+            "resources/list" | "resources/templates/list" | "resources/read" => features.resources,
+            "prompts/list" | "prompts/get" => features.prompts,
+            "completion/complete" => features.completions,
+            _ => true,
+        };
+        if !offered {
+            let error = ErrorObject::new(crate::proto::jsonrpc::ErrorCode::METHOD_NOT_FOUND, "Method not found");
+            return self.answer(peer, id, era, Err(error));
+        }
         let head = match params.as_ref().map(Body::decode::<Head>).transpose() {
             Ok(head) => head.unwrap_or_default(),
             Err(e) => return self.answer(peer, id, era, Err(invalid_params(e))),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::*;
-use crate::proto::jsonrpc::{Body, Id, Message, Request};
+use crate::proto::jsonrpc::{Body, ErrorObject, Id, Message, Request};
 use crate::proto::mcp_types::{CallToolRequestParams, CallToolResult, ContentBlock};
 use crate::transport::inproc::{self, InprocTransport};
 
@@ -294,4 +294,73 @@ fn the_builder_refuses_duplicate_names_and_non_object_schemas() {
     assert_eq!(dup.to_string(), r#"two tools are named "x""#);
     let bad = Server::builder().tool("y", "bad", json!(true), |_a, _c| async move { Ok(text_result("")) }).build();
     assert_eq!(bad.unwrap_err().to_string(), r#"the input schema of tool "y" is not a JSON object"#);
+}
+
+/// A forwarding server: `tools/list` lists one tool, `tools/call` of `echo` answers its
+/// arguments as text, `sleep` waits (setting a flag when dropped), `boom` panics.
+fn forwarding_server(dropped: Arc<AtomicBool>) -> Server {
+    let forwarder = move |request: forward::Forwarded| {
+        let dropped = dropped.clone();
+        async move {
+            let forward::Forwarded { method, params, context, .. } = request;
+            match method {
+                "tools/list" => {
+                    Ok(Body::typed(json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]})))
+                }
+                "tools/call" => {
+                    let params: Value = params.unwrap().into_decoded().unwrap();
+                    match params["name"].as_str() {
+                        Some("sleep") => {
+                            let _flag = DropFlag(dropped);
+                            context.cancelled().await;
+                            Ok(Body::typed(json!({"content": []})))
+                        }
+                        Some("boom") => panic!("forwarder panicked"),
+                        _ => Ok(Body::typed(
+                            json!({"content": [{"type": "text", "text": params["arguments"].to_string()}]}),
+                        )),
+                    }
+                }
+                other => Err(ErrorObject::new(crate::proto::jsonrpc::ErrorCode::INVALID_PARAMS, format!("no {other}"))),
+            }
+        }
+    };
+    Server::builder().forward(forwarder, forward::Forwarding::new(false, true, false)).build().unwrap()
+}
+
+#[tokio::test]
+async fn a_forwarder_answers_the_catalog_methods_in_both_eras_and_is_cancelled_and_survives_panics() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let server = forwarding_server(dropped.clone());
+    let (client, _task) = connect(&server).await;
+    send(&client, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await;
+    assert!(recv(&client).await.contains(r#""name":"echo""#));
+    send(&client, &call(2, "echo", json!({"a": 1}))).await;
+    let answer = recv(&client).await;
+    assert!(answer.contains(r#"{\"a\":1}"#), "the params reach the forwarder as sent: {answer}");
+    // Prompts are advertised, and their errors pass through as the forwarder gave them.
+    send(&client, r#"{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"p"}}"#).await;
+    assert!(recv(&client).await.contains(r#""message":"no prompts/get""#));
+    // Resources are not: -32601 without reaching the forwarder; subscribe neither.
+    send(&client, r#"{"jsonrpc":"2.0","id":4,"method":"resources/list"}"#).await;
+    assert!(recv(&client).await.contains("-32601"));
+    send(&client, &call(5, "sleep", json!({}))).await;
+    send(&client, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#).await;
+    send(&client, &call(6, "boom", json!({}))).await;
+    let answer = recv(&client).await;
+    assert!(answer.contains(r#""id":6"#) && answer.contains("-32603"), "a panic is -32603: {answer}");
+    send(&client, r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).await;
+    assert!(recv(&client).await.contains(r#""id":7"#), "no answer to the cancelled call; the server goes on");
+    assert!(dropped.load(Ordering::SeqCst), "the cancelled request's future was dropped");
+    // 2026-07-28 on the same connection: stamped results.
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"}}"#;
+    send(
+        &client,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"echo","arguments":{{}},{meta}}}}}"#
+        ),
+    )
+    .await;
+    let answer = recv(&client).await;
+    assert!(answer.contains(r#""resultType":"complete""#), "{answer}");
 }
