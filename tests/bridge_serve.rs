@@ -2,6 +2,8 @@
 //! Python SDK clients) over real Streamable HTTP, in front of real upstreams: server-everything
 //! and server-memory over stdio and server-everything over Streamable HTTP, all at once.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
@@ -204,10 +206,84 @@ fn the_embedded_default_serves_the_bundled_examples() {
     let _ = bridge.pid();
 }
 
-/// Keeps `write` in use for the tests that talk to a driver's stdin.
-#[allow(dead_code)]
-fn say(stdin: &mut impl Write, line: &str) {
-    writeln!(stdin, "{line}").unwrap();
+/// A driver started with a script, its stdout read line by line, its stdin open.
+struct Driver {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Driver {
+    fn start(url: &str, script: &Value, label: &str) -> Driver {
+        let driver = ts_driver();
+        let mut child = Command::new(&driver[0])
+            .args(&driver[1..])
+            .args(["--url", url])
+            .env("MCP_SCRIPT", script.to_string())
+            .env("MCP_CLIENT_LABEL", label)
+            .env("MCP_WAIT_STDIN", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the driver runs");
+        let (tx, lines) = std::sync::mpsc::channel();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let _ = tx.send(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")));
+            }
+        });
+        Driver { child, lines }
+    }
+
+    /// The next line whose step is `step` (at most 30 s away).
+    fn next(&self, step: &str) -> Value {
+        loop {
+            let line = self.lines.recv_timeout(std::time::Duration::from_secs(30)).expect("the driver goes on");
+            if line["step"] == step {
+                return line;
+            }
+        }
+    }
+
+    fn answer(&mut self) {
+        writeln!(self.child.stdin.as_mut().unwrap()).unwrap();
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two clients call a sampling tool of `tool`'s server at once; both requests are held until
+/// both arrived, so both calls are in flight together. Each client must get only the request
+/// its own call caused, and its answer must reach that call.
+fn two_clients_sample_at_once(url: &str, tool: &str) {
+    let script = |who: &str| json!([{"call": tool, "args": {"prompt": format!("asked by {who}")}}]);
+    let mut a = Driver::start(url, &script("A"), "A");
+    let mut b = Driver::start(url, &script("B"), "B");
+    let (asked_a, asked_b) = (a.next("sampling"), b.next("sampling"));
+    assert!(asked_a["request"].to_string().contains("asked by A"), "A got {asked_a}");
+    assert!(asked_b["request"].to_string().contains("asked by B"), "B got {asked_b}");
+    b.answer();
+    a.answer();
+    let (done_a, done_b) = (a.next("tools/call"), b.next("tools/call"));
+    assert!(text_of(ok(&done_a)).contains("sampled by A") && !text_of(ok(&done_a)).contains("by B"), "{done_a}");
+    assert!(text_of(ok(&done_b)).contains("sampled by B") && !text_of(ok(&done_b)).contains("by A"), "{done_b}");
+}
+
+#[test]
+fn two_clients_each_get_only_the_sampling_their_own_call_caused() {
+    let dir = scratch("two");
+    let web = support::everything_http("streamableHttp");
+    let config = three_upstreams(&dir, web.port);
+    let bridge = Bridge::start(&["--config", config.to_str().unwrap(), "--per-session", "everything"]);
+    // Shared Streamable HTTP upstream: the request comes on the stream of the call it belongs to.
+    two_clients_sample_at_once(&bridge.url, "mcp__web__trigger-sampling-request");
+    // Per-session stdio upstream: each downstream session has its own child.
+    two_clients_sample_at_once(&bridge.url, "mcp__everything__trigger-sampling-request");
 }
 
 /// The processes whose parent is `pid`, with their command lines.
@@ -342,4 +418,27 @@ fn a_non_loopback_listen_needs_a_token() {
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(err.contains("not a loopback address") && err.contains("--auth-token-env"), "{err}");
     assert!(output.stdout.is_empty());
+}
+
+/// A 2026-07-28 client (the Python SDK, multi-round-trip) through the bridge to a handshake-era
+/// upstream whose tool elicits: the upstream's `elicitation/create` becomes the bridge's
+/// `InputRequiredResult`, the client's answer on the retry goes back as the upstream's answer.
+#[test]
+fn a_2026_client_answers_a_handshake_era_upstreams_elicitation_through_the_bridge() {
+    let dir = scratch("eras");
+    let echo = examples::example_path("echo_server");
+    let toml = format!("[mcp_servers.echo]\ncommand = {:?}\nera = \"legacy\"\n", echo.display().to_string());
+    std::fs::write(dir.join("config.toml"), toml).unwrap();
+    let bridge = Bridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
+    let output = Command::new(support::peer("MCP_PYTHON"))
+        .arg(support::repo_path("tests/peers/py_mrtr_client.py"))
+        .args([&bridge.url, "mcp__echo__greet"])
+        .output()
+        .expect("the Python client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let line: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(line["protocolVersion"], "2026-07-28", "{line}");
+    assert!(!line["asked"].as_array().unwrap().is_empty(), "the client was asked: {line}");
+    assert!(line["result"].to_string().contains("from-py"), "the answer reached the upstream: {line}");
 }
