@@ -254,3 +254,23 @@ async fn bad_configurations_are_refused_at_bind_and_debug_hides_the_token() {
     assert_eq!(r.body, "a route\n");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_guarded_route_serves_the_bridge_metrics() {
+    use mcpwire::metrics::bridge::{BridgeMetrics, CallOutcome};
+    let metrics = Arc::new(BridgeMetrics::default());
+    let served = metrics.clone();
+    let config = HttpServerConfig::default().bearer_token(Some(TOKEN.to_owned())).route("/metrics", move || {
+        let metrics = served.clone();
+        async move { RouteResponse::new(200, mcpwire::metrics::CONTENT_TYPE, metrics.render()) }
+    });
+    let server = HttpServer::bind(config, serve_echo).await.unwrap();
+    metrics.record_call("fs", "read", std::time::Duration::from_millis(2), CallOutcome::Ok);
+    let right = bearer(TOKEN);
+    let r = raw(server.local_addr(), "GET", "/metrics", &[("Authorization", &right)], "", SHORT).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/plain; version=0.0.4; charset=utf-8"));
+    assert!(r.body.contains("\nmcp_bridge_calls_total{server=\"fs\",tool=\"read\"} 1\n"), "{}", r.body);
+    assert!(r.body.contains("mcp_bridge_call_duration_seconds_bucket{server=\"fs\",tool=\"read\",le=\"0.0025\"} 1"));
+    server.shutdown().await;
+}
