@@ -7,9 +7,12 @@
 //!   client calls tools over loopback HTTP.
 //! - Client side over stdio: our client's transport to an `echo_server` child process is
 //!   wrapped instead, in the default era policy (`server/discover` first).
+//! - Client side against a third-party server: the TypeScript SDK's server-everything over
+//!   stdio, recorded and replayed against itself.
 
 #[path = "support/examples.rs"]
 mod examples;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -145,5 +148,36 @@ async fn a_client_side_recording_over_stdio_replays_against_the_echo_server() {
     assert!(failures.is_empty(), "replay failed: {failures:#?}");
     let failures = replay_against_echo(&altered_copy(&path)).await;
     assert!(!failures.is_empty(), "an altered answer is caught");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_of_server_everything_replays_against_it() {
+    let dir = scratch("everything");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("everything-via-tee.jsonl");
+    let (node, everything) = (support::peer("MCP_NODE"), support::peer("MCP_EVERYTHING_JS"));
+    let child = ChildCommand::new(node.clone())
+        .args([everything.clone(), "stdio".into()])
+        .stderr(Stderr::Discard)
+        .spawn()
+        .unwrap();
+    let tee = RecordingTransport::create(child, &path, TeeOptions::client_side()).unwrap();
+    let client = Client::connect(tee, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "get-sum"));
+    let echoed = client.call_tool("echo", args(json!({"message": "recorded"}))).await.unwrap();
+    assert_eq!(serde_json::to_value(&echoed).unwrap()["content"][0]["text"], "Echo: recorded");
+    let sum = client.call_tool("get-sum", args(json!({"a": 2, "b": 40}))).await.unwrap();
+    assert!(serde_json::to_value(&sum).unwrap()["content"][0]["text"].as_str().unwrap().contains("42"));
+    client.ping().await.unwrap();
+    client.close().await.unwrap();
+    drop(client);
+
+    let recording = Recording::read(&path).unwrap();
+    assert_eq!(recording.header.server.as_ref().unwrap()["name"], "mcp-servers/everything");
+    assert_eq!(recording.header.protocol_version, "2025-11-25");
+    let outcome = replay_stdio(&path, &format!("{node} {everything} stdio"), ReplayOptions::default()).await;
+    assert!(outcome.passed(), "replay failed: {:#?}", outcome.failures);
     std::fs::remove_dir_all(&dir).unwrap();
 }
