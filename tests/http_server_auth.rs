@@ -1,9 +1,12 @@
 //! The HTTP server's bearer token and extra routes over real loopback HTTP: the 401s and their
 //! challenges (raw HTTP/1.1, so the exact status and headers show), a full MCP exchange through
 //! our own client carrying the token, over Streamable HTTP and the legacy transport; public and
-//! guarded routes, HEAD, 405, and the `Host` check in front of all of them.
+//! guarded routes, HEAD, 405, and the `Host` check in front of all of them; and the TypeScript
+//! SDK client (a third-party peer) through the token, and refused without it.
 
 mod http_support;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -272,5 +275,54 @@ async fn a_guarded_route_serves_the_bridge_metrics() {
     assert_eq!(r.header("content-type"), Some("text/plain; version=0.0.4; charset=utf-8"));
     assert!(r.body.contains("\nmcp_bridge_calls_total{server=\"fs\",tool=\"read\"} 1\n"), "{}", r.body);
     assert!(r.body.contains("mcp_bridge_call_duration_seconds_bucket{server=\"fs\",tool=\"read\",le=\"0.0025\"} 1"));
+    server.shutdown().await;
+}
+
+/// Runs the TypeScript SDK client driver (`tests/peers/ts_client.mjs`) against `args`, with
+/// `token` in `MCP_BEARER_TOKEN`; returns its exit code and JSON lines.
+async fn typescript_client(args: &[&str], token: Option<&str>) -> (i32, Vec<serde_json::Value>) {
+    let mut command = tokio::process::Command::new(support::peer("MCP_NODE"));
+    command
+        .arg(support::repo_path("tests/peers/ts_client.mjs"))
+        .args(args)
+        .env("MCP_SCRIPT", r#"[{"call":"echo","args":{"text":"sdk through the token"}}]"#)
+        .env_remove("MCP_BEARER_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    if let Some(token) = token {
+        command.env("MCP_BEARER_TOKEN", token);
+    }
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
+        .await
+        .expect("the driver finishes")
+        .expect("the driver runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (output.status.code().unwrap_or(-1), lines)
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_client_passes_with_the_token_and_is_refused_without() {
+    let (server, _) = guarded_server().await;
+    let url = server.url();
+    let (code, lines) = typescript_client(&["--url", &url], Some(TOKEN)).await;
+    assert_eq!(code, 0, "{lines:?}");
+    assert_eq!(lines[0]["serverInfo"]["name"], "mcpwire-http-test");
+    assert_eq!(lines[2]["result"]["content"][0]["text"], "sdk through the token", "{lines:?}");
+
+    let legacy = server.legacy_url();
+    let (code, lines) = typescript_client(&["--sse", &legacy], Some(TOKEN)).await;
+    assert_eq!(code, 0, "legacy SSE with the token: {lines:?}");
+    assert_eq!(lines[2]["result"]["content"][0]["text"], "sdk through the token", "{lines:?}");
+
+    // The SDK reports the HTTP status as the error's code, and our short body as its message.
+    for (token, error) in [(None, "invalid_request"), (Some("not-the-token"), "invalid_token")] {
+        let (code, lines) = typescript_client(&["--url", &url], token).await;
+        assert_eq!(code, 1, "{lines:?}");
+        assert_eq!(lines[0]["ok"], false);
+        assert_eq!(lines[0]["error"]["code"], 401, "{lines:?}");
+        let message = lines[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(error), "{message}");
+    }
     server.shutdown().await;
 }
