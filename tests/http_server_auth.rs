@@ -217,10 +217,17 @@ async fn the_host_check_applies_to_routes() {
 
 #[tokio::test]
 async fn routes_work_without_a_token_configured() {
-    let config = HttpServerConfig::default().route("/metrics", || async { RouteResponse::text(503, "down\n") });
+    let config = HttpServerConfig::default()
+        .route("/metrics", || async { RouteResponse::text(503, "down\n") })
+        .route_public("/panics", || async { panic!("a broken handler") });
     let server = HttpServer::bind(config, serve_echo).await.unwrap();
     let r = raw(server.local_addr(), "GET", "/metrics", &[], "", SHORT).await;
     assert_eq!((r.status, r.body.as_str()), (503, "down\n"));
+    // A panicking handler is a 500, and the server goes on.
+    let r = raw(server.local_addr(), "GET", "/panics", &[], "", SHORT).await;
+    assert_eq!(r.status, 500);
+    let r = raw(server.local_addr(), "GET", "/metrics", &[], "", SHORT).await;
+    assert_eq!(r.status, 503);
     // And the MCP endpoint needs none.
     let r = raw(server.local_addr(), "POST", "/mcp", &[BOTH, JSON], &initialize_body("2025-11-25"), SHORT).await;
     assert_eq!(r.status, 200);

@@ -2,9 +2,11 @@
 //! ([RFC 6750](https://www.rfc-editor.org/rfc/rfc6750)): the secret's type, the check of an
 //! `Authorization` header against it, and the 401 answers.
 //!
-//! The comparison runs in time that depends on the length of the configured token only, never
-//! on what was presented (a hand-written constant-time compare: `ring` is not a dependency of
-//! the `http` feature, and `ring::constant_time` is deprecated). The token never shows in
+//! The comparison is constant time in the bytes of both tokens: no early exit at the first
+//! difference, no branch on a byte, every byte of the configured token read whatever was
+//! presented (a hand-written compare: `ring` is not a dependency of the `http` feature, and
+//! `ring::constant_time` is deprecated). What it may reveal through timing is the configured
+//! token's length, never its content. The token never shows in
 //! `Debug` output and nothing here logs.
 //!
 //! Not here: OAuth (token issuance, introspection, scopes, resource metadata), per-session or

@@ -2,7 +2,8 @@
 //! a metrics page, anything an operator reads with `curl`.
 //!
 //! A route answers `GET` and `HEAD` (the same head, no body) and 405 to other methods; its
-//! handler takes no input and returns a [`RouteResponse`]. The `Host` and `Origin` checks of
+//! handler takes no input and returns a [`RouteResponse`] (a handler that panics is answered
+//! 500, and the server goes on). The `Host` and `Origin` checks of
 //! the server apply to every route; the bearer token only to routes added with
 //! [`HttpServerConfig::route`](super::HttpServerConfig::route), not to those added with
 //! [`route_public`](super::HttpServerConfig::route_public).

@@ -1135,7 +1135,8 @@ fn unauthorized(verdict: Verdict) -> Response<HttpBody> {
     response
 }
 
-/// An extra route: GET calls the handler, HEAD too but sends no body, other methods get 405.
+/// An extra route: GET calls the handler, HEAD too but sends no body, other methods get 405;
+/// a handler that panics is answered 500.
 async fn serve_route(route: &Route, method: &Method) -> Response<HttpBody> {
     let head = method == Method::HEAD;
     if method != Method::GET && !head {
@@ -1143,7 +1144,10 @@ async fn serve_route(route: &Route, method: &Method) -> Response<HttpBody> {
         response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return response;
     }
-    let answer = (route.handler)().await;
+    // In a task of its own, so that a panicking handler is a 500, not a dropped connection.
+    let answer = tokio::spawn((route.handler)())
+        .await
+        .unwrap_or_else(|_| RouteResponse::text(500, "Internal Server Error: the route's handler failed\n"));
     let length = answer.body.len();
     let mut response = Response::new(if head { empty() } else { full(answer.body) });
     *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
