@@ -381,14 +381,17 @@ impl HttpServerConfig {
             return Some(e.to_string());
         }
         let legacy = self.legacy_sse && !self.stateless;
+        let is_endpoint = |path: &str| {
+            path == self.path || (legacy && (path == self.legacy_sse_path || path == self.legacy_message_path))
+        };
         self.routes.iter().find_map(|r| {
-            let taken = r.path == self.path
-                || (legacy && (r.path == self.legacy_sse_path || r.path == self.legacy_message_path));
-            let bad = !r.path.starts_with('/');
-            (taken || bad).then(|| match bad {
-                true => format!("route {:?}: a path must start with /", r.path),
-                false => format!("route {}: the path of an MCP endpoint", r.path),
-            })
+            if !r.path.starts_with('/') {
+                Some(format!("route {:?}: a path must start with /", r.path))
+            } else if is_endpoint(&r.path) {
+                Some(format!("route {}: the path of an MCP endpoint", r.path))
+            } else {
+                None
+            }
         })
     }
 }
