@@ -28,6 +28,9 @@
 //! message-level form, `stdio` by default ([`TeeOptions::transport`]), whatever carried the
 //! session.
 //!
+//! One transport is one recording: a stateless HTTP server (and a 2026-07-28 one) hands each
+//! POST a transport of its own, so there each exchange becomes a file of its own.
+//!
 //! Not here: the HTTP exchanges (statuses, headers, SSE framing — `record_http` captures
 //! those, as a proxy), frames that failed to decode (there is no message to record), rotation
 //! or size caps.
