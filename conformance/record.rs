@@ -7,8 +7,8 @@
 //! or in a 2026-07-28 session from the `_meta` of the first request and of the `server/discover`
 //! result. Our stdout carries nothing but the server's bytes; the server's stderr is inherited.
 //!
-//! The header and line writing ([`Logged`], [`write_recording`], [`header_line`],
-//! [`push_entry`]) is shared with the HTTP capture proxy, `record_http`, and the recording
+//! The header and line writing ([`Logged`], [`write_recording`], `header_line`, `push_entry`)
+//! is shared with the HTTP capture proxy, `record_http`, and the recording
 //! tee, [`super::tee`].
 
 use std::io;
