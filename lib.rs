@@ -10,6 +10,8 @@
 //!   any transport (`serve`, `serve_stdio`).
 //! - `client` (feature `client`): an MCP client over any transport, one connection per server;
 //!   the `mcp-bridge` binary is built on it.
+//! - `metrics` (feature `server`): counters, gauges and histograms rendered in the Prometheus
+//!   text format, and the named metrics of the bridge.
 //! - `conformance` (feature `conformance`): the recorded-session format and the checks the
 //!   `mcp-conformance` binary runs over it.
 //!
@@ -29,6 +31,9 @@ pub mod peer;
 pub mod client;
 #[cfg(feature = "server")]
 pub mod server;
+
+#[cfg(feature = "server")]
+pub mod metrics;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

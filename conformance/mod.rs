@@ -14,6 +14,8 @@
 //!   transport, so a 2026-07-28 recording is served as one script.
 //! - [`record`]: the stdio recorder that sits between a client and a server.
 //! - `record_http` (feature `http`): the HTTP capture proxy between a client and a server.
+//! - [`tee`]: [`RecordingTransport`], a transport wrapper that records a live session (the
+//!   bridge's `--record DIR`) in the same format.
 //! - [`clock`]: the clock a replayed server reads (the recording's, through libfaketime, when
 //!   its answers follow the clock).
 //! - [`fixtures`]: the recordings' scratch data, recreated in a temporary directory.
@@ -39,3 +41,6 @@ pub mod roundtrip;
 pub mod serve;
 #[cfg(feature = "http")]
 pub mod serve_stateless;
+pub mod tee;
+
+pub use tee::{Recorder, RecordingDir, RecordingTransport, TeeOptions};

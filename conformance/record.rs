@@ -7,8 +7,9 @@
 //! or in a 2026-07-28 session from the `_meta` of the first request and of the `server/discover`
 //! result. Our stdout carries nothing but the server's bytes; the server's stderr is inherited.
 //!
-//! The header and line writing ([`Logged`], [`write_recording`]) is shared with the HTTP
-//! capture proxy, `record_http`.
+//! The header and line writing ([`Logged`], [`write_recording`], `header_line`, `push_entry`)
+//! is shared with the HTTP capture proxy, `record_http`, and the recording
+//! tee, [`super::tee`].
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -236,38 +237,56 @@ pub(crate) fn write_recording(
     started: SystemTime,
     lines: &[Logged],
 ) -> io::Result<()> {
+    let name = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut text = header_line(&name, transport, description, started, lines);
+    text.push('\n');
+    for (i, line) in lines.iter().enumerate() {
+        push_entry(&mut text, i as u64 + 1, line);
+    }
+    std::fs::write(out, text)
+}
+
+/// The header line (without its line end): client, server and protocol version as found in
+/// `lines` (`"unknown"` for a version never negotiated), the date and the instant of `t_ms` 0
+/// from `started`.
+pub(crate) fn header_line(
+    name: &str,
+    transport: &str,
+    description: &str,
+    started: SystemTime,
+    lines: &[Logged],
+) -> String {
     let (client, server, mut version) = peers(lines);
     if version.is_null() {
         // No version was negotiated on record (no initialize answered, no 2026 `_meta`); the
         // format requires a string.
         version = Value::String("unknown".into());
     }
-    let name = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     // Members in the README's order (a serde_json map would sort them).
     let string = |s: &str| Value::String(s.to_owned()).to_string();
-    let mut text = format!(
+    format!(
         "{{\"mcp_recording\":1,\"name\":{},\"transport\":{},\"client\":{client},\"server\":{server},\"protocol_version\":{version},\"recorded_at\":{},\"started_at\":{},\"description\":{}}}",
-        string(&name),
+        string(name),
         string(transport),
         string(&utc_date(started)),
         string(&utc_rfc3339(started)),
         string(description),
-    );
-    text.push('\n');
-    for (i, line) in lines.iter().enumerate() {
-        text.push_str(&format!("{{\"seq\":{},\"t_ms\":{},\"dir\":\"{}\"", i + 1, line.t_ms, line.dir.as_str()));
-        match &line.payload {
-            // Spliced as the peer wrote it (only line ends dropped).
-            Payload::Message(json) => text.push_str(&format!(",\"msg\":{json}")),
-            Payload::Raw(raw) => text.push_str(&format!(",\"raw\":{}", Value::String(raw.clone()))),
-            Payload::Nothing => {}
-        }
-        if let Some(http) = &line.http {
-            text.push_str(&format!(",\"http\":{http}"));
-        }
-        text.push_str("}\n");
+    )
+}
+
+/// Appends entry `seq` and its line end.
+pub(crate) fn push_entry(text: &mut String, seq: u64, line: &Logged) {
+    text.push_str(&format!("{{\"seq\":{seq},\"t_ms\":{},\"dir\":\"{}\"", line.t_ms, line.dir.as_str()));
+    match &line.payload {
+        // Spliced as the peer wrote it (only line ends dropped).
+        Payload::Message(json) => text.push_str(&format!(",\"msg\":{json}")),
+        Payload::Raw(raw) => text.push_str(&format!(",\"raw\":{}", Value::String(raw.clone()))),
+        Payload::Nothing => {}
     }
-    std::fs::write(out, text)
+    if let Some(http) = &line.http {
+        text.push_str(&format!(",\"http\":{http}"));
+    }
+    text.push_str("}\n");
 }
 
 #[cfg(test)]

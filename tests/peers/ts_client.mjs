@@ -20,6 +20,7 @@
 // sampled text is "sampled by L", the elicitation answer {"action":"accept","content":{"name":L}}.
 // One JSON line per step: {"step":...,"ok":true,"result":...} or {"step":...,"ok":false,"error":{code,message}}.
 // Exit 0 when the script ran (errors from the server are data), 1 when it could not connect, 2 on bad usage.
+// With env MCP_BEARER_TOKEN set, HTTP requests carry `Authorization: Bearer <token>` (requestInit).
 // The SDK is loaded from MCP_TS_SDK_DIR (node_modules holding @modelcontextprotocol/sdk; see peers.env).
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
@@ -47,16 +48,18 @@ function usage(msg) {
 const emit = obj => process.stdout.write(JSON.stringify(obj) + '\n');
 
 function makeTransport(argv) {
+  const token = process.env.MCP_BEARER_TOKEN;
+  const options = token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined;
   const i = argv.indexOf('--');
   const opts = i < 0 ? argv : argv.slice(0, i);
   const cmd = i < 0 ? [] : argv.slice(i + 1);
   if (opts[0] === '--url' && opts[1]) {
     const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
-    return new StreamableHTTPClientTransport(new URL(opts[1]));
+    return new StreamableHTTPClientTransport(new URL(opts[1]), options);
   }
   if (opts[0] === '--sse' && opts[1]) {
     const { SSEClientTransport } = require('@modelcontextprotocol/sdk/client/sse.js');
-    return new SSEClientTransport(new URL(opts[1]));
+    return new SSEClientTransport(new URL(opts[1]), options);
   }
   if (opts.length || !cmd.length) usage('give -- CMD ARGS..., --url URL or --sse URL');
   const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');

@@ -132,6 +132,13 @@ impl HttpClientConfig {
         self
     }
 
+    /// Sends `Authorization: Bearer <token>` with every request (never logged, never shown by
+    /// `Debug`). A token a header cannot carry makes [`HttpClientTransport::new`] fail.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer = Some(Secret(token.into()));
+        self
+    }
+
     /// Sends `Authorization: Bearer <token>` with the token read from the environment variable
     /// `var` now (never logged, never shown by `Debug`).
     ///

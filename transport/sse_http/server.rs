@@ -35,12 +35,22 @@
 //! - DELETE, idle expiry, and [`Transport::close`] by the application end the session: the
 //!   transport's `recv` returns `None`, every stream ends, and the id is answered 404 from then on.
 //!
-//! Checks, in order: `Host` (DNS rebinding, 403), `Origin` (403), method (405), `Accept` (406),
-//! `Content-Type` (415), body size (413), session id (400 missing, 404 unknown),
-//! `MCP-Protocol-Version` (400 unsupported), JSON-RPC decoding (400 with a -32700 or -32600
-//! error body).
+//! Checks, in order: `Host` (DNS rebinding, 403), `Origin` (403), the bearer token when one is
+//! configured ([`HttpServerConfig::bearer_token`]; 401 with `WWW-Authenticate: Bearer`, on the
+//! MCP and legacy endpoints and on guarded [extra routes](super::routes)), method (405),
+//! `Accept` (406), `Content-Type` (415), body size (413), session id (400 missing, 404
+//! unknown), `MCP-Protocol-Version` (400 unsupported), JSON-RPC decoding (400 with a -32700 or
+//! -32600 error body).
 //!
-//! Not here: authorization, HTTP/2, what the messages mean.
+//! Why the token comes third: `Host` and `Origin` cost nothing and refuse a DNS-rebinding page
+//! or a foreign browser origin before it can even learn whether a token is wanted (no 401 vs
+//! 403 oracle for them); every later check either reads the body (up to 4 MiB buffered for a
+//! stranger) or answers something about the endpoint (405, 406, 415, 404 of a session id),
+//! which an unauthenticated client should not get. Paths that are neither an MCP endpoint nor
+//! a guarded route are not guarded: unknown paths answer 404 as before, public routes answer.
+//!
+//! Not here: OAuth (a static bearer token is all; see [`super::bearer`]), HTTP/2, what the
+//! messages mean.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -54,13 +64,18 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderName, HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
+use hyper::header::{
+    HeaderName, HeaderValue, ACCEPT, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN,
+    WWW_AUTHENTICATE,
+};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
+use super::bearer::{self, BearerToken, Verdict};
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
+use super::routes::{self, Route, RouteResponse};
 use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
@@ -157,6 +172,14 @@ pub struct HttpServerConfig {
     #[cfg(feature = "tls")]
     /// Serve https with this rustls configuration (see [`super::tls::server_config_from_pem`]).
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The token every request to the MCP endpoint, the legacy endpoints and the guarded extra
+    /// routes must carry as `Authorization: Bearer <token>`: none. Never shown by `Debug`.
+    pub bearer_token: Option<BearerToken>,
+    /// The token given to [`HttpServerConfig::bearer_token`] when it is not a valid one:
+    /// [`HttpServer::bind`] refuses to start with it (the builder cannot return the error).
+    bad_bearer_token: Option<bearer::BadToken>,
+    /// Extra GET routes (see [`super::routes`]): none.
+    routes: Vec<Route>,
 }
 
 impl Default for HttpServerConfig {
@@ -184,6 +207,9 @@ impl Default for HttpServerConfig {
             versions: ProtocolVersion::ALL.to_vec(),
             #[cfg(feature = "tls")]
             tls: None,
+            bearer_token: None,
+            bad_bearer_token: None,
+            routes: Vec::new(),
         }
     }
 }
@@ -195,6 +221,8 @@ impl std::fmt::Debug for HttpServerConfig {
             .field("path", &self.path)
             .field("response_mode", &self.response_mode)
             .field("stateless", &self.stateless)
+            .field("bearer_token", &self.bearer_token)
+            .field("routes", &self.routes)
             .finish_non_exhaustive()
     }
 }
@@ -301,6 +329,70 @@ impl HttpServerConfig {
     pub fn tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
         self.tls = Some(config);
         self
+    }
+
+    /// Requires `Authorization: Bearer <token>` on the MCP endpoint, the legacy endpoints and
+    /// the guarded routes (`None`: no token, the default). A token that is empty or holds
+    /// characters a header cannot carry makes [`HttpServer::bind`] fail.
+    pub fn bearer_token(mut self, token: Option<String>) -> Self {
+        match token.map(BearerToken::new).transpose() {
+            Ok(token) => {
+                self.bearer_token = token;
+                self.bad_bearer_token = None;
+            }
+            Err(e) => {
+                self.bearer_token = None;
+                self.bad_bearer_token = Some(e);
+            }
+        }
+        self
+    }
+
+    /// Adds a GET (and HEAD) route at `path` that needs the bearer token when one is
+    /// configured, e.g. a metrics page. A route added again at the same path replaces the
+    /// first; a path of an MCP endpoint makes [`HttpServer::bind`] fail.
+    pub fn route<F, Fut>(self, path: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = RouteResponse> + Send + 'static,
+    {
+        self.add_route(path.into(), true, routes::handler(handler))
+    }
+
+    /// Adds a GET (and HEAD) route at `path` that answers without the bearer token, e.g. a
+    /// health probe. The `Host` and `Origin` checks still apply.
+    pub fn route_public<F, Fut>(self, path: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = RouteResponse> + Send + 'static,
+    {
+        self.add_route(path.into(), false, routes::handler(handler))
+    }
+
+    fn add_route(mut self, path: String, guarded: bool, handler: routes::RouteHandler) -> Self {
+        self.routes.retain(|r| r.path != path);
+        self.routes.push(Route { path, guarded, handler });
+        self
+    }
+
+    /// Why this configuration cannot be served, if it cannot.
+    fn invalid(&self) -> Option<String> {
+        if let Some(e) = &self.bad_bearer_token {
+            return Some(e.to_string());
+        }
+        let legacy = self.legacy_sse && !self.stateless;
+        let is_endpoint = |path: &str| {
+            path == self.path || (legacy && (path == self.legacy_sse_path || path == self.legacy_message_path))
+        };
+        self.routes.iter().find_map(|r| {
+            if !r.path.starts_with('/') {
+                Some(format!("route {:?}: a path must start with /", r.path))
+            } else if is_endpoint(&r.path) {
+                Some(format!("route {}: the path of an MCP endpoint", r.path))
+            } else {
+                None
+            }
+        })
     }
 }
 
@@ -807,6 +899,9 @@ impl HttpServer {
         F: Fn(ServerTransport) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
+        if let Some(why) = config.invalid() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+        }
         let listener = TcpListener::bind(config.bind).await?;
         let addr = listener.local_addr()?;
         let store: Arc<dyn EventStore> =
@@ -995,10 +1090,25 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
             return rpc_error(StatusCode::FORBIDDEN, TRANSPORT_ERROR, "Forbidden: Origin not allowed");
         }
     }
+    let path = req.uri().path().to_owned();
+    let legacy_path = config.legacy_sse
+        && !config.stateless
+        && (path == config.legacy_sse_path || path == config.legacy_message_path);
+    let route = config.routes.iter().find(|r| r.path == path);
+    if let Some(token) = &config.bearer_token {
+        if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
+            let verdict = bearer::check(token, req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes));
+            if verdict != Verdict::Accepted {
+                return unauthorized(verdict);
+            }
+        }
+    }
     if shared.shutting_down.load(Ordering::Acquire) {
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, TRANSPORT_ERROR, "Server shutting down");
     }
-    let path = req.uri().path().to_owned();
+    if let Some(route) = route {
+        return serve_route(route, req.method()).await;
+    }
     if path == config.path {
         return match *req.method() {
             Method::POST => post(shared, req).await,
@@ -1016,6 +1126,41 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
         }
     }
     plain(StatusCode::NOT_FOUND, "Not Found")
+}
+
+/// 401 with the challenge for `verdict`; nothing of the request is echoed.
+fn unauthorized(verdict: Verdict) -> Response<HttpBody> {
+    let (challenge, body) = bearer::challenge(verdict);
+    let mut response = Response::new(full(body));
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    response
+}
+
+/// An extra route: GET calls the handler, HEAD too but sends no body, other methods get 405;
+/// a handler that panics is answered 500.
+async fn serve_route(route: &Route, method: &Method) -> Response<HttpBody> {
+    let head = method == Method::HEAD;
+    if method != Method::GET && !head {
+        let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+        response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    // In a task of its own, so that a panicking handler is a 500, not a dropped connection.
+    let answer = tokio::spawn((route.handler)())
+        .await
+        .unwrap_or_else(|_| RouteResponse::text(500, "Internal Server Error: the route's handler failed\n"));
+    let length = answer.body.len();
+    let mut response = Response::new(if head { empty() } else { full(answer.body) });
+    *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let content_type = HeaderValue::from_str(&answer.content_type)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+    response.headers_mut().insert(CONTENT_TYPE, content_type);
+    if head {
+        response.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    response
 }
 
 fn method_not_allowed(shared: &Shared) -> Response<HttpBody> {

@@ -1,0 +1,153 @@
+//! The metrics `mcp-bridge serve` records, registered under their names, with one method per
+//! thing that happens: a tool call forwarded (count, errors, latency per `server` and `tool`),
+//! an upstream restarted, an upstream going up or down, a downstream session opened and
+//! closed.
+//!
+//! Not here: deciding when these happen (the gateway calls them) or serving the text (a
+//! `/metrics` route on the HTTP server renders [`BridgeMetrics::render`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{CounterVec, GaugeVec, HistogramVec, Registry, LATENCY_BUCKETS};
+
+/// The bridge's metrics and the registry they live in (more may be registered there).
+#[derive(Debug)]
+pub struct BridgeMetrics {
+    registry: Registry,
+    /// `mcp_bridge_calls_total{server,tool}`.
+    pub calls: Arc<CounterVec<2>>,
+    /// `mcp_bridge_call_errors_total{server,tool}`.
+    pub call_errors: Arc<CounterVec<2>>,
+    /// `mcp_bridge_call_duration_seconds{server,tool}`.
+    pub call_duration: Arc<HistogramVec<2>>,
+    /// `mcp_bridge_upstream_restarts_total{server}`.
+    pub upstream_restarts: Arc<CounterVec<1>>,
+    /// `mcp_bridge_downstream_sessions`.
+    pub downstream_sessions: Arc<GaugeVec<0>>,
+    /// `mcp_bridge_upstream_up{server}`.
+    pub upstream_up: Arc<GaugeVec<1>>,
+}
+
+impl Default for BridgeMetrics {
+    fn default() -> Self {
+        BridgeMetrics::new(Registry::new())
+    }
+}
+
+/// How a forwarded call ended, for [`BridgeMetrics::record_call`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// A result that is not an error.
+    Ok,
+    /// A JSON-RPC error, a transport failure, a timeout, or a result with `isError: true`:
+    /// counted in `mcp_bridge_call_errors_total`.
+    Error,
+}
+
+impl BridgeMetrics {
+    /// Registers the bridge's metrics in `registry`.
+    ///
+    /// # Panics
+    /// When `registry` already holds a metric of one of these names (a programming error:
+    /// one `BridgeMetrics` per registry).
+    pub fn new(registry: Registry) -> BridgeMetrics {
+        let taken = "the bridge metrics are registered once per registry";
+        let calls = registry
+            .counter("mcp_bridge_calls_total", "Tool calls forwarded to an upstream server.", ["server", "tool"])
+            .expect(taken);
+        let call_errors = registry
+            .counter(
+                "mcp_bridge_call_errors_total",
+                "Forwarded tool calls that ended in an error (JSON-RPC error, transport failure, timeout or isError result).",
+                ["server", "tool"],
+            )
+            .expect(taken);
+        let call_duration = registry
+            .histogram(
+                "mcp_bridge_call_duration_seconds",
+                "Time from forwarding a tool call to its answer, in seconds.",
+                ["server", "tool"],
+                &LATENCY_BUCKETS,
+            )
+            .expect(taken);
+        let upstream_restarts = registry
+            .counter("mcp_bridge_upstream_restarts_total", "Restarts of an upstream server.", ["server"])
+            .expect(taken);
+        let downstream_sessions =
+            registry.gauge("mcp_bridge_downstream_sessions", "Downstream MCP sessions open now.", []).expect(taken);
+        let upstream_up = registry
+            .gauge(
+                "mcp_bridge_upstream_up",
+                "Whether an upstream server is connected and initialized (1) or not (0).",
+                ["server"],
+            )
+            .expect(taken);
+        BridgeMetrics {
+            registry,
+            calls,
+            call_errors,
+            call_duration,
+            upstream_restarts,
+            downstream_sessions,
+            upstream_up,
+        }
+    }
+
+    /// The registry, to render or to register more metrics in.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// One forwarded tool call: counted, its latency observed, and counted as an error unless
+    /// `outcome` is [`CallOutcome::Ok`].
+    pub fn record_call(&self, server: &str, tool: &str, elapsed: Duration, outcome: CallOutcome) {
+        let labels = [server, tool];
+        self.calls.inc(labels);
+        if outcome == CallOutcome::Error {
+            self.call_errors.inc(labels);
+        }
+        self.call_duration.observe_duration(labels, elapsed);
+    }
+
+    /// An upstream server was restarted.
+    pub fn upstream_restarted(&self, server: &str) {
+        self.upstream_restarts.inc([server]);
+    }
+
+    /// An upstream server is up (connected and initialized) or down.
+    pub fn set_upstream_up(&self, server: &str, up: bool) {
+        self.upstream_up.set([server], i64::from(up));
+    }
+
+    /// An upstream server left the configuration: its `up` and restart series are forgotten
+    /// (its call series stay, as counters a scraper has seen should not vanish while tools of
+    /// that name may come back).
+    pub fn forget_upstream(&self, server: &str) {
+        self.upstream_up.remove([server]);
+        self.upstream_restarts.remove([server]);
+    }
+
+    /// A downstream session opened; the session count goes down again when the guard drops.
+    pub fn session_opened(self: &Arc<Self>) -> SessionGuard {
+        self.downstream_sessions.with([], |g| g.inc());
+        SessionGuard(self.clone())
+    }
+
+    /// Every metric in the text exposition format 0.0.4 (serve it with
+    /// [`CONTENT_TYPE`](super::CONTENT_TYPE)).
+    pub fn render(&self) -> String {
+        self.registry.render()
+    }
+}
+
+/// Counts one downstream session in `mcp_bridge_downstream_sessions` while it lives.
+#[derive(Debug)]
+#[must_use = "the session is counted only while the guard lives"]
+pub struct SessionGuard(Arc<BridgeMetrics>);
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        self.0.downstream_sessions.with([], |g| g.dec());
+    }
+}

@@ -1,0 +1,67 @@
+//! Recording into a label set that exists already allocates nothing: a counting global
+//! allocator (counting only on the thread and stretch under test) watches
+//! `BridgeMetrics::record_call` and friends.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpwire::metrics::bridge::{BridgeMetrics, CallOutcome};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static WATCHING: Cell<bool> = const { Cell::new(false) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if WATCHING.with(Cell::get) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// How many allocations `f` makes on this thread.
+fn allocations(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    WATCHING.with(|w| w.set(true));
+    f();
+    WATCHING.with(|w| w.set(false));
+    ALLOCATIONS.load(Ordering::Relaxed) - before
+}
+
+#[test]
+fn recording_an_existing_label_set_does_not_allocate() {
+    let metrics = Arc::new(BridgeMetrics::default());
+    let server = String::from("fs");
+    let tool = String::from("read_file");
+    // The first call creates the series: that one allocates.
+    let first = allocations(|| metrics.record_call(&server, &tool, Duration::from_millis(3), CallOutcome::Error));
+    assert!(first > 0, "the counter would not see allocations at all");
+    metrics.set_upstream_up(&server, true);
+    metrics.upstream_restarted(&server);
+    let guard = metrics.session_opened();
+    let again = allocations(|| {
+        for i in 0..100 {
+            let outcome = if i % 3 == 0 { CallOutcome::Error } else { CallOutcome::Ok };
+            metrics.record_call(&server, &tool, Duration::from_micros(i), outcome);
+            metrics.set_upstream_up(&server, i % 2 == 0);
+            metrics.upstream_restarted(&server);
+        }
+    });
+    assert_eq!(again, 0, "recording into existing series allocated");
+    drop(guard);
+    assert_eq!(metrics.calls.get(["fs", "read_file"]), 101);
+}
