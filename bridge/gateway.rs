@@ -25,11 +25,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcpwire::client::config::McpConfig;
 use mcpwire::client::connection_set::{qualify, Catalog, ConnectionSet, SetError, SetOptions};
 use mcpwire::client::ClientError;
+use mcpwire::metrics::bridge::{BridgeMetrics, CallOutcome};
 use mcpwire::proto::jsonrpc::{Body, ErrorCode, ErrorObject};
 use mcpwire::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, Complete, CompleteRequestParams, CompletionReference, ContentBlock,
@@ -264,6 +265,7 @@ pub(crate) struct Gateway {
     timeout: Option<Duration>,
     view: RwLock<Arc<View>>,
     server: OnceLock<Server>,
+    metrics: Arc<BridgeMetrics>,
 }
 
 impl Gateway {
@@ -278,7 +280,25 @@ impl Gateway {
         timeout: Option<Duration>,
     ) -> Result<Gateway, String> {
         let view = View::build(&set.catalog(), prefix)?;
-        Ok(Gateway { set, per_session, prefix, timeout, view: RwLock::new(Arc::new(view)), server: OnceLock::new() })
+        Ok(Gateway {
+            set,
+            per_session,
+            prefix,
+            timeout,
+            view: RwLock::new(Arc::new(view)),
+            server: OnceLock::new(),
+            metrics: Arc::default(),
+        })
+    }
+
+    /// The gateway's metrics (calls, errors, latency, restarts, sessions, upstream states).
+    pub(crate) fn metrics(&self) -> &Arc<BridgeMetrics> {
+        &self.metrics
+    }
+
+    /// Every shared upstream's state.
+    pub(crate) fn set_summary(&self) -> mcpwire::client::connection_set::StartupSummary {
+        self.set.summary()
     }
 
     /// The per-session upstreams.
@@ -353,7 +373,11 @@ impl Gateway {
             return Ok(Body::typed(result));
         };
         let set = self.set_for(&server, &context).await?;
+        let started = Instant::now();
         let outcome = set.call_tool_on(&server, &tool, params.arguments, self.timeout).await;
+        let failed = outcome.as_ref().map_or(true, |r| r.is_error == Some(true));
+        let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
+        self.metrics.record_call(&server, &tool, started.elapsed(), counted);
         let mut result = outcome.map_err(|e| upstream_error(&server, e))?;
         if view.slug_of.contains_key(&server) {
             map_content_uris(&view, &server, &mut result);

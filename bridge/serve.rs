@@ -15,13 +15,16 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcpwire::client::config::{McpConfig, ServerConfig};
-use mcpwire::client::connection_set::{ConnectionSet, SetError, SetEvent, SetOptions};
+use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
 use mcpwire::client::{ClientOptions, ServerNotification};
+use mcpwire::conformance::{RecordingDir, TeeOptions};
 use mcpwire::server::forward::Forwarding as Advertised;
 use mcpwire::server::Server;
 use mcpwire::transport::sse_http::server::OriginCheck;
-use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
-use mcpwire::transport::stdio::Stderr;
+use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
+use mcpwire::transport::stdio::{Stderr, StdioTransport};
+use mcpwire::transport::Limits;
+use mcpwire::transport::Transport;
 use tokio::sync::mpsc;
 
 use super::gateway::{Forwarding, Gateway, PerSession};
@@ -159,6 +162,17 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             ));
         }
     }
+    let token = match (&args.auth_token_env, &listen) {
+        (Some(var), Listen::Http { .. }) => match std::env::var(var) {
+            Ok(token) if !token.is_empty() => Some(token),
+            _ => return Err(format!("--auth-token-env {var}: the variable is not set, or empty")),
+        },
+        _ => None,
+    };
+    let recordings = match &args.record {
+        Some(dir) => Some(Arc::new(RecordingDir::new(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?)),
+        None => None,
+    };
     let (config, inline) = upstreams(&args)?;
     let prefix = args.prefix.unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
@@ -180,17 +194,13 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         _ = interrupt.recv() => Err(SetError::StartupCancelled { summary: set.summary() }),
         _ = terminate.recv() => Err(SetError::StartupCancelled { summary: set.summary() }),
     };
-    match started {
-        Ok(summary) => {
-            for status in &summary.servers {
-                tracing::info!(server = %status.name, state = %status.state, tools = status.tools, "upstream");
-            }
-        }
+    let summary = match started {
+        Ok(summary) => summary,
         Err(e) => {
             set.shutdown().await;
             return Err(e.to_string());
         }
-    }
+    };
     let gateway = match Gateway::new(set.clone(), per_session, prefix, args.timeout) {
         Ok(gateway) => Arc::new(gateway),
         Err(e) => {
@@ -213,17 +223,24 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot build the downstream server: {e}"))?;
     gateway.attach(server.clone());
+    for status in &summary.servers {
+        tracing::info!(server = %status.name, state = %status.state, tools = status.tools, "upstream");
+        gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
+    }
     tokio::spawn(follow_events(gateway.clone(), events));
     let outcome = match listen {
         Listen::Stdio => {
+            let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
+            let _session = gateway.metrics().session_opened();
             tokio::select! {
-                served = server.serve_stdio() => served.map_err(|e| e.to_string()),
+                served = serve_recorded(server.clone(), transport, recordings.clone()) => served,
                 _ = interrupt.recv() => Ok(()),
                 _ = terminate.recv() => Ok(()),
             }
         }
         Listen::Http { addr, path, tls } => {
-            let mut http = HttpServerConfig::default().bind(addr).path(path);
+            let mut http = HttpServerConfig::default().bind(addr).path(path).bearer_token(token);
+            http = health_routes(http, &gateway);
             if !args.allow_origin.is_empty() {
                 http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
             }
@@ -237,11 +254,15 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     .map_err(|e| format!("TLS: {e}"))?;
                 http = http.tls(tls);
             }
-            let serving = server.clone();
+            let (serving, metrics) = (server.clone(), gateway.metrics().clone());
             let bound = HttpServer::bind(http, move |transport| {
-                let serving = serving.serve(transport);
+                let session = metrics.session_opened();
+                let served = serve_recorded(serving.clone(), transport, recordings.clone());
                 async move {
-                    let _ = serving.await;
+                    if let Err(e) = served.await {
+                        tracing::debug!("a downstream session ended: {e}");
+                    }
+                    drop(session);
                 }
             })
             .await;
@@ -263,6 +284,64 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     gateway.per_session().close_all().await;
     set.shutdown().await;
     outcome
+}
+
+/// Serves one downstream session, recorded in the next file of `recordings` when given (a file
+/// that cannot be made is logged and the session served unrecorded).
+async fn serve_recorded<T: Transport>(
+    server: Server,
+    transport: T,
+    recordings: Option<Arc<RecordingDir>>,
+) -> Result<(), String> {
+    let recorder =
+        recordings.and_then(|dir| match dir.next(TeeOptions::server_side().description("mcp-bridge serve")) {
+            Ok(recorder) => Some(recorder),
+            Err(e) => {
+                tracing::warn!("cannot record this session: {e}");
+                None
+            }
+        });
+    let served = match recorder {
+        Some(recorder) => {
+            tracing::debug!(file = %recorder.path().display(), "recording a session");
+            server.serve(recorder.wrap(transport)).await
+        }
+        None => server.serve(transport).await,
+    };
+    served.map_err(|e| e.to_string())
+}
+
+/// `/healthz` (the process answers), `/readyz` (every upstream's state as JSON; 503 until every
+/// required one is ready), both public, and `/metrics` (Prometheus text; behind the token when
+/// there is one).
+fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerConfig {
+    let ready = gateway.clone();
+    let metrics = gateway.metrics().clone();
+    http.route_public("/healthz", || async { RouteResponse::text(200, "ok\n") })
+        .route_public("/readyz", move || {
+            let summary = ready.set_summary();
+            async move {
+                let servers: Vec<serde_json::Value> = summary
+                    .servers
+                    .iter()
+                    .map(|s| {
+                        serde_json::json!({
+                            "server": s.name,
+                            "state": s.state.as_str(),
+                            "required": s.required,
+                            "error": s.error,
+                        })
+                    })
+                    .collect();
+                let ready = summary.servers.iter().all(|s| !s.required || s.state == ServerState::Ready);
+                let body = serde_json::json!({"ready": ready, "servers": servers}).to_string();
+                RouteResponse::new(if ready { 200 } else { 503 }, "application/json", body)
+            }
+        })
+        .route("/metrics", move || {
+            let text = metrics.render();
+            async move { RouteResponse::new(200, mcpwire::metrics::CONTENT_TYPE, text) }
+        })
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, String> {
@@ -295,15 +374,24 @@ async fn follow_events(gateway: Arc<Gateway>, mut events: mpsc::UnboundedReceive
                 ServerNotification::ResourceUpdated(params) => gateway.relay_resource_updated(&server, &params.uri),
                 _ => {}
             },
-            SetEvent::Disconnected { server, reason } => tracing::warn!(%server, %reason, "upstream disconnected"),
+            SetEvent::Disconnected { server, reason } => {
+                tracing::warn!(%server, %reason, "upstream disconnected");
+                gateway.metrics().set_upstream_up(&server, false);
+            }
+            SetEvent::Ready { server, .. } => gateway.metrics().set_upstream_up(&server, true),
             SetEvent::Reconnecting { server, attempt, delay } => {
                 tracing::info!(%server, attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
             }
             SetEvent::Reconnected { server } => {
                 tracing::info!(%server, "upstream restarted");
+                gateway.metrics().upstream_restarted(&server);
+                gateway.metrics().set_upstream_up(&server, true);
                 gateway.refresh();
             }
-            SetEvent::Failed { server, reason, .. } => tracing::warn!(%server, %reason, "upstream failed"),
+            SetEvent::Failed { server, reason, .. } => {
+                tracing::warn!(%server, %reason, "upstream failed");
+                gateway.metrics().set_upstream_up(&server, false);
+            }
             _ => {}
         }
     }

@@ -442,3 +442,95 @@ fn a_2026_client_answers_a_handshake_era_upstreams_elicitation_through_the_bridg
     assert!(!line["asked"].as_array().unwrap().is_empty(), "the client was asked: {line}");
     assert!(line["result"].to_string().contains("from-py"), "the answer reached the upstream: {line}");
 }
+
+/// `GET path` on the bridge at `url` (its MCP URL), with a bearer token when given: the
+/// status and the body.
+fn http_get(url: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let authority = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {authority}\r\n{auth}Connection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn health_readiness_and_metrics_and_the_token() {
+    let echo = examples::example_path("echo_server");
+    let echo = echo.to_str().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+        .args(["serve", "--listen", "http://127.0.0.1:0/mcp", "--auth-token-env", "BRIDGE_TEST_TOKEN", "--", echo])
+        .env("BRIDGE_TEST_TOKEN", "s3cret-token-of-the-test")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let banner = lines.next().unwrap().unwrap();
+    let url = banner.strip_prefix("mcp-bridge: serving MCP on ").unwrap().to_owned();
+    let token = Some("s3cret-token-of-the-test");
+
+    assert_eq!(http_get(&url, "/healthz", None), (200, "ok\n".to_owned()));
+    let (status, body) = http_get(&url, "/readyz", None);
+    assert_eq!(status, 200, "{body}");
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["ready"], true);
+    assert_eq!(ready["servers"][0]["state"], "ready", "{ready}");
+    assert_eq!(http_get(&url, "/metrics", None).0, 401, "metrics are behind the token");
+
+    // MCP without the token: 401; with it, calls go through and are counted.
+    let script = json!([{"call": "echo", "args": {"text": "counted"}}, {"call": "echo", "args": {}}]);
+    let refused = Command::new(support::peer("MCP_NODE"))
+        .arg(support::repo_path("tests/peers/ts_client.mjs"))
+        .args(["--url", &url])
+        .env("MCP_SCRIPT", script.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "no token, no session");
+    assert!(String::from_utf8_lossy(&refused.stdout).contains("401"), "{}", String::from_utf8_lossy(&refused.stdout));
+    let lines_out = drive(&ts_driver(), &url, &script, &[("MCP_BEARER_TOKEN", token.unwrap())]);
+    assert_eq!(text_of(ok(&lines_out[2])), "counted");
+    let (status, metrics) = http_get(&url, "/metrics", token);
+    assert_eq!(status, 200);
+    let upstream = echo.rsplit('/').next().unwrap();
+    assert!(metrics.contains(&format!("mcp_bridge_calls_total{{server=\"{upstream}\",tool=\"echo\"}} 2")), "{metrics}");
+    assert!(
+        metrics.contains(&format!("mcp_bridge_call_errors_total{{server=\"{upstream}\",tool=\"echo\"}} 1")),
+        "{metrics}"
+    );
+    assert!(metrics.contains(&format!("mcp_bridge_upstream_up{{server=\"{upstream}\"}} 1")), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_call_duration_seconds_bucket{"), "{metrics}");
+
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let output = child.wait_with_output().unwrap();
+    let logs = String::from_utf8_lossy(&output.stderr);
+    assert!(!logs.contains("s3cret"), "the token is never logged: {logs}");
+}
+
+#[test]
+fn a_recorded_session_replays_against_the_same_upstream_through_the_bridge() {
+    let dir = scratch("record");
+    let echo = examples::example_path("echo_server");
+    let echo = echo.to_str().unwrap();
+    let records = dir.join("records");
+    let bridge = Bridge::start(&["--record", records.to_str().unwrap(), "--", echo]);
+    let script = json!([{"call": "echo", "args": {"text": "recorded"}}, {"call": "add", "args": {"a": 1, "b": 2}}]);
+    let lines = drive(&ts_driver(), &bridge.url, &script, &[]);
+    assert_eq!(text_of(ok(&lines[2])), "recorded");
+    drop(bridge);
+    let files: Vec<PathBuf> = std::fs::read_dir(&records).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "one recording per downstream session: {files:?}");
+    let bridge_cmd = format!("{} serve --listen stdio -- {echo}", env!("CARGO_BIN_EXE_mcp-bridge"));
+    let replay = Command::new(env!("CARGO_BIN_EXE_mcp-conformance"))
+        .arg("replay")
+        .arg(&files[0])
+        .args(["--server", &bridge_cmd])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&replay.stdout);
+    assert!(replay.status.success(), "{report}\n{}", String::from_utf8_lossy(&replay.stderr));
+    assert!(report.contains(" 0 failed"), "{report}");
+}
