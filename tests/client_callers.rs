@@ -18,9 +18,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpwire::client::connection_set::{ConnectionSet, SetCallOptions, SetOptions};
 use mcpwire::client::config::McpConfig;
-use mcpwire::client::{current_caller, with_caller, CallerId, Client, ClientOptions, EraPolicy, Progress};
+use mcpwire::client::connection_set::{ConnectionSet, SetCallOptions, SetOptions};
+use mcpwire::client::{
+    current_caller, with_caller, CallerId, Client, ClientOptions, EraPolicy, HandlerFuture, Progress,
+};
 use mcpwire::proto::jsonrpc::ErrorObject;
 use mcpwire::proto::mcp_types::{
     CallToolResult, ContentBlock, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
@@ -122,14 +124,26 @@ async fn start() -> (HttpServer, mpsc::UnboundedReceiver<Signal>) {
     (http, received)
 }
 
-/// Elicitations seen, by message, with the caller current in the handler.
-type Seen = Arc<Mutex<BTreeMap<String, Option<CallerId>>>>;
+/// The caller current where a handler's future runs, read after it has yielded once (so not
+/// just where it was built).
+async fn caller_in_handler() -> Option<CallerId> {
+    tokio::task::yield_now().await;
+    current_caller()
+}
 
-fn recording_elicitation(seen: Seen) -> impl Fn(ElicitRequestParams) -> std::future::Ready<Result<ElicitResult, ErrorObject>> {
+/// Elicitations seen, by message: the caller current when the handler was called, and where
+/// its future ran.
+type Seen = Arc<Mutex<BTreeMap<String, (Option<CallerId>, Option<CallerId>)>>>;
+
+fn recording_elicitation(seen: Seen) -> impl Fn(ElicitRequestParams) -> HandlerFuture<ElicitResult> {
     move |params| {
         let ElicitRequestParams::Form(form) = params else { panic!("a form elicitation") };
-        seen.lock().unwrap().insert(form.message, current_caller());
-        std::future::ready(Ok(serde_json::from_value(json!({"action": "accept", "content": {}})).unwrap()))
+        let (seen, called_as) = (seen.clone(), current_caller());
+        Box::pin(async move {
+            let ran_as = caller_in_handler().await;
+            seen.lock().unwrap().insert(form.message, (called_as, ran_as));
+            Ok(serde_json::from_value(json!({"action": "accept", "content": {}})).unwrap())
+        })
     }
 }
 
@@ -146,8 +160,9 @@ async fn two_callers_ask(client: &Client<HttpClientTransport>) {
     assert_eq!(text(&b.unwrap()), "b: accept");
 }
 
-fn expected_both() -> BTreeMap<String, Option<CallerId>> {
-    BTreeMap::from([("a".to_owned(), Some(CallerId(1))), ("b".to_owned(), Some(CallerId(2)))])
+fn expected_both() -> BTreeMap<String, (Option<CallerId>, Option<CallerId>)> {
+    let both = |caller| (Some(CallerId(caller)), Some(CallerId(caller)));
+    BTreeMap::from([("a".to_owned(), both(1)), ("b".to_owned(), both(2))])
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -182,10 +197,13 @@ async fn the_roots_handler_is_asked_per_roots_list_as_the_caller() {
     let asked: Arc<Mutex<Vec<Option<CallerId>>>> = Arc::default();
     let record = asked.clone();
     let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_roots_handler(move || {
-        let mut asked = record.lock().unwrap();
-        asked.push(current_caller());
-        let root = root(&format!("file:///r{}", asked.len()));
-        std::future::ready(Ok::<_, ErrorObject>(vec![root]))
+        let record = record.clone();
+        async move {
+            let caller = caller_in_handler().await;
+            let mut asked = record.lock().unwrap();
+            asked.push(caller);
+            Ok::<_, ErrorObject>(vec![root(&format!("file:///r{}", asked.len()))])
+        }
     });
     let client = http_client(&http, options).await;
     assert_eq!(client.declared_capabilities().roots.as_ref().and_then(|r| r.list_changed), Some(true));
@@ -214,20 +232,23 @@ async fn over_stdio_one_caller_in_flight_is_named_and_two_are_not() {
     let (release, released) = oneshot::channel::<()>();
     let gate = Arc::new(Mutex::new(Some((first_arrived, released))));
     let record = seen.clone();
-    let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_elicitation(move |_p: ElicitRequestParams| {
-        record.lock().unwrap().push(current_caller());
-        let gate = gate.lock().unwrap().take();
-        async move {
-            // The first elicitation waits until the second one has been seen.
-            if let Some((first_arrived, released)) = gate {
-                let _ = first_arrived.send(());
-                let _ = released.await;
+    let options =
+        ClientOptions::default().with_era(EraPolicy::Legacy).with_elicitation(move |_p: ElicitRequestParams| {
+            let record = record.clone();
+            let gate = gate.lock().unwrap().take();
+            async move {
+                let caller = caller_in_handler().await;
+                record.lock().unwrap().push(caller);
+                // The first elicitation waits until the second one has been seen.
+                if let Some((first_arrived, released)) = gate {
+                    let _ = first_arrived.send(());
+                    let _ = released.await;
+                }
+                Ok::<ElicitResult, ErrorObject>(
+                    serde_json::from_value(json!({"action": "accept", "content": {"name": "Ada"}})).unwrap(),
+                )
             }
-            Ok::<ElicitResult, ErrorObject>(
-                serde_json::from_value(json!({"action": "accept", "content": {"name": "Ada"}})).unwrap(),
-            )
-        }
-    });
+        });
     let client = Client::spawn(echo, options).await.unwrap();
     let first = tokio::spawn({
         let client = client.clone();
@@ -263,19 +284,20 @@ async fn against_server_everything_over_http_each_sampling_reaches_its_caller() 
     let barrier = Arc::new(Barrier::new(2));
     let seen: Arc<Mutex<Vec<(String, Option<CallerId>)>>> = Arc::default();
     let record = seen.clone();
-    let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_sampling(move |p: CreateMessageRequestParams| {
-        let (barrier, record) = (barrier.clone(), record.clone());
-        async move {
-            let prompt = serde_json::to_value(&p.messages[0].content).unwrap()["text"].as_str().unwrap().to_owned();
-            record.lock().unwrap().push((prompt, current_caller()));
-            barrier.wait().await;
-            Ok::<_, ErrorObject>(canned(&p))
-        }
-    });
+    let options =
+        ClientOptions::default().with_era(EraPolicy::Legacy).with_sampling(move |p: CreateMessageRequestParams| {
+            let (barrier, record) = (barrier.clone(), record.clone());
+            async move {
+                let prompt = serde_json::to_value(&p.messages[0].content).unwrap()["text"].as_str().unwrap().to_owned();
+                let caller = caller_in_handler().await;
+                record.lock().unwrap().push((prompt, caller));
+                barrier.wait().await;
+                Ok::<_, ErrorObject>(canned(&p))
+            }
+        });
     let client = Client::connect(transport, options).await.unwrap();
-    let sample = |prompt: &str| {
-        client.call_tool("trigger-sampling-request", args(json!({"prompt": prompt, "maxTokens": 5})))
-    };
+    let sample =
+        |prompt: &str| client.call_tool("trigger-sampling-request", args(json!({"prompt": prompt, "maxTokens": 5})));
     let (a, b) = tokio::join!(with_caller(CallerId(1), sample("from-a")), with_caller(CallerId(2), sample("from-b")));
     assert!(text(&a.unwrap()).contains("from-a"));
     assert!(text(&b.unwrap()).contains("from-b"));
@@ -300,12 +322,22 @@ async fn through_a_connection_set_handlers_see_server_and_caller() {
     let options = SetOptions::default()
         .with_elicitation(move |server: String, params: ElicitRequestParams| {
             let ElicitRequestParams::Form(form) = params else { panic!("a form elicitation") };
-            record.lock().unwrap().insert(form.message, (server, current_caller()));
-            std::future::ready(Ok(serde_json::from_value(json!({"action": "accept", "content": {}})).unwrap()))
+            let record = record.clone();
+            async move {
+                let caller = caller_in_handler().await;
+                record.lock().unwrap().insert(form.message, (server, caller));
+                Ok::<ElicitResult, ErrorObject>(
+                    serde_json::from_value(json!({"action": "accept", "content": {}})).unwrap(),
+                )
+            }
         })
         .with_roots_handler(move |server: String| {
-            record_roots.lock().unwrap().insert("roots".to_owned(), (server, current_caller()));
-            std::future::ready(Ok::<_, ErrorObject>(vec![root("file:///set")]))
+            let record = record_roots.clone();
+            async move {
+                let caller = caller_in_handler().await;
+                record.lock().unwrap().insert("roots".to_owned(), (server, caller));
+                Ok::<_, ErrorObject>(vec![root("file:///set")])
+            }
         });
     let set = set_for(&http, options);
     set.start().await.unwrap();
@@ -339,7 +371,8 @@ async fn a_set_call_relays_progress_and_meta_and_dropping_it_cancels_upstream() 
         progress.lock().unwrap().iter().map(|p| (p.progress.as_f64(), p.message.clone())).collect();
     assert_eq!(progress, vec![(Some(1.0), Some("half".into())), (Some(2.0), Some("done".into()))]);
 
-    let options = SetCallOptions::default().with_meta("example.com/trace", json!("t-1")).with_meta("progressToken", json!(7));
+    let options =
+        SetCallOptions::default().with_meta("example.com/trace", json!("t-1")).with_meta("progressToken", json!(7));
     let meta = set.call_tool_with("ours", "meta", None, options).await.unwrap();
     let meta: Value = serde_json::from_str(&text(&meta)).unwrap();
     assert_eq!(meta, json!({"example.com/trace": "t-1"}), "extra members pass, a caller's progressToken does not");
