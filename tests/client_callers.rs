@@ -124,6 +124,9 @@ async fn start() -> (HttpServer, mpsc::UnboundedReceiver<Signal>) {
     (http, received)
 }
 
+/// What a handler recorded, for the test to read.
+type Shared<T> = Arc<Mutex<T>>;
+
 /// The caller current where a handler's future runs, read after it has yielded once (so not
 /// just where it was built).
 async fn caller_in_handler() -> Option<CallerId> {
@@ -282,7 +285,7 @@ async fn against_server_everything_over_http_each_sampling_reaches_its_caller() 
     let transport = HttpClientTransport::new(HttpClientConfig::new(url)).unwrap();
     // Both sampling requests must be outstanding at once before either is answered.
     let barrier = Arc::new(Barrier::new(2));
-    let seen: Arc<Mutex<Vec<(String, Option<CallerId>)>>> = Arc::default();
+    let seen: Shared<Vec<(String, Option<CallerId>)>> = Arc::default();
     let record = seen.clone();
     let options =
         ClientOptions::default().with_era(EraPolicy::Legacy).with_sampling(move |p: CreateMessageRequestParams| {
@@ -309,15 +312,17 @@ async fn against_server_everything_over_http_each_sampling_reaches_its_caller() 
     client.close().await.unwrap();
 }
 
-fn set_for(http: &HttpServer, options: SetOptions) -> ConnectionSet {
-    let toml = format!("[mcp_servers.ours]\nurl = {}\nera = \"legacy\"\n", serde_json::to_string(&http.url()).unwrap());
+/// A set of one server, `ours`, at `http` in era `era` (`legacy`, `auto` …).
+fn set_for(http: &HttpServer, era: &str, options: SetOptions) -> ConnectionSet {
+    let url = serde_json::to_string(&http.url()).unwrap();
+    let toml = format!("[mcp_servers.ours]\nurl = {url}\nera = \"{era}\"\n");
     ConnectionSet::new(McpConfig::from_toml(&toml, "test.toml").unwrap(), options)
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn through_a_connection_set_handlers_see_server_and_caller() {
     let (http, _signals) = start().await;
-    let seen: Arc<Mutex<BTreeMap<String, (String, Option<CallerId>)>>> = Arc::default();
+    let seen: Shared<BTreeMap<String, (String, Option<CallerId>)>> = Arc::default();
     let (record, record_roots) = (seen.clone(), seen.clone());
     let options = SetOptions::default()
         .with_elicitation(move |server: String, params: ElicitRequestParams| {
@@ -339,7 +344,7 @@ async fn through_a_connection_set_handlers_see_server_and_caller() {
                 Ok::<_, ErrorObject>(vec![root("file:///set")])
             }
         });
-    let set = set_for(&http, options);
+    let set = set_for(&http, "legacy", options);
     set.start().await.unwrap();
     let ask = |who: &str| set.call_tool_on("ours", "ask", args(json!({"who": who})), None);
     let (a, b) = tokio::join!(with_caller(CallerId(1), ask("a")), with_caller(CallerId(2), ask("b")));
@@ -356,9 +361,19 @@ async fn through_a_connection_set_handlers_see_server_and_caller() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_set_call_relays_progress_and_meta_and_dropping_it_cancels_upstream() {
+    progress_meta_and_cancellation("legacy", ProtocolVersion::V2025_11_25).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_in_the_2026_07_28_era() {
+    progress_meta_and_cancellation("auto", ProtocolVersion::V2026_07_28).await;
+}
+
+async fn progress_meta_and_cancellation(era: &str, expected: ProtocolVersion) {
     let (http, mut signals) = start().await;
-    let set = set_for(&http, SetOptions::default());
+    let set = set_for(&http, era, SetOptions::default());
     set.start().await.unwrap();
+    assert_eq!(set.status("ours").unwrap().protocol_version, Some(expected));
 
     let progress: Arc<Mutex<Vec<Progress>>> = Arc::default();
     let record = progress.clone();
@@ -375,7 +390,9 @@ async fn a_set_call_relays_progress_and_meta_and_dropping_it_cancels_upstream() 
         SetCallOptions::default().with_meta("example.com/trace", json!("t-1")).with_meta("progressToken", json!(7));
     let meta = set.call_tool_with("ours", "meta", None, options).await.unwrap();
     let meta: Value = serde_json::from_str(&text(&meta)).unwrap();
-    assert_eq!(meta, json!({"example.com/trace": "t-1"}), "extra members pass, a caller's progressToken does not");
+    // Extra members pass (beside the 2026-07-28 session members), a caller's progressToken does not.
+    assert_eq!(meta["example.com/trace"], "t-1", "{meta}");
+    assert_eq!(meta.get("progressToken"), None, "{meta}");
 
     let mut call = Box::pin(set.call_tool_on("ours", "hang", None, None));
     tokio::select! {
