@@ -34,7 +34,8 @@
 //! The roots of [`SetOptions::with_roots`] are offered to every server (`roots/list`), or a
 //! [`SetRootsHandler`] ([`SetOptions::with_roots_handler`]) is asked for them on each request;
 //! [`ConnectionSet::set_roots`] replaces them and sends `notifications/roots/list_changed` to
-//! every connected server, and servers (re)connected later get the new ones. `ping` is
+//! every connected server, and servers (re)connected later get the new ones
+//! ([`ConnectionSet::notify_roots_changed`] only tells them, for a handler's roots). `ping` is
 //! answered by the client layer; any other request -32601. Every one of these handlers runs in
 //! the [`with_caller`](super::with_caller) scope of the call that caused the server's request,
 //! when it can be told (see the client module): wrap a call in `with_caller` and
@@ -788,6 +789,10 @@ impl Conn {
     async fn set_roots(&self, roots: Vec<Root>) -> Result<(), ClientError> {
         on!(self, c => c.set_roots(roots).await)
     }
+
+    async fn notify_roots_changed(&self) -> Result<(), ClientError> {
+        on!(self, c => c.notify_roots_changed().await)
+    }
 }
 
 /// What a server offers, as last listed.
@@ -1251,6 +1256,30 @@ impl ConnectionSet {
             };
             let (name, roots) = (name.clone(), roots.clone());
             tell.spawn(async move { (name, conn.set_roots(roots).await) });
+        }
+        let mut failed = Vec::new();
+        while let Some(outcome) = tell.join_next().await {
+            if let Ok((name, Err(e))) = outcome {
+                failed.push((name, e));
+            }
+        }
+        failed.sort_by(|a, b| a.0.cmp(&b.0));
+        failed
+    }
+
+    /// Tells every connected server its roots changed (`notifications/roots/list_changed`, after
+    /// which it asks `roots/list` again): for a [`SetOptions::with_roots_handler`] whose answer
+    /// changed. Returns the servers that could not be told, and why (one whose connection
+    /// declared no roots fails with [`ClientError::NotDeclared`]).
+    pub async fn notify_roots_changed(&self) -> Vec<(String, ClientError)> {
+        let mut tell = JoinSet::new();
+        for (name, slot) in &self.shared.slots {
+            let conn = match &slot.lock().conn {
+                Some(conn) => conn.clone(),
+                None => continue,
+            };
+            let name = name.clone();
+            tell.spawn(async move { (name, conn.notify_roots_changed().await) });
         }
         let mut failed = Vec::new();
         while let Some(outcome) = tell.join_next().await {

@@ -61,6 +61,8 @@ enum Signal {
     Started,
     /// `hang`'s `ctx.cancelled()` fired.
     Cancelled,
+    /// The client said its roots changed (the server forgot those it kept).
+    RootsChanged,
 }
 
 /// Our server: `ask {who}` waits until a second call has arrived too, then elicits `who`;
@@ -68,7 +70,11 @@ enum Signal {
 /// cancelled; `meta` answers its request's `_meta`.
 fn server(signals: mpsc::UnboundedSender<Signal>) -> Server {
     let barrier = Arc::new(Barrier::new(2));
+    let roots_changed = signals.clone();
     Server::builder()
+        .on_roots_list_changed(move || {
+            let _ = roots_changed.send(Signal::RootsChanged);
+        })
         .tool("ask", "elicit `who` once a second call is in", json!({"type": "object"}), move |a, ctx| {
             let barrier = barrier.clone();
             async move {
@@ -196,7 +202,7 @@ async fn in_the_mrtr_loop_the_handlers_run_as_the_call_s_caller() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_roots_handler_is_asked_per_roots_list_as_the_caller() {
-    let (http, _signals) = start().await;
+    let (http, mut signals) = start().await;
     let asked: Arc<Mutex<Vec<Option<CallerId>>>> = Arc::default();
     let record = asked.clone();
     let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_roots_handler(move || {
@@ -214,15 +220,9 @@ async fn the_roots_handler_is_asked_per_roots_list_as_the_caller() {
     assert_eq!(text(&first), "file:///r1");
     // The server keeps the roots until told they changed; then it asks again.
     client.notify_roots_changed().await.unwrap();
-    let mut second = String::new();
-    for _ in 0..50 {
-        second = text(&with_caller(CallerId(10), client.call_tool("roots", None)).await.unwrap());
-        if second != "file:///r1" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(second, "file:///r2");
+    assert_eq!(signals.recv().await, Some(Signal::RootsChanged));
+    let second = with_caller(CallerId(10), client.call_tool("roots", None)).await.unwrap();
+    assert_eq!(text(&second), "file:///r2");
     assert_eq!(*asked.lock().unwrap(), vec![Some(CallerId(9)), Some(CallerId(10))]);
     client.close().await.unwrap();
 }
@@ -321,7 +321,7 @@ fn set_for(http: &HttpServer, era: &str, options: SetOptions) -> ConnectionSet {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn through_a_connection_set_handlers_see_server_and_caller() {
-    let (http, _signals) = start().await;
+    let (http, mut signals) = start().await;
     let seen: Shared<BTreeMap<String, (String, Option<CallerId>)>> = Arc::default();
     let (record, record_roots) = (seen.clone(), seen.clone());
     let options = SetOptions::default()
@@ -340,8 +340,10 @@ async fn through_a_connection_set_handlers_see_server_and_caller() {
             let record = record_roots.clone();
             async move {
                 let caller = caller_in_handler().await;
-                record.lock().unwrap().insert("roots".to_owned(), (server, caller));
-                Ok::<_, ErrorObject>(vec![root("file:///set")])
+                let mut record = record.lock().unwrap();
+                let asked = format!("roots{}", record.keys().filter(|k| k.starts_with("roots")).count() + 1);
+                record.insert(asked.clone(), (server, caller));
+                Ok::<_, ErrorObject>(vec![root(&format!("file:///{asked}"))])
             }
         });
     let set = set_for(&http, "legacy", options);
@@ -350,11 +352,21 @@ async fn through_a_connection_set_handlers_see_server_and_caller() {
     let (a, b) = tokio::join!(with_caller(CallerId(1), ask("a")), with_caller(CallerId(2), ask("b")));
     assert_eq!((text(&a.unwrap()), text(&b.unwrap())), ("a: accept".to_owned(), "b: accept".to_owned()));
     let roots = with_caller(CallerId(3), set.call_tool_on("ours", "roots", None, None)).await.unwrap();
-    assert_eq!(text(&roots), "file:///set");
+    assert_eq!(text(&roots), "file:///roots1");
+    // A handler's roots changed: the set tells the servers, which ask again.
+    assert!(set.notify_roots_changed().await.is_empty());
+    assert_eq!(signals.recv().await, Some(Signal::RootsChanged));
+    let roots = with_caller(CallerId(4), set.call_tool_on("ours", "roots", None, None)).await.unwrap();
+    assert_eq!(text(&roots), "file:///roots2");
     let ours = |caller| ("ours".to_owned(), Some(CallerId(caller)));
     assert_eq!(
         *seen.lock().unwrap(),
-        BTreeMap::from([("a".to_owned(), ours(1)), ("b".to_owned(), ours(2)), ("roots".to_owned(), ours(3))])
+        BTreeMap::from([
+            ("a".to_owned(), ours(1)),
+            ("b".to_owned(), ours(2)),
+            ("roots1".to_owned(), ours(3)),
+            ("roots2".to_owned(), ours(4))
+        ])
     );
     set.shutdown().await;
 }
