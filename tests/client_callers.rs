@@ -23,7 +23,7 @@ use mcpwire::client::connection_set::{ConnectionSet, SetCallOptions, SetOptions}
 use mcpwire::client::{
     current_caller, with_caller, CallerId, Client, ClientOptions, EraPolicy, HandlerFuture, Progress,
 };
-use mcpwire::proto::jsonrpc::ErrorObject;
+use mcpwire::proto::jsonrpc::{ErrorObject, Id};
 use mcpwire::proto::mcp_types::{
     CallToolResult, ContentBlock, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
     Root,
@@ -32,6 +32,7 @@ use mcpwire::proto::version::ProtocolVersion;
 use mcpwire::server::{text_result, Server};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use mcpwire::transport::stdio::ChildCommand;
+use mcpwire::transport::Transport;
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot, Barrier};
 
@@ -184,6 +185,8 @@ async fn over_http_each_elicitation_reaches_the_caller_of_its_call() {
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     two_callers_ask(&client).await;
     assert_eq!(*seen.lock().unwrap(), expected_both());
+    // The server's two requests (ids from 0) are forgotten once answered.
+    assert!((0..8).all(|n| client.transport().related_request(&Id::Number(n)).is_none()));
     client.close().await.unwrap();
 }
 

@@ -9,6 +9,9 @@
 //! - The `Mcp-Session-Id` of the initialize response is sent on every later request, and so is
 //!   `MCP-Protocol-Version` once the initialize result (seen passing through `recv`) named it, or
 //!   once [`HttpClientTransport::set_protocol_version`] was called.
+//! - A server request read on the SSE stream of a POST is remembered as related to the request
+//!   that POST carried ([`Transport::related_request`]) until it is answered or the server
+//!   cancels it (at most 4096 at once); the GET stream and the legacy transport relate nothing.
 //! - After `notifications/initialized` the standalone GET stream is opened (405 is fine).
 //! - A stream that drops before its responses arrived is resumed with GET and `Last-Event-ID`,
 //!   after the server's `retry` delay.
