@@ -142,7 +142,7 @@ pub struct ClientOptions {
     /// The capabilities we declare besides those derived from handlers: default none. Its
     /// `sampling`, `elicitation` and `roots` members are ignored: those are declared exactly
     /// when [`ClientOptions::sampling`], [`ClientOptions::elicitation`] or
-    /// [`ClientOptions::roots`] is set.
+    /// [`ClientOptions::roots`] (or [`ClientOptions::roots_handler`]) is set.
     pub capabilities: ClientCapabilities,
     /// The version offered in `initialize`: default 2025-11-25.
     pub protocol_version: ProtocolVersion,
