@@ -194,13 +194,26 @@ async fn over_http_each_elicitation_reaches_the_caller_of_its_call() {
 async fn in_the_mrtr_loop_the_handlers_run_as_the_call_s_caller() {
     let (http, _signals) = start().await;
     let seen = Seen::default();
+    let roots_asked: Shared<Vec<Option<CallerId>>> = Arc::default();
+    let record = roots_asked.clone();
     let options = ClientOptions::default()
         .with_era(EraPolicy::Adopt(ProtocolVersion::V2026_07_28))
-        .with_elicitation(recording_elicitation(seen.clone()));
+        .with_elicitation(recording_elicitation(seen.clone()))
+        .with_roots_handler(move || {
+            let record = record.clone();
+            async move {
+                let caller = caller_in_handler().await;
+                record.lock().unwrap().push(caller);
+                Ok::<_, ErrorObject>(vec![root("file:///mrtr")])
+            }
+        });
     let client = http_client(&http, options).await;
     assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
     two_callers_ask(&client).await;
     assert_eq!(*seen.lock().unwrap(), expected_both());
+    let roots = with_caller(CallerId(5), client.call_tool("roots", None)).await.unwrap();
+    assert_eq!(text(&roots), "file:///mrtr");
+    assert_eq!(*roots_asked.lock().unwrap(), vec![Some(CallerId(5))]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
