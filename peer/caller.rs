@@ -8,6 +8,27 @@
 //! related to and runs the answering handler in the same scope, so [`current_caller`] names the
 //! downstream client to ask.
 //!
+//! ```no_run
+//! use mcpwire::client::connection_set::{ConnectionSet, SetOptions};
+//! use mcpwire::client::{current_caller, with_caller, CallerId};
+//! use mcpwire::proto::jsonrpc::{ErrorCode, ErrorObject};
+//! use mcpwire::proto::mcp_types::{ElicitRequestParams, ElicitResult};
+//!
+//! // The set's elicitation handler asks whichever downstream client caused the request.
+//! let options = SetOptions::default().with_elicitation(|server: String, _params: ElicitRequestParams| async move {
+//!     match current_caller() {
+//!         Some(CallerId(session)) => todo!("ask downstream session {session} on behalf of {server}"),
+//!         None => Err::<ElicitResult, _>(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "no caller to ask")),
+//!     }
+//! });
+//! # let config: mcpwire::client::config::McpConfig = todo!();
+//! let set = ConnectionSet::new(config, options);
+//! # async {
+//! // Each forwarded call runs in the scope of the downstream session it is made for.
+//! let result = with_caller(CallerId(7), set.call_tool_on("files", "read", None, None)).await;
+//! # };
+//! ```
+//!
 //! Not here: the attribution rules (the client module), the meaning of the number (the host's).
 
 use std::future::Future;
