@@ -31,10 +31,20 @@
 //! [`SetElicitationHandler`] ([`SetOptions::with_sampling`], [`SetOptions::with_elicitation`]),
 //! which receive the server's name with the params: each server's [`ClientOptions`] gets an
 //! adapter bound to its name, and declares only the capabilities the host gave handlers for.
-//! The roots of [`SetOptions::with_roots`] are offered to every server (`roots/list`);
+//! The roots of [`SetOptions::with_roots`] are offered to every server (`roots/list`), or a
+//! [`SetRootsHandler`] ([`SetOptions::with_roots_handler`]) is asked for them on each request;
 //! [`ConnectionSet::set_roots`] replaces them and sends `notifications/roots/list_changed` to
-//! every connected server, and servers (re)connected later get the new ones. `ping` is
-//! answered by the client layer; any other request -32601.
+//! every connected server, and servers (re)connected later get the new ones
+//! ([`ConnectionSet::notify_roots_changed`] only tells them, for a handler's roots). `ping` is
+//! answered by the client layer; any other request -32601. Every one of these handlers runs in
+//! the [`with_caller`](super::with_caller) scope of the call that caused the server's request,
+//! when it can be told (see the client module): wrap a call in `with_caller` and
+//! [`current_caller`](super::current_caller) in the handler names its caller.
+//!
+//! Calls with more: [`ConnectionSet::call_tool_with`] takes [`SetCallOptions`] (a timeout, a
+//! progress callback that gets the server's `notifications/progress` for the call, and extra
+//! `_meta` members to send upstream); [`ConnectionSet::call_tool_with_progress`] is its short
+//! form. Dropping any call's future cancels it upstream (`notifications/cancelled`).
 //!
 //! Each connection is watched by a task waiting on [`Client::closed`], so a server that goes
 //! away is noticed at once (no polling); a call that fails with a disconnection (an HTTP
@@ -52,13 +62,13 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::{ApprovalMode, McpConfig, ServerConfig, TransportConfig, DEFAULT_ENV_VARS};
-use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture};
+use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Progress};
 use crate::proto::jsonrpc::{ErrorObject, Notification};
 use crate::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, Implementation, ListPrompts, ListPromptsRequestParams, ListResourceTemplates,
-    ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method, Prompt, Resource,
-    ResourceTemplate, Root, ServerCapabilities, Tool,
+    ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method, Prompt, RequestMeta,
+    Resource, ResourceTemplate, Root, ServerCapabilities, Tool,
 };
 use crate::proto::session::RequestOptions;
 use crate::proto::version::ProtocolVersion;
@@ -272,6 +282,72 @@ where
     }
 }
 
+/// Answers `roots/list` from any server of the set, told which server asks, each time it asks.
+/// Any `Fn(String) -> impl Future<Output = Result<Vec<Root>, ErrorObject>>` closure is one.
+pub trait SetRootsHandler: Send + Sync + 'static {
+    /// The roots to offer `server` now.
+    fn list_roots(&self, server: &str) -> HandlerFuture<Vec<Root>>;
+}
+
+impl<F, Fut> SetRootsHandler for F
+where
+    F: Fn(String) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<Root>, ErrorObject>> + Send + 'static,
+{
+    fn list_roots(&self, server: &str) -> HandlerFuture<Vec<Root>> {
+        Box::pin(self(server.to_owned()))
+    }
+}
+
+/// A progress callback of [`SetCallOptions`].
+pub type SetProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// How one call through the set is made ([`ConnectionSet::call_tool_with`]). Build from
+/// [`SetCallOptions::default`] and the `with_*` methods.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct SetCallOptions {
+    /// The longest wait, never longer than the server's `tool_timeout`: default that.
+    pub timeout: Option<Duration>,
+    /// Gets the server's progress for the call (the call then carries a progress token of the
+    /// client's own): default none, and no token is sent.
+    pub on_progress: Option<SetProgressCallback>,
+    /// Members added to the request's `_meta` as given (e.g. what a gateway relays from its
+    /// downstream request): default none. A `progressToken` among them is dropped: the client
+    /// chooses its own.
+    pub meta: Map<String, Value>,
+}
+
+impl fmt::Debug for SetCallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SetCallOptions")
+            .field("timeout", &self.timeout)
+            .field("on_progress", &self.on_progress.as_ref().map(|_| ".."))
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+impl SetCallOptions {
+    /// These options waiting at most `timeout` (within the server's `tool_timeout`).
+    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// These options sending the call's progress to `on_progress`.
+    pub fn with_progress(mut self, on_progress: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(on_progress));
+        self
+    }
+
+    /// These options adding `_meta` member `key` (a `progressToken` is dropped).
+    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta.insert(key.into(), value);
+        self
+    }
+}
+
 /// How the set behaves. Build from [`SetOptions::default`] and the `with_*` methods.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -306,6 +382,9 @@ pub struct SetOptions {
     /// The roots offered to every server (declares `roots`): default none (then
     /// [`ClientOptions::roots`], if any). [`ConnectionSet::set_roots`] replaces them.
     pub roots: Option<Vec<Root>>,
+    /// Who answers `roots/list` from every server, asked each time (declares `roots`): default
+    /// nobody. Takes precedence over [`SetOptions::roots`].
+    pub roots_handler: Option<Arc<dyn SetRootsHandler>>,
     /// How many times a server that is not `required` and fails at startup is tried again in
     /// the background: default 0 (never).
     pub startup_retries: u32,
@@ -326,6 +405,7 @@ impl Default for SetOptions {
             sampling: None,
             elicitation: None,
             roots: None,
+            roots_handler: None,
             startup_retries: 0,
         }
     }
@@ -342,6 +422,7 @@ impl fmt::Debug for SetOptions {
             .field("sampling", &self.sampling.as_ref().map(|_| ".."))
             .field("elicitation", &self.elicitation.as_ref().map(|(_, modes)| modes))
             .field("roots", &self.roots)
+            .field("roots_handler", &self.roots_handler.as_ref().map(|_| ".."))
             .field("startup_retries", &self.startup_retries)
             .finish_non_exhaustive()
     }
@@ -407,6 +488,13 @@ impl SetOptions {
     /// These options answering `elicitation/create` in `modes` from every server with `handler`.
     pub fn with_elicitation_modes(mut self, handler: impl SetElicitationHandler, modes: ElicitationModes) -> Self {
         self.elicitation = Some((Arc::new(handler), modes));
+        self
+    }
+
+    /// These options asking `handler` for the roots of each `roots/list` of any server (declares
+    /// `roots` with `listChanged`; takes precedence over [`SetOptions::with_roots`]).
+    pub fn with_roots_handler(mut self, handler: impl SetRootsHandler) -> Self {
+        self.roots_handler = Some(Arc::new(handler));
         self
     }
 
@@ -690,6 +778,15 @@ impl Conn {
         on!(self, c => c.call_tool_with(params, options).await)
     }
 
+    async fn call_tool_with_progress(
+        &self,
+        params: CallToolRequestParams,
+        options: RequestOptions,
+        on_progress: SetProgressCallback,
+    ) -> Result<CallToolResult, ClientError> {
+        on!(self, c => c.call_tool_with_progress(params, options, move |p| on_progress(p)).await)
+    }
+
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
         on!(self, c => c.list_tools().await)
     }
@@ -700,6 +797,10 @@ impl Conn {
 
     async fn set_roots(&self, roots: Vec<Root>) -> Result<(), ClientError> {
         on!(self, c => c.set_roots(roots).await)
+    }
+
+    async fn notify_roots_changed(&self) -> Result<(), ClientError> {
+        on!(self, c => c.notify_roots_changed().await)
     }
 }
 
@@ -1070,6 +1171,45 @@ impl ConnectionSet {
         arguments: Option<Map<String, Value>>,
         timeout: Option<Duration>,
     ) -> Result<CallToolResult, SetError> {
+        self.call_tool_with(server, tool, arguments, SetCallOptions::default().with_timeout(timeout)).await
+    }
+
+    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_on`] does, relaying the
+    /// server's progress for it to `on_progress`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled`).
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::call_tool_on`].
+    pub async fn call_tool_with_progress(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        timeout: Option<Duration>,
+        on_progress: impl Fn(Progress) + Send + Sync + 'static,
+    ) -> Result<CallToolResult, SetError> {
+        let options = SetCallOptions::default().with_timeout(timeout).with_progress(on_progress);
+        self.call_tool_with(server, tool, arguments, options).await
+    }
+
+    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_on`] does, with the timeout,
+    /// progress callback and `_meta` members of `options`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled`).
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::call_tool_on`].
+    pub async fn call_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: SetCallOptions,
+    ) -> Result<CallToolResult, SetError> {
+        let SetCallOptions { timeout, on_progress, mut meta } = options;
         let slot = self.slot(server)?;
         if !slot.config.tool_allowed(tool) {
             return Err(SetError::ToolDisabled { server: server.to_owned(), tool: tool.to_owned() });
@@ -1080,9 +1220,16 @@ impl ConnectionSet {
             None => None,
         };
         let (conn, generation) = self.ready_conn(&slot)?;
-        let params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
+        let mut params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
+        meta.remove("progressToken");
+        if !meta.is_empty() {
+            params.meta = Some(RequestMeta { extra: meta, ..RequestMeta::default() });
+        }
         let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
-        let outcome = conn.call_tool(params, options).await;
+        let outcome = match on_progress {
+            None => conn.call_tool(params, options).await,
+            Some(on_progress) => conn.call_tool_with_progress(params, options, on_progress).await,
+        };
         outcome.map_err(|e| self.failure(&slot, generation, tool, after, e))
     }
 
@@ -1127,6 +1274,30 @@ impl ConnectionSet {
             };
             let (name, roots) = (name.clone(), roots.clone());
             tell.spawn(async move { (name, conn.set_roots(roots).await) });
+        }
+        let mut failed = Vec::new();
+        while let Some(outcome) = tell.join_next().await {
+            if let Ok((name, Err(e))) = outcome {
+                failed.push((name, e));
+            }
+        }
+        failed.sort_by(|a, b| a.0.cmp(&b.0));
+        failed
+    }
+
+    /// Tells every connected server its roots changed (`notifications/roots/list_changed`, after
+    /// which it asks `roots/list` again): for a [`SetOptions::with_roots_handler`] whose answer
+    /// changed. Returns the servers that could not be told, and why (one whose connection
+    /// declared no roots fails with [`ClientError::NotDeclared`]).
+    pub async fn notify_roots_changed(&self) -> Vec<(String, ClientError)> {
+        let mut tell = JoinSet::new();
+        for (name, slot) in &self.shared.slots {
+            let conn = match &slot.lock().conn {
+                Some(conn) => conn.clone(),
+                None => continue,
+            };
+            let name = name.clone();
+            tell.spawn(async move { (name, conn.notify_roots_changed().await) });
         }
         let mut failed = Vec::new();
         while let Some(outcome) = tell.join_next().await {
@@ -1381,7 +1552,10 @@ fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>) -> ClientOptions {
         let (handler, name) = (handler.clone(), name.clone());
         options = options.with_elicitation_modes(move |params| handler.elicit(&name, params), *modes);
     }
-    if let Some(roots) = shared.roots.read().expect("roots lock").clone() {
+    if let Some(handler) = &shared.options.roots_handler {
+        let (handler, name) = (handler.clone(), name.clone());
+        options = options.with_roots_handler(move || handler.list_roots(&name));
+    } else if let Some(roots) = shared.roots.read().expect("roots lock").clone() {
         options = options.with_roots(roots);
     }
     options.with_handler(move |notification: Notification| {

@@ -1,11 +1,13 @@
 //! What the host plugs into a [`Client`](super::Client) to answer the server: handlers for the
-//! server-to-client requests (`sampling/createMessage`, `elicitation/create`), the roots the
-//! client exposes (`roots/list`), and a typed view of server notifications
-//! ([`ServerNotification`]).
+//! server-to-client requests (`sampling/createMessage`, `elicitation/create`, `roots/list`),
+//! and a typed view of server notifications ([`ServerNotification`]).
 //!
 //! A handler is any closure `Fn(Params) -> impl Future<Output = Result<Result, ErrorObject>>`;
 //! its future runs in a task of its own, so a slow human answering an elicitation never
-//! blocks the connection. Only the capabilities for which a handler (or roots) was given are
+//! blocks the connection. It is built and run inside the [`with_caller`](super::with_caller)
+//! scope of the call that caused the server's request, when the client can tell which one did
+//! (see the client module), so [`current_caller`](super::current_caller) names that caller.
+//! Only the capabilities for which a handler (or roots) was given are
 //! declared in `initialize` ([client features](https://modelcontextprotocol.io/specification/2025-11-25/client)).
 //!
 //! Not here: the dispatch of requests to these handlers (the client module's peer handler).
@@ -17,7 +19,7 @@ use crate::proto::jsonrpc::{ErrorObject, Notification as Message};
 use crate::proto::mcp_types::{
     CancelledNotificationParams, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
     ElicitationCompleteNotificationParams, LoggingMessageNotificationParams, ProgressNotificationParams,
-    ResourceUpdatedNotificationParams, TaskStatusNotificationParams,
+    ResourceUpdatedNotificationParams, Root, TaskStatusNotificationParams,
 };
 
 /// The future a request handler returns: the result, or the JSON-RPC error to answer.
@@ -57,6 +59,25 @@ where
 {
     fn elicit(&self, params: ElicitRequestParams) -> HandlerFuture<ElicitResult> {
         Box::pin(self(params))
+    }
+}
+
+/// Answers `roots/list` each time the server asks: the roots as they are now, e.g. those of
+/// the downstream client a gateway is calling for ([`current_caller`](super::current_caller)
+/// names it, when the request could be attributed). Any
+/// `Fn() -> impl Future<Output = Result<Vec<Root>, ErrorObject>>` closure is one.
+pub trait RootsHandler: Send + Sync + 'static {
+    /// The roots to answer.
+    fn list_roots(&self) -> HandlerFuture<Vec<Root>>;
+}
+
+impl<F, Fut> RootsHandler for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<Root>, ErrorObject>> + Send + 'static,
+{
+    fn list_roots(&self) -> HandlerFuture<Vec<Root>> {
+        Box::pin(self())
     }
 }
 

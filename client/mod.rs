@@ -53,11 +53,21 @@
 //!
 //! What the server sends us: `ping` is answered `{}`; `sampling/createMessage`,
 //! `elicitation/create` and `roots/list` go to the handlers of [`ClientOptions::with_sampling`],
-//! [`ClientOptions::with_elicitation`] and the roots of [`ClientOptions::with_roots`], and only
-//! those capabilities are declared in `initialize`; any other request (or one for a capability we
+//! [`ClientOptions::with_elicitation`] and [`ClientOptions::with_roots_handler`] (or the roots of
+//! [`ClientOptions::with_roots`]), and only those capabilities are declared in `initialize`; any other request (or one for a capability we
 //! did not declare) is answered -32601, and an elicitation in a mode we did not declare -32602.
 //! Notifications go to the [`ClientHandler`] the host plugs in ([`ClientOptions::handler`];
 //! [`ServerNotification::parse`] gives them types).
+//!
+//! Callers: a request sent inside [`with_caller`] is tagged with that [`CallerId`] while it is
+//! in flight (the cost without a scope is one task-local lookup). A server's request is
+//! attributed, in this order, to (a) the caller of our request the transport says it relates to
+//! ([`Transport::related_request`]: Streamable HTTP, a request on the SSE stream of one of our
+//! POSTs), whether that request had a caller or not; (b) in the MRTR loop, the caller of the call
+//! being retried; (c) the one caller shared by every tagged request of ours in flight (stdio, or
+//! the GET stream, with one caller active); (d) nobody. The sampling, elicitation and roots
+//! handlers are built and run inside `with_caller(that caller)`, so [`current_caller`] in them
+//! names it (and is `None` when nobody could be named).
 //!
 //! Not here: reconnecting, and the connection set over many servers.
 
@@ -75,12 +85,14 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-pub use crate::peer::Progress;
+pub use crate::peer::{current_caller, with_caller, CallerId, Progress};
 pub use era::{EraPolicy, InvalidEra};
 pub use error::ClientError;
-pub use handlers::{ElicitationHandler, ElicitationModes, HandlerFuture, SamplingHandler, ServerNotification};
+pub use handlers::{
+    ElicitationHandler, ElicitationModes, HandlerFuture, RootsHandler, SamplingHandler, ServerNotification,
+};
 
-use crate::peer::{Handler, Peer, RequestError};
+use crate::peer::{sync_with_caller_opt, with_caller_opt, Handler, Peer, RequestError};
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Notification, Request};
 use crate::proto::mcp_types::Notification as NotificationMethod;
 use crate::proto::mcp_types::{
@@ -130,7 +142,7 @@ pub struct ClientOptions {
     /// The capabilities we declare besides those derived from handlers: default none. Its
     /// `sampling`, `elicitation` and `roots` members are ignored: those are declared exactly
     /// when [`ClientOptions::sampling`], [`ClientOptions::elicitation`] or
-    /// [`ClientOptions::roots`] is set.
+    /// [`ClientOptions::roots`] (or [`ClientOptions::roots_handler`]) is set.
     pub capabilities: ClientCapabilities,
     /// The version offered in `initialize`: default 2025-11-25.
     pub protocol_version: ProtocolVersion,
@@ -154,6 +166,9 @@ pub struct ClientOptions {
     /// The roots answered to `roots/list` (declares `roots` with `listChanged`): default none,
     /// and the capability is not declared. Change them later with [`Client::set_roots`].
     pub roots: Option<Vec<Root>>,
+    /// Who answers `roots/list`, asked each time (declares `roots` with `listChanged`): default
+    /// nobody. Takes precedence over [`ClientOptions::roots`].
+    pub roots_handler: Option<Arc<dyn RootsHandler>>,
     /// Refuse, before sending, a call the server did not advertise
     /// ([`ClientError::CapabilityNotSupported`]): default `true`.
     pub strict_capabilities: bool,
@@ -189,6 +204,7 @@ impl Default for ClientOptions {
             sampling: None,
             elicitation: None,
             roots: None,
+            roots_handler: None,
             strict_capabilities: true,
             offered_version: None,
             era: EraPolicy::Auto,
@@ -212,6 +228,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("sampling", &self.sampling.as_ref().map(|_| ".."))
             .field("elicitation", &self.elicitation.as_ref().map(|(_, modes)| modes))
             .field("roots", &self.roots)
+            .field("roots_handler", &self.roots_handler.as_ref().map(|_| ".."))
             .field("strict_capabilities", &self.strict_capabilities)
             .field("offered_version", &self.offered_version)
             .field("era", &self.era)
@@ -294,6 +311,14 @@ impl ClientOptions {
         self
     }
 
+    /// These options answering `roots/list` with `handler`, called for each request (declares
+    /// `roots` with `listChanged: true`; it takes precedence over [`ClientOptions::with_roots`]).
+    /// Tell the server the roots changed with [`Client::notify_roots_changed`].
+    pub fn with_roots_handler(mut self, handler: impl RootsHandler) -> Self {
+        self.roots_handler = Some(Arc::new(handler));
+        self
+    }
+
     /// These options offering `version` in `initialize` as written, known to this crate or not
     /// (the version negotiation of a client newer than the server). Only a counter-offer in
     /// [`ClientOptions::supported_versions`] is accepted.
@@ -353,8 +378,8 @@ impl ClientOptions {
     pub fn declared_capabilities(&self) -> ClientCapabilities {
         let mut caps = self.capabilities.clone();
         caps.sampling = self.sampling.as_ref().map(|_| SamplingCapability::default());
-        caps.roots =
-            self.roots.as_ref().map(|_| RootsCapability { list_changed: Some(true), ..RootsCapability::default() });
+        caps.roots = (self.roots.is_some() || self.roots_handler.is_some())
+            .then(|| RootsCapability { list_changed: Some(true), ..RootsCapability::default() });
         caps.elicitation = match &self.elicitation {
             Some((_, modes)) if self.protocol_version.has_elicitation() => {
                 let mut cap = ElicitationCapability::default();
@@ -376,6 +401,7 @@ struct ClientPeerHandler {
     sampling: Option<Arc<dyn SamplingHandler>>,
     elicitation: Option<(Arc<dyn ElicitationHandler>, ElicitationModes)>,
     roots: Option<Arc<RwLock<Vec<Root>>>>,
+    roots_handler: Option<Arc<dyn RootsHandler>>,
     /// Handler tasks still running, by request id, so that `notifications/cancelled` stops them.
     running: Arc<Mutex<HashMap<Id, tokio::task::AbortHandle>>>,
     /// Evicted by the list-changed notifications.
@@ -463,6 +489,20 @@ impl ClientPeerHandler {
     }
 }
 
+/// On whose behalf the server sent its request `incoming`: the caller of our request the
+/// transport says it relates to (whether that had a caller or not), else the one caller of all
+/// our requests in flight that have one, else nobody.
+fn caller_for<T: Transport>(peer: &Peer<T>, incoming: &Id) -> Option<CallerId> {
+    match peer.transport().related_request(incoming) {
+        Some(ours) => peer.caller_of(&ours),
+        None => peer.sole_caller(),
+    }
+}
+
+fn roots_result(roots: Vec<Root>) -> ListRootsResult {
+    ListRootsResult { roots, meta: None, extra: Default::default() }
+}
+
 impl<T: Transport> Handler<T> for ClientPeerHandler {
     fn on_request(&self, peer: &Peer<T>, request: Request) {
         let params = request.params.clone();
@@ -472,18 +512,24 @@ impl<T: Transport> Handler<T> for ClientPeerHandler {
         let outcome: Result<Body, ErrorObject> = match request.method.as_str() {
             // ping: "The receiver MUST respond promptly with an empty response".
             Ping::NAME => Ok(Body::typed(EmptyResult::default())),
-            ListRoots::NAME => match &self.roots {
-                Some(roots) => {
-                    let roots = roots.read().expect("never poisoned").clone();
-                    Ok(Body::typed(ListRootsResult { roots, meta: None, extra: Default::default() }))
+            ListRoots::NAME => match (&self.roots_handler, &self.roots) {
+                (Some(handler), _) => {
+                    let caller = caller_for(peer, &request.id);
+                    let future = sync_with_caller_opt(caller, || handler.list_roots());
+                    let work = async move { future.await.map(|roots| Body::typed(roots_result(roots))) };
+                    self.spawn_answer(peer, request.id, with_caller_opt(caller, work));
+                    return;
                 }
-                None => Err(method_not_found()),
+                (None, Some(roots)) => Ok(Body::typed(roots_result(roots.read().expect("never poisoned").clone()))),
+                (None, None) => Err(method_not_found()),
             },
             CreateMessage::NAME => match &self.sampling {
                 Some(handler) => match decode(params).and_then(|b| b.into_decoded()) {
                     Ok(p) => {
-                        let future = handler.create_message(p);
-                        self.spawn_answer(peer, request.id, async move { future.await.map(Body::typed) });
+                        let caller = caller_for(peer, &request.id);
+                        let future = sync_with_caller_opt(caller, || handler.create_message(p));
+                        let work = async move { future.await.map(Body::typed) };
+                        self.spawn_answer(peer, request.id, with_caller_opt(caller, work));
                         return;
                     }
                     Err(e) => Err(invalid_params(e)),
@@ -499,8 +545,10 @@ impl<T: Transport> Handler<T> for ClientPeerHandler {
                             ElicitRequestParams::Other(_) => false,
                         };
                         if allowed {
-                            let future = handler.elicit(p);
-                            self.spawn_answer(peer, request.id, async move { future.await.map(Body::typed) });
+                            let caller = caller_for(peer, &request.id);
+                            let future = sync_with_caller_opt(caller, || handler.elicit(p));
+                            let work = async move { future.await.map(Body::typed) };
+                            self.spawn_answer(peer, request.id, with_caller_opt(caller, work));
                             return;
                         }
                         Err(ErrorObject::new(
@@ -573,6 +621,7 @@ struct InputAnswerers {
     sampling: Option<Arc<dyn SamplingHandler>>,
     elicitation: Option<(Arc<dyn ElicitationHandler>, ElicitationModes)>,
     roots: Option<Arc<RwLock<Vec<Root>>>>,
+    roots_handler: Option<Arc<dyn RootsHandler>>,
 }
 
 impl InputAnswerers {
@@ -603,11 +652,15 @@ impl InputAnswerers {
                 Ok(Box::pin(async move { future.await.map(InputResponse::Elicit) }))
             }
             InputRequest::ListRoots(_) => {
+                if let Some(handler) = &self.roots_handler {
+                    let future = handler.list_roots();
+                    return Ok(Box::pin(
+                        async move { future.await.map(|r| InputResponse::ListRoots(roots_result(r))) },
+                    ));
+                }
                 let roots = self.roots.as_ref().ok_or_else(|| not_declared("roots"))?;
                 let roots = roots.read().expect("never poisoned").clone();
-                Ok(Box::pin(async move {
-                    Ok(InputResponse::ListRoots(ListRootsResult { roots, meta: None, extra: Default::default() }))
-                }))
+                Ok(Box::pin(async move { Ok(InputResponse::ListRoots(roots_result(roots))) }))
             }
             InputRequest::Other(_) => Err(method_not_found()),
         }
@@ -751,13 +804,15 @@ impl<T: Transport> Client<T> {
     /// [`ClientError::ServerExited`], [`ClientError::Closed`], [`ClientError::Timeout`] when
     /// it never answers. The connection is closed in every case.
     pub async fn connect(transport: T, options: ClientOptions) -> Result<Client<T>, ClientError> {
-        let roots = options.roots.clone().map(|r| Arc::new(RwLock::new(r)));
+        // A roots handler takes precedence: the static list is then not kept at all.
+        let roots = options.roots.clone().filter(|_| options.roots_handler.is_none()).map(|r| Arc::new(RwLock::new(r)));
         let cache = Arc::new(Mutex::new(ListCache::default()));
         let handler = ClientPeerHandler {
             handler: options.handler.clone(),
             sampling: options.sampling.clone(),
             elicitation: options.elicitation.clone(),
             roots: roots.clone(),
+            roots_handler: options.roots_handler.clone(),
             running: Arc::default(),
             cache: cache.clone(),
         };
@@ -802,6 +857,7 @@ impl<T: Transport> Client<T> {
             sampling: options.sampling.clone(),
             elicitation: options.elicitation.clone(),
             roots: roots.clone(),
+            roots_handler: options.roots_handler.clone(),
         };
         match connected {
             Ok((init, version, session_meta)) => Ok(Client {
@@ -1007,9 +1063,12 @@ impl<T: Transport> Client<T> {
     ) -> Result<InputResponses, ClientError> {
         let refused = |key, error| ClientError::InputRequest { method: method.to_owned(), key, error: Box::new(error) };
         let mut answering = AbortOnDrop(Vec::with_capacity(requests.len()));
+        // The handlers answer on behalf of this call: its caller is theirs (the spawned tasks
+        // would not inherit the scope).
+        let caller = current_caller();
         for (key, request) in requests {
-            match self.inner.inputs.answer(request) {
-                Ok(future) => answering.0.push((key, tokio::spawn(future))),
+            match sync_with_caller_opt(caller, || self.inner.inputs.answer(request)) {
+                Ok(future) => answering.0.push((key, tokio::spawn(with_caller_opt(caller, future)))),
                 Err(error) => return Err(refused(key, error)),
             }
         }
@@ -1586,7 +1645,8 @@ impl<T: Transport> Client<T> {
         self.request::<CancelTask>(params, RequestOptions::default()).await.map(|r| r.task)
     }
 
-    /// The roots currently answered to `roots/list` (`None` when roots were not declared).
+    /// The roots currently answered to `roots/list` (`None` when roots were not declared, or a
+    /// roots handler answers).
     pub fn roots(&self) -> Option<Vec<Root>> {
         self.inner.roots.as_ref().map(|r| r.read().expect("never poisoned").clone())
     }
@@ -1595,7 +1655,8 @@ impl<T: Transport> Client<T> {
     ///
     /// # Errors
     /// [`ClientError::NotDeclared`] when no roots were given in [`ClientOptions::with_roots`]
-    /// (the capability was not declared); otherwise as [`Client::notify_roots_changed`].
+    /// (the capability was not declared, or a [`ClientOptions::with_roots_handler`] answers:
+    /// then use [`Client::notify_roots_changed`]); otherwise as [`Client::notify_roots_changed`].
     pub async fn set_roots(&self, roots: impl IntoIterator<Item = Root>) -> Result<(), ClientError> {
         let Some(current) = &self.inner.roots else {
             return Err(ClientError::NotDeclared { capability: "roots" });
@@ -1610,7 +1671,7 @@ impl<T: Transport> Client<T> {
     /// [`ClientError::NotDeclared`] without declared roots; [`ClientError::Session`] or
     /// [`ClientError::Transport`] when it cannot be sent.
     pub async fn notify_roots_changed(&self) -> Result<(), ClientError> {
-        if self.inner.roots.is_none() {
+        if self.inner.declared.roots.is_none() {
             return Err(ClientError::NotDeclared { capability: "roots" });
         }
         self.inner.peer.notify(RootsListChanged::NAME, None).await.map_err(|e| error_for(RootsListChanged::NAME, e))

@@ -123,6 +123,29 @@ async fn requests_for_undeclared_capabilities_are_method_not_found() {
 }
 
 #[tokio::test]
+async fn a_roots_handler_answers_each_roots_list_and_wins_over_static_roots() {
+    let (a, b) = inproc::pair(Limits::default());
+    let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let handler = move || {
+        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        async move { Ok(vec![serde_json::from_value::<Root>(json!({"uri": format!("file:///n{n}")})).unwrap()]) }
+    };
+    let static_root: Root = serde_json::from_value(json!({"uri": "file:///static"})).unwrap();
+    let options =
+        ClientOptions::default().with_era(EraPolicy::Legacy).with_roots([static_root]).with_roots_handler(handler);
+    assert_eq!(options.declared_capabilities().roots.and_then(|r| r.list_changed), Some(true));
+    let client = Client::connect(a, options).await.unwrap();
+    assert_eq!(server_asks(&server, "roots/list", json!({})).await.unwrap(), json!({"roots": [{"uri": "file:///n1"}]}));
+    assert_eq!(server_asks(&server, "roots/list", json!({})).await.unwrap(), json!({"roots": [{"uri": "file:///n2"}]}));
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    assert_eq!(client.roots(), None, "the handler's roots are not kept");
+    assert!(matches!(client.set_roots([]).await, Err(ClientError::NotDeclared { .. })));
+    client.notify_roots_changed().await.unwrap();
+}
+
+#[tokio::test]
 async fn an_undeclared_elicitation_mode_is_invalid_params() {
     let (a, b) = inproc::pair(Limits::default());
     let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());

@@ -22,6 +22,10 @@
 //! on answers it sends after a full held queue could stall the connection.
 //! [`session::WhenFull::Refuse`] restores the immediate refusals.
 //!
+//! Each request of ours remembers the [`CallerId`] in scope when it was sent ([`with_caller`]),
+//! for as long as it is in flight: [`Peer::caller_of`] and [`Peer::sole_caller`] tell the layer
+//! above on whose behalf the peer's own requests are probably made.
+//!
 //! Not here: MCP semantics (what to answer to `initialize`, `ping`, `tools/call` …): the layers
 //! above implement [`Handler`].
 
@@ -34,6 +38,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Number, Value};
 use tokio::sync::{oneshot, Notify};
+
+mod caller;
+
+pub use caller::{current_caller, with_caller, CallerId};
+pub(crate) use caller::{sync_with_caller_opt, with_caller_opt};
 
 use crate::proto::jsonrpc::{Body, ErrorObject, ErrorResponse, Id, Message, Notification, Request};
 use crate::proto::session::{self, Event, Mode, ProtocolEvent, RequestOptions, Role, Session, SessionError};
@@ -152,6 +161,8 @@ struct Waiter {
     done: oneshot::Sender<Outcome>,
     timeout: Option<Duration>,
     progress: Option<ProgressCallback>,
+    /// The caller in scope when the request was sent.
+    caller: Option<CallerId>,
 }
 
 struct Core {
@@ -389,6 +400,7 @@ impl<T: Transport> Peer<T> {
             None => None,
         };
         let timeout = options.timeout;
+        let caller = current_caller();
         let (done, outcome) = oneshot::channel();
         let (id, messages, wake_timer) = {
             let mut core = self.lock();
@@ -396,7 +408,7 @@ impl<T: Transport> Peer<T> {
                 return Err(RequestError::Closed { reason: Some(reason.clone()) });
             }
             let id = core.session.send_request_with(method, params, now(), options).map_err(RequestError::Session)?;
-            core.waiters.insert(id.clone(), Waiter { done, timeout, progress: on_progress });
+            core.waiters.insert(id.clone(), Waiter { done, timeout, progress: on_progress, caller });
             let deadline = core.session.poll_timeout();
             let wake_timer = deadline.is_some() && (core.timer_deadline.is_none() || deadline < core.timer_deadline);
             (id, core.drain(), wake_timer)
@@ -419,6 +431,21 @@ impl<T: Transport> Peer<T> {
         let mut guard = guard;
         guard.id = None;
         result
+    }
+
+    /// The caller our request `id` was sent on behalf of, while it is in flight (`None` when it
+    /// had none, or has ended).
+    pub fn caller_of(&self, id: &Id) -> Option<CallerId> {
+        self.lock().waiters.get(id).and_then(|w| w.caller)
+    }
+
+    /// The caller of every request of ours in flight that has one, when they all have the same;
+    /// `None` when none has a caller or two differ. Requests without a caller do not count.
+    pub fn sole_caller(&self) -> Option<CallerId> {
+        let core = self.lock();
+        let mut callers = core.waiters.values().filter_map(|w| w.caller);
+        let first = callers.next()?;
+        callers.all(|c| c == first).then_some(first)
     }
 
     /// Waits until fewer than the cap of requests are in flight, within `options.timeout`, which

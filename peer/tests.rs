@@ -370,3 +370,56 @@ async fn after_the_input_ends_requests_received_can_still_be_answered_until_clos
         [r#"{"jsonrpc":"2.0","id":2,"result":{"n":2}}"#, r#"{"jsonrpc":"2.0","id":1,"result":{"n":1}}"#]
     );
 }
+
+/// Polls `future` once (it must not complete on its first poll).
+async fn poll_once<F: Future + Unpin>(future: &mut F) {
+    tokio::select! {
+        biased;
+        _ = future => panic!("completed on its first poll"),
+        () = std::future::ready(()) => {}
+    }
+}
+
+#[tokio::test]
+async fn a_request_carries_its_caller_while_in_flight_and_no_longer() {
+    let (client, _server) = connected().await;
+    assert_eq!(client.sole_caller(), None);
+    let hang = |caller: Option<u64>| {
+        let request = client.request("hang", None, RequestOptions::default());
+        Box::pin(async move {
+            match caller {
+                Some(c) => with_caller(CallerId(c), request).await,
+                None => request.await,
+            }
+        })
+    };
+    let mut first = hang(Some(1));
+    poll_once(&mut first).await;
+    assert_eq!(client.sole_caller(), Some(CallerId(1)));
+    // Requests without a caller do not count.
+    let mut untagged = hang(None);
+    poll_once(&mut untagged).await;
+    assert_eq!(client.sole_caller(), Some(CallerId(1)));
+    // Two callers: nobody.
+    let mut second = hang(Some(2));
+    poll_once(&mut second).await;
+    assert_eq!(client.sole_caller(), None);
+    // A dropped request no longer counts.
+    drop(second);
+    assert_eq!(client.sole_caller(), Some(CallerId(1)));
+    // Nor one that timed out, nor one answered.
+    let timed_out = with_caller(
+        CallerId(3),
+        client.request("hang", None, RequestOptions { timeout: Some(Duration::from_millis(20)), ..Default::default() }),
+    )
+    .await;
+    assert!(matches!(timed_out, Err(RequestError::Timeout { .. })), "{timed_out:?}");
+    let answered = with_caller(CallerId(4), client.request("echo", echo(1, 0), RequestOptions::default())).await;
+    assert!(answered.is_ok());
+    let failed = with_caller(CallerId(5), client.request("nope", None, RequestOptions::default())).await;
+    assert!(matches!(failed, Err(RequestError::Rpc(_))));
+    assert_eq!(client.sole_caller(), Some(CallerId(1)));
+    drop(first);
+    assert_eq!(client.sole_caller(), None);
+    drop(untagged);
+}

@@ -210,6 +210,17 @@ pub trait Transport: Send + Sync + 'static {
         None
     }
 
+    /// Our request that the peer's request `incoming` was sent on behalf of, when the transport
+    /// can tell: Streamable HTTP, for a request that arrived on the SSE stream answering the
+    /// POST of one of ours (servers send requests related to a client request on that
+    /// request's stream). `None` for the others (stdio, the legacy HTTP+SSE transport, the
+    /// standalone GET stream). Known from before `incoming` comes out of
+    /// [`recv`](Transport::recv) until it has been answered.
+    fn related_request(&self, incoming: &crate::proto::jsonrpc::Id) -> Option<crate::proto::jsonrpc::Id> {
+        let _ = incoming;
+        None
+    }
+
     /// The next message from the peer, or `Ok(None)` when the peer ended the stream cleanly.
     ///
     /// # Errors

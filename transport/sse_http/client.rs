@@ -9,6 +9,9 @@
 //! - The `Mcp-Session-Id` of the initialize response is sent on every later request, and so is
 //!   `MCP-Protocol-Version` once the initialize result (seen passing through `recv`) named it, or
 //!   once [`HttpClientTransport::set_protocol_version`] was called.
+//! - A server request read on the SSE stream of a POST is remembered as related to the request
+//!   that POST carried ([`Transport::related_request`]) until it is answered or the server
+//!   cancels it (at most 4096 at once); the GET stream and the legacy transport relate nothing.
 //! - After `notifications/initialized` the standalone GET stream is opened (405 is fine).
 //! - A stream that drops before its responses arrived is resumed with GET and `Last-Event-ID`,
 //!   after the server's `retry` delay.
@@ -233,9 +236,16 @@ struct Inner {
     standalone: watch::Sender<Standalone>,
     /// 2026-07-28: the `x-mcp-header` designations of the admitted tools, by tool name.
     tool_headers: Mutex<HashMap<String, Arc<[ParamHeader]>>>,
+    /// The server's requests that came on the stream of one of our POSTs, and the id of the
+    /// request that POST carried; each leaves when we answer it or the server cancels it.
+    related: Mutex<HashMap<Id, Id>>,
     #[cfg(feature = "tls")]
     tls: Option<Arc<rustls::ClientConfig>>,
 }
+
+/// How many of the server's requests related to ours are remembered at once (see
+/// [`Transport::related_request`]).
+const MAX_RELATED_REQUESTS: usize = 4096;
 
 /// How many idle connections are kept for reuse; more are closed when their response ends.
 const MAX_POOLED_CONNECTIONS: usize = 32;
@@ -381,6 +391,7 @@ impl HttpClientTransport {
             pool: Mutex::new(Vec::new()),
             standalone: watch::channel(Standalone::NotOpened).0,
             tool_headers: Mutex::new(HashMap::new()),
+            related: Mutex::new(HashMap::new()),
             #[cfg(feature = "tls")]
             tls,
             config,
@@ -436,6 +447,14 @@ impl HttpClientTransport {
 
     async fn send_unboxed(&self, message: Message) -> Result<(), TransportError> {
         let inner = &self.inner;
+        let answered = match &message {
+            Message::Response(r) => Some(&r.id),
+            Message::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            inner.related.lock().expect("client lock").remove(id);
+        }
         if inner.closed.load(Ordering::Acquire) {
             return Err(TransportError::Closed);
         }
@@ -459,6 +478,10 @@ impl Transport for HttpClientTransport {
         // Boxed: the POST's future is several KiB, and every request future that awaits a
         // send would otherwise carry (and move) it inline.
         Box::pin(self.send_unboxed(message)).await
+    }
+
+    fn related_request(&self, incoming: &Id) -> Option<Id> {
+        self.inner.related.lock().expect("client lock").get(incoming).cloned()
     }
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
@@ -632,6 +655,7 @@ impl Inner {
         let mut awaited = Awaited::default();
         if let Message::Request(r) = message {
             awaited.ids.insert(r.id.clone());
+            awaited.origin = Some(r.id.clone());
             if r.method == "initialize" {
                 *self.initialize_id.lock().expect("client lock") = Some(r.id.clone());
             }
@@ -1002,12 +1026,43 @@ impl Inner {
                             pending.ids.remove(id);
                         }
                     }
+                    self.note_related(&messages, pending.origin.as_ref());
                     return messages;
                 }
                 Err(e) => self.push(Err(e)).await,
             },
         }
         Vec::new()
+    }
+
+    /// Remembers which of our requests the server's requests in `messages` (read on the stream
+    /// of the POST that carried `origin`) relate to, and forgets those the server cancelled.
+    fn note_related(&self, messages: &[Message], origin: Option<&Id>) {
+        for message in messages {
+            match message {
+                Message::Request(r) => {
+                    let Some(origin) = origin else { continue };
+                    let mut related = self.related.lock().expect("client lock");
+                    // A server that never lets its requests end cannot grow this without bound;
+                    // past the cap its requests are simply not known as related.
+                    if related.len() < MAX_RELATED_REQUESTS {
+                        related.insert(r.id.clone(), origin.clone());
+                    }
+                }
+                Message::Notification(n) if n.method == "notifications/cancelled" => {
+                    #[derive(serde::Deserialize, Clone)]
+                    struct Cancelled {
+                        #[serde(rename = "requestId")]
+                        request_id: Id,
+                    }
+                    let cancelled = n.params.as_ref().and_then(|p| p.decode::<Cancelled>().ok());
+                    if let Some(Cancelled { request_id }) = cancelled {
+                        self.related.lock().expect("client lock").remove(&request_id);
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Opens the legacy stream: GET the URL itself, then `/sse` at its root; waits for the
@@ -1086,6 +1141,9 @@ struct Awaited {
     ids: HashSet<Id>,
     /// The method of the POST's request, when its result is decoded typed.
     typed_method: Option<String>,
+    /// The id of the request the POST carried: the server's requests on its stream are related
+    /// to it.
+    origin: Option<Id>,
 }
 
 /// What has been read of a response body: its bytes so far and, once it is over, how it ended.
