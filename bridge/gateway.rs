@@ -12,7 +12,12 @@
 //!   JSON-RPC error passes through as it is; a bridge-side failure (the server is down, went
 //!   away mid-call, timed out) is -32603 naming the server. A call is never replayed.
 //! - Server-to-client requests (sampling, elicitation, roots) from an upstream are answered by
-//!   the downstream session whose request caused them ([`Callers`]), never broadcast.
+//!   the downstream session whose request caused them ([`Callers`]; the client layer attributes
+//!   each to the upstream request it came with), never broadcast. One that cannot be attributed
+//!   (a shared stdio upstream with calls of two sessions in flight) is refused with an error
+//!   the upstream sees; an unrelated `roots/list` gets the bridge's own roots: none. Over a
+//!   2026-07-28 downstream, such a request becomes a multi-round-trip round: the forwarded
+//!   request is re-run with the answer, so the upstream sees its call made again.
 //! - Upstream log messages reach every downstream session at or above its `logging/setLevel`,
 //!   with the server's name as the logger.
 //! - Sharing: an upstream is shared by every downstream session, unless it is `per-session`
@@ -24,22 +29,24 @@
 //! Not here: listening, signals, the embedded servers (serve.rs, embedded.rs).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use mcpwire::client::config::McpConfig;
-use mcpwire::client::connection_set::{qualify, Catalog, ConnectionSet, SetError, SetOptions};
-use mcpwire::client::ClientError;
+use mcpwire::client::connection_set::{qualify, Catalog, ConnectionSet, SetCallOptions, SetError, SetOptions};
+use mcpwire::client::{current_caller, with_caller, CallerId, ClientError, ElicitationModes};
 use mcpwire::metrics::bridge::{BridgeMetrics, CallOutcome};
 use mcpwire::proto::jsonrpc::{Body, ErrorCode, ErrorObject};
 use mcpwire::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, Complete, CompleteRequestParams, CompletionReference, ContentBlock,
-    GetPrompt, GetPromptRequestParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingMessageNotificationParams, Prompt, ReadResource, ReadResourceRequestParams,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
+    CreateMessageRequestParams, ElicitRequestParams, GetPrompt, GetPromptRequestParams, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingMessageNotificationParams, Prompt,
+    ReadResource, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Root,
+    Tool,
 };
 use mcpwire::server::forward::{ForwardFuture, Forwarded, Forwarder};
-use mcpwire::server::{Context, Server};
+use mcpwire::server::{ClientRequestError, Context, Server};
 
 use super::PrefixMode;
 
@@ -201,6 +208,90 @@ impl View {
     }
 }
 
+/// The downstream requests being forwarded, by caller: an upstream's request to the client made
+/// while one of them runs is answered by that request's downstream client (its [`Context`]).
+#[derive(Default)]
+pub(crate) struct Callers {
+    next: AtomicU64,
+    contexts: Mutex<HashMap<CallerId, Context>>,
+}
+
+/// A forwarded request's entry in [`Callers`], removed when dropped.
+struct CallerGuard<'a> {
+    callers: &'a Callers,
+    id: CallerId,
+}
+
+impl Drop for CallerGuard<'_> {
+    fn drop(&mut self) {
+        self.callers.contexts.lock().expect("callers lock").remove(&self.id);
+    }
+}
+
+/// Why an upstream's request to the client cannot be answered downstream.
+fn unrelated(method: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!(
+            "mcp-bridge: {method} is not related to a downstream request in flight (or to several at once), \
+             so no downstream client can answer it"
+        ),
+    )
+}
+
+/// A downstream client's refusal, as the upstream gets it.
+fn refused(e: ClientRequestError) -> ErrorObject {
+    match e {
+        ClientRequestError::Request(mcpwire::peer::RequestError::Rpc(error)) => error,
+        ClientRequestError::NotSupported { .. } | ClientRequestError::MissingCapability { .. } => {
+            ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("mcp-bridge: the downstream client: {e}"))
+        }
+        e => ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("mcp-bridge: the downstream client: {e}")),
+    }
+}
+
+impl Callers {
+    /// Registers `context` as a caller for as long as the guard lives.
+    fn enter(&self, context: &Context) -> CallerGuard<'_> {
+        let id = CallerId(self.next.fetch_add(1, Ordering::Relaxed));
+        self.contexts.lock().expect("callers lock").insert(id, context.clone());
+        CallerGuard { callers: self, id }
+    }
+
+    /// The context of the caller the client layer attributed the current request to.
+    fn current(&self, method: &str) -> Result<Context, ErrorObject> {
+        let id = current_caller().ok_or_else(|| unrelated(method))?;
+        self.contexts.lock().expect("callers lock").get(&id).cloned().ok_or_else(|| unrelated(method))
+    }
+
+    /// `options` with handlers that answer every upstream's sampling, elicitation (form and URL)
+    /// and roots requests through the downstream client whose request caused them.
+    pub(crate) fn handlers(self: &Arc<Self>, options: SetOptions) -> SetOptions {
+        let (sampling, elicitation, roots) = (self.clone(), self.clone(), self.clone());
+        options
+            .with_sampling(move |_server: String, params: CreateMessageRequestParams| {
+                let context = sampling.current("sampling/createMessage");
+                async move { context?.create_message(params).await.map_err(refused) }
+            })
+            .with_elicitation_modes(
+                move |_server: String, params: ElicitRequestParams| {
+                    let context = elicitation.current("elicitation/create");
+                    async move { context?.elicit_with(params).await.map_err(refused) }
+                },
+                ElicitationModes { form: true, url: true },
+            )
+            .with_roots_handler(move |_server: String| {
+                // Unrelated (a server asks right after connecting): the bridge's own roots, none.
+                let context = roots.current("roots/list").ok();
+                async move {
+                    let Some(context) = context else { return Ok(Vec::new()) };
+                    let roots: Vec<Root> = context.list_roots().await.map_err(refused)?;
+                    Ok(roots)
+                }
+            })
+    }
+}
+
 /// The upstreams each downstream session gets for itself: their configuration, and the sets
 /// started so far, by session.
 pub(crate) struct PerSession {
@@ -260,6 +351,7 @@ impl PerSession {
 /// The gateway's state, shared by every downstream session.
 pub(crate) struct Gateway {
     set: ConnectionSet,
+    callers: Arc<Callers>,
     per_session: PerSession,
     prefix: PrefixMode,
     timeout: Option<Duration>,
@@ -275,6 +367,7 @@ impl Gateway {
     /// As [`View::build`].
     pub(crate) fn new(
         set: ConnectionSet,
+        callers: Arc<Callers>,
         per_session: PerSession,
         prefix: PrefixMode,
         timeout: Option<Duration>,
@@ -282,6 +375,7 @@ impl Gateway {
         let view = View::build(&set.catalog(), prefix)?;
         Ok(Gateway {
             set,
+            callers,
             per_session,
             prefix,
             timeout,
@@ -373,8 +467,14 @@ impl Gateway {
             return Ok(Body::typed(result));
         };
         let set = self.set_for(&server, &context).await?;
+        let _caller = self.callers.enter(&context);
+        let caller = _caller.id;
+        let mut options = SetCallOptions::default().with_timeout(self.timeout);
+        if context.meta().is_some_and(|m| m.progress_token.is_some()) {
+            options = options.with_progress(relay_progress(context.clone()));
+        }
         let started = Instant::now();
-        let outcome = set.call_tool_on(&server, &tool, params.arguments, self.timeout).await;
+        let outcome = with_caller(caller, set.call_tool_with(&server, &tool, params.arguments, options)).await;
         let failed = outcome.as_ref().map_or(true, |r| r.is_error == Some(true));
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
         self.metrics.record_call(&server, &tool, started.elapsed(), counted);
@@ -394,8 +494,10 @@ impl Gateway {
         let asked = std::mem::replace(&mut params.uri, uri.clone());
         params.meta = None;
         let set = self.set_for(&server, &context).await?;
-        let mut result: ReadResourceResult =
-            set.request_on::<ReadResource>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        let caller = self.callers.enter(&context);
+        let mut result: ReadResourceResult = with_caller(caller.id, set.request_on::<ReadResource>(&server, params))
+            .await
+            .map_err(|e| upstream_error(&server, e))?;
         if asked != uri {
             for contents in &mut result.contents {
                 match contents {
@@ -417,7 +519,10 @@ impl Gateway {
         params.name = name;
         params.meta = None;
         let set = self.set_for(&server, &context).await?;
-        let result = set.request_on::<GetPrompt>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        let caller = self.callers.enter(&context);
+        let result = with_caller(caller.id, set.request_on::<GetPrompt>(&server, params))
+            .await
+            .map_err(|e| upstream_error(&server, e))?;
         Ok(Body::typed(result))
     }
 
@@ -515,6 +620,21 @@ fn upstream_error(server: &str, e: SetError) -> ErrorObject {
         error = with;
     }
     error
+}
+
+/// A progress callback that sends each upstream progress notification downstream, in order,
+/// under the downstream request's own token.
+fn relay_progress(context: Context) -> impl Fn(mcpwire::peer::Progress) + Send + Sync + 'static {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<mcpwire::peer::Progress>();
+    tokio::spawn(async move {
+        while let Some(p) = rx.recv().await {
+            let progress = p.progress.as_f64().unwrap_or_default();
+            let _ = context.progress(progress, p.total.and_then(|t| t.as_f64()), p.message).await;
+        }
+    });
+    move |p| {
+        let _ = tx.send(p);
+    }
 }
 
 /// Maps the URIs of resource links and embedded resources in a result to their downstream form.

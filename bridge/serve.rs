@@ -27,7 +27,7 @@ use mcpwire::transport::Limits;
 use mcpwire::transport::Transport;
 use tokio::sync::mpsc;
 
-use super::gateway::{Forwarding, Gateway, PerSession};
+use super::gateway::{Callers, Forwarding, Gateway, PerSession};
 use super::{PrefixMode, ServeArgs};
 
 /// Where `serve` listens when not told.
@@ -176,7 +176,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let (config, inline) = upstreams(&args)?;
     let prefix = args.prefix.unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
-    let options = SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit);
+    let callers = Arc::new(Callers::default());
+    let options = callers.handlers(SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit));
     let mut per_session = McpConfig::default();
     for name in &args.per_session {
         let Some(server) = config.servers.get(name) else {
@@ -201,7 +202,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             return Err(e.to_string());
         }
     };
-    let gateway = match Gateway::new(set.clone(), per_session, prefix, args.timeout) {
+    let gateway = match Gateway::new(set.clone(), callers, per_session, prefix, args.timeout) {
         Ok(gateway) => Arc::new(gateway),
         Err(e) => {
             set.shutdown().await;

@@ -534,3 +534,24 @@ fn a_recorded_session_replays_against_the_same_upstream_through_the_bridge() {
     assert!(replay.status.success(), "{report}\n{}", String::from_utf8_lossy(&replay.stderr));
     assert!(report.contains(" 0 failed"), "{report}");
 }
+
+#[test]
+fn a_shared_stdio_upstream_gets_an_error_for_a_request_no_single_client_caused() {
+    let node = support::peer("MCP_NODE");
+    let everything = support::peer("MCP_EVERYTHING_JS");
+    let bridge = Bridge::start(&["--", &node, &everything, "stdio"]);
+    let script =
+        |who: &str| json!([{"call": "trigger-sampling-request", "args": {"prompt": format!("asked by {who}")}}]);
+    // A's call is alone in flight: its sampling is A's, and is held.
+    let mut a = Driver::start(&bridge.url, &script("A"), "A");
+    let asked = a.next("sampling");
+    assert!(asked["request"].to_string().contains("asked by A"), "{asked}");
+    // B's call joins: over stdio nothing says whose its sampling is, so the upstream is refused
+    // (and its tool fails), rather than B being asked A's question or A being asked B's.
+    let b = Driver::start(&bridge.url, &script("B"), "B");
+    let done_b = b.next("tools/call");
+    assert!(done_b.to_string().contains("not related to a downstream request"), "{done_b}");
+    a.answer();
+    let done_a = a.next("tools/call");
+    assert!(text_of(ok(&done_a)).contains("sampled by A"), "{done_a}");
+}
