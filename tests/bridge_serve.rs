@@ -471,7 +471,8 @@ fn health_readiness_and_metrics_and_the_token() {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let banner = lines.next().unwrap().unwrap();
     let url = banner.strip_prefix("mcp-bridge: serving MCP on ").unwrap().to_owned();
-    let token = Some("s3cret-token-of-the-test");
+    const TOKEN: &str = "s3cret-token-of-the-test";
+    let token = Some(TOKEN);
 
     assert_eq!(http_get(&url, "/healthz", None), (200, "ok\n".to_owned()));
     let (status, body) = http_get(&url, "/readyz", None);
@@ -491,7 +492,7 @@ fn health_readiness_and_metrics_and_the_token() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(1), "no token, no session");
     assert!(String::from_utf8_lossy(&refused.stdout).contains("401"), "{}", String::from_utf8_lossy(&refused.stdout));
-    let lines_out = drive(&ts_driver(), &url, &script, &[("MCP_BEARER_TOKEN", token.unwrap())]);
+    let lines_out = drive(&ts_driver(), &url, &script, &[("MCP_BEARER_TOKEN", TOKEN)]);
     assert_eq!(text_of(ok(&lines_out[2])), "counted");
     let (status, metrics) = http_get(&url, "/metrics", token);
     assert_eq!(status, 200);
