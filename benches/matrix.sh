@@ -9,6 +9,8 @@
 #   CARGO_TARGET_DIR=/tmp/rmcp-peer cargo build --release --locked --manifest-path ../shared/peers/rmcp-peer/Cargo.toml)
 # found in $RMCP_PEER_BIN (default /tmp/rmcp-peer/release). Results: OUT_DIR/results.jsonl
 # (one JSON object per scenario, with `client` and `server` added) and OUT_DIR/table.md.
+# Last, the gateways (benches/bridge.sh: direct, mcp-bridge serve, supergateway, mcp-proxy; the
+# same extra bench args): OUT_DIR/bridge.jsonl, its table appended to OUT_DIR/table.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-out}; shift || true
@@ -18,7 +20,7 @@ P=${RMCP_PEER_BIN:-/tmp/rmcp-peer/release}
 for b in rmcp-bench rmcp-echo-server floor-bench floor-echo-server; do
   [ -x "$P/$b" ] || { echo "matrix.sh: $P/$b missing (see the header of this script)" >&2; exit 1; }
 done
-cargo build --release --quiet --bin mcp-bench --bin http-floor --example echo_server
+cargo build --release --quiet --bin mcp-bench --bin http-floor --bin mcp-bridge --example echo_server
 OURS=$(realpath "${CARGO_TARGET_DIR:-target}")/release
 mkdir -p "$OUT"; : > "$OUT/results.jsonl"
 
@@ -83,4 +85,6 @@ sleep 0.5
 kill $pid; wait $pid 2>/dev/null || true
 
 python3 benches/table.py "$OUT/results.jsonl" > "$OUT/table.md"
+{ echo; echo "## Gateways (benches/bridge.sh)"; echo; } >> "$OUT/table.md"
+benches/bridge.sh --no-build --out "$OUT/bridge.jsonl" -- "${EXTRA[@]}" >> "$OUT/table.md"
 cat "$OUT/table.md"

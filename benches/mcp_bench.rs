@@ -9,6 +9,8 @@
 //!           whitespace; any stdio MCP server with an `echo {text}` tool)
 //! --http    Streamable HTTP endpoint, e.g. http://127.0.0.1:8931/mcp
 //! --threads tokio worker threads of this client (default 1: a current-thread runtime)
+//! --tool    the echo tool's name (default `echo`; e.g. `mcp__echo__echo` behind a gateway that
+//!           qualifies names)
 //! --era     legacy (default: initialize, as rmcp-bench speaks), auto or 2026-07-28 (stateless;
 //!           with a 2026-07-28 server over HTTP: no session, every POST on its own)
 //! --inproc  mcpwire's echo server in this process, over the in-process transport (typed
@@ -101,22 +103,22 @@ async fn connect(target: &Target, era: EraPolicy) -> Result<(Connected, Option<u
 }
 
 impl Connected {
-    async fn call(&self, args: &Map<String, Value>) -> Result<CallToolResult, BoxError> {
+    async fn call(&self, tool: &str, args: &Map<String, Value>) -> Result<CallToolResult, BoxError> {
         let args = Some(args.clone());
         Ok(match self {
-            Connected::Stdio(c) | Connected::Duplex(c) => c.call_tool("echo", args).await?,
-            Connected::Http(c) => c.call_tool("echo", args).await?,
-            Connected::Channel(c) => c.call_tool("echo", args).await?,
+            Connected::Stdio(c) | Connected::Duplex(c) => c.call_tool(tool, args).await?,
+            Connected::Http(c) => c.call_tool(tool, args).await?,
+            Connected::Channel(c) => c.call_tool(tool, args).await?,
         })
     }
 
-    async fn has_echo(&self) -> Result<bool, BoxError> {
+    async fn has_tool(&self, tool: &str) -> Result<bool, BoxError> {
         let tools = match self {
             Connected::Stdio(c) | Connected::Duplex(c) => c.list_tools().await?,
             Connected::Http(c) => c.list_tools().await?,
             Connected::Channel(c) => c.list_tools().await?,
         };
-        Ok(tools.iter().any(|t| t.name == "echo"))
+        Ok(tools.iter().any(|t| t.name == tool))
     }
 
     async fn close(&self) {
@@ -137,6 +139,8 @@ struct Opts {
     /// The era the client runs: `legacy` by default, the handshake era that rmcp-bench speaks,
     /// so the cells compare the same protocol (and startup has no probe).
     era: EraPolicy,
+    /// The name of the echo tool.
+    tool: Arc<str>,
     targets: Vec<Target>,
 }
 
@@ -148,6 +152,7 @@ fn parse_args() -> Result<Opts, BoxError> {
         startup_runs: 20,
         threads: 1,
         era: EraPolicy::Legacy,
+        tool: Arc::from("echo"),
         targets: vec![],
     };
     let mut args = std::env::args().skip(1);
@@ -159,6 +164,7 @@ fn parse_args() -> Result<Opts, BoxError> {
             "--startup-runs" => o.startup_runs = value()?.parse()?,
             "--threads" => o.threads = value()?.parse()?,
             "--era" => o.era = value()?.parse()?,
+            "--tool" => o.tool = Arc::from(value()?),
             "--sizes" => o.sizes = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             "--stdio" => o.targets.push(Target::Stdio(value()?.split_whitespace().map(String::from).collect())),
             "--http" => o.targets.push(Target::Http(value()?)),
@@ -200,6 +206,7 @@ fn echoed(result: &CallToolResult, size: usize) -> bool {
 /// `n` calls spread over `concurrency` tasks that each keep one call in flight.
 async fn run_calls(
     client: &Arc<Connected>,
+    tool: &Arc<str>,
     size: usize,
     n: usize,
     concurrency: usize,
@@ -209,12 +216,12 @@ async fn run_calls(
     let start = Instant::now();
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (client, args, next) = (client.clone(), args.clone(), next.clone());
+            let (client, tool, args, next) = (client.clone(), tool.clone(), args.clone(), next.clone());
             tokio::spawn(async move {
                 let (mut lat, mut errors) = (Vec::new(), 0);
                 while next.fetch_add(1, Ordering::Relaxed) < n {
                     let t = Instant::now();
-                    match client.call(&args).await {
+                    match client.call(&tool, &args).await {
                         Ok(result) if echoed(&result, size) => lat.push(t.elapsed()),
                         _ => errors += 1,
                     }
@@ -277,13 +284,13 @@ async fn bench_target(target: &Target, o: &Opts) -> Result<(), BoxError> {
 
     let (client, pid) = connect(target, o.era).await?;
     let client = Arc::new(client);
-    if !client.has_echo().await? {
-        return Err(format!("{name}: server has no `echo` tool").into());
+    if !client.has_tool(&o.tool).await? {
+        return Err(format!("{name}: server has no `{}` tool", o.tool).into());
     }
     for &size in &o.sizes {
-        run_calls(&client, size, (o.n / 10).clamp(10, 200), 1).await; // warm-up
+        run_calls(&client, &o.tool, size, (o.n / 10).clamp(10, 200), 1).await; // warm-up
         for concurrency in [1, o.concurrency] {
-            let (mut lat, errors, elapsed) = run_calls(&client, size, o.n, concurrency).await;
+            let (mut lat, errors, elapsed) = run_calls(&client, &o.tool, size, o.n, concurrency).await;
             lat.sort();
             emit(json!({ "scenario": "echo", "payload_bytes": size, "concurrency": concurrency,
                 "n": o.n, "errors": errors, "elapsed_ms": round(elapsed.as_secs_f64() * 1e3, 1),

@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# The gateway benchmark: our echo server reached over Streamable HTTP directly and through each
+# stdio -> Streamable HTTP gateway, one after the other, each measured by mcp-bench:
+#
+#   direct        echo_server --http 127.0.0.1:P                       (the floor)
+#   mcp-bridge    mcp-bridge serve --listen http://127.0.0.1:P/mcp -- echo_server
+#   supergateway  supergateway 4 --stdio echo_server --outputTransport streamableHttp --stateful
+#   mcp-proxy     mcp-proxy 0.13 --port P -- echo_server                (sparfenyuk's, Python)
+#
+# then the peak RSS (VmHWM) of `mcp-bridge serve --config` over 10 echo_server stdio upstreams
+# after a few calls through it.
+#
+#   benches/bridge.sh [--n N] [--out FILE] [--no-build] [--bridge PATH] [-- EXTRA mcp-bench args]
+#
+# --n N       calls per measurement (default 2000); size 16 bytes, concurrency 1 and 16
+# --out FILE  the JSON lines (default benches/results/bridge-YYYY-MM-DD.jsonl): mcp-bench's lines
+#             with `peer` added, plus `gateway_peak_rss` per gateway and `bridge_fanout_peak_rss`
+# --no-build  use the release binaries already in $CARGO_TARGET_DIR (default target/)
+# --bridge PATH  the mcp-bridge to measure (default: the release build beside mcp-bench)
+# EXTRA       passed to every mcp-bench run after ours (a later --n wins), e.g. --startup-runs 5
+#
+# Peers come from scripts/install-peers ($MCPWIRE_PEERS/peers.env: MCP_NODE, MCP_SUPERGATEWAY_JS,
+# MCP_PROXY). A target that is missing (mcp-bridge without `serve`, a peer not installed) or that
+# fails is skipped with a message and the rest still run. Prints a table: calls/s, p50 and p99
+# per target and mode, and what the bridge adds over direct (p50/p99, µs) and its calls/s over
+# each peer's. Every process it starts runs in its own process group, killed on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+N=2000 OUT="" BUILD=1 BRIDGE="" EXTRA=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --n) N=${2:?--n needs a number}; shift 2 ;;
+    --out) OUT=${2:?--out needs a file}; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    --bridge) BRIDGE=$(realpath "${2:?--bridge needs a path}"); shift 2 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bridge.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+OUT=${OUT:-benches/results/bridge-$(date -u +%F).jsonl}
+mkdir -p "$(dirname "$OUT")"
+: >"$OUT"
+
+log() { echo "bridge.sh: $*" >&2; }
+if [ $BUILD = 1 ]; then
+  cargo build --release --quiet --bin mcp-bench --bin mcp-bridge --example echo_server
+fi
+BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release
+ECHO=$BIN/examples/echo_server BENCH=$BIN/mcp-bench BRIDGE=${BRIDGE:-$BIN/mcp-bridge}
+for b in "$ECHO" "$BENCH" "$BRIDGE"; do
+  [ -x "$b" ] || { log "$b missing (run without --no-build)"; exit 1; }
+done
+PEERS_ENV=${MCPWIRE_PEERS:-$HOME/.cache/mcp-peers}/peers.env
+# shellcheck disable=SC1090
+[ -f "$PEERS_ENV" ] && . "$PEERS_ENV" || log "$PEERS_ENV missing: the peers are skipped (run scripts/install-peers)"
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start LOG CMD ARGS...: run CMD in a process group of its own (its pid is the group's id, so the
+# gateway's children go with it); sets STARTED to the pid.
+start() {
+  local logfile=$1
+  shift
+  setsid "$@" >"$logfile" 2>&1 </dev/null &
+  STARTED=$!
+  PIDS+=("$STARTED")
+}
+# stop PID: TERM it so that it shuts its children down itself (KILL after 5 s), wait for it,
+# then TERM whatever is left in its process group.
+stop() {
+  kill -TERM "$1" 2>/dev/null || true
+  (
+    sleep 5 &
+    trap 'kill $! 2>/dev/null; exit 0' TERM
+    wait $! && kill -KILL "$1" 2>/dev/null
+  ) &
+  local guard=$!
+  wait "$1" 2>/dev/null || true
+  kill "$guard" 2>/dev/null || true
+  wait "$guard" 2>/dev/null || true
+  kill -TERM -- "-$1" 2>/dev/null || true
+  local p left=()
+  for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || left+=("$p"); done
+  PIDS=("${left[@]}")
+}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# wait_listening PID PORT: until 127.0.0.1:PORT accepts a connection (30 s), or PID died.
+wait_listening() {
+  local i
+  for i in $(seq 300); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
+# tag PEER: add `peer` to each JSON line on stdin, append them to $OUT.
+tag() { python3 -c '
+import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("{"):
+        d = json.loads(line); d["peer"] = sys.argv[1]; print(json.dumps(d))' "$1" >>"$OUT"; }
+
+# The echo tool's name as URL serves it: `echo`, or the one qualified name ending in `__echo`
+# (a gateway may qualify its upstreams' names).
+echo_tool() {
+  "$BRIDGE" tools --json --url "$1" 2>/dev/null | python3 -c '
+import json, sys
+names = [t["name"] for t in json.load(sys.stdin)]
+hits = ["echo"] if "echo" in names else [n for n in names if n.endswith("__echo")]
+print(hits[0] if len(hits) == 1 else "")'
+}
+
+# measure PEER PORT CMD ARGS...: start the target, bench http://127.0.0.1:PORT/mcp, record the
+# target's peak RSS, stop it.
+measure() {
+  local peer=$1 port=$2
+  shift 2
+  local url=http://127.0.0.1:$port/mcp logfile=$WORK/$peer.log
+  log "$peer: $*"
+  start "$logfile" "$@"
+  local pid=$STARTED
+  if ! wait_listening "$pid" "$port"; then
+    log "$peer: skipped: not listening on $port; its output:"
+    sed 's/^/  | /' "$logfile" | tail -20 >&2
+    stop "$pid"
+    return 0
+  fi
+  local tool
+  tool=$(echo_tool "$url" || true)
+  if [ -z "$tool" ]; then
+    log "$peer: skipped: no single echo tool listed at $url"
+    stop "$pid"
+    return 0
+  fi
+  if "$BENCH" --http "$url" --tool "$tool" --n "$N" --concurrency 16 --sizes 16 "${EXTRA[@]}" \
+    >"$WORK/$peer.jsonl" 2>"$WORK/$peer.err"; then
+    tag "$peer" <"$WORK/$peer.jsonl"
+    echo "{\"scenario\":\"gateway_peak_rss\",\"kb\":$(peak_rss_kb "$pid" || echo null)}" | tag "$peer"
+  else
+    log "$peer: mcp-bench failed: $(tail -3 "$WORK/$peer.err")"
+  fi
+  stop "$pid"
+}
+
+port=$(free_port)
+measure direct "$port" "$ECHO" --http "127.0.0.1:$port"
+
+if "$BRIDGE" --help 2>&1 | grep -q 'mcp-bridge serve'; then
+  port=$(free_port)
+  measure mcp-bridge "$port" "$BRIDGE" serve --listen "http://127.0.0.1:$port/mcp" -- "$ECHO"
+else
+  log "mcp-bridge: skipped: $BRIDGE has no \`serve\` subcommand yet (its --help does not list it)"
+fi
+
+if [ -n "${MCP_SUPERGATEWAY_JS:-}" ] && [ -f "$MCP_SUPERGATEWAY_JS" ]; then
+  port=$(free_port)
+  measure supergateway "$port" "$MCP_NODE" "$MCP_SUPERGATEWAY_JS" --stdio "$ECHO" \
+    --outputTransport streamableHttp --stateful --port "$port"
+else
+  log "supergateway: skipped: MCP_SUPERGATEWAY_JS not in $PEERS_ENV (run scripts/install-peers)"
+fi
+
+if [ -n "${MCP_PROXY:-}" ] && [ -x "$MCP_PROXY" ]; then
+  port=$(free_port)
+  measure mcp-proxy "$port" "$MCP_PROXY" --host 127.0.0.1 --port "$port" -- "$ECHO"
+else
+  log "mcp-proxy: skipped: MCP_PROXY not in $PEERS_ENV (run scripts/install-peers)"
+fi
+
+# The bridge's footprint with 10 upstreams: a codex TOML of 10 echo_server stdio servers, a few
+# calls through it (to several upstreams), then its VmHWM.
+if "$BRIDGE" --help 2>&1 | grep -q 'mcp-bridge serve'; then
+  config=$WORK/ten.toml
+  for i in $(seq 0 9); do printf '[mcp_servers.echo%d]\ncommand = "%s"\n\n' "$i" "$ECHO"; done >"$config"
+  port=$(free_port)
+  url=http://127.0.0.1:$port/mcp
+  log "mcp-bridge fan-out: serve --config (10 echo_server upstreams)"
+  start "$WORK/fanout.log" "$BRIDGE" serve --listen "$url" --config "$config"
+  pid=$STARTED
+  if wait_listening "$pid" "$port"; then
+    tools=$("$BRIDGE" tools --json --url "$url" 2>/dev/null |
+      python3 -c 'import json, sys; print(" ".join(t["name"] for t in json.load(sys.stdin) if t["name"].endswith("__echo")))' || true)
+    calls=0
+    for tool in $tools; do
+      for _ in 1 2 3; do
+        "$BRIDGE" call "$tool" --args '{"text":"hello"}' --url "$url" >/dev/null 2>&1 && calls=$((calls + 1))
+      done
+    done
+    upstreams=$(echo "$tools" | wc -w)
+    [ "$upstreams" = 10 ] || log "mcp-bridge fan-out: $upstreams echo tools listed at $url, not 10"
+    echo "{\"scenario\":\"bridge_fanout_peak_rss\",\"upstreams\":10,\"echo_tools_listed\":$upstreams,\"calls\":$calls,\"kb\":$(peak_rss_kb "$pid" || echo null)}" | tag mcp-bridge
+  else
+    log "mcp-bridge fan-out: skipped: not listening on $port; its output:"
+    sed 's/^/  | /' "$WORK/fanout.log" | tail -20 >&2
+  fi
+  stop "$pid"
+fi
+
+log "results: $OUT"
+python3 - "$OUT" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+peers = list(dict.fromkeys(r["peer"] for r in rows))
+sizes = sorted({r["payload_bytes"] for r in rows if r["scenario"] == "echo"})
+def echo(peer, size, sequential):
+    return next((r for r in rows if r["peer"] == peer and r["scenario"] == "echo"
+                 and r["payload_bytes"] == size and (r["concurrency"] == 1) == sequential), None)
+def one(peer, scenario):
+    return next((r for r in rows if r["peer"] == peer and r["scenario"] == scenario), None)
+def num(x, fmt="{:.0f}"):
+    return "-" if x is None else fmt.format(x)
+
+conc = next((r["concurrency"] for r in rows if r["scenario"] == "echo" and r["concurrency"] != 1), "C")
+print(f"| target | bytes | seq calls/s | seq p50 µs | seq p99 µs | c={conc} calls/s | c={conc} p50 µs | c={conc} p99 µs | errors | startup p50 ms | gateway peak RSS KiB |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for p in peers:
+    st, rss = one(p, "startup"), one(p, "gateway_peak_rss")
+    for size in sizes:
+        s, c = echo(p, size, True), echo(p, size, False)
+        if not s:
+            continue
+        cells = [str(size), num(s["calls_per_s"]), num(s["p50_us"], "{:.1f}"), num(s["p99_us"], "{:.1f}"),
+                 num(c and c["calls_per_s"]), num(c and c["p50_us"], "{:.1f}"), num(c and c["p99_us"], "{:.1f}"),
+                 str(s["errors"] + (c["errors"] if c else 0)), num(st and st["p50_ms"], "{:.3f}"), num(rss and rss["kb"])]
+        print(f"| {p} | " + " | ".join(cells) + " |")
+
+for size in sizes:
+    modes = ((True, "sequential"), (False, f"concurrency {conc}"))
+    lines = []
+    for seq, label in modes:
+        b, d = echo("mcp-bridge", size, seq), echo("direct", size, seq)
+        if b and d:
+            lines.append(f"mcp-bridge adds over direct ({size} B, {label}): "
+                         f"p50 {b['p50_us'] - d['p50_us']:+.1f} µs, p99 {b['p99_us'] - d['p99_us']:+.1f} µs")
+    for peer in ("supergateway", "mcp-proxy"):
+        for seq, label in modes:
+            b, e = echo("mcp-bridge", size, seq), echo(peer, size, seq)
+            if b and e and e["calls_per_s"]:
+                lines.append(f"mcp-bridge calls/s ÷ {peer} ({size} B, {label}): {b['calls_per_s'] / e['calls_per_s']:.2f}x")
+    if lines:
+        print()
+        print("\n".join(lines))
+fan = one("mcp-bridge", "bridge_fanout_peak_rss")
+if fan:
+    print(f"\nmcp-bridge serve --config with 10 upstreams: peak RSS {fan['kb']} KiB after {fan['calls']} calls "
+          f"({fan['echo_tools_listed']} echo tools listed)")
+EOF
