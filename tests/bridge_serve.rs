@@ -556,3 +556,50 @@ fn a_shared_stdio_upstream_gets_an_error_for_a_request_no_single_client_caused()
     let done_a = a.next("tools/call");
     assert!(text_of(ok(&done_a)).contains("sampled by A"), "{done_a}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_list_change_reaches_every_downstream_session() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut upstream = Command::new(examples::example_path("conformance_server"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let dir = scratch("changes");
+    std::fs::write(dir.join("config.toml"), format!("[mcp_servers.c]\nurl = \"http://127.0.0.1:{port}/mcp\"\n")).unwrap();
+    let bridge = Bridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
+
+    let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
+    let watcher = {
+        use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+        let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url)).unwrap();
+        let options = mcpwire::client::ClientOptions::default()
+            .with_era(mcpwire::client::EraPolicy::Legacy)
+            .with_handler(move |n: mcpwire::proto::jsonrpc::Notification| {
+                let _ = tx.send(n.method);
+            });
+        mcpwire::client::Client::connect(transport, options).await.unwrap()
+    };
+    let caller = http_client(&bridge.url).await;
+    let before: Vec<String> = caller.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert!(!before.contains(&"mcp__c__test_dynamic_tool".to_owned()));
+    caller.call_tool("mcp__c__test_trigger_tool_change", None).await.unwrap();
+    let method = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let method = changes.recv().await.expect("the watcher's connection stays up");
+            if method == "notifications/tools/list_changed" {
+                return method;
+            }
+        }
+    })
+    .await
+    .expect("the other session is told within 10 s");
+    assert_eq!(method, "notifications/tools/list_changed");
+    let after: Vec<String> = watcher.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert!(after.contains(&"mcp__c__test_dynamic_tool".to_owned()), "{after:?}");
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+}
