@@ -42,8 +42,8 @@ use mcpwire::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, Complete, CompleteRequestParams, CompletionReference, ContentBlock,
     CreateMessageRequestParams, ElicitRequestParams, GetPrompt, GetPromptRequestParams, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingMessageNotificationParams, Prompt,
-    ReadResource, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Root,
-    Tool,
+    ReadResource, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+    ResultMeta, Root, Tool,
 };
 use mcpwire::server::forward::{ForwardFuture, Forwarded, Forwarder};
 use mcpwire::server::{ClientRequestError, Context, Server};
@@ -479,6 +479,8 @@ impl Gateway {
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
         self.metrics.record_call(&server, &tool, started.elapsed(), counted);
         let mut result = outcome.map_err(|e| upstream_error(&server, e))?;
+        result.result_type = None;
+        unstamp(&mut result.meta, &mut result.extra);
         if view.slug_of.contains_key(&server) {
             map_content_uris(&view, &server, &mut result);
         }
@@ -498,6 +500,7 @@ impl Gateway {
         let mut result: ReadResourceResult = with_caller(caller.id, set.request_on::<ReadResource>(&server, params))
             .await
             .map_err(|e| upstream_error(&server, e))?;
+        unstamp(&mut result.meta, &mut result.extra);
         if asked != uri {
             for contents in &mut result.contents {
                 match contents {
@@ -520,9 +523,10 @@ impl Gateway {
         params.meta = None;
         let set = self.set_for(&server, &context).await?;
         let caller = self.callers.enter(&context);
-        let result = with_caller(caller.id, set.request_on::<GetPrompt>(&server, params))
+        let mut result = with_caller(caller.id, set.request_on::<GetPrompt>(&server, params))
             .await
             .map_err(|e| upstream_error(&server, e))?;
+        unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
     }
 
@@ -553,7 +557,8 @@ impl Gateway {
         };
         params.meta = None;
         let set = self.set_for(&server, &context).await?;
-        let result = set.request_on::<Complete>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        let mut result = set.request_on::<Complete>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
     }
 }
@@ -620,6 +625,21 @@ fn upstream_error(server: &str, e: SetError) -> ErrorObject {
         error = with;
     }
     error
+}
+
+/// Takes off a result what was the upstream's to say, not ours: its identity (2026-07-28
+/// `_meta` serverInfo) and its era's stamps (`resultType`, `ttlMs`, `cacheScope`); the
+/// downstream server stamps its own where the downstream era has them.
+fn unstamp(meta: &mut Option<ResultMeta>, extra: &mut serde_json::Map<String, serde_json::Value>) {
+    if let Some(m) = meta {
+        m.server_info = None;
+        if m.related_task.is_none() && m.extra.is_empty() {
+            *meta = None;
+        }
+    }
+    for key in ["resultType", "ttlMs", "cacheScope"] {
+        extra.remove(key);
+    }
 }
 
 /// A progress callback that sends each upstream progress notification downstream, in order,

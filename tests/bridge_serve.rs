@@ -569,7 +569,8 @@ async fn an_upstream_list_change_reaches_every_downstream_session() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let dir = scratch("changes");
-    std::fs::write(dir.join("config.toml"), format!("[mcp_servers.c]\nurl = \"http://127.0.0.1:{port}/mcp\"\n")).unwrap();
+    std::fs::write(dir.join("config.toml"), format!("[mcp_servers.c]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"))
+        .unwrap();
     let bridge = Bridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
 
     let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
@@ -602,4 +603,68 @@ async fn an_upstream_list_change_reaches_every_downstream_session() {
     assert!(after.contains(&"mcp__c__test_dynamic_tool".to_owned()), "{after:?}");
     let _ = upstream.kill();
     let _ = upstream.wait();
+}
+
+/// The MCP inspector's CLI (`--cli`) against `url`: its JSON result.
+fn inspector(url: &str, args: &[&str]) -> Value {
+    let output = Command::new(support::peer("MCP_NODE"))
+        .arg(support::peer("MCP_INSPECTOR_CLI_JS"))
+        .args(["--cli", url])
+        .args(args)
+        .args(["--format", "json", "-q"])
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .expect("the inspector runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{args:?}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let line: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    line["result"].clone()
+}
+
+#[test]
+fn the_inspector_cli_lists_calls_reads_and_prompts_through_the_bridge_in_both_eras() {
+    let dir = scratch("inspector");
+    let web = support::everything_http("streamableHttp");
+    let config = three_upstreams(&dir, web.port);
+    let bridge = Bridge::start(&["--config", config.to_str().unwrap()]);
+    let tools = inspector(&bridge.url, &["--method", "tools/list"]);
+    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"mcp__memory__read_graph") && names.contains(&"mcp__web__get-sum"), "{names:?}");
+    let sum = inspector(
+        &bridge.url,
+        &["--method", "tools/call", "--tool-name", "mcp__web__get-sum", "--tool-args-json", r#"{"a":2,"b":3}"#],
+    );
+    assert!(text_of(&sum).contains('5'), "{sum}");
+    let prompt = inspector(
+        &bridge.url,
+        &["--method", "prompts/get", "--prompt-name", "mcp__everything__args-prompt", "--prompt-args", "city=Paris"],
+    );
+    assert!(prompt.to_string().contains("Paris"), "{prompt}");
+    let resources = inspector(&bridge.url, &["--method", "resources/list"]);
+    let uri = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .find(|u| u.starts_with("web+"))
+        .expect("a resource of web")
+        .to_owned();
+    let read = inspector(&bridge.url, &["--method", "resources/read", "--uri", &uri]);
+    assert_eq!(read["contents"][0]["uri"], uri.as_str(), "{read}");
+    // 2026-07-28 downstream, 2025-11-25 upstream: the result is the bridge's, not the upstream's.
+    let modern = inspector(
+        &bridge.url,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "mcp__everything__echo",
+            "--tool-arg",
+            "message=modern",
+            "--protocol-era",
+            "modern",
+        ],
+    );
+    assert!(text_of(&modern).contains("modern"), "{modern}");
+    assert_eq!(modern["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcp-bridge", "{modern}");
 }
