@@ -159,7 +159,7 @@ measure() {
 port=$(free_port)
 measure direct "$port" "$ECHO" --http "127.0.0.1:$port"
 
-if "$BRIDGE" --help 2>&1 | grep -q 'mcp-bridge serve'; then
+if "$BRIDGE" --help 2>&1 | grep -qE '^  serve '; then
   port=$(free_port)
   measure mcp-bridge "$port" "$BRIDGE" serve --listen "http://127.0.0.1:$port/mcp" -- "$ECHO"
 else
@@ -183,7 +183,7 @@ fi
 
 # The bridge's footprint with 10 upstreams: a codex TOML of 10 echo_server stdio servers, a few
 # calls through it (to several upstreams), then its VmHWM.
-if "$BRIDGE" --help 2>&1 | grep -q 'mcp-bridge serve'; then
+if "$BRIDGE" --help 2>&1 | grep -qE '^  serve '; then
   config=$WORK/ten.toml
   for i in $(seq 0 9); do printf '[mcp_servers.echo%d]\ncommand = "%s"\n\n' "$i" "$ECHO"; done >"$config"
   port=$(free_port)

@@ -134,7 +134,7 @@ fn merged_instructions(set: &ConnectionSet) -> Option<String> {
 
 /// Runs `serve` to its exit code.
 pub fn main(args: ServeArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("mcp-bridge: cannot start the runtime: {e}");
