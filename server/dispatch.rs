@@ -479,7 +479,7 @@ impl Dispatcher {
         // One future runs the handler and answers: aborting its task (the client cancelled)
         // drops the handler and sends nothing; a panic inside the handler is caught and
         // answered -32603.
-        let mut work = Box::pin(async move {
+        let work = Box::pin(async move {
             let joined = {
                 // The semaphore is never closed.
                 let _permit = semaphore.acquire_owned().await;
@@ -505,10 +505,19 @@ impl Dispatcher {
             let _ = peer.respond(&request_id, finish.finish(outcome)).await;
             drop(guard);
         });
-        // Polled once here, on the reader: a call that never waits (a permit is free, the tool
-        // answers at once, the transport takes the answer) costs no task and no hop. Anything
-        // that waits goes on in a task of its own, polled again from there (the no-op waker of
-        // this first poll is never relied on).
+        self.run_cancellable(id, serial, canceller, work);
+    }
+
+    /// Runs `work` (which answers request `id`) so that `notifications/cancelled` can stop it.
+    ///
+    /// Polled once here, on the reader: a call that never waits (a permit is free, the tool
+    /// answers at once, the transport takes the answer) costs no task and no hop. Anything that
+    /// waits goes on in a task of its own, polled again from there (the no-op waker of this
+    /// first poll is never relied on).
+    pub(super) fn run_cancellable<F>(&self, id: Id, serial: u64, canceller: Canceller, mut work: std::pin::Pin<Box<F>>)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         if poll_once(work.as_mut()).is_ready() {
             return;
         }

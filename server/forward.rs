@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use super::context::UntilInput;
 use super::dispatch::{
-    forget_running, input_required, invalid_params, panicked, poll_once, CatchUnwind, Dispatcher, Era,
+    forget_running, input_required, invalid_params, panicked, CatchUnwind, Dispatcher, Era,
 };
 use super::Context;
 use crate::peer::Peer;
@@ -173,7 +173,7 @@ impl Dispatcher {
         let peer = peer.clone();
         let request_id = id.clone();
         let finish = era.clone();
-        let mut work = Box::pin(async move {
+        let work = Box::pin(async move {
             let joined = {
                 let _permit = match semaphore {
                     Some(semaphore) => Some(semaphore.acquire_owned().await),
@@ -196,14 +196,7 @@ impl Dispatcher {
             let _ = peer.respond(&request_id, finish.finish(outcome)).await;
             drop(guard);
         });
-        if poll_once(work.as_mut()).is_ready() {
-            return;
-        }
-        let work = tokio::spawn(work);
-        self.running.lock().expect("running lock").insert(id.clone(), (serial, work.abort_handle(), canceller));
-        if work.is_finished() {
-            forget_running(&self.running, &id, serial);
-        }
+        self.run_cancellable(id, serial, canceller, work);
     }
 }
 
