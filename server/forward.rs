@@ -27,9 +27,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::context::UntilInput;
-use super::dispatch::{
-    forget_running, input_required, invalid_params, panicked, CatchUnwind, Dispatcher, Era,
-};
+use super::dispatch::{forget_running, input_required, invalid_params, panicked, CatchUnwind, Dispatcher, Era};
 use super::Context;
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, ErrorObject, Id};
