@@ -15,15 +15,14 @@
 //!
 //! How a stream ends, as [`Listening::ended`] reports it: the server's result
 //! (`Ok`, a graceful end); [`ClientError::Closed`] or [`ClientError::ServerExited`] when the
-//! connection ends; over HTTP, a stream the server drops is a [`ClientError::Rpc`] -32603
-//! ("the server ended the response stream without answering"). Nothing here re-opens a
-//! stream: that is the caller's choice (the connection set reconnects the server).
-//! A server without the method (-32601) makes [`Client::listen`] fail with
-//! [`ClientError::Rpc`], once.
+//! connection ends; [`ClientError::Rpc`] -32603 when the server tears it down with
+//! `notifications/cancelled` (the session core ends the request: "the server ended the
+//! subscription") and, over HTTP, when the server drops the stream ("the server ended the
+//! response stream without answering"). Nothing here re-opens a stream: that is the caller's
+//! choice (the connection set reconnects the server). A server without the method (-32601)
+//! makes [`Client::listen`] fail with [`ClientError::Rpc`], once.
 //!
-//! Not here: a server's `notifications/cancelled` ending the stream (the session core drops a
-//! cancellation naming a request of ours; the stream then ends with the connection), and the
-//! handshake era, where the session's notifications arrive without asking:
+//! Not here: the handshake era, where the session's notifications arrive without asking:
 //! [`Client::listen`] refuses there with [`ClientError::CapabilityNotSupported`].
 
 use std::collections::HashMap;

@@ -62,6 +62,9 @@ pub struct Progress {
 /// A callback receiving progress for one request.
 pub type ProgressCallback = Box<dyn Fn(Progress) + Send + Sync>;
 
+/// A callback told a request's id before the request goes out ([`Peer::request_noting_id`]).
+pub type IdCallback = Box<dyn FnOnce(&Id) + Send>;
+
 /// Why a request got no result.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -364,7 +367,7 @@ impl<T: Transport> Peer<T> {
         method: &'a str,
         params: Option<Body>,
         options: RequestOptions,
-        on_id: Box<dyn FnOnce(&Id) + Send>,
+        on_id: IdCallback,
     ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
         self.request_inner(method, params, options, None, None, Some(on_id))
     }
@@ -409,7 +412,7 @@ impl<T: Transport> Peer<T> {
         options: RequestOptions,
         on_progress: Option<ProgressCallback>,
         related: Option<&Id>,
-        on_id: Option<Box<dyn FnOnce(&Id) + Send>>,
+        on_id: Option<IdCallback>,
     ) -> Result<Body, RequestError> {
         let mut options = options;
         // Past the in-flight cap, wait for a slot: the wait counts against the request's timeout.
