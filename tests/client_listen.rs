@@ -2,7 +2,8 @@
 //! Streamable HTTP (a tool that adds a tool through the server handle; the client's handler
 //! hears `notifications/tools/list_changed` on the stream, its list cache is evicted, dropping
 //! the handle ends the stream at the server; the connection set's catalog follows), the Python
-//! SDK 2.3 `MCPServer` over stdio and over HTTP (its `grow` tool changes the tool list). A
+//! SDK 2.3 `MCPServer` over stdio and over HTTP (its `grow` tool changes the tool list), the
+//! TypeScript SDK v2 server over stdio (acknowledged, then cancelled cleanly). A
 //! server without the method: `tests/http_client_stateless.rs`.
 
 mod support;
@@ -283,4 +284,29 @@ async fn the_python_sdk_server_is_heard_on_a_listen_stream_over_stdio_and_http()
     let ended = tokio::time::timeout(WITHIN, listening.ended()).await.expect("the stream ended");
     let err = ended.unwrap_err();
     assert!(err.rpc_error().is_some_and(|e| e.code.0 == -32603), "{err}");
+}
+
+/// The TypeScript SDK v2's server over stdio: it acknowledges the stream (its tools cannot
+/// change the tool list, so no change is heard), the cancellation is taken cleanly, and the
+/// connection answers calls after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_typescript_sdk_v2_server_acknowledges_a_listen_stream_and_takes_its_cancellation() {
+    let command = ChildCommand::new(support::peer("MCP_NODE"))
+        .arg(support::repo_path("tests/peers/ts2_server.mjs").to_string_lossy().into_owned())
+        .env("MCP_TS2_DIR", support::peer("MCP_TS2_DIR"));
+    let (options, mut rx) = heard();
+    let client = Client::spawn(command, options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    for round in 0..2 {
+        let listening = client.listen(tools_only()).await.unwrap();
+        assert_eq!(listening.agreed().tools_list_changed, Some(true), "round {round}");
+        let id = listening.id().clone();
+        wait_for(&mut rx, "notifications/subscriptions/acknowledged", &id).await;
+        assert!(!listening.is_finished());
+        drop(listening);
+        let echoed = client.call_tool("echo", json!({"text": "still here"}).as_object().cloned()).await.unwrap();
+        assert_ne!(echoed.is_error, Some(true), "{echoed:?}");
+    }
+    assert!(client.exit_status().is_none(), "the server took both cancellations and runs on");
+    client.close().await.unwrap();
 }
