@@ -3,7 +3,8 @@
 //! hears `notifications/tools/list_changed` on the stream, its list cache is evicted, dropping
 //! the handle ends the stream at the server; the connection set's catalog follows), the Python
 //! SDK 2.3 `MCPServer` over stdio and over HTTP (its `grow` tool changes the tool list), the
-//! TypeScript SDK v2 server over stdio (acknowledged, then cancelled cleanly). A
+//! TypeScript SDK v2 server over stdio (acknowledged, then cancelled cleanly); the connection
+//! set listening again after an HTTP server comes back. A
 //! server without the method: `tests/http_client_stateless.rs`.
 
 mod support;
@@ -224,8 +225,17 @@ impl Drop for PythonHttp {
     }
 }
 
+/// Held by each test that runs Python servers over HTTP: a port found free and released can be
+/// found free again by a concurrent test, and one of them restarts its server on its port.
+static PYTHON_HTTP_PORTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn python_http() -> PythonHttp {
+    // Its own statement: the probe listener must be closed before the server binds the port.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    python_http_on(port)
+}
+
+fn python_http_on(port: u16) -> PythonHttp {
     let child = std::process::Command::new(support::peer("MCP_PYTHON"))
         .arg(support::repo_path("tests/peers/py_mrtr_server.py"))
         .args(["--http", &port.to_string()])
@@ -265,6 +275,7 @@ async fn the_python_sdk_server_is_heard_on_a_listen_stream_over_stdio_and_http()
     let client = Client::spawn(python_server(), options).await.unwrap();
     python_listens(client, rx, "sprout").await;
 
+    let _ports = PYTHON_HTTP_PORTS.lock().await;
     let python = python_http();
     let (options, rx) = heard();
     let transport = HttpClientTransport::new(HttpClientConfig::new(python.url.clone())).unwrap();
@@ -309,4 +320,37 @@ async fn the_typescript_sdk_v2_server_acknowledges_a_listen_stream_and_takes_its
     }
     assert!(client.exit_status().is_none(), "the server took both cancellations and runs on");
     client.close().await.unwrap();
+}
+
+/// A 2026-07-28 server over HTTP has no session whose end would tell the set it went away: its
+/// listen stream ending does. The set reconnects, lists and listens again, and hears the new
+/// process's changes.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_connection_set_listens_again_after_the_server_comes_back() {
+    let _ports = PYTHON_HTTP_PORTS.lock().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let python = python_http_on(port);
+    let toml = format!("[mcp_servers.grower]\nurl = {}\n", serde_json::to_string(&python.url).unwrap());
+    let config = McpConfig::from_toml(&toml, "test.toml").unwrap();
+    let options = SetOptions::default().with_refresh_debounce(Duration::from_millis(20)).with_backoff(
+        Duration::from_millis(100),
+        Duration::from_millis(500),
+        40,
+    );
+    let (options, mut events) = options.with_event_channel();
+    let set = ConnectionSet::new(config, options);
+    set.start().await.unwrap();
+    drop(python);
+    wait_for_event(&mut events, |e| {
+        matches!(e, SetEvent::Disconnected { server, reason } if server == "grower" && reason.contains("subscriptions/listen"))
+    })
+    .await;
+    let _python = python_http_on(port);
+    wait_for_event(&mut events, |e| matches!(e, SetEvent::Reconnected { server } if server == "grower")).await;
+    // The relisting after the reconnect.
+    wait_for_event(&mut events, |e| matches!(e, SetEvent::CatalogChanged { server } if server == "grower")).await;
+    set.call_tool("mcp__grower__grow", named("again"), None).await.unwrap();
+    wait_for_event(&mut events, |e| matches!(e, SetEvent::CatalogChanged { server } if server == "grower")).await;
+    assert_eq!(set.resolve("mcp__grower__again"), Some(("grower".to_owned(), "again".to_owned())));
+    set.shutdown().await;
 }
