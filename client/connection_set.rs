@@ -1787,6 +1787,7 @@ async fn list_all(conn: &Conn) -> Result<Listing, ClientError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn qualified_names_are_reduced_bounded_and_unique() {
@@ -1827,6 +1828,18 @@ mod tests {
         assert_eq!(fnv1a(b""), 0x811c9dc5);
         assert_eq!(fnv1a(b"a"), 0xe40c292c);
         assert_eq!(fnv1a(b"foobar"), 0xbf9cf968);
+    }
+
+    #[test]
+    fn the_list_changes_listened_for_are_those_advertised_or_all_when_unknown() {
+        let caps = |v: serde_json::Value| serde_json::from_value::<ServerCapabilities>(v).unwrap();
+        let filter = |c| serde_json::to_value(list_changes_filter(&c)).unwrap();
+        let advertised =
+            caps(json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {"listChanged": true}}));
+        assert_eq!(filter(advertised), json!({"toolsListChanged": true, "resourcesListChanged": true}));
+        let all = json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true});
+        assert_eq!(filter(caps(json!({"tools": {}}))), all, "none advertised: all three");
+        assert_eq!(filter(caps(json!({}))), all, "adopted without discovery: nothing known");
     }
 
     #[test]
