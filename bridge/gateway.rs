@@ -470,11 +470,18 @@ impl Gateway {
         let _caller = self.callers.enter(&context);
         let caller = _caller.id;
         let mut options = SetCallOptions::default().with_timeout(self.timeout);
+        let mut relay = None;
         if context.meta().is_some_and(|m| m.progress_token.is_some()) {
-            options = options.with_progress(relay_progress(context.clone()));
+            let (callback, queue) = relay_progress(context.clone());
+            options = options.with_progress(callback);
+            relay = Some(queue);
         }
         let started = Instant::now();
         let outcome = with_caller(caller, set.call_tool_with(&server, &tool, params.arguments, options)).await;
+        if let Some(queue) = &relay {
+            // Progress sent by the upstream before its result reaches the client before ours.
+            flush(queue).await;
+        }
         let failed = outcome.as_ref().map_or(true, |r| r.is_error == Some(true));
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
         self.metrics.record_call(&server, &tool, started.elapsed(), counted);
@@ -642,18 +649,47 @@ fn unstamp(meta: &mut Option<ResultMeta>, extra: &mut serde_json::Map<String, se
     }
 }
 
+/// What the progress relay's task is given: a notification to send, or a flush to answer once
+/// everything before it is sent.
+enum Relayed {
+    Progress(mcpwire::peer::Progress),
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 /// A progress callback that sends each upstream progress notification downstream, in order,
-/// under the downstream request's own token.
-fn relay_progress(context: Context) -> impl Fn(mcpwire::peer::Progress) + Send + Sync + 'static {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<mcpwire::peer::Progress>();
+/// under the downstream request's own token; and the relay's queue, so that the caller can wait
+/// for every notification to be sent before the result goes out ([`flush`]).
+fn relay_progress(
+    context: Context,
+) -> (impl Fn(mcpwire::peer::Progress) + Send + Sync + 'static, tokio::sync::mpsc::UnboundedSender<Relayed>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Relayed>();
     tokio::spawn(async move {
-        while let Some(p) = rx.recv().await {
-            let progress = p.progress.as_f64().unwrap_or_default();
-            let _ = context.progress(progress, p.total.and_then(|t| t.as_f64()), p.message).await;
+        while let Some(relayed) = rx.recv().await {
+            match relayed {
+                Relayed::Progress(p) => {
+                    let progress = p.progress.as_f64().unwrap_or_default();
+                    let _ = context.progress(progress, p.total.and_then(|t| t.as_f64()), p.message).await;
+                }
+                Relayed::Flush(done) => {
+                    let _ = done.send(());
+                }
+            }
         }
     });
-    move |p| {
-        let _ = tx.send(p);
+    let queue = tx.clone();
+    (
+        move |p| {
+            let _ = tx.send(Relayed::Progress(p));
+        },
+        queue,
+    )
+}
+
+/// Waits until the relay has sent every notification queued so far.
+async fn flush(queue: &tokio::sync::mpsc::UnboundedSender<Relayed>) {
+    let (done, sent) = tokio::sync::oneshot::channel();
+    if queue.send(Relayed::Flush(done)).is_ok() {
+        let _ = sent.await;
     }
 }
 

@@ -20,6 +20,11 @@
 //!
 //! Staying healthy: `notifications/{tools,resources,prompts}/list_changed` re-lists that server
 //! (debounced, [`SetOptions::refresh_debounce`]) and emits [`SetEvent::CatalogChanged`]. A
+//! 2026-07-28 server sends those only on a `subscriptions/listen` stream: the set opens one
+//! for each such connection, right after connecting and before listing it (for the list
+//! changes its capabilities advertise with `listChanged`, or all three when it advertises
+//! none), and cancels it with the connection; a stream that ends while its connection lasts
+//! counts as the connection's end (reconnect, list, listen again). A
 //! server whose connection ends (a stdio child that exits, an HTTP session the server forgot)
 //! is restarted from its recipe with exponential backoff and listed again; calls in flight on it
 //! fail with [`SetError::Disconnected`] and are never replayed. [`ConnectionSet::shutdown`]
@@ -62,13 +67,13 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::config::{ApprovalMode, McpConfig, ServerConfig, TransportConfig, DEFAULT_ENV_VARS};
-use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Progress};
+use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening, Progress};
 use crate::proto::jsonrpc::{ErrorObject, Notification};
 use crate::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, Implementation, ListPrompts, ListPromptsRequestParams, ListResourceTemplates,
     ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method, Prompt, RequestMeta,
-    Resource, ResourceTemplate, Root, ServerCapabilities, Tool,
+    Resource, ResourceTemplate, Root, ServerCapabilities, SubscriptionFilter, Tool,
 };
 use crate::proto::session::RequestOptions;
 use crate::proto::version::ProtocolVersion;
@@ -802,6 +807,31 @@ impl Conn {
     async fn notify_roots_changed(&self) -> Result<(), ClientError> {
         on!(self, c => c.notify_roots_changed().await)
     }
+
+    /// Opens the `subscriptions/listen` stream that carries a 2026-07-28 server's list
+    /// changes; `None` in the handshake era, where they arrive on the session.
+    async fn listen_for_list_changes(&self) -> Option<Result<Listening, ClientError>> {
+        if self.protocol_version().has_initialize_handshake() {
+            return None;
+        }
+        let filter = list_changes_filter(self.capabilities());
+        Some(on!(self, c => c.listen(filter).await))
+    }
+}
+
+/// The list changes to listen for: those the server advertises with `listChanged`, or all
+/// three when it advertises none of them (a server adopted without discovery says nothing).
+fn list_changes_filter(caps: &ServerCapabilities) -> SubscriptionFilter {
+    let tools = caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true);
+    let prompts = caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true);
+    let resources = caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true);
+    let unknown = !(tools || prompts || resources);
+    SubscriptionFilter {
+        tools_list_changed: (tools || unknown).then_some(true),
+        prompts_list_changed: (prompts || unknown).then_some(true),
+        resources_list_changed: (resources || unknown).then_some(true),
+        ..SubscriptionFilter::default()
+    }
 }
 
 /// What a server offers, as last listed.
@@ -1385,10 +1415,10 @@ async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>) -> bool {
             shared.emit(SetEvent::Cancelled { server: name });
             false
         }
-        Some(Ok(Ok((conn, listing)))) => {
+        Some(Ok(Ok((conn, listing, listening)))) => {
             let version = conn.protocol_version();
             let tools = listing.tools.len();
-            install(shared, slot, conn, listing, elapsed);
+            install(shared, slot, conn, listing, listening, elapsed);
             shared.emit(SetEvent::Ready { server: name, protocol_version: version, tools, elapsed });
             true
         }
@@ -1408,8 +1438,18 @@ async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>) -> bool {
     }
 }
 
-/// Makes `conn` the slot's connection and watches it.
-fn install(shared: &Arc<Shared>, slot: &Arc<Slot>, conn: Conn, listing: Listing, elapsed: Duration) {
+/// Makes `conn` the slot's connection and watches it, and its listen stream when it has one:
+/// the stream ending while the connection lasts is the connection's end too (a 2026-07-28
+/// server over HTTP has no session whose end would otherwise tell), so the server is
+/// reconnected, listed and listened to again.
+fn install(
+    shared: &Arc<Shared>,
+    slot: &Arc<Slot>,
+    conn: Conn,
+    listing: Listing,
+    listening: Option<Listening>,
+    elapsed: Duration,
+) {
     let mut s = slot.lock();
     if shared.shut_down.load(Ordering::Acquire) {
         drop(s);
@@ -1443,10 +1483,34 @@ fn install(shared: &Arc<Shared>, slot: &Arc<Slot>, conn: Conn, listing: Listing,
     let slot_ref = slot.clone();
     s.watcher = Some(
         tokio::spawn(async move {
-            watched.closed().await;
-            watched.wait_for_exit(EXIT_GRACE).await;
+            // Aborting this task drops the listen stream, which cancels it upstream.
+            let stream_ended = async move {
+                match listening {
+                    Some(listening) => Some(listening.ended().await),
+                    None => std::future::pending().await,
+                }
+            };
+            let stream_end = tokio::select! {
+                biased;
+                () = watched.closed() => None,
+                Some(end) = stream_ended => Some(end),
+            };
+            let reason = match stream_end {
+                Some(Ok(_)) => "the server ended the subscriptions/listen stream".to_owned(),
+                // The stream ended because the connection did (a stdio child that exited):
+                // say why the connection did.
+                Some(Err(e))
+                    if !(e.is_disconnected() && tokio::time::timeout(EXIT_GRACE, watched.closed()).await.is_ok()) =>
+                {
+                    format!("the subscriptions/listen stream ended: {e}")
+                }
+                _ => {
+                    watched.wait_for_exit(EXIT_GRACE).await;
+                    watched.end_reason()
+                }
+            };
             if let Some(shared) = weak.upgrade() {
-                connection_lost(&shared, &slot_ref, generation, watched.end_reason());
+                connection_lost(&shared, &slot_ref, generation, reason);
             }
         })
         .abort_handle(),
@@ -1509,8 +1573,8 @@ async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
         }
         let started = Instant::now();
         match tokio::time::timeout(slot.config.startup_timeout, connect(shared, slot)).await {
-            Ok(Ok((conn, listing))) => {
-                install(shared, slot, conn, listing, started.elapsed());
+            Ok(Ok((conn, listing, listening))) => {
+                install(shared, slot, conn, listing, listening, started.elapsed());
                 shared.rebuild_catalog();
                 shared.emit(SetEvent::Reconnected { server: name.clone() });
                 shared.emit(SetEvent::CatalogChanged { server: name });
@@ -1602,8 +1666,11 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
     shared.track(handle.abort_handle());
 }
 
-/// Starts the server from its recipe: spawn or connect, `initialize`, list.
-async fn connect(shared: &Arc<Shared>, slot: &Arc<Slot>) -> Result<(Conn, Listing), String> {
+/// Starts the server from its recipe: spawn or connect, `initialize` (or discovery), then in
+/// the 2026-07-28 era the listen stream, acknowledged before the listing so that no change
+/// falls between the two; then list. A server that refuses the stream (-32601) is used without
+/// it: its catalog is then refreshed only when it reconnects.
+async fn connect(shared: &Arc<Shared>, slot: &Arc<Slot>) -> Result<(Conn, Listing, Option<Listening>), String> {
     let config = &slot.config;
     let options = client_options(shared, slot);
     let conn = match &config.transport {
@@ -1650,8 +1717,16 @@ async fn connect(shared: &Arc<Shared>, slot: &Arc<Slot>) -> Result<(Conn, Listin
             Conn::InProcess(Client::connect(connector.connect(), options).await.map_err(|e| e.to_string())?)
         }
     };
+    let listening = match conn.listen_for_list_changes().await {
+        Some(Ok(listening)) => Some(listening),
+        Some(Err(e)) if e.is_disconnected() => {
+            conn.close().await;
+            return Err(e.to_string());
+        }
+        Some(Err(_)) | None => None,
+    };
     match list_all(&conn).await {
-        Ok(listing) => Ok((conn, listing)),
+        Ok(listing) => Ok((conn, listing, listening)),
         Err(e) => {
             conn.close().await;
             Err(e.to_string())
@@ -1712,6 +1787,7 @@ async fn list_all(conn: &Conn) -> Result<Listing, ClientError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn qualified_names_are_reduced_bounded_and_unique() {
@@ -1752,6 +1828,18 @@ mod tests {
         assert_eq!(fnv1a(b""), 0x811c9dc5);
         assert_eq!(fnv1a(b"a"), 0xe40c292c);
         assert_eq!(fnv1a(b"foobar"), 0xbf9cf968);
+    }
+
+    #[test]
+    fn the_list_changes_listened_for_are_those_advertised_or_all_when_unknown() {
+        let caps = |v: serde_json::Value| serde_json::from_value::<ServerCapabilities>(v).unwrap();
+        let filter = |c| serde_json::to_value(list_changes_filter(&c)).unwrap();
+        let advertised =
+            caps(json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {"listChanged": true}}));
+        assert_eq!(filter(advertised), json!({"toolsListChanged": true, "resourcesListChanged": true}));
+        let all = json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true});
+        assert_eq!(filter(caps(json!({"tools": {}}))), all, "none advertised: all three");
+        assert_eq!(filter(caps(json!({}))), all, "adopted without discovery: nothing known");
     }
 
     #[test]

@@ -69,6 +69,9 @@
 //! handlers are built and run inside `with_caller(that caller)`, so [`current_caller`] in them
 //! names it (and is `None` when nobody could be named).
 //!
+//! 2026-07-28 servers send list-changed and resource-updated notifications only on a
+//! `subscriptions/listen` stream: [`Client::listen`] opens one ([`Listening`]; see `listen`).
+//!
 //! Not here: reconnecting, and the connection set over many servers.
 
 pub mod config;
@@ -76,6 +79,7 @@ pub mod connection_set;
 mod era;
 mod error;
 mod handlers;
+mod listen;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -91,6 +95,7 @@ pub use error::ClientError;
 pub use handlers::{
     ElicitationHandler, ElicitationModes, HandlerFuture, RootsHandler, SamplingHandler, ServerNotification,
 };
+pub use listen::Listening;
 
 use crate::peer::{sync_with_caller_opt, with_caller_opt, Handler, Peer, RequestError};
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id, Notification, Request};
@@ -406,6 +411,8 @@ struct ClientPeerHandler {
     running: Arc<Mutex<HashMap<Id, tokio::task::AbortHandle>>>,
     /// Evicted by the list-changed notifications.
     cache: Arc<Mutex<ListCache>>,
+    /// `subscriptions/listen` requests waiting for their acknowledgement.
+    acks: Arc<listen::AwaitedAcks>,
 }
 
 /// List pages kept while their `ttlMs` lasts, by method and cursor.
@@ -572,6 +579,7 @@ impl<T: Transport> Handler<T> for ClientPeerHandler {
         if notification.method.ends_with("/list_changed") {
             self.cache.lock().expect("never poisoned").evict_for(&notification.method);
         }
+        self.acks.on_notification(&notification);
         if let Some(handler) = &self.handler {
             handler.on_notification(notification);
         }
@@ -613,6 +621,8 @@ struct Inner<T: Transport> {
     max_input_rounds: usize,
     /// List pages reusable while their `ttlMs` lasts.
     cache: Arc<Mutex<ListCache>>,
+    /// `subscriptions/listen` requests waiting for their acknowledgement.
+    acks: Arc<listen::AwaitedAcks>,
 }
 
 /// The host's handlers, as the MRTR loop calls them.
@@ -807,6 +817,7 @@ impl<T: Transport> Client<T> {
         // A roots handler takes precedence: the static list is then not kept at all.
         let roots = options.roots.clone().filter(|_| options.roots_handler.is_none()).map(|r| Arc::new(RwLock::new(r)));
         let cache = Arc::new(Mutex::new(ListCache::default()));
+        let acks = Arc::new(listen::AwaitedAcks::default());
         let handler = ClientPeerHandler {
             handler: options.handler.clone(),
             sampling: options.sampling.clone(),
@@ -815,6 +826,7 @@ impl<T: Transport> Client<T> {
             roots_handler: options.roots_handler.clone(),
             running: Arc::default(),
             cache: cache.clone(),
+            acks: acks.clone(),
         };
         // A probe goes out statelessly; the session gets its handshake gate back if the server
         // does not take it.
@@ -876,6 +888,7 @@ impl<T: Transport> Client<T> {
                     inputs,
                     max_input_rounds: options.max_input_rounds,
                     cache,
+                    acks,
                 }),
             }),
             Err(e) => {

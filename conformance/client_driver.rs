@@ -24,10 +24,13 @@
 //! do not fit the type (a test of the server's validation) go through [`Client::request_raw`]. A request whose response was recorded before the
 //! client's next message is awaited before going on; the others run concurrently, and a
 //! recorded `notifications/cancelled` drops the call's future (which is how our client
-//! cancels). Other notifications have no typed API: they are sent as recorded on the
+//! cancels). `subscriptions/listen` goes through [`Client::listen`]; a stream the recording
+//! leaves open is dropped at its end. Other notifications have no typed API: they are sent as recorded on the
 //! transport. Server requests are answered by the client itself: `ping`, and `roots/list`,
 //! `sampling/createMessage`, `elicitation/create` by the handlers declared for what the recorded
-//! client declared, which give the recorded client's answers (see [`Answers`]).
+//! client declared, which give the recorded client's answers (see [`Answers`]), those of the
+//! recorded `inputResponses` (2026-07-28) included; the recorded retries that carried them are
+//! not issued, since the client's multi-round loop sends its own.
 //!
 //! What a client through its API cannot send is not sent, and each is named on stderr (`not
 //! issued: seq N: why`). On HTTP recordings these are the exchanges the recorded server refused
@@ -56,7 +59,7 @@ use mcpwire::proto::mcp_types::{
     self as types, CallTool, CancelTask, ClientCapabilities, Complete, CreateMessage, CreateMessageRequestParams,
     CreateMessageResult, Elicit, ElicitRequestParams, ElicitResult, GetPrompt, GetTask, GetTaskPayload, Implementation,
     ListPrompts, ListResourceTemplates, ListResources, ListRoots, ListRootsResult, ListTasks, ListTools, Method, Ping,
-    ReadResource, SetLevel, Subscribe, Unsubscribe,
+    ReadResource, SetLevel, Subscribe, SubscriptionsListen, SubscriptionsListenRequestParams, Unsubscribe,
 };
 use mcpwire::proto::session::RequestOptions;
 use mcpwire::proto::version::ProtocolVersion;
@@ -122,6 +125,29 @@ type Answer = (String, Value, Result<Value, Value>, bool);
 impl Answers {
     fn from_recording(all: &[(Dir, Step)]) -> Answers {
         let mut entries = Vec::new();
+        // 2026-07-28: the input requests of an `input_required` result, by key, and the
+        // answers the client's retry carried under the same keys.
+        let mut asked: HashMap<String, (String, Value)> = HashMap::new();
+        for (dir, step) in all {
+            match dir {
+                Dir::ServerToClient => {
+                    let Some(requests) = step.msg["result"]["inputRequests"].as_object() else { continue };
+                    for (key, request) in requests {
+                        let Some(method) = request["method"].as_str() else { continue };
+                        let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+                        asked.insert(key.clone(), (method.to_owned(), params));
+                    }
+                }
+                Dir::ClientToServer => {
+                    let Some(responses) = step.msg["params"]["inputResponses"].as_object() else { continue };
+                    for (key, response) in responses {
+                        if let Some((method, params)) = asked.remove(key) {
+                            entries.push((method, params, Ok(response.clone()), false));
+                        }
+                    }
+                }
+            }
+        }
         for (n, (dir, step)) in all.iter().enumerate() {
             let (Dir::ServerToClient, Some(method), Some(id)) = (dir, step.msg["method"].as_str(), step.msg.get("id"))
             else {
@@ -213,6 +239,9 @@ async fn dispatch<T: Transport>(client: Client<T>, method: String, params: Value
             })*
         };
     }
+    if method == SubscriptionsListen::NAME {
+        return listen(&client, params).await;
+    }
     table!(
         Ping,
         ListTools,
@@ -233,6 +262,22 @@ async fn dispatch<T: Transport>(client: Client<T>, method: String, params: Value
         UnknownMethod,
     );
     Err(NotSent(format!("no method type for {method} in the driver's table")))
+}
+
+/// `subscriptions/listen` through [`Client::listen`]: the stream stays open until the server
+/// ends it or the call is dropped (a recorded `notifications/cancelled`, or the end of the
+/// recording, where the recorded client let go of it).
+async fn listen<T: Transport>(client: &Client<T>, params: Value) -> Result<Outcome, NotSent> {
+    let params: SubscriptionsListenRequestParams = serde_json::from_value(params)
+        .map_err(|e| NotSent(format!("params do not fit SubscriptionsListenRequestParams: {e}")))?;
+    let listening = match client.listen(params.notifications).await {
+        Ok(listening) => listening,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    Ok(match listening.ended().await {
+        Ok(result) => serde_json::to_value(result).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    })
 }
 
 fn usage() -> ExitCode {
@@ -396,6 +441,9 @@ async fn run<T: Transport>(client: Client<T>, all: &[(Dir, Step)], mut not_sent:
                     s.msg["method"].as_str(),
                     Some("initialize" | "notifications/initialized" | "server/discover")
                 )
+                // A 2026-07-28 retry of an `input_required` request: our client's loop sends it.
+                && s.msg["params"].get("inputResponses").is_none()
+                && s.msg["params"].get("requestState").is_none()
         })
         .map(|(_, s)| s)
         .collect();
@@ -461,6 +509,12 @@ async fn run<T: Transport>(client: Client<T>, all: &[(Dir, Step)], mut not_sent:
         }
     }
     for (_, (seq, method, task)) in pending {
+        if method == SubscriptionsListen::NAME {
+            // Left open by the recorded client: let go of it, as it did.
+            task.abort();
+            outcomes.push((seq, method, Ok(Err("left open to the end".into()))));
+            continue;
+        }
         let outcome = match tokio::time::timeout(Duration::from_secs(30), task).await {
             Ok(joined) => joined.unwrap_or_else(|e| Err(NotSent(e.to_string()))),
             Err(_) => Ok(Err("no response within 30 s".into())),

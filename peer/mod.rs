@@ -62,6 +62,9 @@ pub struct Progress {
 /// A callback receiving progress for one request.
 pub type ProgressCallback = Box<dyn Fn(Progress) + Send + Sync>;
 
+/// A callback told a request's id before the request goes out ([`Peer::request_noting_id`]).
+pub type IdCallback = Box<dyn FnOnce(&Id) + Send>;
+
 /// Why a request got no result.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -346,7 +349,27 @@ impl<T: Transport> Peer<T> {
     ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
         // Not an `async fn` wrapping the inner one: that would copy the arguments and the inner
         // future into a second, larger future on every call.
-        self.request_inner(method, params, options, None, None)
+        self.request_inner(method, params, options, None, None, None)
+    }
+
+    /// Like [`Peer::request`], calling `on_id` with the request's id once it is allocated and
+    /// before the request goes out (while the session's lock is held: keep it short), so that
+    /// the caller can recognise what the peer sends about the request before it is answered
+    /// (a `subscriptions/listen` acknowledgement).
+    ///
+    /// # Cancel safety
+    /// As [`Peer::request`].
+    ///
+    /// # Errors
+    /// As [`Peer::request`].
+    pub fn request_noting_id<'a>(
+        &'a self,
+        method: &'a str,
+        params: Option<Body>,
+        options: RequestOptions,
+        on_id: IdCallback,
+    ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
+        self.request_inner(method, params, options, None, None, Some(on_id))
     }
 
     /// Like [`Peer::request`], routing progress notifications for it to `on_progress`.
@@ -360,7 +383,7 @@ impl<T: Transport> Peer<T> {
         options: RequestOptions,
         on_progress: Option<ProgressCallback>,
     ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
-        self.request_inner(method, params, options, on_progress, None)
+        self.request_inner(method, params, options, on_progress, None, None)
     }
 
     /// Like [`Peer::request`], for a request made on behalf of the peer's request `related`
@@ -379,7 +402,7 @@ impl<T: Transport> Peer<T> {
         options: RequestOptions,
         related: &'a Id,
     ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
-        self.request_inner(method, params, options, None, Some(related))
+        self.request_inner(method, params, options, None, Some(related), None)
     }
 
     async fn request_inner(
@@ -389,6 +412,7 @@ impl<T: Transport> Peer<T> {
         options: RequestOptions,
         on_progress: Option<ProgressCallback>,
         related: Option<&Id>,
+        on_id: Option<IdCallback>,
     ) -> Result<Body, RequestError> {
         let mut options = options;
         // Past the in-flight cap, wait for a slot: the wait counts against the request's timeout.
@@ -409,6 +433,9 @@ impl<T: Transport> Peer<T> {
             }
             let id = core.session.send_request_with(method, params, now(), options).map_err(RequestError::Session)?;
             core.waiters.insert(id.clone(), Waiter { done, timeout, progress: on_progress, caller });
+            if let Some(on_id) = on_id {
+                on_id(&id);
+            }
             let deadline = core.session.poll_timeout();
             let wake_timer = deadline.is_some() && (core.timer_deadline.is_none() || deadline < core.timer_deadline);
             (id, core.drain(), wake_timer)

@@ -16,7 +16,8 @@
 //!   dropped quietly (the last [`Limits::max_remembered_abandoned`] such ids are remembered);
 //! - tracks incoming requests in flight: a duplicate id is answered with -32600, a response to
 //!   an id no longer in flight (cancelled by the peer) is not sent;
-//! - cancellation both ways (`notifications/cancelled`); `initialize` is never cancelled;
+//! - cancellation both ways (`notifications/cancelled`); `initialize` is never cancelled; a
+//!   server's cancellation of our `subscriptions/listen` (2026-07-28) ends it with -32603;
 //! - routes `notifications/progress` to the request that owns the token (`_meta.progressToken`);
 //! - the 2024-11-05 … 2025-11-25 lifecycle (`initialize`, `notifications/initialized`), or no
 //!   handshake at all in [`Mode::Stateless`] (2026-07-28); a session that has not started a
@@ -73,6 +74,8 @@ use crate::proto::jsonrpc::{
 use crate::proto::version::ProtocolVersion;
 
 const INITIALIZE: &str = "initialize";
+/// The long-lived 2026-07-28 request a server may end with `notifications/cancelled`.
+const LISTEN: &str = "subscriptions/listen";
 const INITIALIZED: &str = "notifications/initialized";
 const CANCELLED: &str = "notifications/cancelled";
 const PROGRESS: &str = "notifications/progress";
@@ -907,7 +910,7 @@ impl Session {
                 // A task cancellation or a request no longer in flight: nothing to do.
                 Ok(CancelledParams { request_id: None, .. }) => {}
                 Ok(CancelledParams { request_id: Some(id), reason }) => match self.incoming.get(&id) {
-                    None => {}
+                    None => self.on_subscription_cancelled(id, reason),
                     Some(m) if m == INITIALIZE => {
                         self.events.push_back(Event::Protocol(ProtocolEvent::CancelledInitialize { id }));
                     }
@@ -931,6 +934,24 @@ impl Session {
             }
             _ => self.events.push_back(Event::Notification(n)),
         }
+    }
+
+    /// A server's `notifications/cancelled` naming one of our `subscriptions/listen` requests:
+    /// the server tore the stream down (2026-07-28 cancellation: the only cancellation a
+    /// server sends). The request ends with a -32603 error naming that, as no response will
+    /// come. A cancellation naming any other request of ours is ignored.
+    fn on_subscription_cancelled(&mut self, id: Id, reason: Option<String>) {
+        let n = match id {
+            Id::Number(n) if self.role == Role::Client && self.pending.get(&n).is_some_and(|p| p.method == LISTEN) => n,
+            _ => return,
+        };
+        let Some(p) = self.forget(n) else { return };
+        let message = match reason {
+            Some(reason) => format!("the server ended the subscription: {reason}"),
+            None => "the server ended the subscription".to_owned(),
+        };
+        let error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, message);
+        self.events.push_back(Event::ErrorResponse { id, method: p.method, error });
     }
 
     fn invalid(&mut self, method: String, e: serde_json::Error) {
@@ -1878,5 +1899,33 @@ mod tests {
             let s = e.to_string();
             assert!(!s.ends_with('.') && s.chars().next().is_some_and(|c| !c.is_uppercase()), "{s}");
         }
+    }
+
+    #[test]
+    fn a_server_cancelling_our_listen_request_ends_it() {
+        let mut p = Pair::new(Mode::Stateless);
+        let listen = p.client.send_request(LISTEN, Some(raw(json!({"notifications": {}}))), p.now, None).unwrap();
+        let other = p.client.send_request("tools/call", None, p.now, None).unwrap();
+        p.drive();
+        let cancel = |id: &Id| {
+            msg(&format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"shutting down"}}}}"#
+            ))
+        };
+        // Only a listen request ends so: another request of ours is not the server's to cancel.
+        p.client.handle_incoming(cancel(&other), p.now);
+        assert!(p.client.poll_event().is_none());
+        p.client.handle_incoming(cancel(&listen), p.now);
+        match p.client.poll_event() {
+            Some(Event::ErrorResponse { id, method, error }) => {
+                assert_eq!((id, method.as_str()), (listen.clone(), LISTEN));
+                assert_eq!(error.code, ErrorCode::INTERNAL_ERROR);
+                assert_eq!(error.message, "the server ended the subscription: shutting down");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Gone from the pending table: a late response is not routed.
+        p.client.handle_incoming(msg(&format!(r#"{{"jsonrpc":"2.0","id":{listen},"result":{{}}}}"#)), p.now);
+        assert!(!matches!(p.client.poll_event(), Some(Event::Response { .. })));
     }
 }

@@ -1,6 +1,8 @@
 //! `mcp-bridge serve` as a gateway, driven by clients nobody here wrote (the TypeScript and
 //! Python SDK clients) over real Streamable HTTP, in front of real upstreams: server-everything
-//! and server-memory over stdio and server-everything over Streamable HTTP, all at once.
+//! and server-memory over stdio and server-everything over Streamable HTTP, all at once; and
+//! a 2026-07-28 upstream whose tool-list change, heard on its `subscriptions/listen` stream,
+//! reaches the bridge's clients.
 
 #[path = "support/examples.rs"]
 mod examples;
@@ -667,4 +669,72 @@ fn the_inspector_cli_lists_calls_reads_and_prompts_through_the_bridge_in_both_er
     );
     assert!(text_of(&modern).contains("modern"), "{modern}");
     assert_eq!(modern["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcp-bridge", "{modern}");
+}
+
+/// Our server over Streamable HTTP on loopback, in this process: `grow {name}` adds a tool
+/// called `name` through the server handle.
+async fn growing_upstream() -> mcpwire::transport::sse_http::HttpServer {
+    use mcpwire::server::{text_result, Server, ToolError};
+    use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+    let handle: std::sync::Arc<std::sync::OnceLock<Server>> = Default::default();
+    let for_tool = handle.clone();
+    let server = Server::builder()
+        .name("growing")
+        .tool("grow", "adds a tool", json!({"type": "object"}), move |args, _ctx| {
+            let server = for_tool.get().cloned();
+            async move {
+                let name = args.get("name").and_then(Value::as_str).unwrap_or("grown").to_owned();
+                let tool = serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap();
+                let server = server.ok_or_else(|| ToolError::failed("no server yet"))?;
+                server
+                    .add_tool(tool, |_args, _ctx| async { Ok(text_result("grown")) })
+                    .map_err(|e| ToolError::failed(e.to_string()))?;
+                Ok(text_result(format!("added {name}")))
+            }
+        })
+        .build()
+        .unwrap();
+    let _ = handle.set(server.clone());
+    HttpServer::bind(HttpServerConfig::default(), move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_upstreams_tool_change_reaches_the_bridges_clients() {
+    use mcpwire::client::{Client, ClientOptions, EraPolicy};
+    use mcpwire::proto::jsonrpc::Notification;
+    use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+    let upstream = growing_upstream().await;
+    let dir = scratch("grow");
+    // The upstream speaks 2026-07-28 (era auto): its changes come on a subscriptions/listen stream.
+    std::fs::write(dir.join("config.toml"), format!("[mcp_servers.grower]\nurl = {:?}\n", upstream.url())).unwrap();
+    let bridge = Bridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel::<Notification>();
+    let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_handler(move |n: Notification| {
+        let _ = tx.send(n);
+    });
+    let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url)).unwrap();
+    let client = Client::connect(transport, options).await.unwrap();
+    let names = |tools: Vec<mcpwire::proto::mcp_types::Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    assert_eq!(names(client.list_tools().await.unwrap()), ["mcp__grower__grow"]);
+
+    let grown = client.call_tool("mcp__grower__grow", json!({"name": "fresh"}).as_object().cloned()).await.unwrap();
+    assert_ne!(grown.is_error, Some(true), "{grown:?}");
+    let within = std::time::Duration::from_secs(10);
+    loop {
+        let n = tokio::time::timeout(within, heard.recv()).await.expect("the bridge tells its client").unwrap();
+        if n.method == "notifications/tools/list_changed" {
+            break;
+        }
+    }
+    assert_eq!(names(client.list_tools().await.unwrap()), ["mcp__grower__grow", "mcp__grower__fresh"]);
+    let _ = client.close().await;
+    drop(bridge);
+    upstream.shutdown().await;
 }

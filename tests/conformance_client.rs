@@ -2,8 +2,9 @@
 //! Every stdio recording is replayed against mcpwire's own client, driven by
 //! the `mcp-conformance-client-driver` binary (`conformance/client_driver.rs`); one it could not
 //! pass would be listed, with its reason, in `conformance/client-expected-failures.txt` (a listed
-//! one that passes fails the run). One is listed: the multi-round 2026-07-28 recording, for its
-//! `subscriptions/listen` (the HTTP recordings are replayed in `tests/conformance_client_http.rs`).
+//! one that passes fails the run). None is listed: the multi-round 2026-07-28 recording passes,
+//! its `subscriptions/listen` included (the HTTP recordings are replayed in
+//! `tests/conformance_client_http.rs`).
 
 mod support;
 
@@ -37,14 +38,13 @@ fn every_stdio_recording_replays_against_our_client() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
-    assert!(stdout.ends_with("17 passed, 1 failed\n"), "{stdout}");
+    assert!(stdout.ends_with("18 passed, 0 failed\n"), "{stdout}");
     // Each recording passes, those with server requests (roots, sampling, elicitation), an
-    // unknown offered version, a server/discover probe and schema-invalid params included; but
-    // the one listed in the baseline.
+    // unknown offered version, a server/discover probe, schema-invalid params, multi-round
+    // requests and a subscriptions/listen stream included.
     for file in &files {
         let name = file.file_stem().unwrap().to_string_lossy();
-        let listed = name == "pyfixture-mrtr-stdio-2026-07-28";
-        assert_eq!(stdout.contains(&format!("ok {name}\n")), !listed, "{name}: {stdout}");
+        assert!(stdout.contains(&format!("ok {name}\n")), "{name}: {stdout}");
     }
 }
 

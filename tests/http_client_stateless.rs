@@ -4,7 +4,8 @@
 //! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` with Base64 where needed),
 //! no session id even when the server hands one out, a tool with an invalid `x-mcp-header`
 //! left out of `tools/list`, an `input_required` answer retried with the elicitation's answer;
-//! and the fallback to `initialize` when the probe gets a plain 4xx.
+//! a `subscriptions/listen` refused -32601 failing once, with no retry; and the fallback to
+//! `initialize` when the probe gets a plain 4xx.
 
 mod http_support;
 
@@ -186,4 +187,23 @@ async fn a_plain_4xx_to_the_probe_falls_back_to_initialize_on_the_same_transport
     assert_eq!(seen[1].header("mcp-method"), None, "no 2026 headers after the fallback");
     assert_eq!(seen[3].header("mcp-protocol-version"), Some("2025-11-25"));
     assert_eq!(seen[3].header("mcp-session-id"), Some("should-be-ignored"), "the handshake era keeps the session");
+}
+
+#[tokio::test]
+async fn a_server_without_subscriptions_listen_refuses_it_once() {
+    let (url, seen) = scripted(stateless_script).await;
+    let transport = HttpClientTransport::new(HttpClientConfig::new(url)).unwrap();
+    let client = Client::connect(transport, ClientOptions::default()).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    let filter = mcpwire::proto::mcp_types::SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() };
+    let err = client.listen(filter).await.unwrap_err();
+    assert_eq!(err.rpc_error().map(|e| e.code.0), Some(-32601), "{err}");
+    let listens: Vec<Seen> =
+        seen.lock().unwrap().iter().filter(|s| s.body["method"] == "subscriptions/listen").cloned().collect();
+    assert_eq!(listens.len(), 1, "one request, no retry: {listens:?}");
+    assert_eq!(listens[0].header("Mcp-Method"), Some("subscriptions/listen"));
+    assert_eq!(listens[0].body["params"]["notifications"], json!({"toolsListChanged": true}));
+    assert_eq!(listens[0].body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+    // The connection goes on.
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
 }

@@ -1,11 +1,12 @@
-"""py_mrtr_server.py: a Python SDK (mcp 2.3) MCPServer whose tools need client input.
+"""py_mrtr_server.py: a Python SDK (mcp 2.3) MCPServer whose tools need client input, and
+one (grow) that changes the tool list, which 2026-07-28 clients hear on `subscriptions/listen`.
 
     $MCP_PYTHON py_mrtr_server.py              # stdio
     $MCP_PYTHON py_mrtr_server.py --http PORT  # Streamable HTTP at http://127.0.0.1:PORT/mcp
 """
 from typing import Annotated
 
-from mcp.server.mcpserver import Elicit, ListRoots, MCPServer, Resolve
+from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve
 from mcp_types import ListRootsResult
 from pydantic import BaseModel
 
@@ -35,6 +36,18 @@ def greet(who: Annotated[Name, Resolve(ask_name)]) -> str:
 def roots(found: Annotated[ListRootsResult, Resolve(get_roots)]) -> str:
     """Lists the client's roots."""
     return ",".join(str(root.uri) for root in found.roots)
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Adds a tool called NAME and tells listeners the tool list changed."""
+
+    def grown() -> str:
+        return f"{name} was grown"
+
+    server.add_tool(grown, name=name, description="added by grow")
+    await ctx.notify_tools_changed()
+    return f"added {name}"
 
 
 if __name__ == "__main__":

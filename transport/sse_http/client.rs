@@ -27,7 +27,11 @@
 //!   tools registered with [`HttpClientTransport::admit_tools`] ([`request_headers`](super::request_headers));
 //!   no session id is kept or sent, no GET stream opened. A 4xx or 5xx whose body is a JSON-RPC
 //!   error (an unsupported version, a header mismatch …) is that request's answer, not a
-//!   transport failure.
+//!   transport failure. A `notifications/cancelled` is not POSTed: the response stream of the
+//!   request it names is closed instead, which is the cancellation on this transport
+//!   ([2026-07-28 cancellation](https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/cancellation));
+//!   a POST's SSE stream that ends for good before its answer gets an error answer
+//!   (-32603, "the server ended the response stream without answering") rather than none.
 //!
 //! Connections are HTTP/1.1 with keep-alive: a connection goes back to a small pool only once
 //! the response it carried has been read to its end (a JSON body, a 202, or an SSE stream that
@@ -239,6 +243,9 @@ struct Inner {
     /// The server's requests that came on the stream of one of our POSTs, and the id of the
     /// request that POST carried; each leaves when we answer it or the server cancels it.
     related: Mutex<HashMap<Id, Id>>,
+    /// 2026-07-28: the tasks reading the answer to one of our stateless POSTs, by the id of
+    /// the request it carried; closing one is how that request is cancelled.
+    readers: Mutex<HashMap<Id, tokio::task::AbortHandle>>,
     #[cfg(feature = "tls")]
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -392,6 +399,7 @@ impl HttpClientTransport {
             standalone: watch::channel(Standalone::NotOpened).0,
             tool_headers: Mutex::new(HashMap::new()),
             related: Mutex::new(HashMap::new()),
+            readers: Mutex::new(HashMap::new()),
             #[cfg(feature = "tls")]
             tls,
             config,
@@ -464,6 +472,13 @@ impl HttpClientTransport {
         if self.is_legacy() {
             return inner.legacy_send(&message).await;
         }
+        if let Some(cancelled) = stateless_cancellation(inner, &message) {
+            // Closing the request's response stream is the cancellation; nothing is POSTed.
+            if let Some(reader) = inner.readers.lock().expect("client lock").remove(&cancelled) {
+                reader.abort();
+            }
+            return Ok(());
+        }
         inner.send_streamable(&message).await
     }
 
@@ -471,6 +486,25 @@ impl HttpClientTransport {
     pub fn is_legacy(&self) -> bool {
         self.inner.legacy.lock().expect("client lock").is_some()
     }
+}
+
+/// The request a `notifications/cancelled` names, when the connection is stateless
+/// (2026-07-28), where the spec has the client close the request's response stream instead
+/// ("Transport-Specific Cancellation").
+fn stateless_cancellation(inner: &Inner, message: &Message) -> Option<Id> {
+    let Message::Notification(n) = message else { return None };
+    if n.method != "notifications/cancelled" {
+        return None;
+    }
+    if !inner.version.lock().expect("client lock").is_some_and(|v| !v.has_initialize_handshake()) {
+        return None;
+    }
+    #[derive(serde::Deserialize, Clone)]
+    struct Cancelled {
+        #[serde(rename = "requestId")]
+        request_id: Id,
+    }
+    n.params.as_ref().and_then(|p| p.decode::<Cancelled>().ok()).map(|c| c.request_id)
 }
 
 impl Transport for HttpClientTransport {
@@ -524,6 +558,30 @@ impl Drop for HttpClientTransport {
 impl Inner {
     fn spawn(self: &Arc<Self>, task: impl std::future::Future<Output = ()> + Send + 'static) {
         let handle = tokio::spawn(task);
+        let mut tasks = self.tasks.lock().expect("client lock");
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle.abort_handle());
+    }
+
+    /// Spawns the task reading the answer to a POST; a stateless POST's is kept by its
+    /// request's id ([`Inner::readers`]) while it runs, so cancelling the request can close it.
+    fn spawn_reader(
+        self: &Arc<Self>,
+        stateless: bool,
+        origin: Option<Id>,
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let Some(origin) = origin.filter(|_| stateless) else { return self.spawn(task) };
+        let inner = self.clone();
+        let key = origin.clone();
+        let mut readers = self.readers.lock().expect("client lock");
+        let handle = tokio::spawn(async move {
+            task.await;
+            inner.readers.lock().expect("client lock").remove(&key);
+        });
+        // The task removes itself when done, which waits for this lock: insert first.
+        readers.insert(origin, handle.abort_handle());
+        drop(readers);
         let mut tasks = self.tasks.lock().expect("client lock");
         tasks.retain(|t| !t.is_finished());
         tasks.push(handle.abort_handle());
@@ -738,19 +796,23 @@ impl Inner {
             if read.end.is_some() || read.buf.len() > self.config.max_event_bytes {
                 self.finish_json(body, lease, read, &awaited).await;
             } else {
-                self.spawn(async move { inner.read_json(body, lease, read, &awaited).await });
+                let origin = awaited.origin.clone();
+                self.spawn_reader(stateless, origin, async move { inner.read_json(body, lease, read, &awaited).await });
             }
             return Ok(());
         }
         let mut decoder = SseDecoder::with_max_event_bytes(self.config.max_event_bytes);
         if !read.ended_cleanly() {
-            self.spawn(async move { inner.read_stream(Some((body, lease, read)), decoder, awaited, false).await });
+            let origin = awaited.origin.clone();
+            let reading = async move { inner.read_stream(Some((body, lease, read)), decoder, awaited, false).await };
+            self.spawn_reader(stateless, origin, reading);
             return Ok(());
         }
         self.read_events(body, Some(lease), read, &mut decoder, &mut awaited, None).await;
         if !awaited.ids.is_empty() && !self.closed.load(Ordering::Acquire) {
             // The stream ended before its answers: resuming it takes a task of its own.
-            self.spawn(async move { inner.read_stream(None, decoder, awaited, false).await });
+            let origin = awaited.origin.clone();
+            self.spawn_reader(stateless, origin, async move { inner.read_stream(None, decoder, awaited, false).await });
         }
         Ok(())
     }
@@ -884,19 +946,43 @@ impl Inner {
     }
 
     /// Reads one SSE stream; when it drops with responses still missing (or it is the
-    /// standalone stream), resumes it with GET and `Last-Event-ID`.
+    /// standalone stream), resumes it with GET and `Last-Event-ID`. A stateless POST's stream
+    /// that ends for good with its request unanswered answers that request with an error, so
+    /// that it does not wait for an answer that cannot come (a `subscriptions/listen` stream
+    /// the server dropped).
     async fn read_stream(
         self: &Arc<Self>,
         first: Option<(Incoming, Lease, Read)>,
-        mut decoder: SseDecoder,
+        decoder: SseDecoder,
         mut pending: Awaited,
+        standalone: bool,
+    ) {
+        self.read_stream_until_over(first, decoder, &mut pending, standalone).await;
+        let stateless = self.version.lock().expect("client lock").is_some_and(|v| !v.has_initialize_handshake());
+        if standalone || !stateless || self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        for id in pending.ids.drain() {
+            let error = jsonrpc::ErrorObject::new(
+                jsonrpc::ErrorCode::INTERNAL_ERROR,
+                "the server ended the response stream without answering",
+            );
+            self.push(Ok(Some(Message::Error(jsonrpc::ErrorResponse { id: Some(id), error })))).await;
+        }
+    }
+
+    async fn read_stream_until_over(
+        self: &Arc<Self>,
+        first: Option<(Incoming, Lease, Read)>,
+        mut decoder: SseDecoder,
+        pending: &mut Awaited,
         standalone: bool,
     ) {
         let mut body = first;
         let mut failures = 0;
         loop {
             if let Some((b, lease, read)) = body.take() {
-                self.read_events(b, Some(lease), read, &mut decoder, &mut pending, None).await;
+                self.read_events(b, Some(lease), read, &mut decoder, pending, None).await;
             }
             if self.closed.load(Ordering::Acquire) || (!standalone && pending.ids.is_empty()) {
                 return;
