@@ -81,7 +81,10 @@ pub struct Task {
     /// ISO 8601 time of the last change.
     pub last_updated_at: String,
     /// Milliseconds the task is kept after creation; required but may be `null` (unlimited),
-    /// so `None` is written as `null`.
+    /// so `None` is written as `null`. A task without the member does not decode as this type
+    /// (it would be written back with a `null` it did not have): a message carrying one is kept
+    /// as its raw JSON instead.
+    #[serde(deserialize_with = "required_nullable")]
     pub ttl: Option<u64>,
     /// Suggested milliseconds between polls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +92,11 @@ pub struct Task {
     /// Every other member.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// A member that must be present and may be `null`.
+fn required_nullable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Option::<u64>::deserialize(d)
 }
 
 /// `task` in the params of a task-augmented request: asks the receiver to run it as a task.
@@ -277,6 +285,25 @@ mod tests {
         assert_eq!(r.task.task_id, "abc");
         assert_eq!(r.task.extra.len(), 1);
         assert_eq!(r.meta.unwrap().related_task.unwrap().task_id, "abc");
+    }
+
+    #[test]
+    fn a_task_without_ttl_is_refused_and_a_typed_answer_keeps_it_as_sent() {
+        let mut v = task_json();
+        v.as_object_mut().unwrap().remove("ttl");
+        assert!(serde_json::from_value::<Task>(v.clone()).is_err(), "ttl is required (may be null)");
+        // Found by the typed_decode fuzz target: the typed decode of a tools/call answer wrote
+        // such a task back with `"ttl": null`.
+        let text = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 9, "result": {"task": v}})).unwrap();
+        let typed = crate::proto::jsonrpc::decode_answer::<crate::proto::mcp_types::ClientTypedResults>(
+            &text,
+            None,
+            "tools/call",
+        )
+        .unwrap();
+        let crate::proto::jsonrpc::Payload::Single(message) = typed else { panic!("one message") };
+        let back: Value = serde_json::from_slice(&message.to_vec()).unwrap();
+        assert_eq!(back, serde_json::from_slice::<Value>(&text).unwrap());
     }
 
     #[test]
