@@ -502,11 +502,7 @@ impl Gateway {
         };
         let asked = std::mem::replace(&mut params.uri, uri.clone());
         params.meta = None;
-        let set = self.set_for(&server, &context).await?;
-        let caller = self.callers.enter(&context);
-        let mut result: ReadResourceResult = with_caller(caller.id, set.request_on::<ReadResource>(&server, params))
-            .await
-            .map_err(|e| upstream_error(&server, e))?;
+        let mut result: ReadResourceResult = self.request::<ReadResource>(&server, params, &context).await?;
         unstamp(&mut result.meta, &mut result.extra);
         if asked != uri {
             for contents in &mut result.contents {
@@ -528,13 +524,22 @@ impl Gateway {
         };
         params.name = name;
         params.meta = None;
-        let set = self.set_for(&server, &context).await?;
-        let caller = self.callers.enter(&context);
-        let mut result = with_caller(caller.id, set.request_on::<GetPrompt>(&server, params))
-            .await
-            .map_err(|e| upstream_error(&server, e))?;
+        let mut result = self.request::<GetPrompt>(&server, params, &context).await?;
         unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
+    }
+
+    /// Sends `params` of method `M` to `server` (its per-session connection when it has one) on
+    /// behalf of `context`, whose client then answers what the upstream asks meanwhile.
+    async fn request<M>(&self, server: &str, params: M::Params, context: &Context) -> Result<M::Output, ErrorObject>
+    where
+        M: mcpwire::proto::mcp_types::Method,
+        M::Params: Send + Sync + 'static,
+        M::Output: Clone + Send + Sync + 'static,
+    {
+        let set = self.set_for(server, context).await?;
+        let caller = self.callers.enter(context);
+        with_caller(caller.id, set.request_on::<M>(server, params)).await.map_err(|e| upstream_error(server, e))
     }
 
     async fn complete(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
@@ -563,8 +568,7 @@ impl Gateway {
             }
         };
         params.meta = None;
-        let set = self.set_for(&server, &context).await?;
-        let mut result = set.request_on::<Complete>(&server, params).await.map_err(|e| upstream_error(&server, e))?;
+        let mut result = self.request::<Complete>(&server, params, &context).await?;
         unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
     }

@@ -10,7 +10,7 @@
 //!
 //! Not here: the names and the routing (gateway.rs), the embedded servers (embedded.rs).
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -98,13 +98,6 @@ fn upstreams(args: &ServeArgs) -> Result<(McpConfig, bool), String> {
     Ok((config, true))
 }
 
-fn is_loopback(addr: &SocketAddr) -> bool {
-    match addr.ip() {
-        IpAddr::V4(ip) => ip.is_loopback(),
-        IpAddr::V6(ip) => ip.is_loopback(),
-    }
-}
-
 /// What the downstream server advertises: the union of what the ready upstreams offer.
 fn advertised(set: &ConnectionSet) -> Advertised {
     let (mut resources, mut prompts, mut completions) = (false, false, false);
@@ -155,7 +148,7 @@ pub fn main(args: ServeArgs) -> ExitCode {
 async fn run(args: ServeArgs) -> Result<(), String> {
     let listen = parse_listen(&args.listen)?;
     if let Listen::Http { addr, .. } = &listen {
-        if !is_loopback(addr) && args.auth_token_env.is_none() {
+        if !addr.ip().is_loopback() && args.auth_token_env.is_none() {
             return Err(format!(
                 "refusing to listen on {addr}, which is not a loopback address, without --auth-token-env VAR \
                  (a bearer token every downstream request must carry)"
