@@ -31,7 +31,7 @@ use super::dispatch::{forget_running, input_required, invalid_params, panicked, 
 use super::Context;
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, ErrorObject, Id};
-use crate::proto::mcp_types::RequestMeta;
+use crate::proto::mcp_types::{CallToolRequestParams, RequestMeta};
 use crate::transport::Transport;
 
 /// The methods a [`Forwarder`] answers.
@@ -141,14 +141,29 @@ impl Dispatcher {
             let error = ErrorObject::new(crate::proto::jsonrpc::ErrorCode::METHOD_NOT_FOUND, "Method not found");
             return self.answer(peer, id, era, Err(error));
         }
-        let head = match params.as_ref().map(Body::decode::<Head>).transpose() {
-            Ok(head) => head.unwrap_or_default(),
-            Err(e) => return self.answer(peer, id, era, Err(invalid_params(e))),
+        // A `tools/call` the transport already decoded is read as it is: decoding a typed body
+        // as another type would write all its arguments out as JSON first.
+        let typed_call = params.as_ref().and_then(Body::typed_as::<CallToolRequestParams>);
+        let head = match typed_call {
+            Some(call) => Head {
+                meta: call.meta.clone(),
+                name: Some(call.name.clone()),
+                uri: None,
+                input_responses: call.input_responses.clone(),
+                request_state: call.request_state.clone(),
+            },
+            None => match params.as_ref().map(Body::decode::<Head>).transpose() {
+                Ok(head) => head.unwrap_or_default(),
+                Err(e) => return self.answer(peer, id, era, Err(invalid_params(e))),
+            },
         };
         let target = head.name.as_deref().or(head.uri.as_deref()).unwrap_or_default();
-        let bound = || {
-            let bound = params.as_ref().and_then(|p| p.decode::<Bound>().ok()).unwrap_or_default();
-            bound.arguments.unwrap_or_else(|| Value::Object(Map::new()))
+        let bound = || match typed_call {
+            Some(call) => Value::Object(call.arguments.clone().unwrap_or_default()),
+            None => {
+                let bound = params.as_ref().and_then(|p| p.decode::<Bound>().ok()).unwrap_or_default();
+                bound.arguments.unwrap_or_else(|| Value::Object(Map::new()))
+            }
         };
         let input = match self.input_round(
             era,
