@@ -156,6 +156,14 @@ pub struct HttpServerConfig {
     pub keep_alive: Option<Duration>,
     /// The `retry` hint (ms) in each stream's priming event: 1000.
     pub retry_ms: u64,
+    /// How long the answer to a POST of requests may wait for its first message before its
+    /// head and priming event go out on their own: 10 ms. A request answered within it (a
+    /// gateway's upstream round trip, a quick database call) is written as one TCP segment —
+    /// head, priming event, answer and end — instead of two, so the client wakes once; a
+    /// slower one sees its stream open this much later, which nothing but a stopwatch can
+    /// tell from a slower handler. `Duration::ZERO`: the head goes out as soon as the
+    /// application has had one turn.
+    pub first_event_hold: Duration,
     /// Events kept per stream for resumption: 64.
     pub event_store_capacity: usize,
     /// A session with no request and no open stream for this long is ended: 30 minutes.
@@ -199,6 +207,7 @@ impl Default for HttpServerConfig {
             legacy_message_path: "/message".to_owned(),
             keep_alive: Some(Duration::from_secs(15)),
             retry_ms: 1000,
+            first_event_hold: Duration::from_millis(10),
             event_store_capacity: 64,
             session_idle_timeout: Duration::from_secs(30 * 60),
             shutdown_grace: Duration::from_secs(5),
@@ -285,6 +294,13 @@ impl HttpServerConfig {
     /// Whether the legacy HTTP+SSE transport is served.
     pub fn legacy_sse(mut self, on: bool) -> Self {
         self.legacy_sse = on;
+        self
+    }
+
+    /// How long a POST's answer waits for its first message before its head goes out alone
+    /// (see [`HttpServerConfig::first_event_hold`]).
+    pub fn first_event_hold(mut self, hold: Duration) -> Self {
+        self.first_event_hold = hold;
         self
     }
 
@@ -1477,14 +1493,37 @@ async fn dispatch(
         return json_answer(shared, session, live, batch).await;
     }
     // One turn for the application, so that an answer it gives at once goes out in the same
-    // write as the response head and the priming event (one TCP segment instead of two).
+    // write as the response head and the priming event (one TCP segment instead of two); past
+    // it, up to `first_event_hold` for the first message, for the same reason.
     requeue_once().await;
+    let (first, live) = first_message(live, shared.config.first_event_hold).await;
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
         let priming = SseEvent::new("").with_id(EventId::encode(&stream.name, 0)).with_retry(shared.config.retry_ms);
         encode_event(&priming, &mut prelude).expect("event ids are plain ascii");
     }
-    sse_response(shared, session.clone(), prelude.freeze(), Vec::new(), Some(live), false, true)
+    sse_response(shared, session.clone(), prelude.freeze(), first, live, false, true)
+}
+
+/// Waits up to `hold` for the first message of a POST's stream when none is there yet; gives
+/// it (as the start of what the stream replays) and the stream, `None` once the stream ended.
+async fn first_message(
+    mut live: mpsc::Receiver<Outgoing>,
+    hold: Duration,
+) -> (Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>) {
+    if hold.is_zero() || !live.is_empty() {
+        return (Vec::new(), Some(live));
+    }
+    match tokio::time::timeout(hold, live.recv()).await {
+        Err(_) => (Vec::new(), Some(live)),
+        Ok(None) => (Vec::new(), None),
+        Ok(Some(first)) => {
+            // The rest of a quick answer (the end of the stream after the response) comes in
+            // the same turn: let it, so the terminating chunk joins the same write.
+            requeue_once().await;
+            (vec![first], Some(live))
+        }
+    }
 }
 
 fn is_event_stream(response: &Response<HttpBody>) -> bool {
