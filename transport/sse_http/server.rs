@@ -80,6 +80,7 @@ use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
 };
+use crate::auth::{Principal, ProtectedResource, Refusal};
 use crate::proto::envelope;
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
 use crate::proto::jsonrpc::{self, Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
@@ -180,6 +181,9 @@ pub struct HttpServerConfig {
     bad_bearer_token: Option<bearer::BadToken>,
     /// Extra GET routes (see [`super::routes`]): none.
     routes: Vec<Route>,
+    /// OAuth protection of the MCP endpoints and guarded routes (see
+    /// [`HttpServerConfig::protected_resource`]): none.
+    pub protected_resource: Option<ProtectedResource>,
 }
 
 impl Default for HttpServerConfig {
@@ -210,6 +214,7 @@ impl Default for HttpServerConfig {
             bearer_token: None,
             bad_bearer_token: None,
             routes: Vec::new(),
+            protected_resource: None,
         }
     }
 }
@@ -223,6 +228,7 @@ impl std::fmt::Debug for HttpServerConfig {
             .field("stateless", &self.stateless)
             .field("bearer_token", &self.bearer_token)
             .field("routes", &self.routes)
+            .field("protected_resource", &self.protected_resource)
             .finish_non_exhaustive()
     }
 }
@@ -345,6 +351,19 @@ impl HttpServerConfig {
                 self.bad_bearer_token = Some(e);
             }
         }
+        self
+    }
+
+    /// Protects the MCP endpoints, the legacy endpoints and the guarded routes with OAuth 2.1
+    /// access tokens checked by `resource`'s verifier: a request without a valid token gets 401
+    /// with a `WWW-Authenticate: Bearer resource_metadata="…"` challenge, one whose token lacks
+    /// a scope the request needs gets 403 `insufficient_scope`, and the Protected Resource
+    /// Metadata is served (public) at the well-known path of the endpoint and at the root one.
+    /// The verified [`Principal`] reaches handlers (`Context::principal`); a session is bound to
+    /// the holder that opened it (another holder's token gets 404 for its id). Takes the place
+    /// of [`bearer_token`](Self::bearer_token) when both are set.
+    pub fn protected_resource(mut self, resource: ProtectedResource) -> Self {
+        self.protected_resource = Some(resource);
         self
     }
 
@@ -562,6 +581,8 @@ struct Session {
     /// A 2026-07-28 POST's `Mcp-Param-*` headers, for the application to check against the
     /// called tool's schema.
     param_headers: Mutex<Option<(Id, HeaderPairs)>>,
+    /// The holder of the session's token, as verified at its latest request (protected servers).
+    principal: Mutex<Option<Arc<Principal>>>,
     routes: Mutex<Routes>,
     standalone: Arc<Stream>,
     next_stream: AtomicU64,
@@ -573,6 +594,19 @@ struct Session {
 }
 
 impl Session {
+    /// Binds the session to the request's principal (protected servers): the first one is kept,
+    /// a later one must be the same holder and replaces it (a refreshed token's scopes and
+    /// expiry). `false` for another holder's token.
+    fn bind_principal<B>(&self, req: &Request<B>) -> bool {
+        let Some(Authenticated(presented)) = req.extensions().get::<Authenticated>() else { return true };
+        let mut principal = self.principal.lock().expect("session lock");
+        if principal.as_ref().is_some_and(|held| !held.same_holder(presented)) {
+            return false;
+        }
+        *principal = Some(presented.clone());
+        true
+    }
+
     fn version(&self) -> Option<ProtocolVersion> {
         *self.version.lock().expect("session lock")
     }
@@ -815,6 +849,10 @@ impl Transport for ServerTransport {
         self.session.route(message, Some(related)).await
     }
 
+    fn principal(&self, _request: &Id) -> Option<Arc<Principal>> {
+        self.session.principal.lock().expect("session lock").clone()
+    }
+
     fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
         let stored = self.session.param_headers.lock().expect("session lock");
         stored.as_ref().filter(|(id, _)| id == request).map(|(_, headers)| headers.clone())
@@ -851,6 +889,7 @@ impl Shared {
             version: Mutex::new(None),
             initialize_id: Mutex::new(None),
             param_headers: Mutex::new(None),
+            principal: Mutex::new(None),
             routes: Mutex::new(Routes::default()),
             next_stream: AtomicU64::new(1),
             last_active: Mutex::new(Instant::now()),
@@ -903,6 +942,27 @@ impl HttpServer {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
         }
         let listener = TcpListener::bind(config.bind).await?;
+        HttpServer::serve_on(listener, config, app).await
+    }
+
+    /// As [`bind`](Self::bind), on a listener already bound (`config.bind` is not used): the
+    /// address is known before the configuration is made, e.g. to name the resource URI of a
+    /// [`ProtectedResource`] on a port chosen by the system.
+    ///
+    /// # Errors
+    /// When the configuration is invalid or the listener's address cannot be read.
+    pub async fn serve_on<F, Fut>(
+        listener: TcpListener,
+        config: HttpServerConfig,
+        app: F,
+    ) -> std::io::Result<HttpServer>
+    where
+        F: Fn(ServerTransport) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        if let Some(why) = config.invalid() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+        }
         let addr = listener.local_addr()?;
         let store: Arc<dyn EventStore> =
             config.event_store.clone().unwrap_or_else(|| Arc::new(MemoryEventStore::new(config.event_store_capacity)));
@@ -1095,7 +1155,20 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
         && !config.stateless
         && (path == config.legacy_sse_path || path == config.legacy_message_path);
     let route = config.routes.iter().find(|r| r.path == path);
-    if let Some(token) = &config.bearer_token {
+    let mut req = req;
+    if let Some(resource) = &config.protected_resource {
+        if path == ProtectedResource::metadata_path(&config.path) || path == crate::auth::resource::METADATA_PATH {
+            return resource_metadata(resource, req.method());
+        }
+        if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
+            match authenticate(resource, &req).await {
+                Ok(principal) => {
+                    req.extensions_mut().insert(Authenticated(Arc::new(principal)));
+                }
+                Err(refusal) => return auth_refused(resource, refusal.as_ref()),
+            }
+        }
+    } else if let Some(token) = &config.bearer_token {
         if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
             let verdict = bearer::check(token, req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes));
             if verdict != Verdict::Accepted {
@@ -1126,6 +1199,105 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
         }
     }
     plain(StatusCode::NOT_FOUND, "Not Found")
+}
+
+/// The principal of a request that passed the protected resource's verifier.
+#[derive(Clone)]
+struct Authenticated(Arc<Principal>);
+
+/// The bearer token of a request, verified. `Err(None)`: no token at all.
+async fn authenticate<B>(resource: &ProtectedResource, req: &Request<B>) -> Result<Principal, Option<Refusal>> {
+    let mut values = req.headers().get_all(AUTHORIZATION).iter();
+    let Some(first) = values.next() else { return Err(None) };
+    if values.next().is_some() {
+        return Err(Some(Refusal::Malformed));
+    }
+    let value = first.as_bytes();
+    let Some(scheme) = value.get(..7) else { return Err(None) };
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return Err(None);
+    }
+    let token = std::str::from_utf8(value[7..].trim_ascii()).map_err(|_| Some(Refusal::Malformed))?;
+    if BearerToken::new(token).is_err() {
+        return Err(Some(Refusal::Malformed));
+    }
+    resource.verifier().verify(token).await.map_err(Some)
+}
+
+/// The answer to a request refused by the protected resource: 401 (no or invalid token), 403
+/// (insufficient scope), 503 (the authorization server could not be asked). The body names the
+/// error, never the token.
+fn auth_refused(resource: &ProtectedResource, refusal: Option<&Refusal>) -> Response<HttpBody> {
+    let status = refusal.map_or(401, Refusal::status);
+    let (error, description) = match refusal {
+        None => ("invalid_request", "Missing bearer token".to_owned()),
+        Some(r) => (r.error_code().unwrap_or("temporarily_unavailable"), r.to_string()),
+    };
+    let body = serde_json::json!({"error": error, "error_description": description}).to_string();
+    let mut response = Response::new(full(body));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::UNAUTHORIZED);
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(challenge) = resource.challenge(refusal).and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().insert(WWW_AUTHENTICATE, challenge);
+    }
+    response
+}
+
+/// The Protected Resource Metadata document (GET, HEAD), public.
+fn resource_metadata(resource: &ProtectedResource, method: &Method) -> Response<HttpBody> {
+    if method != Method::GET && method != Method::HEAD {
+        let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+        response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    let body = resource.metadata_document().to_string();
+    let length = body.len();
+    let mut response = Response::new(if method == Method::HEAD { empty() } else { full(body) });
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+    headers.insert(HeaderName::from_static("access-control-allow-origin"), HeaderValue::from_static("*"));
+    response
+}
+
+/// For a protected server: the 403 for `messages` when the request's token lacks a scope one
+/// of them needs (every scope needed by all of them, in one challenge).
+#[allow(clippy::result_large_err)] // the error is the HTTP answer itself
+fn check_scopes<B>(shared: &Shared, req: &Request<B>, messages: &[Message]) -> Result<(), Response<HttpBody>> {
+    let Some(resource) = shared.config.protected_resource.as_ref().filter(|r| r.has_scope_rules()) else {
+        return Ok(());
+    };
+    let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>() else { return Ok(()) };
+    let mut needed: Vec<String> = Vec::new();
+    for message in messages {
+        let Message::Request(request) = message else { continue };
+        let tool = (request.method == "tools/call").then(|| called_tool(request)).flatten();
+        for scope in resource.required_scopes(&request.method, tool.as_deref()) {
+            if !needed.contains(&scope) {
+                needed.push(scope);
+            }
+        }
+    }
+    resource.check_scopes(principal, needed).map_err(|refusal| auth_refused(resource, Some(&refusal)))
+}
+
+/// The tool a `tools/call` names.
+fn called_tool(request: &jsonrpc::Request) -> Option<String> {
+    let params = request.params.as_ref()?;
+    if let Some(call) = params.typed_as::<CallToolRequestParams>() {
+        return Some(call.name.clone());
+    }
+    #[derive(serde::Deserialize)]
+    struct Name {
+        name: String,
+    }
+    let raw = params.to_raw().ok()?;
+    serde_json::from_str::<Name>(raw.get()).ok().map(|n| n.name)
+}
+
+/// A session id presented with another holder's token: answered as an unknown session.
+fn foreign_session() -> Response<HttpBody> {
+    rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found")
 }
 
 /// 401 with the challenge for `verdict`; nothing of the request is echoed.
@@ -1256,8 +1428,12 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             Ok(m) => m,
             Err(response) => return response,
         };
+        if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+            return response;
+        }
         let (session, transport) = shared.new_session(false, true, false);
         *session.version.lock().expect("session lock") = Some(version);
+        session.bind_principal(&req_head);
         tokio::spawn((shared.app)(transport));
         let response = dispatch(&shared, &session, messages, Some(version)).await;
         // An SSE answer ends the session when its stream ends.
@@ -1271,6 +1447,9 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             let Some(session) = shared.session(&id).filter(|s| !s.legacy) else {
                 return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
             };
+            if !session.bind_principal(&req_head) {
+                return foreign_session();
+            }
             let header_v = match header_version(&shared, &req_head) {
                 Ok(v) => v,
                 Err(response) => return response,
@@ -1280,6 +1459,9 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 Ok(m) => m,
                 Err(response) => return response,
             };
+            if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+                return response;
+            }
             session.touch();
             let mut response = dispatch(&shared, &session, messages, version).await;
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
@@ -1300,8 +1482,12 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                     )
                 }
             };
+            if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+                return response;
+            }
             let json = shared.config.response_mode == ResponseMode::Json;
             let (session, transport) = shared.new_session(false, json, true);
+            session.bind_principal(&req_head);
             tokio::spawn((shared.app)(transport));
             let mut response = dispatch(&shared, &session, messages, requested).await;
             if response.status().is_success() {
@@ -1369,6 +1555,9 @@ async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8
         Message::Request(request) => request,
         _ => return rpc_error(StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, "Clients must not POST responses"),
     };
+    if let Err(response) = check_scopes(shared, req, std::slice::from_ref(&message)) {
+        return response;
+    }
     // The revisions served per request that this server is configured to accept.
     let served: Vec<ProtocolVersion> =
         ProtocolVersion::PER_REQUEST.into_iter().filter(|v| shared.config.versions.contains(v)).collect();
@@ -1391,6 +1580,7 @@ async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8
     let (session, transport) = shared.new_session(false, true, false);
     *session.version.lock().expect("session lock") = Some(version);
     *session.param_headers.lock().expect("session lock") = Some((request.id.clone(), param_headers));
+    session.bind_principal(req);
     tokio::spawn((shared.app)(transport));
     // A client that goes away before the answer cancels its request (2026-07-28
     // "Cancellation"): hyper drops this future, and the guard ends the session.
@@ -1719,6 +1909,9 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
     let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
         return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
     };
+    if !session.bind_principal(&req) {
+        return foreign_session();
+    }
     if let Err(response) = header_version(&shared, &req) {
         return response;
     }
@@ -1757,6 +1950,9 @@ async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
     let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
         return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
     };
+    if !session.bind_principal(&req) {
+        return foreign_session();
+    }
     if let Err(response) = header_version(&shared, &req) {
         return response;
     }
@@ -1776,6 +1972,7 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Htt
     }
     let (session, transport) = shared.new_session(true, false, true);
     *session.version.lock().expect("session lock") = Some(ProtocolVersion::V2024_11_05);
+    session.bind_principal(&req);
     let depth = shared.config.limits.queue_depth.max(1);
     let (_, live) = session.standalone.attach(&*session.store, None, depth).await.expect("a new stream");
     tokio::spawn((shared.app)(transport));
@@ -1797,10 +1994,15 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
     let Some(session) = shared.session(&id).filter(|s| s.legacy) else {
         return plain(StatusCode::NOT_FOUND, "Session not found");
     };
+    if !session.bind_principal(&req) {
+        return plain(StatusCode::NOT_FOUND, "Session not found");
+    }
     if !header(&req, CONTENT_TYPE).is_some_and(|c| is_media(c, "application/json")) {
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
     }
-    let bytes = match read_body(&shared, req.into_body()).await {
+    let (parts, body) = req.into_parts();
+    let req_head = Request::from_parts(parts, ());
+    let bytes = match read_body(&shared, body).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
@@ -1808,6 +2010,9 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
         Ok(m) => m,
         Err(response) => return response,
     };
+    if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+        return response;
+    }
     for message in &messages {
         if let Message::Request(r) = message {
             if r.method == "initialize" {
