@@ -8,10 +8,10 @@
 //! calling tools.
 
 mod http_support;
+mod oauth_support;
 #[path = "support/mod.rs"]
 mod support;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,58 +19,8 @@ use http_support::{raw, BOTH, JSON, SHORT};
 use mcpwire::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
 use mcpwire::server::{text_result, Server};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
+use oauth_support::AuthServer;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-
-/// The authorization server, killed when dropped.
-struct AuthServer {
-    _child: tokio::process::Child,
-    meta: Value,
-}
-
-impl AuthServer {
-    async fn start() -> AuthServer {
-        let mut child = tokio::process::Command::new(support::peer("MCP_NODE"))
-            .arg(support::repo_path("tests/peers/oauth_as.mjs"))
-            .env("MCP_OAUTH_AS_DIR", support::peer("MCP_OAUTH_AS_DIR"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("node runs");
-        let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
-        tokio::time::timeout(Duration::from_secs(30), BufReader::new(stdout).read_line(&mut line))
-            .await
-            .expect("the authorization server starts")
-            .unwrap();
-        let meta: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-        AuthServer { _child: child, meta }
-    }
-
-    fn issuer(&self) -> &str {
-        self.meta["issuer"].as_str().unwrap()
-    }
-
-    fn url(&self, key: &str) -> &str {
-        self.meta[key].as_str().unwrap()
-    }
-
-    fn addr(&self) -> SocketAddr {
-        self.issuer().trim_start_matches("http://").parse().unwrap()
-    }
-
-    /// A token signed by the authorization server's test endpoint (see `oauth_as.mjs`).
-    async fn mint(&self, spec: Value) -> String {
-        let r = raw(self.addr(), "POST", "/test/mint", &[JSON], &spec.to_string(), SHORT).await;
-        assert_eq!(r.status, 200, "{r:?}");
-        r.json()["access_token"].as_str().unwrap().to_owned()
-    }
-
-    async fn jwks_fetches(&self) -> u64 {
-        raw(self.addr(), "GET", "/test/stats", &[], "", SHORT).await.json()["jwks"].as_u64().unwrap()
-    }
-}
 
 /// Our server's tools: `echo`, `whoami` (the principal as JSON) and `write` (needs `files:write`).
 fn tools() -> Server {

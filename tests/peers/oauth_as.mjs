@@ -22,7 +22,9 @@
 //     {"active":false} for anything else.
 //   - Test-only: POST /test/mint {claims, expiresIn, key: "issuer"|"rogue", tamper} signs a token
 //     (with the issuer's key, or with a "rogue" key whose kid the JWKS does not hold; tamper
-//     changes the payload after signing); GET /test/stats gives {"jwks": N} the JWKS fetches.
+//     changes the payload after signing); GET /test/stats gives {"jwks": N, "secrets": [...]}: the
+//     JWKS fetches, and every access token, refresh token and authorization code handed out (so a
+//     test can check that none of them shows in a log).
 import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
 import { homedir } from 'node:os';
@@ -64,12 +66,17 @@ service.on('beforeTokenSigning', (token, req) => {
   if (clientId) token.payload.client_id = clientId;
   if (body.grant_type === 'client_credentials' && clientId) token.payload.sub = clientId;
 });
+let jwksFetches = 0;
+const secrets = [];
 service.on('beforeResponse', (response, req) => {
   const grant = req.body?.code ? grants.get(req.body.code) : undefined;
   if (grant?.scope) response.body.scope = grant.scope;
+  for (const key of ['access_token', 'refresh_token', 'id_token']) if (response.body[key]) secrets.push(response.body[key]);
 });
-
-let jwksFetches = 0;
+service.on('beforeAuthorizeRedirect', redirect => {
+  const code = redirect.url.searchParams.get('code');
+  if (code) secrets.push(code);
+});
 
 async function readBody(req) {
   const chunks = [];
@@ -118,6 +125,7 @@ async function mint(req, res) {
     const forged = Buffer.from(JSON.stringify({ ...claims, scope: 'everything' })).toString('base64url');
     token = `${h}.${forged}.${s}`;
   }
+  secrets.push(token);
   return json(res, 200, { access_token: token });
 }
 
@@ -126,7 +134,7 @@ const server = createServer((req, res) => {
   const fail = e => json(res, 500, { error: 'server_error', error_description: String(e) });
   if (req.method === 'POST' && path === '/introspect') return void introspect(req, res).catch(fail);
   if (req.method === 'POST' && path === '/test/mint') return void mint(req, res).catch(fail);
-  if (req.method === 'GET' && path === '/test/stats') return json(res, 200, { jwks: jwksFetches });
+  if (req.method === 'GET' && path === '/test/stats') return json(res, 200, { jwks: jwksFetches, secrets });
   if (req.method === 'GET' && path === '/jwks') jwksFetches += 1;
   return service.requestHandler(req, res);
 });
