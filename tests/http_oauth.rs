@@ -317,6 +317,7 @@ async fn introspection_verifies_against_the_authorization_server() {
     assert_eq!(r.status, 503, "{r:?}");
     assert_eq!(r.header("www-authenticate"), None);
     assert_eq!(r.json()["error"], "temporarily_unavailable");
+    assert!(!r.body.contains("introspect") && !r.body.contains("127.0.0.1"), "nothing about our side: {}", r.body);
     server.shutdown().await;
 }
 
@@ -392,4 +393,43 @@ async fn the_python_sdk_client_completes_an_authorization_code_flow_then_calls_t
     assert_eq!(seen["client_id"], "py-client");
     assert_eq!(calls[1]["result"]["content"][0]["text"], "through oauth");
     server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_static_token_serves_as_a_protected_resources_verifier_and_routes_cannot_shadow_the_metadata() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let resource = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let mut principal = mcpwire::auth::Principal::new(Some("ops".into()));
+    principal.scopes = vec!["mcp".into()];
+    let verifier = mcpwire::auth::StaticTokenVerifier::new("static-Tok3n").unwrap().principal(principal);
+    let policy = ProtectedResource::new(&resource, Arc::new(verifier)).require_scope("mcp");
+    let server = tools();
+    let http =
+        HttpServer::serve_on(listener, HttpServerConfig::default().protected_resource(policy.clone()), move |t| {
+            let serving = server.serve(t);
+            async move {
+                let _ = serving.await;
+            }
+        })
+        .await
+        .unwrap();
+    let config = HttpClientConfig::new(http.url()).bearer_token("static-Tok3n").legacy_fallback(false);
+    let (peer, _) = http_support::client_peer(HttpClientTransport::new(config).unwrap(), "2025-11-25").await;
+    let seen = http_support::call(&peer, "whoami", json!({})).await;
+    let seen: Value = serde_json::from_str(seen["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!((seen["subject"].clone(), seen["scopes"].clone()), (json!("ops"), json!(["mcp"])));
+    let _ = peer.close().await;
+    let wrong = bearer("static-Tok3m");
+    let r = raw(http.local_addr(), "POST", "/mcp", &[BOTH, JSON, ("Authorization", &wrong)], &init_body(), SHORT).await;
+    assert_eq!(r.status, 401);
+    assert!(r.header("www-authenticate").unwrap().contains("error=\"invalid_token\""));
+    http.shutdown().await;
+
+    let shadowing = HttpServerConfig::default()
+        .protected_resource(policy)
+        .route_public("/.well-known/oauth-protected-resource/mcp", || async {
+            mcpwire::transport::sse_http::RouteResponse::text(200, "")
+        });
+    let error = HttpServer::bind(shadowing, |_t| async {}).await.unwrap_err();
+    assert!(error.to_string().contains("protected resource metadata"), "{error}");
 }

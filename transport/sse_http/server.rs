@@ -37,10 +37,14 @@
 //!
 //! Checks, in order: `Host` (DNS rebinding, 403), `Origin` (403), the bearer token when one is
 //! configured ([`HttpServerConfig::bearer_token`]; 401 with `WWW-Authenticate: Bearer`, on the
-//! MCP and legacy endpoints and on guarded [extra routes](super::routes)), method (405),
+//! MCP and legacy endpoints and on guarded [extra routes](super::routes)) or the OAuth access
+//! token of a [protected resource](HttpServerConfig::protected_resource) (401 with
+//! `resource_metadata` and `scope`, 503 when the authorization server cannot be asked; its
+//! metadata path answers before this check), method (405),
 //! `Accept` (406), `Content-Type` (415), body size (413), session id (400 missing, 404
 //! unknown), `MCP-Protocol-Version` (400 unsupported), JSON-RPC decoding (400 with a -32700 or
-//! -32600 error body).
+//! -32600 error body), and for a protected resource the scopes the decoded requests need (403
+//! `insufficient_scope`) and the session's holder (404 for another holder's token).
 //!
 //! Why the token comes third: `Host` and `Origin` cost nothing and refuse a DNS-rebinding page
 //! or a foreign browser origin before it can even learn whether a token is wanted (no 401 vs
@@ -49,8 +53,11 @@
 //! which an unauthenticated client should not get. Paths that are neither an MCP endpoint nor
 //! a guarded route are not guarded: unknown paths answer 404 as before, public routes answer.
 //!
-//! Not here: OAuth (a static bearer token is all; see [`super::bearer`]), HTTP/2, what the
-//! messages mean.
+//! The principal of a protected session is the one of its latest request (a refreshed token
+//! of the same holder replaces it); every request is verified anew, but a stream already open
+//! is not cut when its token expires.
+//!
+//! Not here: verifying tokens ([`crate::auth`]), HTTP/2, what the messages mean.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -403,8 +410,13 @@ impl HttpServerConfig {
         let is_endpoint = |path: &str| {
             path == self.path || (legacy && (path == self.legacy_sse_path || path == self.legacy_message_path))
         };
+        let metadata = self.protected_resource.as_ref().map(|_| ProtectedResource::metadata_path(&self.path));
         self.routes.iter().find_map(|r| {
-            if !r.path.starts_with('/') {
+            if metadata.as_deref() == Some(r.path.as_str())
+                || (metadata.is_some() && r.path == crate::auth::resource::METADATA_PATH)
+            {
+                Some(format!("route {}: the path of the protected resource metadata", r.path))
+            } else if !r.path.starts_with('/') {
                 Some(format!("route {:?}: a path must start with /", r.path))
             } else if is_endpoint(&r.path) {
                 Some(format!("route {}: the path of an MCP endpoint", r.path))
@@ -1231,6 +1243,10 @@ fn auth_refused(resource: &ProtectedResource, refusal: Option<&Refusal>) -> Resp
     let status = refusal.map_or(401, Refusal::status);
     let (error, description) = match refusal {
         None => ("invalid_request", "Missing bearer token".to_owned()),
+        // What failed between us and the authorization server is not the client's business.
+        Some(Refusal::Unavailable(_)) => {
+            ("temporarily_unavailable", "the authorization server could not be asked".to_owned())
+        }
         Some(r) => (r.error_code().unwrap_or("temporarily_unavailable"), r.to_string()),
     };
     let body = serde_json::json!({"error": error, "error_description": description}).to_string();
