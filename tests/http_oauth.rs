@@ -433,3 +433,46 @@ async fn a_static_token_serves_as_a_protected_resources_verifier_and_routes_cann
     let error = HttpServer::bind(shadowing, |_t| async {}).await.unwrap_err();
     assert!(error.to_string().contains("protected resource metadata"), "{error}");
 }
+
+#[tokio::test]
+async fn a_2026_07_28_request_is_verified_and_its_handler_sees_the_principal() {
+    let auth = AuthServer::start().await;
+    let (server, resource) = protected(&auth, Verify::Jwks, false).await;
+    let addr = server.local_addr();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}});
+    let call = |tool: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}, "_meta": meta}})
+        .to_string()
+    };
+    let post = |tool: &'static str, token: Option<String>| {
+        let body = call(tool);
+        async move {
+            let authorization = token.map(|t| bearer(&t));
+            let mut headers = vec![
+                BOTH,
+                JSON,
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", tool),
+            ];
+            if let Some(a) = authorization.as_deref() {
+                headers.push(("Authorization", a));
+            }
+            raw(addr, "POST", "/mcp", &headers, &body, SHORT).await
+        }
+    };
+    let r = post("whoami", None).await;
+    assert_eq!(r.status, 401, "{r:?}");
+    let token = auth.mint(claims(&resource, "mcp")).await;
+    let r = post("whoami", Some(token.clone())).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let text = r.json()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["subject"], "alice");
+    let r = post("write", Some(token)).await;
+    assert_eq!(r.status, 403, "{r:?}");
+    assert!(r.header("www-authenticate").unwrap().ends_with("scope=\"mcp files:write\""));
+    server.shutdown().await;
+}
