@@ -116,6 +116,12 @@ impl ProtectedResource {
         &self.verifier
     }
 
+    /// The scopes every request needs ([`require_scope`](Self::require_scope)), whatever it is:
+    /// also a GET of a stream or a DELETE, which carry no JSON-RPC method.
+    pub fn scopes_for_every_request(&self) -> &[String] {
+        &self.always
+    }
+
     /// Whether any request needs a scope beyond a valid token.
     pub fn has_scope_rules(&self) -> bool {
         !self.always.is_empty() || !self.per_method.is_empty() || !self.per_tool.is_empty()

@@ -223,6 +223,16 @@ async fn tokens_are_refused_for_audience_expiry_scope_signature_and_unknown_key(
     );
     assert!(!r.body.contains(&token), "no token is echoed");
 
+    // A token of alice without the scope every request needs cannot open the GET stream either.
+    let scopeless = bearer(&auth.mint(claims(&resource, "other")).await);
+    let get_headers =
+        [("Accept", "text/event-stream"), ("Authorization", scopeless.as_str()), ("Mcp-Session-Id", session.as_str())];
+    let r = raw(addr, "GET", "/mcp", &get_headers, "", SHORT).await;
+    assert_eq!(r.status, 403, "{r:?}");
+    let legacy = [("Accept", "text/event-stream"), ("Authorization", scopeless.as_str())];
+    let r = raw(addr, "GET", "/sse", &legacy, "", SHORT).await;
+    assert_eq!(r.status, 403, "no legacy session either: {r:?}");
+
     // The session is bound to alice: bob's valid token cannot use it.
     let bob = auth.mint(json!({"claims": {"aud": resource, "scope": "mcp", "sub": "bob", "client_id": "app-1"}})).await;
     let bob = bearer(&bob);
@@ -404,15 +414,17 @@ async fn a_static_token_serves_as_a_protected_resources_verifier_and_routes_cann
     let verifier = mcpwire::auth::StaticTokenVerifier::new("static-Tok3n").unwrap().principal(principal);
     let policy = ProtectedResource::new(&resource, Arc::new(verifier)).require_scope("mcp");
     let server = tools();
-    let http =
-        HttpServer::serve_on(listener, HttpServerConfig::default().protected_resource(policy.clone()), move |t| {
-            let serving = server.serve(t);
-            async move {
-                let _ = serving.await;
-            }
-        })
-        .await
-        .unwrap();
+    let config = HttpServerConfig::default()
+        .protected_resource(policy.clone())
+        .route("/metrics", || async { mcpwire::transport::sse_http::RouteResponse::text(200, "up 1\n") });
+    let http = HttpServer::serve_on(listener, config, move |t| {
+        let serving = server.serve(t);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
     let config = HttpClientConfig::new(http.url()).bearer_token("static-Tok3n").legacy_fallback(false);
     let (peer, _) = http_support::client_peer(HttpClientTransport::new(config).unwrap(), "2025-11-25").await;
     let seen = http_support::call(&peer, "whoami", json!({})).await;
@@ -423,6 +435,12 @@ async fn a_static_token_serves_as_a_protected_resources_verifier_and_routes_cann
     let r = raw(http.local_addr(), "POST", "/mcp", &[BOTH, JSON, ("Authorization", &wrong)], &init_body(), SHORT).await;
     assert_eq!(r.status, 401);
     assert!(r.header("www-authenticate").unwrap().contains("error=\"invalid_token\""));
+    // A guarded route needs the token too.
+    let r = raw(http.local_addr(), "GET", "/metrics", &[], "", SHORT).await;
+    assert_eq!(r.status, 401, "{r:?}");
+    let right = bearer("static-Tok3n");
+    let r = raw(http.local_addr(), "GET", "/metrics", &[("Authorization", &right)], "", SHORT).await;
+    assert_eq!((r.status, r.body.as_str()), (200, "up 1\n"));
     http.shutdown().await;
 
     let shadowing = HttpServerConfig::default()

@@ -1175,6 +1175,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
         if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
             match authenticate(resource, &req).await {
                 Ok(principal) => {
+                    // Checked here too, not only per JSON-RPC method: a GET (stream) or DELETE
+                    // carries no method but needs these as well.
+                    let every = resource.scopes_for_every_request().to_vec();
+                    if let Err(refusal) = resource.check_scopes(&principal, every) {
+                        return auth_refused(resource, Some(&refusal));
+                    }
                     req.extensions_mut().insert(Authenticated(Arc::new(principal)));
                 }
                 Err(refusal) => return auth_refused(resource, refusal.as_ref()),
