@@ -3,6 +3,10 @@
 //! ([RFC 7517](https://www.rfc-editor.org/rfc/rfc7517)), and its claims checked (`iss`, `aud`,
 //! `exp`, `nbf`, with a leeway). Pure functions: the key set comes in, the time comes in.
 //!
+//! The header's `typ`, when present, must be `at+jwt` (RFC 9068), `application/at+jwt` or
+//! plain `JWT` (what most authorization servers still send): any other type names another kind
+//! of JWT, which is refused even when signed by the right key.
+//!
 //! Algorithms accepted: RS256/384/512 (RSA PKCS#1 v1.5, 2048 bits at least), PS256/384/512
 //! (RSA-PSS), ES256 and ES384 (ECDSA on P-256/P-384), EdDSA (Ed25519). Never `none`, never
 //! HMAC (a resource server holds no shared secret), and the key's own `kty`/`alg` must fit the
@@ -228,6 +232,12 @@ impl<'t> Unverified<'t> {
         if header.contains_key("crit") {
             return Err(Refusal::UnsupportedAlgorithm);
         }
+        match header.get("typ") {
+            None => {}
+            Some(Value::String(typ))
+                if ["jwt", "at+jwt", "application/at+jwt"].iter().any(|t| typ.eq_ignore_ascii_case(t)) => {}
+            Some(_) => return Err(Refusal::NotAnAccessToken),
+        }
         let kid = match header.get("kid") {
             None => None,
             Some(Value::String(kid)) => Some(kid.clone()),
@@ -419,6 +429,13 @@ mod tests {
         }
         let token = sign(&pair, json!({"alg": "ES256", "crit": ["b64"]}), json!({}));
         assert_eq!(Unverified::parse(&token).unwrap_err(), Refusal::UnsupportedAlgorithm);
+        for typ in ["JWT", "at+jwt", "application/at+JWT"] {
+            assert!(Unverified::parse(&sign(&pair, json!({"alg": "ES256", "typ": typ}), json!({}))).is_ok(), "{typ}");
+        }
+        for typ in [json!("dpop+jwt"), json!("logout+jwt"), json!(1)] {
+            let token = sign(&pair, json!({"alg": "ES256", "typ": typ}), json!({}));
+            assert_eq!(Unverified::parse(&token).unwrap_err(), Refusal::NotAnAccessToken, "{typ}");
+        }
         // An EC key cannot verify an RS256 header, whatever the bytes.
         let token = sign(&pair, json!({"alg": "RS256"}), json!({}));
         assert_eq!(Unverified::parse(&token).unwrap().verify_with(&[&jwk]).unwrap_err(), Refusal::BadSignature);

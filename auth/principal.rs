@@ -93,6 +93,9 @@ pub enum Refusal {
     Malformed,
     /// The JWS algorithm is not one we accept (`none`, HMAC, or unknown).
     UnsupportedAlgorithm,
+    /// A JWT of another kind (its `typ` says so: a DPoP proof, a logout token …), not an
+    /// access token.
+    NotAnAccessToken,
     /// The signature does not verify with the key the token names.
     BadSignature,
     /// The token names a key (`kid`) that the authorization server's key set does not hold,
@@ -143,6 +146,7 @@ impl std::fmt::Display for Refusal {
         match self {
             Refusal::Malformed => f.write_str("the access token is malformed"),
             Refusal::UnsupportedAlgorithm => f.write_str("the access token's signature algorithm is not accepted"),
+            Refusal::NotAnAccessToken => f.write_str("the token is not an access token"),
             Refusal::BadSignature => f.write_str("the access token's signature does not verify"),
             Refusal::UnknownKey => f.write_str("the access token is signed with an unknown key"),
             Refusal::Expired => f.write_str("the access token expired"),
