@@ -80,6 +80,8 @@ mod era;
 mod error;
 mod handlers;
 mod listen;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
