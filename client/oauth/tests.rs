@@ -1,1 +1,331 @@
-//! placeholder
+//! The OAuth client against a real HTTP server on 127.0.0.1:0 that plays the protected MCP
+//! server and its authorization server: the whole flow through [`HttpClientTransport`], refresh
+//! (single-flight, across a restart with the file store), and the refusals (no PKCE S256, a
+//! wrong `iss`).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::sync::{Notify, Semaphore};
+
+use super::*;
+use crate::proto::jsonrpc::Message;
+use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+use crate::transport::{Transport, TransportError};
+
+/// How the mock authorization server behaves.
+#[derive(Clone, Copy)]
+struct Behaviour {
+    advertise_s256: bool,
+    wrong_iss: bool,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour { advertise_s256: true, wrong_iss: false }
+    }
+}
+
+#[derive(Default)]
+struct Seen {
+    registrations: usize,
+    authorizations: Vec<HashMap<String, String>>,
+    token_requests: Vec<HashMap<String, String>>,
+}
+
+struct Mock {
+    base: String,
+    behaviour: Behaviour,
+    seen: Mutex<Seen>,
+    challenge: Mutex<Option<String>>,
+    valid: Mutex<Vec<String>>,
+    issued: AtomicUsize,
+    /// Signalled when a refresh request arrives; a refresh answers only once a permit is here.
+    refresh_arrived: Notify,
+    refresh_gate: Semaphore,
+}
+
+impl Mock {
+    async fn start(behaviour: Behaviour) -> Arc<Mock> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr: SocketAddr = listener.local_addr().unwrap();
+        let mock = Arc::new(Mock {
+            base: format!("http://127.0.0.1:{}", addr.port()),
+            behaviour,
+            seen: Mutex::default(),
+            challenge: Mutex::default(),
+            valid: Mutex::default(),
+            issued: AtomicUsize::new(0),
+            refresh_arrived: Notify::new(),
+            refresh_gate: Semaphore::new(Semaphore::MAX_PERMITS),
+        });
+        let served = mock.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { return };
+                let mock = served.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request| {
+                        let mock = mock.clone();
+                        async move { Ok::<_, Infallible>(mock.handle(request).await) }
+                    });
+                    let _ =
+                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tcp), service).await;
+                });
+            }
+        });
+        mock
+    }
+
+    fn url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    fn json(status: StatusCode, body: serde_json::Value) -> Response<Full<Bytes>> {
+        Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap()
+    }
+
+    fn issue(&self, refresh: bool) -> serde_json::Value {
+        let n = self.issued.fetch_add(1, Ordering::SeqCst);
+        let access = format!("at-{n}");
+        self.valid.lock().unwrap().push(access.clone());
+        let mut answer = serde_json::json!({"access_token": access, "token_type": "Bearer", "expires_in": 3600});
+        if refresh {
+            answer["refresh_token"] = format!("rt-{n}").into();
+        }
+        answer
+    }
+
+    async fn handle(self: Arc<Self>, request: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
+        let path = request.uri().path().to_owned();
+        let query: HashMap<String, String> =
+            url::form_urlencoded::parse(request.uri().query().unwrap_or("").as_bytes()).into_owned().collect();
+        let authorization = request.headers().get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let body = request.into_body().collect().await.unwrap().to_bytes();
+        let base = &self.base;
+        match path.as_str() {
+            "/.well-known/oauth-protected-resource/mcp" => Mock::json(
+                StatusCode::OK,
+                serde_json::json!({"resource": self.url(), "authorization_servers": [base], "scopes_supported": ["mcp:basic"]}),
+            ),
+            "/.well-known/oauth-authorization-server" => {
+                let methods: &[&str] = if self.behaviour.advertise_s256 { &["S256"] } else { &["plain"] };
+                Mock::json(
+                    StatusCode::OK,
+                    serde_json::json!({
+                        "issuer": base,
+                        "authorization_endpoint": format!("{base}/authorize"),
+                        "token_endpoint": format!("{base}/token"),
+                        "registration_endpoint": format!("{base}/register"),
+                        "code_challenge_methods_supported": methods,
+                        "token_endpoint_auth_methods_supported": ["client_secret_post"],
+                        "authorization_response_iss_parameter_supported": true,
+                    }),
+                )
+            }
+            "/register" => {
+                self.seen.lock().unwrap().registrations += 1;
+                Mock::json(
+                    StatusCode::CREATED,
+                    serde_json::json!({"client_id": "dcr-client", "client_secret": "dcr-s3cret", "token_endpoint_auth_method": "client_secret_post"}),
+                )
+            }
+            "/authorize" => {
+                *self.challenge.lock().unwrap() = query.get("code_challenge").cloned();
+                let iss = if self.behaviour.wrong_iss { "https://evil.example".to_owned() } else { base.clone() };
+                let mut redirect = url::Url::parse(&query["redirect_uri"]).unwrap();
+                redirect
+                    .query_pairs_mut()
+                    .append_pair("code", "code-1")
+                    .append_pair("state", &query["state"])
+                    .append_pair("iss", &iss);
+                self.seen.lock().unwrap().authorizations.push(query);
+                Response::builder()
+                    .status(StatusCode::FOUND)
+                    .header("location", redirect.as_str())
+                    .body(Full::default())
+                    .unwrap()
+            }
+            "/token" => {
+                let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
+                self.seen.lock().unwrap().token_requests.push(form.clone());
+                match form.get("grant_type").map(String::as_str) {
+                    Some("authorization_code") => {
+                        let challenge = self.challenge.lock().unwrap().clone();
+                        let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+                        if challenge != Some(Pkce::from_verifier(verifier).challenge)
+                            || form.get("code").map(String::as_str) != Some("code-1")
+                        {
+                            return Mock::json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_grant"}));
+                        }
+                        Mock::json(StatusCode::OK, self.issue(true))
+                    }
+                    Some("refresh_token") => {
+                        self.refresh_arrived.notify_one();
+                        let _permit = self.refresh_gate.acquire().await.unwrap();
+                        // No new refresh token: the client keeps the old one.
+                        Mock::json(StatusCode::OK, self.issue(false))
+                    }
+                    _ => Mock::json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "unsupported_grant_type"})),
+                }
+            }
+            "/mcp" => {
+                let token = authorization.as_deref().and_then(|a| a.strip_prefix("Bearer ")).map(str::to_owned);
+                if !token.is_some_and(|t| self.valid.lock().unwrap().contains(&t)) {
+                    return Response::builder()
+                        .status(StatusCode::UNAUTHORIZED)
+                        .header(
+                            "www-authenticate",
+                            format!(r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#),
+                        )
+                        .body(Full::new(Bytes::from_static(br#"{"error":"invalid_token"}"#)))
+                        .unwrap();
+                }
+                let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                Mock::json(StatusCode::OK, serde_json::json!({"jsonrpc": "2.0", "id": request["id"], "result": {}}))
+            }
+            _ => Response::builder().status(StatusCode::NOT_FOUND).body(Full::default()).unwrap(),
+        }
+    }
+}
+
+fn oauth_client(mock: &Mock, store: Arc<dyn TokenStore>) -> Arc<OAuthClient> {
+    let handler: Arc<dyn AuthorizationHandler> = Arc::new(RedirectFollower::new().unwrap());
+    Arc::new(OAuthClient::new(&mock.url(), OAuthConfig::default(), store, Some(handler)).unwrap())
+}
+
+async fn ping(client: &Arc<OAuthClient>, url: &str) -> Result<Message, TransportError> {
+    let config = HttpClientConfig::new(url).legacy_fallback(false).open_get_stream(false).authorizer(client.clone());
+    let transport = HttpClientTransport::new(config)?;
+    transport.send(Message::from_slice(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap()).await?;
+    let answer = transport.recv().await?.expect("an answer");
+    transport.close().await?;
+    Ok(answer)
+}
+
+#[tokio::test]
+async fn a_401_runs_the_whole_flow_and_the_request_goes_again() {
+    let mock = Mock::start(Behaviour::default()).await;
+    let store = Arc::new(MemoryTokenStore::new());
+    let client = oauth_client(&mock, store.clone());
+    let answer = ping(&client, &mock.url()).await.unwrap();
+    assert!(matches!(answer, Message::Response(ref r) if r.id == crate::proto::jsonrpc::Id::Number(7)), "{answer:?}");
+
+    let seen = mock.seen.lock().unwrap();
+    assert_eq!(seen.registrations, 1, "no CIMD, no pre-registration: DCR");
+    let authorization = &seen.authorizations[0];
+    assert_eq!(authorization["client_id"], "dcr-client");
+    assert_eq!(authorization["resource"], mock.url(), "RFC 8707 resource, as the metadata names it");
+    assert_eq!(authorization["scope"], "mcp:basic", "scopes_supported when the challenge names none");
+    assert_eq!(authorization["code_challenge_method"], "S256");
+    let token = &seen.token_requests[0];
+    assert_eq!(token["grant_type"], "authorization_code");
+    assert_eq!(token["resource"], mock.url());
+    assert_eq!(token["client_secret"], "dcr-s3cret", "client_secret_post, as registered");
+
+    let key = CredentialKey::new(mock.base.clone(), mock.url());
+    let stored = store.load(&key).unwrap().expect("credentials under issuer + resource");
+    let tokens = stored.tokens.clone().unwrap();
+    assert_eq!(tokens.access_token.expose(), "at-0");
+    assert!(tokens.expires_at.unwrap() > unix_now(), "absolute expiry");
+    assert_eq!(stored.client.as_ref().unwrap().client_id, "dcr-client", "the DCR registration is kept");
+    let shown = format!("{stored:?} {client:?}");
+    for secret in ["at-0", "rt-0", "dcr-s3cret"] {
+        assert!(!shown.contains(secret), "{secret} shown in {shown}");
+    }
+}
+
+#[tokio::test]
+async fn an_expiring_token_is_refreshed_once_for_concurrent_requests_even_after_a_restart() {
+    let mock = Mock::start(Behaviour::default()).await;
+    let dir = std::env::temp_dir().join(format!("mcpwire-oauth-{}", authorization::random_token()));
+    let path = dir.join("creds.json");
+    // The first process: a whole flow, the tokens in the file.
+    ping(&oauth_client(&mock, Arc::new(FileTokenStore::new(&path))), &mock.url()).await.unwrap();
+    let key = CredentialKey::new(mock.base.clone(), mock.url());
+    let file = FileTokenStore::new(&path);
+    let mut stored = file.load(&key).unwrap().unwrap();
+    // Its access token has expired since.
+    stored.tokens.as_mut().unwrap().expires_at = Some(1);
+    file.save(&key, &stored).unwrap();
+
+    // The second process: many requests at once find the expired token.
+    let client = oauth_client(&mock, Arc::new(FileTokenStore::new(&path)));
+    mock.refresh_gate.forget_permits(Semaphore::MAX_PERMITS);
+    let url = mock.url();
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (client, url) = (client.clone(), url.clone());
+            tokio::spawn(async move { client.authorization(&url).await })
+        })
+        .collect();
+    mock.refresh_arrived.notified().await;
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+    }
+    mock.refresh_gate.add_permits(Semaphore::MAX_PERMITS);
+    for task in tasks {
+        assert_eq!(task.await.unwrap().as_deref(), Some("Bearer at-1"));
+    }
+
+    let seen = mock.seen.lock().unwrap();
+    let refreshes: Vec<_> = seen.token_requests.iter().filter(|f| f["grant_type"] == "refresh_token").collect();
+    assert_eq!(refreshes.len(), 1, "one refresh for eight requests");
+    assert_eq!(refreshes[0]["refresh_token"], "rt-0");
+    assert_eq!(refreshes[0]["client_secret"], "dcr-s3cret", "the client secret goes with the refresh");
+    assert_eq!(refreshes[0]["resource"], mock.url());
+    drop(seen);
+    let tokens = FileTokenStore::new(&path).load(&key).unwrap().unwrap().tokens.unwrap();
+    assert_eq!(tokens.access_token.expose(), "at-1");
+    assert_eq!(tokens.refresh_token.as_ref().map(Secret::expose), Some("rt-0"), "the old refresh token is kept");
+    assert!(tokens.expires_at.unwrap() > unix_now());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_server_without_pkce_s256_is_refused_before_the_user_is_sent_there() {
+    let mock = Mock::start(Behaviour { advertise_s256: false, ..Behaviour::default() }).await;
+    let client = oauth_client(&mock, Arc::new(MemoryTokenStore::new()));
+    let error = ping(&client, &mock.url()).await.unwrap_err();
+    assert!(matches!(&error, TransportError::Http { status: 401, message } if message.contains("pkce")), "{error}");
+    assert!(mock.seen.lock().unwrap().authorizations.is_empty());
+}
+
+#[tokio::test]
+async fn a_redirect_from_another_issuer_never_reaches_the_token_endpoint() {
+    let mock = Mock::start(Behaviour { wrong_iss: true, ..Behaviour::default() }).await;
+    let client = oauth_client(&mock, Arc::new(MemoryTokenStore::new()));
+    let error = ping(&client, &mock.url()).await.unwrap_err();
+    assert!(matches!(&error, TransportError::Http { status: 401, message } if message.contains("evil")), "{error}");
+    let seen = mock.seen.lock().unwrap();
+    assert!(!seen.authorizations.is_empty());
+    assert!(seen.token_requests.is_empty(), "the code is not spent");
+}
+
+#[tokio::test]
+async fn logout_forgets_the_servers_credentials() {
+    let mock = Mock::start(Behaviour::default()).await;
+    let store = Arc::new(MemoryTokenStore::new());
+    let client = oauth_client(&mock, store.clone());
+    client.login().await.unwrap();
+    assert!(client.stored_tokens().unwrap().is_some());
+    assert_eq!(client.logout().unwrap(), 1);
+    assert!(client.stored_tokens().unwrap().is_none());
+    assert_eq!(client.authorization(&mock.url()).await, None);
+}
