@@ -25,11 +25,15 @@ use crate::transport::{Transport, TransportError};
 struct Behaviour {
     advertise_s256: bool,
     wrong_iss: bool,
+    /// `/mcp` answers 403 `insufficient_scope` to a token without this scope.
+    required_scope: Option<&'static str>,
+    /// Whether the authorization server grants `required_scope` when asked for it.
+    grants_required: bool,
 }
 
 impl Default for Behaviour {
     fn default() -> Self {
-        Behaviour { advertise_s256: true, wrong_iss: false }
+        Behaviour { advertise_s256: true, wrong_iss: false, required_scope: None, grants_required: true }
     }
 }
 
@@ -45,7 +49,10 @@ struct Mock {
     behaviour: Behaviour,
     seen: Mutex<Seen>,
     challenge: Mutex<Option<String>>,
-    valid: Mutex<Vec<String>>,
+    /// The scopes of the last authorization request, granted with its code.
+    scopes: Mutex<Vec<String>>,
+    /// Issued access tokens and their scopes.
+    valid: Mutex<Vec<(String, Vec<String>)>>,
     issued: AtomicUsize,
     /// Signalled when a refresh request arrives; a refresh answers only once a permit is here.
     refresh_arrived: Notify,
@@ -61,6 +68,7 @@ impl Mock {
             behaviour,
             seen: Mutex::default(),
             challenge: Mutex::default(),
+            scopes: Mutex::default(),
             valid: Mutex::default(),
             issued: AtomicUsize::new(0),
             refresh_arrived: Notify::new(),
@@ -99,7 +107,11 @@ impl Mock {
     fn issue(&self, refresh: bool) -> serde_json::Value {
         let n = self.issued.fetch_add(1, Ordering::SeqCst);
         let access = format!("at-{n}");
-        self.valid.lock().unwrap().push(access.clone());
+        let mut scopes = self.scopes.lock().unwrap().clone();
+        if !self.behaviour.grants_required {
+            scopes.retain(|s| Some(s.as_str()) != self.behaviour.required_scope);
+        }
+        self.valid.lock().unwrap().push((access.clone(), scopes));
         let mut answer = serde_json::json!({"access_token": access, "token_type": "Bearer", "expires_in": 3600});
         if refresh {
             answer["refresh_token"] = format!("rt-{n}").into();
@@ -143,6 +155,8 @@ impl Mock {
             }
             "/authorize" => {
                 *self.challenge.lock().unwrap() = query.get("code_challenge").cloned();
+                *self.scopes.lock().unwrap() =
+                    query.get("scope").map(|s| s.split(' ').map(str::to_owned).collect()).unwrap_or_default();
                 let iss = if self.behaviour.wrong_iss { "https://evil.example".to_owned() } else { base.clone() };
                 let mut redirect = url::Url::parse(&query["redirect_uri"]).unwrap();
                 redirect
@@ -182,7 +196,10 @@ impl Mock {
             }
             "/mcp" => {
                 let token = authorization.as_deref().and_then(|a| a.strip_prefix("Bearer ")).map(str::to_owned);
-                if !token.is_some_and(|t| self.valid.lock().unwrap().contains(&t)) {
+                let scopes = token.and_then(|t| {
+                    self.valid.lock().unwrap().iter().find(|(valid, _)| *valid == t).map(|(_, scopes)| scopes.clone())
+                });
+                let Some(scopes) = scopes else {
                     return Response::builder()
                         .status(StatusCode::UNAUTHORIZED)
                         .header(
@@ -190,6 +207,16 @@ impl Mock {
                             format!(r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#),
                         )
                         .body(Full::new(Bytes::from_static(br#"{"error":"invalid_token"}"#)))
+                        .unwrap();
+                };
+                if let Some(required) = self.behaviour.required_scope.filter(|r| !scopes.iter().any(|s| s == r)) {
+                    return Response::builder()
+                        .status(StatusCode::FORBIDDEN)
+                        .header(
+                            "www-authenticate",
+                            format!(r#"Bearer error="insufficient_scope", scope="{required}", resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#),
+                        )
+                        .body(Full::default())
                         .unwrap();
                 }
                 let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
@@ -328,4 +355,159 @@ async fn logout_forgets_the_servers_credentials() {
     assert_eq!(client.logout().unwrap(), 1);
     assert!(client.stored_tokens().unwrap().is_none());
     assert_eq!(client.authorization(&mock.url()).await, None);
+}
+
+/// A server that answers the documents it was given (by path) and 404 to anything else, and
+/// records every path asked for, in order.
+struct Documents {
+    base: String,
+    documents: Mutex<HashMap<String, serde_json::Value>>,
+    asked: Mutex<Vec<String>>,
+}
+
+impl Documents {
+    async fn start() -> Arc<Documents> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = Arc::new(Documents {
+            base: format!("http://127.0.0.1:{port}"),
+            documents: Mutex::default(),
+            asked: Mutex::default(),
+        });
+        let served = server.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { return };
+                let server = served.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+                        let server = server.clone();
+                        async move {
+                            let path = request.uri().path().to_owned();
+                            server.asked.lock().unwrap().push(path.clone());
+                            let document = server.documents.lock().unwrap().get(&path).cloned();
+                            Ok::<_, Infallible>(match document {
+                                Some(body) => Mock::json(StatusCode::OK, body),
+                                None => {
+                                    Response::builder().status(StatusCode::NOT_FOUND).body(Full::default()).unwrap()
+                                }
+                            })
+                        }
+                    });
+                    let _ =
+                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tcp), service).await;
+                });
+            }
+        });
+        server
+    }
+
+    fn serve(&self, path: &str, body: serde_json::Value) {
+        self.documents.lock().unwrap().insert(path.to_owned(), body);
+    }
+
+    fn asked(&self) -> Vec<String> {
+        std::mem::take(&mut *self.asked.lock().unwrap())
+    }
+
+    fn as_metadata(&self, issuer: &str) -> serde_json::Value {
+        serde_json::json!({"issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"), "token_endpoint": format!("{issuer}/token")})
+    }
+}
+
+fn http_client() -> http::HttpClient {
+    http::HttpClient::new(
+        std::time::Duration::from_secs(10),
+        #[cfg(feature = "tls")]
+        &[],
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn discovery_asks_for_metadata_in_the_spec_order() {
+    let server = Documents::start().await;
+    let base = server.base.clone();
+    let mcp = url::Url::parse(&format!("{base}/mcp")).unwrap();
+    let issuer = format!("{base}/tenant1");
+    // Root resource metadata only; OpenID metadata by path appending only.
+    server.serve(
+        "/.well-known/oauth-protected-resource",
+        serde_json::json!({"resource": base, "authorization_servers": [issuer]}),
+    );
+    server.serve("/tenant1/.well-known/openid-configuration", server.as_metadata(&issuer));
+    let found = discovery::discover(&http_client(), &mcp, None).await.unwrap();
+    assert_eq!(found.authorization_server.issuer, issuer);
+    assert_eq!(found.resource, base, "the resource as the metadata names it");
+    assert_eq!(
+        server.asked(),
+        [
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-protected-resource",
+            "/.well-known/oauth-authorization-server/tenant1",
+            "/.well-known/openid-configuration/tenant1",
+            "/tenant1/.well-known/openid-configuration",
+        ]
+    );
+
+    // The challenge's resource_metadata comes first; an issuer without a path: OAuth, then OpenID.
+    server.serve("/custom/meta.json", serde_json::json!({"resource": mcp.as_str(), "authorization_servers": [base]}));
+    server.serve("/.well-known/openid-configuration", server.as_metadata(&base));
+    let challenge =
+        BearerChallenge { resource_metadata: Some(format!("{base}/custom/meta.json")), ..Default::default() };
+    discovery::discover(&http_client(), &mcp, Some(&challenge)).await.unwrap();
+    assert_eq!(
+        server.asked(),
+        ["/custom/meta.json", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]
+    );
+}
+
+#[tokio::test]
+async fn discovery_refuses_another_resource_and_another_issuer() {
+    let server = Documents::start().await;
+    let base = server.base.clone();
+    let mcp = url::Url::parse(&format!("{base}/mcp")).unwrap();
+    server.serve(
+        "/.well-known/oauth-protected-resource/mcp",
+        serde_json::json!({"resource": "https://evil.example.com/mcp", "authorization_servers": [base]}),
+    );
+    let error = discovery::discover(&http_client(), &mcp, None).await.unwrap_err();
+    assert!(matches!(error, AuthError::ResourceMismatch { .. }), "{error}");
+    assert_eq!(
+        server.asked(),
+        ["/.well-known/oauth-protected-resource/mcp"],
+        "nothing more once the resource is wrong"
+    );
+
+    server.serve(
+        "/.well-known/oauth-protected-resource/mcp",
+        serde_json::json!({"resource": mcp.as_str(), "authorization_servers": [base]}),
+    );
+    server.serve("/.well-known/oauth-authorization-server", server.as_metadata("https://attacker.example.com"));
+    let error = discovery::discover(&http_client(), &mcp, None).await.unwrap_err();
+    assert!(matches!(error, AuthError::IssuerMismatch { .. }), "{error}");
+}
+
+#[tokio::test]
+async fn insufficient_scope_steps_up_with_the_union_of_scopes() {
+    let mock = Mock::start(Behaviour { required_scope: Some("mcp:write"), ..Behaviour::default() }).await;
+    let client = oauth_client(&mock, Arc::new(MemoryTokenStore::new()));
+    ping(&client, &mock.url()).await.unwrap();
+    let seen = mock.seen.lock().unwrap();
+    let scopes: Vec<&str> = seen.authorizations.iter().map(|a| a["scope"].as_str()).collect();
+    assert_eq!(scopes, ["mcp:basic", "mcp:basic mcp:write"], "the held scopes kept on step-up");
+}
+
+#[tokio::test]
+async fn step_up_gives_up_after_its_limit() {
+    let behaviour = Behaviour { required_scope: Some("mcp:admin"), grants_required: false, ..Behaviour::default() };
+    let mock = Mock::start(behaviour).await;
+    let client = oauth_client(&mock, Arc::new(MemoryTokenStore::new()));
+    let error = ping(&client, &mock.url()).await.unwrap_err();
+    assert!(matches!(&error, TransportError::Http { status: 403, .. }), "{error}");
+    // The first authorization (after the 401) and two step-ups: no more.
+    assert_eq!(mock.seen.lock().unwrap().authorizations.len(), 3);
+    // A later request for the same scope does not start the loop again.
+    assert!(ping(&client, &mock.url()).await.is_err());
+    assert_eq!(mock.seen.lock().unwrap().authorizations.len(), 3);
 }
