@@ -28,8 +28,12 @@
 //! No token, secret, code or verifier is ever logged; `Debug` of anything holding one shows
 //! `<redacted>` ([`Secret`]).
 //!
-//! Not here: a browser or loopback listener (the host's [`AuthorizationHandler`]), DPoP,
-//! token exchange and other extensions, the resource server side (`server/`).
+//! The host brings the user to the authorization server through an [`AuthorizationHandler`]:
+//! [`LoopbackRedirect`] (a redirect listener on 127.0.0.1 and a callback that opens the URL) for
+//! a command line or desktop host, [`RedirectFollower`] for servers that redirect at once.
+//!
+//! Not here: opening a browser (the host's callback), DPoP, token exchange and the other
+//! extensions, the resource server side (`server/`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -43,12 +47,14 @@ use crate::transport::sse_http::authorizer::{Authorizer, Refusal, Verdict};
 pub mod authorization;
 pub mod discovery;
 mod http;
+pub mod loopback;
 pub mod registration;
 pub mod store;
 pub mod token;
 
 pub use authorization::{AuthorizationHandler, AuthorizationRequest, AuthorizationResponse, Pkce, RedirectFollower};
 pub use discovery::{AuthorizationServerMetadata, BearerChallenge, Discovered, ResourceMetadata};
+pub use loopback::LoopbackRedirect;
 pub use registration::{metadata_document_json, PreRegistered};
 pub use store::{
     ClientRegistration, CredentialKey, FileTokenStore, MemoryTokenStore, StoredCredentials, TokenSet, TokenStore,
