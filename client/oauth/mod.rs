@@ -471,7 +471,9 @@ impl OAuthClient {
             return Err(AuthError::Discovery("the server's authorization server has changed".into()));
         }
         let stored = self.store.load(&key).map_err(AuthError::Store)?.unwrap_or_default();
-        let client = self.known_client(&server, &stored)?;
+        let client = self
+            .known_client(&server, &stored)?
+            .ok_or_else(|| AuthError::Registration("no client registration kept to refresh with".into()))?;
         let signing_key = self.signing_key();
         let grant = token::Grant::Refresh { refresh_token: &refresh_token };
         let mut tokens =
@@ -482,14 +484,14 @@ impl OAuthClient {
         self.keep(key, stored.client, tokens, server)
     }
 
+    /// Forgets a refresh token the server would not honour, here and in the store.
     fn drop_refresh_token(&self) {
         let mut current = self.current.lock().expect("oauth lock");
-        if let Some(c) = current.as_mut() {
-            c.tokens.refresh_token = None;
-            let stored = StoredCredentials { client: None, tokens: Some(c.tokens.clone()) };
-            let client = self.store.load(&c.key).ok().flatten().and_then(|s| s.client);
-            let _ = self.store.save(&c.key, &StoredCredentials { client, ..stored });
-        }
+        let Some(c) = current.as_mut() else { return };
+        c.tokens.refresh_token = None;
+        let client = self.store.load(&c.key).ok().flatten().and_then(|s| s.client);
+        // Best effort: a store that cannot be written only costs a refresh attempt next run.
+        let _ = self.store.save(&c.key, &StoredCredentials { client, tokens: Some(c.tokens.clone()) });
     }
 
     /// Stores `tokens` (with the DCR registration, if one is to be kept) and makes them current.
@@ -514,12 +516,14 @@ impl OAuthClient {
     }
 
     /// The client identity at `server` that needs no registration now: a machine client's,
-    /// pre-registered credentials, a metadata document, or a stored DCR registration.
+    /// pre-registered credentials, a metadata document, or a stored DCR registration; `None`
+    /// when only registering can give one. Pre-registered credentials bound to another issuer
+    /// are an error, not a reason to register elsewhere.
     fn known_client(
         &self,
         server: &AuthorizationServerMetadata,
         stored: &StoredCredentials,
-    ) -> Result<ClientRegistration, AuthError> {
+    ) -> Result<Option<ClientRegistration>, AuthError> {
         if let Some((client_id, credential)) = &self.config.machine {
             let (secret, method) = match credential {
                 MachineCredential::Secret(secret) => {
@@ -527,21 +531,21 @@ impl OAuthClient {
                 }
                 MachineCredential::PrivateKey(_) => (None, "private_key_jwt".to_owned()),
             };
-            return Ok(ClientRegistration {
+            return Ok(Some(ClientRegistration {
                 client_id: client_id.clone(),
                 client_secret: secret,
                 token_endpoint_auth_method: method,
-            });
+            }));
         }
         if let Some(credentials) = &self.config.pre_registered {
-            return registration::pre_registered(credentials, server);
+            return registration::pre_registered(credentials, server).map(Some);
         }
         if let Some(url) = self.config.client_metadata_url.as_deref() {
             if server.client_id_metadata_document_supported == Some(true) {
-                return Ok(registration::metadata_document(url));
+                return Ok(Some(registration::metadata_document(url)));
             }
         }
-        stored.client.clone().ok_or_else(|| AuthError::Registration("no client registration kept".into()))
+        Ok(stored.client.clone())
     }
 
     /// A whole flow for `discovered` asking for `scopes`: a client identity, then the grant.
@@ -549,9 +553,9 @@ impl OAuthClient {
         let server = &discovered.authorization_server;
         let key = CredentialKey::new(server.issuer.clone(), discovered.resource.clone());
         let stored = self.store.load(&key).map_err(AuthError::Store)?.unwrap_or_default();
-        let (client, registered) = match self.known_client(server, &stored) {
-            Ok(client) => (client, None),
-            Err(_) if self.config.machine.is_none() => {
+        let (client, registered) = match self.known_client(server, &stored)? {
+            Some(client) => (client, None),
+            None => {
                 let metadata = registration::ClientMetadata {
                     client_name: &self.config.client_name,
                     redirect_uri: &self.config.redirect_uri,
@@ -561,7 +565,6 @@ impl OAuthClient {
                 let client = registration::register(&self.http, server, &metadata).await?;
                 (client.clone(), Some(client))
             }
-            Err(e) => return Err(e),
         };
         let kept_client = registered.or(stored.client);
         let tokens = if self.config.machine.is_some() {
