@@ -320,6 +320,9 @@ struct FlowState {
 
 /// The OAuth client for one MCP server. See the module docs. Cheap to share (`Arc`); give it
 /// to the transport with [`HttpClientConfig::authorizer`](crate::transport::sse_http::HttpClientConfig::authorizer).
+///
+/// A flow started by a 401 runs inside the request that met it, so within that request's
+/// timeout; a host whose user needs minutes in a browser runs [`OAuthClient::login`] first.
 pub struct OAuthClient {
     server: Url,
     config: OAuthConfig,
@@ -654,11 +657,26 @@ impl OAuthClient {
             return Err(AuthError::Authorization("the server refused the credentials just obtained".into()));
         }
         let discovered = discovery::discover(&self.http, &self.server, challenge.as_ref()).await?;
-        let same_issuer = self.current.lock().expect("oauth lock").as_ref().is_some_and(|c| {
-            c.key.issuer == discovered.authorization_server.issuer
-                && c.key.resource == discovered.resource
-                && c.tokens.refresh_token.is_some()
-        });
+        let key = CredentialKey::new(discovered.authorization_server.issuer.clone(), discovered.resource.clone());
+        let held_key = self.current.lock().expect("oauth lock").as_ref().map(|c| c.key.clone());
+        if held_key.as_ref() != Some(&key) {
+            // The credentials sent were another authorization server's (a migration, or an entry
+            // of the store picked before discovery): this one's, if kept, are tried first.
+            let kept = self.store.load(&key).map_err(AuthError::Store)?.and_then(|c| c.tokens);
+            if let Some(tokens) = kept {
+                let server = Some(discovered.authorization_server.clone());
+                *self.current.lock().expect("oauth lock") = Some(Current { key: key.clone(), tokens, server });
+                if self.current_header().as_deref() != refusal.sent {
+                    return Ok(());
+                }
+            }
+        }
+        let same_issuer = self
+            .current
+            .lock()
+            .expect("oauth lock")
+            .as_ref()
+            .is_some_and(|c| c.key == key && c.tokens.refresh_token.is_some());
         if same_issuer && refusal.retries == 0 && self.refresh(Some(&discovered)).await.is_ok() {
             return Ok(());
         }
