@@ -14,11 +14,14 @@ use serde_json::json;
 
 const TOKEN: &str = "right-token";
 
+/// What one refusal showed: status, challenges, the credential sent, the retry count.
+type Seen = (u16, Vec<String>, Option<String>, u32);
+
 /// Sends `Bearer wrong` until refused once, then the right token; records each refusal.
 #[derive(Default)]
 struct LearnsTheToken {
     token: Mutex<Option<String>>,
-    refusals: Mutex<Vec<(u16, Vec<String>, Option<String>, u32)>>,
+    refusals: Mutex<Vec<Seen>>,
     give_up: bool,
 }
 
