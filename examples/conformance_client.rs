@@ -26,7 +26,8 @@
 //! Document URL is the one the suite expects (`https://conformance-test.local/client-metadata.json`).
 //! Credentials in the scenario context become pre-registered ones (`client_id` and
 //! `client_secret`), or for `auth/client-credentials-*` a machine client (a secret, or
-//! `private_key_pem` with `signing_algorithm` for `private_key_jwt`).
+//! `private_key_pem` with `signing_algorithm` for `private_key_jwt`); a `valid_jwt` (the
+//! workload identity scenario) becomes the assertion of a JWT-bearer grant.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -90,18 +91,22 @@ fn oauth(url: &str) -> Result<OAuthClient, String> {
     let text = |name: &str| context[name].as_str().map(str::to_owned);
     let mut config =
         OAuthConfig::default().client_name("mcpwire-conformance-client").client_metadata_url(CLIENT_METADATA_URL);
-    match (text("client_id"), text("client_secret"), text("private_key_pem")) {
-        (Some(id), _, Some(pem)) => {
+    match (text("client_id"), text("client_secret"), text("private_key_pem"), text("valid_jwt")) {
+        // Workload identity federation: the identity provider's JWT is the grant.
+        (Some(id), _, _, Some(jwt)) => {
+            config = config.client_credentials(id, MachineCredential::Assertion(Secret::new(jwt)));
+        }
+        (Some(id), _, Some(pem), None) => {
             let algorithm: JwtAlgorithm =
                 text("signing_algorithm").as_deref().unwrap_or("ES256").parse().map_err(|e| format!("{e}"))?;
             let key = SigningKey::from_pkcs8_pem(algorithm, &pem).map_err(|e| e.to_string())?;
             config = config.client_credentials(id, MachineCredential::PrivateKey(key));
         }
-        (Some(id), Some(secret), None) if scenario.starts_with("auth/client-credentials") => {
+        (Some(id), Some(secret), None, None) if scenario.starts_with("auth/client-credentials") => {
             config = config.client_credentials(id, MachineCredential::Secret(Secret::new(secret)));
         }
-        (Some(id), Some(secret), None) => config = config.pre_registered(PreRegistered::confidential(id, secret)),
-        (Some(id), None, None) => config = config.pre_registered(PreRegistered::public(id)),
+        (Some(id), Some(secret), None, None) => config = config.pre_registered(PreRegistered::confidential(id, secret)),
+        (Some(id), None, None, None) => config = config.pre_registered(PreRegistered::public(id)),
         _ => {}
     }
     let follower = RedirectFollower::new().map_err(|e| e.to_string())?;

@@ -15,7 +15,8 @@
 //!   when the server does not advertise S256), `state`, the RFC 8707 `resource` and the RFC 9207
 //!   `iss` check ([`authorization`]), the host's [`AuthorizationHandler`] bringing the user
 //!   there; or, for a machine client ([`OAuthConfig::client_credentials`]), the client
-//!   credentials grant with a secret or `private_key_jwt` ([`token`]).
+//!   credentials grant with a secret or `private_key_jwt`, or the JWT-bearer grant of a
+//!   workload identity ([`token`]).
 //! - Scopes: the challenge's `scope`, else the resource metadata's `scopes_supported`, else
 //!   none; `offline_access` added when the authorization server lists it (and
 //!   [`OAuthConfig::request_offline_access`]). A 403 `insufficient_scope` re-authorizes with the
@@ -200,6 +201,10 @@ pub enum MachineCredential {
     Secret(Secret),
     /// A private key (`private_key_jwt`).
     PrivateKey(SigningKey),
+    /// A JWT from the workload's identity provider, presented as the RFC 7523 JWT-bearer
+    /// grant (workload identity federation); the client authenticates with `none`. A refused
+    /// assertion is not retried with another grant.
+    Assertion(Secret),
 }
 
 /// How an [`OAuthClient`] behaves. Every field has a documented default.
@@ -533,6 +538,7 @@ impl OAuthClient {
                     (Some(secret.clone()), registration::auth_method_for(server, true))
                 }
                 MachineCredential::PrivateKey(_) => (None, "private_key_jwt".to_owned()),
+                MachineCredential::Assertion(_) => (None, "none".to_owned()),
             };
             return Ok(Some(ClientRegistration {
                 client_id: client_id.clone(),
@@ -570,8 +576,11 @@ impl OAuthClient {
             }
         };
         let kept_client = registered.or(stored.client);
-        let tokens = if self.config.machine.is_some() {
-            let grant = token::Grant::ClientCredentials;
+        let tokens = if let Some((_, credential)) = &self.config.machine {
+            let grant = match credential {
+                MachineCredential::Assertion(assertion) => token::Grant::JwtBearer { assertion },
+                _ => token::Grant::ClientCredentials,
+            };
             token::request_token(&self.http, server, &client, self.signing_key(), grant, &discovered.resource, &scopes)
                 .await?
         } else {

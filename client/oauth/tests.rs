@@ -191,6 +191,9 @@ impl Mock {
                         // No new refresh token: the client keeps the old one.
                         Mock::json(StatusCode::OK, self.issue(false))
                     }
+                    Some(token::JWT_BEARER_GRANT) if form.get("assertion").is_some_and(|a| a == "workload-jwt") => {
+                        Mock::json(StatusCode::OK, self.issue(false))
+                    }
                     _ => Mock::json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "unsupported_grant_type"})),
                 }
             }
@@ -510,4 +513,21 @@ async fn step_up_gives_up_after_its_limit() {
     // A later request for the same scope does not start the loop again.
     assert!(ping(&client, &mock.url()).await.is_err());
     assert_eq!(mock.seen.lock().unwrap().authorizations.len(), 3);
+}
+
+#[tokio::test]
+async fn a_workload_presents_its_identity_jwt_as_the_grant() {
+    let mock = Mock::start(Behaviour::default()).await;
+    let config = OAuthConfig::default()
+        .client_credentials("workload-1", MachineCredential::Assertion(Secret::new("workload-jwt")));
+    let client = Arc::new(OAuthClient::new(&mock.url(), config, Arc::new(MemoryTokenStore::new()), None).unwrap());
+    ping(&client, &mock.url()).await.unwrap();
+    let seen = mock.seen.lock().unwrap();
+    assert_eq!(seen.registrations, 0, "a machine client does not register");
+    assert!(seen.authorizations.is_empty(), "nor sends a user anywhere");
+    let form = &seen.token_requests[0];
+    assert_eq!(form["grant_type"], token::JWT_BEARER_GRANT);
+    assert_eq!(form["client_id"], "workload-1");
+    assert_eq!(form["resource"], mock.url());
+    assert!(!form.contains_key("client_secret"));
 }

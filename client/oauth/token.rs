@@ -1,7 +1,8 @@
 //! Token requests ([OAuth 2.1 §3.2](https://datatracker.ietf.org/doc/html/draft-ietf-oauth-v2-1-13#section-3.2)):
 //! the authorization code exchange (with the PKCE verifier), the refresh (the new refresh token
-//! kept, or the old one when the server sends none), and the client credentials grant for
-//! machine clients; every one carries the RFC 8707 `resource` and the client's authentication:
+//! kept, or the old one when the server sends none), and for machine clients the client
+//! credentials grant or the JWT-bearer grant of a workload identity
+//! ([RFC 7523 §2.1](https://www.rfc-editor.org/rfc/rfc7523#section-2.1)); every one carries the RFC 8707 `resource` and the client's authentication:
 //! `none` (`client_id` in the body), `client_secret_basic`, `client_secret_post`, or
 //! `private_key_jwt` ([RFC 7523](https://www.rfc-editor.org/rfc/rfc7523): a JWT signed with
 //! ring, ES256 or RS256, `aud` the issuer).
@@ -121,6 +122,9 @@ impl SigningKey {
     }
 }
 
+/// `grant_type` of the RFC 7523 JWT-bearer grant.
+pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
 #[derive(Deserialize)]
 struct TokenAnswer {
     access_token: String,
@@ -143,9 +147,19 @@ struct ErrorAnswer {
 
 /// What a token request is for.
 pub(crate) enum Grant<'a> {
-    AuthorizationCode { code: &'a Secret, verifier: &'a Secret, redirect_uri: &'a str },
-    Refresh { refresh_token: &'a Secret },
+    AuthorizationCode {
+        code: &'a Secret,
+        verifier: &'a Secret,
+        redirect_uri: &'a str,
+    },
+    Refresh {
+        refresh_token: &'a Secret,
+    },
     ClientCredentials,
+    /// RFC 7523 §2.1: a JWT from another issuer (a workload identity) as the grant.
+    JwtBearer {
+        assertion: &'a Secret,
+    },
 }
 
 /// One token request to `server`'s token endpoint.
@@ -182,6 +196,10 @@ pub(crate) async fn request_token(
         }
         Grant::ClientCredentials => {
             form.push(("grant_type", "client_credentials"));
+            None
+        }
+        Grant::JwtBearer { assertion } => {
+            form.extend([("grant_type", JWT_BEARER_GRANT), ("assertion", assertion.expose())]);
             None
         }
     };
