@@ -27,7 +27,9 @@
 //! Credentials in the scenario context become pre-registered ones (`client_id` and
 //! `client_secret`), or for `auth/client-credentials-*` a machine client (a secret, or
 //! `private_key_pem` with `signing_algorithm` for `private_key_jwt`); a `valid_jwt` (the
-//! workload identity scenario) becomes the assertion of a JWT-bearer grant.
+//! workload identity scenario) becomes the assertion of a JWT-bearer grant, and an
+//! `idp_id_token` (enterprise-managed authorization) is exchanged at `idp_token_endpoint` for
+//! the ID-JAG presented the same way.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -36,8 +38,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use mcpwire::client::oauth::{
-    JwtAlgorithm, MachineCredential, MemoryTokenStore, OAuthClient, OAuthConfig, PreRegistered, RedirectFollower,
-    Secret, SigningKey,
+    EnterpriseGrant, JwtAlgorithm, MachineCredential, MemoryTokenStore, OAuthClient, OAuthConfig, PreRegistered,
+    RedirectFollower, Secret, SigningKey,
 };
 use mcpwire::client::{Client, ClientError, ClientOptions, EraPolicy};
 use mcpwire::proto::jsonrpc::ErrorObject;
@@ -92,6 +94,20 @@ fn oauth(url: &str) -> Result<OAuthClient, String> {
     let mut config =
         OAuthConfig::default().client_name("mcpwire-conformance-client").client_metadata_url(CLIENT_METADATA_URL);
     match (text("client_id"), text("client_secret"), text("private_key_pem"), text("valid_jwt")) {
+        // Enterprise-managed authorization: the user's ID token from the identity provider.
+        (Some(id), secret, _, _) if text("idp_id_token").is_some() => {
+            let mut grant = EnterpriseGrant::new(
+                text("idp_token_endpoint").unwrap_or_default(),
+                text("idp_id_token").unwrap_or_default(),
+            );
+            if let Some(idp_client) = text("idp_client_id") {
+                grant = grant.idp_client_id(idp_client);
+            }
+            if let Some(secret) = secret {
+                grant = grant.client_secret(secret);
+            }
+            config = config.client_credentials(id, MachineCredential::Enterprise(grant));
+        }
         // Workload identity federation: the identity provider's JWT is the grant.
         (Some(id), _, _, Some(jwt)) => {
             config = config.client_credentials(id, MachineCredential::Assertion(Secret::new(jwt)));

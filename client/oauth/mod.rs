@@ -15,8 +15,9 @@
 //!   when the server does not advertise S256), `state`, the RFC 8707 `resource` and the RFC 9207
 //!   `iss` check ([`authorization`]), the host's [`AuthorizationHandler`] bringing the user
 //!   there; or, for a machine client ([`OAuthConfig::client_credentials`]), the client
-//!   credentials grant with a secret or `private_key_jwt`, or the JWT-bearer grant of a
-//!   workload identity ([`token`]).
+//!   credentials grant with a secret or `private_key_jwt`, the JWT-bearer grant of a workload
+//!   identity, or enterprise-managed authorization (an ID token exchanged at the identity
+//!   provider for an ID-JAG, then the JWT-bearer grant) ([`token`]).
 //! - Scopes: the challenge's `scope`, else the resource metadata's `scopes_supported`, else
 //!   none; `offline_access` added when the authorization server lists it (and
 //!   [`OAuthConfig::request_offline_access`]). A 403 `insufficient_scope` re-authorizes with the
@@ -33,8 +34,8 @@
 //! [`LoopbackRedirect`] (a redirect listener on 127.0.0.1 and a callback that opens the URL) for
 //! a command line or desktop host, [`RedirectFollower`] for servers that redirect at once.
 //!
-//! Not here: opening a browser (the host's callback), DPoP, token exchange and the other
-//! extensions, the resource server side (`server/`).
+//! Not here: opening a browser (the host's callback), DPoP, the resource server side
+//! (`server/`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -60,7 +61,7 @@ pub use registration::{metadata_document_json, PreRegistered};
 pub use store::{
     ClientRegistration, CredentialKey, FileTokenStore, MemoryTokenStore, StoredCredentials, TokenSet, TokenStore,
 };
-pub use token::{JwtAlgorithm, SigningKey};
+pub use token::{EnterpriseGrant, JwtAlgorithm, SigningKey};
 
 /// A string that must not be seen: a token, a secret, a code, a verifier. `Debug` shows
 /// `<redacted>`; serde reads and writes it as the plain string (for the [`FileTokenStore`]).
@@ -205,6 +206,9 @@ pub enum MachineCredential {
     /// grant (workload identity federation); the client authenticates with `none`. A refused
     /// assertion is not retried with another grant.
     Assertion(Secret),
+    /// Enterprise-managed authorization (SEP-990): the user's ID token, exchanged at the
+    /// identity provider for an ID-JAG, presented as a JWT-bearer grant.
+    Enterprise(EnterpriseGrant),
 }
 
 /// How an [`OAuthClient`] behaves. Every field has a documented default.
@@ -539,6 +543,10 @@ impl OAuthClient {
                 }
                 MachineCredential::PrivateKey(_) => (None, "private_key_jwt".to_owned()),
                 MachineCredential::Assertion(_) => (None, "none".to_owned()),
+                MachineCredential::Enterprise(grant) => {
+                    let method = registration::auth_method_for(server, grant.client_secret.is_some());
+                    (grant.client_secret.clone(), method)
+                }
             };
             return Ok(Some(ClientRegistration {
                 client_id: client_id.clone(),
@@ -577,8 +585,17 @@ impl OAuthClient {
         };
         let kept_client = registered.or(stored.client);
         let tokens = if let Some((_, credential)) = &self.config.machine {
-            let grant = match credential {
-                MachineCredential::Assertion(assertion) => token::Grant::JwtBearer { assertion },
+            let id_jag = match credential {
+                MachineCredential::Enterprise(grant) => Some(
+                    token::exchange_for_id_jag(&self.http, grant, &server.issuer, &discovered.resource, &scopes)
+                        .await?,
+                ),
+                _ => None,
+            };
+            let grant = match (credential, &id_jag) {
+                (MachineCredential::Assertion(assertion), _) | (_, Some(assertion)) => {
+                    token::Grant::JwtBearer { assertion }
+                }
                 _ => token::Grant::ClientCredentials,
             };
             token::request_token(&self.http, server, &client, self.signing_key(), grant, &discovered.resource, &scopes)

@@ -191,7 +191,17 @@ impl Mock {
                         // No new refresh token: the client keeps the old one.
                         Mock::json(StatusCode::OK, self.issue(false))
                     }
-                    Some(token::JWT_BEARER_GRANT) if form.get("assertion").is_some_and(|a| a == "workload-jwt") => {
+                    Some("urn:ietf:params:oauth:grant-type:token-exchange")
+                        if form.get("subject_token").is_some_and(|t| t == "id-token-1") =>
+                    {
+                        Mock::json(
+                            StatusCode::OK,
+                            serde_json::json!({"access_token": "id-jag-1", "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}),
+                        )
+                    }
+                    Some(token::JWT_BEARER_GRANT)
+                        if form.get("assertion").is_some_and(|a| a == "workload-jwt" || a == "id-jag-1") =>
+                    {
                         Mock::json(StatusCode::OK, self.issue(false))
                     }
                     _ => Mock::json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "unsupported_grant_type"})),
@@ -530,4 +540,26 @@ async fn a_workload_presents_its_identity_jwt_as_the_grant() {
     assert_eq!(form["client_id"], "workload-1");
     assert_eq!(form["resource"], mock.url());
     assert!(!form.contains_key("client_secret"));
+}
+
+#[tokio::test]
+async fn an_enterprise_id_token_is_exchanged_for_an_id_jag_and_presented_as_the_grant() {
+    let mock = Mock::start(Behaviour::default()).await;
+    let grant = EnterpriseGrant::new(format!("{}/token", mock.base), "id-token-1")
+        .idp_client_id("idp-client")
+        .client_secret("as-s3cret");
+    let config = OAuthConfig::default().client_credentials("enterprise-app", MachineCredential::Enterprise(grant));
+    let client = Arc::new(OAuthClient::new(&mock.url(), config, Arc::new(MemoryTokenStore::new()), None).unwrap());
+    ping(&client, &mock.url()).await.unwrap();
+    let seen = mock.seen.lock().unwrap();
+    let [exchange, bearer] = &seen.token_requests[..] else { panic!("{:?}", seen.token_requests) };
+    assert_eq!(exchange["requested_token_type"], "urn:ietf:params:oauth:token-type:id-jag");
+    assert_eq!(exchange["subject_token_type"], "urn:ietf:params:oauth:token-type:id_token");
+    assert_eq!(exchange["audience"], mock.base, "the ID-JAG is for the authorization server");
+    assert_eq!(exchange["resource"], mock.url());
+    assert_eq!(exchange["client_id"], "idp-client");
+    assert_eq!(bearer["grant_type"], token::JWT_BEARER_GRANT);
+    assert_eq!(bearer["assertion"], "id-jag-1");
+    assert_eq!(bearer["client_secret"], "as-s3cret", "client_secret_post, as the server allows");
+    assert!(!format!("{client:?}").contains("id-token-1"));
 }

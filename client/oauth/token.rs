@@ -256,6 +256,103 @@ pub(crate) async fn request_token(
     })
 }
 
+/// What an enterprise-managed client holds (SEP-990): the user's ID token from the enterprise
+/// identity provider, which it exchanges there for an identity assertion grant (ID-JAG, by an
+/// [RFC 8693](https://www.rfc-editor.org/rfc/rfc8693) token exchange) and presents to the MCP
+/// server's authorization server as a JWT-bearer grant.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct EnterpriseGrant {
+    /// The identity provider's token endpoint.
+    pub idp_token_endpoint: String,
+    /// Our `client_id` at the identity provider, sent with the exchange when known.
+    pub idp_client_id: Option<String>,
+    /// The user's ID token (the exchange's `subject_token`).
+    pub id_token: Secret,
+    /// Our client secret at the MCP server's authorization server, if confidential there.
+    pub client_secret: Option<Secret>,
+}
+
+impl EnterpriseGrant {
+    /// A grant from `id_token`, exchanged at `idp_token_endpoint`.
+    pub fn new(idp_token_endpoint: impl Into<String>, id_token: impl Into<String>) -> EnterpriseGrant {
+        EnterpriseGrant {
+            idp_token_endpoint: idp_token_endpoint.into(),
+            idp_client_id: None,
+            id_token: Secret::new(id_token),
+            client_secret: None,
+        }
+    }
+
+    /// Sets our `client_id` at the identity provider.
+    pub fn idp_client_id(mut self, id: impl Into<String>) -> EnterpriseGrant {
+        self.idp_client_id = Some(id.into());
+        self
+    }
+
+    /// Sets our client secret at the authorization server.
+    pub fn client_secret(mut self, secret: impl Into<String>) -> EnterpriseGrant {
+        self.client_secret = Some(Secret::new(secret));
+        self
+    }
+}
+
+#[derive(Deserialize)]
+struct ExchangeAnswer {
+    access_token: String,
+    #[serde(default)]
+    issued_token_type: Option<String>,
+}
+
+/// `requested_token_type` / `issued_token_type` of an identity assertion grant.
+const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
+
+/// The RFC 8693 token exchange at the identity provider: the ID token for an ID-JAG meant for
+/// `audience` (the authorization server's issuer) and `resource`.
+///
+/// # Errors
+/// [`AuthError::TokenEndpoint`] when the identity provider refuses, [`AuthError::Malformed`]
+/// when it issues something else than an ID-JAG.
+pub(crate) async fn exchange_for_id_jag(
+    http: &HttpClient,
+    grant: &EnterpriseGrant,
+    audience: &str,
+    resource: &str,
+    scopes: &[String],
+) -> Result<Secret, AuthError> {
+    let endpoint = Url::parse(&grant.idp_token_endpoint)
+        .map_err(|e| AuthError::Config(format!("identity provider token endpoint: {e}")))?;
+    let scope = scopes.join(" ");
+    let mut form = vec![
+        ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
+        ("requested_token_type", ID_JAG_TOKEN_TYPE),
+        ("subject_token", grant.id_token.expose()),
+        ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token"),
+        ("audience", audience),
+        ("resource", resource),
+    ];
+    if let Some(id) = &grant.idp_client_id {
+        form.push(("client_id", id));
+    }
+    if !scope.is_empty() {
+        form.push(("scope", &scope));
+    }
+    let answer = http.post_form(&endpoint, &form, None).await?;
+    if !answer.status.is_success() {
+        let refused: Option<ErrorAnswer> = serde_json::from_slice(&answer.body).ok();
+        return Err(AuthError::TokenEndpoint {
+            status: answer.status.as_u16(),
+            error: refused.as_ref().map_or_else(String::new, |r| r.error.clone()),
+            description: refused.and_then(|r| r.error_description).unwrap_or_default(),
+        });
+    }
+    let exchanged: ExchangeAnswer = answer.json("token exchange answer")?;
+    if exchanged.issued_token_type.as_deref().is_some_and(|t| t != ID_JAG_TOKEN_TYPE) {
+        return Err(AuthError::Malformed("the identity provider issued another token type than an id-jag".into()));
+    }
+    Ok(Secret::new(exchanged.access_token))
+}
+
 fn no_secret(client: &ClientRegistration) -> AuthError {
     AuthError::Config(format!("{} needs a client secret", client.token_endpoint_auth_method))
 }
