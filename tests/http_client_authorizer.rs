@@ -8,7 +8,7 @@ mod http_support;
 use std::sync::{Arc, Mutex};
 
 use http_support::*;
-use mcpwire::transport::sse_http::authorizer::{AuthFuture, Authorizer, Refusal, Verdict};
+use mcpwire::transport::sse_http::authorizer::{AuthFuture, Authorizer, Credentials, Refusal, Verdict};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use serde_json::json;
 
@@ -26,9 +26,9 @@ struct LearnsTheToken {
 }
 
 impl Authorizer for LearnsTheToken {
-    fn authorization<'a>(&'a self, _url: &'a str) -> AuthFuture<'a, Option<String>> {
+    fn authorization<'a>(&'a self, _method: &'a str, _url: &'a str) -> AuthFuture<'a, Option<Credentials>> {
         let token = self.token.lock().unwrap().clone().unwrap_or_else(|| "wrong".into());
-        Box::pin(async move { Some(format!("Bearer {token}")) })
+        Box::pin(async move { Some(Credentials::bearer(&token)) })
     }
 
     fn refused<'a>(&'a self, refusal: Refusal<'a>) -> AuthFuture<'a, Verdict> {

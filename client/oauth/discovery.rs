@@ -37,12 +37,12 @@ pub struct BearerChallenge {
     pub error: Option<String>,
 }
 
-/// The first `Bearer` challenge among `values` (each a `WWW-Authenticate` header, possibly
-/// holding several challenges), if any.
+/// The first `Bearer` (or `DPoP`, RFC 9449 §7.1) challenge among `values` (each a
+/// `WWW-Authenticate` header, possibly holding several challenges), if any.
 pub fn bearer_challenge<S: AsRef<str>>(values: &[S]) -> Option<BearerChallenge> {
     for value in values {
         for (scheme, params) in challenges(value.as_ref()) {
-            if scheme.eq_ignore_ascii_case("bearer") {
+            if scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("dpop") {
                 let mut challenge = BearerChallenge::default();
                 for (name, value) in params {
                     match name.to_ascii_lowercase().as_str() {
@@ -169,6 +169,9 @@ pub struct AuthorizationServerMetadata {
     /// Client ID Metadata Documents are accepted as `client_id`.
     #[serde(default)]
     pub client_id_metadata_document_supported: Option<bool>,
+    /// RFC 9449 §5.1: the algorithms of DPoP proofs the server takes.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl AuthorizationServerMetadata {
@@ -187,6 +190,7 @@ impl AuthorizationServerMetadata {
             token_endpoint_auth_methods_supported: None,
             authorization_response_iss_parameter_supported: None,
             client_id_metadata_document_supported: None,
+            dpop_signing_alg_values_supported: None,
         })
     }
 

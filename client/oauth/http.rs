@@ -26,6 +26,8 @@ const MAX_BODY_BYTES: usize = 1024 * 1024;
 pub(crate) struct Answer {
     pub(crate) status: StatusCode,
     pub(crate) location: Option<String>,
+    /// `DPoP-Nonce` (RFC 9449 §8).
+    pub(crate) dpop_nonce: Option<String>,
     pub(crate) body: Bytes,
 }
 
@@ -65,12 +67,13 @@ impl HttpClient {
     }
 
     /// POST `form` (`application/x-www-form-urlencoded`) to `url`, with HTTP Basic credentials
-    /// when given.
+    /// and a `DPoP` proof when given.
     pub(crate) async fn post_form(
         &self,
         url: &Url,
         form: &[(&str, &str)],
         basic: Option<(&str, &Secret)>,
+        dpop: Option<&str>,
     ) -> Result<Answer, AuthError> {
         let body: String = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
         let mut headers = vec![
@@ -79,6 +82,12 @@ impl HttpClient {
         ];
         if let Some((id, secret)) = basic {
             headers.push((AUTHORIZATION, basic_authorization(id, secret)?));
+        }
+        if let Some(proof) = dpop {
+            let mut value = HeaderValue::from_str(proof)
+                .map_err(|_| AuthError::Config("a dpop proof a header cannot carry".into()))?;
+            value.set_sensitive(true);
+            headers.push((HeaderName::from_static("dpop"), value));
         }
         self.send(Method::POST, url, &headers, Bytes::from(body)).await
     }
@@ -148,9 +157,10 @@ impl HttpClient {
         let response = sender.send_request(request).await.map_err(|e| failed(&e))?;
         let status = response.status();
         let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let dpop_nonce = response.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let limited = http_body_util::Limited::new(response.into_body(), MAX_BODY_BYTES);
         let body = limited.collect().await.map_err(|e| failed(&e))?.to_bytes();
-        Ok(Answer { status, location, body })
+        Ok(Answer { status, location, dpop_nonce, body })
     }
 }
 

@@ -34,8 +34,13 @@
 //! [`LoopbackRedirect`] (a redirect listener on 127.0.0.1 and a callback that opens the URL) for
 //! a command line or desktop host, [`RedirectFollower`] for servers that redirect at once.
 //!
-//! Not here: opening a browser (the host's callback), DPoP, the resource server side
-//! (`server/`).
+//! - DPoP ([RFC 9449](https://www.rfc-editor.org/rfc/rfc9449)): where the authorization server
+//!   takes ES256 proofs, every token request carries one, a DPoP-bound token goes out as
+//!   `Authorization: DPoP` with a fresh proof per request, and a `use_dpop_nonce` answer (from
+//!   the token endpoint or the MCP server) is met by the same request again with the nonce.
+//!
+//! Not here: opening a browser (the host's callback), keeping the DPoP key across runs, the
+//! resource server side (`server/`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -44,10 +49,11 @@ use std::time::Duration;
 use url::Url;
 
 pub use crate::transport::sse_http::authorizer::AuthFuture;
-use crate::transport::sse_http::authorizer::{Authorizer, Refusal, Verdict};
+use crate::transport::sse_http::authorizer::{Authorizer, Credentials, Refusal, Verdict};
 
 pub mod authorization;
 pub mod discovery;
+mod dpop;
 mod http;
 pub mod loopback;
 pub mod registration;
@@ -237,6 +243,9 @@ pub struct OAuthConfig {
     pub refresh_skew: Duration,
     /// Time for each exchange with an authorization or resource server: 30 s.
     pub timeout: Duration,
+    /// Ask for DPoP-bound tokens (RFC 9449, ES256 proofs) where the authorization server
+    /// advertises ES256 in `dpop_signing_alg_values_supported`: on.
+    pub use_dpop: bool,
     #[cfg(feature = "tls")]
     /// Root certificates trusted on top of the webpki roots.
     pub extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
@@ -255,6 +264,7 @@ impl Default for OAuthConfig {
             max_step_ups: 2,
             refresh_skew: Duration::from_secs(60),
             timeout: Duration::from_secs(30),
+            use_dpop: true,
             #[cfg(feature = "tls")]
             extra_roots: Vec::new(),
         }
@@ -298,6 +308,12 @@ impl OAuthConfig {
         self
     }
 
+    /// Whether to ask for DPoP-bound tokens where supported.
+    pub fn use_dpop(mut self, on: bool) -> Self {
+        self.use_dpop = on;
+        self
+    }
+
     /// Sets the step-up limit.
     pub fn max_step_ups(mut self, limit: u32) -> Self {
         self.max_step_ups = limit;
@@ -315,7 +331,8 @@ struct Current {
 
 impl Current {
     fn header(&self) -> String {
-        format!("Bearer {}", self.tokens.access_token.expose())
+        let scheme = if self.tokens.is_dpop() { "DPoP" } else { "Bearer" };
+        format!("{scheme} {}", self.tokens.access_token.expose())
     }
 }
 
@@ -341,6 +358,9 @@ pub struct OAuthClient {
     current: Mutex<Option<Current>>,
     /// Held by whoever refreshes or runs a flow: one at a time.
     flow: tokio::sync::Mutex<FlowState>,
+    /// The key of our DPoP proofs, and the MCP server's last nonce for them.
+    dpop_key: dpop::DpopKey,
+    resource_nonce: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for OAuthClient {
@@ -379,6 +399,8 @@ impl OAuthClient {
             http,
             current: Mutex::new(None),
             flow: tokio::sync::Mutex::new(FlowState::default()),
+            dpop_key: dpop::DpopKey::generate()?,
+            resource_nonce: Mutex::new(None),
         })
     }
 
@@ -433,7 +455,30 @@ impl OAuthClient {
         self.current.lock().expect("oauth lock").as_ref().map(Current::header)
     }
 
-    /// The header to send, refreshing first when the token is about to expire.
+    /// The credentials of a request, `method` to `url`: the token (refreshed first when about
+    /// to expire) and, for a DPoP-bound one, the request's proof.
+    async fn credentials(&self, method: &str, url: &str) -> Option<Credentials> {
+        let (authorization, token, dpop) = {
+            let authorization = self.header().await?;
+            let current = self.current.lock().expect("oauth lock");
+            let c = current.as_ref()?;
+            (authorization, c.tokens.access_token.clone(), c.tokens.is_dpop())
+        };
+        if !dpop {
+            return Some(Credentials::new(authorization, None));
+        }
+        let nonce = self.resource_nonce.lock().expect("oauth lock").clone();
+        // A proof that cannot be made leaves the token unusable: the server's 401 starts over.
+        let proof = self.dpop_key.proof(method, url, nonce.as_deref(), Some(token.expose())).ok();
+        Some(Credentials::new(authorization, proof))
+    }
+
+    /// Our DPoP key, when `server` takes DPoP proofs and we use them.
+    fn dpop_for(&self, server: &AuthorizationServerMetadata) -> Option<&dpop::DpopKey> {
+        (self.config.use_dpop && dpop::DpopKey::accepted_by(server)).then_some(&self.dpop_key)
+    }
+
+    /// The `Authorization` value to send, refreshing first when the token is about to expire.
     async fn header(&self) -> Option<String> {
         let skew = self.config.refresh_skew.as_secs();
         {
@@ -467,12 +512,12 @@ impl OAuthClient {
     /// Refreshes the current tokens (discovering the authorization server's metadata if this
     /// process has not yet). Fails when there is nothing to refresh, or the server refuses.
     async fn refresh(&self, discovered: Option<&Discovered>) -> Result<(), AuthError> {
-        let (key, refresh_token, scopes, known) = {
+        let (key, refresh_token, scopes, known, was_dpop) = {
             let current = self.current.lock().expect("oauth lock");
             let c = current.as_ref().ok_or_else(|| AuthError::Config("no credentials to refresh".into()))?;
             let refresh_token =
                 c.tokens.refresh_token.clone().ok_or_else(|| AuthError::Config("no refresh token".into()))?;
-            (c.key.clone(), refresh_token, c.tokens.scopes.clone(), c.server.clone())
+            (c.key.clone(), refresh_token, c.tokens.scopes.clone(), c.server.clone(), c.tokens.is_dpop())
         };
         let server = match (discovered, known) {
             (Some(d), _) => d.authorization_server.clone(),
@@ -488,8 +533,9 @@ impl OAuthClient {
             .ok_or_else(|| AuthError::Registration("no client registration kept to refresh with".into()))?;
         let signing_key = self.signing_key();
         let grant = token::Grant::Refresh { refresh_token: &refresh_token };
-        let mut tokens =
-            token::request_token(&self.http, &server, &client, signing_key, grant, &key.resource, &scopes).await?;
+        let dpop = if was_dpop { Some(&self.dpop_key) } else { self.dpop_for(&server) };
+        let endpoint = token::TokenEndpoint { http: &self.http, server: &server, client: &client, signing_key, dpop };
+        let mut tokens = endpoint.request(grant, &key.resource, &scopes).await?;
         if tokens.scopes.is_empty() {
             tokens.scopes = scopes;
         }
@@ -598,8 +644,15 @@ impl OAuthClient {
                 }
                 _ => token::Grant::ClientCredentials,
             };
-            token::request_token(&self.http, server, &client, self.signing_key(), grant, &discovered.resource, &scopes)
-                .await?
+            let dpop = self.dpop_for(server);
+            let endpoint = token::TokenEndpoint {
+                http: &self.http,
+                server,
+                client: &client,
+                signing_key: self.signing_key(),
+                dpop,
+            };
+            endpoint.request(grant, &discovered.resource, &scopes).await?
         } else {
             if !server.code_challenge_methods_supported.as_ref().is_some_and(|m| m.iter().any(|m| m == "S256")) {
                 return Err(AuthError::PkceUnsupported);
@@ -636,7 +689,9 @@ impl OAuthClient {
                 verifier: &pkce.verifier,
                 redirect_uri: &self.config.redirect_uri,
             };
-            token::request_token(&self.http, server, &client, None, grant, &discovered.resource, &scopes).await?
+            let dpop = self.dpop_for(server);
+            let endpoint = token::TokenEndpoint { http: &self.http, server, client: &client, signing_key: None, dpop };
+            endpoint.request(grant, &discovered.resource, &scopes).await?
         };
         self.keep(key.clone(), kept_client, tokens, server.clone())?;
         Ok(key)
@@ -645,6 +700,17 @@ impl OAuthClient {
     /// What to do about one refusal; see the module docs.
     async fn on_refusal(&self, refusal: Refusal<'_>) -> Result<(), AuthError> {
         let challenge = discovery::bearer_challenge(refusal.challenges);
+        if let (Some("use_dpop_nonce"), Some(nonce)) =
+            (challenge.as_ref().and_then(|c| c.error.as_deref()), refusal.dpop_nonce)
+        {
+            // RFC 9449 §9: the same request again, its proof carrying the server's nonce.
+            let mut held = self.resource_nonce.lock().expect("oauth lock");
+            if held.as_deref() == Some(nonce) {
+                return Err(AuthError::Authorization("the server refused the dpop nonce it gave".into()));
+            }
+            *held = Some(nonce.to_owned());
+            return Ok(());
+        }
         let mut flow = self.flow.lock().await;
         flow.loaded = true;
         let current_header = self.current_header();
@@ -716,8 +782,8 @@ impl OAuthClient {
 }
 
 impl Authorizer for OAuthClient {
-    fn authorization<'a>(&'a self, _url: &'a str) -> AuthFuture<'a, Option<String>> {
-        Box::pin(self.header())
+    fn authorization<'a>(&'a self, method: &'a str, url: &'a str) -> AuthFuture<'a, Option<Credentials>> {
+        Box::pin(self.credentials(method, url))
     }
 
     fn refused<'a>(&'a self, refusal: Refusal<'a>) -> AuthFuture<'a, Verdict> {

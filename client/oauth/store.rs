@@ -68,6 +68,16 @@ pub struct TokenSet {
     /// The scopes asked for (the basis of a step-up's union).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// `DPoP` for a DPoP-bound token (RFC 9449), else bearer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
+}
+
+impl TokenSet {
+    /// Whether the access token is DPoP-bound.
+    pub fn is_dpop(&self) -> bool {
+        self.token_type.as_deref().is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
+    }
 }
 
 impl TokenSet {
@@ -291,6 +301,7 @@ mod tests {
                 refresh_token: Some(Secret::new("refresh-s3cret")),
                 expires_at: Some(1_900_000_000),
                 scopes: vec!["a".into()],
+                token_type: None,
             }),
         }
     }

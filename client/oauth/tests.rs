@@ -307,7 +307,7 @@ async fn an_expiring_token_is_refreshed_once_for_concurrent_requests_even_after_
     let tasks: Vec<_> = (0..8)
         .map(|_| {
             let (client, url) = (client.clone(), url.clone());
-            tokio::spawn(async move { client.authorization(&url).await })
+            tokio::spawn(async move { client.authorization("POST", &url).await.map(|c| c.authorization) })
         })
         .collect();
     mock.refresh_arrived.notified().await;
@@ -367,7 +367,7 @@ async fn logout_forgets_the_servers_credentials() {
     assert!(client.stored_tokens().unwrap().is_some());
     assert_eq!(client.logout().unwrap(), 1);
     assert!(client.stored_tokens().unwrap().is_none());
-    assert_eq!(client.authorization(&mock.url()).await, None);
+    assert!(client.authorization("POST", &mock.url()).await.is_none());
 }
 
 /// A server that answers the documents it was given (by path) and 404 to anything else, and

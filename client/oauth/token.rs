@@ -18,6 +18,7 @@ use url::Url;
 
 use super::authorization::random_token;
 use super::discovery::AuthorizationServerMetadata;
+use super::dpop::DpopKey;
 use super::http::HttpClient;
 use super::store::{ClientRegistration, TokenSet};
 use super::{unix_now, AuthError, Secret};
@@ -162,98 +163,124 @@ pub(crate) enum Grant<'a> {
     },
 }
 
-/// One token request to `server`'s token endpoint.
+/// Where and as whom token requests go: `server`'s token endpoint, as `client`, with a DPoP
+/// proof when `dpop` is given (and again with the server's nonce if it answers
+/// `use_dpop_nonce`, RFC 9449 §8).
 ///
 /// # Errors
 /// [`AuthError::TokenEndpoint`] for an error answer, [`AuthError::Http`] when the server cannot
 /// be reached, [`AuthError::Malformed`] for an answer that is not a token.
-pub(crate) async fn request_token(
-    http: &HttpClient,
-    server: &AuthorizationServerMetadata,
-    client: &ClientRegistration,
-    signing_key: Option<&SigningKey>,
-    grant: Grant<'_>,
-    resource: &str,
-    scopes: &[String],
-) -> Result<TokenSet, AuthError> {
-    let endpoint =
-        Url::parse(&server.token_endpoint).map_err(|e| AuthError::Discovery(format!("token endpoint: {e}")))?;
-    let scope = scopes.join(" ");
-    let mut form: Vec<(&str, &str)> = Vec::new();
-    let previous_refresh = match &grant {
-        Grant::AuthorizationCode { code, verifier, redirect_uri } => {
-            form.extend([
-                ("grant_type", "authorization_code"),
-                ("code", code.expose()),
-                ("code_verifier", verifier.expose()),
-                ("redirect_uri", redirect_uri),
-            ]);
-            None
+#[derive(Clone, Copy)]
+pub(crate) struct TokenEndpoint<'a> {
+    pub(crate) http: &'a HttpClient,
+    pub(crate) server: &'a AuthorizationServerMetadata,
+    pub(crate) client: &'a ClientRegistration,
+    /// For `private_key_jwt`.
+    pub(crate) signing_key: Option<&'a SigningKey>,
+    /// For a DPoP-bound token.
+    pub(crate) dpop: Option<&'a DpopKey>,
+}
+
+impl TokenEndpoint<'_> {
+    /// One token request (see [`TokenEndpoint`]).
+    pub(crate) async fn request(
+        self,
+        grant: Grant<'_>,
+        resource: &str,
+        scopes: &[String],
+    ) -> Result<TokenSet, AuthError> {
+        let TokenEndpoint { http, server, client, signing_key, dpop } = self;
+        let endpoint =
+            Url::parse(&server.token_endpoint).map_err(|e| AuthError::Discovery(format!("token endpoint: {e}")))?;
+        let scope = scopes.join(" ");
+        let mut form: Vec<(&str, &str)> = Vec::new();
+        let previous_refresh = match &grant {
+            Grant::AuthorizationCode { code, verifier, redirect_uri } => {
+                form.extend([
+                    ("grant_type", "authorization_code"),
+                    ("code", code.expose()),
+                    ("code_verifier", verifier.expose()),
+                    ("redirect_uri", redirect_uri),
+                ]);
+                None
+            }
+            Grant::Refresh { refresh_token } => {
+                form.extend([("grant_type", "refresh_token"), ("refresh_token", refresh_token.expose())]);
+                Some((*refresh_token).clone())
+            }
+            Grant::ClientCredentials => {
+                form.push(("grant_type", "client_credentials"));
+                None
+            }
+            Grant::JwtBearer { assertion } => {
+                form.extend([("grant_type", JWT_BEARER_GRANT), ("assertion", assertion.expose())]);
+                None
+            }
+        };
+        form.push(("resource", resource));
+        if !scope.is_empty() && !matches!(grant, Grant::Refresh { .. }) {
+            form.push(("scope", &scope));
         }
-        Grant::Refresh { refresh_token } => {
-            form.extend([("grant_type", "refresh_token"), ("refresh_token", refresh_token.expose())]);
-            Some((*refresh_token).clone())
+        let assertion;
+        let mut basic = None;
+        match client.token_endpoint_auth_method.as_str() {
+            "client_secret_basic" => {
+                let secret = client.client_secret.as_ref().ok_or_else(|| no_secret(client))?;
+                basic = Some((client.client_id.as_str(), secret));
+            }
+            "client_secret_post" => {
+                let secret = client.client_secret.as_ref().ok_or_else(|| no_secret(client))?;
+                form.extend([("client_id", client.client_id.as_str()), ("client_secret", secret.expose())]);
+            }
+            "private_key_jwt" => {
+                let key = signing_key.ok_or_else(|| AuthError::Config("private_key_jwt needs a signing key".into()))?;
+                assertion = key.assertion(&client.client_id, &server.issuer, unix_now())?;
+                form.extend([
+                    ("client_id", client.client_id.as_str()),
+                    ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+                    ("client_assertion", &assertion),
+                ]);
+            }
+            _ => form.push(("client_id", client.client_id.as_str())),
         }
-        Grant::ClientCredentials => {
-            form.push(("grant_type", "client_credentials"));
-            None
+        let proof = |nonce: Option<&str>| dpop.map(|key| key.proof("POST", endpoint.as_str(), nonce, None)).transpose();
+        let mut answer = http.post_form(&endpoint, &form, basic, proof(None)?.as_deref()).await?;
+        if let (Some(nonce), false) = (answer.dpop_nonce.clone(), answer.status.is_success()) {
+            let refused: Option<ErrorAnswer> = serde_json::from_slice(&answer.body).ok();
+            if dpop.is_some() && refused.is_some_and(|r| r.error == "use_dpop_nonce") {
+                answer = http.post_form(&endpoint, &form, basic, proof(Some(&nonce))?.as_deref()).await?;
+            }
         }
-        Grant::JwtBearer { assertion } => {
-            form.extend([("grant_type", JWT_BEARER_GRANT), ("assertion", assertion.expose())]);
-            None
+        if !answer.status.is_success() {
+            let refused: Option<ErrorAnswer> = serde_json::from_slice(&answer.body).ok();
+            return Err(AuthError::TokenEndpoint {
+                status: answer.status.as_u16(),
+                error: refused.as_ref().map_or_else(String::new, |r| r.error.clone()),
+                description: refused.and_then(|r| r.error_description).unwrap_or_default(),
+            });
         }
-    };
-    form.push(("resource", resource));
-    if !scope.is_empty() && !matches!(grant, Grant::Refresh { .. }) {
-        form.push(("scope", &scope));
+        let token: TokenAnswer = answer.json("token answer")?;
+        let dpop_bound = token.token_type.as_deref().is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
+        if let Some(kind) = token.token_type.as_deref().filter(|t| !t.eq_ignore_ascii_case("bearer") && !dpop_bound) {
+            return Err(AuthError::Malformed(format!("token type {kind:?} is not supported (bearer, dpop)")));
+        }
+        if dpop_bound && dpop.is_none() {
+            return Err(AuthError::Malformed("a dpop-bound token for a request without a proof".into()));
+        }
+        let expires_in = match token.expires_in {
+            Some(serde_json::Value::Number(n)) => n.as_u64(),
+            Some(serde_json::Value::String(s)) => s.parse().ok(),
+            _ => None,
+        };
+        let granted: Option<Vec<String>> = token.scope.map(|s| s.split_whitespace().map(str::to_owned).collect());
+        Ok(TokenSet {
+            access_token: Secret::new(token.access_token),
+            refresh_token: token.refresh_token.map(Secret::new).or(previous_refresh),
+            expires_at: expires_in.map(|secs| unix_now().saturating_add(secs)),
+            scopes: granted.filter(|g| !g.is_empty()).unwrap_or_else(|| scopes.to_vec()),
+            token_type: dpop_bound.then(|| "DPoP".to_owned()),
+        })
     }
-    let assertion;
-    let mut basic = None;
-    match client.token_endpoint_auth_method.as_str() {
-        "client_secret_basic" => {
-            let secret = client.client_secret.as_ref().ok_or_else(|| no_secret(client))?;
-            basic = Some((client.client_id.as_str(), secret));
-        }
-        "client_secret_post" => {
-            let secret = client.client_secret.as_ref().ok_or_else(|| no_secret(client))?;
-            form.extend([("client_id", client.client_id.as_str()), ("client_secret", secret.expose())]);
-        }
-        "private_key_jwt" => {
-            let key = signing_key.ok_or_else(|| AuthError::Config("private_key_jwt needs a signing key".into()))?;
-            assertion = key.assertion(&client.client_id, &server.issuer, unix_now())?;
-            form.extend([
-                ("client_id", client.client_id.as_str()),
-                ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
-                ("client_assertion", &assertion),
-            ]);
-        }
-        _ => form.push(("client_id", client.client_id.as_str())),
-    }
-    let answer = http.post_form(&endpoint, &form, basic).await?;
-    if !answer.status.is_success() {
-        let refused: Option<ErrorAnswer> = serde_json::from_slice(&answer.body).ok();
-        return Err(AuthError::TokenEndpoint {
-            status: answer.status.as_u16(),
-            error: refused.as_ref().map_or_else(String::new, |r| r.error.clone()),
-            description: refused.and_then(|r| r.error_description).unwrap_or_default(),
-        });
-    }
-    let token: TokenAnswer = answer.json("token answer")?;
-    if let Some(kind) = token.token_type.as_deref().filter(|t| !t.eq_ignore_ascii_case("bearer")) {
-        return Err(AuthError::Malformed(format!("token type {kind:?} is not supported (bearer only)")));
-    }
-    let expires_in = match token.expires_in {
-        Some(serde_json::Value::Number(n)) => n.as_u64(),
-        Some(serde_json::Value::String(s)) => s.parse().ok(),
-        _ => None,
-    };
-    let granted: Option<Vec<String>> = token.scope.map(|s| s.split_whitespace().map(str::to_owned).collect());
-    Ok(TokenSet {
-        access_token: Secret::new(token.access_token),
-        refresh_token: token.refresh_token.map(Secret::new).or(previous_refresh),
-        expires_at: expires_in.map(|secs| unix_now().saturating_add(secs)),
-        scopes: granted.filter(|g| !g.is_empty()).unwrap_or_else(|| scopes.to_vec()),
-    })
 }
 
 /// What an enterprise-managed client holds (SEP-990): the user's ID token from the enterprise
@@ -337,7 +364,7 @@ pub(crate) async fn exchange_for_id_jag(
     if !scope.is_empty() {
         form.push(("scope", &scope));
     }
-    let answer = http.post_form(&endpoint, &form, None).await?;
+    let answer = http.post_form(&endpoint, &form, None, None).await?;
     if !answer.status.is_success() {
         let refused: Option<ErrorAnswer> = serde_json::from_slice(&answer.body).ok();
         return Err(AuthError::TokenEndpoint {

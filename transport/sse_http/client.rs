@@ -295,6 +295,11 @@ struct Target {
 }
 
 impl Target {
+    /// The `Host` value as text (what a DPoP proof's `htu` names).
+    fn host_header(&self) -> &str {
+        self.authority.to_str().unwrap_or(&self.host)
+    }
+
     fn of(uri: &Uri) -> Result<Target, TransportError> {
         let host = uri.host().ok_or_else(|| bad_config("no host"))?.trim_start_matches('[').trim_end_matches(']');
         let https = uri.scheme_str() == Some("https");
@@ -621,20 +626,30 @@ impl Inner {
     ) -> Result<(Response<Incoming>, Lease), TransportError> {
         use super::authorizer::{Refusal, Verdict, MAX_RETRIES};
         let Some(authorizer) = &self.config.authorizer else {
-            return self.request_once(method, target, session, extra, body, None).await;
+            return self.request_once(method, target, session, extra, body, Vec::new()).await;
         };
         let mut retries = 0;
         loop {
-            let credential = authorizer.0.authorization(&self.config.url).await;
-            let header = match &credential {
-                Some(value) => {
+            let url = format!(
+                "{}://{}{}",
+                if target.https { "https" } else { "http" },
+                target.host_header(),
+                target.path.path()
+            );
+            let credentials = authorizer.0.authorization(method.as_str(), &url).await;
+            let mut headers = Vec::new();
+            if let Some(credentials) = &credentials {
+                let sensitive = |value: &str| {
                     let mut value = HeaderValue::from_str(value).map_err(|_| bad_config("bad authorization value"))?;
                     value.set_sensitive(true);
-                    Some(value)
+                    Ok::<_, TransportError>(value)
+                };
+                headers.push((AUTHORIZATION, sensitive(&credentials.authorization)?));
+                if let Some(proof) = &credentials.dpop {
+                    headers.push((HeaderName::from_static("dpop"), sensitive(proof)?));
                 }
-                None => None,
-            };
-            let sent = self.request_once(method.clone(), target, session, extra, body.clone(), header).await?;
+            }
+            let sent = self.request_once(method.clone(), target, session, extra, body.clone(), headers).await?;
             let status = sent.0.status();
             let challenges: Vec<String> = sent
                 .0
@@ -649,12 +664,14 @@ impl Inner {
                 return Ok(sent);
             }
             let (response, lease) = sent;
+            let dpop_nonce = response.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned);
             let body_text = self.read_short(response.into_body(), lease).await;
             let refusal = Refusal {
                 status: status.as_u16(),
                 challenges: &challenges,
                 url: &self.config.url,
-                sent: credential.as_deref(),
+                sent: credentials.as_ref().map(|c| c.authorization.as_str()),
+                dpop_nonce: dpop_nonce.as_deref(),
                 retries,
             };
             match authorizer.0.refused(refusal).await {
@@ -687,7 +704,7 @@ impl Inner {
         session: Option<&str>,
         extra: &[(HeaderName, HeaderValue)],
         body: Bytes,
-        authorization: Option<HeaderValue>,
+        authorization: Vec<(HeaderName, HeaderValue)>,
     ) -> Result<(Response<Incoming>, Lease), TransportError> {
         let Target { key, host, port, https, path, authority } = target;
         let (mut sender, reused) = match self.pooled(key).await {
@@ -708,8 +725,8 @@ impl Inner {
         for (name, value) in self.headers.iter().chain(extra) {
             headers.insert(name.clone(), value.clone());
         }
-        if let Some(value) = authorization {
-            headers.insert(AUTHORIZATION, value);
+        for (name, value) in authorization {
+            headers.insert(name, value);
         }
         let io = |e: hyper::Error| TransportError::Io(std::io::Error::other(e));
         let sent = tokio::time::timeout(self.config.request_timeout, sender.try_send_request(request))

@@ -42,7 +42,7 @@ pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;
 
-pub use authorizer::{Authorizer, Refusal, Verdict};
+pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
 pub use bearer::BearerToken;
 pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
