@@ -29,11 +29,13 @@ struct Behaviour {
     required_scope: Option<&'static str>,
     /// Whether the authorization server grants `required_scope` when asked for it.
     grants_required: bool,
+    /// DPoP with nonces at both servers (`as-nonce`, `rs-nonce`).
+    dpop: bool,
 }
 
 impl Default for Behaviour {
     fn default() -> Self {
-        Behaviour { advertise_s256: true, wrong_iss: false, required_scope: None, grants_required: true }
+        Behaviour { advertise_s256: true, wrong_iss: false, required_scope: None, grants_required: true, dpop: false }
     }
 }
 
@@ -42,6 +44,8 @@ struct Seen {
     registrations: usize,
     authorizations: Vec<HashMap<String, String>>,
     token_requests: Vec<HashMap<String, String>>,
+    /// The claims of each DPoP proof, where it was sent.
+    proofs: Vec<(String, serde_json::Value)>,
 }
 
 struct Mock {
@@ -112,7 +116,8 @@ impl Mock {
             scopes.retain(|s| Some(s.as_str()) != self.behaviour.required_scope);
         }
         self.valid.lock().unwrap().push((access.clone(), scopes));
-        let mut answer = serde_json::json!({"access_token": access, "token_type": "Bearer", "expires_in": 3600});
+        let kind = if self.behaviour.dpop { "DPoP" } else { "Bearer" };
+        let mut answer = serde_json::json!({"access_token": access, "token_type": kind, "expires_in": 3600});
         if refresh {
             answer["refresh_token"] = format!("rt-{n}").into();
         }
@@ -124,6 +129,15 @@ impl Mock {
         let query: HashMap<String, String> =
             url::form_urlencoded::parse(request.uri().query().unwrap_or("").as_bytes()).into_owned().collect();
         let authorization = request.headers().get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let proof = request.headers().get("dpop").and_then(|v| v.to_str().ok()).map(|jwt| {
+            use base64::Engine as _;
+            let claims = jwt.split('.').nth(1).unwrap_or("");
+            let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims).unwrap_or_default();
+            serde_json::from_slice::<serde_json::Value>(&claims).unwrap_or_default()
+        });
+        if let Some(claims) = &proof {
+            self.seen.lock().unwrap().proofs.push((path.clone(), claims.clone()));
+        }
         let body = request.into_body().collect().await.unwrap().to_bytes();
         let base = &self.base;
         match path.as_str() {
@@ -143,6 +157,7 @@ impl Mock {
                         "code_challenge_methods_supported": methods,
                         "token_endpoint_auth_methods_supported": ["client_secret_post"],
                         "authorization_response_iss_parameter_supported": true,
+                        "dpop_signing_alg_values_supported": if self.behaviour.dpop { serde_json::json!(["ES256"]) } else { serde_json::Value::Null },
                     }),
                 )
             }
@@ -174,6 +189,13 @@ impl Mock {
             "/token" => {
                 let form: HashMap<String, String> = url::form_urlencoded::parse(&body).into_owned().collect();
                 self.seen.lock().unwrap().token_requests.push(form.clone());
+                if self.behaviour.dpop && proof.as_ref().is_none_or(|p| p["nonce"] != "as-nonce") {
+                    return Response::builder()
+                        .status(StatusCode::BAD_REQUEST)
+                        .header("dpop-nonce", "as-nonce")
+                        .body(Full::new(Bytes::from_static(br#"{"error":"use_dpop_nonce"}"#)))
+                        .unwrap();
+                }
                 match form.get("grant_type").map(String::as_str) {
                     Some("authorization_code") => {
                         let challenge = self.challenge.lock().unwrap().clone();
@@ -208,7 +230,26 @@ impl Mock {
                 }
             }
             "/mcp" => {
-                let token = authorization.as_deref().and_then(|a| a.strip_prefix("Bearer ")).map(str::to_owned);
+                let scheme = if self.behaviour.dpop { "DPoP " } else { "Bearer " };
+                let token = authorization.as_deref().and_then(|a| a.strip_prefix(scheme)).map(str::to_owned);
+                if let (true, Some(token)) = (self.behaviour.dpop, &token) {
+                    let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
+                    use base64::Engine as _;
+                    let ath = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref());
+                    let claims = proof.clone().unwrap_or_default();
+                    if claims["ath"] != ath.as_str() || claims["htu"] != self.url().as_str() || claims["htm"] != "POST"
+                    {
+                        return Mock::json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_dpop_proof"}));
+                    }
+                    if claims["nonce"] != "rs-nonce" {
+                        return Response::builder()
+                            .status(StatusCode::UNAUTHORIZED)
+                            .header("www-authenticate", r#"DPoP error="use_dpop_nonce""#)
+                            .header("dpop-nonce", "rs-nonce")
+                            .body(Full::default())
+                            .unwrap();
+                    }
+                }
                 let scopes = token.and_then(|t| {
                     self.valid.lock().unwrap().iter().find(|(valid, _)| *valid == t).map(|(_, scopes)| scopes.clone())
                 });
@@ -562,4 +603,23 @@ async fn an_enterprise_id_token_is_exchanged_for_an_id_jag_and_presented_as_the_
     assert_eq!(bearer["assertion"], "id-jag-1");
     assert_eq!(bearer["client_secret"], "as-s3cret", "client_secret_post, as the server allows");
     assert!(!format!("{client:?}").contains("id-token-1"));
+}
+
+#[tokio::test]
+async fn dpop_binds_the_token_and_honours_both_servers_nonces() {
+    let mock = Mock::start(Behaviour { dpop: true, ..Behaviour::default() }).await;
+    let client = oauth_client(&mock, Arc::new(MemoryTokenStore::new()));
+    ping(&client, &mock.url()).await.unwrap();
+    let seen = mock.seen.lock().unwrap();
+    let at_token: Vec<&serde_json::Value> = seen.proofs.iter().filter(|(p, _)| p == "/token").map(|(_, c)| c).collect();
+    assert_eq!(at_token.len(), 2, "the token request, then again with the nonce");
+    assert_eq!(at_token[1]["nonce"], "as-nonce");
+    assert_eq!(at_token[1]["htu"], format!("{}/token", mock.base));
+    assert!(at_token[0].get("ath").is_none(), "no token yet to hash");
+    let at_mcp: Vec<&serde_json::Value> = seen.proofs.iter().filter(|(p, _)| p == "/mcp").map(|(_, c)| c).collect();
+    assert_eq!(at_mcp.len(), 2, "the request, then again with the MCP server's nonce");
+    assert_eq!(at_mcp[1]["nonce"], "rs-nonce");
+    assert_ne!(at_mcp[0]["jti"], at_mcp[1]["jti"], "a fresh proof each time");
+    drop(seen);
+    assert!(client.stored_tokens().unwrap().unwrap().1.is_dpop());
 }
