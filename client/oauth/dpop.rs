@@ -4,16 +4,19 @@
 //! DPoP-bound token (§7.1, with `ath`, the token's hash), carrying the server's nonce once it
 //! asked for one (§8, §9).
 //!
+//! The key's PKCS#8 document travels with the tokens it bound
+//! ([`TokenSet::dpop_key`](super::TokenSet::dpop_key)), so a restarted process presents and
+//! refreshes them with the same key.
+//!
 //! Not here: when to use DPoP (the authorization server advertising ES256 in
-//! `dpop_signing_alg_values_supported`), nonce bookkeeping (the callers), keeping the key across
-//! runs (a restarted process has a new key, so its old DPoP-bound tokens lead to a new flow).
+//! `dpop_signing_alg_values_supported`), nonce bookkeeping (the callers).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use ring::signature::{EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_FIXED_SIGNING};
 
 use super::authorization::random_token;
-use super::{unix_now, AuthError};
+use super::{unix_now, AuthError, Secret};
 
 /// The JWS algorithm of our proofs.
 pub(crate) const ALGORITHM: &str = "ES256";
@@ -22,6 +25,8 @@ pub(crate) const ALGORITHM: &str = "ES256";
 pub(crate) struct DpopKey {
     pair: EcdsaKeyPair,
     jwk: serde_json::Value,
+    /// The PKCS#8 document, base64url.
+    pkcs8: Secret,
 }
 
 impl std::fmt::Debug for DpopKey {
@@ -36,8 +41,15 @@ impl DpopKey {
         let rng = ring::rand::SystemRandom::new();
         let failed = |e: &dyn std::fmt::Display| AuthError::Config(format!("dpop key: {e}"));
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).map_err(|e| failed(&e))?;
-        let pair =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).map_err(|e| failed(&e))?;
+        DpopKey::from_pkcs8(&Secret::new(URL_SAFE_NO_PAD.encode(pkcs8.as_ref())))
+    }
+
+    /// The key of a PKCS#8 document (base64url), as [`DpopKey::pkcs8`] gives it.
+    pub(crate) fn from_pkcs8(pkcs8: &Secret) -> Result<DpopKey, AuthError> {
+        let rng = ring::rand::SystemRandom::new();
+        let failed = |e: &dyn std::fmt::Display| AuthError::Config(format!("dpop key: {e}"));
+        let der = URL_SAFE_NO_PAD.decode(pkcs8.expose()).map_err(|e| failed(&e))?;
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng).map_err(|e| failed(&e))?;
         // The public key is the uncompressed point: 0x04, then x and y, 32 bytes each.
         let point = pair.public_key().as_ref();
         let jwk = serde_json::json!({
@@ -46,7 +58,12 @@ impl DpopKey {
             "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
             "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
         });
-        Ok(DpopKey { pair, jwk })
+        Ok(DpopKey { pair, jwk, pkcs8: pkcs8.clone() })
+    }
+
+    /// The PKCS#8 document, base64url, to keep with the tokens this key binds.
+    pub(crate) fn pkcs8(&self) -> &Secret {
+        &self.pkcs8
     }
 
     /// The proof of one request: `method` to `url` (query and fragment dropped, §4.2), with the
@@ -112,7 +129,9 @@ mod tests {
         let public = ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, point);
         let (input, signature) = proof.rsplit_once('.').unwrap();
         public.verify(input.as_bytes(), &URL_SAFE_NO_PAD.decode(signature).unwrap()).unwrap();
-        let again = key.proof("POST", "https://mcp.example/mcp", None, None).unwrap();
+        let again =
+            DpopKey::from_pkcs8(key.pkcs8()).unwrap().proof("POST", "https://mcp.example/mcp", None, None).unwrap();
+        assert_eq!(part(&again, 0)["jwk"], header["jwk"], "the same key after a round trip through its pkcs8");
         assert_ne!(part(&again, 1)["jti"], claims["jti"], "a fresh jti per proof");
         assert!(part(&again, 1).get("ath").is_none() && part(&again, 1).get("nonce").is_none());
     }

@@ -39,8 +39,9 @@
 //!   `Authorization: DPoP` with a fresh proof per request, and a `use_dpop_nonce` answer (from
 //!   the token endpoint or the MCP server) is met by the same request again with the nonce.
 //!
-//! Not here: opening a browser (the host's callback), keeping the DPoP key across runs, the
-//! resource server side (`server/`).
+//!   The key is kept with the tokens it binds, so a restarted process goes on with them.
+//!
+//! Not here: opening a browser (the host's callback), the resource server side (`server/`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -359,7 +360,7 @@ pub struct OAuthClient {
     /// Held by whoever refreshes or runs a flow: one at a time.
     flow: tokio::sync::Mutex<FlowState>,
     /// The key of our DPoP proofs, and the MCP server's last nonce for them.
-    dpop_key: dpop::DpopKey,
+    dpop_key: Mutex<Arc<dpop::DpopKey>>,
     resource_nonce: Mutex<Option<String>>,
 }
 
@@ -399,7 +400,7 @@ impl OAuthClient {
             http,
             current: Mutex::new(None),
             flow: tokio::sync::Mutex::new(FlowState::default()),
-            dpop_key: dpop::DpopKey::generate()?,
+            dpop_key: Mutex::new(Arc::new(dpop::DpopKey::generate()?)),
             resource_nonce: Mutex::new(None),
         })
     }
@@ -458,24 +459,37 @@ impl OAuthClient {
     /// The credentials of a request, `method` to `url`: the token (refreshed first when about
     /// to expire) and, for a DPoP-bound one, the request's proof.
     async fn credentials(&self, method: &str, url: &str) -> Option<Credentials> {
-        let (authorization, token, dpop) = {
+        let (authorization, tokens) = {
             let authorization = self.header().await?;
             let current = self.current.lock().expect("oauth lock");
-            let c = current.as_ref()?;
-            (authorization, c.tokens.access_token.clone(), c.tokens.is_dpop())
+            (authorization, current.as_ref()?.tokens.clone())
         };
-        if !dpop {
+        if !tokens.is_dpop() {
             return Some(Credentials::new(authorization, None));
         }
         let nonce = self.resource_nonce.lock().expect("oauth lock").clone();
         // A proof that cannot be made leaves the token unusable: the server's 401 starts over.
-        let proof = self.dpop_key.proof(method, url, nonce.as_deref(), Some(token.expose())).ok();
+        let proof = self
+            .dpop_key_of(&tokens)
+            .and_then(|key| key.proof(method, url, nonce.as_deref(), Some(tokens.access_token.expose())))
+            .ok();
         Some(Credentials::new(authorization, proof))
     }
 
     /// Our DPoP key, when `server` takes DPoP proofs and we use them.
-    fn dpop_for(&self, server: &AuthorizationServerMetadata) -> Option<&dpop::DpopKey> {
-        (self.config.use_dpop && dpop::DpopKey::accepted_by(server)).then_some(&self.dpop_key)
+    fn dpop_for(&self, server: &AuthorizationServerMetadata) -> Option<Arc<dpop::DpopKey>> {
+        (self.config.use_dpop && dpop::DpopKey::accepted_by(server))
+            .then(|| self.dpop_key.lock().expect("oauth lock").clone())
+    }
+
+    /// The key `tokens` are bound to: ours, or the one kept with them (a previous process's),
+    /// which becomes ours.
+    fn dpop_key_of(&self, tokens: &TokenSet) -> Result<Arc<dpop::DpopKey>, AuthError> {
+        let mut ours = self.dpop_key.lock().expect("oauth lock");
+        if let Some(kept) = tokens.dpop_key.as_ref().filter(|kept| *kept != ours.pkcs8()) {
+            *ours = Arc::new(dpop::DpopKey::from_pkcs8(kept)?);
+        }
+        Ok(ours.clone())
     }
 
     /// The `Authorization` value to send, refreshing first when the token is about to expire.
@@ -512,12 +526,13 @@ impl OAuthClient {
     /// Refreshes the current tokens (discovering the authorization server's metadata if this
     /// process has not yet). Fails when there is nothing to refresh, or the server refuses.
     async fn refresh(&self, discovered: Option<&Discovered>) -> Result<(), AuthError> {
-        let (key, refresh_token, scopes, known, was_dpop) = {
+        let (key, refresh_token, scopes, known, bound) = {
             let current = self.current.lock().expect("oauth lock");
             let c = current.as_ref().ok_or_else(|| AuthError::Config("no credentials to refresh".into()))?;
             let refresh_token =
                 c.tokens.refresh_token.clone().ok_or_else(|| AuthError::Config("no refresh token".into()))?;
-            (c.key.clone(), refresh_token, c.tokens.scopes.clone(), c.server.clone(), c.tokens.is_dpop())
+            let bound = c.tokens.is_dpop().then(|| c.tokens.clone());
+            (c.key.clone(), refresh_token, c.tokens.scopes.clone(), c.server.clone(), bound)
         };
         let server = match (discovered, known) {
             (Some(d), _) => d.authorization_server.clone(),
@@ -533,8 +548,17 @@ impl OAuthClient {
             .ok_or_else(|| AuthError::Registration("no client registration kept to refresh with".into()))?;
         let signing_key = self.signing_key();
         let grant = token::Grant::Refresh { refresh_token: &refresh_token };
-        let dpop = if was_dpop { Some(&self.dpop_key) } else { self.dpop_for(&server) };
-        let endpoint = token::TokenEndpoint { http: &self.http, server: &server, client: &client, signing_key, dpop };
+        let dpop = match &bound {
+            Some(tokens) => Some(self.dpop_key_of(tokens)?),
+            None => self.dpop_for(&server),
+        };
+        let endpoint = token::TokenEndpoint {
+            http: &self.http,
+            server: &server,
+            client: &client,
+            signing_key,
+            dpop: dpop.as_deref(),
+        };
         let mut tokens = endpoint.request(grant, &key.resource, &scopes).await?;
         if tokens.scopes.is_empty() {
             tokens.scopes = scopes;
@@ -650,7 +674,7 @@ impl OAuthClient {
                 server,
                 client: &client,
                 signing_key: self.signing_key(),
-                dpop,
+                dpop: dpop.as_deref(),
             };
             endpoint.request(grant, &discovered.resource, &scopes).await?
         } else {
@@ -690,7 +714,13 @@ impl OAuthClient {
                 redirect_uri: &self.config.redirect_uri,
             };
             let dpop = self.dpop_for(server);
-            let endpoint = token::TokenEndpoint { http: &self.http, server, client: &client, signing_key: None, dpop };
+            let endpoint = token::TokenEndpoint {
+                http: &self.http,
+                server,
+                client: &client,
+                signing_key: None,
+                dpop: dpop.as_deref(),
+            };
             endpoint.request(grant, &discovered.resource, &scopes).await?
         };
         self.keep(key.clone(), kept_client, tokens, server.clone())?;

@@ -71,6 +71,9 @@ pub struct TokenSet {
     /// `DPoP` for a DPoP-bound token (RFC 9449), else bearer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_type: Option<String>,
+    /// The private key a DPoP-bound token is bound to (PKCS#8, base64url).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<Secret>,
 }
 
 impl TokenSet {
@@ -302,6 +305,7 @@ mod tests {
                 expires_at: Some(1_900_000_000),
                 scopes: vec!["a".into()],
                 token_type: None,
+                dpop_key: Some(Secret::new("dpop-s3cret")),
             }),
         }
     }
@@ -316,7 +320,7 @@ mod tests {
     #[test]
     fn debug_shows_no_secret() {
         let shown = format!("{:?}", sample());
-        for secret in ["client-s3cret", "access-s3cret", "refresh-s3cret"] {
+        for secret in ["client-s3cret", "access-s3cret", "refresh-s3cret", "dpop-s3cret"] {
             assert!(!shown.contains(secret), "{shown}");
         }
         assert!(shown.contains("cid"), "what is not secret still shows: {shown}");

@@ -131,9 +131,15 @@ impl Mock {
         let authorization = request.headers().get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
         let proof = request.headers().get("dpop").and_then(|v| v.to_str().ok()).map(|jwt| {
             use base64::Engine as _;
-            let claims = jwt.split('.').nth(1).unwrap_or("");
-            let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims).unwrap_or_default();
-            serde_json::from_slice::<serde_json::Value>(&claims).unwrap_or_default()
+            let part = |i: usize| {
+                let text = jwt.split('.').nth(i).unwrap_or("");
+                let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text).unwrap_or_default();
+                serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default()
+            };
+            // The claims, with the header's key beside them.
+            let mut claims = part(1);
+            claims["jwk"] = part(0)["jwk"].clone();
+            claims
         });
         if let Some(claims) = &proof {
             self.seen.lock().unwrap().proofs.push((path.clone(), claims.clone()));
@@ -608,18 +614,32 @@ async fn an_enterprise_id_token_is_exchanged_for_an_id_jag_and_presented_as_the_
 #[tokio::test]
 async fn dpop_binds_the_token_and_honours_both_servers_nonces() {
     let mock = Mock::start(Behaviour { dpop: true, ..Behaviour::default() }).await;
-    let client = oauth_client(&mock, Arc::new(MemoryTokenStore::new()));
+    let store = Arc::new(MemoryTokenStore::new());
+    let client = oauth_client(&mock, store.clone());
     ping(&client, &mock.url()).await.unwrap();
-    let seen = mock.seen.lock().unwrap();
-    let at_token: Vec<&serde_json::Value> = seen.proofs.iter().filter(|(p, _)| p == "/token").map(|(_, c)| c).collect();
-    assert_eq!(at_token.len(), 2, "the token request, then again with the nonce");
-    assert_eq!(at_token[1]["nonce"], "as-nonce");
-    assert_eq!(at_token[1]["htu"], format!("{}/token", mock.base));
-    assert!(at_token[0].get("ath").is_none(), "no token yet to hash");
-    let at_mcp: Vec<&serde_json::Value> = seen.proofs.iter().filter(|(p, _)| p == "/mcp").map(|(_, c)| c).collect();
-    assert_eq!(at_mcp.len(), 2, "the request, then again with the MCP server's nonce");
-    assert_eq!(at_mcp[1]["nonce"], "rs-nonce");
-    assert_ne!(at_mcp[0]["jti"], at_mcp[1]["jti"], "a fresh proof each time");
-    drop(seen);
+    let first_key = {
+        let seen = mock.seen.lock().unwrap();
+        let at_token: Vec<&serde_json::Value> =
+            seen.proofs.iter().filter(|(p, _)| p == "/token").map(|(_, c)| c).collect();
+        assert_eq!(at_token.len(), 2, "the token request, then again with the nonce");
+        assert_eq!(at_token[1]["nonce"], "as-nonce");
+        assert_eq!(at_token[1]["htu"], format!("{}/token", mock.base));
+        assert!(at_token[0].get("ath").is_none(), "no token yet to hash");
+        let at_mcp: Vec<&serde_json::Value> = seen.proofs.iter().filter(|(p, _)| p == "/mcp").map(|(_, c)| c).collect();
+        assert_eq!(at_mcp.len(), 2, "the request, then again with the MCP server's nonce");
+        assert_eq!(at_mcp[1]["nonce"], "rs-nonce");
+        assert_ne!(at_mcp[0]["jti"], at_mcp[1]["jti"], "a fresh proof each time");
+        at_mcp[1]["jwk"].clone()
+    };
     assert!(client.stored_tokens().unwrap().unwrap().1.is_dpop());
+
+    // Another process with the same store presents the kept token with the key it is bound to.
+    let restarted = oauth_client(&mock, store);
+    let credentials = restarted.authorization("POST", &mock.url()).await.unwrap();
+    assert!(credentials.authorization.starts_with("DPoP "));
+    ping(&restarted, &mock.url()).await.unwrap();
+    let seen = mock.seen.lock().unwrap();
+    assert_eq!(seen.token_requests.len(), 2, "no new flow");
+    let last = &seen.proofs.last().unwrap().1;
+    assert_eq!(last["jwk"], first_key, "the same key after the restart");
 }

@@ -279,6 +279,7 @@ impl TokenEndpoint<'_> {
             expires_at: expires_in.map(|secs| unix_now().saturating_add(secs)),
             scopes: granted.filter(|g| !g.is_empty()).unwrap_or_else(|| scopes.to_vec()),
             token_type: dpop_bound.then(|| "DPoP".to_owned()),
+            dpop_key: dpop.filter(|_| dpop_bound).map(|key| key.pkcs8().clone()),
         })
     }
 }
