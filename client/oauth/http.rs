@@ -28,6 +28,8 @@ pub(crate) struct Answer {
     pub(crate) location: Option<String>,
     /// `DPoP-Nonce` (RFC 9449 §8).
     pub(crate) dpop_nonce: Option<String>,
+    /// Every `WWW-Authenticate` value.
+    pub(crate) challenges: Vec<String>,
     pub(crate) body: Bytes,
 }
 
@@ -158,9 +160,15 @@ impl HttpClient {
         let status = response.status();
         let location = response.headers().get(LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let dpop_nonce = response.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let challenges = response
+            .headers()
+            .get_all(hyper::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect();
         let limited = http_body_util::Limited::new(response.into_body(), MAX_BODY_BYTES);
         let body = limited.collect().await.map_err(|e| failed(&e))?.to_bytes();
-        Ok(Answer { status, location, dpop_nonce, body })
+        Ok(Answer { status, location, dpop_nonce, challenges, body })
     }
 }
 

@@ -405,16 +405,27 @@ impl OAuthClient {
         })
     }
 
-    /// Runs discovery and a whole flow now, without waiting for a 401 (a `login` command);
-    /// the scopes are the resource metadata's `scopes_supported`.
+    /// Runs discovery and a whole flow now, without waiting for a request's 401 (a `login`
+    /// command). The server is asked first (a GET without credentials) for the challenge its
+    /// 401 carries; the scopes are the challenge's, else the resource metadata's
+    /// `scopes_supported`.
     ///
     /// # Errors
     /// Any [`AuthError`] of discovery, registration, authorization or the token request.
     pub async fn login(&self) -> Result<CredentialKey, AuthError> {
         let mut flow = self.flow.lock().await;
         flow.loaded = true;
-        let discovered = discovery::discover(&self.http, &self.server, None).await?;
-        let scopes = discovered.resource_metadata.as_ref().and_then(|m| m.scopes_supported.clone()).unwrap_or_default();
+        let challenge = match self.http.get(&self.server).await {
+            Ok(answer) if answer.status == hyper::StatusCode::UNAUTHORIZED => {
+                discovery::bearer_challenge(&answer.challenges)
+            }
+            _ => None,
+        };
+        let discovered = discovery::discover(&self.http, &self.server, challenge.as_ref()).await?;
+        let scopes = challenge
+            .and_then(|c| c.scope)
+            .or_else(|| discovered.resource_metadata.as_ref().and_then(|m| m.scopes_supported.clone()))
+            .unwrap_or_default();
         self.run_flow(&discovered, scopes).await
     }
 

@@ -31,11 +31,20 @@ struct Behaviour {
     grants_required: bool,
     /// DPoP with nonces at both servers (`as-nonce`, `rs-nonce`).
     dpop: bool,
+    /// The `scope` of `/mcp`'s 401 challenge.
+    challenge_scope: Option<&'static str>,
 }
 
 impl Default for Behaviour {
     fn default() -> Self {
-        Behaviour { advertise_s256: true, wrong_iss: false, required_scope: None, grants_required: true, dpop: false }
+        Behaviour {
+            advertise_s256: true,
+            wrong_iss: false,
+            required_scope: None,
+            grants_required: true,
+            dpop: false,
+            challenge_scope: None,
+        }
     }
 }
 
@@ -264,7 +273,12 @@ impl Mock {
                         .status(StatusCode::UNAUTHORIZED)
                         .header(
                             "www-authenticate",
-                            format!(r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#),
+                            match self.behaviour.challenge_scope {
+                                Some(scope) => format!(
+                                    r#"Bearer scope="{scope}", resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#
+                                ),
+                                None => format!(r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#),
+                            },
                         )
                         .body(Full::new(Bytes::from_static(br#"{"error":"invalid_token"}"#)))
                         .unwrap();
@@ -406,11 +420,16 @@ async fn a_redirect_from_another_issuer_never_reaches_the_token_endpoint() {
 }
 
 #[tokio::test]
-async fn logout_forgets_the_servers_credentials() {
-    let mock = Mock::start(Behaviour::default()).await;
+async fn login_asks_for_the_challenges_scopes_and_logout_forgets() {
+    let mock = Mock::start(Behaviour { challenge_scope: Some("mcp:read"), ..Behaviour::default() }).await;
     let store = Arc::new(MemoryTokenStore::new());
     let client = oauth_client(&mock, store.clone());
     client.login().await.unwrap();
+    assert_eq!(
+        mock.seen.lock().unwrap().authorizations[0]["scope"],
+        "mcp:read",
+        "the 401's scope, not scopes_supported"
+    );
     assert!(client.stored_tokens().unwrap().is_some());
     assert_eq!(client.logout().unwrap(), 1);
     assert!(client.stored_tokens().unwrap().is_none());
