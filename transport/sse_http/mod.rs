@@ -12,13 +12,15 @@
 //! - [`authorizer`]: the hook that gives the client its `Authorization` headers and hears of
 //!   401/403 (the OAuth client of `client::oauth` plugs in there).
 //! - [`bearer`]: the static bearer token the server can require; [`routes`]: extra GET routes
-//!   (health, metrics) on the server's listener.
+//!   (health, metrics) on the server's listener. OAuth access tokens are verified through
+//!   [`HttpServerConfig::protected_resource`] with the verifiers of [`crate::auth`].
 //!
 //! The rules implemented are those of
 //! [2025-11-25 "Transports"](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports)
 //! (and its 2025-03-26 and 2024-11-05 predecessors for batches and the legacy transport).
-//! Not here: what messages mean (the session and server layers), OAuth flows (the client
-//! transport only asks an [`Authorizer`] for headers; the flows live in `client::oauth`), HTTP/2.
+//! Not here: what messages mean (the session and server layers), how tokens are verified
+//! ([`crate::auth`]), the client's OAuth flows (the client transport only asks an
+//! [`Authorizer`] for credentials; the flows live in `client::oauth`), HTTP/2.
 
 use std::convert::Infallible;
 use std::pin::Pin;
