@@ -72,6 +72,9 @@
 //! 2026-07-28 servers send list-changed and resource-updated notifications only on a
 //! `subscriptions/listen` stream: [`Client::listen`] opens one ([`Listening`]; see `listen`).
 //!
+//! Authorization over HTTP is [`oauth`] (feature `oauth`): an OAuth 2.1 client that the HTTP
+//! transport asks for its `Authorization` headers; nothing in this module knows tokens exist.
+//!
 //! Not here: reconnecting, and the connection set over many servers.
 
 pub mod config;
@@ -80,6 +83,8 @@ mod era;
 mod error;
 mod handlers;
 mod listen;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
