@@ -92,7 +92,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use crate::peer::{current_caller, with_caller, CallerId, Progress};
@@ -735,21 +734,15 @@ fn input_required(body: &Body) -> Option<Result<InputRequiredResult, serde_json:
     }
 }
 
-/// The params of a request an MRTR retry may send again: as JSON, or as the text sent, read
-/// back only when a retry comes (most calls never need one).
+/// The params of a request an MRTR retry may send again: as JSON with the session's `_meta`,
+/// or as given, made JSON only when a retry comes (most calls never need one).
 enum Retained {
     Json(Value),
-    Text(Box<RawValue>),
+    Params(LaterParams),
 }
 
-impl Retained {
-    fn into_json(self) -> Result<Value, serde_json::Error> {
-        match self {
-            Retained::Json(value) => Ok(value),
-            Retained::Text(raw) => serde_json::from_str(raw.get()),
-        }
-    }
-}
+/// Typed params kept for a retry, as their JSON on demand.
+type LaterParams = Box<dyn FnOnce() -> Result<Value, serde_json::Error> + Send + Sync>;
 
 /// The params of an MRTR retry: the original ones with this round's answers and the server's
 /// state, and without those of an earlier round.
@@ -1034,7 +1027,10 @@ impl<T: Transport> Client<T> {
             None => None,
         };
         if let Some(raw) = stamped {
-            let retained = may_need_input(M::NAME).then(|| Retained::Text(raw.clone()));
+            let retained = may_need_input(M::NAME).then(|| {
+                let later: LaterParams = Box::new(move || serde_json::to_value(&params));
+                Retained::Params(later)
+            });
             return Ok((Body::Raw(raw), retained));
         }
         let mut value = serde_json::to_value(&params).map_err(invalid)?;
@@ -1091,8 +1087,13 @@ impl<T: Transport> Client<T> {
                     None
                 }
             };
-            if let Some(retained) = retained.take() {
-                original = retained.into_json().map_err(invalid)?;
+            match retained.take() {
+                Some(Retained::Json(value)) => original = value,
+                Some(Retained::Params(later)) => {
+                    original = later().map_err(invalid)?;
+                    self.write_session_meta(&mut original).map_err(invalid)?;
+                }
+                None => {}
             }
             let params =
                 retry_params(&original, responses.as_ref(), needed.request_state.as_deref()).map_err(invalid)?;

@@ -280,8 +280,8 @@ impl PerRequestMeta {
     /// `params` as JSON with the fields in its `_meta`, in one serialization: the fields
     /// are spliced in as text written once per connection, where [`PerRequestMeta::write_into`]
     /// builds the params as a `Value` and clones the fields into it on every request. `None`
-    /// when `params` already have a `_meta` member or are not an object: then use
-    /// `write_into`, which merges.
+    /// when `params` have a `_meta` member (anywhere: a nested one too) or are not an object:
+    /// then use `write_into`, which merges.
     ///
     /// # Errors
     /// When `params` cannot be serialized.
@@ -289,20 +289,26 @@ impl PerRequestMeta {
         &self,
         params: &P,
     ) -> Result<Option<Box<serde_json::value::RawValue>>, serde_json::Error> {
-        let text = serde_json::to_string(params)?;
-        if top_level_members(&text).is_none_or(|members| members.iter().any(|m| m == "_meta")) {
+        let mut out = Vec::with_capacity(self.members.len() + 64);
+        out.extend_from_slice(b"{\"_meta\":{");
+        out.extend_from_slice(self.members.as_bytes());
+        out.push(b'}');
+        let start = out.len();
+        serde_json::to_writer(&mut out, params)?;
+        // serde_json writes UTF-8 and never escapes `_`: a `_meta` key of the params' own shows
+        // as this text wherever it is (a nested one only sends us the slower way).
+        let written = std::str::from_utf8(&out[start..]).map_err(serde::ser::Error::custom)?;
+        if !written.starts_with('{') || written.contains("\"_meta\"") {
             return Ok(None);
         }
-        let rest = &text[1..];
-        let mut out = String::with_capacity(text.len() + self.members.len() + 12);
-        out.push_str("{\"_meta\":{");
-        out.push_str(&self.members);
-        out.push('}');
-        if rest.trim_start() != "}" {
-            out.push(',');
+        if written == "{}" {
+            out.truncate(start);
+            out.push(b'}');
+        } else {
+            out[start] = b',';
         }
-        out.push_str(rest);
-        trusted_raw(&out).map(Some)
+        let text = std::str::from_utf8(&out).map_err(serde::ser::Error::custom)?;
+        trusted_raw(text).map(Some)
     }
 
     /// Adds the fields to `params._meta` (made when absent); members already there, e.g. a
@@ -349,20 +355,6 @@ fn members_text(fields: &Map<String, Value>) -> String {
     text[1..text.len() - 1].to_owned()
 }
 
-/// The keys of a JSON object's members, in order; `None` when `text` is not one object.
-fn top_level_members(text: &str) -> Option<Vec<String>> {
-    let mut reader = crate::proto::json_read::Reader::new(text.as_bytes());
-    let mut keys = Vec::new();
-    let mut more = !reader.begin_object().ok()?;
-    while more {
-        keys.push(reader.key(str::to_owned).ok()?);
-        reader.value_text().ok()?;
-        more = reader.next_member().ok()?;
-    }
-    reader.end().ok()?;
-    Some(keys)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,7 +374,7 @@ mod tests {
         meta.set_log_level(Some("debug"));
         for params in [
             json!({}),
-            json!({"name": "echo", "arguments": {"text": "a \"quoted\" {brace}", "n": [1, {"_meta": 2}]}}),
+            json!({"name": "echo", "arguments": {"text": "a \"quoted\" {brace} _meta", "n": [1, {"meta": 2}]}}),
             json!({"cursor": null}),
         ] {
             let stamped = meta.stamp(&params).unwrap().expect("no _meta of its own");
@@ -393,6 +385,7 @@ mod tests {
         // A `_meta` of the params' own (also written with an escape) or params that are not an
         // object are left to write_into.
         assert!(meta.stamp(&json!({"_meta": {"progressToken": 1}, "name": "x"})).unwrap().is_none());
+        assert!(meta.stamp(&json!({"arguments": {"_meta": 2}})).unwrap().is_none());
         assert!(meta.stamp(&json!([1])).unwrap().is_none());
         assert!(meta.stamp(&json!(null)).unwrap().is_none());
     }
