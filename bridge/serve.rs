@@ -4,6 +4,10 @@
 //! SIGINT/SIGTERM (or, over stdio, the end of stdin). Then every downstream session ends and
 //! every upstream child is stopped with its process group.
 //!
+//! SIGHUP reloads `--config` ([`ConnectionSet::reload`]: an upstream that did not change
+//! keeps its connection; downstream clients get `list_changed`); `--per-session` upstreams
+//! keep the configuration they started with.
+//!
 //! Security defaults: loopback binds; a non-loopback `--listen` refuses to start without
 //! `--auth-token-env`; Origin and Host checked as the HTTP server does; downstream credentials
 //! never go upstream (the upstreams' own come from the config); no secret in any log line.
@@ -102,7 +106,7 @@ fn upstreams(args: &ServeArgs) -> Result<(McpConfig, bool), String> {
 fn advertised(set: &ConnectionSet) -> Advertised {
     let (mut resources, mut prompts, mut completions) = (false, false, false);
     for name in set.servers() {
-        if let Some((caps, _)) = set.server_offer(name) {
+        if let Some((caps, _)) = set.server_offer(&name) {
             resources |= caps.resources.is_some();
             prompts |= caps.prompts.is_some();
             completions |= caps.completions.is_some();
@@ -115,8 +119,9 @@ fn advertised(set: &ConnectionSet) -> Advertised {
 fn merged_instructions(set: &ConnectionSet) -> Option<String> {
     let parts: Vec<String> = set
         .servers()
+        .into_iter()
         .filter_map(|name| {
-            let (_, instructions) = set.server_offer(name)?;
+            let (_, instructions) = set.server_offer(&name)?;
             let text = instructions?;
             let text = text.trim();
             (!text.is_empty()).then(|| format!("## {name}\n{text}"))
@@ -222,6 +227,9 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
     }
     tokio::spawn(follow_events(gateway.clone(), events));
+    if let Some(file) = &args.config {
+        tokio::spawn(reload_on_hangup(set.clone(), file.clone(), signal(tokio::signal::unix::SignalKind::hangup())?));
+    }
     let outcome = match listen {
         Listen::Stdio => {
             let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
@@ -357,6 +365,21 @@ fn print_banner(url: &str) {
     let _ = std::io::stdout().flush();
 }
 
+/// Reloads the set from `file` on every SIGHUP: unchanged upstreams keep their connections,
+/// and the catalog changes reach the downstream sessions as `list_changed` (through the set's
+/// events). A file that no longer reads is logged and changes nothing.
+async fn reload_on_hangup(set: ConnectionSet, file: std::path::PathBuf, mut hangup: tokio::signal::unix::Signal) {
+    while hangup.recv().await.is_some() {
+        match McpConfig::load(&file) {
+            Ok(config) => {
+                let report = set.reload(config).await;
+                tracing::info!(file = %file.display(), %report, "reloaded");
+            }
+            Err(e) => tracing::warn!("reload skipped: {e}"),
+        }
+    }
+}
+
 /// Applies what the set reports: catalog changes, upstream logs and resource updates, state
 /// changes (logged).
 async fn follow_events(gateway: Arc<Gateway>, mut events: mpsc::UnboundedReceiver<SetEvent>) {
@@ -381,6 +404,9 @@ async fn follow_events(gateway: Arc<Gateway>, mut events: mpsc::UnboundedReceive
                 gateway.metrics().upstream_restarted(&server);
                 gateway.metrics().set_upstream_up(&server, true);
                 gateway.refresh();
+            }
+            SetEvent::RestartFailed { server, reason } => {
+                tracing::warn!(%server, %reason, "upstream kept its previous connection: the changed one did not start")
             }
             SetEvent::Failed { server, reason, .. } => {
                 tracing::warn!(%server, %reason, "upstream failed");

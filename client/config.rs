@@ -273,6 +273,14 @@ impl ServerConfig {
         ServerConfig::new(name, TransportConfig::InProcess(connector))
     }
 
+    /// Whether `other` reaches its server the same way: the same transport recipe (command,
+    /// args, env, env_vars, cwd, url, headers, auth) and era, and both enabled or both not.
+    /// Everything else (filters, timeouts, approval modes, `required`) is a per-call setting
+    /// that a reload changes in place.
+    pub fn same_connection(&self, other: &ServerConfig) -> bool {
+        self.transport == other.transport && self.era == other.era && self.enabled == other.enabled
+    }
+
     /// Whether `tool` passes `enabled_tools` and `disabled_tools`.
     pub fn tool_allowed(&self, tool: &str) -> bool {
         self.enabled_tools.as_ref().is_none_or(|enabled| enabled.iter().any(|t| t == tool))

@@ -51,6 +51,13 @@
 //! `_meta` members to send upstream); [`ConnectionSet::call_tool_with_progress`] is its short
 //! form. Dropping any call's future cancels it upstream (`notifications/cancelled`).
 //!
+//! Over time: [`ConnectionSet::reload`] moves the set to a new configuration, keeping every
+//! connection whose identity (command, args, env, cwd, url, headers, auth, era) did not change,
+//! changing per-call settings in place, restarting changed servers make-before-break, and
+//! shutting removed ones down (see `reload`). Connections are shared through leases (see
+//! `lease`): the slot, each call in flight and each [`ServerLease`] hold one, and a connection
+//! is closed after its last, so a retired connection finishes its calls first.
+//!
 //! Each connection is watched by a task waiting on [`Client::closed`], so a server that goes
 //! away is noticed at once (no polling); a call that fails with a disconnection (an HTTP
 //! session the server expired answers 404 only when asked) triggers the restart too.
@@ -81,6 +88,13 @@ use crate::transport::inproc::InprocTransport;
 #[cfg(feature = "http")]
 use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use crate::transport::stdio::{ChildCommand, Stderr, StdioTransport};
+
+mod lease;
+mod reload;
+
+use lease::Held;
+pub use lease::ServerLease;
+pub use reload::ReloadReport;
 
 /// The longest qualified tool name (the limit of most model APIs).
 pub const MAX_TOOL_NAME_BYTES: usize = 64;
@@ -232,6 +246,14 @@ pub enum SetEvent {
         attempt: u32,
         /// The wait before this try.
         delay: Duration,
+    },
+    /// A reload could not restart a server whose connection identity changed: it keeps its
+    /// previous connection and configuration.
+    RestartFailed {
+        /// Its name.
+        server: String,
+        /// Why the new connection could not be made.
+        reason: String,
     },
     /// A restarted server is ready again (its catalog re-listed).
     Reconnected {
@@ -845,7 +867,8 @@ struct Listing {
 
 struct SlotState {
     state: ServerState,
-    conn: Option<Conn>,
+    /// The slot's lease on its connection; calls in flight and [`ServerLease`]s hold others.
+    conn: Option<Arc<Held>>,
     /// Bumped by every new connection: a stale watcher or refresh can tell it is stale.
     generation: u64,
     error: Option<String>,
@@ -857,25 +880,65 @@ struct SlotState {
 }
 
 struct Slot {
-    config: ServerConfig,
+    name: String,
+    /// Replaced in place by a reload that changes only per-call settings (filters, timeouts,
+    /// approval modes), or after a restart with a new connection identity.
+    config: RwLock<Arc<ServerConfig>>,
     state: Mutex<SlotState>,
-    /// One permit when the server takes one call at a time.
-    serial: Option<Arc<Semaphore>>,
+    /// One permit: taken by each call while the server's `supports_parallel_tool_calls` is false.
+    serial: Arc<Semaphore>,
     refresh_scheduled: AtomicBool,
+    /// Bumped, under the state lock, when the start running for this slot is superseded (a
+    /// reload changed or removed the server): that start gives up and leaves the state alone.
+    epoch: watch::Sender<u64>,
+    /// Removed from the set by a reload: nothing restarts or reinstalls it.
+    retired: AtomicBool,
 }
 
 impl Slot {
+    fn new(config: ServerConfig) -> Slot {
+        let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
+        Slot {
+            name: config.name.clone(),
+            state: Mutex::new(SlotState {
+                state,
+                conn: None,
+                generation: 0,
+                error: None,
+                protocol_version: None,
+                server_info: None,
+                listing: Listing::default(),
+                elapsed: Duration::ZERO,
+                watcher: None,
+            }),
+            config: RwLock::new(Arc::new(config)),
+            serial: Arc::new(Semaphore::new(1)),
+            refresh_scheduled: AtomicBool::new(false),
+            epoch: watch::channel(0).0,
+            retired: AtomicBool::new(false),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
         self.state.lock().expect("slot lock")
     }
 
+    fn config(&self) -> Arc<ServerConfig> {
+        self.config.read().expect("config lock").clone()
+    }
+
+    fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
     fn status(&self) -> ServerStatus {
+        let config = self.config();
         let s = self.lock();
         ServerStatus {
-            name: self.config.name.clone(),
+            name: self.name.clone(),
             state: s.state,
-            required: self.config.required,
-            era: self.config.era,
+            required: config.required,
+            era: config.era,
             protocol_version: s.protocol_version,
             server_info: s.server_info.clone(),
             tools: s.listing.tools.len(),
@@ -886,17 +949,31 @@ impl Slot {
 }
 
 struct Shared {
-    slots: BTreeMap<String, Arc<Slot>>,
+    /// Replaced by [`ConnectionSet::reload`]; never held across an await.
+    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     options: SetOptions,
     catalog: Mutex<Arc<Catalog>>,
     cancel: watch::Sender<bool>,
     shut_down: AtomicBool,
+    /// [`ConnectionSet::start`] has run: a reload starts the servers it adds or changes.
+    started: AtomicBool,
+    /// One reload at a time.
+    reloading: tokio::sync::Mutex<()>,
     tasks: Mutex<Vec<AbortHandle>>,
     /// The roots offered to every server: [`SetOptions::roots`], then [`ConnectionSet::set_roots`].
     roots: RwLock<Option<Vec<Root>>>,
 }
 
 impl Shared {
+    /// The slots now, in name order (a snapshot: a reload may replace them meanwhile).
+    fn slots(&self) -> Vec<Arc<Slot>> {
+        self.slots.read().expect("slots lock").values().cloned().collect()
+    }
+
+    fn slot(&self, server: &str) -> Option<Arc<Slot>> {
+        self.slots.read().expect("slots lock").get(server).cloned()
+    }
+
     fn emit(&self, event: SetEvent) {
         if let Some(sink) = &self.options.events {
             sink(event);
@@ -912,17 +989,18 @@ impl Shared {
     fn rebuild_catalog(&self) {
         let mut entries = Vec::new();
         let mut catalog = Catalog::default();
-        for (name, slot) in &self.slots {
+        for slot in self.slots() {
+            let name = &slot.name;
             let s = slot.lock();
             if !matches!(s.state, ServerState::Ready | ServerState::Reconnecting) {
                 continue;
             }
             for tool in &s.listing.tools {
-                if slot.config.tool_allowed(&tool.name) {
+                if slot.config().tool_allowed(&tool.name) {
                     entries.push((
                         name.clone(),
                         tool.clone(),
-                        slot.config.approval_mode(&tool.name, self.options.default_approval_mode),
+                        slot.config().approval_mode(&tool.name, self.options.default_approval_mode),
                     ));
                 }
             }
@@ -990,47 +1068,26 @@ pub struct ConnectionSet {
 
 impl fmt::Debug for ConnectionSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConnectionSet").field("servers", &self.shared.slots.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("ConnectionSet").field("servers", &self.servers()).finish()
     }
 }
 
 impl ConnectionSet {
     /// A set of the servers of `config`; nothing is started until [`ConnectionSet::start`].
     pub fn new(config: McpConfig, options: SetOptions) -> ConnectionSet {
-        let slots = config
-            .servers
-            .into_values()
-            .map(|config| {
-                let serial = (!config.supports_parallel_tool_calls).then(|| Arc::new(Semaphore::new(1)));
-                let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
-                let slot = Slot {
-                    state: Mutex::new(SlotState {
-                        state,
-                        conn: None,
-                        generation: 0,
-                        error: None,
-                        protocol_version: None,
-                        server_info: None,
-                        listing: Listing::default(),
-                        elapsed: Duration::ZERO,
-                        watcher: None,
-                    }),
-                    serial,
-                    refresh_scheduled: AtomicBool::new(false),
-                    config,
-                };
-                (slot.config.name.clone(), Arc::new(slot))
-            })
-            .collect();
+        let slots =
+            config.servers.into_values().map(|config| (config.name.clone(), Arc::new(Slot::new(config)))).collect();
         let (cancel, _) = watch::channel(false);
         let roots = RwLock::new(options.roots.clone());
         ConnectionSet {
             shared: Arc::new(Shared {
-                slots,
+                slots: RwLock::new(slots),
                 options,
                 catalog: Mutex::new(Arc::new(Catalog::default())),
                 cancel,
                 shut_down: AtomicBool::new(false),
+                started: AtomicBool::new(false),
+                reloading: tokio::sync::Mutex::new(()),
                 tasks: Mutex::new(Vec::new()),
                 roots,
             }),
@@ -1063,9 +1120,10 @@ impl ConnectionSet {
     pub async fn start(&self) -> Result<StartupSummary, SetError> {
         let shared = &self.shared;
         let mut starts = JoinSet::new();
-        for slot in shared.slots.values() {
-            if !slot.config.enabled {
-                shared.emit(SetEvent::Disabled { server: slot.config.name.clone() });
+        shared.started.store(true, Ordering::Release);
+        for slot in shared.slots() {
+            if !slot.config().enabled {
+                shared.emit(SetEvent::Disabled { server: slot.name.clone() });
                 continue;
             }
             if slot.lock().state != ServerState::Pending {
@@ -1077,7 +1135,7 @@ impl ConnectionSet {
         }
         let mut cancelled = false;
         while let Some(outcome) = starts.join_next().await {
-            cancelled |= matches!(outcome, Ok(false));
+            cancelled |= matches!(outcome, Ok(StartEnd::Cancelled));
         }
         shared.rebuild_catalog();
         let summary = self.summary();
@@ -1100,8 +1158,8 @@ impl ConnectionSet {
         if attempts == 0 {
             return;
         }
-        for slot in shared.slots.values() {
-            if slot.config.required || slot.lock().state != ServerState::Failed {
+        for slot in shared.slots() {
+            if slot.config().required || slot.lock().state != ServerState::Failed {
                 continue;
             }
             let (task_shared, slot) = (shared.clone(), slot.clone());
@@ -1118,17 +1176,17 @@ impl ConnectionSet {
 
     /// Every server's state, in name order.
     pub fn summary(&self) -> StartupSummary {
-        StartupSummary { servers: self.shared.slots.values().map(|s| s.status()).collect() }
+        StartupSummary { servers: self.shared.slots().iter().map(|s| s.status()).collect() }
     }
 
     /// One server's state.
     pub fn status(&self, server: &str) -> Option<ServerStatus> {
-        self.shared.slots.get(server).map(|s| s.status())
+        self.shared.slot(server).map(|s| s.status())
     }
 
-    /// The configured server names, in order.
-    pub fn servers(&self) -> impl Iterator<Item = &str> {
-        self.shared.slots.keys().map(String::as_str)
+    /// The configured server names, in order (as of now: a reload may change them).
+    pub fn servers(&self) -> Vec<String> {
+        self.shared.slots.read().expect("slots lock").keys().cloned().collect()
     }
 
     /// The current catalog (a snapshot).
@@ -1149,19 +1207,31 @@ impl ConnectionSet {
     /// The approval mode of tool `tool` of `server` (tool, then server, then the host's default),
     /// or `None` for an unknown server.
     pub fn approval_mode(&self, server: &str, tool: &str) -> Option<ApprovalMode> {
-        let slot = self.shared.slots.get(server)?;
-        Some(slot.config.approval_mode(tool, self.shared.options.default_approval_mode))
+        let slot = self.shared.slot(server)?;
+        Some(slot.config().approval_mode(tool, self.shared.options.default_approval_mode))
     }
 
     /// The process id of a stdio server's child (its process group id too), while connected.
     pub fn server_pid(&self, server: &str) -> Option<u32> {
-        self.shared.slots.get(server)?.lock().conn.as_ref()?.pid()
+        self.shared.slot(server)?.lock().conn.as_ref()?.pid()
+    }
+
+    /// A lease on `server`'s connection as it is now (see [`ServerLease`]): the connection
+    /// lasts until every lease on it is given up, even when a reload replaces or removes the
+    /// server; several leases share one connection (one child).
+    ///
+    /// # Errors
+    /// [`SetError::UnknownServer`]; [`SetError::Unavailable`] when it is not ready.
+    pub fn lease(&self, server: &str) -> Result<ServerLease, SetError> {
+        let slot = self.slot(server)?;
+        let (held, _) = self.ready_conn(&slot)?;
+        Ok(ServerLease::new(slot.name.clone(), held, slot.config().tool_timeout))
     }
 
     /// What a connected server advertises (its `capabilities`) and its `instructions`, while
     /// connected.
     pub fn server_offer(&self, server: &str) -> Option<(ServerCapabilities, Option<String>)> {
-        let slot = self.shared.slots.get(server)?;
+        let slot = self.shared.slot(server)?;
         let s = slot.lock();
         let conn = s.conn.as_ref()?;
         Some((conn.capabilities().clone(), conn.instructions().map(str::to_owned)))
@@ -1241,13 +1311,15 @@ impl ConnectionSet {
     ) -> Result<CallToolResult, SetError> {
         let SetCallOptions { timeout, on_progress, mut meta } = options;
         let slot = self.slot(server)?;
-        if !slot.config.tool_allowed(tool) {
+        let config = slot.config();
+        if !config.tool_allowed(tool) {
             return Err(SetError::ToolDisabled { server: server.to_owned(), tool: tool.to_owned() });
         }
-        let after = timeout.map_or(slot.config.tool_timeout, |t| t.min(slot.config.tool_timeout));
-        let _permit = match &slot.serial {
-            Some(serial) => Some(serial.clone().acquire_owned().await.expect("the semaphore is never closed")),
-            None => None,
+        let after = timeout.map_or(config.tool_timeout, |t| t.min(config.tool_timeout));
+        let _permit = if config.supports_parallel_tool_calls {
+            None
+        } else {
+            Some(slot.serial.clone().acquire_owned().await.expect("the semaphore is never closed"))
         };
         let (conn, generation) = self.ready_conn(&slot)?;
         let mut params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
@@ -1275,7 +1347,7 @@ impl ConnectionSet {
         M::Output: Clone + Send + Sync + 'static,
     {
         let slot = self.slot(server)?;
-        let after = slot.config.tool_timeout;
+        let after = slot.config().tool_timeout;
         let (conn, generation) = self.ready_conn(&slot)?;
         let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
         let outcome = conn.request::<M>(params, options).await;
@@ -1297,12 +1369,12 @@ impl ConnectionSet {
         let roots: Vec<Root> = roots.into_iter().collect();
         *self.shared.roots.write().expect("roots lock") = Some(roots.clone());
         let mut tell = JoinSet::new();
-        for (name, slot) in &self.shared.slots {
+        for slot in self.shared.slots() {
             let conn = match &slot.lock().conn {
-                Some(conn) => conn.clone(),
+                Some(conn) => conn.conn().clone(),
                 None => continue,
             };
-            let (name, roots) = (name.clone(), roots.clone());
+            let (name, roots) = (slot.name.clone(), roots.clone());
             tell.spawn(async move { (name, conn.set_roots(roots).await) });
         }
         let mut failed = Vec::new();
@@ -1321,12 +1393,12 @@ impl ConnectionSet {
     /// declared no roots fails with [`ClientError::NotDeclared`]).
     pub async fn notify_roots_changed(&self) -> Vec<(String, ClientError)> {
         let mut tell = JoinSet::new();
-        for (name, slot) in &self.shared.slots {
+        for slot in self.shared.slots() {
             let conn = match &slot.lock().conn {
-                Some(conn) => conn.clone(),
+                Some(conn) => conn.conn().clone(),
                 None => continue,
             };
-            let name = name.clone();
+            let name = slot.name.clone();
             tell.spawn(async move { (name, conn.notify_roots_changed().await) });
         }
         let mut failed = Vec::new();
@@ -1350,7 +1422,7 @@ impl ConnectionSet {
             task.abort();
         }
         let mut closes = JoinSet::new();
-        for slot in shared.slots.values() {
+        for slot in shared.slots() {
             let mut s = slot.lock();
             if let Some(watcher) = s.watcher.take() {
                 watcher.abort();
@@ -1367,21 +1439,21 @@ impl ConnectionSet {
     }
 
     fn slot(&self, server: &str) -> Result<Arc<Slot>, SetError> {
-        self.shared.slots.get(server).cloned().ok_or_else(|| SetError::UnknownServer { server: server.to_owned() })
+        self.shared.slot(server).ok_or_else(|| SetError::UnknownServer { server: server.to_owned() })
     }
 
-    fn ready_conn(&self, slot: &Slot) -> Result<(Conn, u64), SetError> {
+    /// The slot's connection while it is ready, leased for the length of one call: a reload that
+    /// retires it meanwhile lets the call finish before the connection is closed.
+    fn ready_conn(&self, slot: &Slot) -> Result<(Arc<Held>, u64), SetError> {
         let s = slot.lock();
         match (&s.conn, s.state) {
             (Some(conn), ServerState::Ready) => Ok((conn.clone(), s.generation)),
-            (_, state) => {
-                Err(SetError::Unavailable { server: slot.config.name.clone(), state, reason: s.error.clone() })
-            }
+            (_, state) => Err(SetError::Unavailable { server: slot.name.clone(), state, reason: s.error.clone() }),
         }
     }
 
     fn failure(&self, slot: &Arc<Slot>, generation: u64, what: &str, after: Duration, e: ClientError) -> SetError {
-        let server = slot.config.name.clone();
+        let server = slot.name.clone();
         if e.is_timeout() {
             return SetError::Timeout { server, what: what.to_owned(), after };
         }
@@ -1393,68 +1465,107 @@ impl ConnectionSet {
     }
 }
 
-/// Starts one server; `false` when cancelled.
-async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>) -> bool {
-    let name = slot.config.name.clone();
-    slot.lock().state = ServerState::Starting;
+/// How one server's start ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StartEnd {
+    /// Ready or failed.
+    Settled,
+    /// Startup was cancelled ([`ConnectionSet::cancel_startup`], shutdown).
+    Cancelled,
+    /// A reload changed or removed the server meanwhile: this start gave up, leaving the
+    /// slot's state to the reload.
+    Superseded,
+}
+
+/// Starts one server from its current configuration.
+async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>) -> StartEnd {
+    let name = slot.name.clone();
+    let config = slot.config();
+    let epoch = {
+        let mut s = slot.lock();
+        s.state = ServerState::Starting;
+        *slot.epoch.borrow()
+    };
     shared.emit(SetEvent::Starting { server: name.clone() });
     let started = Instant::now();
     let mut cancel = shared.cancel.subscribe();
+    let mut superseded = slot.epoch.subscribe();
     let outcome = tokio::select! {
-        outcome = tokio::time::timeout(slot.config.startup_timeout, connect(shared, slot)) => Some(outcome),
-        _ = cancel.wait_for(|c| *c) => None,
+        outcome = tokio::time::timeout(config.startup_timeout, connect(shared, slot, &config)) => Ok(outcome),
+        _ = cancel.wait_for(|c| *c) => Err(StartEnd::Cancelled),
+        _ = superseded.wait_for(|e| *e != epoch) => Err(StartEnd::Superseded),
     };
     let elapsed = started.elapsed();
-    match outcome {
-        None => {
-            let mut s = slot.lock();
-            s.state = ServerState::Cancelled;
-            s.elapsed = elapsed;
-            s.error = Some("startup cancelled".to_owned());
-            drop(s);
-            shared.emit(SetEvent::Cancelled { server: name });
-            false
-        }
-        Some(Ok(Ok((conn, listing, listening)))) => {
+    let end = match outcome {
+        Err(end) => end,
+        Ok(Ok(Ok((conn, listing, listening)))) => {
             let version = conn.protocol_version();
             let tools = listing.tools.len();
-            install(shared, slot, conn, listing, listening, elapsed);
-            shared.emit(SetEvent::Ready { server: name, protocol_version: version, tools, elapsed });
-            true
+            if install(shared, slot, Some(epoch), None, conn, listing, listening, elapsed) {
+                shared.emit(SetEvent::Ready { server: name, protocol_version: version, tools, elapsed });
+                return StartEnd::Settled;
+            }
+            StartEnd::Superseded
         }
-        Some(outcome) => {
+        Ok(outcome) => {
             let reason = match outcome {
                 Ok(Err(reason)) => reason,
-                _ => format!("did not start within {} ms", slot.config.startup_timeout.as_millis()),
+                _ => format!("did not start within {} ms", config.startup_timeout.as_millis()),
             };
             let mut s = slot.lock();
+            if *slot.epoch.borrow() != epoch {
+                return StartEnd::Superseded;
+            }
             s.state = ServerState::Failed;
             s.elapsed = elapsed;
             s.error = Some(reason.clone());
             drop(s);
-            shared.emit(SetEvent::Failed { server: name, required: slot.config.required, reason });
-            true
+            shared.emit(SetEvent::Failed { server: name, required: config.required, reason });
+            return StartEnd::Settled;
+        }
+    };
+    if end == StartEnd::Cancelled {
+        let mut s = slot.lock();
+        if *slot.epoch.borrow() == epoch {
+            s.state = ServerState::Cancelled;
+            s.elapsed = elapsed;
+            s.error = Some("startup cancelled".to_owned());
         }
     }
+    shared.emit(SetEvent::Cancelled { server: name });
+    end
 }
 
 /// Makes `conn` the slot's connection and watches it, and its listen stream when it has one:
 /// the stream ending while the connection lasts is the connection's end too (a 2026-07-28
 /// server over HTTP has no session whose end would otherwise tell), so the server is
 /// reconnected, listed and listened to again.
+///
+/// `epoch`: the slot's epoch when the start began; a start that a reload superseded since (or
+/// one of a retired slot, or after shutdown) installs nothing: its connection is closed and
+/// `false` returned. `config`: the configuration the connection was made from, when it
+/// replaces the slot's (a reload's restart). A connection the slot held before is retired:
+/// it finishes the calls in flight on it (and serves the leases on it) before it is closed.
+#[allow(clippy::too_many_arguments)]
 fn install(
     shared: &Arc<Shared>,
     slot: &Arc<Slot>,
+    epoch: Option<u64>,
+    config: Option<Arc<ServerConfig>>,
     conn: Conn,
     listing: Listing,
     listening: Option<Listening>,
     elapsed: Duration,
-) {
+) -> bool {
     let mut s = slot.lock();
-    if shared.shut_down.load(Ordering::Acquire) {
+    let superseded = epoch.is_some_and(|epoch| *slot.epoch.borrow() != epoch);
+    if shared.shut_down.load(Ordering::Acquire) || slot.is_retired() || superseded {
         drop(s);
         tokio::spawn(async move { conn.close().await });
-        return;
+        return false;
+    }
+    if let Some(config) = config {
+        *slot.config.write().expect("config lock") = config;
     }
     s.generation += 1;
     let generation = s.generation;
@@ -1478,7 +1589,9 @@ fn install(
             });
         }
     }
-    s.conn = Some(conn);
+    if let Some(old) = s.conn.replace(Held::new(conn)) {
+        tokio::spawn(lease::retire(old));
+    }
     let weak = Arc::downgrade(shared);
     let slot_ref = slot.clone();
     s.watcher = Some(
@@ -1515,6 +1628,7 @@ fn install(
         })
         .abort_handle(),
     );
+    true
 }
 
 /// The connection of generation `generation` ended: fail it, and restart the server.
@@ -1544,7 +1658,7 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
             old.close().await
         });
     }
-    let name = slot.config.name.clone();
+    let name = slot.name.clone();
     shared.emit(SetEvent::Disconnected { server: name.clone(), reason });
     if !shared.options.reconnect {
         shared.rebuild_catalog();
@@ -1561,38 +1675,47 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
 /// Tries to start the server again, up to `attempts` times with exponential backoff: after its
 /// connection ended, or after it failed at startup ([`SetOptions::startup_retries`]).
 async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
-    let name = slot.config.name.clone();
+    let name = slot.name.clone();
     let options = &shared.options;
     let mut delay = options.initial_backoff;
     let mut last = String::new();
+    // A reload that changes or removes the server ends these tries.
+    let epoch = *slot.epoch.borrow();
+    let superseded = || slot.is_retired() || *slot.epoch.borrow() != epoch;
     for attempt in 1..=attempts {
         shared.emit(SetEvent::Reconnecting { server: name.clone(), attempt, delay });
         tokio::time::sleep(delay).await;
-        if shared.shut_down.load(Ordering::Acquire) {
+        if shared.shut_down.load(Ordering::Acquire) || superseded() {
             return;
         }
         let started = Instant::now();
-        match tokio::time::timeout(slot.config.startup_timeout, connect(shared, slot)).await {
+        let config = slot.config();
+        match tokio::time::timeout(config.startup_timeout, connect(shared, slot, &config)).await {
             Ok(Ok((conn, listing, listening))) => {
-                install(shared, slot, conn, listing, listening, started.elapsed());
+                if !install(shared, slot, Some(epoch), None, conn, listing, listening, started.elapsed()) {
+                    return;
+                }
                 shared.rebuild_catalog();
                 shared.emit(SetEvent::Reconnected { server: name.clone() });
                 shared.emit(SetEvent::CatalogChanged { server: name });
                 return;
             }
             Ok(Err(reason)) => last = reason,
-            Err(_) => last = format!("did not start within {} ms", slot.config.startup_timeout.as_millis()),
+            Err(_) => last = format!("did not start within {} ms", config.startup_timeout.as_millis()),
         }
         delay = (delay * 2).min(options.max_backoff);
     }
     let reason = format!("gave up restarting after {attempts} attempts: {last}");
     {
         let mut s = slot.lock();
+        if superseded() {
+            return;
+        }
         s.state = ServerState::Failed;
         s.error = Some(reason.clone());
     }
     shared.rebuild_catalog();
-    shared.emit(SetEvent::Failed { server: name.clone(), required: slot.config.required, reason });
+    shared.emit(SetEvent::Failed { server: name.clone(), required: slot.config().required, reason });
     shared.emit(SetEvent::CatalogChanged { server: name });
 }
 
@@ -1603,11 +1726,11 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 const LIST_CHANGED: [&str; 3] =
     ["notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"];
 
-fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>) -> ClientOptions {
+fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>, config: &ServerConfig) -> ClientOptions {
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let slot_weak = Arc::downgrade(slot);
-    let name = slot.config.name.clone();
-    let mut options = shared.options.client.clone().with_era(slot.config.era);
+    let name = slot.name.clone();
+    let mut options = shared.options.client.clone().with_era(config.era);
     if let Some(handler) = &shared.options.sampling {
         let (handler, name) = (handler.clone(), name.clone());
         options = options.with_sampling(move |params| handler.create_message(&name, params));
@@ -1651,7 +1774,7 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
                 _ => return,
             }
         };
-        let timeout = slot.config.startup_timeout.max(Duration::from_secs(1));
+        let timeout = slot.config().startup_timeout.max(Duration::from_secs(1));
         let Ok(Ok(listing)) = tokio::time::timeout(timeout, list_all(&conn)).await else { return };
         {
             let mut s = slot.lock();
@@ -1661,7 +1784,7 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
             s.listing = listing;
         }
         shared.rebuild_catalog();
-        shared.emit(SetEvent::CatalogChanged { server: slot.config.name.clone() });
+        shared.emit(SetEvent::CatalogChanged { server: slot.name.clone() });
     });
     shared.track(handle.abort_handle());
 }
@@ -1670,9 +1793,12 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
 /// the 2026-07-28 era the listen stream, acknowledged before the listing so that no change
 /// falls between the two; then list. A server that refuses the stream (-32601) is used without
 /// it: its catalog is then refreshed only when it reconnects.
-async fn connect(shared: &Arc<Shared>, slot: &Arc<Slot>) -> Result<(Conn, Listing, Option<Listening>), String> {
-    let config = &slot.config;
-    let options = client_options(shared, slot);
+async fn connect(
+    shared: &Arc<Shared>,
+    slot: &Arc<Slot>,
+    config: &ServerConfig,
+) -> Result<(Conn, Listing, Option<Listening>), String> {
+    let options = client_options(shared, slot, config);
     let conn = match &config.transport {
         TransportConfig::Stdio { command, args, env, env_vars, cwd, inherit_env } => {
             let mut child = ChildCommand::new(command).args(args).stderr(shared.options.stderr.clone());
