@@ -5,7 +5,7 @@
 //! mcp-bridge serve [--listen stdio|http://127.0.0.1:8000/mcp] [--config FILE | --url URL | -- CMD ARGS...]
 //! mcp-bridge tools [--json] (-- CMD ARGS... | --url URL | --config FILE [--server NAME])
 //! mcp-bridge call TOOL [--args JSON] [--json] (-- CMD ARGS... | --url URL | --config FILE --server NAME)
-//! mcp-bridge check --config FILE [--json]
+//! mcp-bridge check --config FILE [--project FILE] [--import FILE]... [--on-conflict KIND=ACTION]... [--json]
 //! ```
 //!
 //! The command line is clap's (`--help` on every subcommand); logs are `tracing`'s, filtered
@@ -66,11 +66,14 @@ enum Command {
         #[command(flatten)]
         source: Source,
     },
-    /// Start every configured server and print one status line each.
+    /// Start every configured server and print one status line each, with the source of its
+    /// definition (and the definitions it shadows) when there are several sources.
     Check {
         /// The configuration: .toml (codex [mcp_servers]) or .json (Claude mcpServers, VS Code servers).
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
+        #[command(flatten)]
+        sources: MoreSources,
         #[command(flatten)]
         common: Common,
     },
@@ -88,6 +91,37 @@ struct Common {
     /// Pass the servers' stderr through to ours (default: dropped).
     #[arg(long, short)]
     verbose: bool,
+}
+
+/// Sources below --config, in precedence order (see `mcpwire::client::catalog::sources`).
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct MoreSources {
+    /// A project file: its servers fill the gaps of --config.
+    #[arg(long, value_name = "FILE")]
+    pub project: Option<PathBuf>,
+    /// A file of another host (Claude, VS Code, codex) read as it is (repeatable; the first
+    /// ranks highest).
+    #[arg(long = "import", value_name = "FILE")]
+    pub imports: Vec<PathBuf>,
+    /// What a kind of source does when it wins a name another source defines too:
+    /// `KIND=override` (the default) or `KIND=disable` (run neither); KIND is config, project
+    /// or imported (repeatable).
+    #[arg(long, value_name = "KIND=ACTION", value_parser = parse_conflict)]
+    pub on_conflict: Vec<(mcpwire::client::catalog::SourceKind, mcpwire::client::catalog::ConflictAction)>,
+}
+
+fn parse_conflict(
+    text: &str,
+) -> Result<(mcpwire::client::catalog::SourceKind, mcpwire::client::catalog::ConflictAction), String> {
+    use mcpwire::client::catalog::SourceKind;
+    let (kind, action) = text.split_once('=').ok_or("expected KIND=ACTION, e.g. project=disable")?;
+    let kind = match kind {
+        "config" => SourceKind::Config,
+        "project" => SourceKind::Project,
+        "imported" => SourceKind::Imported,
+        other => return Err(format!("unknown source kind {other:?} (expected config, project or imported)")),
+    };
+    Ok((kind, action.parse()?))
 }
 
 /// Where the server(s) of a client command come from: exactly one of these.

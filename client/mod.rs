@@ -74,6 +74,7 @@
 //!
 //! Not here: reconnecting, and the connection set over many servers.
 
+pub mod catalog;
 pub mod config;
 pub mod connection_set;
 mod era;
