@@ -18,6 +18,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use mcpwire::client::catalog::CatalogCache;
 use mcpwire::client::config::{McpConfig, ServerConfig};
 use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
 use mcpwire::client::{ClientOptions, ServerNotification};
@@ -184,7 +185,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         per_session.servers.insert(name.clone(), server.clone());
     }
     let per_session = PerSession::new(per_session, options.clone());
-    let (options, events) = options.with_event_channel();
+    let (mut options, events) = options.with_event_channel();
+    if let Some(cache) = args.config.as_deref().and_then(CatalogCache::for_config) {
+        options = options.with_catalog_cache(cache);
+    }
     let set = ConnectionSet::new(config, options);
     let mut interrupt = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -335,7 +339,7 @@ fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerCo
                         })
                     })
                     .collect();
-                let ready = summary.servers.iter().all(|s| !s.required || s.state == ServerState::Ready);
+                let ready = summary.failed_required().is_empty();
                 let body = serde_json::json!({"ready": ready, "servers": servers}).to_string();
                 RouteResponse::new(if ready { 200 } else { 503 }, "application/json", body)
             }
@@ -408,6 +412,7 @@ async fn follow_events(gateway: Arc<Gateway>, mut events: mpsc::UnboundedReceive
             SetEvent::RestartFailed { server, reason } => {
                 tracing::warn!(%server, %reason, "upstream kept its previous connection: the changed one did not start")
             }
+            SetEvent::Warning { server, message } => tracing::warn!(server = server.as_deref(), "{message}"),
             SetEvent::Failed { server, reason, .. } => {
                 tracing::warn!(%server, %reason, "upstream failed");
                 gateway.metrics().set_upstream_up(&server, false);

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcpwire::client::catalog::{CatalogBuilder, Resolution, ResolvedCatalog, SourceKind};
+use mcpwire::client::catalog::{CatalogBuilder, CatalogCache, Resolution, ResolvedCatalog, SourceKind};
 use mcpwire::client::config::ConfigError;
 use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
 use mcpwire::client::{Client, ClientError, ClientOptions};
@@ -163,8 +163,12 @@ async fn run(args: Invocation) -> Result<(), Failure> {
                 one.enabled = true;
                 config.servers = [(name.clone(), one)].into();
             }
-            let set =
-                ConnectionSet::new(config, SetOptions::default().with_client_options(options).with_stderr(stderr));
+            let mut set_options = SetOptions::default().with_client_options(options).with_stderr(stderr);
+            // `check` starts every server, lazy or not; the others list lazy ones from the cache.
+            if let Some(cache) = CatalogCache::for_config(file.as_ref()).filter(|_| args.command != Command::Check) {
+                set_options = set_options.with_catalog_cache(cache);
+            }
+            let set = ConnectionSet::new(config, set_options);
             let outcome =
                 run_set(&set, args.command, server.as_deref(), args.timeout, args.json, resolutions.as_deref()).await;
             set.shutdown().await;
@@ -321,6 +325,9 @@ fn print_statuses(statuses: &[ServerStatus], json: bool, resolutions: Option<&[R
                 writeln!(out, "{}{required}: ready, protocol {version}, {} tools, {ms} ms", s.name, s.tools)?
             }
             (ServerState::Disabled, _) => writeln!(out, "{}{required}: disabled", s.name)?,
+            (ServerState::Deferred, _) => {
+                writeln!(out, "{}{required}: deferred (startup = lazy), {} tools cached", s.name, s.tools)?
+            }
             (state, _) => writeln!(
                 out,
                 "{}{required}: {state} after {ms} ms: {}",

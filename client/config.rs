@@ -19,6 +19,8 @@
 //! disabled_tools = ["delete_repo"]     # applied after enabled_tools
 //! default_tools_approval_mode = "prompt"
 //! tools.search.approval_mode = "approve"
+//! startup = "eager"                    # default eager; "lazy": not started at launch when its
+//!                                      # tools are in the catalog cache, started on first call
 //! era = "auto"                         # default auto: probe server/discover, fall back to
 //!                                      # initialize; "legacy": initialize only; "2026-07-28":
 //!                                      # stateless from the start, no probe
@@ -43,7 +45,7 @@
 //! `{"mcpServers": {NAME: {...}}}` (Claude Desktop, Claude Code `.mcp.json`) or
 //! `{"servers": {NAME: {...}}}` (VS Code `mcp.json`), each server with `command`, `args`, `env`,
 //! `cwd`, `type` (`stdio`, `http`, `sse`; VS Code's `streamableHttp` is taken as `http`), `url`
-//! and `headers`, and our `era` (as in TOML). `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
+//! and `headers`, and our `era` and `startup` (as in TOML). `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
 //! variable without a default is an error. Imported stdio servers inherit our environment
 //! (as Claude and VS Code start them). Other members (`disabled`, `alwaysAllow`, `inputs` …)
 //! are ignored, except `disabled: true`, which disables the server.
@@ -214,6 +216,29 @@ pub struct ServerConfig {
     pub tools: BTreeMap<String, ToolConfig>,
     /// Which protocol era to speak (`era`): default [`EraPolicy::Auto`].
     pub era: EraPolicy,
+    /// When the server is started (`startup`): default [`Startup::Eager`].
+    pub startup: Startup,
+}
+
+/// When a server of the set is started (`startup = "eager" | "lazy"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Startup {
+    /// At [`ConnectionSet::start`](super::connection_set::ConnectionSet::start).
+    #[default]
+    Eager,
+    /// On its first call, when its catalog is in the set's catalog cache (listed from there
+    /// meanwhile); without a cached catalog, as `eager`.
+    Lazy,
+}
+
+impl Startup {
+    /// `eager` or `lazy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Startup::Eager => "eager",
+            Startup::Lazy => "lazy",
+        }
+    }
 }
 
 impl ServerConfig {
@@ -232,6 +257,7 @@ impl ServerConfig {
             default_tools_approval_mode: None,
             tools: BTreeMap::new(),
             era: EraPolicy::Auto,
+            startup: Startup::Eager,
         }
     }
 
@@ -494,6 +520,14 @@ impl Field<'_> {
         self.string(v)?.parse().map_err(|e: super::InvalidEra| self.err(e.to_string()))
     }
 
+    fn startup(&self, v: &Value) -> Result<Startup, ConfigError> {
+        match self.string(v)?.as_str() {
+            "eager" => Ok(Startup::Eager),
+            "lazy" => Ok(Startup::Lazy),
+            other => Err(self.err(format!("unknown startup {other:?} (expected eager or lazy)"))),
+        }
+    }
+
     fn approval(&self, v: &Value) -> Result<ApprovalMode, ConfigError> {
         let s = self.string(v)?;
         ApprovalMode::parse(&s)
@@ -534,6 +568,7 @@ const CODEX_FIELDS: &[&str] = &[
     "default_tools_approval_mode",
     "tools",
     "era",
+    "startup",
 ];
 
 fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, ConfigError> {
@@ -602,6 +637,9 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
     if let Some((f, v)) = get("era") {
         server.era = f.era(v)?;
     }
+    if let Some((f, v)) = get("startup") {
+        server.startup = f.startup(v)?;
+    }
     if let Some((f, v)) = get("tools") {
         let Value::Object(tools) = v else { return Err(f.err("expected a table")) };
         for (tool, settings) in tools {
@@ -666,6 +704,9 @@ fn json_server(name: &str, v: &Value, at: &Field<'_>, env: EnvLookup<'_>) -> Res
     }
     if let Some((f, v)) = get("era") {
         server.era = f.era(v)?;
+    }
+    if let Some((f, v)) = get("startup") {
+        server.startup = f.startup(v)?;
     }
     Ok(server)
 }

@@ -51,6 +51,13 @@
 //! `_meta` members to send upstream); [`ConnectionSet::call_tool_with_progress`] is its short
 //! form. Dropping any call's future cancels it upstream (`notifications/cancelled`).
 //!
+//! Deferred startup: with a catalog cache ([`SetOptions::with_catalog_cache`]), every
+//! server's listing is written after each successful listing, and a `startup = "lazy"` server
+//! whose cached listing still matches its identity is not started by `start`: it is
+//! [`ServerState::Deferred`], listed from the cache at once, and started on its first call
+//! (calls arriving meanwhile wait for the same start). Eager starts are announced
+//! ([`SetEvent::Starting`]) as one batch before any reports ready.
+//!
 //! Over time: [`ConnectionSet::reload`] moves the set to a new configuration, keeping every
 //! connection whose identity (command, args, env, cwd, url, headers, auth, era) did not change,
 //! changing per-call settings in place, restarting changed servers make-before-break, and
@@ -73,7 +80,8 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
-use super::config::{ApprovalMode, McpConfig, ServerConfig, TransportConfig, DEFAULT_ENV_VARS};
+use super::catalog::cache::{self, CachedListing, CatalogCache};
+use super::config::{ApprovalMode, McpConfig, ServerConfig, Startup, TransportConfig, DEFAULT_ENV_VARS};
 use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening, Progress};
 use crate::proto::jsonrpc::{ErrorObject, Notification};
 use crate::proto::mcp_types::{
@@ -118,6 +126,9 @@ pub enum ServerState {
     Reconnecting,
     /// Shut down.
     Closed,
+    /// `startup = "lazy"` with a cached catalog: listed from the cache, started on its first
+    /// call.
+    Deferred,
 }
 
 impl ServerState {
@@ -132,6 +143,7 @@ impl ServerState {
             ServerState::Disabled => "disabled",
             ServerState::Reconnecting => "reconnecting",
             ServerState::Closed => "closed",
+            ServerState::Deferred => "deferred",
         }
     }
 }
@@ -179,9 +191,11 @@ impl StartupSummary {
         self.servers.iter().filter(move |s| s.state == state)
     }
 
-    /// The required servers that did not become ready.
+    /// The required servers that did not become ready (a deferred one counts as ready: it is
+    /// listed, and starts on its first call).
     pub fn failed_required(&self) -> Vec<String> {
-        self.servers.iter().filter(|s| s.required && s.state != ServerState::Ready).map(|s| s.name.clone()).collect()
+        let up = |s: &ServerStatus| matches!(s.state, ServerState::Ready | ServerState::Deferred);
+        self.servers.iter().filter(|s| s.required && !up(s)).map(|s| s.name.clone()).collect()
     }
 }
 
@@ -254,6 +268,21 @@ pub enum SetEvent {
         server: String,
         /// Why the new connection could not be made.
         reason: String,
+    },
+    /// A `startup = "lazy"` server is listed from the catalog cache and not started.
+    Deferred {
+        /// Its name.
+        server: String,
+        /// How many tools the cache lists for it.
+        tools: usize,
+    },
+    /// Something the host should warn about (a catalog cache ignored, a server listing more
+    /// items than the cap …); nothing failed.
+    Warning {
+        /// The server concerned, if one is.
+        server: Option<String>,
+        /// What happened.
+        message: String,
     },
     /// A restarted server is ready again (its catalog re-listed).
     Reconnected {
@@ -415,6 +444,10 @@ pub struct SetOptions {
     /// How many times a server that is not `required` and fails at startup is tried again in
     /// the background: default 0 (never).
     pub startup_retries: u32,
+    /// Where every server's listing is kept after each successful listing, and where
+    /// `startup = "lazy"` servers are listed from at start: default nowhere (lazy servers then
+    /// start as eager ones).
+    pub catalog_cache: Option<CatalogCache>,
 }
 
 impl Default for SetOptions {
@@ -434,6 +467,7 @@ impl Default for SetOptions {
             roots: None,
             roots_handler: None,
             startup_retries: 0,
+            catalog_cache: None,
         }
     }
 }
@@ -535,6 +569,12 @@ impl SetOptions {
     /// in the background (see [`ConnectionSet::start`]).
     pub fn with_startup_retries(mut self, retries: u32) -> Self {
         self.startup_retries = retries;
+        self
+    }
+
+    /// These options keeping the servers' listings in `cache` (see [`SetOptions::catalog_cache`]).
+    pub fn with_catalog_cache(mut self, cache: CatalogCache) -> Self {
+        self.catalog_cache = Some(cache);
         self
     }
 
@@ -865,6 +905,29 @@ struct Listing {
     prompts: Vec<Prompt>,
 }
 
+impl From<CachedListing> for Listing {
+    fn from(entry: CachedListing) -> Listing {
+        Listing {
+            tools: entry.tools,
+            resources: entry.resources,
+            templates: entry.resource_templates,
+            prompts: entry.prompts,
+        }
+    }
+}
+
+impl Listing {
+    fn cached(&self, config: &ServerConfig) -> CachedListing {
+        CachedListing {
+            identity: cache::identity(config),
+            tools: self.tools.clone(),
+            resources: self.resources.clone(),
+            resource_templates: self.templates.clone(),
+            prompts: self.prompts.clone(),
+        }
+    }
+}
+
 struct SlotState {
     state: ServerState,
     /// The slot's lease on its connection; calls in flight and [`ServerLease`]s hold others.
@@ -893,6 +956,8 @@ struct Slot {
     epoch: watch::Sender<u64>,
     /// Removed from the set by a reload: nothing restarts or reinstalls it.
     retired: AtomicBool,
+    /// Held by the call that starts a deferred server; the calls behind it wait.
+    waking: tokio::sync::Mutex<()>,
 }
 
 impl Slot {
@@ -916,6 +981,7 @@ impl Slot {
             refresh_scheduled: AtomicBool::new(false),
             epoch: watch::channel(0).0,
             retired: AtomicBool::new(false),
+            waking: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -986,13 +1052,30 @@ impl Shared {
         tasks.push(handle);
     }
 
+    /// Writes every listed server's listing to the catalog cache, if there is one. A write
+    /// that fails is a warning.
+    fn save_cache(&self) {
+        let Some(cache) = &self.options.catalog_cache else { return };
+        let mut entries = BTreeMap::new();
+        for slot in self.slots() {
+            let s = slot.lock();
+            if matches!(s.state, ServerState::Ready | ServerState::Reconnecting | ServerState::Deferred) {
+                entries.insert(slot.name.clone(), s.listing.cached(&slot.config()));
+            }
+        }
+        if let Err(e) = cache.store(&entries) {
+            let message = format!("catalog cache {} not written: {e}", cache.path().display());
+            self.emit(SetEvent::Warning { server: None, message });
+        }
+    }
+
     fn rebuild_catalog(&self) {
         let mut entries = Vec::new();
         let mut catalog = Catalog::default();
         for slot in self.slots() {
             let name = &slot.name;
             let s = slot.lock();
-            if !matches!(s.state, ServerState::Ready | ServerState::Reconnecting) {
+            if !matches!(s.state, ServerState::Ready | ServerState::Reconnecting | ServerState::Deferred) {
                 continue;
             }
             for tool in &s.listing.tools {
@@ -1119,25 +1202,47 @@ impl ConnectionSet {
     /// [`ConnectionSet::shutdown`].
     pub async fn start(&self) -> Result<StartupSummary, SetError> {
         let shared = &self.shared;
-        let mut starts = JoinSet::new();
         shared.started.store(true, Ordering::Release);
-        for slot in shared.slots() {
-            if !slot.config().enabled {
+        let slots = shared.slots();
+        let mut cached = self.load_cache(&slots);
+        let mut eager = Vec::new();
+        for slot in slots {
+            let config = slot.config();
+            if !config.enabled {
                 shared.emit(SetEvent::Disabled { server: slot.name.clone() });
                 continue;
             }
-            if slot.lock().state != ServerState::Pending {
+            let mut s = slot.lock();
+            if s.state != ServerState::Pending {
                 continue;
             }
+            if let Some(entry) = cached.remove(&slot.name).filter(|_| config.startup == Startup::Lazy) {
+                s.state = ServerState::Deferred;
+                s.listing = Listing::from(entry);
+                let tools = s.listing.tools.len();
+                drop(s);
+                shared.emit(SetEvent::Deferred { server: slot.name.clone(), tools });
+                continue;
+            }
+            s.state = ServerState::Starting;
+            drop(s);
+            eager.push(slot);
+        }
+        // Every eager start is announced before any can report ready.
+        for slot in &eager {
+            shared.emit(SetEvent::Starting { server: slot.name.clone() });
+        }
+        let mut starts = JoinSet::new();
+        for slot in eager {
             let shared = shared.clone();
-            let slot = slot.clone();
-            starts.spawn(async move { start_one(&shared, &slot).await });
+            starts.spawn(async move { start_one(&shared, &slot, false).await });
         }
         let mut cancelled = false;
         while let Some(outcome) = starts.join_next().await {
             cancelled |= matches!(outcome, Ok(StartEnd::Cancelled));
         }
         shared.rebuild_catalog();
+        shared.save_cache();
         let summary = self.summary();
         shared.emit(SetEvent::StartupComplete(summary.clone()));
         if cancelled || *shared.cancel.borrow() {
@@ -1149,6 +1254,39 @@ impl ConnectionSet {
             return Err(SetError::StartupFailed { required, summary });
         }
         Ok(summary)
+    }
+
+    /// The cached listings of the lazy servers among `slots` (the warnings emitted).
+    fn load_cache(&self, slots: &[Arc<Slot>]) -> BTreeMap<String, CachedListing> {
+        let Some(cache) = &self.shared.options.catalog_cache else { return BTreeMap::new() };
+        let configs: Vec<Arc<ServerConfig>> =
+            slots.iter().map(|s| s.config()).filter(|c| c.enabled && c.startup == Startup::Lazy).collect();
+        if configs.is_empty() {
+            return BTreeMap::new();
+        }
+        let loaded = cache.load(configs.iter().map(|c| c.as_ref()));
+        for message in loaded.ignored {
+            self.shared.emit(SetEvent::Warning { server: None, message });
+        }
+        loaded.servers
+    }
+
+    /// Starts a deferred server (its first call); the calls that arrive meanwhile wait for
+    /// the same start.
+    async fn wake(&self, slot: &Arc<Slot>) {
+        // Starting: maybe woken by another call right now; wait for it behind the gate.
+        if !matches!(slot.lock().state, ServerState::Deferred | ServerState::Starting) {
+            return;
+        }
+        let _waking = slot.waking.lock().await;
+        if slot.lock().state != ServerState::Deferred {
+            return;
+        }
+        let shared = &self.shared;
+        start_one(shared, slot, true).await;
+        shared.rebuild_catalog();
+        shared.save_cache();
+        shared.emit(SetEvent::CatalogChanged { server: slot.name.clone() });
     }
 
     /// Starts the retries of failed non-required servers (the policy of [`ConnectionSet::start`]).
@@ -1316,6 +1454,7 @@ impl ConnectionSet {
             return Err(SetError::ToolDisabled { server: server.to_owned(), tool: tool.to_owned() });
         }
         let after = timeout.map_or(config.tool_timeout, |t| t.min(config.tool_timeout));
+        self.wake(&slot).await;
         let _permit = if config.supports_parallel_tool_calls {
             None
         } else {
@@ -1348,6 +1487,7 @@ impl ConnectionSet {
     {
         let slot = self.slot(server)?;
         let after = slot.config().tool_timeout;
+        self.wake(&slot).await;
         let (conn, generation) = self.ready_conn(&slot)?;
         let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
         let outcome = conn.request::<M>(params, options).await;
@@ -1477,8 +1617,9 @@ enum StartEnd {
     Superseded,
 }
 
-/// Starts one server from its current configuration.
-async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>) -> StartEnd {
+/// Starts one server from its current configuration; `announce`: emit its
+/// [`SetEvent::Starting`] (else the caller did).
+async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>, announce: bool) -> StartEnd {
     let name = slot.name.clone();
     let config = slot.config();
     let epoch = {
@@ -1486,7 +1627,9 @@ async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>) -> StartEnd {
         s.state = ServerState::Starting;
         *slot.epoch.borrow()
     };
-    shared.emit(SetEvent::Starting { server: name.clone() });
+    if announce {
+        shared.emit(SetEvent::Starting { server: name.clone() });
+    }
     let started = Instant::now();
     let mut cancel = shared.cancel.subscribe();
     let mut superseded = slot.epoch.subscribe();
@@ -1696,6 +1839,7 @@ async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
                     return;
                 }
                 shared.rebuild_catalog();
+                shared.save_cache();
                 shared.emit(SetEvent::Reconnected { server: name.clone() });
                 shared.emit(SetEvent::CatalogChanged { server: name });
                 return;
@@ -1784,6 +1928,7 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
             s.listing = listing;
         }
         shared.rebuild_catalog();
+        shared.save_cache();
         shared.emit(SetEvent::CatalogChanged { server: slot.name.clone() });
     });
     shared.track(handle.abort_handle());

@@ -224,3 +224,15 @@ fn the_era_is_read_from_toml_and_json_and_defaults_to_auto() {
         "mcp.toml: mcp_servers.a.era: expected a string"
     );
 }
+
+#[test]
+fn startup_is_eager_unless_lazy_and_a_typo_is_refused() {
+    let config = McpConfig::from_toml("[mcp_servers.a]\ncommand = \"x\"\nstartup = \"lazy\"\n", "mcp.toml").unwrap();
+    assert_eq!(config.servers["a"].startup, Startup::Lazy);
+    let config = McpConfig::from_json(r#"{"mcpServers": {"b": {"command": "x"}}}"#, "c.json", &no_env).unwrap();
+    assert_eq!(config.servers["b"].startup, Startup::Eager);
+    assert_eq!(
+        toml_err("[mcp_servers.a]\ncommand = \"x\"\nstartup = \"later\"\n"),
+        "mcp.toml: mcp_servers.a.startup: unknown startup \"later\" (expected eager or lazy)"
+    );
+}

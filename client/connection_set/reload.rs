@@ -178,7 +178,7 @@ impl ConnectionSet {
             runs.push(tokio::spawn(async move {
                 let (slot, failure) = match restart {
                     Restart::Fresh(slot) => {
-                        start_one(&shared, &slot).await;
+                        start_one(&shared, &slot, true).await;
                         (slot, None)
                     }
                     Restart::MakeBeforeBreak(slot, config) => {
@@ -199,6 +199,7 @@ impl ConnectionSet {
         }
         report.failed.sort();
         shared.rebuild_catalog();
+        shared.save_cache();
         for name in report.updated.iter().chain(&report.removed).chain(&disabled) {
             shared.emit(SetEvent::CatalogChanged { server: name.clone() });
         }

@@ -1,0 +1,130 @@
+//! Deferred startup from the catalog cache, over real stdio servers (our echo server and
+//! server-everything): a `startup = "lazy"` server whose listing is cached is listed without
+//! a process and started on its first call; a corrupt or stale cache is ignored with a
+//! warning and the server started as an eager one.
+
+#[path = "support/examples.rs"]
+mod examples;
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use mcpwire::client::catalog::CatalogCache;
+use mcpwire::client::config::McpConfig;
+use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetEvent, SetOptions};
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpwire-lazy-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A lazy echo server that appends its pid to `starts` each time it starts, and an eager
+/// server-everything.
+fn config(starts: &Path, echo_args: &str) -> McpConfig {
+    let script = format!(
+        "echo $$ >> '{}'; exec '{}' {echo_args}",
+        starts.display(),
+        examples::example_path("echo_server").display()
+    );
+    let toml = format!(
+        "[mcp_servers.lazy]\ncommand = \"sh\"\nargs = [\"-c\", {}]\nstartup = \"lazy\"\n\n\
+         [mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nstartup_timeout_sec = 30\n",
+        serde_json::to_string(&script).unwrap(),
+        support::peer("MCP_NODE"),
+        support::peer("MCP_EVERYTHING_JS"),
+    );
+    McpConfig::from_toml(&toml, "lazy.toml").unwrap()
+}
+
+fn starts(file: &Path) -> usize {
+    std::fs::read_to_string(file).map(|s| s.lines().count()).unwrap_or(0)
+}
+
+fn options_with(cache: &CatalogCache) -> (SetOptions, UnboundedReceiver<SetEvent>) {
+    SetOptions::default().with_catalog_cache(cache.clone()).with_event_channel()
+}
+
+fn warnings(events: &mut UnboundedReceiver<SetEvent>) -> Vec<String> {
+    let mut found = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let SetEvent::Warning { message, .. } = event {
+            found.push(message);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lazy_server_is_listed_from_the_cache_and_started_on_its_first_call() {
+    let dir = scratch("first-call");
+    let (log, cache) = (dir.join("starts.log"), CatalogCache::at(dir.join("cache.json")));
+
+    // No cache yet: the lazy server starts as an eager one, and the listings are cached.
+    let (options, _events) = options_with(&cache);
+    let set = ConnectionSet::new(config(&log, ""), options);
+    set.start().await.unwrap();
+    assert_eq!(set.status("lazy").unwrap().state, ServerState::Ready);
+    assert_eq!(starts(&log), 1);
+    set.shutdown().await;
+    assert!(cache.path().exists(), "the cache was written after the listing");
+
+    // With the cache: listed at once, no process.
+    let (options, mut events) = options_with(&cache);
+    let set = ConnectionSet::new(config(&log, ""), options);
+    let summary = set.start().await.unwrap();
+    let lazy = summary.servers.iter().find(|s| s.name == "lazy").unwrap();
+    assert_eq!((lazy.state, lazy.tools), (ServerState::Deferred, 3), "{summary:?}");
+    assert_eq!(set.server_pid("lazy"), None);
+    assert_eq!(starts(&log), 1, "not started");
+    let tools: Vec<String> = set.tools().into_iter().map(|t| t.qualified_name).collect();
+    assert!(tools.contains(&"mcp__lazy__echo".to_owned()) && tools.contains(&"mcp__everything__echo".to_owned()));
+    assert!(warnings(&mut events).is_empty());
+
+    // The first call starts it, once, for two calls at the same time.
+    let call = |text: &str| {
+        let set = set.clone();
+        let arguments = json!({"text": text}).as_object().cloned();
+        async move { set.call_tool("mcp__lazy__echo", arguments, None).await }
+    };
+    let (a, b) = tokio::join!(call("a"), call("b"));
+    assert_eq!(serde_json::to_value(&a.unwrap().content).unwrap()[0]["text"], "a");
+    assert_eq!(serde_json::to_value(&b.unwrap().content).unwrap()[0]["text"], "b");
+    assert_eq!(starts(&log), 2, "one start for both calls");
+    assert_eq!(set.status("lazy").unwrap().state, ServerState::Ready);
+    assert!(set.server_pid("lazy").is_some());
+    set.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_corrupt_or_stale_cache_is_ignored_with_a_warning() {
+    let dir = scratch("corrupt");
+    let (log, cache) = (dir.join("starts.log"), CatalogCache::at(dir.join("cache.json")));
+    std::fs::write(cache.path(), "{\"version\": 1, \"servers\": [not json").unwrap();
+    let (options, mut events) = options_with(&cache);
+    let set = ConnectionSet::new(config(&log, ""), options);
+    set.start().await.unwrap();
+    assert_eq!(set.status("lazy").unwrap().state, ServerState::Ready, "started as if eager");
+    assert_eq!(starts(&log), 1);
+    let warned = warnings(&mut events);
+    assert!(warned.iter().any(|w| w.contains("not a cache file")), "{warned:?}");
+    set.shutdown().await;
+    // The start rewrote the cache: it is usable again.
+    let listed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(cache.path()).unwrap()).unwrap();
+    assert!(listed["servers"]["lazy"]["tools"].as_array().is_some_and(|t| t.len() == 3), "{listed}");
+
+    // Another command line for the lazy server: its entry is stale.
+    let (options, mut events) = options_with(&cache);
+    let set = ConnectionSet::new(config(&log, "--threads 1"), options);
+    set.start().await.unwrap();
+    assert_eq!(set.status("lazy").unwrap().state, ServerState::Ready);
+    assert_eq!(starts(&log), 2);
+    let warned = warnings(&mut events);
+    assert!(warned.iter().any(|w| w.contains("the entry of lazy is stale")), "{warned:?}");
+    set.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
