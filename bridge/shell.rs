@@ -251,6 +251,7 @@ fn print_catalog(tools: &[CatalogTool], json: bool) -> std::io::Result<()> {
                 json!({
                     "name": t.qualified_name,
                     "server": t.server,
+                    "scope": t.scope,
                     "approvalMode": t.approval_mode.as_str(),
                     "tool": t.tool,
                 })

@@ -19,6 +19,7 @@
 //! disabled_tools = ["delete_repo"]     # applied after enabled_tools
 //! default_tools_approval_mode = "prompt"
 //! tools.search.approval_mode = "approve"
+//! scope = "work"                       # default none: servers are told apart by scope + name
 //! startup = "eager"                    # default eager; "lazy": not started at launch when its
 //!                                      # tools are in the catalog cache, started on first call
 //! era = "auto"                         # default auto: probe server/discover, fall back to
@@ -218,6 +219,10 @@ pub struct ServerConfig {
     pub era: EraPolicy,
     /// When the server is started (`startup`): default [`Startup::Eager`].
     pub startup: Startup,
+    /// The scope it runs in (a workspace, an environment …; `scope`): default none. Servers
+    /// are identified by [`ServerConfig::key`], so two servers of one name in two scopes are
+    /// two servers.
+    pub scope: Option<String>,
 }
 
 /// When a server of the set is started (`startup = "eager" | "lazy"`).
@@ -258,6 +263,7 @@ impl ServerConfig {
             tools: BTreeMap::new(),
             era: EraPolicy::Auto,
             startup: Startup::Eager,
+            scope: None,
         }
     }
 
@@ -307,6 +313,20 @@ impl ServerConfig {
         self.transport == other.transport && self.era == other.era && self.enabled == other.enabled
     }
 
+    /// The server's identity in a set: `SCOPE/NAME` when it has a scope, else its name.
+    pub fn key(&self) -> String {
+        match &self.scope {
+            Some(scope) => format!("{scope}/{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// This server in `scope`.
+    pub fn in_scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into());
+        self
+    }
+
     /// Whether `tool` passes `enabled_tools` and `disabled_tools`.
     pub fn tool_allowed(&self, tool: &str) -> bool {
         self.enabled_tools.as_ref().is_none_or(|enabled| enabled.iter().any(|t| t == tool))
@@ -319,11 +339,29 @@ impl ServerConfig {
     }
 }
 
-/// Every configured server, by name (in name order).
+/// Every configured server, by key ([`ServerConfig::key`]: the name, or `SCOPE/NAME`), in
+/// key order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpConfig {
     /// The servers.
     pub servers: BTreeMap<String, ServerConfig>,
+}
+
+impl McpConfig {
+    /// These servers, every one in `scope` (and keyed `SCOPE/NAME`): e.g. a workspace's
+    /// project file, whose `git` must not be confused with another workspace's.
+    pub fn in_scope(self, scope: &str) -> McpConfig {
+        let mut scoped = McpConfig::default();
+        for server in self.servers.into_values() {
+            scoped.insert(server.in_scope(scope));
+        }
+        scoped
+    }
+
+    /// Adds (or replaces) `server` under its key.
+    pub fn insert(&mut self, server: ServerConfig) {
+        self.servers.insert(server.key(), server);
+    }
 }
 
 /// Why a configuration could not be read: the file, where in it, and what is wrong.
@@ -417,7 +455,7 @@ impl McpConfig {
         let Value::Object(servers) = servers else { return Err(error(file, "mcp_servers", "expected a table")) };
         for (name, server) in servers {
             let at = Field { file, path: format!("mcp_servers.{}", key(name)) };
-            config.servers.insert(name.clone(), codex_server(name, server, &at)?);
+            config.insert(codex_server(name, server, &at)?);
         }
         Ok(config)
     }
@@ -445,7 +483,7 @@ impl McpConfig {
         let mut config = McpConfig::default();
         for (name, server) in servers {
             let at = Field { file, path: format!("{top}.{}", key(name)) };
-            config.servers.insert(name.clone(), json_server(name, server, &at, env)?);
+            config.insert(json_server(name, server, &at, env)?);
         }
         Ok(config)
     }
@@ -569,6 +607,7 @@ const CODEX_FIELDS: &[&str] = &[
     "tools",
     "era",
     "startup",
+    "scope",
 ];
 
 fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, ConfigError> {
@@ -640,6 +679,13 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
     if let Some((f, v)) = get("startup") {
         server.startup = f.startup(v)?;
     }
+    if let Some((f, v)) = get("scope") {
+        let scope = f.string(v)?;
+        if scope.is_empty() || scope.contains('/') {
+            return Err(f.err("expected a non-empty scope without '/'"));
+        }
+        server.scope = Some(scope);
+    }
     if let Some((f, v)) = get("tools") {
         let Value::Object(tools) = v else { return Err(f.err("expected a table")) };
         for (tool, settings) in tools {
@@ -707,6 +753,13 @@ fn json_server(name: &str, v: &Value, at: &Field<'_>, env: EnvLookup<'_>) -> Res
     }
     if let Some((f, v)) = get("startup") {
         server.startup = f.startup(v)?;
+    }
+    if let Some((f, v)) = get("scope") {
+        let scope = f.string(v)?;
+        if scope.is_empty() || scope.contains('/') {
+            return Err(f.err("expected a non-empty scope without '/'"));
+        }
+        server.scope = Some(scope);
     }
     Ok(server)
 }

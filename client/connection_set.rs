@@ -58,6 +58,13 @@
 //! (calls arriving meanwhile wait for the same start). Eager starts are announced
 //! ([`SetEvent::Starting`]) as one batch before any reports ready.
 //!
+//! Scoped identities: a server is keyed by [`ServerConfig::key`] (`SCOPE/NAME`, or its name
+//! when unscoped), so two servers of one name in two scopes are started, listed, called and
+//! reported apart; a scoped server's tools are qualified `mcp__SCOPE__NAME__TOOL` (within the
+//! same 64-byte rule) and say their scope ([`CatalogTool::scope`]). A bare name given where a
+//! key is expected means the unscoped server of that name, else the one scoped server of
+//! that name; several are [`SetError::AmbiguousServer`].
+//!
 //! Over time: [`ConnectionSet::reload`] moves the set to a new configuration, keeping every
 //! connection whose identity (command, args, env, cwd, url, headers, auth, era) did not change,
 //! changing per-call settings in place, restarting changed servers make-before-break, and
@@ -616,6 +623,13 @@ pub enum SetError {
         /// The name asked for.
         server: String,
     },
+    /// A bare server name that several scopes have, and no unscoped server: name one by its key.
+    AmbiguousServer {
+        /// The name asked for.
+        server: String,
+        /// The keys it could mean (`SCOPE/NAME`).
+        candidates: Vec<String>,
+    },
     /// The tool is filtered out by `enabled_tools` / `disabled_tools`; the server was not asked.
     ToolDisabled {
         /// The server.
@@ -674,6 +688,9 @@ impl fmt::Display for SetError {
             SetError::StartupCancelled { .. } => f.write_str("startup was cancelled"),
             SetError::UnknownTool { name } => write!(f, "unknown tool {name}"),
             SetError::UnknownServer { server } => write!(f, "unknown server {server}"),
+            SetError::AmbiguousServer { server, candidates } => {
+                write!(f, "server name {server} is ambiguous: it could be {}", candidates.join(", "))
+            }
             SetError::ToolDisabled { server, tool } => write!(f, "tool {tool} of server {server} is disabled"),
             SetError::Unavailable { server, state, reason: Some(reason) } => {
                 write!(f, "server {server} is {state}: {reason}")
@@ -716,10 +733,13 @@ impl std::error::Error for SetError {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CatalogTool {
-    /// The name it is offered under: `mcp__SERVER__TOOL`, reduced.
+    /// The name it is offered under: `mcp__SERVER__TOOL` (`mcp__SCOPE__SERVER__TOOL` for a
+    /// scoped server), reduced.
     pub qualified_name: String,
-    /// The server.
+    /// The server's key ([`ServerConfig::key`]: its name, or `SCOPE/NAME`).
     pub server: String,
+    /// The scope the server runs in, if any.
+    pub scope: Option<String>,
     /// The tool as the server lists it.
     pub tool: Tool,
     /// Its resolved approval mode.
@@ -964,7 +984,7 @@ impl Slot {
     fn new(config: ServerConfig) -> Slot {
         let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
         Slot {
-            name: config.name.clone(),
+            name: config.key(),
             state: Mutex::new(SlotState {
                 state,
                 conn: None,
@@ -1036,8 +1056,29 @@ impl Shared {
         self.slots.read().expect("slots lock").values().cloned().collect()
     }
 
+    /// The slot of key `server`; or, for a bare name, the unscoped server of that name (the
+    /// exact key), else the one scoped server of that name.
     fn slot(&self, server: &str) -> Option<Arc<Slot>> {
-        self.slots.read().expect("slots lock").get(server).cloned()
+        self.find(server).ok().flatten()
+    }
+
+    /// As [`Shared::slot`], telling an ambiguous name (several scopes, none unscoped) apart:
+    /// `Err` with the keys it could mean.
+    fn find(&self, server: &str) -> Result<Option<Arc<Slot>>, Vec<String>> {
+        let slots = self.slots.read().expect("slots lock");
+        if let Some(slot) = slots.get(server) {
+            return Ok(Some(slot.clone()));
+        }
+        let mut named = slots.values().filter(|slot| slot.config().name == server);
+        match (named.next(), named.next()) {
+            (None, _) => Ok(None),
+            (Some(one), None) => Ok(Some(one.clone())),
+            (Some(a), Some(b)) => {
+                let mut keys = vec![a.name.clone(), b.name.clone()];
+                keys.extend(named.map(|slot| slot.name.clone()));
+                Err(keys)
+            }
+        }
     }
 
     fn emit(&self, event: SetEvent) {
@@ -1074,30 +1115,34 @@ impl Shared {
         let mut catalog = Catalog::default();
         for slot in self.slots() {
             let name = &slot.name;
+            let config = slot.config();
             let s = slot.lock();
             if !matches!(s.state, ServerState::Ready | ServerState::Reconnecting | ServerState::Deferred) {
                 continue;
             }
+            // The scope joins the qualified name: mcp__SCOPE__NAME__TOOL.
+            let naming = match &config.scope {
+                Some(scope) => format!("{scope}__{}", config.name),
+                None => config.name.clone(),
+            };
             for tool in &s.listing.tools {
-                if slot.config().tool_allowed(&tool.name) {
-                    entries.push((
-                        name.clone(),
-                        tool.clone(),
-                        slot.config().approval_mode(&tool.name, self.options.default_approval_mode),
-                    ));
+                if config.tool_allowed(&tool.name) {
+                    let approval_mode = config.approval_mode(&tool.name, self.options.default_approval_mode);
+                    entries.push((name.clone(), config.scope.clone(), naming.clone(), tool.clone(), approval_mode));
                 }
             }
             catalog.resources.extend(s.listing.resources.iter().map(|r| (name.clone(), r.clone())));
             catalog.resource_templates.extend(s.listing.templates.iter().map(|r| (name.clone(), r.clone())));
             catalog.prompts.extend(s.listing.prompts.iter().map(|p| (name.clone(), p.clone())));
         }
-        let names = qualify(entries.iter().map(|(server, tool, _)| (server.as_str(), tool.name.as_str())));
+        let names = qualify(entries.iter().map(|(_, _, naming, tool, _)| (naming.as_str(), tool.name.as_str())));
         catalog.tools = entries
             .into_iter()
             .zip(names)
-            .map(|((server, tool, approval_mode), qualified_name)| CatalogTool {
+            .map(|((server, scope, _, tool, approval_mode), qualified_name)| CatalogTool {
                 qualified_name,
                 server,
+                scope,
                 tool,
                 approval_mode,
             })
@@ -1158,8 +1203,7 @@ impl fmt::Debug for ConnectionSet {
 impl ConnectionSet {
     /// A set of the servers of `config`; nothing is started until [`ConnectionSet::start`].
     pub fn new(config: McpConfig, options: SetOptions) -> ConnectionSet {
-        let slots =
-            config.servers.into_values().map(|config| (config.name.clone(), Arc::new(Slot::new(config)))).collect();
+        let slots = config.servers.into_values().map(|config| (config.key(), Arc::new(Slot::new(config)))).collect();
         let (cancel, _) = watch::channel(false);
         let roots = RwLock::new(options.roots.clone());
         ConnectionSet {
@@ -1579,7 +1623,11 @@ impl ConnectionSet {
     }
 
     fn slot(&self, server: &str) -> Result<Arc<Slot>, SetError> {
-        self.shared.slot(server).ok_or_else(|| SetError::UnknownServer { server: server.to_owned() })
+        match self.shared.find(server) {
+            Ok(Some(slot)) => Ok(slot),
+            Ok(None) => Err(SetError::UnknownServer { server: server.to_owned() }),
+            Err(candidates) => Err(SetError::AmbiguousServer { server: server.to_owned(), candidates }),
+        }
     }
 
     /// The slot's connection while it is ready, leased for the length of one call: a reload that

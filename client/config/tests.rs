@@ -236,3 +236,16 @@ fn startup_is_eager_unless_lazy_and_a_typo_is_refused() {
         "mcp.toml: mcp_servers.a.startup: unknown startup \"later\" (expected eager or lazy)"
     );
 }
+
+#[test]
+fn a_scoped_server_is_keyed_by_scope_and_name() {
+    let config = McpConfig::from_toml("[mcp_servers.git]\ncommand = \"x\"\nscope = \"work\"\n", "mcp.toml").unwrap();
+    assert_eq!(config.servers.keys().collect::<Vec<_>>(), ["work/git"]);
+    assert_eq!(config.servers["work/git"].name, "git");
+    let plain = McpConfig::from_toml("[mcp_servers.git]\ncommand = \"x\"\n", "mcp.toml").unwrap();
+    assert_eq!(plain.in_scope("home").servers.keys().collect::<Vec<_>>(), ["home/git"]);
+    assert_eq!(
+        toml_err("[mcp_servers.git]\ncommand = \"x\"\nscope = \"a/b\"\n"),
+        "mcp.toml: mcp_servers.git.scope: expected a non-empty scope without '/'"
+    );
+}

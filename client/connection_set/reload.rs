@@ -26,6 +26,7 @@
 //!
 //! [`ServerLease`]: super::ServerLease
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -115,13 +116,15 @@ impl ConnectionSet {
         let mut disabled = Vec::new();
         {
             let mut slots = shared.slots.write().expect("slots lock");
-            let gone: Vec<String> = slots.keys().filter(|name| !config.servers.contains_key(*name)).cloned().collect();
+            let wanted: BTreeMap<String, ServerConfig> =
+                config.servers.into_values().map(|server| (server.key(), server)).collect();
+            let gone: Vec<String> = slots.keys().filter(|key| !wanted.contains_key(*key)).cloned().collect();
             for name in gone {
                 let slot = slots.remove(&name).expect("listed above");
                 removed.extend(retire_slot(&slot));
                 report.removed.push(name);
             }
-            for (name, new) in config.servers {
+            for (name, new) in wanted {
                 let Some(slot) = slots.get(&name).cloned() else {
                     let slot = Arc::new(Slot::new(new));
                     if started && slot.config().enabled {
