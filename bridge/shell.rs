@@ -67,7 +67,7 @@ impl Invocation {
                     source,
                 });
             }
-            super::Command::Serve(_) => return Err("serve is not a client command".to_owned()),
+            _ => return Err("not a client command".to_owned()),
         };
         let (source, server) = source.expect("tools and call have a source");
         if server.is_some() && source.config.is_none() {

@@ -816,5 +816,7 @@ pub fn expand(s: &str, env: EnvLookup<'_>) -> Result<String, String> {
     Ok(out)
 }
 
+pub mod edit;
+
 #[cfg(test)]
 mod tests;
