@@ -90,6 +90,7 @@ use tokio::task::{AbortHandle, JoinSet};
 use super::catalog::cache::{self, CachedListing, CatalogCache};
 use super::config::{ApprovalMode, McpConfig, ServerConfig, Startup, TransportConfig, DEFAULT_ENV_VARS};
 use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening, Progress};
+pub use crate::proto::envelope::is_reserved_meta_key;
 use crate::proto::jsonrpc::{ErrorObject, Notification};
 use crate::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
@@ -376,8 +377,9 @@ pub struct SetCallOptions {
     /// client's own): default none, and no token is sent.
     pub on_progress: Option<SetProgressCallback>,
     /// Members added to the request's `_meta` as given (e.g. what a gateway relays from its
-    /// downstream request): default none. A `progressToken` among them is dropped: the client
-    /// chooses its own.
+    /// downstream request): default none. A `progressToken` among them is dropped (the client
+    /// chooses its own), and so are keys reserved to MCP ([`is_reserved_meta_key`]) or to the
+    /// host ([`SetOptions::reserved_meta_prefixes`]).
     pub meta: Map<String, Value>,
 }
 
@@ -455,7 +457,18 @@ pub struct SetOptions {
     /// `startup = "lazy"` servers are listed from at start: default nowhere (lazy servers then
     /// start as eager ones).
     pub catalog_cache: Option<CatalogCache>,
+    /// The most tools, resources, resource templates and prompts (each) taken from one
+    /// server: default [`DEFAULT_MAX_ITEMS`]. The rest are left out, with a
+    /// [`SetEvent::Warning`].
+    pub max_items_per_server: usize,
+    /// `_meta` key prefixes the host keeps for itself (say `com.example.host/`): stripped,
+    /// with the MCP-reserved ones ([`is_reserved_meta_key`]), from the `_meta` a caller gives
+    /// in [`SetCallOptions::meta`]: default none.
+    pub reserved_meta_prefixes: Vec<String>,
 }
+
+/// The default of [`SetOptions::max_items_per_server`].
+pub const DEFAULT_MAX_ITEMS: usize = 1000;
 
 impl Default for SetOptions {
     fn default() -> Self {
@@ -475,6 +488,8 @@ impl Default for SetOptions {
             roots_handler: None,
             startup_retries: 0,
             catalog_cache: None,
+            max_items_per_server: DEFAULT_MAX_ITEMS,
+            reserved_meta_prefixes: Vec::new(),
         }
     }
 }
@@ -582,6 +597,18 @@ impl SetOptions {
     /// These options keeping the servers' listings in `cache` (see [`SetOptions::catalog_cache`]).
     pub fn with_catalog_cache(mut self, cache: CatalogCache) -> Self {
         self.catalog_cache = Some(cache);
+        self
+    }
+
+    /// These options taking at most `max` items of each kind from one server.
+    pub fn with_max_items_per_server(mut self, max: usize) -> Self {
+        self.max_items_per_server = max;
+        self
+    }
+
+    /// These options stripping `_meta` keys that start with `prefix` from callers' `_meta`.
+    pub fn with_reserved_meta_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.reserved_meta_prefixes.push(prefix.into());
         self
     }
 
@@ -1506,7 +1533,14 @@ impl ConnectionSet {
         };
         let (conn, generation) = self.ready_conn(&slot)?;
         let mut params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
-        meta.remove("progressToken");
+        // What the client layer stamps itself, and what is reserved to MCP or to the host, is
+        // not the caller's to send.
+        let host_reserved = &self.shared.options.reserved_meta_prefixes;
+        meta.retain(|key, _| {
+            key != "progressToken"
+                && !is_reserved_meta_key(key)
+                && !host_reserved.iter().any(|prefix| key.starts_with(prefix.as_str()))
+        });
         if !meta.is_empty() {
             params.meta = Some(RequestMeta { extra: meta, ..RequestMeta::default() });
         }
@@ -1967,7 +2001,19 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
             }
         };
         let timeout = slot.config().startup_timeout.max(Duration::from_secs(1));
-        let Ok(Ok(listing)) = tokio::time::timeout(timeout, list_all(&conn)).await else { return };
+        let mut listing = match tokio::time::timeout(timeout, list_all(&conn)).await {
+            Ok(Ok(listing)) => listing,
+            outcome => {
+                let why = match outcome {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => format!("no answer within {} ms", timeout.as_millis()),
+                };
+                let message = format!("re-listing after a list change failed, the previous catalog stays: {why}");
+                shared.emit(SetEvent::Warning { server: Some(slot.name.clone()), message });
+                return;
+            }
+        };
+        cap_listing(&shared, &slot.name, &mut listing);
         {
             let mut s = slot.lock();
             if s.generation != generation {
@@ -2045,11 +2091,39 @@ async fn connect(
         Some(Err(_)) | None => None,
     };
     match list_all(&conn).await {
-        Ok(listing) => Ok((conn, listing, listening)),
+        Ok(mut listing) => {
+            cap_listing(shared, &slot.name, &mut listing);
+            Ok((conn, listing, listening))
+        }
         Err(e) => {
             conn.close().await;
             Err(e.to_string())
         }
+    }
+}
+
+/// Leaves out what `server` lists beyond [`SetOptions::max_items_per_server`] of each kind,
+/// with a warning.
+fn cap_listing(shared: &Shared, server: &str, listing: &mut Listing) {
+    let max = shared.options.max_items_per_server;
+    let mut over = Vec::new();
+    let mut cap = |kind: &str, len: usize| {
+        if len > max {
+            over.push(format!("{len} {kind}"));
+        }
+        len.min(max)
+    };
+    let tools = cap("tools", listing.tools.len());
+    let resources = cap("resources", listing.resources.len());
+    let templates = cap("resource templates", listing.templates.len());
+    let prompts = cap("prompts", listing.prompts.len());
+    listing.tools.truncate(tools);
+    listing.resources.truncate(resources);
+    listing.templates.truncate(templates);
+    listing.prompts.truncate(prompts);
+    if !over.is_empty() {
+        let message = format!("lists {}; only the first {max} of each are offered", over.join(", "));
+        shared.emit(SetEvent::Warning { server: Some(server.to_owned()), message });
     }
 }
 
