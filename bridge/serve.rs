@@ -4,7 +4,8 @@
 //! SIGINT/SIGTERM (or, over stdio, the end of stdin). Then every downstream session ends and
 //! every upstream child is stopped with its process group.
 //!
-//! SIGHUP reloads `--config` ([`ConnectionSet::reload`]: an upstream that did not change
+//! SIGHUP, or a change of the file (looked at every second), reloads `--config`
+//! ([`ConnectionSet::reload`]: an upstream that did not change
 //! keeps its connection; downstream clients get `list_changed`); `--per-session` upstreams
 //! keep the configuration they started with.
 //!
@@ -232,7 +233,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     }
     tokio::spawn(follow_events(gateway.clone(), events));
     if let Some(file) = &args.config {
-        tokio::spawn(reload_on_hangup(set.clone(), file.clone(), signal(tokio::signal::unix::SignalKind::hangup())?));
+        tokio::spawn(reload_on_change(set.clone(), file.clone(), signal(tokio::signal::unix::SignalKind::hangup())?));
     }
     let outcome = match listen {
         Listen::Stdio => {
@@ -369,17 +370,49 @@ fn print_banner(url: &str) {
     let _ = std::io::stdout().flush();
 }
 
-/// Reloads the set from `file` on every SIGHUP: unchanged upstreams keep their connections,
-/// and the catalog changes reach the downstream sessions as `list_changed` (through the set's
-/// events). A file that no longer reads is logged and changes nothing.
-async fn reload_on_hangup(set: ConnectionSet, file: std::path::PathBuf, mut hangup: tokio::signal::unix::Signal) {
-    while hangup.recv().await.is_some() {
+/// How often `serve` looks at its config file for a change.
+const CONFIG_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What tells a config file changed: its modification time and length.
+fn stamp(file: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
+    let meta = std::fs::metadata(file).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Reloads the set from `file` on every SIGHUP, and when the file changes (looked at every
+/// [`CONFIG_POLL`]; a change is taken once it has held for one look, so a file being written
+/// is not read half-way): unchanged upstreams keep their connections, and the catalog changes
+/// reach the downstream sessions as `list_changed` (through the set's events). A file that no
+/// longer reads is logged and changes nothing.
+async fn reload_on_change(set: ConnectionSet, file: std::path::PathBuf, mut hangup: tokio::signal::unix::Signal) {
+    let mut loaded = stamp(&file);
+    let mut seen = loaded;
+    let mut poll = tokio::time::interval(CONFIG_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let why = tokio::select! {
+            signal = hangup.recv() => match signal {
+                Some(()) => "SIGHUP",
+                None => return,
+            },
+            _ = poll.tick() => {
+                let now = stamp(&file);
+                let settled = now == seen;
+                seen = now;
+                if !settled || now == loaded || now.is_none() {
+                    continue;
+                }
+                "the file changed"
+            }
+        };
+        loaded = stamp(&file);
+        seen = loaded;
         match McpConfig::load(&file) {
             Ok(config) => {
                 let report = set.reload(config).await;
-                tracing::info!(file = %file.display(), %report, "reloaded");
+                tracing::info!(file = %file.display(), %report, "reloaded ({why})");
             }
-            Err(e) => tracing::warn!("reload skipped: {e}"),
+            Err(e) => tracing::warn!("reload skipped ({why}): {e}"),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `mcp-bridge serve --config FILE` reloads FILE on SIGHUP: an unchanged upstream keeps its
+//! `mcp-bridge serve --config FILE` reloads FILE on SIGHUP and when it changes: an unchanged upstream keeps its
 //! process, a removed one is stopped, an added one started, and downstream sessions are told
 //! with `notifications/tools/list_changed`. Upstreams: server-everything and the Python SDK's
 //! time and git servers, over stdio.
@@ -136,6 +136,38 @@ async fn sighup_reloads_the_config_keeping_unchanged_upstreams_and_tells_downstr
     assert_ne!(status.is_error, Some(true), "{status:?}");
     let echo = client.call_tool("mcp__everything__echo", serde_json::json!({"message": "kept"}).as_object().cloned());
     assert_eq!(serde_json::to_value(&echo.await.unwrap().content).unwrap()[0]["text"], "Echo: kept");
+    let _ = client.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_of_the_config_file_is_reloaded_without_a_signal() {
+    let dir = scratch("watch");
+    let config = dir.join("config.toml");
+    std::fs::write(&config, everything()).unwrap();
+    let bridge = Bridge::start(&config);
+    let everything_pid = child_running(&bridge, "server-everything").expect("everything runs");
+    let (tx, mut notifications) = tokio::sync::mpsc::unbounded_channel();
+    let client = {
+        use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+        let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url)).unwrap();
+        let options = mcpwire::client::ClientOptions::default()
+            .with_era(mcpwire::client::EraPolicy::Legacy)
+            .with_handler(move |n: mcpwire::proto::jsonrpc::Notification| {
+                let _ = tx.send(n.method);
+            });
+        mcpwire::client::Client::connect(transport, options).await.unwrap()
+    };
+    let time = format!("[mcp_servers.time]\ncommand = {:?}\n", support::peer("MCP_SERVER_TIME"));
+    std::fs::write(&config, format!("{}\n{time}", everything())).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while notifications.recv().await.expect("the session stays up") != "notifications/tools/list_changed" {}
+    })
+    .await
+    .expect("the change is picked up and told within 30 s");
+    let tools: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert!(tools.contains(&"mcp__time__get_current_time".to_owned()), "{tools:?}");
+    assert_eq!(child_running(&bridge, "server-everything"), Some(everything_pid));
     let _ = client.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
