@@ -20,6 +20,8 @@
 //! default_tools_approval_mode = "prompt"
 //! tools.search.approval_mode = "approve"
 //! scope = "work"                       # default none: servers are told apart by scope + name
+//! ready = "listed"                     # default listed: ready once listed; "connected": ready
+//!                                      # once connected, listed right after in the background
 //! startup = "eager"                    # default eager; "lazy": not started at launch when its
 //!                                      # tools are in the catalog cache, started on first call
 //! era = "auto"                         # default auto: probe server/discover, fall back to
@@ -219,10 +221,24 @@ pub struct ServerConfig {
     pub era: EraPolicy,
     /// When the server is started (`startup`): default [`Startup::Eager`].
     pub startup: Startup,
+    /// When it counts as ready (`ready = "listed" | "connected"`): default
+    /// [`Readiness::Listed`].
+    pub readiness: Readiness,
     /// The scope it runs in (a workspace, an environment …; `scope`): default none. Servers
     /// are identified by [`ServerConfig::key`], so two servers of one name in two scopes are
     /// two servers.
     pub scope: Option<String>,
+}
+
+/// When a server of the set counts as ready (`ready`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Readiness {
+    /// `listed`: once connected and its catalog listed (startup waits for the listing).
+    #[default]
+    Listed,
+    /// `connected`: once connected; its catalog is listed right after, in the background
+    /// (the catalog then changes, with a `CatalogChanged` event).
+    Connected,
 }
 
 /// When a server of the set is started (`startup = "eager" | "lazy"`).
@@ -264,6 +280,7 @@ impl ServerConfig {
             era: EraPolicy::Auto,
             startup: Startup::Eager,
             scope: None,
+            readiness: Readiness::Listed,
         }
     }
 
@@ -608,6 +625,7 @@ const CODEX_FIELDS: &[&str] = &[
     "era",
     "startup",
     "scope",
+    "ready",
 ];
 
 fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, ConfigError> {
@@ -678,6 +696,13 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
     }
     if let Some((f, v)) = get("startup") {
         server.startup = f.startup(v)?;
+    }
+    if let Some((f, v)) = get("ready") {
+        server.readiness = match f.string(v)?.as_str() {
+            "listed" => Readiness::Listed,
+            "connected" => Readiness::Connected,
+            other => return Err(f.err(format!("unknown ready {other:?} (expected listed or connected)"))),
+        };
     }
     if let Some((f, v)) = get("scope") {
         let scope = f.string(v)?;
@@ -753,6 +778,13 @@ fn json_server(name: &str, v: &Value, at: &Field<'_>, env: EnvLookup<'_>) -> Res
     }
     if let Some((f, v)) = get("startup") {
         server.startup = f.startup(v)?;
+    }
+    if let Some((f, v)) = get("ready") {
+        server.readiness = match f.string(v)?.as_str() {
+            "listed" => Readiness::Listed,
+            "connected" => Readiness::Connected,
+            other => return Err(f.err(format!("unknown ready {other:?} (expected listed or connected)"))),
+        };
     }
     if let Some((f, v)) = get("scope") {
         let scope = f.string(v)?;

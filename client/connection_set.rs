@@ -56,7 +56,9 @@
 //! whose cached listing still matches its identity is not started by `start`: it is
 //! [`ServerState::Deferred`], listed from the cache at once, and started on its first call
 //! (calls arriving meanwhile wait for the same start). Eager starts are announced
-//! ([`SetEvent::Starting`]) as one batch before any reports ready.
+//! ([`SetEvent::Starting`]) as one batch before any reports ready. A server with
+//! `ready = "connected"` is ready once connected, and listed right after in the background
+//! (then [`SetEvent::CatalogChanged`]); startup does not wait for its listing.
 //!
 //! Scoped identities: a server is keyed by [`ServerConfig::key`] (`SCOPE/NAME`, or its name
 //! when unscoped), so two servers of one name in two scopes are started, listed, called and
@@ -88,7 +90,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::catalog::cache::{self, CachedListing, CatalogCache};
-use super::config::{ApprovalMode, McpConfig, ServerConfig, Startup, TransportConfig, DEFAULT_ENV_VARS};
+use super::config::{ApprovalMode, McpConfig, Readiness, ServerConfig, Startup, TransportConfig, DEFAULT_ENV_VARS};
 use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening, Progress};
 pub use crate::proto::envelope::is_reserved_meta_key;
 use crate::proto::jsonrpc::{ErrorObject, Notification};
@@ -950,6 +952,8 @@ struct Listing {
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
     prompts: Vec<Prompt>,
+    /// Not listed yet (`ready = "connected"`): listed right after the connection is installed.
+    pending: bool,
 }
 
 impl From<CachedListing> for Listing {
@@ -959,6 +963,7 @@ impl From<CachedListing> for Listing {
             resources: entry.resources,
             templates: entry.resource_templates,
             prompts: entry.prompts,
+            pending: false,
         }
     }
 }
@@ -1127,7 +1132,8 @@ impl Shared {
         let mut entries = BTreeMap::new();
         for slot in self.slots() {
             let s = slot.lock();
-            if matches!(s.state, ServerState::Ready | ServerState::Reconnecting | ServerState::Deferred) {
+            let listed = matches!(s.state, ServerState::Ready | ServerState::Reconnecting | ServerState::Deferred);
+            if listed && !s.listing.pending {
                 entries.insert(slot.name.clone(), s.listing.cached(&slot.config()));
             }
         }
@@ -1853,6 +1859,11 @@ fn install(
         })
         .abort_handle(),
     );
+    let list_now = s.listing.pending;
+    drop(s);
+    if list_now {
+        schedule_refresh(shared, slot, Duration::ZERO);
+    }
     true
 }
 
@@ -1975,14 +1986,15 @@ fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>, config: &ServerConfig)
         let Some(shared) = weak.upgrade() else { return };
         if LIST_CHANGED.contains(&notification.method.as_str()) {
             if let Some(slot) = slot_weak.upgrade() {
-                schedule_refresh(&shared, &slot);
+                schedule_refresh(&shared, &slot, shared.options.refresh_debounce);
             }
         }
         shared.emit(SetEvent::Notification { server: name.clone(), notification });
     })
 }
 
-fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
+/// Re-lists the server after `delay` (list changes arriving meanwhile are folded in).
+fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>, delay: Duration) {
     if slot.refresh_scheduled.swap(true, Ordering::AcqRel) {
         return;
     }
@@ -1990,7 +2002,7 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
     let slot = slot.clone();
     let handle = tokio::spawn(async move {
         let shared = task_shared;
-        tokio::time::sleep(shared.options.refresh_debounce).await;
+        tokio::time::sleep(delay).await;
         slot.refresh_scheduled.store(false, Ordering::Release);
         let (conn, generation) = {
             let s = slot.lock();
@@ -2090,6 +2102,9 @@ async fn connect(
         }
         Some(Err(_)) | None => None,
     };
+    if config.readiness == Readiness::Connected {
+        return Ok((conn, Listing { pending: true, ..Listing::default() }, listening));
+    }
     match list_all(&conn).await {
         Ok(mut listing) => {
             cap_listing(shared, &slot.name, &mut listing);

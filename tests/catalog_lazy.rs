@@ -128,3 +128,30 @@ async fn a_corrupt_or_stale_cache_is_ignored_with_a_warning() {
     set.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_ready_when_connected_is_listed_after_startup() {
+    let toml = format!(
+        "[mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nstartup_timeout_sec = 30\nready = \"connected\"\n",
+        support::peer("MCP_NODE"),
+        support::peer("MCP_EVERYTHING_JS"),
+    );
+    let (options, mut events) = SetOptions::default().with_event_channel();
+    let set = ConnectionSet::new(McpConfig::from_toml(&toml, "ready.toml").unwrap(), options);
+    set.start().await.unwrap();
+    let mut ready_tools = None;
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            match events.recv().await.expect("the set is alive") {
+                SetEvent::Ready { tools, .. } => ready_tools = Some(tools),
+                SetEvent::CatalogChanged { server } if server == "everything" => return,
+                _ => {}
+            }
+        }
+    });
+    listed.await.expect("listed after startup");
+    assert_eq!(ready_tools, Some(0), "ready before its catalog was listed");
+    assert!(set.tools().iter().any(|t| t.qualified_name == "mcp__everything__echo"));
+    set.call_tool("mcp__everything__echo", json!({"message": "hi"}).as_object().cloned(), None).await.unwrap();
+    set.shutdown().await;
+}

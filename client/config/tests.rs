@@ -249,3 +249,11 @@ fn a_scoped_server_is_keyed_by_scope_and_name() {
         "mcp.toml: mcp_servers.git.scope: expected a non-empty scope without '/'"
     );
 }
+
+#[test]
+fn readiness_is_listed_unless_connected() {
+    let config = McpConfig::from_toml("[mcp_servers.a]\ncommand = \"x\"\nready = \"connected\"\n", "mcp.toml").unwrap();
+    assert_eq!(config.servers["a"].readiness, Readiness::Connected);
+    assert_eq!(ServerConfig::stdio("b", "x", ["y"]).readiness, Readiness::Listed);
+    assert!(toml_err("[mcp_servers.a]\ncommand = \"x\"\nready = \"soon\"\n").contains("expected listed or connected"));
+}
