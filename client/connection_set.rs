@@ -186,6 +186,9 @@ pub struct ServerStatus {
     pub elapsed: Duration,
     /// Why it failed, when it did.
     pub error: Option<String>,
+    /// How many connections were made to it so far: 1 after its start, one more for each
+    /// restart (a reconnect, or a reload that changed it); a reload that kept it adds none.
+    pub connections: u64,
 }
 
 /// Every server's state once startup has settled.
@@ -1062,6 +1065,7 @@ impl Slot {
             tools: s.listing.tools.len(),
             elapsed: s.elapsed,
             error: s.error.clone(),
+            connections: s.generation,
         }
     }
 }
@@ -2262,6 +2266,7 @@ mod tests {
             tools: 0,
             elapsed: Duration::ZERO,
             error: error.map(str::to_owned),
+            connections: 0,
         };
         let summary = StartupSummary {
             servers: vec![

@@ -1,5 +1,5 @@
-//! The connection set over time, over real stdio servers (our echo server built as a child,
-//! server-everything, server-memory): a reload keeps what did not change, restarts what did,
+//! The connection set over time, over real servers (our echo server built as a child,
+//! server-everything over stdio and Streamable HTTP, server-memory): a reload keeps what did not change, restarts what did,
 //! shuts down what is gone and cancels a start still pending; leases share one child and
 //! stop it after the last; a singleton server keeps its working connection when its
 //! restart cannot start a second one.
@@ -300,4 +300,33 @@ async fn a_singleton_server_keeps_its_connection_when_its_restart_cannot_start_a
     set.shutdown().await;
     assert_groups_gone(&[child]).await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reload_keeps_an_unchanged_http_session_and_reconnects_one_whose_headers_changed() {
+    let web = support::everything_http("streamableHttp");
+    let url = format!("http://127.0.0.1:{}/mcp", web.port);
+    let servers = |team: &str| {
+        config(&format!(
+            "[mcp_servers.web]\nurl = {url:?}\nstartup_timeout_sec = 30\n\n\
+             [mcp_servers.team]\nurl = {url:?}\nhttp_headers = {{ \"X-Team\" = \"{team}\" }}\nstartup_timeout_sec = 30\n"
+        ))
+    };
+    let set = ConnectionSet::new(servers("core"), SetOptions::default());
+    set.start().await.unwrap();
+    let connections = |server: &str| set.status(server).unwrap().connections;
+    assert_eq!((connections("web"), connections("team")), (1, 1));
+
+    let report = set.reload(servers("edge")).await;
+    assert_eq!(
+        (report.kept.as_slice(), report.restarted.as_slice()),
+        (&["web".to_owned()][..], &["team".to_owned()][..])
+    );
+    assert_eq!(connections("web"), 1, "the unchanged server keeps its session");
+    assert_eq!(connections("team"), 2, "a changed header is a new connection");
+    for server in ["web", "team"] {
+        let echoed = set.call_tool_on(server, "echo", args(json!({"message": server})), None).await.unwrap();
+        assert_eq!(text(&echoed), format!("Echo: {server}"));
+    }
+    set.shutdown().await;
 }
