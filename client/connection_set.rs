@@ -74,6 +74,15 @@
 //! `lease`): the slot, each call in flight and each [`ServerLease`] hold one, and a connection
 //! is closed after its last, so a retired connection finishes its calls first.
 //!
+//! Limits and hygiene: at most [`SetOptions::max_items_per_server`] tools (and as many
+//! resources, templates, prompts) are taken from one server, with a [`SetEvent::Warning`]
+//! when it lists more; a re-listing that fails keeps the previous catalog (and warns); the
+//! `_meta` a caller gives loses the keys reserved to MCP or to the host before the call goes
+//! upstream.
+//!
+//! Not here: where the configuration comes from (the `catalog` module: sources, precedence,
+//! the cache file; the `config` module: reading and editing files).
+//!
 //! Each connection is watched by a task waiting on [`Client::closed`], so a server that goes
 //! away is noticed at once (no polling); a call that fails with a disconnection (an HTTP
 //! session the server expired answers 404 only when asked) triggers the restart too.
