@@ -1138,8 +1138,8 @@ impl Shared {
         tasks.push(handle);
     }
 
-    /// Writes every listed server's listing to the catalog cache, if there is one. A write
-    /// that fails is a warning.
+    /// Writes every listed server's listing to the catalog cache, if there is one (the entries
+    /// of servers not listed now are kept). A write that fails is a warning.
     fn save_cache(&self) {
         let Some(cache) = &self.options.catalog_cache else { return };
         let mut entries = BTreeMap::new();
@@ -1150,7 +1150,7 @@ impl Shared {
                 entries.insert(slot.name.clone(), s.listing.cached(&slot.config()));
             }
         }
-        if let Err(e) = cache.store(&entries) {
+        if let Err(e) = cache.update(&entries) {
             let message = format!("catalog cache {} not written: {e}", cache.path().display());
             self.emit(SetEvent::Warning { server: None, message });
         }

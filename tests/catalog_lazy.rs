@@ -155,3 +155,31 @@ async fn a_server_ready_when_connected_is_listed_after_startup() {
     set.call_tool("mcp__everything__echo", json!({"message": "hi"}).as_object().cloned(), None).await.unwrap();
     set.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lazy_server_added_by_a_reload_is_deferred_when_its_listing_is_cached() {
+    let dir = scratch("reload");
+    let (log, cache) = (dir.join("starts.log"), CatalogCache::at(dir.join("cache.json")));
+    let (options, _events) = options_with(&cache);
+    let set = ConnectionSet::new(config(&log, ""), options);
+    set.start().await.unwrap();
+    set.shutdown().await;
+    assert_eq!(starts(&log), 1, "the warming run started it once");
+
+    // A set without the lazy server; a reload adds it back.
+    let mut without = config(&log, "");
+    let lazy = without.servers.remove("lazy").unwrap();
+    let (options, _events) = options_with(&cache);
+    let set = ConnectionSet::new(without.clone(), options);
+    set.start().await.unwrap();
+    without.insert(lazy);
+    let report = set.reload(without).await;
+    assert_eq!(report.added, ["lazy"]);
+    assert_eq!(set.status("lazy").unwrap().state, ServerState::Deferred);
+    assert_eq!(starts(&log), 1, "listed from the cache, not started");
+    assert!(set.tools().iter().any(|t| t.qualified_name == "mcp__lazy__echo"));
+    set.call_tool("mcp__lazy__echo", json!({"text": "now"}).as_object().cloned(), None).await.unwrap();
+    assert_eq!(starts(&log), 2);
+    set.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,7 +11,8 @@
 //! entry of another identity, is ignored: [`CatalogCache::load`] says why, for the host to
 //! warn, and the server is started as if eager.
 //!
-//! Writes replace the file atomically (a temporary file renamed over it).
+//! Writes replace the file atomically (a temporary file renamed over it); the set's writes
+//! ([`CatalogCache::update`]) keep the entries of servers it does not list now.
 //!
 //! Not here: when to write or read (the connection set, after each successful listing and at
 //! start).
@@ -137,6 +138,23 @@ impl CatalogCache {
         loaded
     }
 
+    /// Writes the entries of `servers` over those of the file, keeping the file's entries of
+    /// other servers (one not running now keeps its listing for the next start); a file that
+    /// cannot be read is replaced.
+    ///
+    /// # Errors
+    /// When the directory cannot be made or the file written.
+    pub fn update(&self, servers: &BTreeMap<String, CachedListing>) -> std::io::Result<()> {
+        let mut merged = std::fs::read_to_string(&self.path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<CacheFile>(&text).ok())
+            .filter(|file| file.version == VERSION)
+            .map(|file| file.servers)
+            .unwrap_or_default();
+        merged.extend(servers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        self.store(&merged)
+    }
+
     /// Writes `servers` as the whole cache.
     ///
     /// # Errors
@@ -228,6 +246,10 @@ mod tests {
         let entry = CachedListing { identity: identity(&server), tools: vec![tool], ..CachedListing::default() };
         cache.store(&[("a".to_owned(), entry.clone())].into()).unwrap();
         assert_eq!(cache.load([&server]).servers["a"], entry);
+
+        let other = CachedListing { identity: "x".into(), ..CachedListing::default() };
+        cache.update(&[("b".to_owned(), other)].into()).unwrap();
+        assert_eq!(cache.load([&server]).servers["a"], entry, "an update keeps the other entries");
 
         let changed = ServerConfig::stdio("a", "srv", ["--other"]);
         let loaded = cache.load([&changed]);

@@ -16,7 +16,8 @@
 //!   killed with its process group) and its connection retired: closed at once when nothing
 //!   else holds it, else after the calls in flight on it and the [`ServerLease`]s on it are
 //!   done;
-//! - new: added, and started when the set has been started.
+//! - new: added, and started when the set has been started (a `startup = "lazy"` one whose
+//!   listing is in the catalog cache is deferred instead, as at start).
 //!
 //! The catalog is rebuilt and [`SetEvent::CatalogChanged`] emitted for every server that
 //! changed, so a gateway tells its clients (`list_changed`).
@@ -175,6 +176,25 @@ impl ConnectionSet {
         for name in &disabled {
             shared.emit(SetEvent::Disabled { server: name.clone() });
         }
+        // A lazy server added (or changed) with its listing in the cache is deferred, as at start.
+        let fresh: Vec<Arc<Slot>> = restarts
+            .iter()
+            .filter_map(|r| if let Restart::Fresh(slot) = r { Some(slot.clone()) } else { None })
+            .collect();
+        let mut cached = self.load_cache(&fresh);
+        let mut deferred = Vec::new();
+        restarts.retain(|restart| {
+            let Restart::Fresh(slot) = restart else { return true };
+            let Some(entry) = cached.remove(&slot.name) else { return true };
+            let mut s = slot.lock();
+            s.state = ServerState::Deferred;
+            s.listing = entry.into();
+            let tools = s.listing.tools.len();
+            drop(s);
+            shared.emit(SetEvent::Deferred { server: slot.name.clone(), tools });
+            deferred.push(slot.name.clone());
+            false
+        });
         let mut runs = Vec::new();
         for restart in restarts {
             let shared = shared.clone();
@@ -203,7 +223,7 @@ impl ConnectionSet {
         report.failed.sort();
         shared.rebuild_catalog();
         shared.save_cache();
-        for name in report.updated.iter().chain(&report.removed).chain(&disabled) {
+        for name in report.updated.iter().chain(&report.removed).chain(&disabled).chain(&deferred) {
             shared.emit(SetEvent::CatalogChanged { server: name.clone() });
         }
         report
