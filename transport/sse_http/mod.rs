@@ -10,13 +10,14 @@
 //!   `Last-Event-ID`, and falls back to the legacy transport for old servers.
 //! - [`event_store`]: the replay buffer behind resumability.
 //! - [`bearer`]: the static bearer token the server can require; [`routes`]: extra GET routes
-//!   (health, metrics) on the server's listener.
+//!   (health, metrics) on the server's listener. OAuth access tokens are verified through
+//!   [`HttpServerConfig::protected_resource`] with the verifiers of [`crate::auth`].
 //!
 //! The rules implemented are those of
 //! [2025-11-25 "Transports"](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports)
 //! (and its 2025-03-26 and 2024-11-05 predecessors for batches and the legacy transport).
-//! Not here: what messages mean (the session and server layers), OAuth flows (a static bearer
-//! token can be required by the server and sent by the client, nothing more), HTTP/2.
+//! Not here: what messages mean (the session and server layers), how tokens are verified
+//! ([`crate::auth`]), the client's OAuth flow, HTTP/2.
 
 use std::convert::Infallible;
 use std::pin::Pin;
