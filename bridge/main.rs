@@ -5,7 +5,11 @@
 //! mcp-bridge serve [--listen stdio|http://127.0.0.1:8000/mcp] [--config FILE | --url URL | -- CMD ARGS...]
 //! mcp-bridge tools [--json] (-- CMD ARGS... | --url URL | --config FILE [--server NAME])
 //! mcp-bridge call TOOL [--args JSON] [--json] (-- CMD ARGS... | --url URL | --config FILE --server NAME)
-//! mcp-bridge check --config FILE [--json]
+//! mcp-bridge list [--config FILE] [--json]       (default FILE: ~/.codex/config.toml)
+//! mcp-bridge get NAME [--config FILE] [--json]
+//! mcp-bridge add NAME [--config FILE] [--env K=V]... (--url URL [--bearer-token-env-var VAR] | -- CMD ARGS...)
+//! mcp-bridge remove NAME [--config FILE]
+//! mcp-bridge check --config FILE [--project FILE] [--import FILE]... [--on-conflict KIND=ACTION]... [--json]
 //! ```
 //!
 //! The command line is clap's (`--help` on every subcommand); logs are `tracing`'s, filtered
@@ -22,6 +26,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod config_cli;
 mod embedded;
 mod gateway;
 mod serve;
@@ -66,11 +71,64 @@ enum Command {
         #[command(flatten)]
         source: Source,
     },
-    /// Start every configured server and print one status line each.
+    /// List the configured servers (of --config, default ~/.codex/config.toml; with --project
+    /// and --import, of every source, resolved).
+    List {
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        sources: MoreSources,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one configured server.
+    Get {
+        /// Its name (or SCOPE/NAME).
+        name: String,
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        sources: MoreSources,
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a server to the config file (edited in place, comments kept): a stdio command after
+    /// `--`, or --url.
+    Add {
+        /// Its name.
+        name: String,
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// A variable set for a stdio server (repeatable).
+        #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+        env: Vec<(String, String)>,
+        /// A Streamable HTTP server's endpoint, instead of a command.
+        #[arg(long, value_name = "URL", conflicts_with = "command")]
+        url: Option<String>,
+        /// The variable holding a bearer token for --url.
+        #[arg(long, value_name = "VAR", requires = "url")]
+        bearer_token_env_var: Option<String>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Remove a server from the config file (edited in place, comments kept).
+    Remove {
+        /// Its name.
+        name: String,
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Start every configured server and print one status line each, with the source of its
+    /// definition (and the definitions it shadows) when there are several sources.
     Check {
         /// The configuration: .toml (codex [mcp_servers]) or .json (Claude mcpServers, VS Code servers).
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
+        #[command(flatten)]
+        sources: MoreSources,
         #[command(flatten)]
         common: Common,
     },
@@ -88,6 +146,37 @@ struct Common {
     /// Pass the servers' stderr through to ours (default: dropped).
     #[arg(long, short)]
     verbose: bool,
+}
+
+/// Sources below --config, in precedence order (see `mcpwire::client::catalog::sources`).
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct MoreSources {
+    /// A project file: its servers fill the gaps of --config.
+    #[arg(long, value_name = "FILE")]
+    pub project: Option<PathBuf>,
+    /// A file of another host (Claude, VS Code, codex) read as it is (repeatable; the first
+    /// ranks highest).
+    #[arg(long = "import", value_name = "FILE")]
+    pub imports: Vec<PathBuf>,
+    /// What a kind of source does when it wins a name another source defines too:
+    /// `KIND=override` (the default) or `KIND=disable` (run neither); KIND is config, project
+    /// or imported (repeatable).
+    #[arg(long, value_name = "KIND=ACTION", value_parser = parse_conflict)]
+    pub on_conflict: Vec<(mcpwire::client::catalog::SourceKind, mcpwire::client::catalog::ConflictAction)>,
+}
+
+fn parse_conflict(
+    text: &str,
+) -> Result<(mcpwire::client::catalog::SourceKind, mcpwire::client::catalog::ConflictAction), String> {
+    use mcpwire::client::catalog::SourceKind;
+    let (kind, action) = text.split_once('=').ok_or("expected KIND=ACTION, e.g. project=disable")?;
+    let kind = match kind {
+        "config" => SourceKind::Config,
+        "project" => SourceKind::Project,
+        "imported" => SourceKind::Imported,
+        other => return Err(format!("unknown source kind {other:?} (expected config, project or imported)")),
+    };
+    Ok((kind, action.parse()?))
 }
 
 /// Where the server(s) of a client command come from: exactly one of these.
@@ -186,6 +275,13 @@ pub struct ServeArgs {
     pub command: Vec<String>,
 }
 
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE: {text}")),
+    }
+}
+
 fn parse_object(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(serde_json::Value::Object(map)) => Ok(map),
@@ -228,6 +324,29 @@ fn main() -> ExitCode {
             init_logs("info");
             serve::main(*args)
         }
+        Command::List { config, sources, json } => {
+            config_cli::main(config_cli::ConfigCommand::List { config, sources, json })
+        }
+        Command::Get { name, config, sources, json } => {
+            config_cli::main(config_cli::ConfigCommand::Get { name, config, sources, json })
+        }
+        Command::Add { name, config, env, url, bearer_token_env_var, command } => {
+            use mcpwire::client::config::edit::NewServer;
+            let mut server = match (url, command.split_first()) {
+                (Some(url), _) => NewServer::http(name, url),
+                (None, Some((program, args))) => NewServer::stdio(name, program.clone(), args.to_vec()),
+                (None, None) => {
+                    let mut command = <Cli as clap::CommandFactory>::command();
+                    let message = "add needs a command after -- or --url URL";
+                    command.error(clap::error::ErrorKind::MissingRequiredArgument, message).print().ok();
+                    return ExitCode::from(2);
+                }
+            };
+            server.env = env.into_iter().collect();
+            server.bearer_token_env_var = bearer_token_env_var;
+            config_cli::main(config_cli::ConfigCommand::Add { server, config })
+        }
+        Command::Remove { name, config } => config_cli::main(config_cli::ConfigCommand::Remove { name, config }),
         command => {
             init_logs("warn");
             match shell::Invocation::from_command(command) {

@@ -4,6 +4,11 @@
 //! SIGINT/SIGTERM (or, over stdio, the end of stdin). Then every downstream session ends and
 //! every upstream child is stopped with its process group.
 //!
+//! SIGHUP, or a change of the file (looked at every second), reloads `--config`
+//! ([`ConnectionSet::reload`]: an upstream that did not change
+//! keeps its connection; downstream clients get `list_changed`); `--per-session` upstreams
+//! keep the configuration they started with.
+//!
 //! Security defaults: loopback binds; a non-loopback `--listen` refuses to start without
 //! `--auth-token-env` or `--auth-issuer`; Origin and Host checked as the HTTP server does;
 //! downstream credentials never go upstream (the upstreams' own come from the config); no
@@ -22,6 +27,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcpwire::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
+use mcpwire::client::catalog::CatalogCache;
 use mcpwire::client::config::{McpConfig, ServerConfig};
 use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
 use mcpwire::client::{ClientOptions, ServerNotification};
@@ -110,7 +116,7 @@ fn upstreams(args: &ServeArgs) -> Result<(McpConfig, bool), String> {
 fn advertised(set: &ConnectionSet) -> Advertised {
     let (mut resources, mut prompts, mut completions) = (false, false, false);
     for name in set.servers() {
-        if let Some((caps, _)) = set.server_offer(name) {
+        if let Some((caps, _)) = set.server_offer(&name) {
             resources |= caps.resources.is_some();
             prompts |= caps.prompts.is_some();
             completions |= caps.completions.is_some();
@@ -123,8 +129,9 @@ fn advertised(set: &ConnectionSet) -> Advertised {
 fn merged_instructions(set: &ConnectionSet) -> Option<String> {
     let parts: Vec<String> = set
         .servers()
+        .into_iter()
         .filter_map(|name| {
-            let (_, instructions) = set.server_offer(name)?;
+            let (_, instructions) = set.server_offer(&name)?;
             let text = instructions?;
             let text = text.trim();
             (!text.is_empty()).then(|| format!("## {name}\n{text}"))
@@ -192,7 +199,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         per_session.servers.insert(name.clone(), server.clone());
     }
     let per_session = PerSession::new(per_session, options.clone());
-    let (options, events) = options.with_event_channel();
+    let (mut options, events) = options.with_event_channel();
+    if let Some(cache) = args.config.as_deref().and_then(CatalogCache::for_config) {
+        options = options.with_catalog_cache(cache);
+    }
     let set = ConnectionSet::new(config, options);
     let mut interrupt = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -235,6 +245,9 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
     }
     tokio::spawn(follow_events(gateway.clone(), events));
+    if let Some(file) = &args.config {
+        tokio::spawn(reload_on_change(set.clone(), file.clone(), signal(tokio::signal::unix::SignalKind::hangup())?));
+    }
     let outcome = match listen {
         Listen::Stdio => {
             let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
@@ -399,7 +412,7 @@ fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerCo
                         })
                     })
                     .collect();
-                let ready = summary.servers.iter().all(|s| !s.required || s.state == ServerState::Ready);
+                let ready = summary.failed_required().is_empty();
                 let body = serde_json::json!({"ready": ready, "servers": servers}).to_string();
                 RouteResponse::new(if ready { 200 } else { 503 }, "application/json", body)
             }
@@ -429,6 +442,53 @@ fn print_banner(url: &str) {
     let _ = std::io::stdout().flush();
 }
 
+/// How often `serve` looks at its config file for a change.
+const CONFIG_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What tells a config file changed: its modification time and length.
+fn stamp(file: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
+    let meta = std::fs::metadata(file).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Reloads the set from `file` on every SIGHUP, and when the file changes (looked at every
+/// [`CONFIG_POLL`]; a change is taken once it has held for one look, so a file being written
+/// is not read half-way): unchanged upstreams keep their connections, and the catalog changes
+/// reach the downstream sessions as `list_changed` (through the set's events). A file that no
+/// longer reads is logged and changes nothing.
+async fn reload_on_change(set: ConnectionSet, file: std::path::PathBuf, mut hangup: tokio::signal::unix::Signal) {
+    let mut loaded = stamp(&file);
+    let mut seen = loaded;
+    let mut poll = tokio::time::interval(CONFIG_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let why = tokio::select! {
+            signal = hangup.recv() => match signal {
+                Some(()) => "SIGHUP",
+                None => return,
+            },
+            _ = poll.tick() => {
+                let now = stamp(&file);
+                let settled = now == seen;
+                seen = now;
+                if !settled || now == loaded || now.is_none() {
+                    continue;
+                }
+                "the file changed"
+            }
+        };
+        loaded = stamp(&file);
+        seen = loaded;
+        match McpConfig::load(&file) {
+            Ok(config) => {
+                let report = set.reload(config).await;
+                tracing::info!(file = %file.display(), %report, "reloaded ({why})");
+            }
+            Err(e) => tracing::warn!("reload skipped ({why}): {e}"),
+        }
+    }
+}
+
 /// Applies what the set reports: catalog changes, upstream logs and resource updates, state
 /// changes (logged).
 async fn follow_events(gateway: Arc<Gateway>, mut events: mpsc::UnboundedReceiver<SetEvent>) {
@@ -454,6 +514,10 @@ async fn follow_events(gateway: Arc<Gateway>, mut events: mpsc::UnboundedReceive
                 gateway.metrics().set_upstream_up(&server, true);
                 gateway.refresh();
             }
+            SetEvent::RestartFailed { server, reason } => {
+                tracing::warn!(%server, %reason, "upstream kept its previous connection: the changed one did not start")
+            }
+            SetEvent::Warning { server, message } => tracing::warn!(server = server.as_deref(), "{message}"),
             SetEvent::Failed { server, reason, .. } => {
                 tracing::warn!(%server, %reason, "upstream failed");
                 gateway.metrics().set_upstream_up(&server, false);

@@ -13,7 +13,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcpwire::client::config::{ConfigError, McpConfig};
+use mcpwire::client::catalog::{CatalogBuilder, CatalogCache, Resolution, ResolvedCatalog, SourceKind};
+use mcpwire::client::config::ConfigError;
 use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
 use mcpwire::client::{Client, ClientError, ClientOptions};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Tool};
@@ -34,7 +35,7 @@ enum Command {
 enum Source {
     Stdio(Vec<String>),
     Url(String),
-    Config { file: String, server: Option<String> },
+    Config { file: String, server: Option<String>, more: super::MoreSources },
 }
 
 /// One client command, checked.
@@ -56,8 +57,8 @@ impl Invocation {
             super::Command::Call { tool, args, server, common, source } => {
                 (Command::Call { tool, arguments: args }, common, Some((source, server)))
             }
-            super::Command::Check { config, common } => {
-                let source = Source::Config { file: config.display().to_string(), server: None };
+            super::Command::Check { config, sources, common } => {
+                let source = Source::Config { file: config.display().to_string(), server: None, more: sources };
                 return Ok(Invocation {
                     command: Command::Check,
                     json: common.json,
@@ -66,7 +67,7 @@ impl Invocation {
                     source,
                 });
             }
-            super::Command::Serve(_) => return Err("serve is not a client command".to_owned()),
+            _ => return Err("not a client command".to_owned()),
         };
         let (source, server) = source.expect("tools and call have a source");
         if server.is_some() && source.config.is_none() {
@@ -76,7 +77,7 @@ impl Invocation {
             if matches!(command, Command::Call { .. }) && server.is_none() {
                 return Err("call --config needs --server NAME".to_owned());
             }
-            Source::Config { file: file.display().to_string(), server }
+            Source::Config { file: file.display().to_string(), server, more: super::MoreSources::default() }
         } else if let Some(url) = source.url {
             Source::Url(url)
         } else {
@@ -148,8 +149,11 @@ async fn run(args: Invocation) -> Result<(), Failure> {
             let client = Client::connect(transport, options).await?;
             run_one(client, args.command, args.json).await
         }
-        Source::Config { file, server } => {
-            let mut config = McpConfig::load(file).map_err(Failure::Config)?;
+        Source::Config { file, server, more } => {
+            let catalog = resolve(file, more).map_err(Failure::Config)?;
+            let several = catalog.resolutions().iter().any(|r| r.source.kind != SourceKind::Config);
+            let resolutions = several.then(|| catalog.resolutions().to_vec());
+            let mut config = catalog.into_config();
             if let Some(name) = server {
                 let Some(mut one) = config.servers.remove(name) else {
                     return Err(Failure::Other(format!("{file}: no server named {name}")));
@@ -159,9 +163,14 @@ async fn run(args: Invocation) -> Result<(), Failure> {
                 one.enabled = true;
                 config.servers = [(name.clone(), one)].into();
             }
-            let set =
-                ConnectionSet::new(config, SetOptions::default().with_client_options(options).with_stderr(stderr));
-            let outcome = run_set(&set, args.command, server.as_deref(), args.timeout, args.json).await;
+            let mut set_options = SetOptions::default().with_client_options(options).with_stderr(stderr);
+            // `check` starts every server, lazy or not; the others list lazy ones from the cache.
+            if let Some(cache) = CatalogCache::for_config(file.as_ref()).filter(|_| args.command != Command::Check) {
+                set_options = set_options.with_catalog_cache(cache);
+            }
+            let set = ConnectionSet::new(config, set_options);
+            let outcome =
+                run_set(&set, args.command, server.as_deref(), args.timeout, args.json, resolutions.as_deref()).await;
             set.shutdown().await;
             outcome
         }
@@ -198,6 +207,7 @@ async fn run_set(
     server: Option<&str>,
     timeout: Option<Duration>,
     json: bool,
+    resolutions: Option<&[Resolution]>,
 ) -> Result<(), Failure> {
     match command {
         Command::Check => {
@@ -206,7 +216,7 @@ async fn run_set(
                 Err(SetError::StartupFailed { summary, .. }) => summary,
                 Err(e) => return Err(e.into()),
             };
-            print_statuses(&summary.servers, json)?;
+            print_statuses(&summary.servers, json, resolutions)?;
             let failed = summary.failed_required();
             if failed.is_empty() {
                 Ok(())
@@ -241,6 +251,7 @@ fn print_catalog(tools: &[CatalogTool], json: bool) -> std::io::Result<()> {
                 json!({
                     "name": t.qualified_name,
                     "server": t.server,
+                    "scope": t.scope,
                     "approvalMode": t.approval_mode.as_str(),
                     "tool": t.tool,
                 })
@@ -259,12 +270,34 @@ fn print_catalog(tools: &[CatalogTool], json: bool) -> std::io::Result<()> {
     out.flush()
 }
 
-fn print_statuses(statuses: &[ServerStatus], json: bool) -> std::io::Result<()> {
+/// The sources of `--config` and the sources below it, resolved by precedence.
+fn resolve(file: &str, more: &super::MoreSources) -> Result<ResolvedCatalog, ConfigError> {
+    let action = |kind| more.on_conflict.iter().rev().find(|(k, _)| *k == kind).map_or(Default::default(), |(_, a)| *a);
+    let mut builder = CatalogBuilder::new().file(SourceKind::Config, file, action(SourceKind::Config))?;
+    if let Some(project) = &more.project {
+        builder = builder.file(SourceKind::Project, project, action(SourceKind::Project))?;
+    }
+    for import in &more.imports {
+        builder = builder.file(SourceKind::Imported, import, action(SourceKind::Imported))?;
+    }
+    Ok(builder.build())
+}
+
+fn source_json(resolution: &Resolution) -> Value {
+    json!({
+        "source": {"kind": resolution.source.kind.as_str(), "file": resolution.source.label},
+        "shadowed": resolution.shadowed.iter().map(|s| json!({"kind": s.source.kind.as_str(), "file": s.source.label})).collect::<Vec<_>>(),
+        "disabledBy": resolution.disabled,
+    })
+}
+
+fn print_statuses(statuses: &[ServerStatus], json: bool, resolutions: Option<&[Resolution]>) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     for s in statuses {
         let ms = s.elapsed.as_millis();
+        let resolution = resolutions.and_then(|all| all.iter().find(|r| r.name == s.name));
         if json {
-            let line = json!({
+            let mut line = json!({
                 "server": s.name,
                 "state": s.state.as_str(),
                 "required": s.required,
@@ -276,8 +309,16 @@ fn print_statuses(statuses: &[ServerStatus], json: bool) -> std::io::Result<()> 
                 "startupMs": ms,
                 "error": s.error,
             });
+            if let (Some(resolution), Value::Object(line)) = (resolution, &mut line) {
+                if let Value::Object(source) = source_json(resolution) {
+                    line.extend(source);
+                }
+            }
             writeln!(out, "{line}")?;
             continue;
+        }
+        if let Some(resolution) = resolution {
+            writeln!(out, "{resolution}")?;
         }
         let required = if s.required { " (required)" } else { "" };
         match (s.state, s.protocol_version) {
@@ -285,6 +326,9 @@ fn print_statuses(statuses: &[ServerStatus], json: bool) -> std::io::Result<()> 
                 writeln!(out, "{}{required}: ready, protocol {version}, {} tools, {ms} ms", s.name, s.tools)?
             }
             (ServerState::Disabled, _) => writeln!(out, "{}{required}: disabled", s.name)?,
+            (ServerState::Deferred, _) => {
+                writeln!(out, "{}{required}: deferred (startup = lazy), {} tools cached", s.name, s.tools)?
+            }
             (state, _) => writeln!(
                 out,
                 "{}{required}: {state} after {ms} ms: {}",

@@ -19,6 +19,11 @@
 //! disabled_tools = ["delete_repo"]     # applied after enabled_tools
 //! default_tools_approval_mode = "prompt"
 //! tools.search.approval_mode = "approve"
+//! scope = "work"                       # default none: servers are told apart by scope + name
+//! ready = "listed"                     # default listed: ready once listed; "connected": ready
+//!                                      # once connected, listed right after in the background
+//! startup = "eager"                    # default eager; "lazy": not started at launch when its
+//!                                      # tools are in the catalog cache, started on first call
 //! era = "auto"                         # default auto: probe server/discover, fall back to
 //!                                      # initialize; "legacy": initialize only; "2026-07-28":
 //!                                      # stateless from the start, no probe
@@ -43,7 +48,7 @@
 //! `{"mcpServers": {NAME: {...}}}` (Claude Desktop, Claude Code `.mcp.json`) or
 //! `{"servers": {NAME: {...}}}` (VS Code `mcp.json`), each server with `command`, `args`, `env`,
 //! `cwd`, `type` (`stdio`, `http`, `sse`; VS Code's `streamableHttp` is taken as `http`), `url`
-//! and `headers`, and our `era` (as in TOML). `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
+//! and `headers`, and our `era` and `startup` (as in TOML). `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
 //! variable without a default is an error. Imported stdio servers inherit our environment
 //! (as Claude and VS Code start them). Other members (`disabled`, `alwaysAllow`, `inputs` …)
 //! are ignored, except `disabled: true`, which disables the server.
@@ -214,6 +219,47 @@ pub struct ServerConfig {
     pub tools: BTreeMap<String, ToolConfig>,
     /// Which protocol era to speak (`era`): default [`EraPolicy::Auto`].
     pub era: EraPolicy,
+    /// When the server is started (`startup`): default [`Startup::Eager`].
+    pub startup: Startup,
+    /// When it counts as ready (`ready = "listed" | "connected"`): default
+    /// [`Readiness::Listed`].
+    pub readiness: Readiness,
+    /// The scope it runs in (a workspace, an environment …; `scope`): default none. Servers
+    /// are identified by [`ServerConfig::key`], so two servers of one name in two scopes are
+    /// two servers.
+    pub scope: Option<String>,
+}
+
+/// When a server of the set counts as ready (`ready`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Readiness {
+    /// `listed`: once connected and its catalog listed (startup waits for the listing).
+    #[default]
+    Listed,
+    /// `connected`: once connected; its catalog is listed right after, in the background
+    /// (the catalog then changes, with a `CatalogChanged` event).
+    Connected,
+}
+
+/// When a server of the set is started (`startup = "eager" | "lazy"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Startup {
+    /// At [`ConnectionSet::start`](super::connection_set::ConnectionSet::start).
+    #[default]
+    Eager,
+    /// On its first call, when its catalog is in the set's catalog cache (listed from there
+    /// meanwhile); without a cached catalog, as `eager`.
+    Lazy,
+}
+
+impl Startup {
+    /// `eager` or `lazy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Startup::Eager => "eager",
+            Startup::Lazy => "lazy",
+        }
+    }
 }
 
 impl ServerConfig {
@@ -232,6 +278,9 @@ impl ServerConfig {
             default_tools_approval_mode: None,
             tools: BTreeMap::new(),
             era: EraPolicy::Auto,
+            startup: Startup::Eager,
+            scope: None,
+            readiness: Readiness::Listed,
         }
     }
 
@@ -273,6 +322,28 @@ impl ServerConfig {
         ServerConfig::new(name, TransportConfig::InProcess(connector))
     }
 
+    /// Whether `other` reaches its server the same way: the same transport recipe (command,
+    /// args, env, env_vars, cwd, url, headers, auth) and era, and both enabled or both not.
+    /// Everything else (filters, timeouts, approval modes, `required`) is a per-call setting
+    /// that a reload changes in place.
+    pub fn same_connection(&self, other: &ServerConfig) -> bool {
+        self.transport == other.transport && self.era == other.era && self.enabled == other.enabled
+    }
+
+    /// The server's identity in a set: `SCOPE/NAME` when it has a scope, else its name.
+    pub fn key(&self) -> String {
+        match &self.scope {
+            Some(scope) => format!("{scope}/{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// This server in `scope`.
+    pub fn in_scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into());
+        self
+    }
+
     /// Whether `tool` passes `enabled_tools` and `disabled_tools`.
     pub fn tool_allowed(&self, tool: &str) -> bool {
         self.enabled_tools.as_ref().is_none_or(|enabled| enabled.iter().any(|t| t == tool))
@@ -285,11 +356,29 @@ impl ServerConfig {
     }
 }
 
-/// Every configured server, by name (in name order).
+/// Every configured server, by key ([`ServerConfig::key`]: the name, or `SCOPE/NAME`), in
+/// key order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct McpConfig {
     /// The servers.
     pub servers: BTreeMap<String, ServerConfig>,
+}
+
+impl McpConfig {
+    /// These servers, every one in `scope` (and keyed `SCOPE/NAME`): e.g. a workspace's
+    /// project file, whose `git` must not be confused with another workspace's.
+    pub fn in_scope(self, scope: &str) -> McpConfig {
+        let mut scoped = McpConfig::default();
+        for server in self.servers.into_values() {
+            scoped.insert(server.in_scope(scope));
+        }
+        scoped
+    }
+
+    /// Adds (or replaces) `server` under its key.
+    pub fn insert(&mut self, server: ServerConfig) {
+        self.servers.insert(server.key(), server);
+    }
 }
 
 /// Why a configuration could not be read: the file, where in it, and what is wrong.
@@ -383,7 +472,7 @@ impl McpConfig {
         let Value::Object(servers) = servers else { return Err(error(file, "mcp_servers", "expected a table")) };
         for (name, server) in servers {
             let at = Field { file, path: format!("mcp_servers.{}", key(name)) };
-            config.servers.insert(name.clone(), codex_server(name, server, &at)?);
+            config.insert(codex_server(name, server, &at)?);
         }
         Ok(config)
     }
@@ -411,7 +500,7 @@ impl McpConfig {
         let mut config = McpConfig::default();
         for (name, server) in servers {
             let at = Field { file, path: format!("{top}.{}", key(name)) };
-            config.servers.insert(name.clone(), json_server(name, server, &at, env)?);
+            config.insert(json_server(name, server, &at, env)?);
         }
         Ok(config)
     }
@@ -486,6 +575,14 @@ impl Field<'_> {
         self.string(v)?.parse().map_err(|e: super::InvalidEra| self.err(e.to_string()))
     }
 
+    fn startup(&self, v: &Value) -> Result<Startup, ConfigError> {
+        match self.string(v)?.as_str() {
+            "eager" => Ok(Startup::Eager),
+            "lazy" => Ok(Startup::Lazy),
+            other => Err(self.err(format!("unknown startup {other:?} (expected eager or lazy)"))),
+        }
+    }
+
     fn approval(&self, v: &Value) -> Result<ApprovalMode, ConfigError> {
         let s = self.string(v)?;
         ApprovalMode::parse(&s)
@@ -526,6 +623,9 @@ const CODEX_FIELDS: &[&str] = &[
     "default_tools_approval_mode",
     "tools",
     "era",
+    "startup",
+    "scope",
+    "ready",
 ];
 
 fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, ConfigError> {
@@ -594,6 +694,23 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
     if let Some((f, v)) = get("era") {
         server.era = f.era(v)?;
     }
+    if let Some((f, v)) = get("startup") {
+        server.startup = f.startup(v)?;
+    }
+    if let Some((f, v)) = get("ready") {
+        server.readiness = match f.string(v)?.as_str() {
+            "listed" => Readiness::Listed,
+            "connected" => Readiness::Connected,
+            other => return Err(f.err(format!("unknown ready {other:?} (expected listed or connected)"))),
+        };
+    }
+    if let Some((f, v)) = get("scope") {
+        let scope = f.string(v)?;
+        if scope.is_empty() || scope.contains('/') {
+            return Err(f.err("expected a non-empty scope without '/'"));
+        }
+        server.scope = Some(scope);
+    }
     if let Some((f, v)) = get("tools") {
         let Value::Object(tools) = v else { return Err(f.err("expected a table")) };
         for (tool, settings) in tools {
@@ -659,6 +776,23 @@ fn json_server(name: &str, v: &Value, at: &Field<'_>, env: EnvLookup<'_>) -> Res
     if let Some((f, v)) = get("era") {
         server.era = f.era(v)?;
     }
+    if let Some((f, v)) = get("startup") {
+        server.startup = f.startup(v)?;
+    }
+    if let Some((f, v)) = get("ready") {
+        server.readiness = match f.string(v)?.as_str() {
+            "listed" => Readiness::Listed,
+            "connected" => Readiness::Connected,
+            other => return Err(f.err(format!("unknown ready {other:?} (expected listed or connected)"))),
+        };
+    }
+    if let Some((f, v)) = get("scope") {
+        let scope = f.string(v)?;
+        if scope.is_empty() || scope.contains('/') {
+            return Err(f.err("expected a non-empty scope without '/'"));
+        }
+        server.scope = Some(scope);
+    }
     Ok(server)
 }
 
@@ -713,6 +847,8 @@ pub fn expand(s: &str, env: EnvLookup<'_>) -> Result<String, String> {
     out.push_str(rest);
     Ok(out)
 }
+
+pub mod edit;
 
 #[cfg(test)]
 mod tests;

@@ -51,6 +51,38 @@
 //! `_meta` members to send upstream); [`ConnectionSet::call_tool_with_progress`] is its short
 //! form. Dropping any call's future cancels it upstream (`notifications/cancelled`).
 //!
+//! Deferred startup: with a catalog cache ([`SetOptions::with_catalog_cache`]), every
+//! server's listing is written after each successful listing, and a `startup = "lazy"` server
+//! whose cached listing still matches its identity is not started by `start`: it is
+//! [`ServerState::Deferred`], listed from the cache at once, and started on its first call
+//! (calls arriving meanwhile wait for the same start). Eager starts are announced
+//! ([`SetEvent::Starting`]) as one batch before any reports ready. A server with
+//! `ready = "connected"` is ready once connected, and listed right after in the background
+//! (then [`SetEvent::CatalogChanged`]); startup does not wait for its listing.
+//!
+//! Scoped identities: a server is keyed by [`ServerConfig::key`] (`SCOPE/NAME`, or its name
+//! when unscoped), so two servers of one name in two scopes are started, listed, called and
+//! reported apart; a scoped server's tools are qualified `mcp__SCOPE__NAME__TOOL` (within the
+//! same 64-byte rule) and say their scope ([`CatalogTool::scope`]). A bare name given where a
+//! key is expected means the unscoped server of that name, else the one scoped server of
+//! that name; several are [`SetError::AmbiguousServer`].
+//!
+//! Over time: [`ConnectionSet::reload`] moves the set to a new configuration, keeping every
+//! connection whose identity (command, args, env, cwd, url, headers, auth, era) did not change,
+//! changing per-call settings in place, restarting changed servers make-before-break, and
+//! shutting removed ones down (see `reload`). Connections are shared through leases (see
+//! `lease`): the slot, each call in flight and each [`ServerLease`] hold one, and a connection
+//! is closed after its last, so a retired connection finishes its calls first.
+//!
+//! Limits and hygiene: at most [`SetOptions::max_items_per_server`] tools (and as many
+//! resources, templates, prompts) are taken from one server, with a [`SetEvent::Warning`]
+//! when it lists more; a re-listing that fails keeps the previous catalog (and warns); the
+//! `_meta` a caller gives loses the keys reserved to MCP or to the host before the call goes
+//! upstream.
+//!
+//! Not here: where the configuration comes from (the `catalog` module: sources, precedence,
+//! the cache file; the `config` module: reading and editing files).
+//!
 //! Each connection is watched by a task waiting on [`Client::closed`], so a server that goes
 //! away is noticed at once (no polling); a call that fails with a disconnection (an HTTP
 //! session the server expired answers 404 only when asked) triggers the restart too.
@@ -66,8 +98,10 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
-use super::config::{ApprovalMode, McpConfig, ServerConfig, TransportConfig, DEFAULT_ENV_VARS};
+use super::catalog::cache::{self, CachedListing, CatalogCache};
+use super::config::{ApprovalMode, McpConfig, Readiness, ServerConfig, Startup, TransportConfig, DEFAULT_ENV_VARS};
 use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening, Progress};
+pub use crate::proto::envelope::is_reserved_meta_key;
 use crate::proto::jsonrpc::{ErrorObject, Notification};
 use crate::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
@@ -81,6 +115,13 @@ use crate::transport::inproc::InprocTransport;
 #[cfg(feature = "http")]
 use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use crate::transport::stdio::{ChildCommand, Stderr, StdioTransport};
+
+mod lease;
+mod reload;
+
+use lease::Held;
+pub use lease::ServerLease;
+pub use reload::ReloadReport;
 
 /// The longest qualified tool name (the limit of most model APIs).
 pub const MAX_TOOL_NAME_BYTES: usize = 64;
@@ -104,6 +145,9 @@ pub enum ServerState {
     Reconnecting,
     /// Shut down.
     Closed,
+    /// `startup = "lazy"` with a cached catalog: listed from the cache, started on its first
+    /// call.
+    Deferred,
 }
 
 impl ServerState {
@@ -118,6 +162,7 @@ impl ServerState {
             ServerState::Disabled => "disabled",
             ServerState::Reconnecting => "reconnecting",
             ServerState::Closed => "closed",
+            ServerState::Deferred => "deferred",
         }
     }
 }
@@ -150,6 +195,9 @@ pub struct ServerStatus {
     pub elapsed: Duration,
     /// Why it failed, when it did.
     pub error: Option<String>,
+    /// How many connections were made to it so far: 1 after its start, one more for each
+    /// restart (a reconnect, or a reload that changed it); a reload that kept it adds none.
+    pub connections: u64,
 }
 
 /// Every server's state once startup has settled.
@@ -165,9 +213,11 @@ impl StartupSummary {
         self.servers.iter().filter(move |s| s.state == state)
     }
 
-    /// The required servers that did not become ready.
+    /// The required servers that did not become ready (a deferred one counts as ready: it is
+    /// listed, and starts on its first call).
     pub fn failed_required(&self) -> Vec<String> {
-        self.servers.iter().filter(|s| s.required && s.state != ServerState::Ready).map(|s| s.name.clone()).collect()
+        let up = |s: &ServerStatus| matches!(s.state, ServerState::Ready | ServerState::Deferred);
+        self.servers.iter().filter(|s| s.required && !up(s)).map(|s| s.name.clone()).collect()
     }
 }
 
@@ -232,6 +282,29 @@ pub enum SetEvent {
         attempt: u32,
         /// The wait before this try.
         delay: Duration,
+    },
+    /// A reload could not restart a server whose connection identity changed: it keeps its
+    /// previous connection and configuration.
+    RestartFailed {
+        /// Its name.
+        server: String,
+        /// Why the new connection could not be made.
+        reason: String,
+    },
+    /// A `startup = "lazy"` server is listed from the catalog cache and not started.
+    Deferred {
+        /// Its name.
+        server: String,
+        /// How many tools the cache lists for it.
+        tools: usize,
+    },
+    /// Something the host should warn about (a catalog cache ignored, a server listing more
+    /// items than the cap …); nothing failed.
+    Warning {
+        /// The server concerned, if one is.
+        server: Option<String>,
+        /// What happened.
+        message: String,
     },
     /// A restarted server is ready again (its catalog re-listed).
     Reconnected {
@@ -318,8 +391,9 @@ pub struct SetCallOptions {
     /// client's own): default none, and no token is sent.
     pub on_progress: Option<SetProgressCallback>,
     /// Members added to the request's `_meta` as given (e.g. what a gateway relays from its
-    /// downstream request): default none. A `progressToken` among them is dropped: the client
-    /// chooses its own.
+    /// downstream request): default none. A `progressToken` among them is dropped (the client
+    /// chooses its own), and so are keys reserved to MCP ([`is_reserved_meta_key`]) or to the
+    /// host ([`SetOptions::reserved_meta_prefixes`]).
     pub meta: Map<String, Value>,
 }
 
@@ -393,7 +467,22 @@ pub struct SetOptions {
     /// How many times a server that is not `required` and fails at startup is tried again in
     /// the background: default 0 (never).
     pub startup_retries: u32,
+    /// Where every server's listing is kept after each successful listing, and where
+    /// `startup = "lazy"` servers are listed from at start: default nowhere (lazy servers then
+    /// start as eager ones).
+    pub catalog_cache: Option<CatalogCache>,
+    /// The most tools, resources, resource templates and prompts (each) taken from one
+    /// server: default [`DEFAULT_MAX_ITEMS`]. The rest are left out, with a
+    /// [`SetEvent::Warning`].
+    pub max_items_per_server: usize,
+    /// `_meta` key prefixes the host keeps for itself (say `com.example.host/`): stripped,
+    /// with the MCP-reserved ones ([`is_reserved_meta_key`]), from the `_meta` a caller gives
+    /// in [`SetCallOptions::meta`]: default none.
+    pub reserved_meta_prefixes: Vec<String>,
 }
+
+/// The default of [`SetOptions::max_items_per_server`].
+pub const DEFAULT_MAX_ITEMS: usize = 1000;
 
 impl Default for SetOptions {
     fn default() -> Self {
@@ -412,6 +501,9 @@ impl Default for SetOptions {
             roots: None,
             roots_handler: None,
             startup_retries: 0,
+            catalog_cache: None,
+            max_items_per_server: DEFAULT_MAX_ITEMS,
+            reserved_meta_prefixes: Vec::new(),
         }
     }
 }
@@ -516,6 +608,24 @@ impl SetOptions {
         self
     }
 
+    /// These options keeping the servers' listings in `cache` (see [`SetOptions::catalog_cache`]).
+    pub fn with_catalog_cache(mut self, cache: CatalogCache) -> Self {
+        self.catalog_cache = Some(cache);
+        self
+    }
+
+    /// These options taking at most `max` items of each kind from one server.
+    pub fn with_max_items_per_server(mut self, max: usize) -> Self {
+        self.max_items_per_server = max;
+        self
+    }
+
+    /// These options stripping `_meta` keys that start with `prefix` from callers' `_meta`.
+    pub fn with_reserved_meta_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.reserved_meta_prefixes.push(prefix.into());
+        self
+    }
+
     /// These options sending events to a new unbounded channel, and its receiver (drain it).
     pub fn with_event_channel(self) -> (Self, mpsc::UnboundedReceiver<SetEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -553,6 +663,13 @@ pub enum SetError {
     UnknownServer {
         /// The name asked for.
         server: String,
+    },
+    /// A bare server name that several scopes have, and no unscoped server: name one by its key.
+    AmbiguousServer {
+        /// The name asked for.
+        server: String,
+        /// The keys it could mean (`SCOPE/NAME`).
+        candidates: Vec<String>,
     },
     /// The tool is filtered out by `enabled_tools` / `disabled_tools`; the server was not asked.
     ToolDisabled {
@@ -612,6 +729,9 @@ impl fmt::Display for SetError {
             SetError::StartupCancelled { .. } => f.write_str("startup was cancelled"),
             SetError::UnknownTool { name } => write!(f, "unknown tool {name}"),
             SetError::UnknownServer { server } => write!(f, "unknown server {server}"),
+            SetError::AmbiguousServer { server, candidates } => {
+                write!(f, "server name {server} is ambiguous: it could be {}", candidates.join(", "))
+            }
             SetError::ToolDisabled { server, tool } => write!(f, "tool {tool} of server {server} is disabled"),
             SetError::Unavailable { server, state, reason: Some(reason) } => {
                 write!(f, "server {server} is {state}: {reason}")
@@ -654,10 +774,13 @@ impl std::error::Error for SetError {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CatalogTool {
-    /// The name it is offered under: `mcp__SERVER__TOOL`, reduced.
+    /// The name it is offered under: `mcp__SERVER__TOOL` (`mcp__SCOPE__SERVER__TOOL` for a
+    /// scoped server), reduced.
     pub qualified_name: String,
-    /// The server.
+    /// The server's key ([`ServerConfig::key`]: its name, or `SCOPE/NAME`).
     pub server: String,
+    /// The scope the server runs in, if any.
+    pub scope: Option<String>,
     /// The tool as the server lists it.
     pub tool: Tool,
     /// Its resolved approval mode.
@@ -841,11 +964,38 @@ struct Listing {
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
     prompts: Vec<Prompt>,
+    /// Not listed yet (`ready = "connected"`): listed right after the connection is installed.
+    pending: bool,
+}
+
+impl From<CachedListing> for Listing {
+    fn from(entry: CachedListing) -> Listing {
+        Listing {
+            tools: entry.tools,
+            resources: entry.resources,
+            templates: entry.resource_templates,
+            prompts: entry.prompts,
+            pending: false,
+        }
+    }
+}
+
+impl Listing {
+    fn cached(&self, config: &ServerConfig) -> CachedListing {
+        CachedListing {
+            identity: cache::identity(config),
+            tools: self.tools.clone(),
+            resources: self.resources.clone(),
+            resource_templates: self.templates.clone(),
+            prompts: self.prompts.clone(),
+        }
+    }
 }
 
 struct SlotState {
     state: ServerState,
-    conn: Option<Conn>,
+    /// The slot's lease on its connection; calls in flight and [`ServerLease`]s hold others.
+    conn: Option<Arc<Held>>,
     /// Bumped by every new connection: a stale watcher or refresh can tell it is stale.
     generation: u64,
     error: Option<String>,
@@ -857,46 +1007,125 @@ struct SlotState {
 }
 
 struct Slot {
-    config: ServerConfig,
+    name: String,
+    /// Replaced in place by a reload that changes only per-call settings (filters, timeouts,
+    /// approval modes), or after a restart with a new connection identity.
+    config: RwLock<Arc<ServerConfig>>,
     state: Mutex<SlotState>,
-    /// One permit when the server takes one call at a time.
-    serial: Option<Arc<Semaphore>>,
+    /// One permit: taken by each call while the server's `supports_parallel_tool_calls` is false.
+    serial: Arc<Semaphore>,
     refresh_scheduled: AtomicBool,
+    /// Bumped, under the state lock, when the start running for this slot is superseded (a
+    /// reload changed or removed the server): that start gives up and leaves the state alone.
+    epoch: watch::Sender<u64>,
+    /// Removed from the set by a reload: nothing restarts or reinstalls it.
+    retired: AtomicBool,
+    /// Held by the call that starts a deferred server; the calls behind it wait.
+    waking: tokio::sync::Mutex<()>,
 }
 
 impl Slot {
+    fn new(config: ServerConfig) -> Slot {
+        let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
+        Slot {
+            name: config.key(),
+            state: Mutex::new(SlotState {
+                state,
+                conn: None,
+                generation: 0,
+                error: None,
+                protocol_version: None,
+                server_info: None,
+                listing: Listing::default(),
+                elapsed: Duration::ZERO,
+                watcher: None,
+            }),
+            config: RwLock::new(Arc::new(config)),
+            serial: Arc::new(Semaphore::new(1)),
+            refresh_scheduled: AtomicBool::new(false),
+            epoch: watch::channel(0).0,
+            retired: AtomicBool::new(false),
+            waking: tokio::sync::Mutex::new(()),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
         self.state.lock().expect("slot lock")
     }
 
+    fn config(&self) -> Arc<ServerConfig> {
+        self.config.read().expect("config lock").clone()
+    }
+
+    fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
     fn status(&self) -> ServerStatus {
+        let config = self.config();
         let s = self.lock();
         ServerStatus {
-            name: self.config.name.clone(),
+            name: self.name.clone(),
             state: s.state,
-            required: self.config.required,
-            era: self.config.era,
+            required: config.required,
+            era: config.era,
             protocol_version: s.protocol_version,
             server_info: s.server_info.clone(),
             tools: s.listing.tools.len(),
             elapsed: s.elapsed,
             error: s.error.clone(),
+            connections: s.generation,
         }
     }
 }
 
 struct Shared {
-    slots: BTreeMap<String, Arc<Slot>>,
+    /// Replaced by [`ConnectionSet::reload`]; never held across an await.
+    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     options: SetOptions,
     catalog: Mutex<Arc<Catalog>>,
     cancel: watch::Sender<bool>,
     shut_down: AtomicBool,
+    /// [`ConnectionSet::start`] has run: a reload starts the servers it adds or changes.
+    started: AtomicBool,
+    /// One reload at a time.
+    reloading: tokio::sync::Mutex<()>,
     tasks: Mutex<Vec<AbortHandle>>,
     /// The roots offered to every server: [`SetOptions::roots`], then [`ConnectionSet::set_roots`].
     roots: RwLock<Option<Vec<Root>>>,
 }
 
 impl Shared {
+    /// The slots now, in name order (a snapshot: a reload may replace them meanwhile).
+    fn slots(&self) -> Vec<Arc<Slot>> {
+        self.slots.read().expect("slots lock").values().cloned().collect()
+    }
+
+    /// The slot of key `server`; or, for a bare name, the unscoped server of that name (the
+    /// exact key), else the one scoped server of that name.
+    fn slot(&self, server: &str) -> Option<Arc<Slot>> {
+        self.find(server).ok().flatten()
+    }
+
+    /// As [`Shared::slot`], telling an ambiguous name (several scopes, none unscoped) apart:
+    /// `Err` with the keys it could mean.
+    fn find(&self, server: &str) -> Result<Option<Arc<Slot>>, Vec<String>> {
+        let slots = self.slots.read().expect("slots lock");
+        if let Some(slot) = slots.get(server) {
+            return Ok(Some(slot.clone()));
+        }
+        let mut named = slots.values().filter(|slot| slot.config().name == server);
+        match (named.next(), named.next()) {
+            (None, _) => Ok(None),
+            (Some(one), None) => Ok(Some(one.clone())),
+            (Some(a), Some(b)) => {
+                let mut keys = vec![a.name.clone(), b.name.clone()];
+                keys.extend(named.map(|slot| slot.name.clone()));
+                Err(keys)
+            }
+        }
+    }
+
     fn emit(&self, event: SetEvent) {
         if let Some(sink) = &self.options.events {
             sink(event);
@@ -909,34 +1138,57 @@ impl Shared {
         tasks.push(handle);
     }
 
+    /// Writes every listed server's listing to the catalog cache, if there is one (the entries
+    /// of servers not listed now are kept). A write that fails is a warning.
+    fn save_cache(&self) {
+        let Some(cache) = &self.options.catalog_cache else { return };
+        let mut entries = BTreeMap::new();
+        for slot in self.slots() {
+            let s = slot.lock();
+            let listed = matches!(s.state, ServerState::Ready | ServerState::Reconnecting | ServerState::Deferred);
+            if listed && !s.listing.pending {
+                entries.insert(slot.name.clone(), s.listing.cached(&slot.config()));
+            }
+        }
+        if let Err(e) = cache.update(&entries) {
+            let message = format!("catalog cache {} not written: {e}", cache.path().display());
+            self.emit(SetEvent::Warning { server: None, message });
+        }
+    }
+
     fn rebuild_catalog(&self) {
         let mut entries = Vec::new();
         let mut catalog = Catalog::default();
-        for (name, slot) in &self.slots {
+        for slot in self.slots() {
+            let name = &slot.name;
+            let config = slot.config();
             let s = slot.lock();
-            if !matches!(s.state, ServerState::Ready | ServerState::Reconnecting) {
+            if !matches!(s.state, ServerState::Ready | ServerState::Reconnecting | ServerState::Deferred) {
                 continue;
             }
+            // The scope joins the qualified name: mcp__SCOPE__NAME__TOOL.
+            let naming = match &config.scope {
+                Some(scope) => format!("{scope}__{}", config.name),
+                None => config.name.clone(),
+            };
             for tool in &s.listing.tools {
-                if slot.config.tool_allowed(&tool.name) {
-                    entries.push((
-                        name.clone(),
-                        tool.clone(),
-                        slot.config.approval_mode(&tool.name, self.options.default_approval_mode),
-                    ));
+                if config.tool_allowed(&tool.name) {
+                    let approval_mode = config.approval_mode(&tool.name, self.options.default_approval_mode);
+                    entries.push((name.clone(), config.scope.clone(), naming.clone(), tool.clone(), approval_mode));
                 }
             }
             catalog.resources.extend(s.listing.resources.iter().map(|r| (name.clone(), r.clone())));
             catalog.resource_templates.extend(s.listing.templates.iter().map(|r| (name.clone(), r.clone())));
             catalog.prompts.extend(s.listing.prompts.iter().map(|p| (name.clone(), p.clone())));
         }
-        let names = qualify(entries.iter().map(|(server, tool, _)| (server.as_str(), tool.name.as_str())));
+        let names = qualify(entries.iter().map(|(_, _, naming, tool, _)| (naming.as_str(), tool.name.as_str())));
         catalog.tools = entries
             .into_iter()
             .zip(names)
-            .map(|((server, tool, approval_mode), qualified_name)| CatalogTool {
+            .map(|((server, scope, _, tool, approval_mode), qualified_name)| CatalogTool {
                 qualified_name,
                 server,
+                scope,
                 tool,
                 approval_mode,
             })
@@ -990,47 +1242,25 @@ pub struct ConnectionSet {
 
 impl fmt::Debug for ConnectionSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConnectionSet").field("servers", &self.shared.slots.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("ConnectionSet").field("servers", &self.servers()).finish()
     }
 }
 
 impl ConnectionSet {
     /// A set of the servers of `config`; nothing is started until [`ConnectionSet::start`].
     pub fn new(config: McpConfig, options: SetOptions) -> ConnectionSet {
-        let slots = config
-            .servers
-            .into_values()
-            .map(|config| {
-                let serial = (!config.supports_parallel_tool_calls).then(|| Arc::new(Semaphore::new(1)));
-                let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
-                let slot = Slot {
-                    state: Mutex::new(SlotState {
-                        state,
-                        conn: None,
-                        generation: 0,
-                        error: None,
-                        protocol_version: None,
-                        server_info: None,
-                        listing: Listing::default(),
-                        elapsed: Duration::ZERO,
-                        watcher: None,
-                    }),
-                    serial,
-                    refresh_scheduled: AtomicBool::new(false),
-                    config,
-                };
-                (slot.config.name.clone(), Arc::new(slot))
-            })
-            .collect();
+        let slots = config.servers.into_values().map(|config| (config.key(), Arc::new(Slot::new(config)))).collect();
         let (cancel, _) = watch::channel(false);
         let roots = RwLock::new(options.roots.clone());
         ConnectionSet {
             shared: Arc::new(Shared {
-                slots,
+                slots: RwLock::new(slots),
                 options,
                 catalog: Mutex::new(Arc::new(Catalog::default())),
                 cancel,
                 shut_down: AtomicBool::new(false),
+                started: AtomicBool::new(false),
+                reloading: tokio::sync::Mutex::new(()),
                 tasks: Mutex::new(Vec::new()),
                 roots,
             }),
@@ -1062,24 +1292,47 @@ impl ConnectionSet {
     /// [`ConnectionSet::shutdown`].
     pub async fn start(&self) -> Result<StartupSummary, SetError> {
         let shared = &self.shared;
+        shared.started.store(true, Ordering::Release);
+        let slots = shared.slots();
+        let mut cached = self.load_cache(&slots);
+        let mut eager = Vec::new();
+        for slot in slots {
+            let config = slot.config();
+            if !config.enabled {
+                shared.emit(SetEvent::Disabled { server: slot.name.clone() });
+                continue;
+            }
+            let mut s = slot.lock();
+            if s.state != ServerState::Pending {
+                continue;
+            }
+            if let Some(entry) = cached.remove(&slot.name).filter(|_| config.startup == Startup::Lazy) {
+                s.state = ServerState::Deferred;
+                s.listing = Listing::from(entry);
+                let tools = s.listing.tools.len();
+                drop(s);
+                shared.emit(SetEvent::Deferred { server: slot.name.clone(), tools });
+                continue;
+            }
+            s.state = ServerState::Starting;
+            drop(s);
+            eager.push(slot);
+        }
+        // Every eager start is announced before any can report ready.
+        for slot in &eager {
+            shared.emit(SetEvent::Starting { server: slot.name.clone() });
+        }
         let mut starts = JoinSet::new();
-        for slot in shared.slots.values() {
-            if !slot.config.enabled {
-                shared.emit(SetEvent::Disabled { server: slot.config.name.clone() });
-                continue;
-            }
-            if slot.lock().state != ServerState::Pending {
-                continue;
-            }
+        for slot in eager {
             let shared = shared.clone();
-            let slot = slot.clone();
-            starts.spawn(async move { start_one(&shared, &slot).await });
+            starts.spawn(async move { start_one(&shared, &slot, false).await });
         }
         let mut cancelled = false;
         while let Some(outcome) = starts.join_next().await {
-            cancelled |= matches!(outcome, Ok(false));
+            cancelled |= matches!(outcome, Ok(StartEnd::Cancelled));
         }
         shared.rebuild_catalog();
+        shared.save_cache();
         let summary = self.summary();
         shared.emit(SetEvent::StartupComplete(summary.clone()));
         if cancelled || *shared.cancel.borrow() {
@@ -1093,6 +1346,39 @@ impl ConnectionSet {
         Ok(summary)
     }
 
+    /// The cached listings of the lazy servers among `slots` (the warnings emitted).
+    fn load_cache(&self, slots: &[Arc<Slot>]) -> BTreeMap<String, CachedListing> {
+        let Some(cache) = &self.shared.options.catalog_cache else { return BTreeMap::new() };
+        let configs: Vec<Arc<ServerConfig>> =
+            slots.iter().map(|s| s.config()).filter(|c| c.enabled && c.startup == Startup::Lazy).collect();
+        if configs.is_empty() {
+            return BTreeMap::new();
+        }
+        let loaded = cache.load(configs.iter().map(|c| c.as_ref()));
+        for message in loaded.ignored {
+            self.shared.emit(SetEvent::Warning { server: None, message });
+        }
+        loaded.servers
+    }
+
+    /// Starts a deferred server (its first call); the calls that arrive meanwhile wait for
+    /// the same start.
+    async fn wake(&self, slot: &Arc<Slot>) {
+        // Starting: maybe woken by another call right now; wait for it behind the gate.
+        if !matches!(slot.lock().state, ServerState::Deferred | ServerState::Starting) {
+            return;
+        }
+        let _waking = slot.waking.lock().await;
+        if slot.lock().state != ServerState::Deferred {
+            return;
+        }
+        let shared = &self.shared;
+        start_one(shared, slot, true).await;
+        shared.rebuild_catalog();
+        shared.save_cache();
+        shared.emit(SetEvent::CatalogChanged { server: slot.name.clone() });
+    }
+
     /// Starts the retries of failed non-required servers (the policy of [`ConnectionSet::start`]).
     fn retry_failed_starts(&self) {
         let shared = &self.shared;
@@ -1100,8 +1386,8 @@ impl ConnectionSet {
         if attempts == 0 {
             return;
         }
-        for slot in shared.slots.values() {
-            if slot.config.required || slot.lock().state != ServerState::Failed {
+        for slot in shared.slots() {
+            if slot.config().required || slot.lock().state != ServerState::Failed {
                 continue;
             }
             let (task_shared, slot) = (shared.clone(), slot.clone());
@@ -1118,17 +1404,17 @@ impl ConnectionSet {
 
     /// Every server's state, in name order.
     pub fn summary(&self) -> StartupSummary {
-        StartupSummary { servers: self.shared.slots.values().map(|s| s.status()).collect() }
+        StartupSummary { servers: self.shared.slots().iter().map(|s| s.status()).collect() }
     }
 
     /// One server's state.
     pub fn status(&self, server: &str) -> Option<ServerStatus> {
-        self.shared.slots.get(server).map(|s| s.status())
+        self.shared.slot(server).map(|s| s.status())
     }
 
-    /// The configured server names, in order.
-    pub fn servers(&self) -> impl Iterator<Item = &str> {
-        self.shared.slots.keys().map(String::as_str)
+    /// The configured server names, in order (as of now: a reload may change them).
+    pub fn servers(&self) -> Vec<String> {
+        self.shared.slots.read().expect("slots lock").keys().cloned().collect()
     }
 
     /// The current catalog (a snapshot).
@@ -1149,19 +1435,31 @@ impl ConnectionSet {
     /// The approval mode of tool `tool` of `server` (tool, then server, then the host's default),
     /// or `None` for an unknown server.
     pub fn approval_mode(&self, server: &str, tool: &str) -> Option<ApprovalMode> {
-        let slot = self.shared.slots.get(server)?;
-        Some(slot.config.approval_mode(tool, self.shared.options.default_approval_mode))
+        let slot = self.shared.slot(server)?;
+        Some(slot.config().approval_mode(tool, self.shared.options.default_approval_mode))
     }
 
     /// The process id of a stdio server's child (its process group id too), while connected.
     pub fn server_pid(&self, server: &str) -> Option<u32> {
-        self.shared.slots.get(server)?.lock().conn.as_ref()?.pid()
+        self.shared.slot(server)?.lock().conn.as_ref()?.pid()
+    }
+
+    /// A lease on `server`'s connection as it is now (see [`ServerLease`]): the connection
+    /// lasts until every lease on it is given up, even when a reload replaces or removes the
+    /// server; several leases share one connection (one child).
+    ///
+    /// # Errors
+    /// [`SetError::UnknownServer`]; [`SetError::Unavailable`] when it is not ready.
+    pub fn lease(&self, server: &str) -> Result<ServerLease, SetError> {
+        let slot = self.slot(server)?;
+        let (held, _) = self.ready_conn(&slot)?;
+        Ok(ServerLease::new(slot.name.clone(), held, slot.config().tool_timeout))
     }
 
     /// What a connected server advertises (its `capabilities`) and its `instructions`, while
     /// connected.
     pub fn server_offer(&self, server: &str) -> Option<(ServerCapabilities, Option<String>)> {
-        let slot = self.shared.slots.get(server)?;
+        let slot = self.shared.slot(server)?;
         let s = slot.lock();
         let conn = s.conn.as_ref()?;
         Some((conn.capabilities().clone(), conn.instructions().map(str::to_owned)))
@@ -1241,17 +1539,27 @@ impl ConnectionSet {
     ) -> Result<CallToolResult, SetError> {
         let SetCallOptions { timeout, on_progress, mut meta } = options;
         let slot = self.slot(server)?;
-        if !slot.config.tool_allowed(tool) {
+        let config = slot.config();
+        if !config.tool_allowed(tool) {
             return Err(SetError::ToolDisabled { server: server.to_owned(), tool: tool.to_owned() });
         }
-        let after = timeout.map_or(slot.config.tool_timeout, |t| t.min(slot.config.tool_timeout));
-        let _permit = match &slot.serial {
-            Some(serial) => Some(serial.clone().acquire_owned().await.expect("the semaphore is never closed")),
-            None => None,
+        let after = timeout.map_or(config.tool_timeout, |t| t.min(config.tool_timeout));
+        self.wake(&slot).await;
+        let _permit = if config.supports_parallel_tool_calls {
+            None
+        } else {
+            Some(slot.serial.clone().acquire_owned().await.expect("the semaphore is never closed"))
         };
         let (conn, generation) = self.ready_conn(&slot)?;
         let mut params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
-        meta.remove("progressToken");
+        // What the client layer stamps itself, and what is reserved to MCP or to the host, is
+        // not the caller's to send.
+        let host_reserved = &self.shared.options.reserved_meta_prefixes;
+        meta.retain(|key, _| {
+            key != "progressToken"
+                && !is_reserved_meta_key(key)
+                && !host_reserved.iter().any(|prefix| key.starts_with(prefix.as_str()))
+        });
         if !meta.is_empty() {
             params.meta = Some(RequestMeta { extra: meta, ..RequestMeta::default() });
         }
@@ -1275,7 +1583,8 @@ impl ConnectionSet {
         M::Output: Clone + Send + Sync + 'static,
     {
         let slot = self.slot(server)?;
-        let after = slot.config.tool_timeout;
+        let after = slot.config().tool_timeout;
+        self.wake(&slot).await;
         let (conn, generation) = self.ready_conn(&slot)?;
         let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
         let outcome = conn.request::<M>(params, options).await;
@@ -1297,12 +1606,12 @@ impl ConnectionSet {
         let roots: Vec<Root> = roots.into_iter().collect();
         *self.shared.roots.write().expect("roots lock") = Some(roots.clone());
         let mut tell = JoinSet::new();
-        for (name, slot) in &self.shared.slots {
+        for slot in self.shared.slots() {
             let conn = match &slot.lock().conn {
-                Some(conn) => conn.clone(),
+                Some(conn) => conn.conn().clone(),
                 None => continue,
             };
-            let (name, roots) = (name.clone(), roots.clone());
+            let (name, roots) = (slot.name.clone(), roots.clone());
             tell.spawn(async move { (name, conn.set_roots(roots).await) });
         }
         let mut failed = Vec::new();
@@ -1321,12 +1630,12 @@ impl ConnectionSet {
     /// declared no roots fails with [`ClientError::NotDeclared`]).
     pub async fn notify_roots_changed(&self) -> Vec<(String, ClientError)> {
         let mut tell = JoinSet::new();
-        for (name, slot) in &self.shared.slots {
+        for slot in self.shared.slots() {
             let conn = match &slot.lock().conn {
-                Some(conn) => conn.clone(),
+                Some(conn) => conn.conn().clone(),
                 None => continue,
             };
-            let name = name.clone();
+            let name = slot.name.clone();
             tell.spawn(async move { (name, conn.notify_roots_changed().await) });
         }
         let mut failed = Vec::new();
@@ -1350,7 +1659,7 @@ impl ConnectionSet {
             task.abort();
         }
         let mut closes = JoinSet::new();
-        for slot in shared.slots.values() {
+        for slot in shared.slots() {
             let mut s = slot.lock();
             if let Some(watcher) = s.watcher.take() {
                 watcher.abort();
@@ -1367,21 +1676,25 @@ impl ConnectionSet {
     }
 
     fn slot(&self, server: &str) -> Result<Arc<Slot>, SetError> {
-        self.shared.slots.get(server).cloned().ok_or_else(|| SetError::UnknownServer { server: server.to_owned() })
+        match self.shared.find(server) {
+            Ok(Some(slot)) => Ok(slot),
+            Ok(None) => Err(SetError::UnknownServer { server: server.to_owned() }),
+            Err(candidates) => Err(SetError::AmbiguousServer { server: server.to_owned(), candidates }),
+        }
     }
 
-    fn ready_conn(&self, slot: &Slot) -> Result<(Conn, u64), SetError> {
+    /// The slot's connection while it is ready, leased for the length of one call: a reload that
+    /// retires it meanwhile lets the call finish before the connection is closed.
+    fn ready_conn(&self, slot: &Slot) -> Result<(Arc<Held>, u64), SetError> {
         let s = slot.lock();
         match (&s.conn, s.state) {
             (Some(conn), ServerState::Ready) => Ok((conn.clone(), s.generation)),
-            (_, state) => {
-                Err(SetError::Unavailable { server: slot.config.name.clone(), state, reason: s.error.clone() })
-            }
+            (_, state) => Err(SetError::Unavailable { server: slot.name.clone(), state, reason: s.error.clone() }),
         }
     }
 
     fn failure(&self, slot: &Arc<Slot>, generation: u64, what: &str, after: Duration, e: ClientError) -> SetError {
-        let server = slot.config.name.clone();
+        let server = slot.name.clone();
         if e.is_timeout() {
             return SetError::Timeout { server, what: what.to_owned(), after };
         }
@@ -1393,68 +1706,110 @@ impl ConnectionSet {
     }
 }
 
-/// Starts one server; `false` when cancelled.
-async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>) -> bool {
-    let name = slot.config.name.clone();
-    slot.lock().state = ServerState::Starting;
-    shared.emit(SetEvent::Starting { server: name.clone() });
+/// How one server's start ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StartEnd {
+    /// Ready or failed.
+    Settled,
+    /// Startup was cancelled ([`ConnectionSet::cancel_startup`], shutdown).
+    Cancelled,
+    /// A reload changed or removed the server meanwhile: this start gave up, leaving the
+    /// slot's state to the reload.
+    Superseded,
+}
+
+/// Starts one server from its current configuration; `announce`: emit its
+/// [`SetEvent::Starting`] (else the caller did).
+async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>, announce: bool) -> StartEnd {
+    let name = slot.name.clone();
+    let config = slot.config();
+    let epoch = {
+        let mut s = slot.lock();
+        s.state = ServerState::Starting;
+        *slot.epoch.borrow()
+    };
+    if announce {
+        shared.emit(SetEvent::Starting { server: name.clone() });
+    }
     let started = Instant::now();
     let mut cancel = shared.cancel.subscribe();
+    let mut superseded = slot.epoch.subscribe();
     let outcome = tokio::select! {
-        outcome = tokio::time::timeout(slot.config.startup_timeout, connect(shared, slot)) => Some(outcome),
-        _ = cancel.wait_for(|c| *c) => None,
+        outcome = tokio::time::timeout(config.startup_timeout, connect(shared, slot, &config)) => Ok(outcome),
+        _ = cancel.wait_for(|c| *c) => Err(StartEnd::Cancelled),
+        _ = superseded.wait_for(|e| *e != epoch) => Err(StartEnd::Superseded),
     };
     let elapsed = started.elapsed();
-    match outcome {
-        None => {
-            let mut s = slot.lock();
-            s.state = ServerState::Cancelled;
-            s.elapsed = elapsed;
-            s.error = Some("startup cancelled".to_owned());
-            drop(s);
-            shared.emit(SetEvent::Cancelled { server: name });
-            false
-        }
-        Some(Ok(Ok((conn, listing, listening)))) => {
+    let end = match outcome {
+        Err(end) => end,
+        Ok(Ok(Ok((conn, listing, listening)))) => {
             let version = conn.protocol_version();
             let tools = listing.tools.len();
-            install(shared, slot, conn, listing, listening, elapsed);
-            shared.emit(SetEvent::Ready { server: name, protocol_version: version, tools, elapsed });
-            true
+            if install(shared, slot, Some(epoch), None, conn, listing, listening, elapsed) {
+                shared.emit(SetEvent::Ready { server: name, protocol_version: version, tools, elapsed });
+                return StartEnd::Settled;
+            }
+            StartEnd::Superseded
         }
-        Some(outcome) => {
+        Ok(outcome) => {
             let reason = match outcome {
                 Ok(Err(reason)) => reason,
-                _ => format!("did not start within {} ms", slot.config.startup_timeout.as_millis()),
+                _ => format!("did not start within {} ms", config.startup_timeout.as_millis()),
             };
             let mut s = slot.lock();
+            if *slot.epoch.borrow() != epoch {
+                return StartEnd::Superseded;
+            }
             s.state = ServerState::Failed;
             s.elapsed = elapsed;
             s.error = Some(reason.clone());
             drop(s);
-            shared.emit(SetEvent::Failed { server: name, required: slot.config.required, reason });
-            true
+            shared.emit(SetEvent::Failed { server: name, required: config.required, reason });
+            return StartEnd::Settled;
+        }
+    };
+    if end == StartEnd::Cancelled {
+        let mut s = slot.lock();
+        if *slot.epoch.borrow() == epoch {
+            s.state = ServerState::Cancelled;
+            s.elapsed = elapsed;
+            s.error = Some("startup cancelled".to_owned());
         }
     }
+    shared.emit(SetEvent::Cancelled { server: name });
+    end
 }
 
 /// Makes `conn` the slot's connection and watches it, and its listen stream when it has one:
 /// the stream ending while the connection lasts is the connection's end too (a 2026-07-28
 /// server over HTTP has no session whose end would otherwise tell), so the server is
 /// reconnected, listed and listened to again.
+///
+/// `epoch`: the slot's epoch when the start began; a start that a reload superseded since (or
+/// one of a retired slot, or after shutdown) installs nothing: its connection is closed and
+/// `false` returned. `config`: the configuration the connection was made from, when it
+/// replaces the slot's (a reload's restart). A connection the slot held before is retired:
+/// it finishes the calls in flight on it (and serves the leases on it) before it is closed.
+#[allow(clippy::too_many_arguments)]
 fn install(
     shared: &Arc<Shared>,
     slot: &Arc<Slot>,
+    epoch: Option<u64>,
+    config: Option<Arc<ServerConfig>>,
     conn: Conn,
     listing: Listing,
     listening: Option<Listening>,
     elapsed: Duration,
-) {
+) -> bool {
     let mut s = slot.lock();
-    if shared.shut_down.load(Ordering::Acquire) {
+    let superseded = epoch.is_some_and(|epoch| *slot.epoch.borrow() != epoch);
+    if shared.shut_down.load(Ordering::Acquire) || slot.is_retired() || superseded {
         drop(s);
         tokio::spawn(async move { conn.close().await });
-        return;
+        return false;
+    }
+    if let Some(config) = config {
+        *slot.config.write().expect("config lock") = config;
     }
     s.generation += 1;
     let generation = s.generation;
@@ -1478,7 +1833,9 @@ fn install(
             });
         }
     }
-    s.conn = Some(conn);
+    if let Some(old) = s.conn.replace(Held::new(conn)) {
+        tokio::spawn(lease::retire(old));
+    }
     let weak = Arc::downgrade(shared);
     let slot_ref = slot.clone();
     s.watcher = Some(
@@ -1515,6 +1872,12 @@ fn install(
         })
         .abort_handle(),
     );
+    let list_now = s.listing.pending;
+    drop(s);
+    if list_now {
+        schedule_refresh(shared, slot, Duration::ZERO);
+    }
+    true
 }
 
 /// The connection of generation `generation` ended: fail it, and restart the server.
@@ -1544,7 +1907,7 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
             old.close().await
         });
     }
-    let name = slot.config.name.clone();
+    let name = slot.name.clone();
     shared.emit(SetEvent::Disconnected { server: name.clone(), reason });
     if !shared.options.reconnect {
         shared.rebuild_catalog();
@@ -1561,38 +1924,48 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
 /// Tries to start the server again, up to `attempts` times with exponential backoff: after its
 /// connection ended, or after it failed at startup ([`SetOptions::startup_retries`]).
 async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
-    let name = slot.config.name.clone();
+    let name = slot.name.clone();
     let options = &shared.options;
     let mut delay = options.initial_backoff;
     let mut last = String::new();
+    // A reload that changes or removes the server ends these tries.
+    let epoch = *slot.epoch.borrow();
+    let superseded = || slot.is_retired() || *slot.epoch.borrow() != epoch;
     for attempt in 1..=attempts {
         shared.emit(SetEvent::Reconnecting { server: name.clone(), attempt, delay });
         tokio::time::sleep(delay).await;
-        if shared.shut_down.load(Ordering::Acquire) {
+        if shared.shut_down.load(Ordering::Acquire) || superseded() {
             return;
         }
         let started = Instant::now();
-        match tokio::time::timeout(slot.config.startup_timeout, connect(shared, slot)).await {
+        let config = slot.config();
+        match tokio::time::timeout(config.startup_timeout, connect(shared, slot, &config)).await {
             Ok(Ok((conn, listing, listening))) => {
-                install(shared, slot, conn, listing, listening, started.elapsed());
+                if !install(shared, slot, Some(epoch), None, conn, listing, listening, started.elapsed()) {
+                    return;
+                }
                 shared.rebuild_catalog();
+                shared.save_cache();
                 shared.emit(SetEvent::Reconnected { server: name.clone() });
                 shared.emit(SetEvent::CatalogChanged { server: name });
                 return;
             }
             Ok(Err(reason)) => last = reason,
-            Err(_) => last = format!("did not start within {} ms", slot.config.startup_timeout.as_millis()),
+            Err(_) => last = format!("did not start within {} ms", config.startup_timeout.as_millis()),
         }
         delay = (delay * 2).min(options.max_backoff);
     }
     let reason = format!("gave up restarting after {attempts} attempts: {last}");
     {
         let mut s = slot.lock();
+        if superseded() {
+            return;
+        }
         s.state = ServerState::Failed;
         s.error = Some(reason.clone());
     }
     shared.rebuild_catalog();
-    shared.emit(SetEvent::Failed { server: name.clone(), required: slot.config.required, reason });
+    shared.emit(SetEvent::Failed { server: name.clone(), required: slot.config().required, reason });
     shared.emit(SetEvent::CatalogChanged { server: name });
 }
 
@@ -1603,11 +1976,11 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 const LIST_CHANGED: [&str; 3] =
     ["notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"];
 
-fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>) -> ClientOptions {
+fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>, config: &ServerConfig) -> ClientOptions {
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let slot_weak = Arc::downgrade(slot);
-    let name = slot.config.name.clone();
-    let mut options = shared.options.client.clone().with_era(slot.config.era);
+    let name = slot.name.clone();
+    let mut options = shared.options.client.clone().with_era(config.era);
     if let Some(handler) = &shared.options.sampling {
         let (handler, name) = (handler.clone(), name.clone());
         options = options.with_sampling(move |params| handler.create_message(&name, params));
@@ -1626,14 +1999,15 @@ fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>) -> ClientOptions {
         let Some(shared) = weak.upgrade() else { return };
         if LIST_CHANGED.contains(&notification.method.as_str()) {
             if let Some(slot) = slot_weak.upgrade() {
-                schedule_refresh(&shared, &slot);
+                schedule_refresh(&shared, &slot, shared.options.refresh_debounce);
             }
         }
         shared.emit(SetEvent::Notification { server: name.clone(), notification });
     })
 }
 
-fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
+/// Re-lists the server after `delay` (list changes arriving meanwhile are folded in).
+fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>, delay: Duration) {
     if slot.refresh_scheduled.swap(true, Ordering::AcqRel) {
         return;
     }
@@ -1641,7 +2015,7 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
     let slot = slot.clone();
     let handle = tokio::spawn(async move {
         let shared = task_shared;
-        tokio::time::sleep(shared.options.refresh_debounce).await;
+        tokio::time::sleep(delay).await;
         slot.refresh_scheduled.store(false, Ordering::Release);
         let (conn, generation) = {
             let s = slot.lock();
@@ -1651,8 +2025,20 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
                 _ => return,
             }
         };
-        let timeout = slot.config.startup_timeout.max(Duration::from_secs(1));
-        let Ok(Ok(listing)) = tokio::time::timeout(timeout, list_all(&conn)).await else { return };
+        let timeout = slot.config().startup_timeout.max(Duration::from_secs(1));
+        let mut listing = match tokio::time::timeout(timeout, list_all(&conn)).await {
+            Ok(Ok(listing)) => listing,
+            outcome => {
+                let why = match outcome {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => format!("no answer within {} ms", timeout.as_millis()),
+                };
+                let message = format!("re-listing after a list change failed, the previous catalog stays: {why}");
+                shared.emit(SetEvent::Warning { server: Some(slot.name.clone()), message });
+                return;
+            }
+        };
+        cap_listing(&shared, &slot.name, &mut listing);
         {
             let mut s = slot.lock();
             if s.generation != generation {
@@ -1661,7 +2047,8 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
             s.listing = listing;
         }
         shared.rebuild_catalog();
-        shared.emit(SetEvent::CatalogChanged { server: slot.config.name.clone() });
+        shared.save_cache();
+        shared.emit(SetEvent::CatalogChanged { server: slot.name.clone() });
     });
     shared.track(handle.abort_handle());
 }
@@ -1670,9 +2057,12 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>) {
 /// the 2026-07-28 era the listen stream, acknowledged before the listing so that no change
 /// falls between the two; then list. A server that refuses the stream (-32601) is used without
 /// it: its catalog is then refreshed only when it reconnects.
-async fn connect(shared: &Arc<Shared>, slot: &Arc<Slot>) -> Result<(Conn, Listing, Option<Listening>), String> {
-    let config = &slot.config;
-    let options = client_options(shared, slot);
+async fn connect(
+    shared: &Arc<Shared>,
+    slot: &Arc<Slot>,
+    config: &ServerConfig,
+) -> Result<(Conn, Listing, Option<Listening>), String> {
+    let options = client_options(shared, slot, config);
     let conn = match &config.transport {
         TransportConfig::Stdio { command, args, env, env_vars, cwd, inherit_env } => {
             let mut child = ChildCommand::new(command).args(args).stderr(shared.options.stderr.clone());
@@ -1725,12 +2115,43 @@ async fn connect(shared: &Arc<Shared>, slot: &Arc<Slot>) -> Result<(Conn, Listin
         }
         Some(Err(_)) | None => None,
     };
+    if config.readiness == Readiness::Connected {
+        return Ok((conn, Listing { pending: true, ..Listing::default() }, listening));
+    }
     match list_all(&conn).await {
-        Ok(listing) => Ok((conn, listing, listening)),
+        Ok(mut listing) => {
+            cap_listing(shared, &slot.name, &mut listing);
+            Ok((conn, listing, listening))
+        }
         Err(e) => {
             conn.close().await;
             Err(e.to_string())
         }
+    }
+}
+
+/// Leaves out what `server` lists beyond [`SetOptions::max_items_per_server`] of each kind,
+/// with a warning.
+fn cap_listing(shared: &Shared, server: &str, listing: &mut Listing) {
+    let max = shared.options.max_items_per_server;
+    let mut over = Vec::new();
+    let mut cap = |kind: &str, len: usize| {
+        if len > max {
+            over.push(format!("{len} {kind}"));
+        }
+        len.min(max)
+    };
+    let tools = cap("tools", listing.tools.len());
+    let resources = cap("resources", listing.resources.len());
+    let templates = cap("resource templates", listing.templates.len());
+    let prompts = cap("prompts", listing.prompts.len());
+    listing.tools.truncate(tools);
+    listing.resources.truncate(resources);
+    listing.templates.truncate(templates);
+    listing.prompts.truncate(prompts);
+    if !over.is_empty() {
+        let message = format!("lists {}; only the first {max} of each are offered", over.join(", "));
+        shared.emit(SetEvent::Warning { server: Some(server.to_owned()), message });
     }
 }
 
@@ -1854,6 +2275,7 @@ mod tests {
             tools: 0,
             elapsed: Duration::ZERO,
             error: error.map(str::to_owned),
+            connections: 0,
         };
         let summary = StartupSummary {
             servers: vec![

@@ -77,6 +77,7 @@
 //!
 //! Not here: reconnecting, and the connection set over many servers.
 
+pub mod catalog;
 pub mod config;
 pub mod connection_set;
 mod era;
@@ -847,6 +848,9 @@ impl<T: Transport> Client<T> {
         // does not take it.
         let mode = if options.era == EraPolicy::Legacy { Mode::Handshake } else { Mode::Stateless };
         let peer = Peer::start(transport, Role::Client, mode, options.session_limits, handler);
+        // Dropping this future before the handshake settles (a cancelled start) closes the
+        // connection too: the peer's tasks would otherwise keep it (and a child) alive.
+        let guard = CloseOnDrop(Some(peer.clone()));
         let declared = options.declared_capabilities();
         let stateless =
             |init, version| (init, version, Some(PerRequestMeta::new(version, &options.client_info, &declared)));
@@ -886,6 +890,7 @@ impl<T: Transport> Client<T> {
             roots: roots.clone(),
             roots_handler: options.roots_handler.clone(),
         };
+        guard.disarm();
         match connected {
             Ok((init, version, session_meta)) => Ok(Client {
                 inner: Arc::new(Inner {
@@ -1976,6 +1981,27 @@ fn error_for(method: &str, e: RequestError) -> ClientError {
         RequestError::Closed { reason } => ClientError::Closed { method, reason },
         RequestError::Session(e) => ClientError::Session(e),
         RequestError::Transport(e) => ClientError::Transport(e),
+    }
+}
+
+/// Closes a connection whose handshake was abandoned (its future dropped); disarmed once the
+/// handshake settles.
+struct CloseOnDrop<T: Transport>(Option<Peer<T>>);
+
+impl<T: Transport> CloseOnDrop<T> {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<T: Transport> Drop for CloseOnDrop<T> {
+    fn drop(&mut self) {
+        let Some(peer) = self.0.take() else { return };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.close().await;
+            });
+        }
     }
 }
 

@@ -41,6 +41,15 @@ pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// Notification `_meta` key naming the `subscriptions/listen` stream it belongs to.
 pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// Whether `_meta` key `key` is reserved for MCP: its prefix's second label is
+/// `modelcontextprotocol` or `mcp` (`io.modelcontextprotocol/…`, `dev.mcp/…`; not
+/// `com.example.mcp/…`), per the
+/// [`_meta` rules](https://modelcontextprotocol.io/specification/2026-07-28/basic/index#meta).
+pub fn is_reserved_meta_key(key: &str) -> bool {
+    let Some((prefix, _)) = key.split_once('/') else { return false };
+    prefix.split('.').nth(1).is_some_and(|label| label == "modelcontextprotocol" || label == "mcp")
+}
+
 /// The HTTP header carrying the JSON-RPC method.
 pub const METHOD_HEADER: &str = "mcp-method";
 /// The HTTP header carrying `params.name` / `params.uri`.
@@ -584,6 +593,21 @@ fn top_level_keys(text: &str) -> Result<Vec<String>, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserved_meta_keys_are_those_whose_prefix_has_mcp_second() {
+        for reserved in [
+            "io.modelcontextprotocol/protocolVersion",
+            "dev.mcp/x",
+            "org.modelcontextprotocol.api/y",
+            "com.mcp.tools/z",
+        ] {
+            assert!(is_reserved_meta_key(reserved), "{reserved}");
+        }
+        for free in ["com.example.mcp/x", "progressToken", "mcp/x", "example.com/trace", "modelcontextprotocol.io/x"] {
+            assert!(!is_reserved_meta_key(free), "{free}");
+        }
+    }
     use serde_json::json;
 
     const V26: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];

@@ -224,3 +224,36 @@ fn the_era_is_read_from_toml_and_json_and_defaults_to_auto() {
         "mcp.toml: mcp_servers.a.era: expected a string"
     );
 }
+
+#[test]
+fn startup_is_eager_unless_lazy_and_a_typo_is_refused() {
+    let config = McpConfig::from_toml("[mcp_servers.a]\ncommand = \"x\"\nstartup = \"lazy\"\n", "mcp.toml").unwrap();
+    assert_eq!(config.servers["a"].startup, Startup::Lazy);
+    let config = McpConfig::from_json(r#"{"mcpServers": {"b": {"command": "x"}}}"#, "c.json", &no_env).unwrap();
+    assert_eq!(config.servers["b"].startup, Startup::Eager);
+    assert_eq!(
+        toml_err("[mcp_servers.a]\ncommand = \"x\"\nstartup = \"later\"\n"),
+        "mcp.toml: mcp_servers.a.startup: unknown startup \"later\" (expected eager or lazy)"
+    );
+}
+
+#[test]
+fn a_scoped_server_is_keyed_by_scope_and_name() {
+    let config = McpConfig::from_toml("[mcp_servers.git]\ncommand = \"x\"\nscope = \"work\"\n", "mcp.toml").unwrap();
+    assert_eq!(config.servers.keys().collect::<Vec<_>>(), ["work/git"]);
+    assert_eq!(config.servers["work/git"].name, "git");
+    let plain = McpConfig::from_toml("[mcp_servers.git]\ncommand = \"x\"\n", "mcp.toml").unwrap();
+    assert_eq!(plain.in_scope("home").servers.keys().collect::<Vec<_>>(), ["home/git"]);
+    assert_eq!(
+        toml_err("[mcp_servers.git]\ncommand = \"x\"\nscope = \"a/b\"\n"),
+        "mcp.toml: mcp_servers.git.scope: expected a non-empty scope without '/'"
+    );
+}
+
+#[test]
+fn readiness_is_listed_unless_connected() {
+    let config = McpConfig::from_toml("[mcp_servers.a]\ncommand = \"x\"\nready = \"connected\"\n", "mcp.toml").unwrap();
+    assert_eq!(config.servers["a"].readiness, Readiness::Connected);
+    assert_eq!(ServerConfig::stdio("b", "x", ["y"]).readiness, Readiness::Listed);
+    assert!(toml_err("[mcp_servers.a]\ncommand = \"x\"\nready = \"soon\"\n").contains("expected listed or connected"));
+}

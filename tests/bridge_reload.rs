@@ -1,0 +1,173 @@
+//! `mcp-bridge serve --config FILE` reloads FILE on SIGHUP and when it changes: an unchanged upstream keeps its
+//! process, a removed one is stopped, an added one started, and downstream sessions are told
+//! with `notifications/tools/list_changed`. Upstreams: server-everything and the Python SDK's
+//! time and git servers, over stdio.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `mcp-bridge serve`, stopped (SIGTERM, then waited for) when dropped.
+struct Bridge {
+    child: Child,
+    url: String,
+}
+
+impl Bridge {
+    fn start(config: &Path) -> Bridge {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+            .args(["serve", "--listen", "http://127.0.0.1:0/mcp", "--config"])
+            .arg(config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("mcp-bridge runs");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("a banner line").unwrap();
+        let url = first.strip_prefix("mcp-bridge: serving MCP on ").unwrap_or_else(|| panic!("{first}")).to_owned();
+        std::thread::spawn(move || lines.for_each(drop));
+        Bridge { child, url }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill").args([&format!("-{name}"), &self.child.id().to_string()]).status();
+        assert!(status.unwrap().success());
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        self.signal("TERM");
+        let _ = self.child.wait();
+    }
+}
+
+/// The processes whose parent is `pid`, with their command lines.
+fn children(pid: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else { continue };
+        let ppid: u32 = rest.split(' ').nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+        if ppid == pid && !rest.starts_with('Z') {
+            let cmdline = std::fs::read_to_string(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            found.push((child, cmdline.replace('\0', " ")));
+        }
+    }
+    found
+}
+
+fn child_running(bridge: &Bridge, command_part: &str) -> Option<u32> {
+    children(bridge.child.id()).into_iter().find(|(_, cmd)| cmd.contains(command_part)).map(|(pid, _)| pid)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-reload-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn everything() -> String {
+    format!(
+        "[mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\n",
+        support::peer("MCP_NODE"),
+        support::peer("MCP_EVERYTHING_JS")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_config_keeping_unchanged_upstreams_and_tells_downstream() {
+    let dir = scratch("hup");
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    assert!(Command::new("git").args(["init", "-q"]).current_dir(&repo).status().unwrap().success());
+    let config = dir.join("config.toml");
+    let time = format!("[mcp_servers.time]\ncommand = {:?}\n", support::peer("MCP_SERVER_TIME"));
+    std::fs::write(&config, format!("# the upstreams\n{}\n{time}", everything())).unwrap();
+    let bridge = Bridge::start(&config);
+    let everything_pid = child_running(&bridge, "server-everything").expect("everything runs");
+    child_running(&bridge, "mcp-server-time").expect("time runs");
+
+    let (tx, mut notifications) = tokio::sync::mpsc::unbounded_channel();
+    let client = {
+        use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+        let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url)).unwrap();
+        let options = mcpwire::client::ClientOptions::default()
+            .with_era(mcpwire::client::EraPolicy::Legacy)
+            .with_handler(move |n: mcpwire::proto::jsonrpc::Notification| {
+                let _ = tx.send(n.method);
+            });
+        mcpwire::client::Client::connect(transport, options).await.unwrap()
+    };
+    let names = |tools: Vec<mcpwire::proto::mcp_types::Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    let before = names(client.list_tools().await.unwrap());
+    assert!(before.contains(&"mcp__time__get_current_time".to_owned()), "{before:?}");
+
+    let git = format!(
+        "[mcp_servers.git]\ncommand = {:?}\nargs = [\"--repository\", {:?}]\n",
+        support::peer("MCP_SERVER_GIT"),
+        repo.display().to_string()
+    );
+    std::fs::write(&config, format!("# the upstreams\n{}\n{git}", everything())).unwrap();
+    bridge.signal("HUP");
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while notifications.recv().await.expect("the session stays up") != "notifications/tools/list_changed" {}
+    })
+    .await
+    .expect("the downstream session is told within 30 s");
+
+    let after = names(client.list_tools().await.unwrap());
+    assert!(after.contains(&"mcp__git__git_status".to_owned()), "{after:?}");
+    assert!(!after.iter().any(|t| t.starts_with("mcp__time__")), "{after:?}");
+    assert_eq!(
+        child_running(&bridge, "server-everything"),
+        Some(everything_pid),
+        "the unchanged upstream kept its process"
+    );
+    assert_eq!(child_running(&bridge, "mcp-server-time"), None, "the removed upstream was stopped");
+    let status = client.call_tool("mcp__git__git_status", serde_json::json!({"repo_path": repo}).as_object().cloned());
+    let status = status.await.unwrap();
+    assert_ne!(status.is_error, Some(true), "{status:?}");
+    let echo = client.call_tool("mcp__everything__echo", serde_json::json!({"message": "kept"}).as_object().cloned());
+    assert_eq!(serde_json::to_value(&echo.await.unwrap().content).unwrap()[0]["text"], "Echo: kept");
+    let _ = client.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_of_the_config_file_is_reloaded_without_a_signal() {
+    let dir = scratch("watch");
+    let config = dir.join("config.toml");
+    std::fs::write(&config, everything()).unwrap();
+    let bridge = Bridge::start(&config);
+    let everything_pid = child_running(&bridge, "server-everything").expect("everything runs");
+    let (tx, mut notifications) = tokio::sync::mpsc::unbounded_channel();
+    let client = {
+        use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+        let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url)).unwrap();
+        let options = mcpwire::client::ClientOptions::default()
+            .with_era(mcpwire::client::EraPolicy::Legacy)
+            .with_handler(move |n: mcpwire::proto::jsonrpc::Notification| {
+                let _ = tx.send(n.method);
+            });
+        mcpwire::client::Client::connect(transport, options).await.unwrap()
+    };
+    let time = format!("[mcp_servers.time]\ncommand = {:?}\n", support::peer("MCP_SERVER_TIME"));
+    std::fs::write(&config, format!("{}\n{time}", everything())).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while notifications.recv().await.expect("the session stays up") != "notifications/tools/list_changed" {}
+    })
+    .await
+    .expect("the change is picked up and told within 30 s");
+    let tools: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert!(tools.contains(&"mcp__time__get_current_time".to_owned()), "{tools:?}");
+    assert_eq!(child_running(&bridge, "server-everything"), Some(everything_pid));
+    let _ = client.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
