@@ -617,7 +617,15 @@ impl Session {
         if self.is_closed() {
             return Err(TransportError::Closed);
         }
-        let data = super::buffers::BODIES.encode(&message);
+        let mut data = super::buffers::BODIES.encode(&message);
+        let max_frame = self.shared.upgrade().map_or(usize::MAX, |s| s.config.limits.max_frame_bytes);
+        let message = match crate::transport::oversized_answer(&message, data.len(), max_frame) {
+            Some(answer) => {
+                data = super::buffers::BODIES.encode(&answer);
+                answer
+            }
+            None => message,
+        };
         if let Message::Response(response) = &message {
             let is_init = self.initialize_id.lock().expect("session lock").as_ref() == Some(&response.id);
             if is_init {
