@@ -104,14 +104,14 @@ async fn socket_case(bytes: usize, cap: Option<usize>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn socket_16_mib_result_under_a_raised_cap_arrives_whole() {
-    let baseline = Baseline::take();
+    let baseline = Baseline::take().await;
     socket_case(16 * MIB, Some(32 * MIB)).await;
     baseline.assert_nothing_left(Duration::from_secs(30)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn socket_16_mib_result_over_the_default_cap_fails_that_call_only() {
-    let baseline = Baseline::take();
+    let baseline = Baseline::take().await;
     socket_case(16 * MIB, None).await;
     baseline.assert_nothing_left(Duration::from_secs(30)).await;
 }
@@ -119,7 +119,7 @@ async fn socket_16_mib_result_over_the_default_cap_fails_that_call_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "100 MiB: run by .ci/run (cargo test --release --test large_messages -- --ignored)"]
 async fn socket_100_mib_result_under_and_over_the_cap() {
-    let baseline = Baseline::take();
+    let baseline = Baseline::take().await;
     socket_case(100 * MIB, Some(128 * MIB)).await;
     socket_case(100 * MIB, None).await;
     baseline.assert_nothing_left(Duration::from_secs(30)).await;
@@ -160,7 +160,7 @@ async fn http_case(bytes: usize, cap: Option<usize>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_16_mib_result_under_and_over_the_cap() {
-    let baseline = Baseline::take();
+    let baseline = Baseline::take().await;
     http_case(16 * MIB, Some(32 * MIB)).await;
     http_case(16 * MIB, None).await;
     baseline.assert_nothing_left(Duration::from_secs(30)).await;
@@ -169,7 +169,7 @@ async fn http_16_mib_result_under_and_over_the_cap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "100 MiB: run by .ci/run (cargo test --release --test large_messages -- --ignored)"]
 async fn http_100_mib_result_under_and_over_the_cap() {
-    let baseline = Baseline::take();
+    let baseline = Baseline::take().await;
     http_case(100 * MIB, Some(128 * MIB)).await;
     http_case(100 * MIB, None).await;
     baseline.assert_nothing_left(Duration::from_secs(30)).await;

@@ -198,7 +198,7 @@ fn report(transport: &str, load: Load, outcome: &Outcome, server: Option<(u64, u
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "load: run by .ci/run (cargo test --release --test load -- --ignored --test-threads=1)"]
 async fn stdio_child() {
-    let baseline = Baseline::take();
+    let baseline = Baseline::take().await;
     let server = examples::example_path("echo_server");
     for load in LOADS {
         reliability::reset_peak_rss();
@@ -216,7 +216,7 @@ async fn stdio_child() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "load: run by .ci/run (cargo test --release --test load -- --ignored --test-threads=1)"]
 async fn in_process() {
-    let baseline = Baseline::take();
+    let baseline = Baseline::take().await;
     for load in LOADS {
         reliability::reset_peak_rss();
         let tally = Tally::new(load.calls);
@@ -234,7 +234,7 @@ async fn in_process() {
 /// Runs every load against an [`HttpServer`] in this process, the client made by `transport`
 /// for its URLs (`/mcp` and the legacy `/sse`) and speaking `era`.
 async fn over_http(name: &str, era: EraPolicy, transport: impl Fn(&HttpServer) -> HttpClientTransport) {
-    let baseline = Baseline::take();
+    let baseline = Baseline::take().await;
     for load in LOADS {
         reliability::reset_peak_rss();
         let tally = Tally::new(load.calls);
@@ -314,7 +314,7 @@ impl Drop for Bridge {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "load: run by .ci/run (cargo test --release --test load -- --ignored --test-threads=1)"]
 async fn through_mcp_bridge_serve() {
-    let baseline = Baseline::take();
+    let baseline = Baseline::take().await;
     for load in LOADS {
         reliability::reset_peak_rss();
         let bridge = Bridge::start();

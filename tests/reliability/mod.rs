@@ -8,9 +8,23 @@
 
 use std::time::{Duration, Instant};
 
-/// Open file descriptors of this process.
+/// What the open file descriptors of this process point at (`socket:[inode]`, `pipe:[…]`, a
+/// path), each once: a description shared by several fds (tokio runtimes each dup the
+/// process-wide signal socket) counts once. `anon_inode` ones (a runtime's epoll and
+/// eventfd; each test of a binary has its runtime before it waits for its turn) are left out.
+pub fn open_files() -> std::collections::BTreeSet<String> {
+    std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| !p.starts_with("anon_inode:") && !p.starts_with("/proc/"))
+        .collect()
+}
+
+/// How many files [`open_files`] counts.
 pub fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count()
+    open_files().len()
 }
 
 /// Processes whose parent is this process, with their state letter (`Z`: a zombie).
@@ -45,38 +59,39 @@ pub fn reset_peak_rss() {
     std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM through /proc/self/clear_refs");
 }
 
-/// What the process holds at the start of a test, to compare with at its end.
+/// Taken by each [`Baseline`] for the test's whole run: the tests of one binary that count
+/// what the process holds run one at a time, so that one's sockets are not another's leak.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// What the process holds at the start of a test, to compare with at its end. Holding one
+/// keeps the other tests that take one waiting.
 pub struct Baseline {
-    fds: usize,
+    files: std::collections::BTreeSet<String>,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 impl Baseline {
-    pub fn take() -> Baseline {
-        Baseline { fds: open_fds() }
+    pub async fn take() -> Baseline {
+        let turn = ONE_AT_A_TIME.lock().await;
+        Baseline { files: open_files(), _turn: turn }
     }
 
     /// Waits (at most `within`, polling) until no child process or zombie of ours is left and
     /// no more fds are open than at the start; fails naming what is left. The wait is bounded
     /// and generous: sockets and child reapers close on other tasks.
     ///
-    /// Tests in one binary share the process: run them with `--test-threads=1` for this to
-    /// mean "this test left nothing" (`.ci/run` does); in parallel it still catches a leak
-    /// that outlives every test.
+    /// Tests of one binary share the process: those that take a [`Baseline`] run one at a
+    /// time; a file whose other tests open sockets must take one in those too.
     pub async fn assert_nothing_left(&self, within: Duration) {
         let started = Instant::now();
         loop {
-            let (fds, kids) = (open_fds(), children());
-            if fds <= self.fds && kids.is_empty() {
+            let left: Vec<String> = open_files().difference(&self.files).cloned().collect();
+            let kids = children();
+            if left.is_empty() && kids.is_empty() {
                 return;
             }
             if started.elapsed() > within {
-                let listing: Vec<String> = std::fs::read_dir("/proc/self/fd")
-                    .unwrap()
-                    .flatten()
-                    .filter_map(|e| std::fs::read_link(e.path()).ok())
-                    .map(|p| p.display().to_string())
-                    .collect();
-                panic!("left behind: {fds} fds open (had {}), children {kids:?}; fds: {listing:?}", self.fds);
+                panic!("left behind: files {left:?}, child processes (pid, state) {kids:?}");
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
