@@ -447,14 +447,29 @@ impl<T: Transport> Peer<T> {
             self.shared.timer.notify_one();
         }
         let guard = CancelOnDrop { peer: self, id: Some(id) };
-        if let Err(e) = self.send_all_related(messages, related).await {
-            let mut guard = guard;
-            if let Some(id) = guard.id.take() {
-                self.lock().waiters.remove(&id);
-            }
-            return Err(RequestError::Transport(e));
+        let mut outcome = outcome;
+        // The send may wait (a peer that stops reading fills the pipe and our queue); the
+        // request's timeout runs meanwhile, and ends the wait: dropping the send is cancel
+        // safe, the message is queued whole or not at all.
+        let sending = self.send_all_related(messages, related);
+        let early = tokio::select! {
+            sent = sending => match sent {
+                Ok(()) => None,
+                Err(e) => {
+                    let mut guard = guard;
+                    if let Some(id) = guard.id.take() {
+                        self.lock().waiters.remove(&id);
+                    }
+                    return Err(RequestError::Transport(e));
+                }
+            },
+            ended = &mut outcome => Some(ended),
+        };
+        let result = match early {
+            Some(ended) => ended,
+            None => outcome.await,
         }
-        let result = outcome.await.unwrap_or(Err(RequestError::Closed { reason: None }));
+        .unwrap_or(Err(RequestError::Closed { reason: None }));
         let mut guard = guard;
         guard.id = None;
         result
@@ -758,7 +773,9 @@ impl<T: Transport> Peer<T> {
                                 (core.drain(), events)
                             };
                             self.dispatch(events);
-                            let _ = self.send_all(out).await;
+                            // Not awaited here: a peer that stops reading would hold the
+                            // timer, and with it every later request's timeout.
+                            self.send_detached(out);
                         }
                     }
                 }
