@@ -525,11 +525,19 @@ impl Transport for StdioTransport {
     }
 
     async fn close(&self) -> Result<(), TransportError> {
-        let (done, flushed) = oneshot::channel();
-        let flush = match self.writer.send(WriterCommand::Close(done)).await {
-            Ok(()) => flushed.await.unwrap_or(Ok(())).map_err(TransportError::Io),
-            // Already closed, or the peer is gone: nothing left to flush.
-            Err(_) => Ok(()),
+        let flush = async {
+            let (done, flushed) = oneshot::channel();
+            match self.writer.send(WriterCommand::Close(done)).await {
+                Ok(()) => flushed.await.unwrap_or(Ok(())).map_err(TransportError::Io),
+                // Already closed, or the peer is gone: nothing left to flush.
+                Err(_) => Ok(()),
+            }
+        };
+        let flush = match &self.child {
+            // A child that stops reading its stdin would hold the flush forever: it gets the
+            // grace period, then is stopped all the same (and the writer's pipe breaks).
+            Some(child) => tokio::time::timeout(child.grace, flush).await.unwrap_or(Err(TransportError::Timeout)),
+            None => flush.await,
         };
         if let Some(child) = &self.child {
             child.stop().await;
