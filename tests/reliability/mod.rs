@@ -99,10 +99,10 @@ impl Baseline {
 }
 
 /// Polls `done` every 10 ms until it holds, failing after `within` with `what`.
-pub fn wait_until(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
+pub async fn wait_until(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
         assert!(started.elapsed() < within, "not within {within:?}: {what}");
-        std::thread::sleep(Duration::from_millis(10));
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
