@@ -256,9 +256,8 @@ async fn a_client_vanishing_mid_stream_frees_its_handler_and_its_session() {
     }
 
     // A session: the client opens its call's SSE stream and vanishes; the session lives on
-    // (its answer could be resumed) until it is idle past its timeout, then it is freed. The
-    // handler is not cancelled by that: the server lets work in flight finish when its input
-    // ends (a handler that never returns keeps its task; RELIABILITY.md).
+    // (its answer could be resumed) until it is idle past its timeout; then it is freed and
+    // what still runs for it is cancelled (nobody could receive the answer).
     let id = raw_session(addr, "2025-11-25").await;
     assert_eq!(server.session_count(), 1);
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "wait", "arguments": {}}});
@@ -268,6 +267,7 @@ async fn a_client_vanishing_mid_stream_frees_its_handler_and_its_session() {
     assert_eq!(r.status, 200);
     wait_for_count("the session's handler ran", || running.load(Ordering::SeqCst), 1).await;
     wait_for_count("the idle session is ended", || server.session_count(), 0).await;
+    wait_for_count("the ended session's handler is dropped", || running.load(Ordering::SeqCst), 0).await;
     let r = raw(addr, "POST", "/mcp", &session, &call.to_string(), SHORT).await;
     assert_eq!(r.status, 404, "the session is gone");
     server.shutdown().await;

@@ -224,6 +224,15 @@ pub trait Transport: Send + Sync + 'static {
         false
     }
 
+    /// Whether messages can still reach the peer after [`recv`](Transport::recv) has returned
+    /// `None`: yes by default (stdio: our stdout stays open after the peer's input ends, so a
+    /// server answers the calls in flight); no for an HTTP server session, whose input ends
+    /// only when the session does (DELETE, idle expiry, shutdown), after which its id is
+    /// answered 404. A server cancels what still runs when the answer cannot arrive.
+    fn outlives_its_input(&self) -> bool {
+        true
+    }
+
     /// The `Mcp-Param-*` headers (names in lowercase, in the order received, duplicates kept)
     /// of the HTTP request that carried the peer's request `request`, for a transport that has
     /// headers (Streamable HTTP, 2026-07-28); `None` for the others.

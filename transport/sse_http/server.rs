@@ -845,6 +845,11 @@ impl Transport for ServerTransport {
         self.session.is_stateless()
     }
 
+    /// No: the input ends with the session, and an ended session's streams are gone.
+    fn outlives_its_input(&self) -> bool {
+        false
+    }
+
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         self.session.route(message, None).await
     }
