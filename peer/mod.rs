@@ -452,8 +452,9 @@ impl<T: Transport> Peer<T> {
         // request's timeout runs meanwhile, and ends the wait: dropping the send is cancel
         // safe, the message is queued whole or not at all.
         let sending = self.send_all_related(messages, related);
+        tokio::pin!(sending);
         let early = tokio::select! {
-            sent = sending => match sent {
+            sent = &mut sending => match sent {
                 Ok(()) => None,
                 Err(e) => {
                     let mut guard = guard;
@@ -466,6 +467,12 @@ impl<T: Transport> Peer<T> {
             ended = &mut outcome => Some(ended),
         };
         let result = match early {
+            // Answered while messages queued behind the request were still being sent (the
+            // core's other work, e.g. a cancellation): those still go.
+            Some(Ok(Ok(body))) => {
+                let _ = sending.await;
+                Ok(Ok(body))
+            }
             Some(ended) => ended,
             None => outcome.await,
         }
