@@ -7,7 +7,7 @@
 //!
 //! The 100 MiB cases hold several copies of the result at once (about 1 GiB in a debug build)
 //! and are `#[ignore]`d from the default run; `.ci/run` runs them with the load tests
-//! (`cargo test --release --test large_messages -- --ignored`).
+//! (`cargo test --test large_messages -- --ignored`).
 
 mod reliability;
 
@@ -117,7 +117,7 @@ async fn socket_16_mib_result_over_the_default_cap_fails_that_call_only() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "100 MiB: run by .ci/run (cargo test --release --test large_messages -- --ignored)"]
+#[ignore = "100 MiB: run by .ci/run (cargo test --test large_messages -- --ignored)"]
 async fn socket_100_mib_result_under_and_over_the_cap() {
     let baseline = Baseline::take().await;
     socket_case(100 * MIB, Some(128 * MIB)).await;
@@ -167,7 +167,7 @@ async fn http_16_mib_result_under_and_over_the_cap() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "100 MiB: run by .ci/run (cargo test --release --test large_messages -- --ignored)"]
+#[ignore = "100 MiB: run by .ci/run (cargo test --test large_messages -- --ignored)"]
 async fn http_100_mib_result_under_and_over_the_cap() {
     let baseline = Baseline::take().await;
     http_case(100 * MIB, Some(128 * MIB)).await;
