@@ -8,6 +8,9 @@
 //!   and server.
 //! - `server` (feature `server`): a builder of tools and the dispatch that serves them over
 //!   any transport (`serve`, `serve_stdio`).
+//! - `auth` (feature `transport`; verifiers with `http`): the resource server's half of OAuth
+//!   2.1: token verifiers (static, JWT with JWKS, introspection), the principal handlers see,
+//!   protected resource metadata and challenges.
 //! - `client` (feature `client`): an MCP client over any transport, one connection per server;
 //!   the `mcp-bridge` binary is built on it.
 //! - `metrics` (feature `server`): counters, gauges and histograms rendered in the Prometheus
@@ -26,6 +29,9 @@ pub mod transport;
 
 #[cfg(feature = "transport")]
 pub mod peer;
+
+#[cfg(feature = "transport")]
+pub mod auth;
 
 #[cfg(feature = "client")]
 pub mod client;

@@ -580,38 +580,47 @@ pub(crate) struct Forwarding(pub(crate) Arc<Gateway>);
 impl Forwarder for Forwarding {
     fn forward(&self, request: Forwarded) -> ForwardFuture {
         let gateway = self.0.clone();
-        Box::pin(async move {
-            let Forwarded { method, params, context, .. } = request;
-            match method {
-                "tools/list" => {
-                    let tools = gateway.view().tools.clone();
-                    Ok(Body::typed(ListToolsResult { tools, ..ListToolsResult::default() }))
-                }
-                "tools/call" => gateway.call_tool(params, context).await,
-                "prompts/list" => Ok(Body::typed(ListPromptsResult {
-                    prompts: gateway.view().prompts.clone(),
-                    next_cursor: None,
-                    meta: None,
-                    extra: Default::default(),
-                })),
-                "prompts/get" => gateway.get_prompt(params, context).await,
-                "resources/list" => Ok(Body::typed(ListResourcesResult {
-                    resources: gateway.view().resources.clone(),
-                    next_cursor: None,
-                    meta: None,
-                    extra: Default::default(),
-                })),
-                "resources/templates/list" => Ok(Body::typed(ListResourceTemplatesResult {
-                    resource_templates: gateway.view().templates.clone(),
-                    next_cursor: None,
-                    meta: None,
-                    extra: Default::default(),
-                })),
-                "resources/read" => gateway.read_resource(params, context).await,
-                "completion/complete" => gateway.complete(params, context).await,
-                _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+        let Forwarded { method, params, context, .. } = request;
+        // Each method's future is boxed on its own: one future holding every method's states
+        // would be as large as the largest, and be moved whole into its box on every call.
+        match method {
+            "tools/call" => Box::pin(async move { gateway.call_tool(params, context).await }),
+            "prompts/get" => Box::pin(async move { gateway.get_prompt(params, context).await }),
+            "resources/read" => Box::pin(async move { gateway.read_resource(params, context).await }),
+            "completion/complete" => Box::pin(async move { gateway.complete(params, context).await }),
+            listing => Box::pin(std::future::ready(gateway.listing(listing))),
+        }
+    }
+}
+
+impl Gateway {
+    /// The answer to one of the list methods, from the current view.
+    fn listing(&self, method: &str) -> Result<Body, ErrorObject> {
+        let view = self.view();
+        match method {
+            "tools/list" => {
+                Ok(Body::typed(ListToolsResult { tools: view.tools.clone(), ..ListToolsResult::default() }))
             }
-        })
+            "prompts/list" => Ok(Body::typed(ListPromptsResult {
+                prompts: view.prompts.clone(),
+                next_cursor: None,
+                meta: None,
+                extra: Default::default(),
+            })),
+            "resources/list" => Ok(Body::typed(ListResourcesResult {
+                resources: view.resources.clone(),
+                next_cursor: None,
+                meta: None,
+                extra: Default::default(),
+            })),
+            "resources/templates/list" => Ok(Body::typed(ListResourceTemplatesResult {
+                resource_templates: view.templates.clone(),
+                next_cursor: None,
+                meta: None,
+                extra: Default::default(),
+            })),
+            _ => Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")),
+        }
     }
 }
 

@@ -40,7 +40,7 @@ enum Command {
     ///
     /// With no upstream given, serves the bundled examples (an echo server and an agent) in
     /// process on http://127.0.0.1:8000/mcp.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// List a server's tools (or every configured server's, under qualified names).
     Tools {
         /// The one server of --config to list (default: every server, under qualified names).
@@ -120,7 +120,7 @@ pub enum PrefixMode {
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Where to serve: `stdio`, or an http(s) URL whose host, port and path are bound
-    /// (loopback by default; another address needs --auth-token-env).
+    /// (loopback by default; another address needs --auth-token-env or --auth-issuer).
     #[arg(long, value_name = "stdio|URL", default_value = serve::DEFAULT_LISTEN)]
     pub listen: String,
     /// Upstreams: every server of FILE (.toml codex, .json Claude / VS Code).
@@ -134,8 +134,35 @@ pub struct ServeArgs {
     #[arg(long, value_enum)]
     pub prefix: Option<PrefixMode>,
     /// The variable holding the bearer token every downstream request must carry.
-    #[arg(long, value_name = "VAR")]
+    #[arg(long, value_name = "VAR", conflicts_with = "auth_issuer")]
     pub auth_token_env: Option<String>,
+    /// Protect the HTTP listener with OAuth 2.1: access tokens issued by this authorization
+    /// server (its issuer URL), checked with --auth-jwks or --auth-introspect.
+    #[arg(long, value_name = "URL", requires = "auth_verify")]
+    pub auth_issuer: Option<String>,
+    /// The resource URI tokens must name as audience (default: the URL served, e.g.
+    /// http://127.0.0.1:8931/mcp; set it to the public URL behind a proxy).
+    #[arg(long, value_name = "URI", requires = "auth_issuer")]
+    pub auth_audience: Option<String>,
+    /// Verify JWT access tokens with the keys of this JWKS URL.
+    #[arg(long, value_name = "URL", group = "auth_verify", requires = "auth_issuer")]
+    pub auth_jwks: Option<String>,
+    /// Verify tokens by RFC 7662 introspection at this URL, authenticated with the client id
+    /// and secret in the variables of --auth-client-id-env and --auth-client-secret-env.
+    #[arg(long, value_name = "URL", group = "auth_verify", requires = "auth_issuer")]
+    pub auth_introspect: Option<String>,
+    /// The variable holding the introspection client id.
+    #[arg(long, value_name = "VAR", default_value = "MCP_BRIDGE_INTROSPECT_CLIENT_ID")]
+    pub auth_client_id_env: String,
+    /// The variable holding the introspection client secret.
+    #[arg(long, value_name = "VAR", default_value = "MCP_BRIDGE_INTROSPECT_CLIENT_SECRET")]
+    pub auth_client_secret_env: String,
+    /// A scope every downstream request needs (repeatable).
+    #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
+    pub auth_scope: Vec<String>,
+    /// A scope calls of one tool need, as TOOL=SCOPE with the tool's downstream name (repeatable).
+    #[arg(long, value_name = "TOOL=SCOPE", requires = "auth_issuer")]
+    pub auth_tool_scope: Vec<String>,
     /// TLS certificate chain (PEM) for an https --listen.
     #[arg(long, value_name = "PEM", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -199,7 +226,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => {
             init_logs("info");
-            serve::main(args)
+            serve::main(*args)
         }
         command => {
             init_logs("warn");

@@ -5,9 +5,16 @@
 //! every upstream child is stopped with its process group.
 //!
 //! Security defaults: loopback binds; a non-loopback `--listen` refuses to start without
-//! `--auth-token-env`; Origin and Host checked as the HTTP server does (Host only on a
-//! loopback listen: on a network, clients name the host as they reach it); downstream credentials
-//! never go upstream (the upstreams' own come from the config); no secret in any log line.
+//! `--auth-token-env` or `--auth-issuer`; Origin and Host checked as the HTTP server does (Host
+//! only on a loopback listen: on a network, clients name the host as they reach it);
+//! downstream credentials never go upstream (the upstreams' own come from the config); no
+//! secret in any log line.
+//!
+//! OAuth (`--auth-issuer` with `--auth-jwks` or `--auth-introspect`): the listener becomes a
+//! protected resource (see [`mcpwire::auth`]): tokens of that issuer for `--auth-audience`
+//! (default: the URL served), `--auth-scope` for every request, `--auth-tool-scope` per tool,
+//! the metadata at the endpoint's well-known path. The downstream token is verified and
+//! dropped there; upstream requests carry only the upstream's own credentials.
 //!
 //! Not here: the names and the routing (gateway.rs), the embedded servers (embedded.rs).
 
@@ -15,6 +22,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use mcpwire::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
 use mcpwire::client::config::{McpConfig, ServerConfig};
 use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
 use mcpwire::client::{ClientOptions, ServerNotification};
@@ -149,12 +157,17 @@ pub fn main(args: ServeArgs) -> ExitCode {
 async fn run(args: ServeArgs) -> Result<(), String> {
     let listen = parse_listen(&args.listen)?;
     if let Listen::Http { addr, .. } = &listen {
-        if !addr.ip().is_loopback() && args.auth_token_env.is_none() {
+        if !addr.ip().is_loopback() && args.auth_token_env.is_none() && args.auth_issuer.is_none() {
             return Err(format!(
                 "refusing to listen on {addr}, which is not a loopback address, without --auth-token-env VAR \
-                 (a bearer token every downstream request must carry)"
+                 (a bearer token every downstream request must carry) or --auth-issuer URL (OAuth)"
             ));
         }
+    }
+    if matches!(listen, Listen::Http { .. }) {
+        // The --auth-* options are checked before any upstream starts (building the verifier
+        // does no IO); the real one is built once the listener's address is known.
+        protected_resource(&args, "http://127.0.0.1/mcp")?;
     }
     let token = match (&args.auth_token_env, &listen) {
         (Some(var), Listen::Http { .. }) => match std::env::var(var) {
@@ -234,7 +247,30 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             }
         }
         Listen::Http { addr, path, tls } => {
-            let mut http = HttpServerConfig::default().bind(addr).path(path).bearer_token(token);
+            let listener = match tokio::net::TcpListener::bind(addr).await {
+                Ok(listener) => listener,
+                Err(e) => {
+                    set.shutdown().await;
+                    return Err(format!("cannot listen on {addr}: {e}"));
+                }
+            };
+            let served_url = format!(
+                "{}://{}{path}",
+                if tls { "https" } else { "http" },
+                listener.local_addr().map_err(|e| e.to_string())?
+            );
+            let mut http = HttpServerConfig::default().path(path).bearer_token(token);
+            match protected_resource(&args, &served_url) {
+                Ok(Some(resource)) => {
+                    tracing::info!(issuer = ?args.auth_issuer, audience = %resource.resource(), "OAuth protection");
+                    http = http.protected_resource(resource);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    set.shutdown().await;
+                    return Err(e);
+                }
+            }
             http = health_routes(http, &gateway);
             if !args.allow_origin.is_empty() {
                 http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
@@ -242,7 +278,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             if !addr.ip().is_loopback() {
                 // On a network the clients name the host as they reach it (an address, a DNS
                 // name, a proxy's); the loopback-only Host check (against DNS rebinding of a
-                // local server) refused them all with 403. Such a listen always has a token.
+                // local server) refused them all with 403. Such a listen always has a token (a
+                // static one or OAuth).
                 http = http.hosts(HostCheck::Any);
             }
             if tls {
@@ -256,7 +293,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 http = http.tls(tls);
             }
             let (serving, metrics) = (server.clone(), gateway.metrics().clone());
-            let bound = HttpServer::bind(http, move |transport| {
+            let bound = HttpServer::serve_on(listener, http, move |transport| {
                 let session = metrics.session_opened();
                 let served = serve_recorded(serving.clone(), transport, recordings.clone());
                 async move {
@@ -285,6 +322,42 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     gateway.per_session().close_all().await;
     set.shutdown().await;
     outcome
+}
+
+/// The OAuth protection the `--auth-*` options ask for (`None` without `--auth-issuer`).
+fn protected_resource(args: &ServeArgs, served_url: &str) -> Result<Option<ProtectedResource>, String> {
+    let Some(issuer) = &args.auth_issuer else { return Ok(None) };
+    let audience = args.auth_audience.clone().unwrap_or_else(|| served_url.to_owned());
+    let verifier: Arc<dyn TokenVerifier> = match (&args.auth_jwks, &args.auth_introspect) {
+        (Some(jwks), _) => {
+            Arc::new(JwtVerifier::new(issuer, &audience, jwks).map_err(|e| format!("--auth-jwks: {e}"))?)
+        }
+        (None, Some(endpoint)) => {
+            let read = |option: &str, var: &str| match std::env::var(var) {
+                Ok(value) if !value.is_empty() => Ok(value),
+                _ => Err(format!("--auth-introspect needs {option}: the variable {var} is not set, or empty")),
+            };
+            let id = read("a client id", &args.auth_client_id_env)?;
+            let secret = read("a client secret", &args.auth_client_secret_env)?;
+            let verifier = IntrospectionVerifier::new(endpoint, &audience, id, &secret)
+                .map_err(|e| format!("--auth-introspect: {e}"))?
+                .issuer(issuer);
+            Arc::new(verifier)
+        }
+        (None, None) => return Err("--auth-issuer needs --auth-jwks URL or --auth-introspect URL".to_owned()),
+    };
+    let mut resource =
+        ProtectedResource::new(audience, verifier).authorization_server(issuer).resource_name("mcp-bridge");
+    for scope in &args.auth_scope {
+        resource = resource.require_scope(scope);
+    }
+    for rule in &args.auth_tool_scope {
+        let Some((tool, scope)) = rule.split_once('=').filter(|(t, s)| !t.is_empty() && !s.is_empty()) else {
+            return Err(format!("--auth-tool-scope {rule}: expected TOOL=SCOPE"));
+        };
+        resource = resource.tool_scope(tool, scope);
+    }
+    Ok(Some(resource))
 }
 
 /// Serves one downstream session, recorded in the next file of `recordings` when given (a file

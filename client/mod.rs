@@ -72,6 +72,9 @@
 //! 2026-07-28 servers send list-changed and resource-updated notifications only on a
 //! `subscriptions/listen` stream: [`Client::listen`] opens one ([`Listening`]; see `listen`).
 //!
+//! Authorization over HTTP is [`oauth`] (feature `oauth`): an OAuth 2.1 client that the HTTP
+//! transport asks for its `Authorization` headers; nothing in this module knows tokens exist.
+//!
 //! Not here: reconnecting, and the connection set over many servers.
 
 pub mod config;
@@ -80,6 +83,8 @@ mod era;
 mod error;
 mod handlers;
 mod listen;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -87,6 +92,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use crate::peer::{current_caller, with_caller, CallerId, Progress};
@@ -729,6 +735,22 @@ fn input_required(body: &Body) -> Option<Result<InputRequiredResult, serde_json:
     }
 }
 
+/// The params of a request an MRTR retry may send again: as JSON, or as the text sent, read
+/// back only when a retry comes (most calls never need one).
+enum Retained {
+    Json(Value),
+    Text(Box<RawValue>),
+}
+
+impl Retained {
+    fn into_json(self) -> Result<Value, serde_json::Error> {
+        match self {
+            Retained::Json(value) => Ok(value),
+            Retained::Text(raw) => serde_json::from_str(raw.get()),
+        }
+    }
+}
+
 /// The params of an MRTR retry: the original ones with this round's answers and the server's
 /// state, and without those of an earlier round.
 fn retry_params(
@@ -997,7 +1019,7 @@ impl<T: Transport> Client<T> {
     /// The body of request `M`: `params` as they are, or serialized with the session's `_meta`
     /// added when the session needs it — then also the params as JSON when an MRTR retry may
     /// need them; refused when the server lacks the capability.
-    fn request_body<M>(&self, params: M::Params) -> Result<(Body, Option<Value>), ClientError>
+    fn request_body<M>(&self, params: M::Params) -> Result<(Body, Option<Retained>), ClientError>
     where
         M: Method,
         M::Params: Send + Sync + 'static,
@@ -1007,10 +1029,18 @@ impl<T: Transport> Client<T> {
             return Ok((Body::typed(params), None));
         }
         let invalid = |source| ClientError::InvalidResult { method: M::NAME.to_owned(), source };
+        let stamped = match &self.inner.session_meta {
+            Some(meta) => meta.read().expect("never poisoned").stamp(&params).map_err(invalid)?,
+            None => None,
+        };
+        if let Some(raw) = stamped {
+            let retained = may_need_input(M::NAME).then(|| Retained::Text(raw.clone()));
+            return Ok((Body::Raw(raw), retained));
+        }
         let mut value = serde_json::to_value(&params).map_err(invalid)?;
         self.write_session_meta(&mut value).map_err(invalid)?;
         let body = Body::serialized(&value).map_err(invalid)?;
-        Ok((body, may_need_input(M::NAME).then_some(value)))
+        Ok((body, may_need_input(M::NAME).then_some(Retained::Json(value))))
     }
 
     /// Adds a stateless session's per-request `_meta` fields to `params` (nothing in the
@@ -1029,10 +1059,12 @@ impl<T: Transport> Client<T> {
         &self,
         method: &str,
         mut outcome: Result<Body, RequestError>,
-        original: Value,
+        original: Retained,
         options: RequestOptions,
     ) -> Result<Body, ClientError> {
         let invalid = |source| ClientError::InvalidResult { method: method.to_owned(), source };
+        let mut retained = Some(original);
+        let mut original = Value::Null;
         let mut state_only_wait = STATE_ONLY_BACKOFF;
         for round in 0.. {
             let body = match outcome {
@@ -1059,6 +1091,9 @@ impl<T: Transport> Client<T> {
                     None
                 }
             };
+            if let Some(retained) = retained.take() {
+                original = retained.into_json().map_err(invalid)?;
+            }
             let params =
                 retry_params(&original, responses.as_ref(), needed.request_state.as_deref()).map_err(invalid)?;
             let body = Body::serialized(&params).map_err(invalid)?;
@@ -1149,7 +1184,9 @@ impl<T: Transport> Client<T> {
         let body = params.as_ref().map(Body::serialized).transpose().map_err(invalid)?;
         let outcome = self.inner.peer.request(method, body, options.clone()).await;
         let outcome = match params.filter(|_| self.inner.session_meta.is_some() && may_need_input(method)) {
-            Some(original) => self.resolve_input_required(method, outcome, original, options).await.map(Ok),
+            Some(original) => {
+                self.resolve_input_required(method, outcome, Retained::Json(original), options).await.map(Ok)
+            }
             None => Ok(outcome),
         };
         decode_named::<T, Value>(&self.inner.peer, method, outcome?, Some(&self.inner.closed_by_us)).await
@@ -1200,7 +1237,7 @@ impl<T: Transport> Client<T> {
             return decode_outcome::<T, M>(peer, outcome, Some(&self.inner.closed_by_us)).await;
         }
         // The retries carry the same progress token; their progress is not reported.
-        let body = self.resolve_input_required(M::NAME, outcome, value, options).await?;
+        let body = self.resolve_input_required(M::NAME, outcome, Retained::Json(value), options).await?;
         decode_outcome::<T, M>(peer, Ok(body), None).await
     }
 

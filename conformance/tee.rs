@@ -424,6 +424,10 @@ impl<T: Transport> Transport for RecordingTransport<T> {
         self.inner.param_headers(request)
     }
 
+    fn principal(&self, request: &Id) -> Option<std::sync::Arc<crate::auth::Principal>> {
+        self.inner.principal(request)
+    }
+
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;
         if let Ok(Some(message)) = &received {

@@ -17,14 +17,30 @@
 //! (every tool, resource and prompt listed and used once), `http-custom-headers` (the tool calls
 //! the context names), `sep-2322-client-request-state` (every tool called, input requests
 //! answered by the same elicitation handler). Anything else (`request-metadata`,
-//! `http-invalid-tool-headers`, the `auth/*` scenarios: authorization is not implemented yet)
-//! connects, lists tools if the server has them and calls each with no arguments, which fails
-//! where authorization is required.
+//! `http-invalid-tool-headers`, the `auth/*` scenarios) connects, lists tools if the server has
+//! them and calls each with no arguments.
+//!
+//! Every connection carries an [`OAuthClient`]: a server that answers 401 gets the whole OAuth
+//! flow. The suite's authorization servers redirect at once, so the authorization handler is a
+//! [`RedirectFollower`] (GET the authorization URL, read the `Location`). Our Client ID Metadata
+//! Document URL is the one the suite expects (`https://conformance-test.local/client-metadata.json`).
+//! Credentials in the scenario context become pre-registered ones (`client_id` and
+//! `client_secret`), or for `auth/client-credentials-*` a machine client (a secret, or
+//! `private_key_pem` with `signing_algorithm` for `private_key_jwt`); a `valid_jwt` (the
+//! workload identity scenario) becomes the assertion of a JWT-bearer grant, and an
+//! `idp_id_token` (enterprise-managed authorization) is exchanged at `idp_token_endpoint` for
+//! the ID-JAG presented the same way.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use mcpwire::client::oauth::{
+    EnterpriseGrant, JwtAlgorithm, MachineCredential, MemoryTokenStore, OAuthClient, OAuthConfig, PreRegistered,
+    RedirectFollower, Secret, SigningKey,
+};
 use mcpwire::client::{Client, ClientError, ClientOptions, EraPolicy};
 use mcpwire::proto::jsonrpc::ErrorObject;
 use mcpwire::proto::mcp_types::{ElicitRequestParams, ElicitResult};
@@ -63,8 +79,64 @@ fn options() -> ClientOptions {
     options.with_request_timeout(Some(Duration::from_secs(20)))
 }
 
+/// The suite's fixed Client ID Metadata Document URL (its `basic-cimd` scenario).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+fn context() -> Value {
+    std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or(Value::Null)
+}
+
+/// The OAuth client for `url`, configured from the scenario context.
+fn oauth(url: &str) -> Result<OAuthClient, String> {
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context = context();
+    let text = |name: &str| context[name].as_str().map(str::to_owned);
+    let mut config =
+        OAuthConfig::default().client_name("mcpwire-conformance-client").client_metadata_url(CLIENT_METADATA_URL);
+    match (text("client_id"), text("client_secret"), text("private_key_pem"), text("valid_jwt")) {
+        // Enterprise-managed authorization: the user's ID token from the identity provider.
+        (Some(id), secret, _, _) if text("idp_id_token").is_some() => {
+            let mut grant = EnterpriseGrant::new(
+                text("idp_token_endpoint").unwrap_or_default(),
+                text("idp_id_token").unwrap_or_default(),
+            );
+            if let Some(idp_client) = text("idp_client_id") {
+                grant = grant.idp_client_id(idp_client);
+            }
+            if let Some(secret) = secret {
+                grant = grant.client_secret(secret);
+            }
+            config = config.client_credentials(id, MachineCredential::Enterprise(grant));
+        }
+        // Workload identity federation: the identity provider's JWT is the grant.
+        (Some(id), _, _, Some(jwt)) => {
+            config = config.client_credentials(id, MachineCredential::Assertion(Secret::new(jwt)));
+        }
+        (Some(id), _, Some(pem), None) => {
+            let algorithm: JwtAlgorithm =
+                text("signing_algorithm").as_deref().unwrap_or("ES256").parse().map_err(|e| format!("{e}"))?;
+            let key = SigningKey::from_pkcs8_pem(algorithm, &pem).map_err(|e| e.to_string())?;
+            config = config.client_credentials(id, MachineCredential::PrivateKey(key));
+        }
+        (Some(id), Some(secret), None, None) if scenario.starts_with("auth/client-credentials") => {
+            config = config.client_credentials(id, MachineCredential::Secret(Secret::new(secret)));
+        }
+        (Some(id), Some(secret), None, None) => config = config.pre_registered(PreRegistered::confidential(id, secret)),
+        (Some(id), None, None, None) => config = config.pre_registered(PreRegistered::public(id)),
+        _ => {}
+    }
+    let follower = RedirectFollower::new().map_err(|e| e.to_string())?;
+    OAuthClient::new(url, config, Arc::new(MemoryTokenStore::new()), Some(Arc::new(follower)))
+        .map_err(|e| e.to_string())
+}
+
 async fn connect(url: &str, options: ClientOptions) -> Result<Client<HttpClientTransport>, ClientError> {
-    let transport = HttpClientTransport::new(HttpClientConfig::new(url))?;
+    let mut config = HttpClientConfig::new(url);
+    match oauth(url) {
+        Ok(authorizer) => config = config.authorizer(Arc::new(authorizer)),
+        Err(e) => eprintln!("conformance_client: no oauth: {e}"),
+    }
+    let transport = HttpClientTransport::new(config)?;
     Client::connect(transport, options).await
 }
 
@@ -133,10 +205,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
         "http-custom-headers" => {
             let client = connect(url, options()).await?;
             client.list_tools().await?;
-            let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-                .ok()
-                .and_then(|c| serde_json::from_str(&c).ok())
-                .unwrap_or(Value::Null);
+            let context = context();
             for call in context["toolCalls"].as_array().into_iter().flatten() {
                 let name = call["name"].as_str().unwrap_or_default().to_owned();
                 client.call_tool(name, call["arguments"].as_object().cloned()).await?;

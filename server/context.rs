@@ -280,6 +280,8 @@ pub struct Context {
     pub(crate) connection: Arc<Connection>,
     pub(crate) cancel: CancelFlag,
     pub(crate) task: Option<TaskLink>,
+    /// Who the request's verified access token speaks for (a protected HTTP server only).
+    pub(crate) principal: Option<Arc<crate::auth::Principal>>,
 }
 
 impl fmt::Debug for Context {
@@ -294,6 +296,15 @@ impl fmt::Debug for Context {
 }
 
 impl Context {
+    /// Who the verified access token of this request speaks for: its subject, scopes, client
+    /// and audience. `Some` only on an HTTP server protected by a
+    /// [`ProtectedResource`](crate::auth::ProtectedResource) (Streamable HTTP with sessions or
+    /// stateless, and the legacy HTTP+SSE transport); `None` over stdio and on an open server.
+    /// The token itself is never kept.
+    pub fn principal(&self) -> Option<&crate::auth::Principal> {
+        self.principal.as_deref()
+    }
+
     /// The id of the `tools/call` request.
     pub fn request_id(&self) -> &Id {
         &self.id

@@ -304,6 +304,7 @@ impl Dispatcher {
             connection: self.connection.clone(),
             cancel,
             task,
+            principal: peer.transport().principal(id),
         };
         (context, canceller)
     }

@@ -352,3 +352,113 @@ async fn answers_kept_for_resumption_are_bounded_in_bytes_per_session() {
     peer.close().await.unwrap();
     server.shutdown().await;
 }
+
+/// An application that answers `initialize` at once and each `ping` only when the test says:
+/// it reports each ping it holds on `held`, and answers one for each `()` on `release`.
+async fn held_pings(
+    transport: mcpwire::transport::sse_http::ServerTransport,
+    held: tokio::sync::mpsc::UnboundedSender<()>,
+    release: std::sync::Arc<tokio::sync::Semaphore>,
+) {
+    use mcpwire::proto::jsonrpc::Message;
+    use mcpwire::transport::Transport;
+    while let Ok(Some(message)) = transport.recv().await {
+        let value: serde_json::Value = serde_json::from_slice(&message.to_vec()).unwrap();
+        let result = match value["method"].as_str() {
+            Some("initialize") => json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "serverInfo": {"name": "held", "version": "1"}}),
+            Some("ping") => {
+                held.send(()).unwrap();
+                release.acquire().await.unwrap().forget();
+                json!({})
+            }
+            _ => continue,
+        };
+        let answer = json!({"jsonrpc": "2.0", "id": value["id"], "result": result});
+        transport.send(Message::from_str(&answer.to_string()).unwrap()).await.unwrap();
+    }
+}
+
+/// A server of [`held_pings`] with `config`, a session on it, and a raw connection that has
+/// posted one `ping` which the application now holds.
+async fn posted_held_ping(
+    config: HttpServerConfig,
+) -> (HttpServer, tokio::net::TcpStream, std::sync::Arc<tokio::sync::Semaphore>) {
+    use tokio::io::AsyncWriteExt;
+    let (held_tx, mut held) = tokio::sync::mpsc::unbounded_channel();
+    let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let app_release = release.clone();
+    let server = HttpServer::bind(config, move |t| held_pings(t, held_tx.clone(), app_release.clone())).await.unwrap();
+    let addr = server.local_addr();
+    let session = raw_session(addr, "2025-11-25").await;
+    let body = ping(7);
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n{body}",
+        body.len()
+    );
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::timeout(SHORT, held.recv()).await.expect("the application got the ping").unwrap();
+    (server, tcp, release)
+}
+
+#[tokio::test]
+async fn an_answer_within_the_first_event_hold_goes_out_with_the_head_in_one_write() {
+    use tokio::io::AsyncReadExt;
+    let config = HttpServerConfig::default().first_event_hold(Duration::from_secs(3600));
+    let (server, mut tcp, release) = posted_held_ping(config).await;
+    // Nothing is written while the application holds the request inside the hold.
+    let mut first = vec![0u8; 64 * 1024];
+    let early = tokio::time::timeout(Duration::from_millis(300), tcp.read(&mut first)).await;
+    assert!(early.is_err(), "bytes before the answer: {early:?}");
+    release.add_permits(1);
+    let n = tokio::time::timeout(SHORT, tcp.read(&mut first)).await.expect("an answer").unwrap();
+    let text = String::from_utf8_lossy(&first[..n]).into_owned();
+    // One write: the head, the priming event, the answer and the stream's end, read at once.
+    assert!(text.starts_with("HTTP/1.1 200"), "{text:?}");
+    let body = text.split_once("\r\n\r\n").unwrap().1;
+    assert!(body.contains("retry: 1000"), "{text:?}");
+    assert!(body.contains(r#""id":7"#), "{text:?}");
+    assert!(body.ends_with("0\r\n\r\n"), "{text:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn without_a_first_event_hold_the_head_and_priming_event_go_out_before_the_answer() {
+    let config = HttpServerConfig::default().first_event_hold(Duration::ZERO);
+    let (server, tcp, release) = posted_held_ping(config).await;
+    let (head, tcp) = read_until(tcp, "data: \n\n").await;
+    assert!(head.starts_with("HTTP/1.1 200") && !head.contains(r#""id":7"#), "{head:?}");
+    release.add_permits(1);
+    let (rest, _) = read_until(tcp, "0\r\n\r\n").await;
+    assert!(rest.contains(r#""id":7"#), "{rest:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn past_the_first_event_hold_the_stream_opens_on_its_own() {
+    // The application answers only after the head has come: the hold must end by itself.
+    let config = HttpServerConfig::default().first_event_hold(Duration::from_millis(20));
+    let (server, tcp, release) = posted_held_ping(config).await;
+    let (head, tcp) = read_until(tcp, "data: \n\n").await;
+    assert!(head.contains("id: ") && !head.contains(r#""id":7"#), "{head:?}");
+    release.add_permits(1);
+    let (rest, _) = read_until(tcp, "0\r\n\r\n").await;
+    assert!(rest.contains(r#""id":7"#), "{rest:?}");
+    server.shutdown().await;
+}
+
+/// Reads from `tcp` until what came holds `marker`; gives what came and the stream.
+async fn read_until(mut tcp: tokio::net::TcpStream, marker: &str) -> (String, tokio::net::TcpStream) {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    while !String::from_utf8_lossy(&got).contains(marker) {
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(SHORT, tcp.read(&mut chunk)).await.expect("more bytes").unwrap();
+        assert!(n > 0, "the stream ended before {marker:?}: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&chunk[..n]);
+    }
+    (String::from_utf8_lossy(&got).into_owned(), tcp)
+}

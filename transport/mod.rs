@@ -241,6 +241,15 @@ pub trait Transport: Send + Sync + 'static {
         None
     }
 
+    /// Who the verified access token of the peer's request `request` speaks for, on a
+    /// transport that authenticates its peer (Streamable HTTP and the legacy HTTP+SSE transport
+    /// behind a [`ProtectedResource`](crate::auth::ProtectedResource)); `None` for the others
+    /// and for an unprotected server.
+    fn principal(&self, request: &crate::proto::jsonrpc::Id) -> Option<std::sync::Arc<crate::auth::Principal>> {
+        let _ = request;
+        None
+    }
+
     /// Our request that the peer's request `incoming` was sent on behalf of, when the transport
     /// can tell: Streamable HTTP, for a request that arrived on the SSE stream answering the
     /// POST of one of ours (servers send requests related to a client request on that

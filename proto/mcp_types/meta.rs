@@ -246,6 +246,8 @@ pub const LOG_LEVEL_META_KEY: &str = "io.modelcontextprotocol/logLevel";
 pub struct PerRequestMeta {
     version: ProtocolVersion,
     fields: Map<String, Value>,
+    /// `fields` as JSON members, without the braces: what [`PerRequestMeta::stamp`] splices in.
+    members: String,
 }
 
 impl PerRequestMeta {
@@ -256,7 +258,8 @@ impl PerRequestMeta {
         // Plain structs of strings and maps: they always serialize.
         fields.insert(CLIENT_INFO_META_KEY.to_owned(), serde_json::to_value(client_info).unwrap_or_default());
         fields.insert(CLIENT_CAPABILITIES_META_KEY.to_owned(), serde_json::to_value(capabilities).unwrap_or_default());
-        PerRequestMeta { version, fields }
+        let members = members_text(&fields);
+        PerRequestMeta { version, fields, members }
     }
 
     /// The version these fields declare.
@@ -271,6 +274,35 @@ impl PerRequestMeta {
             Some(level) => self.fields.insert(LOG_LEVEL_META_KEY.to_owned(), Value::from(level)),
             None => self.fields.remove(LOG_LEVEL_META_KEY),
         };
+        self.members = members_text(&self.fields);
+    }
+
+    /// `params` as JSON with the fields in its `_meta`, in one serialization: the fields
+    /// are spliced in as text written once per connection, where [`PerRequestMeta::write_into`]
+    /// builds the params as a `Value` and clones the fields into it on every request. `None`
+    /// when `params` already have a `_meta` member or are not an object: then use
+    /// `write_into`, which merges.
+    ///
+    /// # Errors
+    /// When `params` cannot be serialized.
+    pub fn stamp<P: Serialize + ?Sized>(
+        &self,
+        params: &P,
+    ) -> Result<Option<Box<serde_json::value::RawValue>>, serde_json::Error> {
+        let text = serde_json::to_string(params)?;
+        if top_level_members(&text).is_none_or(|members| members.iter().any(|m| m == "_meta")) {
+            return Ok(None);
+        }
+        let rest = &text[1..];
+        let mut out = String::with_capacity(text.len() + self.members.len() + 12);
+        out.push_str("{\"_meta\":{");
+        out.push_str(&self.members);
+        out.push('}');
+        if rest.trim_start() != "}" {
+            out.push(',');
+        }
+        out.push_str(rest);
+        trusted_raw(&out).map(Some)
     }
 
     /// Adds the fields to `params._meta` (made when absent); members already there, e.g. a
@@ -294,6 +326,43 @@ impl PerRequestMeta {
     }
 }
 
+/// JSON text written here as a raw value, without parsing it again to check it: serialized as
+/// serde_json's `RawValue` serializes itself, which its serializer writes verbatim.
+fn trusted_raw(text: &str) -> Result<Box<serde_json::value::RawValue>, serde_json::Error> {
+    use crate::proto::json_write::RAW_VALUE_TOKEN;
+    use serde::ser::SerializeStruct;
+    struct Verbatim<'a>(&'a str);
+    impl Serialize for Verbatim<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+            raw.serialize_field(RAW_VALUE_TOKEN, self.0)?;
+            raw.end()
+        }
+    }
+    serde_json::value::to_raw_value(&Verbatim(text))
+}
+
+/// The members of `fields` as JSON text, without the braces.
+fn members_text(fields: &Map<String, Value>) -> String {
+    // A map of strings and plain values: it always serializes.
+    let text = serde_json::to_string(fields).unwrap_or_else(|_| "{}".to_owned());
+    text[1..text.len() - 1].to_owned()
+}
+
+/// The keys of a JSON object's members, in order; `None` when `text` is not one object.
+fn top_level_members(text: &str) -> Option<Vec<String>> {
+    let mut reader = crate::proto::json_read::Reader::new(text.as_bytes());
+    let mut keys = Vec::new();
+    let mut more = !reader.begin_object().ok()?;
+    while more {
+        keys.push(reader.key(str::to_owned).ok()?);
+        reader.value_text().ok()?;
+        more = reader.next_member().ok()?;
+    }
+    reader.end().ok()?;
+    Some(keys)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,6 +372,29 @@ mod tests {
         let typed: T = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(serde_json::to_value(&typed).unwrap(), v);
         typed
+    }
+
+    #[test]
+    fn stamp_gives_the_params_write_into_gives() {
+        let info: Implementation = serde_json::from_value(json!({"name": "c", "version": "1"})).unwrap();
+        let caps: ClientCapabilities = serde_json::from_value(json!({"roots": {"listChanged": true}})).unwrap();
+        let mut meta = PerRequestMeta::new(ProtocolVersion::V2026_07_28, &info, &caps);
+        meta.set_log_level(Some("debug"));
+        for params in [
+            json!({}),
+            json!({"name": "echo", "arguments": {"text": "a \"quoted\" {brace}", "n": [1, {"_meta": 2}]}}),
+            json!({"cursor": null}),
+        ] {
+            let stamped = meta.stamp(&params).unwrap().expect("no _meta of its own");
+            let mut expected = params.clone();
+            meta.write_into(&mut expected).unwrap();
+            assert_eq!(serde_json::from_str::<Value>(stamped.get()).unwrap(), expected, "{stamped}");
+        }
+        // A `_meta` of the params' own (also written with an escape) or params that are not an
+        // object are left to write_into.
+        assert!(meta.stamp(&json!({"_meta": {"progressToken": 1}, "name": "x"})).unwrap().is_none());
+        assert!(meta.stamp(&json!([1])).unwrap().is_none());
+        assert!(meta.stamp(&json!(null)).unwrap().is_none());
     }
 
     #[test]

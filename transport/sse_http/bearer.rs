@@ -9,8 +9,9 @@
 //! token's length, never its content. The token never shows in
 //! `Debug` output and nothing here logs.
 //!
-//! Not here: OAuth (token issuance, introspection, scopes, resource metadata), per-session or
-//! per-user tokens. A server that needs those verifies tokens in front of this one.
+//! Not here: OAuth (JWT and introspection verifiers, scopes, resource metadata: see
+//! [`crate::auth`]; [`crate::auth::StaticTokenVerifier`] puts this token behind the same
+//! trait), per-session or per-user tokens.
 
 use std::sync::Arc;
 

@@ -21,6 +21,10 @@
 //!   transport: GET the same URL, then `/sse` at its root, wait for the `endpoint` event, POST
 //!   there; every reply comes on that stream.
 //! - [`close`](Transport::close) sends DELETE for the session.
+//! - With an [`Authorizer`](super::authorizer::Authorizer) ([`HttpClientConfig::authorizer`]),
+//!   every request carries the `Authorization` value it gives, and a 401 (or a 403 with a
+//!   challenge) is handed to it and the request sent again when it says so
+//!   ([`authorizer`](super::authorizer)).
 //! - Once the version is 2026-07-28 ([`HttpClientTransport::set_protocol_version`], before the
 //!   first request of a stateless connection), every POST carries `MCP-Protocol-Version`,
 //!   `Mcp-Method`, `Mcp-Name` where the method has one, and the `Mcp-Param-*` headers of the
@@ -80,6 +84,9 @@ pub struct HttpClientConfig {
     /// Extra headers sent with every request: none.
     pub headers: Vec<(String, String)>,
     bearer: Option<Secret>,
+    /// Where the `Authorization` header of each request comes from, and who hears of a 401 or
+    /// 403: none (only [`HttpClientConfig::bearer_token`], if set).
+    pub authorizer: Option<super::authorizer::SharedAuthorizer>,
     /// Time to open a connection (TCP and TLS): 10 s.
     pub connect_timeout: Duration,
     /// Time to wait for a response head, and for a whole JSON body: 60 s.
@@ -117,6 +124,7 @@ impl HttpClientConfig {
             url: url.into(),
             headers: Vec::new(),
             bearer: None,
+            authorizer: None,
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             max_event_bytes: DEFAULT_MAX_FRAME_BYTES,
@@ -154,6 +162,14 @@ impl HttpClientConfig {
     pub fn bearer_token_env(mut self, var: &str) -> Result<Self, std::env::VarError> {
         self.bearer = Some(Secret(std::env::var(var)?));
         Ok(self)
+    }
+
+    /// Takes the `Authorization` header of every request from `authorizer`, and tells it of
+    /// refusals (see [`authorizer`](super::authorizer)); it wins over
+    /// [`HttpClientConfig::bearer_token`].
+    pub fn authorizer(mut self, authorizer: Arc<dyn super::authorizer::Authorizer>) -> Self {
+        self.authorizer = Some(super::authorizer::SharedAuthorizer(authorizer));
+        self
     }
 
     /// Connect timeout.
@@ -279,6 +295,11 @@ struct Target {
 }
 
 impl Target {
+    /// The `Host` value as text (what a DPoP proof's `htu` names).
+    fn host_header(&self) -> &str {
+        self.authority.to_str().unwrap_or(&self.host)
+    }
+
     fn of(uri: &Uri) -> Result<Target, TransportError> {
         let host = uri.host().ok_or_else(|| bad_config("no host"))?.trim_start_matches('[').trim_end_matches(']');
         let https = uri.scheme_str() == Some("https");
@@ -593,6 +614,8 @@ impl Inner {
 
     /// Sends one request on a pooled or new connection; returns the response head (body
     /// unread) and the connection, to [`release`](Inner::release) once the body has ended.
+    /// With an authorizer, the request carries its `Authorization` value and goes again after
+    /// a refusal it answers with [`Verdict::Retry`](super::authorizer::Verdict::Retry).
     async fn request(
         &self,
         method: Method,
@@ -600,6 +623,88 @@ impl Inner {
         session: Option<&str>,
         extra: &[(HeaderName, HeaderValue)],
         body: Bytes,
+    ) -> Result<(Response<Incoming>, Lease), TransportError> {
+        use super::authorizer::{Refusal, Verdict, MAX_RETRIES};
+        let Some(authorizer) = &self.config.authorizer else {
+            return self.request_once(method, target, session, extra, body, Vec::new()).await;
+        };
+        let mut retries = 0;
+        loop {
+            let url = format!(
+                "{}://{}{}",
+                if target.https { "https" } else { "http" },
+                target.host_header(),
+                target.path.path()
+            );
+            let credentials = authorizer.0.authorization(method.as_str(), &url).await;
+            let mut headers = Vec::new();
+            if let Some(credentials) = &credentials {
+                let sensitive = |value: &str| {
+                    let mut value = HeaderValue::from_str(value).map_err(|_| bad_config("bad authorization value"))?;
+                    value.set_sensitive(true);
+                    Ok::<_, TransportError>(value)
+                };
+                headers.push((AUTHORIZATION, sensitive(&credentials.authorization)?));
+                if let Some(proof) = &credentials.dpop {
+                    headers.push((HeaderName::from_static("dpop"), sensitive(proof)?));
+                }
+            }
+            let sent = self.request_once(method.clone(), target, session, extra, body.clone(), headers).await?;
+            let status = sent.0.status();
+            let challenges: Vec<String> = sent
+                .0
+                .headers()
+                .get_all(hyper::header::WWW_AUTHENTICATE)
+                .iter()
+                .filter_map(|v| v.to_str().ok().map(str::to_owned))
+                .collect();
+            let refused =
+                status == StatusCode::UNAUTHORIZED || (status == StatusCode::FORBIDDEN && !challenges.is_empty());
+            if !refused || retries >= MAX_RETRIES {
+                return Ok(sent);
+            }
+            let (response, lease) = sent;
+            let dpop_nonce = response.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let body_text = self.read_short(response.into_body(), lease).await;
+            let refusal = Refusal {
+                status: status.as_u16(),
+                challenges: &challenges,
+                url: &self.config.url,
+                sent: credentials.as_ref().map(|c| c.authorization.as_str()),
+                dpop_nonce: dpop_nonce.as_deref(),
+                retries,
+            };
+            match authorizer.0.refused(refusal).await {
+                Verdict::Retry => retries += 1,
+                Verdict::GiveUp(reason) => {
+                    let message = if body_text.is_empty() { reason } else { format!("{reason} ({body_text})") };
+                    return Err(TransportError::Http { status: status.as_u16(), message });
+                }
+            }
+        }
+    }
+
+    /// Reads the short body of a refusal (at most 4 KiB, as text), releasing its connection
+    /// when it ended.
+    async fn read_short(&self, body: Incoming, lease: Lease) -> String {
+        let limited = http_body_util::Limited::new(body, 4096);
+        match tokio::time::timeout(Duration::from_secs(5), limited.collect()).await {
+            Ok(Ok(collected)) => {
+                self.release(lease);
+                String::from_utf8_lossy(&collected.to_bytes()).chars().take(300).collect()
+            }
+            _ => String::new(),
+        }
+    }
+
+    async fn request_once(
+        &self,
+        method: Method,
+        target: &Target,
+        session: Option<&str>,
+        extra: &[(HeaderName, HeaderValue)],
+        body: Bytes,
+        authorization: Vec<(HeaderName, HeaderValue)>,
     ) -> Result<(Response<Incoming>, Lease), TransportError> {
         let Target { key, host, port, https, path, authority } = target;
         let (mut sender, reused) = match self.pooled(key).await {
@@ -619,6 +724,9 @@ impl Inner {
         }
         for (name, value) in self.headers.iter().chain(extra) {
             headers.insert(name.clone(), value.clone());
+        }
+        for (name, value) in authorization {
+            headers.insert(name, value);
         }
         let io = |e: hyper::Error| TransportError::Io(std::io::Error::other(e));
         let sent = tokio::time::timeout(self.config.request_timeout, sender.try_send_request(request))

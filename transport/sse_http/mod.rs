@@ -9,14 +9,18 @@
 //!   the session, opens the standalone GET stream, resumes dropped streams with
 //!   `Last-Event-ID`, and falls back to the legacy transport for old servers.
 //! - [`event_store`]: the replay buffer behind resumability.
+//! - [`authorizer`]: the hook that gives the client its `Authorization` headers and hears of
+//!   401/403 (the OAuth client of `client::oauth` plugs in there).
 //! - [`bearer`]: the static bearer token the server can require; [`routes`]: extra GET routes
-//!   (health, metrics) on the server's listener.
+//!   (health, metrics) on the server's listener. OAuth access tokens are verified through
+//!   [`HttpServerConfig::protected_resource`] with the verifiers of [`crate::auth`].
 //!
 //! The rules implemented are those of
 //! [2025-11-25 "Transports"](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports)
 //! (and its 2025-03-26 and 2024-11-05 predecessors for batches and the legacy transport).
-//! Not here: what messages mean (the session and server layers), OAuth flows (a static bearer
-//! token can be required by the server and sent by the client, nothing more), HTTP/2.
+//! Not here: what messages mean (the session and server layers), how tokens are verified
+//! ([`crate::auth`]), the client's OAuth flows (the client transport only asks an
+//! [`Authorizer`] for credentials; the flows live in `client::oauth`), HTTP/2.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -29,6 +33,7 @@ use hyper::body::Frame;
 use hyper::header::HeaderName;
 use tokio::sync::mpsc;
 
+pub mod authorizer;
 pub mod bearer;
 mod buffers;
 pub mod client;
@@ -39,6 +44,7 @@ pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;
 
+pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
 pub use bearer::BearerToken;
 pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};

@@ -37,10 +37,14 @@
 //!
 //! Checks, in order: `Host` (DNS rebinding, 403), `Origin` (403), the bearer token when one is
 //! configured ([`HttpServerConfig::bearer_token`]; 401 with `WWW-Authenticate: Bearer`, on the
-//! MCP and legacy endpoints and on guarded [extra routes](super::routes)), method (405),
+//! MCP and legacy endpoints and on guarded [extra routes](super::routes)) or the OAuth access
+//! token of a [protected resource](HttpServerConfig::protected_resource) (401 with
+//! `resource_metadata` and `scope`, 503 when the authorization server cannot be asked; its
+//! metadata path answers before this check), method (405),
 //! `Accept` (406), `Content-Type` (415), body size (413), session id (400 missing, 404
 //! unknown), `MCP-Protocol-Version` (400 unsupported), JSON-RPC decoding (400 with a -32700 or
-//! -32600 error body).
+//! -32600 error body), and for a protected resource the scopes the decoded requests need (403
+//! `insufficient_scope`) and the session's holder (404 for another holder's token).
 //!
 //! Slow and idle clients: a request's head must arrive within
 //! [`HttpServerConfig::header_read_timeout`] (30 s, counted while the server waits for a head,
@@ -55,8 +59,11 @@
 //! which an unauthenticated client should not get. Paths that are neither an MCP endpoint nor
 //! a guarded route are not guarded: unknown paths answer 404 as before, public routes answer.
 //!
-//! Not here: OAuth (a static bearer token is all; see [`super::bearer`]), HTTP/2, what the
-//! messages mean.
+//! The principal of a protected session is the one of its latest request (a refreshed token
+//! of the same holder replaces it); every request is verified anew, but a stream already open
+//! is not cut when its token expires.
+//!
+//! Not here: verifying tokens ([`crate::auth`]), HTTP/2, what the messages mean.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -86,6 +93,7 @@ use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
 };
+use crate::auth::{Principal, ProtectedResource, Refusal};
 use crate::proto::envelope;
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
 use crate::proto::jsonrpc::{self, Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
@@ -162,6 +170,14 @@ pub struct HttpServerConfig {
     pub keep_alive: Option<Duration>,
     /// The `retry` hint (ms) in each stream's priming event: 1000.
     pub retry_ms: u64,
+    /// How long the answer to a POST of requests may wait for its first message before its
+    /// head and priming event go out on their own: 10 ms. A request answered within it (a
+    /// gateway's upstream round trip, a quick database call) is written as one TCP segment —
+    /// head, priming event, answer and end — instead of two, so the client wakes once; a
+    /// slower one sees its stream open this much later, which nothing but a stopwatch can
+    /// tell from a slower handler. `Duration::ZERO`: the head goes out as soon as the
+    /// application has had one turn.
+    pub first_event_hold: Duration,
     /// Events kept per stream for resumption: 64.
     pub event_store_capacity: usize,
     /// A session with no request and no open stream for this long is ended: 30 minutes.
@@ -196,6 +212,9 @@ pub struct HttpServerConfig {
     bad_bearer_token: Option<bearer::BadToken>,
     /// Extra GET routes (see [`super::routes`]): none.
     routes: Vec<Route>,
+    /// OAuth protection of the MCP endpoints and guarded routes (see
+    /// [`HttpServerConfig::protected_resource`]): none.
+    pub protected_resource: Option<ProtectedResource>,
 }
 
 impl Default for HttpServerConfig {
@@ -215,6 +234,7 @@ impl Default for HttpServerConfig {
             legacy_message_path: "/message".to_owned(),
             keep_alive: Some(Duration::from_secs(15)),
             retry_ms: 1000,
+            first_event_hold: Duration::from_millis(10),
             event_store_capacity: 64,
             session_idle_timeout: Duration::from_secs(30 * 60),
             shutdown_grace: Duration::from_secs(5),
@@ -228,6 +248,7 @@ impl Default for HttpServerConfig {
             bearer_token: None,
             bad_bearer_token: None,
             routes: Vec::new(),
+            protected_resource: None,
         }
     }
 }
@@ -241,6 +262,7 @@ impl std::fmt::Debug for HttpServerConfig {
             .field("stateless", &self.stateless)
             .field("bearer_token", &self.bearer_token)
             .field("routes", &self.routes)
+            .field("protected_resource", &self.protected_resource)
             .finish_non_exhaustive()
     }
 }
@@ -303,6 +325,13 @@ impl HttpServerConfig {
     /// Whether the legacy HTTP+SSE transport is served.
     pub fn legacy_sse(mut self, on: bool) -> Self {
         self.legacy_sse = on;
+        self
+    }
+
+    /// How long a POST's answer waits for its first message before its head goes out alone
+    /// (see [`HttpServerConfig::first_event_hold`]).
+    pub fn first_event_hold(mut self, hold: Duration) -> Self {
+        self.first_event_hold = hold;
         self
     }
 
@@ -378,6 +407,19 @@ impl HttpServerConfig {
         self
     }
 
+    /// Protects the MCP endpoints, the legacy endpoints and the guarded routes with OAuth 2.1
+    /// access tokens checked by `resource`'s verifier: a request without a valid token gets 401
+    /// with a `WWW-Authenticate: Bearer resource_metadata="…"` challenge, one whose token lacks
+    /// a scope the request needs gets 403 `insufficient_scope`, and the Protected Resource
+    /// Metadata is served (public) at the well-known path of the endpoint and at the root one.
+    /// The verified [`Principal`] reaches handlers (`Context::principal`); a session is bound to
+    /// the holder that opened it (another holder's token gets 404 for its id). Takes the place
+    /// of [`bearer_token`](Self::bearer_token) when both are set.
+    pub fn protected_resource(mut self, resource: ProtectedResource) -> Self {
+        self.protected_resource = Some(resource);
+        self
+    }
+
     /// Adds a GET (and HEAD) route at `path` that needs the bearer token when one is
     /// configured, e.g. a metrics page. A route added again at the same path replaces the
     /// first; a path of an MCP endpoint makes [`HttpServer::bind`] fail.
@@ -414,8 +456,13 @@ impl HttpServerConfig {
         let is_endpoint = |path: &str| {
             path == self.path || (legacy && (path == self.legacy_sse_path || path == self.legacy_message_path))
         };
+        let metadata = self.protected_resource.as_ref().map(|_| ProtectedResource::metadata_path(&self.path));
         self.routes.iter().find_map(|r| {
-            if !r.path.starts_with('/') {
+            if metadata.as_deref() == Some(r.path.as_str())
+                || (metadata.is_some() && r.path == crate::auth::resource::METADATA_PATH)
+            {
+                Some(format!("route {}: the path of the protected resource metadata", r.path))
+            } else if !r.path.starts_with('/') {
                 Some(format!("route {:?}: a path must start with /", r.path))
             } else if is_endpoint(&r.path) {
                 Some(format!("route {}: the path of an MCP endpoint", r.path))
@@ -592,6 +639,8 @@ struct Session {
     /// A 2026-07-28 POST's `Mcp-Param-*` headers, for the application to check against the
     /// called tool's schema.
     param_headers: Mutex<Option<(Id, HeaderPairs)>>,
+    /// The holder of the session's token, as verified at its latest request (protected servers).
+    principal: Mutex<Option<Arc<Principal>>>,
     routes: Mutex<Routes>,
     standalone: Arc<Stream>,
     next_stream: AtomicU64,
@@ -603,6 +652,19 @@ struct Session {
 }
 
 impl Session {
+    /// Binds the session to the request's principal (protected servers): the first one is kept,
+    /// a later one must be the same holder and replaces it (a refreshed token's scopes and
+    /// expiry). `false` for another holder's token.
+    fn bind_principal<B>(&self, req: &Request<B>) -> bool {
+        let Some(Authenticated(presented)) = req.extensions().get::<Authenticated>() else { return true };
+        let mut principal = self.principal.lock().expect("session lock");
+        if principal.as_ref().is_some_and(|held| !held.same_holder(presented)) {
+            return false;
+        }
+        *principal = Some(presented.clone());
+        true
+    }
+
     fn version(&self) -> Option<ProtocolVersion> {
         *self.version.lock().expect("session lock")
     }
@@ -858,6 +920,10 @@ impl Transport for ServerTransport {
         self.session.route(message, Some(related)).await
     }
 
+    fn principal(&self, _request: &Id) -> Option<Arc<Principal>> {
+        self.session.principal.lock().expect("session lock").clone()
+    }
+
     fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
         let stored = self.session.param_headers.lock().expect("session lock");
         stored.as_ref().filter(|(id, _)| id == request).map(|(_, headers)| headers.clone())
@@ -894,6 +960,7 @@ impl Shared {
             version: Mutex::new(None),
             initialize_id: Mutex::new(None),
             param_headers: Mutex::new(None),
+            principal: Mutex::new(None),
             routes: Mutex::new(Routes::default()),
             next_stream: AtomicU64::new(1),
             last_active: Mutex::new(Instant::now()),
@@ -946,6 +1013,27 @@ impl HttpServer {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
         }
         let listener = TcpListener::bind(config.bind).await?;
+        HttpServer::serve_on(listener, config, app).await
+    }
+
+    /// As [`bind`](Self::bind), on a listener already bound (`config.bind` is not used): the
+    /// address is known before the configuration is made, e.g. to name the resource URI of a
+    /// [`ProtectedResource`] on a port chosen by the system.
+    ///
+    /// # Errors
+    /// When the configuration is invalid or the listener's address cannot be read.
+    pub async fn serve_on<F, Fut>(
+        listener: TcpListener,
+        config: HttpServerConfig,
+        app: F,
+    ) -> std::io::Result<HttpServer>
+    where
+        F: Fn(ServerTransport) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        if let Some(why) = config.invalid() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+        }
         let addr = listener.local_addr()?;
         let store: Arc<dyn EventStore> =
             config.event_store.clone().unwrap_or_else(|| Arc::new(MemoryEventStore::new(config.event_store_capacity)));
@@ -1142,7 +1230,26 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
         && !config.stateless
         && (path == config.legacy_sse_path || path == config.legacy_message_path);
     let route = config.routes.iter().find(|r| r.path == path);
-    if let Some(token) = &config.bearer_token {
+    let mut req = req;
+    if let Some(resource) = &config.protected_resource {
+        if path == ProtectedResource::metadata_path(&config.path) || path == crate::auth::resource::METADATA_PATH {
+            return resource_metadata(resource, req.method());
+        }
+        if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
+            match authenticate(resource, &req).await {
+                Ok(principal) => {
+                    // Checked here too, not only per JSON-RPC method: a GET (stream) or DELETE
+                    // carries no method but needs these as well.
+                    let every = resource.scopes_for_every_request().to_vec();
+                    if let Err(refusal) = resource.check_scopes(&principal, every) {
+                        return auth_refused(resource, Some(&refusal));
+                    }
+                    req.extensions_mut().insert(Authenticated(Arc::new(principal)));
+                }
+                Err(refusal) => return auth_refused(resource, refusal.as_ref()),
+            }
+        }
+    } else if let Some(token) = &config.bearer_token {
         if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
             let verdict = bearer::check(token, req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes));
             if verdict != Verdict::Accepted {
@@ -1173,6 +1280,109 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
         }
     }
     plain(StatusCode::NOT_FOUND, "Not Found")
+}
+
+/// The principal of a request that passed the protected resource's verifier.
+#[derive(Clone)]
+struct Authenticated(Arc<Principal>);
+
+/// The bearer token of a request, verified. `Err(None)`: no token at all.
+async fn authenticate<B>(resource: &ProtectedResource, req: &Request<B>) -> Result<Principal, Option<Refusal>> {
+    let mut values = req.headers().get_all(AUTHORIZATION).iter();
+    let Some(first) = values.next() else { return Err(None) };
+    if values.next().is_some() {
+        return Err(Some(Refusal::Malformed));
+    }
+    let value = first.as_bytes();
+    let Some(scheme) = value.get(..7) else { return Err(None) };
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return Err(None);
+    }
+    let token = std::str::from_utf8(value[7..].trim_ascii()).map_err(|_| Some(Refusal::Malformed))?;
+    if BearerToken::new(token).is_err() {
+        return Err(Some(Refusal::Malformed));
+    }
+    resource.verifier().verify(token).await.map_err(Some)
+}
+
+/// The answer to a request refused by the protected resource: 401 (no or invalid token), 403
+/// (insufficient scope), 503 (the authorization server could not be asked). The body names the
+/// error, never the token.
+fn auth_refused(resource: &ProtectedResource, refusal: Option<&Refusal>) -> Response<HttpBody> {
+    let status = refusal.map_or(401, Refusal::status);
+    let (error, description) = match refusal {
+        None => ("invalid_request", "Missing bearer token".to_owned()),
+        // What failed between us and the authorization server is not the client's business.
+        Some(Refusal::Unavailable(_)) => {
+            ("temporarily_unavailable", "the authorization server could not be asked".to_owned())
+        }
+        Some(r) => (r.error_code().unwrap_or("temporarily_unavailable"), r.to_string()),
+    };
+    let body = serde_json::json!({"error": error, "error_description": description}).to_string();
+    let mut response = Response::new(full(body));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::UNAUTHORIZED);
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(challenge) = resource.challenge(refusal).and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().insert(WWW_AUTHENTICATE, challenge);
+    }
+    response
+}
+
+/// The Protected Resource Metadata document (GET, HEAD), public.
+fn resource_metadata(resource: &ProtectedResource, method: &Method) -> Response<HttpBody> {
+    if method != Method::GET && method != Method::HEAD {
+        let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
+        response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    let body = resource.metadata_document().to_string();
+    let length = body.len();
+    let mut response = Response::new(if method == Method::HEAD { empty() } else { full(body) });
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+    headers.insert(HeaderName::from_static("access-control-allow-origin"), HeaderValue::from_static("*"));
+    response
+}
+
+/// For a protected server: the 403 for `messages` when the request's token lacks a scope one
+/// of them needs (every scope needed by all of them, in one challenge).
+#[allow(clippy::result_large_err)] // the error is the HTTP answer itself
+fn check_scopes<B>(shared: &Shared, req: &Request<B>, messages: &[Message]) -> Result<(), Response<HttpBody>> {
+    let Some(resource) = shared.config.protected_resource.as_ref().filter(|r| r.has_scope_rules()) else {
+        return Ok(());
+    };
+    let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>() else { return Ok(()) };
+    let mut needed: Vec<String> = Vec::new();
+    for message in messages {
+        let Message::Request(request) = message else { continue };
+        let tool = (request.method == "tools/call").then(|| called_tool(request)).flatten();
+        for scope in resource.required_scopes(&request.method, tool.as_deref()) {
+            if !needed.contains(&scope) {
+                needed.push(scope);
+            }
+        }
+    }
+    resource.check_scopes(principal, needed).map_err(|refusal| auth_refused(resource, Some(&refusal)))
+}
+
+/// The tool a `tools/call` names.
+fn called_tool(request: &jsonrpc::Request) -> Option<String> {
+    let params = request.params.as_ref()?;
+    if let Some(call) = params.typed_as::<CallToolRequestParams>() {
+        return Some(call.name.clone());
+    }
+    #[derive(serde::Deserialize)]
+    struct Name {
+        name: String,
+    }
+    let raw = params.to_raw().ok()?;
+    serde_json::from_str::<Name>(raw.get()).ok().map(|n| n.name)
+}
+
+/// A session id presented with another holder's token: answered as an unknown session.
+fn foreign_session() -> Response<HttpBody> {
+    rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found")
 }
 
 /// 401 with the challenge for `verdict`; nothing of the request is echoed.
@@ -1312,8 +1522,12 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             Ok(m) => m,
             Err(response) => return response,
         };
+        if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+            return response;
+        }
         let (session, transport) = shared.new_session(false, true, false);
         *session.version.lock().expect("session lock") = Some(version);
+        session.bind_principal(&req_head);
         tokio::spawn((shared.app)(transport));
         let response = dispatch(&shared, &session, messages, Some(version)).await;
         // An SSE answer ends the session when its stream ends.
@@ -1327,6 +1541,9 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             let Some(session) = shared.session(&id).filter(|s| !s.legacy) else {
                 return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
             };
+            if !session.bind_principal(&req_head) {
+                return foreign_session();
+            }
             let header_v = match header_version(&shared, &req_head) {
                 Ok(v) => v,
                 Err(response) => return response,
@@ -1336,6 +1553,9 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 Ok(m) => m,
                 Err(response) => return response,
             };
+            if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+                return response;
+            }
             session.touch();
             let mut response = dispatch(&shared, &session, messages, version).await;
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
@@ -1356,8 +1576,12 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                     )
                 }
             };
+            if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+                return response;
+            }
             let json = shared.config.response_mode == ResponseMode::Json;
             let (session, transport) = shared.new_session(false, json, true);
+            session.bind_principal(&req_head);
             tokio::spawn((shared.app)(transport));
             let mut response = dispatch(&shared, &session, messages, requested).await;
             if response.status().is_success() {
@@ -1425,6 +1649,9 @@ async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8
         Message::Request(request) => request,
         _ => return rpc_error(StatusCode::BAD_REQUEST, ErrorCode::INVALID_REQUEST, "Clients must not POST responses"),
     };
+    if let Err(response) = check_scopes(shared, req, std::slice::from_ref(&message)) {
+        return response;
+    }
     // The revisions served per request that this server is configured to accept.
     let served: Vec<ProtocolVersion> =
         ProtocolVersion::PER_REQUEST.into_iter().filter(|v| shared.config.versions.contains(v)).collect();
@@ -1447,6 +1674,7 @@ async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8
     let (session, transport) = shared.new_session(false, true, false);
     *session.version.lock().expect("session lock") = Some(version);
     *session.param_headers.lock().expect("session lock") = Some((request.id.clone(), param_headers));
+    session.bind_principal(req);
     tokio::spawn((shared.app)(transport));
     // A client that goes away before the answer cancels its request (2026-07-28
     // "Cancellation"): hyper drops this future, and the guard ends the session.
@@ -1533,14 +1761,37 @@ async fn dispatch(
         return json_answer(shared, session, live, batch).await;
     }
     // One turn for the application, so that an answer it gives at once goes out in the same
-    // write as the response head and the priming event (one TCP segment instead of two).
+    // write as the response head and the priming event (one TCP segment instead of two); past
+    // it, up to `first_event_hold` for the first message, for the same reason.
     requeue_once().await;
+    let (first, live) = first_message(live, shared.config.first_event_hold).await;
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
         let priming = SseEvent::new("").with_id(EventId::encode(&stream.name, 0)).with_retry(shared.config.retry_ms);
         encode_event(&priming, &mut prelude).expect("event ids are plain ascii");
     }
-    sse_response(shared, session.clone(), prelude.freeze(), Vec::new(), Some(live), false, true)
+    sse_response(shared, session.clone(), prelude.freeze(), first, live, false, true)
+}
+
+/// Waits up to `hold` for the first message of a POST's stream when none is there yet; gives
+/// it (as the start of what the stream replays) and the stream, `None` once the stream ended.
+async fn first_message(
+    mut live: mpsc::Receiver<Outgoing>,
+    hold: Duration,
+) -> (Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>) {
+    if hold.is_zero() || !live.is_empty() {
+        return (Vec::new(), Some(live));
+    }
+    match tokio::time::timeout(hold, live.recv()).await {
+        Err(_) => (Vec::new(), Some(live)),
+        Ok(None) => (Vec::new(), None),
+        Ok(Some(first)) => {
+            // The rest of a quick answer (the end of the stream after the response) comes in
+            // the same turn: let it, so the terminating chunk joins the same write.
+            requeue_once().await;
+            (vec![first], Some(live))
+        }
+    }
 }
 
 fn is_event_stream(response: &Response<HttpBody>) -> bool {
@@ -1775,6 +2026,9 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
     let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
         return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
     };
+    if !session.bind_principal(&req) {
+        return foreign_session();
+    }
     if let Err(response) = header_version(&shared, &req) {
         return response;
     }
@@ -1813,6 +2067,9 @@ async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
     let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
         return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
     };
+    if !session.bind_principal(&req) {
+        return foreign_session();
+    }
     if let Err(response) = header_version(&shared, &req) {
         return response;
     }
@@ -1832,6 +2089,7 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Htt
     }
     let (session, transport) = shared.new_session(true, false, true);
     *session.version.lock().expect("session lock") = Some(ProtocolVersion::V2024_11_05);
+    session.bind_principal(&req);
     let depth = shared.config.limits.queue_depth.max(1);
     let (_, live) = session.standalone.attach(&*session.store, None, depth).await.expect("a new stream");
     tokio::spawn((shared.app)(transport));
@@ -1853,10 +2111,15 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
     let Some(session) = shared.session(&id).filter(|s| s.legacy) else {
         return plain(StatusCode::NOT_FOUND, "Session not found");
     };
+    if !session.bind_principal(&req) {
+        return plain(StatusCode::NOT_FOUND, "Session not found");
+    }
     if !header(&req, CONTENT_TYPE).is_some_and(|c| is_media(c, "application/json")) {
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
     }
-    let bytes = match read_body(&shared, req.into_body()).await {
+    let (parts, body) = req.into_parts();
+    let req_head = Request::from_parts(parts, ());
+    let bytes = match read_body(&shared, body).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
@@ -1864,6 +2127,9 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
         Ok(m) => m,
         Err(response) => return response,
     };
+    if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+        return response;
+    }
     for message in &messages {
         if let Message::Request(r) = message {
             if r.method == "initialize" {

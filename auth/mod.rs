@@ -1,0 +1,45 @@
+//! Authorization, the resource server's half: an MCP server over HTTP accepting OAuth 2.1
+//! access tokens ([MCP 2025-11-25 "Authorization"](https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization)
+//! and its 2026-07-28 successor).
+//!
+//! - [`principal`]: [`Principal`] (who a verified token speaks for, as handlers see it in
+//!   `Context::principal`) and [`Refusal`] (why a token was refused, with its HTTP answer).
+//! - [`verifier`] (feature `http`): the [`TokenVerifier`] trait and [`StaticTokenVerifier`];
+//!   [`jwks`]: [`JwtVerifier`] (JWT access tokens against a JWKS, on [`jwt`]);
+//!   [`introspection`]: [`IntrospectionVerifier`] (RFC 7662).
+//! - [`resource`] (feature `http`): [`ProtectedResource`], the policy the HTTP server applies
+//!   (metadata document, challenges, scopes per method and per tool).
+//!
+//! The HTTP server (`transport::sse_http::server`) is the only caller: it verifies the bearer
+//! token of every request to the MCP endpoints, answers 401/403 with the challenges built here,
+//! serves the metadata, and hands the principal to the session. Nothing here logs, and no
+//! type here holds a token once verification is over.
+//!
+//! Not here: the client's half (discovery, the authorization code flow, token storage), and
+//! being an authorization server (issuing tokens).
+
+pub mod principal;
+
+#[cfg(feature = "http")]
+mod fetch;
+#[cfg(feature = "http")]
+pub mod introspection;
+#[cfg(feature = "http")]
+pub mod jwks;
+#[cfg(feature = "http")]
+pub mod jwt;
+#[cfg(feature = "http")]
+pub mod resource;
+#[cfg(feature = "http")]
+pub mod verifier;
+
+pub use principal::{Principal, Refusal};
+
+#[cfg(feature = "http")]
+pub use introspection::IntrospectionVerifier;
+#[cfg(feature = "http")]
+pub use jwks::{BadUrl, JwtVerifier};
+#[cfg(feature = "http")]
+pub use resource::ProtectedResource;
+#[cfg(feature = "http")]
+pub use verifier::{StaticTokenVerifier, TokenVerifier, VerifyFuture};
