@@ -10,7 +10,8 @@
 //! keep the configuration they started with.
 //!
 //! Security defaults: loopback binds; a non-loopback `--listen` refuses to start without
-//! `--auth-token-env` or `--auth-issuer`; Origin and Host checked as the HTTP server does;
+//! `--auth-token-env` or `--auth-issuer`; Origin and Host checked as the HTTP server does (Host
+//! only on a loopback listen: on a network, clients name the host as they reach it);
 //! downstream credentials never go upstream (the upstreams' own come from the config); no
 //! secret in any log line.
 //!
@@ -34,7 +35,7 @@ use mcpwire::client::{ClientOptions, ServerNotification};
 use mcpwire::conformance::{RecordingDir, TeeOptions};
 use mcpwire::server::forward::Forwarding as Advertised;
 use mcpwire::server::Server;
-use mcpwire::transport::sse_http::server::OriginCheck;
+use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
 use mcpwire::transport::stdio::{Stderr, StdioTransport};
 use mcpwire::transport::Limits;
@@ -286,6 +287,13 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             http = health_routes(http, &gateway);
             if !args.allow_origin.is_empty() {
                 http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
+            }
+            if !addr.ip().is_loopback() {
+                // On a network the clients name the host as they reach it (an address, a DNS
+                // name, a proxy's); the loopback-only Host check (against DNS rebinding of a
+                // local server) refused them all with 403. Such a listen always has a token (a
+                // static one or OAuth).
+                http = http.hosts(HostCheck::Any);
             }
             if tls {
                 let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {

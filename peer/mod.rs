@@ -447,14 +447,36 @@ impl<T: Transport> Peer<T> {
             self.shared.timer.notify_one();
         }
         let guard = CancelOnDrop { peer: self, id: Some(id) };
-        if let Err(e) = self.send_all_related(messages, related).await {
-            let mut guard = guard;
-            if let Some(id) = guard.id.take() {
-                self.lock().waiters.remove(&id);
+        let mut outcome = outcome;
+        // The send may wait (a peer that stops reading fills the pipe and our queue); the
+        // request's timeout runs meanwhile, and ends the wait: dropping the send is cancel
+        // safe, the message is queued whole or not at all.
+        let sending = self.send_all_related(messages, related);
+        tokio::pin!(sending);
+        let early = tokio::select! {
+            sent = &mut sending => match sent {
+                Ok(()) => None,
+                Err(e) => {
+                    let mut guard = guard;
+                    if let Some(id) = guard.id.take() {
+                        self.lock().waiters.remove(&id);
+                    }
+                    return Err(RequestError::Transport(e));
+                }
+            },
+            ended = &mut outcome => Some(ended),
+        };
+        let result = match early {
+            // Answered while messages queued behind the request were still being sent (the
+            // core's other work, e.g. a cancellation): those still go.
+            Some(Ok(Ok(body))) => {
+                let _ = sending.await;
+                Ok(Ok(body))
             }
-            return Err(RequestError::Transport(e));
+            Some(ended) => ended,
+            None => outcome.await,
         }
-        let result = outcome.await.unwrap_or(Err(RequestError::Closed { reason: None }));
+        .unwrap_or(Err(RequestError::Closed { reason: None }));
         let mut guard = guard;
         guard.id = None;
         result
@@ -758,7 +780,9 @@ impl<T: Transport> Peer<T> {
                                 (core.drain(), events)
                             };
                             self.dispatch(events);
-                            let _ = self.send_all(out).await;
+                            // Not awaited here: a peer that stops reading would hold the
+                            // timer, and with it every later request's timeout.
+                            self.send_detached(out);
                         }
                     }
                 }

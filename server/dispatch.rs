@@ -179,8 +179,9 @@ pub(crate) struct Dispatcher {
     tasks: Arc<TaskStore>,
     /// This connection's `subscriptions/listen` requests and their keys in the registry.
     pub(super) listeners: Mutex<HashMap<Id, u64>>,
-    /// The transport serves one exchange (stateless HTTP): when it ends, the client is gone
-    /// and what still runs is cancelled (2026-07-28: closing the stream cancels).
+    /// The transport serves one exchange (stateless HTTP), or cannot answer once its input has
+    /// ended (an HTTP session: [`Transport::outlives_its_input`]): when it ends, the client is
+    /// gone and what still runs is cancelled (2026-07-28: closing the stream cancels).
     pub(crate) cancel_on_close: bool,
 }
 

@@ -28,7 +28,10 @@ pub mod stdio;
 pub struct Limits {
     /// Largest frame (one line, one SSE event, one HTTP body) accepted: 4 MiB
     /// ([`crate::proto::framing::DEFAULT_MAX_FRAME_BYTES`]). Larger ones are rejected and
-    /// skipped; the connection carries on.
+    /// skipped; the connection carries on. The stdio and HTTP server transports also keep their
+    /// own responses under it: a larger one goes out as an error answer to its request instead
+    /// (see [`oversized_answer`]), since a peer with the same cap could not tell which call the
+    /// skipped frame answered and would leave it waiting for its timeout.
     pub max_frame_bytes: usize,
     /// Messages that may wait in a transport's outgoing queue before `send` waits: 256.
     pub queue_depth: usize,
@@ -81,6 +84,25 @@ impl Limits {
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
         self
+    }
+}
+
+/// What goes out instead of `message`, whose encoding is `encoded` bytes, when that is over
+/// `max` ([`Limits::max_frame_bytes`]): for a response, an error answer to the same request
+/// (-32603, "response too large: N bytes, the limit is M"), so the caller learns at once
+/// instead of by its timeout. `None` when the message fits, and for anything but a response (a
+/// request or notification over our cap is still sent: the peer's cap may be larger).
+pub(crate) fn oversized_answer(message: &Message, encoded: usize, max: usize) -> Option<Message> {
+    use crate::proto::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse};
+    match message {
+        Message::Response(response) if encoded > max => Some(Message::Error(ErrorResponse::new(
+            Some(response.id.clone()),
+            ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("response too large: {encoded} bytes, the limit is {max} (Limits::max_frame_bytes)"),
+            ),
+        ))),
+        _ => None,
     }
 }
 
@@ -200,6 +222,15 @@ pub trait Transport: Send + Sync + 'static {
     /// cannot rely on an `initialize` handshake having happened on this transport.
     fn is_stateless(&self) -> bool {
         false
+    }
+
+    /// Whether messages can still reach the peer after [`recv`](Transport::recv) has returned
+    /// `None`: yes by default (stdio: our stdout stays open after the peer's input ends, so a
+    /// server answers the calls in flight); no for an HTTP server session, whose input ends
+    /// only when the session does (DELETE, idle expiry, shutdown), after which its id is
+    /// answered 404. A server cancels what still runs when the answer cannot arrive.
+    fn outlives_its_input(&self) -> bool {
+        true
     }
 
     /// The `Mcp-Param-*` headers (names in lowercase, in the order received, duplicates kept)

@@ -264,14 +264,29 @@ enum WriterCommand {
 /// How much the writer gathers before one write.
 const WRITE_BATCH_BYTES: usize = 1024 * 1024;
 
-async fn write_loop(mut out: Box<dyn AsyncWrite + Send + Unpin>, mut commands: mpsc::Receiver<WriterCommand>) {
+/// Writes what `commands` brings, keeping each response under `max_frame_bytes` (a larger one
+/// is replaced by its error answer, see [`super::oversized_answer`]).
+async fn write_loop(
+    mut out: Box<dyn AsyncWrite + Send + Unpin>,
+    mut commands: mpsc::Receiver<WriterCommand>,
+    max_frame_bytes: usize,
+) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     while let Some(first) = commands.recv().await {
         let mut close = None;
         let mut next = Some(first);
         while let Some(command) = next.take() {
             match command {
-                WriterCommand::Send(message) => encode_message(&message, &mut buf),
+                WriterCommand::Send(message) => {
+                    let start = buf.len();
+                    encode_message(&message, &mut buf);
+                    // The line's length without its newline, as the peer's decoder counts it.
+                    let encoded = (buf.len() - start).saturating_sub(1);
+                    if let Some(answer) = super::oversized_answer(&message, encoded, max_frame_bytes) {
+                        buf.truncate(start);
+                        encode_message(&answer, &mut buf);
+                    }
+                }
                 WriterCommand::Close(done) => close = Some(done),
             }
             if close.is_none() && buf.len() < WRITE_BATCH_BYTES {
@@ -416,7 +431,7 @@ impl StdioTransport {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (writer, commands) = mpsc::channel(limits.queue_depth.max(1));
-        tokio::spawn(write_loop(Box::new(output), commands));
+        tokio::spawn(write_loop(Box::new(output), commands, limits.max_frame_bytes));
         let version_update = Arc::new(StdMutex::new(None));
         StdioTransport {
             reader: Mutex::new(Reader {
@@ -510,11 +525,19 @@ impl Transport for StdioTransport {
     }
 
     async fn close(&self) -> Result<(), TransportError> {
-        let (done, flushed) = oneshot::channel();
-        let flush = match self.writer.send(WriterCommand::Close(done)).await {
-            Ok(()) => flushed.await.unwrap_or(Ok(())).map_err(TransportError::Io),
-            // Already closed, or the peer is gone: nothing left to flush.
-            Err(_) => Ok(()),
+        let flush = async {
+            let (done, flushed) = oneshot::channel();
+            match self.writer.send(WriterCommand::Close(done)).await {
+                Ok(()) => flushed.await.unwrap_or(Ok(())).map_err(TransportError::Io),
+                // Already closed, or the peer is gone: nothing left to flush.
+                Err(_) => Ok(()),
+            }
+        };
+        let flush = match &self.child {
+            // A child that stops reading its stdin would hold the flush forever: it gets the
+            // grace period, then is stopped all the same (and the writer's pipe breaks).
+            Some(child) => tokio::time::timeout(child.grace, flush).await.unwrap_or(Err(TransportError::Timeout)),
+            None => flush.await,
         };
         if let Some(child) = &self.child {
             child.stop().await;
@@ -546,6 +569,28 @@ mod tests {
         let ceiling: libc::c_int =
             std::fs::read_to_string("/proc/sys/fs/pipe-max-size").unwrap().trim().parse().unwrap();
         assert!(size >= PIPE_BYTES.min(ceiling), "pipe of {size} bytes");
+    }
+
+    #[tokio::test]
+    async fn a_response_over_the_frame_cap_goes_out_as_an_error_answer_to_its_request() {
+        use crate::proto::jsonrpc::{Body, Response};
+        let (a_read, b_write) = tokio::io::duplex(4096);
+        let (b_read, a_write) = tokio::io::duplex(4096);
+        let a = StdioTransport::from_io(a_read, a_write, Limits::default().with_max_frame_bytes(64));
+        let b = StdioTransport::from_io(b_read, b_write, Limits::default());
+        let big = Body::typed(serde_json::json!({"text": "x".repeat(100)}));
+        a.send(Message::Response(Response { id: Id::Number(7), result: big })).await.unwrap();
+        let small = Body::typed(serde_json::json!({}));
+        a.send(Message::Response(Response { id: Id::Number(8), result: small })).await.unwrap();
+        match b.recv().await.unwrap().unwrap() {
+            Message::Error(e) => {
+                assert_eq!(e.id, Some(Id::Number(7)));
+                assert_eq!(e.error.code.0, -32603);
+                assert_eq!(e.error.message, "response too large: 145 bytes, the limit is 64 (Limits::max_frame_bytes)");
+            }
+            other => panic!("expected the error answer, got {other:?}"),
+        }
+        assert!(matches!(b.recv().await.unwrap().unwrap(), Message::Response(r) if r.id == Id::Number(8)));
     }
 
     #[tokio::test]

@@ -46,6 +46,12 @@
 //! -32600 error body), and for a protected resource the scopes the decoded requests need (403
 //! `insufficient_scope`) and the session's holder (404 for another holder's token).
 //!
+//! Slow and idle clients: a request's head must arrive within
+//! [`HttpServerConfig::header_read_timeout`] (30 s, counted while the server waits for a head,
+//! so it also closes a keep-alive connection idle that long), its body within
+//! [`HttpServerConfig::body_read_timeout`] (30 s, else 408); hyper answers 431 to more than
+//! 100 headers or a head over 408 KiB. Each holds only its own connection meanwhile.
+//!
 //! Why the token comes third: `Host` and `Origin` cost nothing and refuse a DNS-rebinding page
 //! or a foreign browser origin before it can even learn whether a token is wanted (no 401 vs
 //! 403 oracle for them); every later check either reads the body (up to 4 MiB buffered for a
@@ -178,6 +184,16 @@ pub struct HttpServerConfig {
     pub session_idle_timeout: Duration,
     /// How long [`HttpServer::shutdown`] waits for requests in flight: 5 s.
     pub shutdown_grace: Duration,
+    /// How long a connection may take to send a request's head (request line and headers),
+    /// counted from when the server starts waiting for it, so it also ends a keep-alive
+    /// connection idle that long between requests: 30 s (hyper's timer; `None`: no limit).
+    /// Against slowloris: a client trickling its headers is cut off, and holds one connection
+    /// until then, nothing of the others'.
+    pub header_read_timeout: Option<Duration>,
+    /// How long a POST's body may take to arrive whole once its head is in: 30 s, then 408
+    /// (`None`: no limit). A body a byte at a time, or a chunked body that never ends, holds
+    /// its connection no longer than this.
+    pub body_read_timeout: Option<Duration>,
     /// Queue depths of transports and streams (see [`Limits`]).
     pub limits: Limits,
     /// Where events are kept for resumption; `None` (the default) makes a
@@ -222,6 +238,8 @@ impl Default for HttpServerConfig {
             event_store_capacity: 64,
             session_idle_timeout: Duration::from_secs(30 * 60),
             shutdown_grace: Duration::from_secs(5),
+            header_read_timeout: Some(Duration::from_secs(30)),
+            body_read_timeout: Some(Duration::from_secs(30)),
             limits: Limits::default(),
             event_store: None,
             versions: ProtocolVersion::ALL.to_vec(),
@@ -344,6 +362,18 @@ impl HttpServerConfig {
     /// Grace period of [`HttpServer::shutdown`].
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// Time allowed for a request's head (see [`HttpServerConfig::header_read_timeout`]).
+    pub fn header_read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Time allowed for a request's body (see [`HttpServerConfig::body_read_timeout`]).
+    pub fn body_read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.body_read_timeout = timeout;
         self
     }
 
@@ -679,7 +709,15 @@ impl Session {
         if self.is_closed() {
             return Err(TransportError::Closed);
         }
-        let data = super::buffers::BODIES.encode(&message);
+        let mut data = super::buffers::BODIES.encode(&message);
+        let max_frame = self.shared.upgrade().map_or(usize::MAX, |s| s.config.limits.max_frame_bytes);
+        let message = match crate::transport::oversized_answer(&message, data.len(), max_frame) {
+            Some(answer) => {
+                data = super::buffers::BODIES.encode(&answer);
+                answer
+            }
+            None => message,
+        };
         if let Message::Response(response) = &message {
             let is_init = self.initialize_id.lock().expect("session lock").as_ref() == Some(&response.id);
             if is_init {
@@ -869,6 +907,11 @@ impl Transport for ServerTransport {
         self.session.is_stateless()
     }
 
+    /// No: the input ends with the session, and an ended session's streams are gone.
+    fn outlives_its_input(&self) -> bool {
+        false
+    }
+
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         self.session.route(message, None).await
     }
@@ -1043,6 +1086,9 @@ impl HttpServer {
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    // Without a timer hyper applies no header read timeout at all.
+    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(shared.config.header_read_timeout);
     loop {
         let (tcp, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -1063,17 +1109,18 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
         #[cfg(feature = "tls")]
         if let Some(tls) = shared.config.tls.clone() {
             let watcher = graceful.watcher();
+            let http = http.clone();
             tokio::spawn(async move {
                 let acceptor = tokio_rustls::TlsAcceptor::from(tls);
                 let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await else {
                     return;
                 };
-                let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+                let conn = http.serve_connection(TokioIo::new(stream), service);
                 let _ = watcher.watch(conn).await;
             });
             continue;
         }
-        let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tcp), service);
+        let conn = http.serve_connection(TokioIo::new(tcp), service);
         tokio::spawn(graceful.watch(conn));
     }
     drop(listener);
@@ -1384,7 +1431,16 @@ fn method_not_allowed(shared: &Shared) -> Response<HttpBody> {
 /// Reads the body up to the cap: `Err` is the response to send instead.
 async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Response<HttpBody>> {
     let limited = http_body_util::Limited::new(body, shared.config.max_body_bytes);
-    match limited.collect().await {
+    let collected = match shared.config.body_read_timeout {
+        Some(limit) => match tokio::time::timeout(limit, limited.collect()).await {
+            Ok(collected) => collected,
+            Err(_) => {
+                return Err(rpc_error(StatusCode::REQUEST_TIMEOUT, TRANSPORT_ERROR, "Request Timeout: body too slow"))
+            }
+        },
+        None => limited.collect().await,
+    };
+    match collected {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
             Err(rpc_error(StatusCode::PAYLOAD_TOO_LARGE, TRANSPORT_ERROR, "Payload Too Large"))
