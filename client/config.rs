@@ -25,7 +25,8 @@
 //!
 //! [mcp_servers.remote]
 //! url = "https://example.com/mcp"      # Streamable HTTP, falling back to legacy SSE
-//! bearer_token_env_var = "REMOTE_TOKEN"
+//! bearer_token_env_var = "REMOTE_TOKEN"       # Authorization: Bearer $REMOTE_TOKEN (never logged)
+//! oauth = { client_id = "my-app", scopes = ["mcp"], callback_port = 8976 }  # see [`auth`]
 //! http_headers = { "X-Team" = "core" }
 //! env_http_headers = { "X-Api-Key" = "REMOTE_API_KEY" }  # header name -> variable name
 //! ```
@@ -43,7 +44,7 @@
 //! `{"mcpServers": {NAME: {...}}}` (Claude Desktop, Claude Code `.mcp.json`) or
 //! `{"servers": {NAME: {...}}}` (VS Code `mcp.json`), each server with `command`, `args`, `env`,
 //! `cwd`, `type` (`stdio`, `http`, `sse`; VS Code's `streamableHttp` is taken as `http`), `url`
-//! and `headers`, and our `era` (as in TOML). `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
+//! and `headers`, Claude Code's `oauth` (see [`auth`]), and our `era` (as in TOML). `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
 //! variable without a default is an error. Imported stdio servers inherit our environment
 //! (as Claude and VS Code start them). Other members (`disabled`, `alwaysAllow`, `inputs` …)
 //! are ignored, except `disabled: true`, which disables the server.
@@ -59,6 +60,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::EraPolicy;
+
+pub mod auth;
+pub use auth::OAuthSettings;
 
 /// The variables a stdio server configured in TOML gets from our environment without asking
 /// (codex's list).
@@ -214,6 +218,8 @@ pub struct ServerConfig {
     pub tools: BTreeMap<String, ToolConfig>,
     /// Which protocol era to speak (`era`): default [`EraPolicy::Auto`].
     pub era: EraPolicy,
+    /// How to log in to an HTTP server with OAuth (`oauth`): default nothing set.
+    pub oauth: OAuthSettings,
 }
 
 impl ServerConfig {
@@ -232,6 +238,7 @@ impl ServerConfig {
             default_tools_approval_mode: None,
             tools: BTreeMap::new(),
             era: EraPolicy::Auto,
+            oauth: OAuthSettings::default(),
         }
     }
 
@@ -526,6 +533,7 @@ const CODEX_FIELDS: &[&str] = &[
     "default_tools_approval_mode",
     "tools",
     "era",
+    "oauth",
 ];
 
 fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, ConfigError> {
@@ -538,7 +546,7 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
         (Some(_), Some(_)) => return Err(at.err("set either command (stdio) or url (http), not both")),
         (None, None) => return Err(at.err("missing command (stdio) or url (http)")),
         (Some(command), None) => {
-            for http_only in ["bearer_token_env_var", "http_headers", "env_http_headers"] {
+            for http_only in ["bearer_token_env_var", "http_headers", "env_http_headers", "oauth"] {
                 if t.contains_key(http_only) {
                     return Err(at.child(http_only).err("applies to url servers only"));
                 }
@@ -593,6 +601,12 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
     server.default_tools_approval_mode = get("default_tools_approval_mode").map(|(f, v)| f.approval(v)).transpose()?;
     if let Some((f, v)) = get("era") {
         server.era = f.era(v)?;
+    }
+    if let Some((f, v)) = get("oauth") {
+        if t.contains_key("bearer_token_env_var") {
+            return Err(f.err("set either bearer_token_env_var or oauth, not both"));
+        }
+        server.oauth = auth::from_toml(v, &f)?;
     }
     if let Some((f, v)) = get("tools") {
         let Value::Object(tools) = v else { return Err(f.err("expected a table")) };
@@ -658,6 +672,12 @@ fn json_server(name: &str, v: &Value, at: &Field<'_>, env: EnvLookup<'_>) -> Res
     }
     if let Some((f, v)) = get("era") {
         server.era = f.era(v)?;
+    }
+    if let Some((f, v)) = get("oauth") {
+        if kind == "stdio" {
+            return Err(f.err("applies to url servers only"));
+        }
+        server.oauth = auth::from_json(v, &f)?;
     }
     Ok(server)
 }
