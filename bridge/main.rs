@@ -6,7 +6,12 @@
 //! mcp-bridge tools [--json] (-- CMD ARGS... | --url URL | --config FILE [--server NAME])
 //! mcp-bridge call TOOL [--args JSON] [--json] (-- CMD ARGS... | --url URL | --config FILE --server NAME)
 //! mcp-bridge check --config FILE [--json]
+//! mcp-bridge login NAME --config FILE [--open] [--timeout SECS]
+//! mcp-bridge logout NAME --config FILE
 //! ```
+//!
+//! `login` / `logout` keep an OAuth login to one configured HTTP server (see login.rs); the
+//! client commands use it, never starting a login themselves.
 //!
 //! The command line is clap's (`--help` on every subcommand); logs are `tracing`'s, filtered
 //! by `RUST_LOG` (default `info` for `serve`, `warn` otherwise), always on stderr: in stdio mode
@@ -24,6 +29,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod embedded;
 mod gateway;
+mod login;
 mod serve;
 mod shell;
 
@@ -73,6 +79,32 @@ enum Command {
         config: PathBuf,
         #[command(flatten)]
         common: Common,
+    },
+    /// Log in to a configured HTTP server with OAuth and keep the tokens for the other commands.
+    ///
+    /// Prints the authorization URL on stderr and waits for the browser's redirect to
+    /// 127.0.0.1. Tokens go to $MCPWIRE_CONFIG_DIR, else $XDG_CONFIG_HOME/mcpwire, else
+    /// ~/.config/mcpwire (oauth-credentials.json, mode 0600).
+    Login {
+        /// The server's name in --config.
+        name: String,
+        /// The configuration: .toml (codex [mcp_servers]) or .json (Claude mcpServers, VS Code servers).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Also open the URL in a browser (xdg-open, or open on macOS).
+        #[arg(long)]
+        open: bool,
+        /// How long to wait for the whole login, in seconds (default 300).
+        #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+        timeout: Option<Duration>,
+    },
+    /// Forget the stored OAuth login of a configured server.
+    Logout {
+        /// The server's name in --config.
+        name: String,
+        /// The configuration file.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
     },
 }
 
@@ -227,6 +259,15 @@ fn main() -> ExitCode {
         Command::Serve(args) => {
             init_logs("info");
             serve::main(*args)
+        }
+        Command::Login { name, config, open, timeout } => {
+            init_logs("warn");
+            let timeout = timeout.unwrap_or(Duration::from_secs(300));
+            login::main(login::Invocation::Login { server: name, config, open, timeout })
+        }
+        Command::Logout { name, config } => {
+            init_logs("warn");
+            login::main(login::Invocation::Logout { server: name, config })
         }
         command => {
             init_logs("warn");

@@ -5,7 +5,9 @@
 //! reads codex TOML (`.toml`) or Claude / VS Code JSON (`.json`, told apart by the top-level
 //! key) and starts the servers as a [`ConnectionSet`]: `tools` lists the aggregated tools under
 //! their qualified names, `call` calls one tool of one server, `check` starts every server and
-//! prints one status line each.
+//! prints one status line each, with its OAuth login state (`auth`: `not_needed`, `logged_in`,
+//! `needs_login`, `expired`). HTTP servers without credentials of their own get the stored
+//! login of `mcp-bridge login` (login.rs); `tools` names on stderr each server that failed.
 //!
 //! Not here: the command line itself (main.rs), serving (serve.rs).
 
@@ -15,6 +17,7 @@ use std::time::Duration;
 
 use mcpwire::client::config::{ConfigError, McpConfig};
 use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
+use mcpwire::client::login::{AuthReport, AuthStatus, Logins};
 use mcpwire::client::{Client, ClientError, ClientOptions};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Tool};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
@@ -66,7 +69,9 @@ impl Invocation {
                     source,
                 });
             }
-            super::Command::Serve(_) => return Err("serve is not a client command".to_owned()),
+            super::Command::Serve(_) | super::Command::Login { .. } | super::Command::Logout { .. } => {
+                return Err("not a client command".to_owned())
+            }
         };
         let (source, server) = source.expect("tools and call have a source");
         if server.is_some() && source.config.is_none() {
@@ -159,9 +164,15 @@ async fn run(args: Invocation) -> Result<(), Failure> {
                 one.enabled = true;
                 config.servers = [(name.clone(), one)].into();
             }
-            let set =
-                ConnectionSet::new(config, SetOptions::default().with_client_options(options).with_stderr(stderr));
-            let outcome = run_set(&set, args.command, server.as_deref(), args.timeout, args.json).await;
+            let mut set_options = SetOptions::default().with_client_options(options).with_stderr(stderr);
+            // Without a place for logins, servers behind OAuth just fail with their 401.
+            let logins = super::login::logins().ok();
+            if let Some(logins) = &logins {
+                set_options = set_options.with_logins(logins.clone());
+            }
+            let set = ConnectionSet::new(config.clone(), set_options);
+            let auth = AuthView { config: &config, logins: logins.as_ref() };
+            let outcome = run_set(&set, args.command, server.as_deref(), args.timeout, args.json, auth).await;
             set.shutdown().await;
             outcome
         }
@@ -192,12 +203,36 @@ fn finish_call(result: &CallToolResult, json: bool) -> Result<(), Failure> {
     }
 }
 
+/// What `check` needs to tell each server's login state.
+#[derive(Clone, Copy)]
+struct AuthView<'a> {
+    config: &'a McpConfig,
+    logins: Option<&'a Logins>,
+}
+
+impl AuthView<'_> {
+    /// The login state of `status`'s server, after its start.
+    fn report(&self, status: &ServerStatus) -> AuthReport {
+        let server = self.config.servers.get(&status.name);
+        match (server, self.logins) {
+            (Some(server), Some(logins)) => {
+                logins.status(server, status.error.as_deref()).unwrap_or_else(|e| AuthReport {
+                    status: AuthStatus::NeedsLogin,
+                    note: Some(format!("the stored login cannot be read: {e}")),
+                })
+            }
+            _ => AuthReport { status: AuthStatus::NotNeeded, note: None },
+        }
+    }
+}
+
 async fn run_set(
     set: &ConnectionSet,
     command: Command,
     server: Option<&str>,
     timeout: Option<Duration>,
     json: bool,
+    auth: AuthView<'_>,
 ) -> Result<(), Failure> {
     match command {
         Command::Check => {
@@ -206,7 +241,7 @@ async fn run_set(
                 Err(SetError::StartupFailed { summary, .. }) => summary,
                 Err(e) => return Err(e.into()),
             };
-            print_statuses(&summary.servers, json)?;
+            print_statuses(&summary.servers, json, auth)?;
             let failed = summary.failed_required();
             if failed.is_empty() {
                 Ok(())
@@ -215,7 +250,10 @@ async fn run_set(
             }
         }
         Command::Tools => {
-            set.start().await?;
+            let summary = set.start().await?;
+            for failed in summary.in_state(ServerState::Failed) {
+                eprintln!("mcp-bridge: {}: {}", failed.name, failed.error.as_deref().unwrap_or("failed"));
+            }
             print_catalog(&set.tools(), json)?;
             Ok(())
         }
@@ -259,10 +297,11 @@ fn print_catalog(tools: &[CatalogTool], json: bool) -> std::io::Result<()> {
     out.flush()
 }
 
-fn print_statuses(statuses: &[ServerStatus], json: bool) -> std::io::Result<()> {
+fn print_statuses(statuses: &[ServerStatus], json: bool, auth: AuthView<'_>) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     for s in statuses {
         let ms = s.elapsed.as_millis();
+        let login = auth.report(s);
         if json {
             let line = json!({
                 "server": s.name,
@@ -275,14 +314,21 @@ fn print_statuses(statuses: &[ServerStatus], json: bool) -> std::io::Result<()> 
                 "tools": s.tools,
                 "startupMs": ms,
                 "error": s.error,
+                "auth": login.status.as_str(),
+                "authNote": login.note,
             });
             writeln!(out, "{line}")?;
             continue;
         }
         let required = if s.required { " (required)" } else { "" };
+        let login = match (login.status, login.note) {
+            (AuthStatus::NotNeeded, _) => String::new(),
+            (status, None) => format!(", auth {}", status.as_str()),
+            (status, Some(note)) => format!(", auth {} ({note})", status.as_str()),
+        };
         match (s.state, s.protocol_version) {
             (ServerState::Ready, Some(version)) => {
-                writeln!(out, "{}{required}: ready, protocol {version}, {} tools, {ms} ms", s.name, s.tools)?
+                writeln!(out, "{}{required}: ready, protocol {version}, {} tools, {ms} ms{login}", s.name, s.tools)?
             }
             (ServerState::Disabled, _) => writeln!(out, "{}{required}: disabled", s.name)?,
             (state, _) => writeln!(

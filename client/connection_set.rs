@@ -393,6 +393,10 @@ pub struct SetOptions {
     /// How many times a server that is not `required` and fails at startup is tried again in
     /// the background: default 0 (never).
     pub startup_retries: u32,
+    /// Where HTTP servers' OAuth logins are kept ([`super::login`]): default none, i.e. such a
+    /// server's 401 is just an error.
+    #[cfg(feature = "oauth")]
+    pub logins: Option<super::login::Logins>,
 }
 
 impl Default for SetOptions {
@@ -412,6 +416,8 @@ impl Default for SetOptions {
             roots: None,
             roots_handler: None,
             startup_retries: 0,
+            #[cfg(feature = "oauth")]
+            logins: None,
         }
     }
 }
@@ -513,6 +519,14 @@ impl SetOptions {
     /// in the background (see [`ConnectionSet::start`]).
     pub fn with_startup_retries(mut self, retries: u32) -> Self {
         self.startup_retries = retries;
+        self
+    }
+
+    /// These options sending the stored OAuth login of each HTTP server that has no
+    /// credentials of its own (never starting a flow: see [`super::login`]).
+    #[cfg(feature = "oauth")]
+    pub fn with_logins(mut self, logins: super::login::Logins) -> Self {
+        self.logins = Some(logins);
         self
     }
 
@@ -1707,6 +1721,12 @@ async fn connect(shared: &Arc<Shared>, slot: &Arc<Slot>) -> Result<(Conn, Listin
                 http = http
                     .bearer_token_env(var)
                     .map_err(|_| format!("bearer_token_env_var: environment variable {var} is not set"))?;
+            }
+            #[cfg(feature = "oauth")]
+            if let Some(authorizer) =
+                shared.options.logins.as_ref().map(|l| l.authorizer(config)).transpose()?.flatten()
+            {
+                http = http.authorizer(authorizer);
             }
             let transport = HttpClientTransport::new(http).map_err(|e| e.to_string())?;
             Conn::Http(Client::connect(transport, options).await.map_err(|e| e.to_string())?)
