@@ -185,3 +185,68 @@ impl Authorizer for StoredLogin {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::oauth::{CredentialKey, MemoryTokenStore, Secret, StoredCredentials, TokenSet};
+
+    const URL: &str = "http://127.0.0.1:9/mcp";
+
+    fn logins_with(expires_at: Option<u64>, refresh: bool) -> Logins {
+        let store = MemoryTokenStore::new();
+        if let Some(expires_at) = expires_at {
+            let tokens = TokenSet {
+                access_token: Secret::new("access"),
+                refresh_token: refresh.then(|| Secret::new("refresh")),
+                expires_at: Some(expires_at),
+                scopes: vec![],
+                token_type: None,
+                dpop_key: None,
+            };
+            let stored = StoredCredentials { client: None, tokens: Some(tokens) };
+            store.save(&CredentialKey::new("http://as", URL), &stored).unwrap();
+        }
+        Logins::new(Arc::new(store), "mcp-bridge login")
+    }
+
+    fn status(logins: &Logins, server: &ServerConfig, error: Option<&str>) -> (AuthStatus, Option<String>) {
+        let report = logins.status(server, error).unwrap();
+        (report.status, report.note)
+    }
+
+    #[test]
+    fn the_status_follows_what_is_stored_and_why_the_server_failed() {
+        let http = ServerConfig::http("r", URL);
+        let later = crate::client::oauth::unix_now() + 3600;
+        assert_eq!(status(&logins_with(Some(later), true), &http, None), (AuthStatus::LoggedIn, None));
+        let (state, note) = status(&logins_with(Some(1), true), &http, None);
+        assert_eq!(state, AuthStatus::LoggedIn, "expired but refreshable counts as logged in");
+        assert!(note.unwrap().contains("refreshed"));
+        assert_eq!(status(&logins_with(Some(1), false), &http, None).0, AuthStatus::Expired);
+        let nothing = logins_with(None, false);
+        assert_eq!(status(&nothing, &http, None).0, AuthStatus::NotNeeded, "it answered without a login");
+        let refused = nothing.needs_login_message("r");
+        assert_eq!(refused, "needs login: run mcp-bridge login r");
+        assert_eq!(status(&nothing, &http, Some(&format!("http status 401: {refused}"))).0, AuthStatus::NeedsLogin);
+        let stdio = ServerConfig::stdio("s", "x", ["y"]);
+        assert_eq!(status(&nothing, &stdio, Some("needs login")).0, AuthStatus::NotNeeded);
+        let mut own = ServerConfig::http("o", URL);
+        if let TransportConfig::Http { bearer_token_env_var, .. } = &mut own.transport {
+            *bearer_token_env_var = Some("TOKEN".into());
+        }
+        assert!(!uses_login(&own) && uses_login(&http) && !uses_login(&stdio));
+        assert!(nothing.authorizer(&own).unwrap().is_none(), "its own credentials, no login");
+    }
+
+    #[tokio::test]
+    async fn with_nothing_stored_a_refusal_asks_for_a_login_without_any_exchange() {
+        // Nothing listens on port 9: any discovery would fail with another message.
+        let authorizer = logins_with(None, false).authorizer(&ServerConfig::http("r", URL)).unwrap().unwrap();
+        assert!(authorizer.authorization("POST", URL).await.is_none());
+        let challenges = vec!["Bearer resource_metadata=\"http://127.0.0.1:9/.well-known/x\"".to_owned()];
+        let refusal =
+            Refusal { status: 401, challenges: &challenges, url: URL, sent: None, dpop_nonce: None, retries: 0 };
+        assert_eq!(authorizer.refused(refusal).await, Verdict::GiveUp("needs login: run mcp-bridge login r".into()));
+    }
+}
