@@ -15,8 +15,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpwire::client::config::TransportConfig;
 use mcpwire::client::config::{McpConfig, ServerConfig};
-use mcpwire::client::login::Logins;
+use mcpwire::client::login::{uses_login, Logins};
 use mcpwire::client::oauth::{FileTokenStore, LoopbackRedirect};
 
 /// What users run to log in, for messages.
@@ -60,6 +61,11 @@ fn open_in_browser(url: &str) {
 async fn login(server: ServerConfig, open: bool, timeout: Duration) -> Result<String, String> {
     let logins = logins()?;
     let name = server.name.clone();
+    if matches!(server.transport, TransportConfig::Http { .. }) && !uses_login(&server) {
+        return Err(format!(
+            "{name} has credentials of its own (bearer_token_env_var or an Authorization header): there is nothing to log in to"
+        ));
+    }
     let port = server.oauth.callback_port.unwrap_or(0);
     let shown = name.clone();
     let listener = LoopbackRedirect::bind(port, "/callback", move |url| {

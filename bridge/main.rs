@@ -320,6 +320,10 @@ mod tests {
             "frobnicate",
             "serve --config a.toml -- srv",
             "serve --prefix sometimes",
+            "login",
+            "login prot",
+            "logout --config a.toml",
+            "login prot --config a.toml --timeout 0",
         ] {
             let e = parse(line).expect_err(line);
             assert!(e.use_stderr(), "{line}: {e}");
@@ -329,6 +333,19 @@ mod tests {
             super::shell::Invocation::from_command(cli.command),
             Err("call --config needs --server NAME".into())
         );
+    }
+
+    #[test]
+    fn login_and_logout_take_a_server_and_a_config() {
+        let Ok(Cli { command: Command::Login { name, config, open, timeout } }) =
+            parse("login prot --config a.toml --open --timeout 30")
+        else {
+            panic!("login did not parse")
+        };
+        assert_eq!((name.as_str(), config.to_str(), open), ("prot", Some("a.toml"), true));
+        assert_eq!(timeout, Some(std::time::Duration::from_secs(30)));
+        let Ok(Cli { command: Command::Logout { name, .. } }) = parse("logout prot --config a.json") else { panic!() };
+        assert_eq!(name, "prot");
     }
 
     #[test]
