@@ -212,6 +212,14 @@ async fn login_stores_a_token_that_tools_uses_refreshes_and_logout_removes() {
     assert_eq!(check_line(&lines, "prot")["auth"], "logged_in", "{lines:?}");
     assert_eq!(check_line(&lines, "prot")["state"], "ready");
     assert_eq!(check_line(&lines, "local")["auth"], "not_needed");
+    // The same login serves the server as Claude Code's JSON names it.
+    let toml = std::mem::replace(&mut bridge.config, dir.join("claude.json"));
+    let claude =
+        json!({"mcpServers": {"prot": {"type": "http", "url": server.url(), "oauth": {"clientId": "mcpwire-bridge"}}}});
+    std::fs::write(&bridge.config, claude.to_string()).unwrap();
+    let check = bridge.run(&["check", "--json"]).await;
+    assert_eq!(check_line(&check_json(&check), "prot")["auth"], "logged_in", "{}", check.stdout);
+    bridge.config = toml;
     assert_eq!(auth.secrets().await.len(), issued, "no refresh nor new flow yet");
 
     // The access token's expiry passes (edited in the file): the next process refreshes it.
