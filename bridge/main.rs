@@ -10,7 +10,12 @@
 //! mcp-bridge add NAME [--config FILE] [--env K=V]... (--url URL [--bearer-token-env-var VAR] | -- CMD ARGS...)
 //! mcp-bridge remove NAME [--config FILE]
 //! mcp-bridge check --config FILE [--project FILE] [--import FILE]... [--on-conflict KIND=ACTION]... [--json]
+//! mcp-bridge login NAME --config FILE [--open] [--timeout SECS]
+//! mcp-bridge logout NAME --config FILE
 //! ```
+//!
+//! `login` / `logout` keep an OAuth login to one configured HTTP server (see login.rs); the
+//! client commands use it, never starting a login themselves.
 //!
 //! The command line is clap's (`--help` on every subcommand); logs are `tracing`'s, filtered
 //! by `RUST_LOG` (default `info` for `serve`, `warn` otherwise), always on stderr: in stdio mode
@@ -29,6 +34,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod config_cli;
 mod embedded;
 mod gateway;
+mod login;
 mod serve;
 mod shell;
 
@@ -131,6 +137,32 @@ enum Command {
         sources: MoreSources,
         #[command(flatten)]
         common: Common,
+    },
+    /// Log in to a configured HTTP server with OAuth and keep the tokens for the other commands.
+    ///
+    /// Prints the authorization URL on stderr and waits for the browser's redirect to
+    /// 127.0.0.1. Tokens go to $MCPWIRE_CONFIG_DIR, else $XDG_CONFIG_HOME/mcpwire, else
+    /// ~/.config/mcpwire (oauth-credentials.json, mode 0600).
+    Login {
+        /// The server's name in --config.
+        name: String,
+        /// The configuration: .toml (codex [mcp_servers]) or .json (Claude mcpServers, VS Code servers).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Also open the URL in a browser (xdg-open, or open on macOS).
+        #[arg(long)]
+        open: bool,
+        /// How long to wait for the whole login, in seconds (default 300).
+        #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+        timeout: Option<Duration>,
+    },
+    /// Forget the stored OAuth login of a configured server.
+    Logout {
+        /// The server's name in --config.
+        name: String,
+        /// The configuration file.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
     },
 }
 
@@ -347,6 +379,15 @@ fn main() -> ExitCode {
             config_cli::main(config_cli::ConfigCommand::Add { server, config })
         }
         Command::Remove { name, config } => config_cli::main(config_cli::ConfigCommand::Remove { name, config }),
+        Command::Login { name, config, open, timeout } => {
+            init_logs("warn");
+            let timeout = timeout.unwrap_or(Duration::from_secs(300));
+            login::main(login::Invocation::Login { server: name, config, open, timeout })
+        }
+        Command::Logout { name, config } => {
+            init_logs("warn");
+            login::main(login::Invocation::Logout { server: name, config })
+        }
         command => {
             init_logs("warn");
             match shell::Invocation::from_command(command) {
@@ -398,6 +439,10 @@ mod tests {
             "frobnicate",
             "serve --config a.toml -- srv",
             "serve --prefix sometimes",
+            "login",
+            "login prot",
+            "logout --config a.toml",
+            "login prot --config a.toml --timeout 0",
         ] {
             let e = parse(line).expect_err(line);
             assert!(e.use_stderr(), "{line}: {e}");
@@ -407,6 +452,19 @@ mod tests {
             super::shell::Invocation::from_command(cli.command),
             Err("call --config needs --server NAME".into())
         );
+    }
+
+    #[test]
+    fn login_and_logout_take_a_server_and_a_config() {
+        let Ok(Cli { command: Command::Login { name, config, open, timeout } }) =
+            parse("login prot --config a.toml --open --timeout 30")
+        else {
+            panic!("login did not parse")
+        };
+        assert_eq!((name.as_str(), config.to_str(), open), ("prot", Some("a.toml"), true));
+        assert_eq!(timeout, Some(std::time::Duration::from_secs(30)));
+        let Ok(Cli { command: Command::Logout { name, .. } }) = parse("logout prot --config a.json") else { panic!() };
+        assert_eq!(name, "prot");
     }
 
     #[test]

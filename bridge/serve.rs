@@ -12,8 +12,8 @@
 //! Security defaults: loopback binds; a non-loopback `--listen` refuses to start without
 //! `--auth-token-env` or `--auth-issuer`; Origin and Host checked as the HTTP server does (Host
 //! only on a loopback listen: on a network, clients name the host as they reach it);
-//! downstream credentials never go upstream (the upstreams' own come from the config); no
-//! secret in any log line.
+//! downstream credentials never go upstream (the upstreams' own come from the config, or from
+//! the stored login of `mcp-bridge login`); no secret in any log line.
 //!
 //! OAuth (`--auth-issuer` with `--auth-jwks` or `--auth-introspect`): the listener becomes a
 //! protected resource (see [`mcpwire::auth`]): tokens of that issuer for `--auth-audience`
@@ -191,7 +191,12 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let prefix = args.prefix.unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
     let callers = Arc::new(Callers::default());
-    let options = callers.handlers(SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit));
+    let mut options = SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit);
+    // Upstreams behind OAuth use the login of `mcp-bridge login` (never a flow of their own).
+    if let Ok(logins) = super::login::logins() {
+        options = options.with_logins(logins);
+    }
+    let options = callers.handlers(options);
     let mut per_session = McpConfig::default();
     for name in &args.per_session {
         let Some(server) = config.servers.get(name) else {

@@ -5,7 +5,9 @@
 //! reads codex TOML (`.toml`) or Claude / VS Code JSON (`.json`, told apart by the top-level
 //! key) and starts the servers as a [`ConnectionSet`]: `tools` lists the aggregated tools under
 //! their qualified names, `call` calls one tool of one server, `check` starts every server and
-//! prints one status line each.
+//! prints one status line each, with its OAuth login state (`auth`: `not_needed`, `logged_in`,
+//! `needs_login`, `expired`). HTTP servers without credentials of their own get the stored
+//! login of `mcp-bridge login` (login.rs); `tools` names on stderr each server that failed.
 //!
 //! Not here: the command line itself (main.rs), serving (serve.rs).
 
@@ -14,8 +16,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use mcpwire::client::catalog::{CatalogBuilder, CatalogCache, Resolution, ResolvedCatalog, SourceKind};
-use mcpwire::client::config::ConfigError;
+use mcpwire::client::config::{ConfigError, McpConfig};
 use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
+use mcpwire::client::login::{AuthReport, AuthStatus, Logins};
 use mcpwire::client::{Client, ClientError, ClientOptions};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Tool};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
@@ -168,9 +171,16 @@ async fn run(args: Invocation) -> Result<(), Failure> {
             if let Some(cache) = CatalogCache::for_config(file.as_ref()).filter(|_| args.command != Command::Check) {
                 set_options = set_options.with_catalog_cache(cache);
             }
-            let set = ConnectionSet::new(config, set_options);
+            // Without a place for logins, servers behind OAuth just fail with their 401.
+            let logins = super::login::logins().ok();
+            if let Some(logins) = &logins {
+                set_options = set_options.with_logins(logins.clone());
+            }
+            let set = ConnectionSet::new(config.clone(), set_options);
+            let auth = AuthView { config: &config, logins: logins.as_ref() };
             let outcome =
-                run_set(&set, args.command, server.as_deref(), args.timeout, args.json, resolutions.as_deref()).await;
+                run_set(&set, args.command, server.as_deref(), args.timeout, args.json, resolutions.as_deref(), auth)
+                    .await;
             set.shutdown().await;
             outcome
         }
@@ -201,6 +211,29 @@ fn finish_call(result: &CallToolResult, json: bool) -> Result<(), Failure> {
     }
 }
 
+/// What `check` needs to tell each server's login state.
+#[derive(Clone, Copy)]
+struct AuthView<'a> {
+    config: &'a McpConfig,
+    logins: Option<&'a Logins>,
+}
+
+impl AuthView<'_> {
+    /// The login state of `status`'s server, after its start.
+    fn report(&self, status: &ServerStatus) -> AuthReport {
+        let server = self.config.servers.get(&status.name);
+        match (server, self.logins) {
+            (Some(server), Some(logins)) => {
+                logins.status(server, status.error.as_deref()).unwrap_or_else(|e| AuthReport {
+                    status: AuthStatus::NeedsLogin,
+                    note: Some(format!("the stored login cannot be read: {e}")),
+                })
+            }
+            _ => AuthReport { status: AuthStatus::NotNeeded, note: None },
+        }
+    }
+}
+
 async fn run_set(
     set: &ConnectionSet,
     command: Command,
@@ -208,6 +241,7 @@ async fn run_set(
     timeout: Option<Duration>,
     json: bool,
     resolutions: Option<&[Resolution]>,
+    auth: AuthView<'_>,
 ) -> Result<(), Failure> {
     match command {
         Command::Check => {
@@ -216,7 +250,7 @@ async fn run_set(
                 Err(SetError::StartupFailed { summary, .. }) => summary,
                 Err(e) => return Err(e.into()),
             };
-            print_statuses(&summary.servers, json, resolutions)?;
+            print_statuses(&summary.servers, json, resolutions, auth)?;
             let failed = summary.failed_required();
             if failed.is_empty() {
                 Ok(())
@@ -225,7 +259,10 @@ async fn run_set(
             }
         }
         Command::Tools => {
-            set.start().await?;
+            let summary = set.start().await?;
+            for failed in summary.in_state(ServerState::Failed) {
+                eprintln!("mcp-bridge: {}: {}", failed.name, failed.error.as_deref().unwrap_or("failed"));
+            }
             print_catalog(&set.tools(), json)?;
             Ok(())
         }
@@ -291,11 +328,17 @@ fn source_json(resolution: &Resolution) -> Value {
     })
 }
 
-fn print_statuses(statuses: &[ServerStatus], json: bool, resolutions: Option<&[Resolution]>) -> std::io::Result<()> {
+fn print_statuses(
+    statuses: &[ServerStatus],
+    json: bool,
+    resolutions: Option<&[Resolution]>,
+    auth: AuthView<'_>,
+) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     for s in statuses {
         let ms = s.elapsed.as_millis();
         let resolution = resolutions.and_then(|all| all.iter().find(|r| r.name == s.name));
+        let login = auth.report(s);
         if json {
             let mut line = json!({
                 "server": s.name,
@@ -308,6 +351,8 @@ fn print_statuses(statuses: &[ServerStatus], json: bool, resolutions: Option<&[R
                 "tools": s.tools,
                 "startupMs": ms,
                 "error": s.error,
+                "auth": login.status.as_str(),
+                "authNote": login.note,
             });
             if let (Some(resolution), Value::Object(line)) = (resolution, &mut line) {
                 if let Value::Object(source) = source_json(resolution) {
@@ -321,9 +366,14 @@ fn print_statuses(statuses: &[ServerStatus], json: bool, resolutions: Option<&[R
             writeln!(out, "{resolution}")?;
         }
         let required = if s.required { " (required)" } else { "" };
+        let login = match (login.status, login.note) {
+            (AuthStatus::NotNeeded, _) => String::new(),
+            (status, None) => format!(", auth {}", status.as_str()),
+            (status, Some(note)) => format!(", auth {} ({note})", status.as_str()),
+        };
         match (s.state, s.protocol_version) {
             (ServerState::Ready, Some(version)) => {
-                writeln!(out, "{}{required}: ready, protocol {version}, {} tools, {ms} ms", s.name, s.tools)?
+                writeln!(out, "{}{required}: ready, protocol {version}, {} tools, {ms} ms{login}", s.name, s.tools)?
             }
             (ServerState::Disabled, _) => writeln!(out, "{}{required}: disabled", s.name)?,
             (ServerState::Deferred, _) => {

@@ -30,7 +30,8 @@
 //!
 //! [mcp_servers.remote]
 //! url = "https://example.com/mcp"      # Streamable HTTP, falling back to legacy SSE
-//! bearer_token_env_var = "REMOTE_TOKEN"
+//! bearer_token_env_var = "REMOTE_TOKEN"       # Authorization: Bearer $REMOTE_TOKEN (never logged)
+//! oauth = { client_id = "my-app", scopes = ["mcp"], callback_port = 8976 }  # see [`auth`]
 //! http_headers = { "X-Team" = "core" }
 //! env_http_headers = { "X-Api-Key" = "REMOTE_API_KEY" }  # header name -> variable name
 //! ```
@@ -48,7 +49,7 @@
 //! `{"mcpServers": {NAME: {...}}}` (Claude Desktop, Claude Code `.mcp.json`) or
 //! `{"servers": {NAME: {...}}}` (VS Code `mcp.json`), each server with `command`, `args`, `env`,
 //! `cwd`, `type` (`stdio`, `http`, `sse`; VS Code's `streamableHttp` is taken as `http`), `url`
-//! and `headers`, and our `era` and `startup` (as in TOML). `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
+//! and `headers`, Claude Code's `oauth` (see [`auth`]), and our `era` and `startup` (as in TOML). `${VAR}` and `${VAR:-default}` are expanded in every string; an unset
 //! variable without a default is an error. Imported stdio servers inherit our environment
 //! (as Claude and VS Code start them). Other members (`disabled`, `alwaysAllow`, `inputs` …)
 //! are ignored, except `disabled: true`, which disables the server.
@@ -64,6 +65,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::EraPolicy;
+
+pub mod auth;
+pub use auth::OAuthSettings;
 
 /// The variables a stdio server configured in TOML gets from our environment without asking
 /// (codex's list).
@@ -228,6 +232,8 @@ pub struct ServerConfig {
     /// are identified by [`ServerConfig::key`], so two servers of one name in two scopes are
     /// two servers.
     pub scope: Option<String>,
+    /// How to log in to an HTTP server with OAuth (`oauth`): default nothing set.
+    pub oauth: OAuthSettings,
 }
 
 /// When a server of the set counts as ready (`ready`).
@@ -281,6 +287,7 @@ impl ServerConfig {
             startup: Startup::Eager,
             scope: None,
             readiness: Readiness::Listed,
+            oauth: OAuthSettings::default(),
         }
     }
 
@@ -626,6 +633,7 @@ const CODEX_FIELDS: &[&str] = &[
     "startup",
     "scope",
     "ready",
+    "oauth",
 ];
 
 fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, ConfigError> {
@@ -638,7 +646,7 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
         (Some(_), Some(_)) => return Err(at.err("set either command (stdio) or url (http), not both")),
         (None, None) => return Err(at.err("missing command (stdio) or url (http)")),
         (Some(command), None) => {
-            for http_only in ["bearer_token_env_var", "http_headers", "env_http_headers"] {
+            for http_only in ["bearer_token_env_var", "http_headers", "env_http_headers", "oauth"] {
                 if t.contains_key(http_only) {
                     return Err(at.child(http_only).err("applies to url servers only"));
                 }
@@ -710,6 +718,12 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
             return Err(f.err("expected a non-empty scope without '/'"));
         }
         server.scope = Some(scope);
+    }
+    if let Some((f, v)) = get("oauth") {
+        if t.contains_key("bearer_token_env_var") {
+            return Err(f.err("set either bearer_token_env_var or oauth, not both"));
+        }
+        server.oauth = auth::from_toml(v, &f)?;
     }
     if let Some((f, v)) = get("tools") {
         let Value::Object(tools) = v else { return Err(f.err("expected a table")) };
@@ -792,6 +806,12 @@ fn json_server(name: &str, v: &Value, at: &Field<'_>, env: EnvLookup<'_>) -> Res
             return Err(f.err("expected a non-empty scope without '/'"));
         }
         server.scope = Some(scope);
+    }
+    if let Some((f, v)) = get("oauth") {
+        if kind == "stdio" {
+            return Err(f.err("applies to url servers only"));
+        }
+        server.oauth = auth::from_json(v, &f)?;
     }
     Ok(server)
 }

@@ -479,6 +479,10 @@ pub struct SetOptions {
     /// with the MCP-reserved ones ([`is_reserved_meta_key`]), from the `_meta` a caller gives
     /// in [`SetCallOptions::meta`]: default none.
     pub reserved_meta_prefixes: Vec<String>,
+    /// Where HTTP servers' OAuth logins are kept ([`super::login`]): default none, i.e. such a
+    /// server's 401 is just an error.
+    #[cfg(feature = "oauth")]
+    pub logins: Option<super::login::Logins>,
 }
 
 /// The default of [`SetOptions::max_items_per_server`].
@@ -504,6 +508,8 @@ impl Default for SetOptions {
             catalog_cache: None,
             max_items_per_server: DEFAULT_MAX_ITEMS,
             reserved_meta_prefixes: Vec::new(),
+            #[cfg(feature = "oauth")]
+            logins: None,
         }
     }
 }
@@ -623,6 +629,14 @@ impl SetOptions {
     /// These options stripping `_meta` keys that start with `prefix` from callers' `_meta`.
     pub fn with_reserved_meta_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.reserved_meta_prefixes.push(prefix.into());
+        self
+    }
+
+    /// These options sending the stored OAuth login of each HTTP server that has no
+    /// credentials of its own (never starting a flow: see [`super::login`]).
+    #[cfg(feature = "oauth")]
+    pub fn with_logins(mut self, logins: super::login::Logins) -> Self {
+        self.logins = Some(logins);
         self
     }
 
@@ -2097,6 +2111,12 @@ async fn connect(
                 http = http
                     .bearer_token_env(var)
                     .map_err(|_| format!("bearer_token_env_var: environment variable {var} is not set"))?;
+            }
+            #[cfg(feature = "oauth")]
+            if let Some(authorizer) =
+                shared.options.logins.as_ref().map(|l| l.authorizer(config)).transpose()?.flatten()
+            {
+                http = http.authorizer(authorizer);
             }
             let transport = HttpClientTransport::new(http).map_err(|e| e.to_string())?;
             Conn::Http(Client::connect(transport, options).await.map_err(|e| e.to_string())?)

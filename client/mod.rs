@@ -85,6 +85,8 @@ mod error;
 mod handlers;
 mod listen;
 #[cfg(feature = "oauth")]
+pub mod login;
+#[cfg(feature = "oauth")]
 pub mod oauth;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

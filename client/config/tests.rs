@@ -257,3 +257,49 @@ fn readiness_is_listed_unless_connected() {
     assert_eq!(ServerConfig::stdio("b", "x", ["y"]).readiness, Readiness::Listed);
     assert!(toml_err("[mcp_servers.a]\ncommand = \"x\"\nready = \"soon\"\n").contains("expected listed or connected"));
 }
+
+#[test]
+fn oauth_settings_are_read_from_codex_toml_and_claude_json() {
+    let toml = "[mcp_servers.r]\nurl = \"http://h/mcp\"\noauth = { client_id = \"app\", client_secret_env_var = \"APP_SECRET\", scopes = [\"mcp\", \"files:read\"], callback_port = 8976, client_metadata_url = \"https://app.example/cimd.json\" }\n";
+    let config = McpConfig::from_toml(toml, "mcp.toml").unwrap();
+    let expected = OAuthSettings {
+        client_id: Some("app".into()),
+        client_secret_env_var: Some("APP_SECRET".into()),
+        scopes: Some(vec!["mcp".into(), "files:read".into()]),
+        callback_port: Some(8976),
+        client_metadata_url: Some("https://app.example/cimd.json".into()),
+    };
+    assert_eq!(config.servers["r"].oauth, expected);
+    let json = r#"{"mcpServers": {"r": {"type": "http", "url": "http://h/mcp", "oauth": {"clientId": "app",
+        "clientSecretEnvVar": "APP_SECRET", "scopes": "mcp files:read", "callbackPort": 8976,
+        "clientMetadataUrl": "https://app.example/cimd.json", "authServerMetadataUrl": "https://ignored"}}}}"#;
+    assert_eq!(McpConfig::from_json(json, "claude.json", &no_env).unwrap().servers["r"].oauth, expected);
+    let plain = McpConfig::from_toml("[mcp_servers.r]\nurl = \"http://h/mcp\"\n", "mcp.toml").unwrap();
+    assert!(plain.servers["r"].oauth.is_empty());
+}
+
+#[test]
+fn bad_oauth_settings_are_refused_naming_the_field() {
+    for (toml, expected) in [
+        (
+            "[mcp_servers.r]\nurl = \"http://h/mcp\"\noauth = { callback_port = 70000 }",
+            "mcp.toml: mcp_servers.r.oauth.callback_port: expected a port number (0 to 65535)",
+        ),
+        (
+            "[mcp_servers.r]\nurl = \"http://h/mcp\"\noauth = { clientId = \"x\" }",
+            "mcp.toml: mcp_servers.r.oauth.clientId: unknown field",
+        ),
+        ("[mcp_servers.r]\ncommand = \"x\"\noauth = {}", "mcp.toml: mcp_servers.r.oauth: applies to url servers only"),
+        (
+            "[mcp_servers.r]\nurl = \"http://h/mcp\"\nbearer_token_env_var = \"T\"\noauth = { client_id = \"x\" }",
+            "mcp.toml: mcp_servers.r.oauth: set either bearer_token_env_var or oauth, not both",
+        ),
+    ] {
+        assert_eq!(toml_err(toml), expected, "{toml}");
+    }
+    let json = r#"{"mcpServers": {"r": {"url": "http://h/mcp", "oauth": {"scopes": 3}}}}"#;
+    assert_eq!(
+        McpConfig::from_json(json, "c.json", &no_env).unwrap_err().to_string(),
+        "c.json: mcpServers.r.oauth.scopes: expected a space-separated string or an array of strings"
+    );
+}

@@ -233,6 +233,9 @@ pub struct OAuthConfig {
     pub client_metadata_url: Option<String>,
     /// Pre-registered credentials, tried first: none.
     pub pre_registered: Option<PreRegistered>,
+    /// The scopes to ask for, instead of the challenge's or the resource metadata's: none (a
+    /// step-up still adds what a 403 challenges).
+    pub scopes: Option<Vec<String>>,
     /// A machine client (the client credentials grant, no user): none, i.e. the authorization
     /// code grant.
     pub machine: Option<(String, MachineCredential)>,
@@ -260,6 +263,7 @@ impl Default for OAuthConfig {
             application_type: "native".into(),
             client_metadata_url: None,
             pre_registered: None,
+            scopes: None,
             machine: None,
             request_offline_access: true,
             max_step_ups: 2,
@@ -294,6 +298,12 @@ impl OAuthConfig {
     /// Uses pre-registered credentials.
     pub fn pre_registered(mut self, credentials: PreRegistered) -> Self {
         self.pre_registered = Some(credentials);
+        self
+    }
+
+    /// Asks for `scopes` instead of the challenge's or the resource metadata's.
+    pub fn scopes(mut self, scopes: Vec<String>) -> Self {
+        self.scopes = Some(scopes);
         self
     }
 
@@ -422,11 +432,19 @@ impl OAuthClient {
             _ => None,
         };
         let discovered = discovery::discover(&self.http, &self.server, challenge.as_ref()).await?;
-        let scopes = challenge
-            .and_then(|c| c.scope)
-            .or_else(|| discovered.resource_metadata.as_ref().and_then(|m| m.scopes_supported.clone()))
-            .unwrap_or_default();
+        let scopes = self.first_scopes(challenge.as_ref(), &discovered);
         self.run_flow(&discovered, scopes).await
+    }
+
+    /// The scopes of a first flow: configured, else the challenge's, else the resource
+    /// metadata's `scopes_supported`, else none.
+    fn first_scopes(&self, challenge: Option<&BearerChallenge>, discovered: &Discovered) -> Vec<String> {
+        self.config
+            .scopes
+            .clone()
+            .or_else(|| challenge.and_then(|c| c.scope.clone()))
+            .or_else(|| discovered.resource_metadata.as_ref().and_then(|m| m.scopes_supported.clone()))
+            .unwrap_or_default()
     }
 
     /// Forgets every stored credential for this server (a `logout` command); returns how many
@@ -813,10 +831,7 @@ impl OAuthClient {
         if same_issuer && refusal.retries == 0 && self.refresh(Some(&discovered)).await.is_ok() {
             return Ok(());
         }
-        let scopes = challenge
-            .and_then(|c| c.scope)
-            .or_else(|| discovered.resource_metadata.as_ref().and_then(|m| m.scopes_supported.clone()))
-            .unwrap_or_default();
+        let scopes = self.first_scopes(challenge.as_ref(), &discovered);
         self.run_flow(&discovered, scopes).await?;
         Ok(())
     }

@@ -6,7 +6,8 @@
 //! - [`MemoryTokenStore`]: for one process.
 //! - [`FileTokenStore`]: one JSON file per user, created with mode 0600 (on Unix) and rewritten
 //!   whole through a temporary file of the same mode, by default
-//!   `$XDG_CONFIG_HOME/mcpwire/oauth-credentials.json` (else `~/.config/…`).
+//!   `$MCPWIRE_CONFIG_DIR/oauth-credentials.json` when that variable is set (tests, several
+//!   profiles), else `$XDG_CONFIG_HOME/mcpwire/oauth-credentials.json` (else `~/.config/…`).
 //!
 //! Keys are issuer + resource ([`CredentialKey`]): a token or a registration from one
 //! authorization server is never offered to another (an authorization-server migration starts
@@ -192,11 +193,12 @@ impl FileTokenStore {
     }
 
     /// The store in the user's configuration directory:
+    /// `$MCPWIRE_CONFIG_DIR/oauth-credentials.json` when [`CONFIG_DIR_VAR`] is set, else
     /// `$XDG_CONFIG_HOME/mcpwire/oauth-credentials.json`, else
     /// `$HOME/.config/mcpwire/oauth-credentials.json`.
     ///
     /// # Errors
-    /// When neither variable is set.
+    /// When none of the variables is set.
     pub fn in_config_dir() -> io::Result<FileTokenStore> {
         Ok(FileTokenStore::new(default_path()?))
     }
@@ -256,7 +258,15 @@ fn open_private(path: &Path) -> io::Result<std::fs::File> {
     options.open(path)
 }
 
+/// The variable naming our configuration directory, before the XDG default.
+pub const CONFIG_DIR_VAR: &str = "MCPWIRE_CONFIG_DIR";
+
+const STORE_FILE: &str = "oauth-credentials.json";
+
 fn default_path() -> io::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os(CONFIG_DIR_VAR).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(dir).join(STORE_FILE));
+    }
     let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
@@ -264,7 +274,7 @@ fn default_path() -> io::Result<PathBuf> {
             None => return Err(io::Error::new(io::ErrorKind::NotFound, "neither XDG_CONFIG_HOME nor HOME is set")),
         },
     };
-    Ok(base.join("mcpwire").join("oauth-credentials.json"))
+    Ok(base.join("mcpwire").join(STORE_FILE))
 }
 
 impl TokenStore for FileTokenStore {

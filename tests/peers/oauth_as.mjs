@@ -15,7 +15,8 @@
 // What the wrapper adds, through the mock's own hooks:
 //   - RFC 8707: the `resource` of the authorization request (or of a client_credentials token
 //     request) becomes the access token's `aud`; the scope asked at /authorize becomes its
-//     `scope`; `client_id` is set.
+//     `scope`; `client_id` is set. A refresh keeps the grant's `aud`, `scope` and `client_id`
+//     (the mock alone would drop them), as an authorization server does.
 //   - POST /introspect (RFC 7662) for real: HTTP Basic client authentication as the resource
 //     server (env OAUTH_RS_CLIENT_ID / OAUTH_RS_CLIENT_SECRET, default rs / rs-secret; else
 //     401), the token's signature and expiry checked with jose against the issuer's own keys,
@@ -48,6 +49,9 @@ const rogue = await jose.generateKeyPair('RS256');
 
 // code -> {scope, resource, client_id} from the authorization request.
 const grants = new Map();
+// refresh token -> the grant it continues.
+const refreshGrants = new Map();
+const grantOf = body => (body.code ? grants.get(body.code) : body.refresh_token ? refreshGrants.get(body.refresh_token) : undefined);
 service.on('beforeAuthorizeRedirect', (redirect, req) => {
   const query = new URL(req.url, 'http://x').searchParams;
   const code = redirect.url.searchParams.get('code');
@@ -57,7 +61,7 @@ service.on('beforeAuthorizeRedirect', (redirect, req) => {
 });
 service.on('beforeTokenSigning', (token, req) => {
   const body = req.body || {};
-  const grant = body.code ? grants.get(body.code) : undefined;
+  const grant = grantOf(body);
   const resource = grant?.resource ?? body.resource ?? body.aud;
   if (resource) token.payload.aud = resource;
   const scope = grant?.scope ?? body.scope;
@@ -69,8 +73,9 @@ service.on('beforeTokenSigning', (token, req) => {
 let jwksFetches = 0;
 const secrets = [];
 service.on('beforeResponse', (response, req) => {
-  const grant = req.body?.code ? grants.get(req.body.code) : undefined;
+  const grant = grantOf(req.body || {});
   if (grant?.scope) response.body.scope = grant.scope;
+  if (grant && response.body.refresh_token) refreshGrants.set(response.body.refresh_token, grant);
   for (const key of ['access_token', 'refresh_token', 'id_token']) if (response.body[key]) secrets.push(response.body[key]);
 });
 service.on('beforeAuthorizeRedirect', redirect => {
