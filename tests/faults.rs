@@ -126,11 +126,26 @@ async fn a_child_sigkilled_mid_write_of_a_large_frame_fails_that_call_and_nothin
 async fn a_child_that_stops_reading_blocks_only_its_own_connection() {
     let baseline = Baseline::take().await;
     let (deaf, other) = (connect().await, connect().await);
-    // After this call the child never reads its stdin again (the call is never answered).
+    // After this call the child never reads its stdin again (the call is never answered). Its
+    // progress says the child has read it: only then do the calls that must wait go out (sent
+    // at once, some could reach the child before it, and be answered).
+    let (reading_stopped, stopped) = tokio::sync::oneshot::channel();
+    let reading_stopped = std::sync::Mutex::new(Some(reading_stopped));
     let deafening = {
         let deaf = deaf.clone();
-        tokio::spawn(async move { deaf.call_tool_with_timeout("deaf", None, Duration::from_secs(3)).await })
+        tokio::spawn(async move {
+            let params = mcpwire::proto::mcp_types::CallToolRequestParams { name: "deaf".into(), ..Default::default() };
+            let options =
+                mcpwire::proto::session::RequestOptions { timeout: Some(Duration::from_secs(3)), ..Default::default() };
+            deaf.call_tool_with_progress(params, options, move |_| {
+                if let Some(tx) = reading_stopped.lock().unwrap().take() {
+                    let _ = tx.send(());
+                }
+            })
+            .await
+        })
     };
+    tokio::time::timeout(BOUND, stopped).await.expect("the child read the deaf call").unwrap();
     // 64 MiB of calls: far more than a pipe and our outgoing queue hold, so our writes to it
     // wait. Each call gives up after 3 s.
     let big = "b".repeat(256 * 1024);
