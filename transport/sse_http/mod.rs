@@ -8,7 +8,8 @@
 //! - [`client`]: [`HttpClientTransport`] POSTs every message, reads JSON and SSE replies, keeps
 //!   the session, opens the standalone GET stream, resumes dropped streams with
 //!   `Last-Event-ID`, and falls back to the legacy transport for old servers.
-//! - [`event_store`]: the replay buffer behind resumability.
+//! - [`event_store`]: the replay buffer behind resumability; [`session_store`]: what a replica
+//!   needs to serve a session it did not create (N replicas behind a load balancer).
 //! - [`bearer`]: the static bearer token the server can require; [`routes`]: extra GET routes
 //!   (health, metrics) on the server's listener. OAuth access tokens are verified through
 //!   [`HttpServerConfig::protected_resource`] with the verifiers of [`crate::auth`].
@@ -37,6 +38,7 @@ pub mod event_store;
 pub mod request_headers;
 pub mod routes;
 pub mod server;
+pub mod session_store;
 #[cfg(feature = "tls")]
 pub mod tls;
 
@@ -45,6 +47,7 @@ pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 pub use routes::RouteResponse;
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
+pub use session_store::{MemorySessionStore, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture};
 
 /// `Mcp-Session-Id`.
 pub const SESSION_ID_HEADER: &str = "mcp-session-id";
