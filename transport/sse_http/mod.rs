@@ -9,7 +9,8 @@
 //!   the session, opens the standalone GET stream, resumes dropped streams with
 //!   `Last-Event-ID`, and falls back to the legacy transport for old servers.
 //! - [`event_store`]: the replay buffer behind resumability; [`session_store`]: what a replica
-//!   needs to serve a session it did not create (N replicas behind a load balancer).
+//!   needs to serve a session it did not create (N replicas behind a load balancer);
+//!   `redis_store` (feature `redis`): both on Redis.
 //! - [`bearer`]: the static bearer token the server can require; [`routes`]: extra GET routes
 //!   (health, metrics) on the server's listener. OAuth access tokens are verified through
 //!   [`HttpServerConfig::protected_resource`] with the verifiers of [`crate::auth`].
@@ -37,6 +38,8 @@ pub mod client;
 pub mod event_store;
 pub mod request_headers;
 pub mod routes;
+#[cfg(feature = "redis")]
+pub mod redis_store;
 pub mod server;
 pub mod session_store;
 #[cfg(feature = "tls")]
