@@ -17,7 +17,7 @@
 //!                                      `counted n`), and logs `echo_server NAME: ...` lines
 //! --session-store URL                  (feature `redis`) share handshake-era sessions and
 //!                                      resumable streams through the Redis at URL
-//!                                      (redis://host:port); env MCP_BRIDGE_SESSION_STORE too
+//!                                      (redis://host:port)
 //! ```
 //!
 //! Over stdio it writes nothing but frames to stdout and exits when stdin ends, after answering
@@ -28,8 +28,8 @@ use std::net::SocketAddr;
 
 use mcpwire::server::echo::echo_builder;
 use mcpwire::server::{text_result, Server, ServerBuilder};
-use serde_json::json;
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+use serde_json::json;
 
 const USAGE: &str = "usage: echo_server [--http ADDR [--stateless]] [--threads N] [--state-secret-env VAR] \
                      [--replica NAME] [--session-store redis://HOST:PORT]";
@@ -50,7 +50,7 @@ enum Mode {
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut addr, mut stateless, mut threads, mut state_secret) = (None, false, 1, None);
-    let (mut replica, mut session_store) = (None, std::env::var("MCP_BRIDGE_SESSION_STORE").ok());
+    let (mut replica, mut session_store) = (None, None);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => {
@@ -114,7 +114,8 @@ async fn serve_http(server: Server, addr: SocketAddr, stateless: bool, store: Op
 #[cfg(feature = "redis")]
 async fn with_session_store(config: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
     use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
-    let store = std::sync::Arc::new(RedisStore::connect(url, RedisOptions::default()).await.map_err(|e| e.to_string())?);
+    let store =
+        std::sync::Arc::new(RedisStore::connect(url, RedisOptions::default()).await.map_err(|e| e.to_string())?);
     eprintln!("echo_server: sessions and streams shared through Redis");
     Ok(config.session_store(store.clone()).event_store(store))
 }
