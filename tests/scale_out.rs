@@ -7,6 +7,8 @@
 //!   its calls are answered by different replicas (each `whoami` answer names its replica).
 //! - A stream answered by one replica, cut after some events, is resumed with `Last-Event-ID`
 //!   on every replica, each giving exactly the missed events.
+//! - A replica killed (SIGKILL) mid-session loses no session: the next calls through the
+//!   balancer (which retries a refused connection on another replica) continue it.
 //! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
 //!   timeout; restarted on the same port: new sessions are served again.
 
@@ -96,7 +98,7 @@ struct Cluster {
     replicas: Vec<SocketAddr>,
     redis_port: u16,
     redis: Option<Process>,
-    _servers: Vec<Process>,
+    servers: Vec<Process>,
     logs: Vec<mpsc::Receiver<String>>,
     _haproxy: Process,
     _dir: PathBuf,
@@ -126,10 +128,11 @@ impl Cluster {
         let servers_cfg: String =
             replicas.iter().enumerate().map(|(i, a)| format!("  server r{} {a}\n", i + 1)).collect();
         // Round robin, no stickiness; each request balanced on its own (no prefer-last-server);
-        // long client/server timeouts for SSE streams, which HAProxy does not buffer.
+        // long client/server timeouts for SSE streams, which HAProxy does not buffer; a request
+        // that finds its replica gone is retried on another (redispatch).
         let config = format!(
             "global\n  maxconn 200\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  \
-             timeout server 60s\nfrontend mcp\n  bind {balancer}\n  default_backend replicas\nbackend replicas\n  \
+             timeout server 60s\n  retries 2\n  option redispatch 1\n  retry-on conn-failure empty-response\nfrontend mcp\n  bind {balancer}\n  default_backend replicas\nbackend replicas\n  \
              balance roundrobin\n{servers_cfg}"
         );
         let config_path = dir.join("haproxy.cfg");
@@ -137,16 +140,7 @@ impl Cluster {
         let mut command = Command::new(support::peer("MCP_HAPROXY"));
         command.args(["-W", "-db", "-f"]).arg(&config_path);
         let (haproxy, _) = start(command, true, "Loading success.");
-        Cluster {
-            balancer,
-            replicas,
-            redis_port,
-            redis: Some(redis),
-            _servers: servers,
-            logs,
-            _haproxy: haproxy,
-            _dir: dir,
-        }
+        Cluster { balancer, replicas, redis_port, redis: Some(redis), servers, logs, _haproxy: haproxy, _dir: dir }
     }
 }
 
@@ -261,5 +255,30 @@ fn without_redis_new_sessions_get_503_in_bounded_time_and_come_back_with_it() {
         // still fail; one of the next few succeeds.
         let served = (0..20).map(|_| initialize(replica).status).find(|s| *s == 200);
         assert_eq!(served, Some(200), "{replica} serves new sessions again");
+    }
+}
+
+#[test]
+fn a_replica_killed_mid_session_loses_no_session() {
+    let mut cluster = Cluster::start("kill");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let session = runtime.block_on(raw_session(cluster.balancer, "2025-11-25"));
+    let whoami = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "whoami", "arguments": {}}})
+    };
+    let answered_by = |r: &Raw| r.sse_messages().last().map(|m| text(&m["result"]).to_owned());
+    let before: Vec<Option<String>> =
+        (1..=3).map(|id| answered_by(&post(cluster.balancer, &session, &whoami(id)))).collect();
+    assert!(before.contains(&Some("r1".to_owned())), "{before:?}");
+    // r1 dies without a word (SIGKILL): what it held in memory is gone.
+    let mut r1 = cluster.servers.remove(0);
+    unsafe { libc::kill(r1.0.id() as i32, libc::SIGKILL) };
+    let _ = r1.0.wait();
+    for id in 4..=9 {
+        let r = post(cluster.balancer, &session, &whoami(id));
+        assert_eq!(r.status, 200, "call {id} after r1 died: {r:?}");
+        let name = answered_by(&r);
+        assert!(matches!(name.as_deref(), Some("r2" | "r3")), "call {id}: {name:?}");
     }
 }
