@@ -282,3 +282,49 @@ fn a_replica_killed_mid_session_loses_no_session() {
         assert!(matches!(name.as_deref(), Some("r2" | "r3")), "call {id}: {name:?}");
     }
 }
+
+/// The store itself, against the same Redis: a record's time to live, touch and removal; a
+/// stream capped near its limit, replayed from any point.
+#[test]
+fn the_redis_store_keeps_records_for_their_ttl_and_caps_streams() {
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    use mcpwire::transport::sse_http::{EventStore, SessionRecord, SessionStore, StoredEvent};
+    let port = free_port();
+    let _redis = redis_server(port);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let options = RedisOptions::default().events_per_stream(10).key_prefix("t:");
+        let store = RedisStore::connect(&format!("redis://127.0.0.1:{port}"), options).await.unwrap();
+        let mut record = SessionRecord::new(r#"{"protocolVersion":"2025-11-25"}"#);
+        record.apply("logging/setLevel", r#"{"level":"info"}"#);
+        store.save("s1", &record, Duration::from_secs(60)).await.unwrap();
+        assert_eq!(store.load("s1").await.unwrap(), Some(record.clone()));
+        assert_eq!(store.load("nobody").await.unwrap(), None);
+        // A TTL of 1 ms has passed by the time Redis is asked again after a round trip of its own.
+        store.save("s2", &record, Duration::from_millis(1)).await.unwrap();
+        store.touch("s1", Duration::from_secs(60)).await.unwrap();
+        let mut expired = false;
+        for _ in 0..100_000 {
+            if store.load("s2").await.unwrap().is_none() {
+                expired = true;
+                break;
+            }
+        }
+        assert!(expired, "a record outlives its TTL");
+        SessionStore::remove(&store, "s1").await.unwrap();
+        assert_eq!(store.load("s1").await.unwrap(), None);
+
+        for seq in 1..=500u64 {
+            store.append("s/a-1", StoredEvent { seq, data: bytes::Bytes::from(format!("{{\"n\":{seq}}}")) });
+        }
+        let seqs = |events: Vec<StoredEvent>| events.into_iter().map(|e| e.seq).collect::<Vec<_>>();
+        let tail = seqs(store.replay("s/a-1", 495).await.unwrap());
+        assert_eq!(tail, [496, 497, 498, 499, 500], "replay after 495");
+        let kept = seqs(store.replay("s/a-1", 0).await.unwrap());
+        assert!(kept.len() >= 10 && kept.len() < 500, "capped near 10 (MAXLEN ~): {}", kept.len());
+        assert_eq!(kept.last(), Some(&500));
+        assert!(kept.windows(2).all(|w| w[1] == w[0] + 1), "contiguous: {kept:?}");
+        EventStore::remove(&store, "s/a-1");
+        assert!(store.replay("s/a-1", 0).await.unwrap().is_empty(), "removed (after the queued writes)");
+    });
+}
