@@ -9,6 +9,8 @@
 //!   on every replica, each giving exactly the missed events.
 //! - A replica killed (SIGKILL) mid-session loses no session: the next calls through the
 //!   balancer (which retries a refused connection on another replica) continue it.
+//! - `mcp-bridge serve --session-store` (or `MCP_BRIDGE_SESSION_STORE`): three bridges, each
+//!   with its own upstream, serve one TypeScript SDK session between them.
 //! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
 //!   timeout; restarted on the same port: new sessions are served again.
 
@@ -105,19 +107,28 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// Three `echo_server --replica rN` sharing one Redis.
     fn start(name: &str) -> Cluster {
+        let echo_server = echo_server_path();
+        Cluster::start_with(name, move |n, addr, redis| {
+            let mut command = Command::new(&echo_server);
+            command.args(["--http", &addr.to_string(), "--replica", &format!("r{n}"), "--session-store", redis]);
+            (command, true, "echo_server: serving")
+        })
+    }
+
+    /// Three replicas made by `replica(n, address, redis URL)`: the command, whether its
+    /// ready line comes on stderr (else stdout), and that line.
+    fn start_with(name: &str, replica: impl Fn(usize, SocketAddr, &str) -> (Command, bool, &'static str)) -> Cluster {
         let redis_port = free_port();
         let redis = redis_server(redis_port);
-        let echo_server = echo_server_path();
         let mut servers = Vec::new();
         let mut logs = Vec::new();
         let mut replicas = Vec::new();
         for n in 1..=3 {
             let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-            let mut command = Command::new(&echo_server);
-            command.args(["--http", &addr.to_string(), "--replica", &format!("r{n}")]);
-            command.args(["--session-store", &format!("redis://127.0.0.1:{redis_port}")]);
-            let (server, log) = start(command, true, "echo_server: serving");
+            let (command, from_stderr, ready) = replica(n, addr, &format!("redis://127.0.0.1:{redis_port}"));
+            let (server, log) = start(command, from_stderr, ready);
             servers.push(server);
             logs.push(log);
             replicas.push(addr);
@@ -327,4 +338,38 @@ fn the_redis_store_keeps_records_for_their_ttl_and_caps_streams() {
         EventStore::remove(&store, "s/a-1");
         assert!(store.replay("s/a-1", 0).await.unwrap().is_empty(), "removed (after the queued writes)");
     });
+}
+
+#[test]
+fn mcp_bridge_replicas_share_sessions_with_session_store() {
+    let echo_server = echo_server_path();
+    let cluster = Cluster::start_with("bridge", move |n, addr, redis| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
+        command.args(["serve", "--listen", &format!("http://{addr}/mcp")]);
+        // Half of them from the variable, the other half from the option.
+        if n % 2 == 0 {
+            command.env("MCP_BRIDGE_SESSION_STORE", redis);
+        } else {
+            command.args(["--session-store", redis]);
+        }
+        command.arg("--").arg(&echo_server).args(["--replica", &format!("r{n}")]);
+        (command, false, "serving MCP on")
+    });
+    let whoami = json!({"call": "whoami", "args": {}});
+    let script = json!([whoami, whoami, whoami, whoami, whoami, whoami]);
+    let lines = ts_client(&format!("http://{}/mcp", cluster.balancer), &script);
+    assert_eq!(lines[0]["serverInfo"]["name"], "mcp-bridge", "{lines:?}");
+    let mut names: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["step"] == "tools/call")
+        .map(|l| {
+            assert_eq!(l["ok"], true, "{l}");
+            text(&l["result"])
+        })
+        .collect();
+    assert_eq!(names.len(), 6, "{lines:?}");
+    names.sort();
+    names.dedup();
+    // Each bridge replica has its own upstream (echo_server --replica rN).
+    assert!(names.len() >= 2, "the calls of one session were answered by {names:?}");
 }
