@@ -179,3 +179,27 @@ async fn a_store_that_cannot_be_reached_gets_503_with_a_json_rpc_error() {
     assert_eq!(r.status, 503, "an unknown id cannot be looked up: {r:?}");
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_server_shutting_down_leaves_its_sessions_and_streams_to_the_others() {
+    let store = Arc::new(MemorySessionStore::new());
+    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
+    let a = replica("a", store.clone(), events.clone()).await;
+    let b = replica("b", store.clone(), events.clone()).await;
+    let id = raw_session(a.local_addr(), "2025-11-25").await;
+    let whole = post(&a, &id, &call(1, "count", json!({"n": 2}))).await;
+    let ids = whole.sse_ids();
+    assert_eq!(ids.len(), 4, "{whole:?}");
+    a.shutdown().await;
+    assert!(store.load(&id).await.unwrap().is_some(), "the record outlives the server that made it");
+    assert_eq!(text_of(&post(&b, &id, &call(2, "whoami", json!({}))).await), "b");
+    let headers = [
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", id.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Last-Event-ID", ids[1].as_str()),
+    ];
+    let resumed = raw(b.local_addr(), "GET", "/mcp", &headers, "", SHORT).await;
+    assert_eq!(resumed.sse_ids(), ids[2..], "the stream's events outlive it too");
+    b.shutdown().await;
+}

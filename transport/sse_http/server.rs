@@ -656,7 +656,11 @@ struct Session {
 enum Forget {
     /// Here and in the shared stores (DELETE, the application closed it, no shared store).
     Everywhere,
-    /// In this replica only: idle here or shutting down, while other replicas may serve it.
+    /// In this replica, and the events of its streams here: idle here, while other replicas
+    /// may serve it (the record stays in the session store).
+    HereWithEvents,
+    /// In this replica only: shutting down (the record and the events stay, so that the
+    /// other replicas take the session and its streams up).
     Here,
 }
 
@@ -842,7 +846,7 @@ impl Session {
         };
         for stream in streams.iter().chain(std::iter::once(&self.standalone)) {
             stream.finish().await;
-            if forget == Forget::Everywhere {
+            if forget != Forget::Here {
                 self.store.remove(&stream.key);
             }
         }
@@ -1041,13 +1045,13 @@ impl Shared {
         self.sessions.lock().expect("sessions lock").get(id).cloned()
     }
 
-    /// How far a session idle here, or of a replica shutting down, is forgotten: only here
-    /// when a session store shares it (its record expires there on its own).
-    fn forget_when_gone_here(&self) -> Forget {
-        if self.config.session_store.is_some() {
-            Forget::Here
-        } else {
-            Forget::Everywhere
+    /// How far a session idle here (`idle`), or of a replica shutting down, is forgotten:
+    /// only here when a session store shares it (its record expires there on its own).
+    fn forget_when_gone_here(&self, idle: bool) -> Forget {
+        match (self.config.session_store.is_some(), idle) {
+            (false, _) => Forget::Everywhere,
+            (true, true) => Forget::HereWithEvents,
+            (true, false) => Forget::Here,
         }
     }
 
@@ -1219,7 +1223,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
     let sessions: Vec<Arc<Session>> = shared.sessions.lock().expect("sessions lock").values().cloned().collect();
     for session in sessions {
         // Other replicas go on serving a shared session.
-        session.end(shared.forget_when_gone_here()).await;
+        session.end(shared.forget_when_gone_here(false)).await;
     }
 }
 
@@ -1244,7 +1248,7 @@ async fn reap_idle(shared: Weak<Shared>, mut stopped: watch::Receiver<bool>) {
             .cloned()
             .collect();
         for session in expired {
-            session.end(shared.forget_when_gone_here()).await;
+            session.end(shared.forget_when_gone_here(true)).await;
         }
     }
 }
