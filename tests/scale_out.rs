@@ -11,6 +11,7 @@
 //!   balancer (which retries a refused connection on another replica) continue it.
 //! - `mcp-bridge serve --session-store` (or `MCP_BRIDGE_SESSION_STORE`): three bridges, each
 //!   with its own upstream, serve one TypeScript SDK session between them.
+//! - A DELETE through one replica ends the copies the others hold (Redis pub/sub).
 //! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
 //!   timeout; restarted on the same port: new sessions are served again.
 
@@ -372,4 +373,25 @@ fn mcp_bridge_replicas_share_sessions_with_session_store() {
     names.dedup();
     // Each bridge replica has its own upstream (echo_server --replica rN).
     assert!(names.len() >= 2, "the calls of one session were answered by {names:?}");
+}
+
+#[test]
+fn a_delete_through_one_replica_ends_the_session_on_all() {
+    let cluster = Cluster::start("delete");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let session = runtime.block_on(raw_session(cluster.replicas[0], "2025-11-25"));
+    let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+    // Every replica holds a copy now.
+    for (n, replica) in cluster.replicas.iter().enumerate() {
+        assert_eq!(post(*replica, &session, &ping(n as u64)).status, 200, "{replica}");
+    }
+    let headers = [("Mcp-Session-Id", session.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let deleted = runtime.block_on(raw(cluster.replicas[1], "DELETE", "/mcp", &headers, "", SHORT));
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+    // The others hear of it through Redis pub/sub and end their copies: each answers 404
+    // once it has (a few requests at most).
+    for replica in [cluster.replicas[0], cluster.replicas[2]] {
+        let status = (10..200).map(|id| post(replica, &session, &ping(id)).status).find(|s| *s != 200);
+        assert_eq!(status, Some(404), "{replica} ends its copy");
+    }
 }

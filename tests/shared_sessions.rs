@@ -108,6 +108,15 @@ async fn a_session_initialized_on_one_server_is_served_by_the_others() {
     let r = raw(b.local_addr(), "DELETE", "/mcp", &headers, "", SHORT).await;
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(store.load(&id).await.unwrap(), None, "DELETE removes the record");
+    // The others hear of it and end their copies (a, which made it, and c, which rebuilt it).
+    for _ in 0..10_000 {
+        if a.session_count() == 0 && c.session_count() == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!((a.session_count(), c.session_count()), (0, 0), "the copies elsewhere end");
+    assert_eq!(post(&a, &id, &call(5, "whoami", json!({}))).await.status, 404);
     let d = replica("d", store.clone(), events.clone()).await;
     assert_eq!(post(&d, &id, &call(5, "whoami", json!({}))).await.status, 404);
     assert_eq!(post(&d, "0123456789abcdef0123456789abcdef", &call(6, "whoami", json!({}))).await.status, 404);

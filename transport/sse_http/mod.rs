@@ -36,10 +36,10 @@ pub mod bearer;
 mod buffers;
 pub mod client;
 pub mod event_store;
-pub mod request_headers;
-pub mod routes;
 #[cfg(feature = "redis")]
 pub mod redis_store;
+pub mod request_headers;
+pub mod routes;
 pub mod server;
 pub mod session_store;
 #[cfg(feature = "tls")]

@@ -20,15 +20,21 @@
 //! task in order (the server's `append` never waits); one that cannot be written is lost for a
 //! resumption only, never for the live stream.
 //!
+//! A removed session (DELETE) is announced on the pub/sub channel `<prefix>ended`; every
+//! replica listens there and ends its own copy ([`SessionStore::ended_elsewhere`]). The
+//! listener reconnects after an outage; a removal announced while it was away is missed, and
+//! that replica's copy lives on until it is idle there.
+//!
 //! Not here: pub/sub of server-to-client messages between replicas (a request the server sends
 //! on one replica reaches the client only through that replica's streams).
 
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::StreamRangeReply;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::event_store::{EventStore, StoredEvent};
 use super::session_store::{ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture};
@@ -82,8 +88,14 @@ impl RedisOptions {
 }
 
 enum Write {
-    Append { key: String, seq: u64, data: Bytes },
-    Remove { key: String },
+    Append {
+        key: String,
+        seq: u64,
+        data: Bytes,
+    },
+    Remove {
+        key: String,
+    },
     /// Answered once everything queued before it is written (or failed).
     Flush(oneshot::Sender<()>),
 }
@@ -94,6 +106,7 @@ pub struct RedisStore {
     connection: ConnectionManager,
     options: RedisOptions,
     writes: mpsc::Sender<Write>,
+    ended: broadcast::Sender<String>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -121,13 +134,26 @@ impl RedisStore {
             .set_response_timeout(options.timeout)
             .set_number_of_retries(1)
             .set_max_delay(options.timeout.as_millis() as u64);
-        let connection = tokio::time::timeout(options.timeout, ConnectionManager::new_with_config(client, config))
-            .await
-            .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
-            .map_err(unavailable)?;
+        let connection =
+            tokio::time::timeout(options.timeout, ConnectionManager::new_with_config(client.clone(), config))
+                .await
+                .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
+                .map_err(unavailable)?;
         let (writes, queue) = mpsc::channel(options.write_queue.max(1));
         tokio::spawn(write_events(connection.clone(), options.clone(), queue));
-        Ok(RedisStore { connection, options, writes })
+        // Subscribed before the store is handed out, so no removal after it goes unheard.
+        let channel = format!("{}ended", options.key_prefix);
+        let subscribed = tokio::time::timeout(options.timeout, async {
+            let mut pubsub = client.get_async_pubsub().await?;
+            pubsub.subscribe(&channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        })
+        .await
+        .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
+        .map_err(unavailable)?;
+        let (ended, _) = broadcast::channel(256);
+        tokio::spawn(listen_for_ended(client, channel, options.timeout, ended.downgrade(), subscribed));
+        Ok(RedisStore { connection, options, writes, ended })
     }
 
     fn session_key(&self, id: &str) -> String {
@@ -145,6 +171,41 @@ impl RedisStore {
             Ok(result) => result.map_err(unavailable),
             Err(_) => Err(StoreError::Unavailable("Redis did not answer in time".into())),
         }
+    }
+}
+
+/// Forwards the ids announced on `channel` to `ended` until the store is dropped; after a
+/// failure, tries again every `pause`.
+async fn listen_for_ended(
+    client: redis::Client,
+    channel: String,
+    pause: Duration,
+    ended: broadcast::WeakSender<String>,
+    subscribed: redis::aio::PubSub,
+) {
+    let mut subscribed = Some(subscribed);
+    loop {
+        let pubsub = match subscribed.take() {
+            Some(pubsub) => Some(pubsub),
+            None => match tokio::time::timeout(pause, client.get_async_pubsub()).await {
+                Ok(Ok(mut pubsub)) => pubsub.subscribe(&channel).await.is_ok().then_some(pubsub),
+                _ => None,
+            },
+        };
+        if let Some(pubsub) = pubsub {
+            let mut messages = pubsub.into_on_message();
+            while let Some(message) = messages.next().await {
+                let Some(ended) = ended.upgrade() else { return };
+                if let Ok(id) = message.get_payload::<String>() {
+                    let _ = ended.send(id);
+                }
+            }
+        }
+        if ended.upgrade().is_none() {
+            return;
+        }
+        // Redis is away: a pause between attempts, not a synchronisation.
+        tokio::time::sleep(pause).await;
     }
 }
 
@@ -201,7 +262,14 @@ impl SessionStore for RedisStore {
                 let mut pipeline = redis::pipe();
                 pipeline.atomic();
                 pipeline.cmd("DEL").arg(&key).ignore();
-                pipeline.cmd("HSET").arg(&key).arg("initialize").arg(&record.initialize).arg("replayed").arg(&replayed).ignore();
+                pipeline
+                    .cmd("HSET")
+                    .arg(&key)
+                    .arg("initialize")
+                    .arg(&record.initialize)
+                    .arg("replayed")
+                    .arg(&replayed)
+                    .ignore();
                 pipeline.cmd("PEXPIRE").arg(&key).arg(ttl.as_millis().max(1) as u64).ignore();
                 pipeline
             })
@@ -243,13 +311,19 @@ impl SessionStore for RedisStore {
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let key = self.session_key(id);
+            let channel = format!("{}ended", self.options.key_prefix);
             self.run(|| {
                 let mut pipeline = redis::pipe();
                 pipeline.cmd("DEL").arg(&key).ignore();
+                pipeline.cmd("PUBLISH").arg(&channel).arg(id).ignore();
                 pipeline
             })
             .await
         })
+    }
+
+    fn ended_elsewhere(&self) -> Option<broadcast::Receiver<String>> {
+        Some(self.ended.subscribe())
     }
 }
 

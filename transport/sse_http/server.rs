@@ -1141,6 +1141,9 @@ impl HttpServer {
         });
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
+        if let Some(ended) = shared.config.session_store.as_ref().and_then(|s| s.ended_elsewhere()) {
+            tokio::spawn(end_sessions_ended_elsewhere(Arc::downgrade(&shared), ended, stopped.clone()));
+        }
         let task = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
         Ok(HttpServer { addr, path, tls, shared, stop, task })
     }
@@ -1224,6 +1227,29 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
     for session in sessions {
         // Other replicas go on serving a shared session.
         session.end(shared.forget_when_gone_here(false)).await;
+    }
+}
+
+/// Ends this server's copy of every session the session store announces as removed (a DELETE
+/// through another replica).
+async fn end_sessions_ended_elsewhere(
+    shared: Weak<Shared>,
+    mut ended: tokio::sync::broadcast::Receiver<String>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        let id = tokio::select! {
+            id = ended.recv() => match id {
+                Ok(id) => id,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            _ = stopped.changed() => return,
+        };
+        let Some(shared) = shared.upgrade() else { return };
+        if let Some(session) = shared.session(&id) {
+            session.end(Forget::HereWithEvents).await;
+        }
     }
 }
 

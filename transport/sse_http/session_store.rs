@@ -125,15 +125,30 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Pushes the expiry of `id` to `ttl` from now (the session is in use).
     fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, ()>;
 
-    /// Deletes `id` (DELETE, or the application ended the session).
+    /// Deletes `id` (DELETE, or the application ended the session), and announces it to
+    /// [`ended_elsewhere`](Self::ended_elsewhere) if the store can.
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()>;
+
+    /// The ids of sessions removed through any server sharing this store, as they are
+    /// announced: a server holding a copy of one ends it. `None` (the default): nothing is
+    /// announced, and a copy on another server lives on until it is idle there.
+    fn ended_elsewhere(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
 }
 
 /// A [`SessionStore`] in this process's memory: shares sessions between the servers of one
 /// process. Expired records are dropped when next looked at.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemorySessionStore {
     records: Mutex<HashMap<String, (SessionRecord, Instant)>>,
+    ended: tokio::sync::broadcast::Sender<String>,
+}
+
+impl Default for MemorySessionStore {
+    fn default() -> Self {
+        MemorySessionStore { records: Mutex::new(HashMap::new()), ended: tokio::sync::broadcast::channel(256).0 }
+    }
 }
 
 impl MemorySessionStore {
@@ -182,8 +197,14 @@ impl SessionStore for MemorySessionStore {
     }
 
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
-        self.records.lock().expect("session store lock").remove(id);
+        if self.records.lock().expect("session store lock").remove(id).is_some() {
+            let _ = self.ended.send(id.to_owned());
+        }
         Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn ended_elsewhere(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.ended.subscribe())
     }
 }
 
