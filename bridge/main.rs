@@ -302,6 +302,11 @@ pub struct ServeArgs {
     /// How long each upstream request may take, in seconds (default: the server's tool_timeout).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
+    /// Share handshake-era sessions and resumable streams with the other replicas behind a
+    /// load balancer through the Redis at this URL (redis://host:port; env
+    /// MCP_BRIDGE_SESSION_STORE otherwise). Needs a build with the `redis` feature.
+    #[arg(long, value_name = "redis://HOST:PORT")]
+    pub session_store: Option<String>,
     /// Upstream: a stdio server, the command and its arguments after `--` (e.g. to serve it over HTTP).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -310,6 +310,16 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     .map_err(|e| format!("TLS: {e}"))?;
                 http = http.tls(tls);
             }
+            let store_url = args.session_store.clone().or_else(|| std::env::var("MCP_BRIDGE_SESSION_STORE").ok());
+            if let Some(url) = store_url.filter(|u| !u.is_empty()) {
+                match with_session_store(http, &url).await {
+                    Ok(shared) => http = shared,
+                    Err(e) => {
+                        set.shutdown().await;
+                        return Err(e);
+                    }
+                }
+            }
             let (serving, metrics) = (server.clone(), gateway.metrics().clone());
             let bound = HttpServer::serve_on(listener, http, move |transport| {
                 let session = metrics.session_opened();
@@ -406,6 +416,22 @@ async fn serve_recorded<T: Transport>(
 /// `/healthz` (the process answers), `/readyz` (every upstream's state as JSON; 503 until every
 /// required one is ready), both public, and `/metrics` (Prometheus text; behind the token when
 /// there is one).
+/// `http` sharing its sessions and streams through the Redis at `url`.
+#[cfg(feature = "redis")]
+async fn with_session_store(http: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    let store = RedisStore::connect(url, RedisOptions::default()).await.map_err(|e| format!("--session-store: {e}"))?;
+    let store = Arc::new(store);
+    // Not the URL: it may hold a password.
+    tracing::info!("sessions and streams shared through Redis");
+    Ok(http.session_store(store.clone()).event_store(store))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn with_session_store(_http: HttpServerConfig, _url: &str) -> Result<HttpServerConfig, String> {
+    Err("--session-store (or MCP_BRIDGE_SESSION_STORE) needs mcp-bridge built with the `redis` feature".to_owned())
+}
+
 fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerConfig {
     let ready = gateway.clone();
     let metrics = gateway.metrics().clone();

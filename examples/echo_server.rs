@@ -12,6 +12,12 @@
 //!                                      (not on the command line, where `ps` shows it), so that
 //!                                      processes sharing it resume each other's rounds; default:
 //!                                      a random secret of this process
+//! --replica NAME                       one of several replicas: adds the tools `whoami` (answers
+//!                                      NAME) and `count {n}` (n progress notifications, then
+//!                                      `counted n`), and logs `echo_server NAME: ...` lines
+//! --session-store URL                  (feature `redis`) share handshake-era sessions and
+//!                                      resumable streams through the Redis at URL
+//!                                      (redis://host:port)
 //! ```
 //!
 //! Over stdio it writes nothing but frames to stdout and exits when stdin ends, after answering
@@ -21,15 +27,19 @@
 use std::net::SocketAddr;
 
 use mcpwire::server::echo::echo_builder;
-use mcpwire::server::Server;
+use mcpwire::server::{text_result, Server, ServerBuilder};
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+use serde_json::json;
 
-const USAGE: &str = "usage: echo_server [--http ADDR [--stateless]] [--threads N] [--state-secret-env VAR]";
+const USAGE: &str = "usage: echo_server [--http ADDR [--stateless]] [--threads N] [--state-secret-env VAR] \
+                     [--replica NAME] [--session-store redis://HOST:PORT]";
 
 struct Args {
     mode: Mode,
     threads: usize,
     state_secret: Option<Vec<u8>>,
+    replica: Option<String>,
+    session_store: Option<String>,
 }
 
 enum Mode {
@@ -40,6 +50,7 @@ enum Mode {
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut addr, mut stateless, mut threads, mut state_secret) = (None, false, 1, None);
+    let (mut replica, mut session_store) = (None, None);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => {
@@ -59,6 +70,8 @@ fn parse_args() -> Result<Args, String> {
                 }
                 state_secret = Some(secret.into_bytes());
             }
+            "--replica" => replica = Some(args.next().ok_or("--replica needs a name")?),
+            "--session-store" => session_store = Some(args.next().ok_or("--session-store needs a redis:// URL")?),
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -68,26 +81,72 @@ fn parse_args() -> Result<Args, String> {
         None if stateless => return Err(format!("--stateless needs --http\n{USAGE}")),
         None => Mode::Stdio,
     };
-    Ok(Args { mode, threads, state_secret })
+    if session_store.is_some() && !matches!(mode, Mode::Http { stateless: false, .. }) {
+        return Err(format!("--session-store needs --http without --stateless\n{USAGE}"));
+    }
+    Ok(Args { mode, threads, state_secret, replica, session_store })
 }
 
-async fn serve_http(server: Server, addr: SocketAddr, stateless: bool) -> std::io::Result<()> {
-    let config = HttpServerConfig::default().bind(addr).stateless(stateless);
+async fn serve_http(server: Server, addr: SocketAddr, stateless: bool, store: Option<String>) -> Result<(), String> {
+    let mut config = HttpServerConfig::default().bind(addr).stateless(stateless);
+    if let Some(url) = store {
+        config = with_session_store(config, &url).await?;
+    }
     let http = HttpServer::bind(config, move |transport| {
         let serving = server.serve(transport);
         async move {
             let _ = serving.await;
         }
     })
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     eprintln!("echo_server: serving {}", http.url());
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| e.to_string())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate.recv() => {}
     }
     http.shutdown().await;
     Ok(())
+}
+
+#[cfg(feature = "redis")]
+async fn with_session_store(config: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    let store =
+        std::sync::Arc::new(RedisStore::connect(url, RedisOptions::default()).await.map_err(|e| e.to_string())?);
+    eprintln!("echo_server: sessions and streams shared through Redis");
+    Ok(config.session_store(store.clone()).event_store(store))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn with_session_store(_config: HttpServerConfig, _url: &str) -> Result<HttpServerConfig, String> {
+    Err("--session-store needs a build with the `redis` feature".to_owned())
+}
+
+/// The tools of a replica named `name`: which one answered, and a stream of progress.
+fn replica_tools(builder: ServerBuilder, name: String) -> ServerBuilder {
+    builder
+        .tool("whoami", "The name of the replica that answers", json!({"type": "object"}), move |_args, _ctx| {
+            let name = name.clone();
+            async move {
+                eprintln!("echo_server {name}: tools/call whoami");
+                Ok(text_result(name))
+            }
+        })
+        .tool(
+            "count",
+            "Send n progress notifications, then answer `counted n`",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            |args, ctx| async move {
+                let n = args.get("n").and_then(serde_json::Value::as_u64).unwrap_or(3).min(1000);
+                for i in 1..=n {
+                    let _ = ctx.progress(i as f64, Some(n as f64), None).await;
+                }
+                Ok(text_result(format!("counted {n}")))
+            },
+        )
 }
 
 fn main() {
@@ -107,6 +166,9 @@ fn main() {
         std::process::exit(1);
     });
     let mut builder = echo_builder();
+    if let Some(name) = args.replica.clone() {
+        builder = replica_tools(builder, name);
+    }
     if let Some(secret) = args.state_secret {
         builder = builder.request_state_secret(secret);
     }
@@ -114,7 +176,7 @@ fn main() {
     let result = runtime.block_on(async {
         match args.mode {
             Mode::Stdio => server.serve_stdio().await.map_err(|e| e.to_string()),
-            Mode::Http { addr, stateless } => serve_http(server, addr, stateless).await.map_err(|e| e.to_string()),
+            Mode::Http { addr, stateless } => serve_http(server, addr, stateless, args.session_store).await,
         }
     });
     if let Err(e) = result {

@@ -13,6 +13,10 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 
+#[cfg(doc)]
+use super::session_store::StoreError;
+use super::session_store::StoreFuture;
+
 /// One stored event: its number within its stream and its `data` (a JSON-RPC message).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredEvent {
@@ -71,12 +75,23 @@ impl fmt::Display for EventId {
 }
 
 /// Storage for replayable events. Called with the stream's lock held: keep it quick.
+/// `append` and `remove` never wait: a store across the network queues them (and a failure
+/// there loses the events for a later resumption only, not for the live stream).
 pub trait EventStore: Send + Sync + 'static {
     /// Records `event` as the latest of `stream`.
     fn append(&self, stream: &str, event: StoredEvent);
 
     /// The events of `stream` numbered after `seq`, oldest first.
     fn replay_after(&self, stream: &str, seq: u64) -> Vec<StoredEvent>;
+
+    /// [`replay_after`](Self::replay_after) for a store that has to ask over the network: what
+    /// the server calls on a resumption. The default answers from `replay_after`.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the store cannot be asked (the resumption gets 503).
+    fn replay<'a>(&'a self, stream: &'a str, seq: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
+        Box::pin(std::future::ready(Ok(self.replay_after(stream, seq))))
+    }
 
     /// Forgets `stream` (its session ended).
     fn remove(&self, stream: &str);

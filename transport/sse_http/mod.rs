@@ -8,7 +8,9 @@
 //! - [`client`]: [`HttpClientTransport`] POSTs every message, reads JSON and SSE replies, keeps
 //!   the session, opens the standalone GET stream, resumes dropped streams with
 //!   `Last-Event-ID`, and falls back to the legacy transport for old servers.
-//! - [`event_store`]: the replay buffer behind resumability.
+//! - [`event_store`]: the replay buffer behind resumability; [`session_store`]: what a replica
+//!   needs to serve a session it did not create (N replicas behind a load balancer);
+//!   `redis_store` (feature `redis`): both on Redis.
 //! - [`authorizer`]: the hook that gives the client its `Authorization` headers and hears of
 //!   401/403 (the OAuth client of `client::oauth` plugs in there).
 //! - [`bearer`]: the static bearer token the server can require; [`routes`]: extra GET routes
@@ -38,9 +40,12 @@ pub mod bearer;
 mod buffers;
 pub mod client;
 pub mod event_store;
+#[cfg(feature = "redis")]
+pub mod redis_store;
 pub mod request_headers;
 pub mod routes;
 pub mod server;
+pub mod session_store;
 #[cfg(feature = "tls")]
 pub mod tls;
 
@@ -50,6 +55,7 @@ pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 pub use routes::RouteResponse;
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
+pub use session_store::{MemorySessionStore, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture};
 
 /// `Mcp-Session-Id`.
 pub const SESSION_ID_HEADER: &str = "mcp-session-id";

@@ -89,6 +89,7 @@ use tokio::sync::{mpsc, watch};
 use super::bearer::{self, BearerToken, Verdict};
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::routes::{self, Route, RouteResponse};
+use super::session_store::{changes_state, SessionRecord, SessionStore, StoreError};
 use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
@@ -199,6 +200,12 @@ pub struct HttpServerConfig {
     /// Where events are kept for resumption; `None` (the default) makes a
     /// [`MemoryEventStore`] of `event_store_capacity`.
     pub event_store: Option<Arc<dyn EventStore>>,
+    /// Where handshake-era sessions are shared with other replicas (see
+    /// [`super::session_store`]): none, each session lives in this server alone. With one,
+    /// a session id this server does not know is looked up there and the session rebuilt, and
+    /// stream names carry this server's replica id so that events of replicas sharing an
+    /// [`EventStore`] never collide.
+    pub session_store: Option<Arc<dyn SessionStore>>,
     /// Protocol versions accepted in `MCP-Protocol-Version`: all of [`ProtocolVersion::ALL`].
     pub versions: Vec<ProtocolVersion>,
     #[cfg(feature = "tls")]
@@ -242,6 +249,7 @@ impl Default for HttpServerConfig {
             body_read_timeout: Some(Duration::from_secs(30)),
             limits: Limits::default(),
             event_store: None,
+            session_store: None,
             versions: ProtocolVersion::ALL.to_vec(),
             #[cfg(feature = "tls")]
             tls: None,
@@ -350,6 +358,13 @@ impl HttpServerConfig {
     /// A custom event store.
     pub fn event_store(mut self, store: Arc<dyn EventStore>) -> Self {
         self.event_store = Some(store);
+        self
+    }
+
+    /// Shares handshake-era sessions with other replicas through `store` (see
+    /// [`HttpServerConfig::session_store`]).
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.session_store = Some(store);
         self
     }
 
@@ -562,26 +577,23 @@ impl Stream {
     }
 
     /// Attaches a new live connection; with `after`, first the stored events after it.
-    /// `Err(())` when a live connection is already attached and this is no resumption.
+    /// `Err(Conflict)` when a live connection is already attached and this is no resumption.
     async fn attach(
         &self,
         store: &dyn EventStore,
         after: Option<u64>,
         depth: usize,
-    ) -> Result<(Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>), ()> {
+    ) -> Result<(Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>), AttachError> {
         let mut inner = self.inner.lock().await;
         if after.is_none() && inner.live.as_ref().is_some_and(|l| !l.is_closed()) {
-            return Err(());
+            return Err(AttachError::Conflict);
         }
         let replay = match after {
             Some(seq) => {
+                let stored = store.replay(&self.key, seq).await.map_err(AttachError::Store)?;
                 // What was queued is in the store too; the resumption replays it from there.
                 inner.queued.clear();
-                store
-                    .replay_after(&self.key, seq)
-                    .into_iter()
-                    .map(|e| (Some(EventId::encode(&self.name, e.seq)), e.data))
-                    .collect()
+                stored.into_iter().map(|e| (Some(EventId::encode(&self.name, e.seq)), e.data)).collect()
             }
             None => inner.queued.drain(..).collect(),
         };
@@ -607,6 +619,15 @@ impl Stream {
     async fn detach(&self) {
         self.inner.lock().await.live = None;
     }
+}
+
+/// Why a connection could not be attached to a stream.
+#[derive(Debug)]
+enum AttachError {
+    /// A live connection is attached already.
+    Conflict,
+    /// The event store could not be asked for the events to replay.
+    Store(StoreError),
 }
 
 #[derive(Default)]
@@ -649,6 +670,28 @@ struct Session {
     closed: AtomicBool,
     shared: Weak<Shared>,
     store: Arc<dyn EventStore>,
+    /// With a session store: `<replica>-`, put before stream names so that the streams of
+    /// replicas sharing an event store never share a name. Empty otherwise.
+    stream_prefix: String,
+    /// With a session store: what it holds for this session.
+    record: Mutex<Option<SessionRecord>>,
+    /// Ids of the requests replayed to rebuild this session, whose answers nobody awaits.
+    replayed_ids: Mutex<HashSet<Id>>,
+    /// When the session store's expiry of this session was last pushed back.
+    store_touched: Mutex<Instant>,
+}
+
+/// How far an ended session is forgotten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Forget {
+    /// Here and in the shared stores (DELETE, the application closed it, no shared store).
+    Everywhere,
+    /// In this replica, and the events of its streams here: idle here, while other replicas
+    /// may serve it (the record stays in the session store).
+    HereWithEvents,
+    /// In this replica only: shutting down (the record and the events stay, so that the
+    /// other replicas take the session and its streams up).
+    Here,
 }
 
 impl Session {
@@ -671,6 +714,24 @@ impl Session {
 
     fn touch(&self) {
         *self.last_active.lock().expect("session lock") = Instant::now();
+    }
+
+    /// Pushes back the session store's expiry of this session, at most every quarter of the
+    /// idle timeout (in the background: a failure here is retried by a later request).
+    fn keep_in_store(&self, shared: &Shared) {
+        let Some(store) = shared.config.session_store.clone() else { return };
+        let ttl = shared.config.session_idle_timeout;
+        {
+            let mut touched = self.store_touched.lock().expect("session lock");
+            if touched.elapsed() < ttl / 4 || self.record.lock().expect("session lock").is_none() {
+                return;
+            }
+            *touched = Instant::now();
+        }
+        let id = self.id.clone();
+        tokio::spawn(async move {
+            let _ = store.touch(&id, ttl).await;
+        });
     }
 
     fn is_closed(&self) -> bool {
@@ -701,13 +762,39 @@ impl Session {
 
     fn new_post_stream(&self, pending: HashSet<Id>) -> Arc<Stream> {
         let n = self.next_stream.fetch_add(1, Ordering::Relaxed);
-        Stream::new(&self.id, n.to_string(), false, self.json, pending)
+        let name = if self.stream_prefix.is_empty() { n.to_string() } else { format!("{}{n}", self.stream_prefix) };
+        Stream::new(&self.id, name, false, self.json, pending)
+    }
+
+    /// Whether `message` answers a request replayed to rebuild the session (then it is
+    /// dropped: the client never asked it here).
+    fn answers_replayed(&self, message: &Message) -> bool {
+        if self.stream_prefix.is_empty() {
+            return false;
+        }
+        let id = match message {
+            Message::Response(r) => Some(&r.id),
+            Message::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        id.is_some_and(|id| self.replayed_ids.lock().expect("session lock").remove(id))
     }
 
     /// Routes one outgoing message to its stream. See the module docs.
     async fn route(&self, message: Message, related: Option<&Id>) -> Result<(), TransportError> {
         if self.is_closed() {
             return Err(TransportError::Closed);
+        }
+        if let Message::Response(response) = &message {
+            let is_init = self.initialize_id.lock().expect("session lock").as_ref() == Some(&response.id);
+            if is_init {
+                if let Some(v) = response_version(response) {
+                    *self.version.lock().expect("session lock") = Some(v);
+                }
+            }
+        }
+        if self.answers_replayed(&message) {
+            return Ok(());
         }
         let mut data = super::buffers::BODIES.encode(&message);
         let max_frame = self.shared.upgrade().map_or(usize::MAX, |s| s.config.limits.max_frame_bytes);
@@ -718,14 +805,6 @@ impl Session {
             }
             None => message,
         };
-        if let Message::Response(response) = &message {
-            let is_init = self.initialize_id.lock().expect("session lock").as_ref() == Some(&response.id);
-            if is_init {
-                if let Some(v) = response_version(response) {
-                    *self.version.lock().expect("session lock") = Some(v);
-                }
-            }
-        }
         let (stream, completes) = {
             let mut routes = self.routes.lock().expect("session lock");
             let answered = match &message {
@@ -785,8 +864,14 @@ impl Session {
     }
 
     /// Ends the session: the application's `recv` sees the end, every stream ends, the id is
-    /// forgotten.
+    /// forgotten (also by the shared stores).
     async fn close(&self) {
+        self.end(Forget::Everywhere).await;
+    }
+
+    /// Ends the session here; with [`Forget::Everywhere`] the session store's record and the
+    /// stored events go too.
+    async fn end(&self, forget: Forget) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -799,10 +884,19 @@ impl Session {
         };
         for stream in streams.iter().chain(std::iter::once(&self.standalone)) {
             stream.finish().await;
-            self.store.remove(&stream.key);
+            if forget != Forget::Here {
+                self.store.remove(&stream.key);
+            }
         }
         if let Some(shared) = self.shared.upgrade() {
             shared.sessions.lock().expect("sessions lock").remove(&self.id);
+            let record = self.record.lock().expect("session lock").take();
+            if let (Forget::Everywhere, Some(store), Some(_)) = (forget, &shared.config.session_store, record) {
+                let (store, id) = (store.clone(), self.id.clone());
+                tokio::spawn(async move {
+                    let _ = store.remove(&id).await;
+                });
+            }
         }
     }
 }
@@ -942,6 +1036,8 @@ impl Transport for ServerTransport {
 struct Shared {
     config: HttpServerConfig,
     store: Arc<dyn EventStore>,
+    /// `<8 hex digits>-` naming this server's streams when sessions are shared; empty otherwise.
+    stream_prefix: String,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     app: App,
     shutting_down: AtomicBool,
@@ -950,9 +1046,20 @@ struct Shared {
 impl Shared {
     fn new_session(self: &Arc<Self>, legacy: bool, json: bool, keep: bool) -> (Arc<Session>, ServerTransport) {
         let id = if keep { random_id() } else { String::new() };
+        let (session, transport) = self.build_session(id, legacy, json);
+        if keep {
+            self.sessions.lock().expect("sessions lock").insert(session.id.clone(), session.clone());
+        }
+        (session, transport)
+    }
+
+    /// A session of id `id`, not yet in the table.
+    fn build_session(self: &Arc<Self>, id: String, legacy: bool, json: bool) -> (Arc<Session>, ServerTransport) {
+        // Only the sessions a store can share get prefixed stream names.
+        let prefix = if id.is_empty() || legacy { String::new() } else { self.stream_prefix.clone() };
         let (tx, rx) = mpsc::channel(self.config.limits.queue_depth.max(1));
         let session = Arc::new(Session {
-            standalone: Stream::new(&id, "0".to_owned(), true, false, HashSet::new()),
+            standalone: Stream::new(&id, format!("{prefix}0"), true, false, HashSet::new()),
             id: id.clone(),
             legacy,
             json,
@@ -968,16 +1075,37 @@ impl Shared {
             closed: AtomicBool::new(false),
             shared: Arc::downgrade(self),
             store: self.store.clone(),
+            stream_prefix: prefix,
+            record: Mutex::new(None),
+            replayed_ids: Mutex::new(HashSet::new()),
+            store_touched: Mutex::new(Instant::now()),
         });
-        if keep {
-            self.sessions.lock().expect("sessions lock").insert(id, session.clone());
-        }
         let transport = ServerTransport { session: session.clone(), incoming: tokio::sync::Mutex::new(rx) };
         (session, transport)
     }
 
     fn session(&self, id: &str) -> Option<Arc<Session>> {
         self.sessions.lock().expect("sessions lock").get(id).cloned()
+    }
+
+    /// How far a session idle here (`idle`), or of a replica shutting down, is forgotten:
+    /// only here when a session store shares it (its record expires there on its own).
+    fn forget_when_gone_here(&self, idle: bool) -> Forget {
+        match (self.config.session_store.is_some(), idle) {
+            (false, _) => Forget::Everywhere,
+            (true, true) => Forget::HereWithEvents,
+            (true, false) => Forget::Here,
+        }
+    }
+
+    /// The session of `id`: this server's, or, with a session store, rebuilt from it. `Err` is
+    /// the answer when the store cannot be asked.
+    async fn find_session(self: &Arc<Self>, id: &str) -> Result<Option<Arc<Session>>, Response<HttpBody>> {
+        if let Some(session) = self.session(id) {
+            session.keep_in_store(self);
+            return Ok(Some(session));
+        }
+        restore(self, id).await
     }
 }
 
@@ -1042,15 +1170,23 @@ impl HttpServer {
         #[cfg(not(feature = "tls"))]
         let tls = false;
         let path = config.path.clone();
+        let stream_prefix = match config.session_store {
+            Some(_) => format!("{}-", &random_id()[..8]),
+            None => String::new(),
+        };
         let shared = Arc::new(Shared {
             config,
             store,
+            stream_prefix,
             sessions: Mutex::new(HashMap::new()),
             app: Arc::new(move |t| Box::pin(app(t))),
             shutting_down: AtomicBool::new(false),
         });
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
+        if let Some(ended) = shared.config.session_store.as_ref().and_then(|s| s.ended_elsewhere()) {
+            tokio::spawn(end_sessions_ended_elsewhere(Arc::downgrade(&shared), ended, stopped.clone()));
+        }
         let task = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
         Ok(HttpServer { addr, path, tls, shared, stop, task })
     }
@@ -1136,7 +1272,31 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
     let _ = tokio::time::timeout(shared.config.shutdown_grace, graceful.shutdown()).await;
     let sessions: Vec<Arc<Session>> = shared.sessions.lock().expect("sessions lock").values().cloned().collect();
     for session in sessions {
-        session.close().await;
+        // Other replicas go on serving a shared session.
+        session.end(shared.forget_when_gone_here(false)).await;
+    }
+}
+
+/// Ends this server's copy of every session the session store announces as removed (a DELETE
+/// through another replica).
+async fn end_sessions_ended_elsewhere(
+    shared: Weak<Shared>,
+    mut ended: tokio::sync::broadcast::Receiver<String>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        let id = tokio::select! {
+            id = ended.recv() => match id {
+                Ok(id) => id,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            _ = stopped.changed() => return,
+        };
+        let Some(shared) = shared.upgrade() else { return };
+        if let Some(session) = shared.session(&id) {
+            session.end(Forget::HereWithEvents).await;
+        }
     }
 }
 
@@ -1161,7 +1321,7 @@ async fn reap_idle(shared: Weak<Shared>, mut stopped: watch::Receiver<bool>) {
             .cloned()
             .collect();
         for session in expired {
-            session.close().await;
+            session.end(shared.forget_when_gone_here(true)).await;
         }
     }
 }
@@ -1479,6 +1639,117 @@ fn decode(shared: &Shared, bytes: &[u8], version: Option<ProtocolVersion>) -> Re
     }
 }
 
+/// 503 for a request that needs a shared store that cannot be asked. The body names the
+/// store's failure, never its address or credentials.
+fn store_unavailable(error: &StoreError) -> Response<HttpBody> {
+    rpc_error(StatusCode::SERVICE_UNAVAILABLE, TRANSPORT_ERROR, format!("Service Unavailable: {error}"))
+}
+
+/// Whether `id` could be one this server (or a replica) minted: the store is asked about
+/// nothing else.
+fn plausible_session_id(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// Rebuilds a session this server does not hold from the session store: a new transport for
+/// the application, fed the record's `initialize`, `notifications/initialized` and the
+/// state-changing requests since, whose answers are dropped. `Ok(None)`: no such session.
+async fn restore(shared: &Arc<Shared>, id: &str) -> Result<Option<Arc<Session>>, Response<HttpBody>> {
+    let Some(store) = shared.config.session_store.clone() else { return Ok(None) };
+    if !plausible_session_id(id) {
+        return Ok(None);
+    }
+    let record = match store.load(id).await {
+        Ok(Some(record)) => record,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(store_unavailable(&e)),
+    };
+    let raw = |text: &str| {
+        serde_json::value::RawValue::from_string(text.to_owned())
+            .map(Body::Raw)
+            .map_err(|e| Box::new(store_unavailable(&StoreError::Corrupt(e.to_string()))))
+    };
+    let tag = random_id();
+    let init_id = Id::String(format!("mcpwire-restore-{tag}-0"));
+    let mut messages = vec![Message::Request(jsonrpc::Request {
+        id: init_id.clone(),
+        method: "initialize".to_owned(),
+        params: Some(raw(&record.initialize).map_err(|r| *r)?),
+    })];
+    messages.push(Message::Notification(jsonrpc::Notification {
+        method: "notifications/initialized".to_owned(),
+        params: None,
+    }));
+    let mut replayed_ids: HashSet<Id> = HashSet::from([init_id.clone()]);
+    for (n, change) in record.replayed.iter().enumerate() {
+        let id = Id::String(format!("mcpwire-restore-{tag}-{}", n + 1));
+        replayed_ids.insert(id.clone());
+        messages.push(Message::Request(jsonrpc::Request {
+            id,
+            method: change.method.clone(),
+            params: Some(raw(&change.params).map_err(|r| *r)?),
+        }));
+    }
+    let json = shared.config.response_mode == ResponseMode::Json;
+    let (session, transport) = shared.build_session(id.to_owned(), false, json);
+    *session.initialize_id.lock().expect("session lock") = Some(init_id);
+    *session.replayed_ids.lock().expect("session lock") = replayed_ids;
+    *session.record.lock().expect("session lock") = Some(record);
+    tokio::spawn((shared.app)(transport));
+    if !session.deliver(messages).await {
+        return Ok(None);
+    }
+    // Two requests for the same unknown session may both have rebuilt it: the first kept wins.
+    let kept = {
+        let mut sessions = shared.sessions.lock().expect("sessions lock");
+        match sessions.get(id) {
+            Some(first) => Some(first.clone()),
+            None => {
+                sessions.insert(id.to_owned(), session.clone());
+                None
+            }
+        }
+    };
+    match kept {
+        Some(first) => {
+            session.end(Forget::Here).await;
+            Ok(Some(first))
+        }
+        None => Ok(Some(session)),
+    }
+}
+
+/// Writes the state changes among `messages` (`logging/setLevel`, `resources/(un)subscribe`)
+/// to the session store before they are handed on, so that another replica rebuilding the
+/// session knows them. `Err` is the answer when the store cannot be written.
+#[allow(clippy::result_large_err)]
+async fn record_changes(shared: &Shared, session: &Session, messages: &[Message]) -> Result<(), Response<HttpBody>> {
+    let Some(store) = shared.config.session_store.as_ref() else { return Ok(()) };
+    let changes: Vec<&jsonrpc::Request> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) if changes_state(&r.method) => Some(r),
+            _ => None,
+        })
+        .collect();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let Some(mut record) = session.record.lock().expect("session lock").clone() else { return Ok(()) };
+    let mut changed = false;
+    for request in changes {
+        let params =
+            request.params.as_ref().and_then(|p| p.to_raw().ok()).map_or("{}".to_owned(), |raw| raw.get().to_owned());
+        changed |= record.apply(&request.method, &params);
+    }
+    if !changed {
+        return Ok(());
+    }
+    store.save(&session.id, &record, shared.config.session_idle_timeout).await.map_err(|e| store_unavailable(&e))?;
+    *session.record.lock().expect("session lock") = Some(record);
+    Ok(())
+}
+
 fn session_header_value(id: &str) -> HeaderValue {
     HeaderValue::from_str(id).expect("session ids are visible ascii")
 }
@@ -1538,7 +1809,11 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
     }
     match session_id {
         Some(id) => {
-            let Some(session) = shared.session(&id).filter(|s| !s.legacy) else {
+            let found = match shared.find_session(&id).await {
+                Ok(found) => found,
+                Err(response) => return response,
+            };
+            let Some(session) = found.filter(|s| !s.legacy) else {
                 return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
             };
             if !session.bind_principal(&req_head) {
@@ -1554,6 +1829,9 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 Err(response) => return response,
             };
             if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+                return response;
+            }
+            if let Err(response) = record_changes(&shared, &session, &messages).await {
                 return response;
             }
             session.touch();
@@ -1582,6 +1860,15 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             let json = shared.config.response_mode == ResponseMode::Json;
             let (session, transport) = shared.new_session(false, json, true);
             session.bind_principal(&req_head);
+            if let (Some(store), [Message::Request(init)]) = (&shared.config.session_store, messages.as_slice()) {
+                let params = init.params.as_ref().and_then(|p| p.to_raw().ok());
+                let record = SessionRecord::new(params.map_or("{}".to_owned(), |raw| raw.get().to_owned()));
+                if let Err(e) = store.save(&session.id, &record, shared.config.session_idle_timeout).await {
+                    session.end(Forget::Here).await;
+                    return store_unavailable(&e);
+                }
+                *session.record.lock().expect("session lock") = Some(record);
+            }
             tokio::spawn((shared.app)(transport));
             let mut response = dispatch(&shared, &session, messages, requested).await;
             if response.status().is_success() {
@@ -2023,7 +2310,11 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
     let Some(id) = header(&req, SESSION_ID) else {
         return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: Mcp-Session-Id header is required");
     };
-    let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
+    let found = match shared.find_session(id).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let Some(session) = found.filter(|s| !s.legacy) else {
         return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
     };
     if !session.bind_principal(&req) {
@@ -2043,6 +2334,7 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
     });
     let attached = match (target, resume) {
         (Some(stream), Some(event)) => stream.attach(&*session.store, Some(event.seq), depth).await,
+        (None, Some(event)) if shared.config.session_store.is_some() => resume_elsewhere(&session, &event, depth).await,
         _ => session.standalone.attach(&*session.store, None, depth).await,
     };
     match attached {
@@ -2051,9 +2343,35 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
             response
         }
-        Err(()) => {
+        Err(AttachError::Store(e)) => store_unavailable(&e),
+        Err(AttachError::Conflict) => {
             rpc_error(StatusCode::CONFLICT, TRANSPORT_ERROR, "Conflict: Only one SSE stream is allowed per session")
         }
+    }
+}
+
+/// A `Last-Event-ID` naming a stream of another replica (sessions shared through a store): the
+/// stored events after it, then, for that replica's standalone stream, this replica's one.
+async fn resume_elsewhere(
+    session: &Session,
+    event: &EventId,
+    depth: usize,
+) -> Result<(Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>), AttachError> {
+    let key = [&*session.id, "/", &event.stream].concat();
+    let stored = session.store.replay(&key, event.seq).await.map_err(AttachError::Store)?;
+    let mut replay: Vec<Outgoing> =
+        stored.into_iter().map(|e| (Some(EventId::encode(&event.stream, e.seq)), e.data)).collect();
+    if !event.stream.ends_with("-0") {
+        // A POST's stream: what was stored so far; the client comes back for the rest.
+        return Ok((replay, None));
+    }
+    match session.standalone.attach(&*session.store, None, depth).await {
+        Ok((queued, live)) => {
+            replay.extend(queued);
+            Ok((replay, live))
+        }
+        Err(AttachError::Conflict) => Ok((replay, None)),
+        Err(e) => Err(e),
     }
 }
 
@@ -2064,7 +2382,11 @@ async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
     let Some(id) = header(&req, SESSION_ID) else {
         return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: Mcp-Session-Id header is required");
     };
-    let Some(session) = shared.session(id).filter(|s| !s.legacy) else {
+    let found = match shared.find_session(id).await {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let Some(session) = found.filter(|s| !s.legacy) else {
         return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
     };
     if !session.bind_principal(&req) {
@@ -2072,6 +2394,11 @@ async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
     }
     if let Err(response) = header_version(&shared, &req) {
         return response;
+    }
+    if let Some(store) = &shared.config.session_store {
+        if let Err(e) = store.remove(&session.id).await {
+            return store_unavailable(&e);
+        }
     }
     session.close().await;
     Response::new(empty())

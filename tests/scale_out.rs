@@ -1,0 +1,397 @@
+//! Scale-out (feature `redis`): three `echo_server --replica` processes sharing handshake-era
+//! sessions and resumable streams through Redis, behind HAProxy balancing round robin without
+//! stickiness, each started by the test on free loopback ports (redis-server and haproxy from
+//! the Debian packages, paths in peers.env; scripts/install-peers installs them).
+//!
+//! - The official TypeScript SDK 1.x client runs a whole session through the balancer, and
+//!   its calls are answered by different replicas (each `whoami` answer names its replica).
+//! - A stream answered by one replica, cut after some events, is resumed with `Last-Event-ID`
+//!   on every replica, each giving exactly the missed events.
+//! - A replica killed (SIGKILL) mid-session loses no session: the next calls through the
+//!   balancer (which retries a refused connection on another replica) continue it.
+//! - `mcp-bridge serve --session-store` (or `MCP_BRIDGE_SESSION_STORE`): three bridges, each
+//!   with its own upstream, serve one TypeScript SDK session between them.
+//! - A DELETE through one replica ends the copies the others hold (Redis pub/sub).
+//! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
+//!   timeout; restarted on the same port: new sessions are served again.
+
+mod http_support;
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use http_support::{initialize_body, raw, raw_session, Raw, BOTH, JSON, SHORT};
+use serde_json::{json, Value};
+
+/// A port free on loopback now (the system's choice for a listener bound and dropped).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A child process killed (SIGTERM, then waited for) when dropped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // SIGTERM: HAProxy's master then stops its worker too.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command`, its `stream` (stdout or stderr) read line by line; returns once a line
+/// holds `ready` (panics if the process ends first). Later lines go to `log`.
+fn start(mut command: Command, from_stderr: bool, ready: &str) -> (Process, mpsc::Receiver<String>) {
+    command.stdin(Stdio::null());
+    if from_stderr {
+        command.stderr(Stdio::piped()).stdout(Stdio::null());
+    } else {
+        command.stdout(Stdio::piped()).stderr(Stdio::null());
+    }
+    let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+    let output: Box<dyn std::io::Read + Send> =
+        if from_stderr { Box::new(child.stderr.take().unwrap()) } else { Box::new(child.stdout.take().unwrap()) };
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // Read to the end even when nobody listens any more: the process must not see a
+        // broken pipe.
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let seen: Vec<String> = rx.iter().take_while(|line| !line.contains(ready)).collect();
+    assert!(child.try_wait().unwrap().is_none(), "{command:?} ended before {ready:?}: {seen:?}");
+    (Process(child), rx)
+}
+
+fn redis_server(port: u16) -> Process {
+    let mut command = Command::new(support::peer("MCP_REDIS_SERVER"));
+    command.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+    start(command, false, "Ready to accept connections").0
+}
+
+/// `echo_server` built with the `redis` feature (as this test is).
+fn echo_server_path() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
+    let mut cargo = Command::new(env!("CARGO"));
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        let keep = matches!(key.as_str(), "CARGO_HOME" | "CARGO_TARGET_DIR" | "CARGO_INCREMENTAL");
+        if (key.starts_with("CARGO_") && !keep) || key == "OUT_DIR" || key.starts_with("RUST_TEST") {
+            cargo.env_remove(&key);
+        }
+    }
+    cargo.args(["build", "--quiet", "--features", "redis", "--example", "echo_server", "--manifest-path"]);
+    cargo.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
+    if !cfg!(debug_assertions) {
+        cargo.arg("--release");
+    }
+    assert!(cargo.status().unwrap().success(), "cargo build --features redis --example echo_server");
+    dir.join("examples/echo_server")
+}
+
+struct Cluster {
+    balancer: SocketAddr,
+    replicas: Vec<SocketAddr>,
+    redis_port: u16,
+    redis: Option<Process>,
+    servers: Vec<Process>,
+    logs: Vec<mpsc::Receiver<String>>,
+    _haproxy: Process,
+    _dir: PathBuf,
+}
+
+impl Cluster {
+    /// Three `echo_server --replica rN` sharing one Redis.
+    fn start(name: &str) -> Cluster {
+        let echo_server = echo_server_path();
+        Cluster::start_with(name, move |n, addr, redis| {
+            let mut command = Command::new(&echo_server);
+            command.args(["--http", &addr.to_string(), "--replica", &format!("r{n}"), "--session-store", redis]);
+            (command, true, "echo_server: serving")
+        })
+    }
+
+    /// Three replicas made by `replica(n, address, redis URL)`: the command, whether its
+    /// ready line comes on stderr (else stdout), and that line.
+    fn start_with(name: &str, replica: impl Fn(usize, SocketAddr, &str) -> (Command, bool, &'static str)) -> Cluster {
+        let redis_port = free_port();
+        let redis = redis_server(redis_port);
+        let mut servers = Vec::new();
+        let mut logs = Vec::new();
+        let mut replicas = Vec::new();
+        for n in 1..=3 {
+            let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+            let (command, from_stderr, ready) = replica(n, addr, &format!("redis://127.0.0.1:{redis_port}"));
+            let (server, log) = start(command, from_stderr, ready);
+            servers.push(server);
+            logs.push(log);
+            replicas.push(addr);
+        }
+        let balancer: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let dir = std::env::temp_dir().join(format!("mcpwire-scale-out-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let servers_cfg: String =
+            replicas.iter().enumerate().map(|(i, a)| format!("  server r{} {a}\n", i + 1)).collect();
+        // Round robin, no stickiness; each request balanced on its own (no prefer-last-server);
+        // long client/server timeouts for SSE streams, which HAProxy does not buffer; a request
+        // that finds its replica gone is retried on another (redispatch).
+        let config = format!(
+            "global\n  maxconn 200\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 60s\n  \
+             timeout server 60s\n  retries 2\n  option redispatch 1\n  retry-on conn-failure empty-response\nfrontend mcp\n  bind {balancer}\n  default_backend replicas\nbackend replicas\n  \
+             balance roundrobin\n{servers_cfg}"
+        );
+        let config_path = dir.join("haproxy.cfg");
+        std::fs::write(&config_path, config).unwrap();
+        let mut command = Command::new(support::peer("MCP_HAPROXY"));
+        command.args(["-W", "-db", "-f"]).arg(&config_path);
+        let (haproxy, _) = start(command, true, "Loading success.");
+        Cluster { balancer, replicas, redis_port, redis: Some(redis), servers, logs, _haproxy: haproxy, _dir: dir }
+    }
+}
+
+/// Runs tests/peers/ts_client.mjs against `url` with `script`; its output lines.
+fn ts_client(url: &str, script: &Value) -> Vec<Value> {
+    let output = Command::new(support::peer("MCP_NODE"))
+        .arg(support::repo_path("tests/peers/ts_client.mjs"))
+        .args(["--url", url])
+        .env("MCP_SCRIPT", script.to_string())
+        .env("MCP_TS_SDK_DIR", support::peer("MCP_TS_SDK_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "ts_client failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text in {result}"))
+}
+
+#[test]
+fn a_ts_sdk_session_is_served_by_every_replica_behind_the_balancer() {
+    let cluster = Cluster::start("ts");
+    let whoami = json!({"call": "whoami", "args": {}});
+    let script = json!([
+        whoami, whoami, whoami, whoami, whoami, whoami,
+        {"call": "count", "args": {"n": 4}, "progress": true},
+        {"call": "echo", "args": {"text": "still the same session"}},
+    ]);
+    let lines = ts_client(&format!("http://{}/mcp", cluster.balancer), &script);
+    assert_eq!(lines[0]["step"], "initialize", "{lines:?}");
+    assert_eq!(lines[0]["serverInfo"]["name"], "mcpwire-echo-server");
+    let results: Vec<&Value> = lines.iter().filter(|l| l["step"] == "tools/call").collect();
+    assert_eq!(results.len(), 8, "{lines:?}");
+    for line in &results {
+        assert_eq!(line["ok"], true, "{line}");
+    }
+    let mut names: Vec<&str> = results[..6].iter().map(|l| text(&l["result"])).collect();
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 2, "the calls of one session were answered by {names:?}");
+    assert_eq!(text(&results[6]["result"]), "counted 4");
+    assert_eq!(results[6]["result"]["progress"].as_array().map(Vec::len), Some(4), "{}", results[6]);
+    assert_eq!(text(&results[7]["result"]), "still the same session");
+    // Each replica's own log agrees: it logged each call it answered (awaited line by line:
+    // the log may trail the answer).
+    for (i, log) in cluster.logs.iter().enumerate() {
+        let name = format!("r{}", i + 1);
+        let answered = results[..6].iter().filter(|l| text(&l["result"]) == name).count();
+        let wanted = format!("echo_server {name}: tools/call whoami");
+        for n in 0..answered {
+            let seen = std::iter::from_fn(|| log.recv_timeout(SHORT).ok()).find(|line| *line == wanted);
+            assert!(seen.is_some(), "{name} logged {n} of its {answered} calls");
+        }
+    }
+}
+
+fn post(addr: SocketAddr, session: &str, body: &Value) -> Raw {
+    let headers = [BOTH, JSON, ("Mcp-Session-Id", session), ("MCP-Protocol-Version", "2025-11-25")];
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(raw(addr, "POST", "/mcp", &headers, &body.to_string(), SHORT))
+}
+
+#[test]
+fn a_stream_cut_on_one_replica_resumes_on_each_of_the_others() {
+    let cluster = Cluster::start("resume");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let session = runtime.block_on(raw_session(cluster.balancer, "2025-11-25"));
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "count", "arguments": {"n": 5}, "_meta": {"progressToken": "p"}}});
+    let whole = post(cluster.balancer, &session, &call);
+    assert_eq!(whole.status, 200, "{whole:?}");
+    let ids = whole.sse_ids();
+    assert_eq!(ids.len(), 7, "priming, 5 progress, the answer: {whole:?}");
+    // The client read the priming event and two progress notifications, then lost the
+    // connection: every replica, asked directly, replays the rest from Redis.
+    for replica in &cluster.replicas {
+        let headers = [
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Last-Event-ID", ids[2].as_str()),
+        ];
+        let resumed = runtime.block_on(raw(*replica, "GET", "/mcp", &headers, "", SHORT));
+        assert_eq!(resumed.status, 200, "{replica}: {resumed:?}");
+        assert_eq!(resumed.sse_ids(), ids[3..], "{replica}: the missed events, none lost or repeated");
+        let messages = resumed.sse_messages();
+        assert_eq!(messages.last().unwrap()["result"]["content"][0]["text"], "counted 5", "{replica}");
+    }
+}
+
+#[test]
+fn without_redis_new_sessions_get_503_in_bounded_time_and_come_back_with_it() {
+    let mut cluster = Cluster::start("outage");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let initialize =
+        |addr| runtime.block_on(raw(addr, "POST", "/mcp", &[BOTH, JSON], &initialize_body("2025-11-25"), SHORT));
+    assert_eq!(initialize(cluster.replicas[0]).status, 200);
+    drop(cluster.redis.take());
+    for replica in cluster.replicas.clone() {
+        let started = Instant::now();
+        let r = initialize(replica);
+        assert_eq!(r.status, 503, "{replica}: {r:?}");
+        assert_eq!(r.json()["error"]["code"], -32000, "{r:?}");
+        // The store's timeout is 2 s; far less than the client's own patience.
+        assert!(started.elapsed() < Duration::from_secs(4), "{replica}: answered after {:?}", started.elapsed());
+    }
+    cluster.redis = Some(redis_server(cluster.redis_port));
+    for replica in cluster.replicas.clone() {
+        // The connection manager reconnects on the first call after the outage, which may
+        // still fail; one of the next few succeeds.
+        let served = (0..20).map(|_| initialize(replica).status).find(|s| *s == 200);
+        assert_eq!(served, Some(200), "{replica} serves new sessions again");
+    }
+}
+
+#[test]
+fn a_replica_killed_mid_session_loses_no_session() {
+    let mut cluster = Cluster::start("kill");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let session = runtime.block_on(raw_session(cluster.balancer, "2025-11-25"));
+    let whoami = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "whoami", "arguments": {}}})
+    };
+    let answered_by = |r: &Raw| r.sse_messages().last().map(|m| text(&m["result"]).to_owned());
+    let before: Vec<Option<String>> =
+        (1..=3).map(|id| answered_by(&post(cluster.balancer, &session, &whoami(id)))).collect();
+    assert!(before.contains(&Some("r1".to_owned())), "{before:?}");
+    // r1 dies without a word (SIGKILL): what it held in memory is gone.
+    let mut r1 = cluster.servers.remove(0);
+    unsafe { libc::kill(r1.0.id() as i32, libc::SIGKILL) };
+    let _ = r1.0.wait();
+    for id in 4..=9 {
+        let r = post(cluster.balancer, &session, &whoami(id));
+        assert_eq!(r.status, 200, "call {id} after r1 died: {r:?}");
+        let name = answered_by(&r);
+        assert!(matches!(name.as_deref(), Some("r2" | "r3")), "call {id}: {name:?}");
+    }
+}
+
+/// The store itself, against the same Redis: a record's time to live, touch and removal; a
+/// stream capped near its limit, replayed from any point.
+#[test]
+fn the_redis_store_keeps_records_for_their_ttl_and_caps_streams() {
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    use mcpwire::transport::sse_http::{EventStore, SessionRecord, SessionStore, StoredEvent};
+    let port = free_port();
+    let _redis = redis_server(port);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let options = RedisOptions::default().events_per_stream(10).key_prefix("t:");
+        let store = RedisStore::connect(&format!("redis://127.0.0.1:{port}"), options).await.unwrap();
+        let mut record = SessionRecord::new(r#"{"protocolVersion":"2025-11-25"}"#);
+        record.apply("logging/setLevel", r#"{"level":"info"}"#);
+        store.save("s1", &record, Duration::from_secs(60)).await.unwrap();
+        assert_eq!(store.load("s1").await.unwrap(), Some(record.clone()));
+        assert_eq!(store.load("nobody").await.unwrap(), None);
+        // A TTL of 1 ms has passed by the time Redis is asked again after a round trip of its own.
+        store.save("s2", &record, Duration::from_millis(1)).await.unwrap();
+        store.touch("s1", Duration::from_secs(60)).await.unwrap();
+        let mut expired = false;
+        for _ in 0..100_000 {
+            if store.load("s2").await.unwrap().is_none() {
+                expired = true;
+                break;
+            }
+        }
+        assert!(expired, "a record outlives its TTL");
+        SessionStore::remove(&store, "s1").await.unwrap();
+        assert_eq!(store.load("s1").await.unwrap(), None);
+
+        for seq in 1..=500u64 {
+            store.append("s/a-1", StoredEvent { seq, data: bytes::Bytes::from(format!("{{\"n\":{seq}}}")) });
+        }
+        let seqs = |events: Vec<StoredEvent>| events.into_iter().map(|e| e.seq).collect::<Vec<_>>();
+        let tail = seqs(store.replay("s/a-1", 495).await.unwrap());
+        assert_eq!(tail, [496, 497, 498, 499, 500], "replay after 495");
+        let kept = seqs(store.replay("s/a-1", 0).await.unwrap());
+        assert!(kept.len() >= 10 && kept.len() < 500, "capped near 10 (MAXLEN ~): {}", kept.len());
+        assert_eq!(kept.last(), Some(&500));
+        assert!(kept.windows(2).all(|w| w[1] == w[0] + 1), "contiguous: {kept:?}");
+        EventStore::remove(&store, "s/a-1");
+        assert!(store.replay("s/a-1", 0).await.unwrap().is_empty(), "removed (after the queued writes)");
+    });
+}
+
+#[test]
+fn mcp_bridge_replicas_share_sessions_with_session_store() {
+    let echo_server = echo_server_path();
+    let cluster = Cluster::start_with("bridge", move |n, addr, redis| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
+        command.args(["serve", "--listen", &format!("http://{addr}/mcp")]);
+        // Half of them from the variable, the other half from the option.
+        if n % 2 == 0 {
+            command.env("MCP_BRIDGE_SESSION_STORE", redis);
+        } else {
+            command.args(["--session-store", redis]);
+        }
+        command.arg("--").arg(&echo_server).args(["--replica", &format!("r{n}")]);
+        (command, false, "serving MCP on")
+    });
+    let whoami = json!({"call": "whoami", "args": {}});
+    let script = json!([whoami, whoami, whoami, whoami, whoami, whoami]);
+    let lines = ts_client(&format!("http://{}/mcp", cluster.balancer), &script);
+    assert_eq!(lines[0]["serverInfo"]["name"], "mcp-bridge", "{lines:?}");
+    let mut names: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["step"] == "tools/call")
+        .map(|l| {
+            assert_eq!(l["ok"], true, "{l}");
+            text(&l["result"])
+        })
+        .collect();
+    assert_eq!(names.len(), 6, "{lines:?}");
+    names.sort();
+    names.dedup();
+    // Each bridge replica has its own upstream (echo_server --replica rN).
+    assert!(names.len() >= 2, "the calls of one session were answered by {names:?}");
+}
+
+#[test]
+fn a_delete_through_one_replica_ends_the_session_on_all() {
+    let cluster = Cluster::start("delete");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let session = runtime.block_on(raw_session(cluster.replicas[0], "2025-11-25"));
+    let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+    // Every replica holds a copy now.
+    for (n, replica) in cluster.replicas.iter().enumerate() {
+        assert_eq!(post(*replica, &session, &ping(n as u64)).status, 200, "{replica}");
+    }
+    let headers = [("Mcp-Session-Id", session.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let deleted = runtime.block_on(raw(cluster.replicas[1], "DELETE", "/mcp", &headers, "", SHORT));
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+    // The others hear of it through Redis pub/sub and end their copies: each answers 404
+    // once it has (a few requests at most).
+    for replica in [cluster.replicas[0], cluster.replicas[2]] {
+        let status = (10..200).map(|id| post(replica, &session, &ping(id)).status).find(|s| *s != 200);
+        assert_eq!(status, Some(404), "{replica} ends its copy");
+    }
+}
