@@ -59,7 +59,8 @@
 //! which an unauthenticated client should not get. Paths that are neither an MCP endpoint nor
 //! a guarded route are not guarded: unknown paths answer 404 as before, public routes answer.
 //!
-//! The principal of a protected session is the one of its latest request (a refreshed token
+//! The principal a handler sees is the one of the HTTP request that carried its own request;
+//! the session keeps the one of its latest request (a refreshed token
 //! of the same holder replaces it); every request is verified anew, but a stream already open
 //! is not cut when its token expires.
 //!
@@ -638,6 +639,9 @@ struct Routes {
     progress: HashMap<String, Id>,
     /// POST streams, oldest first, kept for resumption (at most [`KEPT_STREAMS`]).
     streams: VecDeque<Arc<Stream>>,
+    /// Request id → the principal of the HTTP request that carried it, until it is answered
+    /// (protected servers).
+    principals: HashMap<Id, Arc<Principal>>,
 }
 
 /// Header names (lowercase) and values, in the order received.
@@ -706,6 +710,19 @@ impl Session {
         }
         *principal = Some(presented.clone());
         true
+    }
+
+    /// Keeps the principal of `req` as that of each request in `messages` until it is
+    /// answered: a handler then sees the token its own request came with, not the latest
+    /// one of its session.
+    fn hold_principals<B>(&self, req: &Request<B>, messages: &[Message]) {
+        let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>() else { return };
+        let mut routes = self.routes.lock().expect("session lock");
+        for message in messages {
+            if let Message::Request(request) = message {
+                routes.principals.insert(request.id.clone(), principal.clone());
+            }
+        }
     }
 
     fn version(&self) -> Option<ProtocolVersion> {
@@ -812,6 +829,9 @@ impl Session {
                 Message::Error(e) => e.id.clone(),
                 _ => None,
             };
+            if let Some(id) = &answered {
+                routes.principals.remove(id);
+            }
             if let Some(id) = answered {
                 match routes.requests.remove(&id) {
                     Some(stream) => {
@@ -1014,8 +1034,9 @@ impl Transport for ServerTransport {
         self.session.route(message, Some(related)).await
     }
 
-    fn principal(&self, _request: &Id) -> Option<Arc<Principal>> {
-        self.session.principal.lock().expect("session lock").clone()
+    fn principal(&self, request: &Id) -> Option<Arc<Principal>> {
+        let held = self.session.routes.lock().expect("session lock").principals.get(request).cloned();
+        held.or_else(|| self.session.principal.lock().expect("session lock").clone())
     }
 
     fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
@@ -1800,6 +1821,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
         *session.version.lock().expect("session lock") = Some(version);
         session.bind_principal(&req_head);
         tokio::spawn((shared.app)(transport));
+        session.hold_principals(&req_head, &messages);
         let response = dispatch(&shared, &session, messages, Some(version)).await;
         // An SSE answer ends the session when its stream ends.
         if !is_event_stream(&response) {
@@ -1835,6 +1857,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 return response;
             }
             session.touch();
+            session.hold_principals(&req_head, &messages);
             let mut response = dispatch(&shared, &session, messages, version).await;
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
             response
@@ -1870,6 +1893,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 *session.record.lock().expect("session lock") = Some(record);
             }
             tokio::spawn((shared.app)(transport));
+            session.hold_principals(&req_head, &messages);
             let mut response = dispatch(&shared, &session, messages, requested).await;
             if response.status().is_success() {
                 response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
@@ -2465,6 +2489,7 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
         }
     }
     session.touch();
+    session.hold_principals(&req_head, &messages);
     if !session.deliver(messages).await {
         return plain(StatusCode::NOT_FOUND, "Session not found");
     }
