@@ -590,6 +590,22 @@ impl Field<'_> {
         }
     }
 
+    fn readiness(&self, v: &Value) -> Result<Readiness, ConfigError> {
+        match self.string(v)?.as_str() {
+            "listed" => Ok(Readiness::Listed),
+            "connected" => Ok(Readiness::Connected),
+            other => Err(self.err(format!("unknown ready {other:?} (expected listed or connected)"))),
+        }
+    }
+
+    fn scope(&self, v: &Value) -> Result<String, ConfigError> {
+        let scope = self.string(v)?;
+        if scope.is_empty() || scope.contains('/') {
+            return Err(self.err("expected a non-empty scope without '/'"));
+        }
+        Ok(scope)
+    }
+
     fn approval(&self, v: &Value) -> Result<ApprovalMode, ConfigError> {
         let s = self.string(v)?;
         ApprovalMode::parse(&s)
@@ -706,18 +722,10 @@ fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, C
         server.startup = f.startup(v)?;
     }
     if let Some((f, v)) = get("ready") {
-        server.readiness = match f.string(v)?.as_str() {
-            "listed" => Readiness::Listed,
-            "connected" => Readiness::Connected,
-            other => return Err(f.err(format!("unknown ready {other:?} (expected listed or connected)"))),
-        };
+        server.readiness = f.readiness(v)?;
     }
     if let Some((f, v)) = get("scope") {
-        let scope = f.string(v)?;
-        if scope.is_empty() || scope.contains('/') {
-            return Err(f.err("expected a non-empty scope without '/'"));
-        }
-        server.scope = Some(scope);
+        server.scope = Some(f.scope(v)?);
     }
     if let Some((f, v)) = get("oauth") {
         if t.contains_key("bearer_token_env_var") {
@@ -794,18 +802,10 @@ fn json_server(name: &str, v: &Value, at: &Field<'_>, env: EnvLookup<'_>) -> Res
         server.startup = f.startup(v)?;
     }
     if let Some((f, v)) = get("ready") {
-        server.readiness = match f.string(v)?.as_str() {
-            "listed" => Readiness::Listed,
-            "connected" => Readiness::Connected,
-            other => return Err(f.err(format!("unknown ready {other:?} (expected listed or connected)"))),
-        };
+        server.readiness = f.readiness(v)?;
     }
     if let Some((f, v)) = get("scope") {
-        let scope = f.string(v)?;
-        if scope.is_empty() || scope.contains('/') {
-            return Err(f.err("expected a non-empty scope without '/'"));
-        }
-        server.scope = Some(scope);
+        server.scope = Some(f.scope(v)?);
     }
     if let Some((f, v)) = get("oauth") {
         if kind == "stdio" {
