@@ -8,11 +8,13 @@
 
 mod http_support;
 mod oauth_support;
+#[path = "support/bridge.rs"]
+mod serving;
 #[path = "support/mod.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::io::Read;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +24,7 @@ use mcpwire::server::{text_result, Server};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use oauth_support::AuthServer;
 use serde_json::{json, Value};
+use serving::ServingBridge;
 
 const UPSTREAM_SECRET: &str = "upstream-secret-7Qf";
 
@@ -72,56 +75,35 @@ async fn upstream() -> (HttpServer, Arc<Recording>) {
 
 /// `mcp-bridge serve` with OAuth, its log (RUST_LOG=trace) collected.
 struct Bridge {
-    child: Child,
-    url: String,
+    serving: ServingBridge,
     log: Arc<Mutex<String>>,
     log_reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Bridge {
     fn start(args: &[&str]) -> Bridge {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
-            .arg("serve")
-            .args(["--listen", "http://127.0.0.1:0/mcp"])
-            .args(args)
-            .env("RUST_LOG", "trace")
-            .env("UPSTREAM_TOKEN", UPSTREAM_SECRET)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("mcp-bridge runs");
+        let mut serving = ServingBridge::start_with(args, |command| {
+            command.env("RUST_LOG", "trace").env("UPSTREAM_TOKEN", UPSTREAM_SECRET).stderr(Stdio::piped());
+        });
         let log = Arc::new(Mutex::new(String::new()));
-        let mut stderr = child.stderr.take().unwrap();
+        let mut stderr = serving.take_stderr().unwrap();
         let sink = log.clone();
         let log_reader = std::thread::spawn(move || {
             let mut text = String::new();
             let _ = stderr.read_to_string(&mut text);
             sink.lock().unwrap().push_str(&text);
         });
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("a banner line").unwrap();
-        let url = first.strip_prefix("mcp-bridge: serving MCP on ").unwrap_or_else(|| panic!("{first}")).to_owned();
-        std::thread::spawn(move || lines.for_each(drop));
-        Bridge { child, url, log, log_reader: Some(log_reader) }
+        Bridge { serving, log, log_reader: Some(log_reader) }
     }
 
     /// Stops the bridge (SIGTERM) and returns all it logged.
     fn stop(mut self) -> String {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
+        let _ = self.serving.stop();
         if let Some(reader) = self.log_reader.take() {
             reader.join().unwrap();
         }
         let log = self.log.lock().unwrap().clone();
         log
-    }
-}
-
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -151,7 +133,8 @@ async fn the_bridge_protects_its_listener_and_never_forwards_the_downstream_toke
         "--auth-tool-scope",
         "mcp__up__echo=echo:use",
     ]);
-    let addr: std::net::SocketAddr = bridge.url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
+    let addr: std::net::SocketAddr =
+        bridge.serving.url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
 
     // No token: 401 naming the bridge's metadata, which names the authorization server.
     let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], &http_support::initialize_body("2025-11-25"), SHORT).await;
@@ -162,14 +145,14 @@ async fn the_bridge_protects_its_listener_and_never_forwards_the_downstream_toke
         Some(format!("Bearer resource_metadata=\"{metadata_url}\", scope=\"mcp\"").as_str())
     );
     let r = raw(addr, "GET", "/.well-known/oauth-protected-resource/mcp", &[], "", SHORT).await;
-    assert_eq!(r.json()["resource"], bridge.url);
+    assert_eq!(r.json()["resource"], bridge.serving.url);
     assert_eq!(r.json()["authorization_servers"], json!([auth.issuer()]));
 
     // The TypeScript SDK client through the authorization-code flow, then upstream tools.
     let calls = r#"[{"call":"mcp__up__whoami","args":{}},{"call":"mcp__up__echo","args":{"text":"x"}}]"#;
     let output = tokio::process::Command::new(support::peer("MCP_NODE"))
         .arg(support::repo_path("tests/peers/ts_oauth_client.mjs"))
-        .args(["--url", &bridge.url])
+        .args(["--url", &bridge.serving.url])
         .env("MCP_SCRIPT", calls)
         .env("MCP_TS_SDK_DIR", support::peer("MCP_TS_SDK_DIR"))
         .stdin(Stdio::null())
@@ -189,9 +172,9 @@ async fn the_bridge_protects_its_listener_and_never_forwards_the_downstream_toke
 
     // Our client with a token carrying both scopes.
     let token = auth
-        .mint(json!({"claims": {"aud": bridge.url, "scope": "mcp echo:use", "sub": "carol", "client_id": "ours"}}))
+        .mint(json!({"claims": {"aud": bridge.serving.url, "scope": "mcp echo:use", "sub": "carol", "client_id": "ours"}}))
         .await;
-    let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url).bearer_token(&token)).unwrap();
+    let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.serving.url).bearer_token(&token)).unwrap();
     let (peer, _) = http_support::client_peer(transport, "2025-11-25").await;
     let result = http_support::call(&peer, "mcp__up__echo", json!({"text": "relayed"})).await;
     assert_eq!(result["content"][0]["text"], "relayed");

@@ -3,67 +3,18 @@
 //! with `notifications/tools/list_changed`. Upstreams: server-everything and the Python SDK's
 //! time and git servers, over stdio.
 
+#[path = "support/bridge.rs"]
+mod serving;
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
-/// A running `mcp-bridge serve`, stopped (SIGTERM, then waited for) when dropped.
-struct Bridge {
-    child: Child,
-    url: String,
-}
+use serving::{children_of, ServingBridge};
 
-impl Bridge {
-    fn start(config: &Path) -> Bridge {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
-            .args(["serve", "--listen", "http://127.0.0.1:0/mcp", "--config"])
-            .arg(config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("mcp-bridge runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("a banner line").unwrap();
-        let url = first.strip_prefix("mcp-bridge: serving MCP on ").unwrap_or_else(|| panic!("{first}")).to_owned();
-        std::thread::spawn(move || lines.for_each(drop));
-        Bridge { child, url }
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill").args([&format!("-{name}"), &self.child.id().to_string()]).status();
-        assert!(status.unwrap().success());
-    }
-}
-
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        self.signal("TERM");
-        let _ = self.child.wait();
-    }
-}
-
-/// The processes whose parent is `pid`, with their command lines.
-fn children(pid: u32) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
-        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else { continue };
-        let ppid: u32 = rest.split(' ').nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-        if ppid == pid && !rest.starts_with('Z') {
-            let cmdline = std::fs::read_to_string(format!("/proc/{child}/cmdline")).unwrap_or_default();
-            found.push((child, cmdline.replace('\0', " ")));
-        }
-    }
-    found
-}
-
-fn child_running(bridge: &Bridge, command_part: &str) -> Option<u32> {
-    children(bridge.child.id()).into_iter().find(|(_, cmd)| cmd.contains(command_part)).map(|(pid, _)| pid)
+fn child_running(bridge: &ServingBridge, command_part: &str) -> Option<u32> {
+    children_of(bridge.pid()).into_iter().find(|(_, cmd)| cmd.contains(command_part)).map(|(pid, _)| pid)
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -90,7 +41,7 @@ async fn sighup_reloads_the_config_keeping_unchanged_upstreams_and_tells_downstr
     let config = dir.join("config.toml");
     let time = format!("[mcp_servers.time]\ncommand = {:?}\n", support::peer("MCP_SERVER_TIME"));
     std::fs::write(&config, format!("# the upstreams\n{}\n{time}", everything())).unwrap();
-    let bridge = Bridge::start(&config);
+    let bridge = ServingBridge::start(&["--config", config.to_str().unwrap()]);
     let everything_pid = child_running(&bridge, "server-everything").expect("everything runs");
     child_running(&bridge, "mcp-server-time").expect("time runs");
 
@@ -145,7 +96,7 @@ async fn a_change_of_the_config_file_is_reloaded_without_a_signal() {
     let dir = scratch("watch");
     let config = dir.join("config.toml");
     std::fs::write(&config, everything()).unwrap();
-    let bridge = Bridge::start(&config);
+    let bridge = ServingBridge::start(&["--config", config.to_str().unwrap()]);
     let everything_pid = child_running(&bridge, "server-everything").expect("everything runs");
     let (tx, mut notifications) = tokio::sync::mpsc::unbounded_channel();
     let client = {

@@ -6,6 +6,8 @@
 
 #[path = "support/examples.rs"]
 mod examples;
+#[path = "support/bridge.rs"]
+mod serving;
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
@@ -13,44 +15,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
-
-/// A running `mcp-bridge serve`, stopped (SIGTERM, then waited for) when dropped.
-struct Bridge {
-    child: Child,
-    url: String,
-}
-
-impl Bridge {
-    /// Starts `mcp-bridge serve ARGS` on a free loopback port and waits for its banner.
-    fn start(args: &[&str]) -> Bridge {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
-            .arg("serve")
-            .args(["--listen", "http://127.0.0.1:0/mcp"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("mcp-bridge runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("a banner line").unwrap();
-        let url = first.strip_prefix("mcp-bridge: serving MCP on ").unwrap_or_else(|| panic!("{first}")).to_owned();
-        // The rest of the banner is not needed; keep the pipe drained.
-        std::thread::spawn(move || lines.for_each(drop));
-        Bridge { child, url }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
-    }
-}
+use serving::{alive, children_of, ServingBridge};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mcpwire-bridge-{}-{name}", std::process::id()));
@@ -113,7 +78,7 @@ fn the_typescript_client_reaches_three_upstreams_through_one_endpoint() {
     let dir = scratch("ts");
     let web = support::everything_http("streamableHttp");
     let config = three_upstreams(&dir, web.port);
-    let bridge = Bridge::start(&["--config", config.to_str().unwrap()]);
+    let bridge = ServingBridge::start(&["--config", config.to_str().unwrap()]);
     let script = json!([
         {"call": "mcp__web__get-sum", "args": {"a": 2, "b": 40}},
         {"call": "mcp__everything__echo", "args": {"message": "through the bridge"}},
@@ -180,7 +145,7 @@ fn the_python_client_speaks_2026_through_the_bridge_to_handshake_era_upstreams()
     let dir = scratch("py");
     let web = support::everything_http("streamableHttp");
     let config = three_upstreams(&dir, web.port);
-    let bridge = Bridge::start(&["--config", config.to_str().unwrap()]);
+    let bridge = ServingBridge::start(&["--config", config.to_str().unwrap()]);
     let script = json!([
         {"call": "mcp__web__get-sum", "args": {"a": 1, "b": 2}},
         {"call": "mcp__everything__echo", "args": {"message": "py"}},
@@ -198,7 +163,7 @@ fn the_python_client_speaks_2026_through_the_bridge_to_handshake_era_upstreams()
 
 #[test]
 fn the_embedded_default_serves_the_bundled_examples() {
-    let bridge = Bridge::start(&[]);
+    let bridge = ServingBridge::start(&[]);
     let script = json!([{"call": "mcp__echo__echo", "args": {"text": "embedded"}}]);
     let lines = drive(&ts_driver(), &bridge.url, &script, &[]);
     let tools: Vec<&str> =
@@ -281,7 +246,7 @@ fn two_clients_each_get_only_the_sampling_their_own_call_caused() {
     let dir = scratch("two");
     let web = support::everything_http("streamableHttp");
     let config = three_upstreams(&dir, web.port);
-    let bridge = Bridge::start(&["--config", config.to_str().unwrap(), "--per-session", "everything"]);
+    let bridge = ServingBridge::start(&["--config", config.to_str().unwrap(), "--per-session", "everything"]);
     // Shared Streamable HTTP upstream: the request comes on the stream of the call it belongs to.
     two_clients_sample_at_once(&bridge.url, "mcp__web__trigger-sampling-request");
     // Per-session stdio upstream: each downstream session has its own child.
@@ -289,30 +254,6 @@ fn two_clients_each_get_only_the_sampling_their_own_call_caused() {
 }
 
 /// The processes whose parent is `pid`, with their command lines.
-fn children(pid: u32) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
-        // The fields after the parenthesised command: state, ppid, …
-        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else { continue };
-        let ppid: u32 = rest.split(' ').nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-        if ppid == pid {
-            let cmdline = std::fs::read_to_string(format!("/proc/{child}/cmdline")).unwrap_or_default();
-            found.push((child, cmdline.replace('\0', " ")));
-        }
-    }
-    found
-}
-
-/// Whether `pid` still exists (as anything but a zombie).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 async fn http_client(url: &str) -> mcpwire::client::Client<mcpwire::transport::sse_http::HttpClientTransport> {
     use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
     let transport = HttpClientTransport::new(HttpClientConfig::new(url)).unwrap();
@@ -332,8 +273,8 @@ async fn a_killed_child_fails_its_call_naming_the_server_and_is_restarted_and_no
         dir.join("memory.jsonl").display().to_string(),
     );
     std::fs::write(dir.join("config.toml"), toml).unwrap();
-    let mut bridge = Bridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
-    let upstreams = children(bridge.pid());
+    let mut bridge = ServingBridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
+    let upstreams = children_of(bridge.pid());
     assert_eq!(upstreams.len(), 2, "{upstreams:?}");
     let everything = upstreams.iter().find(|(_, cmd)| cmd.contains("server-everything")).expect("everything runs").0;
 
@@ -362,14 +303,13 @@ async fn a_killed_child_fails_its_call_naming_the_server_and_is_restarted_and_no
     }
     let answer = answer.expect("the restarted server answers within 10 s");
     assert_eq!(serde_json::to_value(&answer.content).unwrap()[0]["text"], "Echo: again");
-    let after = children(bridge.pid());
+    let after = children_of(bridge.pid());
     assert!(after.iter().all(|(pid, _)| *pid != everything), "{after:?}");
     assert_eq!(after.len(), 2, "one process per upstream: {after:?}");
     assert!(!alive(everything), "the killed child was reaped");
     let _ = client.close().await;
 
-    let _ = Command::new("kill").args(["-TERM", &bridge.pid().to_string()]).status();
-    let status = bridge.child.wait().unwrap();
+    let status = bridge.stop().expect("the bridge's exit status");
     assert!(status.success(), "{status}");
     for (pid, cmd) in upstreams.iter().chain(&after) {
         assert!(!alive(*pid), "upstream {pid} ({cmd}) outlived the bridge");
@@ -380,7 +320,7 @@ async fn a_killed_child_fails_its_call_naming_the_server_and_is_restarted_and_no
 fn stdio_to_http_serves_one_stdio_server_under_its_own_names() {
     let node = support::peer("MCP_NODE");
     let everything = support::peer("MCP_EVERYTHING_JS");
-    let bridge = Bridge::start(&["--", &node, &everything, "stdio"]);
+    let bridge = ServingBridge::start(&["--", &node, &everything, "stdio"]);
     let script = json!([{"call": "get-sum", "args": {"a": 20, "b": 22}}]);
     let lines = drive(&ts_driver(), &bridge.url, &script, &[]);
     let tools: Vec<&str> =
@@ -431,7 +371,7 @@ fn a_2026_client_answers_a_handshake_era_upstreams_elicitation_through_the_bridg
     let echo = examples::example_path("echo_server");
     let toml = format!("[mcp_servers.echo]\ncommand = {:?}\nera = \"legacy\"\n", echo.display().to_string());
     std::fs::write(dir.join("config.toml"), toml).unwrap();
-    let bridge = Bridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
+    let bridge = ServingBridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
     let output = Command::new(support::peer("MCP_PYTHON"))
         .arg(support::repo_path("tests/peers/py_mrtr_client.py"))
         .args([&bridge.url, "mcp__echo__greet"])
@@ -519,7 +459,7 @@ fn a_recorded_session_replays_against_the_same_upstream_through_the_bridge() {
     let echo = examples::example_path("echo_server");
     let echo = echo.to_str().unwrap();
     let records = dir.join("records");
-    let bridge = Bridge::start(&["--record", records.to_str().unwrap(), "--", echo]);
+    let bridge = ServingBridge::start(&["--record", records.to_str().unwrap(), "--", echo]);
     let script = json!([{"call": "echo", "args": {"text": "recorded"}}, {"call": "add", "args": {"a": 1, "b": 2}}]);
     let lines = drive(&ts_driver(), &bridge.url, &script, &[]);
     assert_eq!(text_of(ok(&lines[2])), "recorded");
@@ -542,7 +482,7 @@ fn a_recorded_session_replays_against_the_same_upstream_through_the_bridge() {
 fn a_shared_stdio_upstream_gets_an_error_for_a_request_no_single_client_caused() {
     let node = support::peer("MCP_NODE");
     let everything = support::peer("MCP_EVERYTHING_JS");
-    let bridge = Bridge::start(&["--", &node, &everything, "stdio"]);
+    let bridge = ServingBridge::start(&["--", &node, &everything, "stdio"]);
     let script =
         |who: &str| json!([{"call": "trigger-sampling-request", "args": {"prompt": format!("asked by {who}")}}]);
     // A's call is alone in flight: its sampling is A's, and is held.
@@ -573,7 +513,7 @@ async fn an_upstream_list_change_reaches_every_downstream_session() {
     let dir = scratch("changes");
     std::fs::write(dir.join("config.toml"), format!("[mcp_servers.c]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"))
         .unwrap();
-    let bridge = Bridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
+    let bridge = ServingBridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
 
     let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
     let watcher = {
@@ -628,7 +568,7 @@ fn the_inspector_cli_lists_calls_reads_and_prompts_through_the_bridge_in_both_er
     let dir = scratch("inspector");
     let web = support::everything_http("streamableHttp");
     let config = three_upstreams(&dir, web.port);
-    let bridge = Bridge::start(&["--config", config.to_str().unwrap()]);
+    let bridge = ServingBridge::start(&["--config", config.to_str().unwrap()]);
     let tools = inspector(&bridge.url, &["--method", "tools/list"]);
     let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"mcp__memory__read_graph") && names.contains(&"mcp__web__get-sum"), "{names:?}");
@@ -714,7 +654,7 @@ async fn a_2026_upstreams_tool_change_reaches_the_bridges_clients() {
     let dir = scratch("grow");
     // The upstream speaks 2026-07-28 (era auto): its changes come on a subscriptions/listen stream.
     std::fs::write(dir.join("config.toml"), format!("[mcp_servers.grower]\nurl = {:?}\n", upstream.url())).unwrap();
-    let bridge = Bridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
+    let bridge = ServingBridge::start(&["--config", dir.join("config.toml").to_str().unwrap()]);
     let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel::<Notification>();
     let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_handler(move |n: Notification| {
         let _ = tx.send(n);

@@ -13,6 +13,8 @@
 
 mod http_support;
 mod reliability;
+#[path = "support/bridge.rs"]
+mod serving;
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -25,6 +27,7 @@ use mcpwire::transport::stdio::StdioTransport;
 use mcpwire::transport::Limits;
 use reliability::Baseline;
 use serde_json::Value;
+use serving::ServingBridge;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -310,48 +313,20 @@ async fn a_thousand_connections_at_once_are_each_served() {
     baseline.assert_nothing_left(BOUND).await;
 }
 
-/// `mcp-bridge serve --listen http://0.0.0.0:0/mcp --auth-token-env VAR` (its embedded
-/// default): a bridge on a network. Its banner names the port.
-struct NetworkBridge {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl NetworkBridge {
-    fn start(token: &str) -> NetworkBridge {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
-            .args(["serve", "--listen", "http://0.0.0.0:0/mcp", "--auth-token-env", "MCPWIRE_TEST_TOKEN"])
-            .env("MCPWIRE_TEST_TOKEN", token)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("mcp-bridge runs");
-        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("a banner line").unwrap();
-        let url = first.strip_prefix("mcp-bridge: serving MCP on ").unwrap_or_else(|| panic!("{first}")).to_owned();
-        let port = url.rsplit_once(':').and_then(|(_, p)| p.split('/').next()?.parse().ok()).expect("a port");
-        std::thread::spawn(move || lines.for_each(drop));
-        NetworkBridge { child, port }
-    }
-}
-
-impl Drop for NetworkBridge {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn a_bridge_on_a_network_wants_its_token_and_takes_the_host_its_clients_name() {
     let baseline = Baseline::take().await;
     let token = "s3cret-token-for-the-test-only-0123456789";
-    let bridge = NetworkBridge::start(token);
-    let addr: SocketAddr = ([127, 0, 0, 1], bridge.port).into();
+    // `mcp-bridge serve` on its embedded default, on a network: its banner names the port.
+    let bridge = ServingBridge::start_with(
+        &["--listen", "http://0.0.0.0:0/mcp", "--auth-token-env", "MCPWIRE_TEST_TOKEN"],
+        |command| {
+            command.env("MCPWIRE_TEST_TOKEN", token).stderr(std::process::Stdio::null());
+        },
+    );
+    let addr: SocketAddr = ([127, 0, 0, 1], bridge.port()).into();
     let body = initialize_body("2025-11-25");
-    let host = format!("bridge.example:{}", bridge.port);
+    let host = format!("bridge.example:{}", bridge.port());
     let request = |auth: Option<&str>| {
         let auth = auth.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
         format!(

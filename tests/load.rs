@@ -25,10 +25,10 @@
 #[path = "support/examples.rs"]
 mod examples;
 mod reliability;
+#[path = "support/bridge.rs"]
+mod serving;
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,6 +42,7 @@ use mcpwire::transport::stdio::ChildCommand;
 use mcpwire::transport::{inproc, Limits, Transport};
 use reliability::Baseline;
 use serde_json::{json, Map, Value};
+use serving::ServingBridge;
 
 /// `calls` calls whose argument is `size` bytes, all issued at once.
 #[derive(Debug, Clone, Copy)]
@@ -277,48 +278,17 @@ async fn legacy_sse() {
     .await;
 }
 
-/// `mcp-bridge serve` on its embedded default, on a free loopback port; SIGTERM and waited
-/// for when dropped.
-struct Bridge {
-    child: Child,
-    url: String,
-}
-
-impl Bridge {
-    fn start() -> Bridge {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
-            .args(["serve", "--listen", "http://127.0.0.1:0/mcp"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("mcp-bridge runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("a banner line").unwrap();
-        let url = first.strip_prefix("mcp-bridge: serving MCP on ").unwrap_or_else(|| panic!("{first}")).to_owned();
-        std::thread::spawn(move || lines.for_each(drop));
-        Bridge { child, url }
-    }
-}
-
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "load: run by .ci/run (cargo test --test load -- --ignored --test-threads=1)"]
 async fn through_mcp_bridge_serve() {
     let baseline = Baseline::take().await;
     for load in LOADS {
         reliability::reset_peak_rss();
-        let bridge = Bridge::start();
+        let bridge = ServingBridge::start(&[]);
         let transport = HttpClientTransport::new(HttpClientConfig::new(bridge.url.clone())).unwrap();
         let client = Arc::new(Client::connect(transport, options(EraPolicy::Legacy)).await.unwrap());
         let outcome = fire(&client, "mcp__echo__echo", load).await;
-        let bridge_peak = reliability::peak_rss_kib(&bridge.child.id().to_string()).expect("the bridge's VmHWM");
+        let bridge_peak = reliability::peak_rss_kib(&bridge.pid().to_string()).expect("the bridge's VmHWM");
         client.close().await.unwrap();
         drop(client);
         drop(bridge);

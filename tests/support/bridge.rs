@@ -1,0 +1,106 @@
+//! `mcp-bridge serve` as the integration tests run it: a child process listening on a free
+//! loopback port (unless the test passes its own `--listen`), its URL read from the banner's
+//! first line, stopped with SIGTERM and waited for when dropped; and the `/proc` readings the
+//! tests check upstream processes with. It does not read the bridge's log: a test that needs it
+//! pipes stderr in `start_with` and takes it.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
+
+/// A running `mcp-bridge serve`.
+pub struct ServingBridge {
+    child: Child,
+    /// The MCP endpoint from the banner, e.g. `http://127.0.0.1:41234/mcp`.
+    pub url: String,
+    stopped: bool,
+}
+
+impl ServingBridge {
+    /// `mcp-bridge serve ARGS`, on `http://127.0.0.1:0/mcp` unless ARGS hold a `--listen`.
+    pub fn start(args: &[&str]) -> ServingBridge {
+        ServingBridge::start_with(args, |_| {})
+    }
+
+    /// As `start`, with `configure` applied to the command before it is spawned (environment,
+    /// stderr). stdin is null and stdout is read for the banner, then drained.
+    pub fn start_with(args: &[&str], configure: impl FnOnce(&mut Command)) -> ServingBridge {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
+        command.arg("serve");
+        if !args.contains(&"--listen") {
+            command.args(["--listen", "http://127.0.0.1:0/mcp"]);
+        }
+        command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        configure(&mut command);
+        let mut child = command.spawn().expect("mcp-bridge runs");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("a banner line").unwrap();
+        let url = first.strip_prefix("mcp-bridge: serving MCP on ").unwrap_or_else(|| panic!("{first}")).to_owned();
+        // The rest of the banner (client snippets) is not needed; keep the pipe drained.
+        std::thread::spawn(move || lines.for_each(drop));
+        ServingBridge { child, url, stopped: false }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The port of `url`.
+    pub fn port(&self) -> u16 {
+        self.url.rsplit_once(':').and_then(|(_, rest)| rest.split('/').next()?.parse().ok()).expect("a port")
+    }
+
+    /// Sends signal `name` (`HUP`, `TERM`, …) to the bridge.
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill").args([&format!("-{name}"), &self.pid().to_string()]).status();
+        assert!(status.unwrap().success(), "kill -{name}");
+    }
+
+    /// The bridge's stderr, when `start_with` piped it.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// SIGTERM, then waits for the bridge to exit and gives its status; `None` when it was
+    /// stopped before.
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        if self.stopped {
+            return None;
+        }
+        self.stopped = true;
+        let _ = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status();
+        self.child.wait().ok()
+    }
+}
+
+impl Drop for ServingBridge {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// The processes whose parent is `pid`, with their command lines (arguments joined by spaces).
+pub fn children_of(pid: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else { continue };
+        // The fields after the parenthesised command, which may hold spaces: state, ppid, …
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else { continue };
+        let ppid: u32 = rest.split(' ').nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+        if ppid == pid {
+            let cmdline = std::fs::read_to_string(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            found.push((child, cmdline.replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// Whether `pid` still exists as anything but a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
