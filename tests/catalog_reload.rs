@@ -80,33 +80,6 @@ fn text(result: &CallToolResult) -> String {
     }
 }
 
-/// Processes of group `pgid` that are not zombies, read from /proc.
-fn running_in_group(pgid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.get(2) == Some(&pgid.to_string().as_str()) && fields.first() != Some(&"Z") {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// Waits (at most 5 s) for every process of each group to be gone (a killed child may linger a
-/// moment before it is reaped).
-async fn assert_groups_gone(groups: &[u32]) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    for &group in groups {
-        while !running_in_group(group).is_empty() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert_eq!(running_in_group(group), Vec::<u32>::new(), "process group {group} is still running");
-    }
-}
-
 /// Waits (at most `within`) for `file` to hold a pid.
 async fn read_pid(file: &Path, within: Duration) -> u32 {
     let deadline = Instant::now() + within;
@@ -190,7 +163,7 @@ async fn a_reload_keeps_unchanged_servers_restarts_changed_ones_and_stops_remove
     assert_eq!(pid(&set, "everything"), everything_pid, "an unchanged server keeps its process");
     assert_eq!(pid(&set, "echo"), echo_pid, "a server whose per-call settings changed keeps its process");
     assert_ne!(pid(&set, "changed"), changed_pid, "a changed server runs a new process");
-    assert_groups_gone(&[changed_pid, removed_pid, pending_pid]).await;
+    support::assert_groups_gone(&[changed_pid, removed_pid, pending_pid]).await;
     assert!(set.status("removed").is_none() && set.status("pending").is_none());
 
     // The start still pending for `pending` was cancelled, and did not fail the start.
@@ -213,7 +186,7 @@ async fn a_reload_keeps_unchanged_servers_restarts_changed_ones_and_stops_remove
 
     let groups = [pid(&set, "everything"), pid(&set, "echo"), pid(&set, "changed"), pid(&set, "memory")];
     set.shutdown().await;
-    assert_groups_gone(&groups).await;
+    support::assert_groups_gone(&groups).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -225,19 +198,19 @@ async fn two_leases_share_one_child_which_stops_after_the_last_release() {
     let second = set.lease("echo").unwrap();
     let child = pid(&set, "echo");
     assert_eq!((first.pid(), second.pid()), (Some(child), Some(child)), "both leases hold the set's child");
-    assert_eq!(running_in_group(child), [child], "one process");
+    assert_eq!(support::running_in_group(child), [child], "one process");
 
     // The set gives its own lease up: the leases keep the child, and it still answers.
     let report = set.reload(McpConfig::default()).await;
     assert_eq!(report.removed, ["echo"]);
-    assert_eq!(running_in_group(child), [child], "the leases keep the child running");
+    assert_eq!(support::running_in_group(child), [child], "the leases keep the child running");
     let answer = first.call_tool("echo", args(json!({"text": "leased"})), None).await.unwrap();
     assert_eq!(text(&answer), "leased");
 
     first.release().await;
-    assert_eq!(running_in_group(child), [child], "one lease is left");
+    assert_eq!(support::running_in_group(child), [child], "one lease is left");
     second.release().await;
-    assert_groups_gone(&[child]).await;
+    support::assert_groups_gone(&[child]).await;
     set.shutdown().await;
 }
 
@@ -261,10 +234,10 @@ async fn a_call_in_flight_on_a_removed_server_finishes_before_its_child_stops() 
     first_step.recv().await.expect("a first progress step");
     let report = set.reload(McpConfig::default()).await;
     assert_eq!(report.removed, ["everything"]);
-    assert!(!running_in_group(child).is_empty(), "the retired connection still serves the call in flight");
+    assert!(!support::running_in_group(child).is_empty(), "the retired connection still serves the call in flight");
     let result = call.await.unwrap().expect("the call in flight completes");
     assert!(text(&result).contains("completed"), "{}", text(&result));
-    assert_groups_gone(&[child]).await;
+    support::assert_groups_gone(&[child]).await;
     set.shutdown().await;
 }
 
@@ -298,7 +271,7 @@ async fn a_singleton_server_keeps_its_connection_when_its_restart_cannot_start_a
     assert_eq!(text(&answer), "still");
 
     set.shutdown().await;
-    assert_groups_gone(&[child]).await;
+    support::assert_groups_gone(&[child]).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -92,31 +92,6 @@ fn text(result: &mcpwire::proto::mcp_types::CallToolResult) -> String {
     }
 }
 
-/// Processes of group `pgid` that are not zombies, read from /proc.
-fn running_in_group(pgid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.get(2) == Some(&pgid.to_string().as_str()) && fields.first() != Some(&"Z") {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-async fn assert_groups_gone(groups: &[u32]) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    for &group in groups {
-        while !running_in_group(group).is_empty() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert_eq!(running_in_group(group), Vec::<u32>::new(), "process group {group} outlived the set");
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn three_real_servers_start_together_and_route_calls() {
     let server = support::everything_http("streamableHttp");
@@ -202,7 +177,7 @@ async fn three_real_servers_start_together_and_route_calls() {
 
     let groups: Vec<u32> = ["everything", "memory"].iter().map(|s| set.server_pid(s).unwrap()).collect();
     set.shutdown().await;
-    assert_groups_gone(&groups).await;
+    support::assert_groups_gone(&groups).await;
     assert!(set.summary().servers.iter().all(|s| matches!(s.state, ServerState::Closed | ServerState::Disabled)));
     assert!(set.tools().is_empty());
 }
@@ -398,7 +373,7 @@ async fn a_child_killed_mid_call_fails_that_call_and_comes_back() {
     let echo = set.call_tool("mcp__everything__echo", args(json!({"message": "back"})), None).await.unwrap();
     assert_eq!(text(&echo), "Echo: back");
     set.shutdown().await;
-    assert_groups_gone(&[first, second]).await;
+    support::assert_groups_gone(&[first, second]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

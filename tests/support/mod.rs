@@ -114,3 +114,31 @@ pub const SERVE_LISTEN_FRAMING: [&str; 6] = [
     "came on the response to GET seq 4",
     "http.status: expected 400, got 200",
 ];
+
+/// Processes of group `pgid` that are not zombies, read from /proc.
+pub fn running_in_group(pgid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The fields after the parenthesised command, which may hold spaces: state, ppid, pgrp, …
+        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2) == Some(&pgid.to_string().as_str()) && fields.first() != Some(&"Z") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits (at most 5 s) for every process of each group to be gone (a killed child may linger a
+/// moment before it is reaped), then asserts it is.
+pub async fn assert_groups_gone(groups: &[u32]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    for &group in groups {
+        while !running_in_group(group).is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(running_in_group(group), Vec::<u32>::new(), "process group {group} is still running");
+    }
+}
