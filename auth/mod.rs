@@ -21,6 +21,8 @@
 pub mod principal;
 
 #[cfg(feature = "http")]
+mod answer_cache;
+#[cfg(feature = "http")]
 mod fetch;
 #[cfg(feature = "http")]
 pub mod introspection;

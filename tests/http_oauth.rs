@@ -331,6 +331,50 @@ async fn introspection_verifies_against_the_authorization_server() {
     server.shutdown().await;
 }
 
+#[tokio::test]
+async fn introspection_answers_are_cached_and_concurrent_checks_of_a_token_share_one_request() {
+    let auth = AuthServer::start().await;
+    let (server, resource) = protected(&auth, Verify::Introspection { secret: "rs-secret" }, false).await;
+    let addr = server.local_addr();
+    let initialize = move |authorization: String| async move {
+        raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Authorization", &authorization)], &init_body(), SHORT).await.status
+    };
+
+    let good = bearer(&auth.mint(claims(&resource, "mcp")).await);
+    let before = auth.introspections().await;
+    for _ in 0..3 {
+        assert_eq!(initialize(good.clone()).await, 200);
+    }
+    assert_eq!(auth.introspections().await - before, 1, "an active answer is kept");
+
+    // Another token (tokens of the same claims minted within one second are the same token).
+    let mut spec = claims(&resource, "mcp");
+    spec["claims"]["jti"] = json!("another");
+    let fresh = bearer(&auth.mint(spec).await);
+    assert_ne!(fresh, good);
+    let before = auth.introspections().await;
+    let mut at_once = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        at_once.spawn(initialize(fresh.clone()));
+    }
+    while let Some(status) = at_once.join_next().await {
+        assert_eq!(status.unwrap(), 200);
+    }
+    assert_eq!(auth.introspections().await - before, 1, "eight checks at once, one request");
+
+    // A flood of one bad token, then of several: one request per distinct token.
+    let forged = bearer(&auth.mint(json!({"claims": {"aud": resource, "scope": "mcp"}, "tamper": true})).await);
+    let before = auth.introspections().await;
+    for _ in 0..10 {
+        assert_eq!(initialize(forged.clone()).await, 401);
+    }
+    for n in 0..3 {
+        assert_eq!(initialize(bearer(&format!("made-up-{n}"))).await, 401);
+    }
+    assert_eq!(auth.introspections().await - before, 4, "inactive answers are kept briefly too");
+    server.shutdown().await;
+}
+
 /// Runs an SDK driver; returns its exit code and JSON lines.
 async fn driver(program: &str, script: &str, url: &str, calls: &str) -> (i32, Vec<Value>) {
     let mut command = tokio::process::Command::new(program);

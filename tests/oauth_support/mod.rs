@@ -62,6 +62,10 @@ impl AuthServer {
         raw(self.addr(), "GET", "/test/stats", &[], "", SHORT).await.json()["jwks"].as_u64().unwrap()
     }
 
+    pub async fn introspections(&self) -> u64 {
+        raw(self.addr(), "GET", "/test/stats", &[], "", SHORT).await.json()["introspections"].as_u64().unwrap()
+    }
+
     /// Every access token, refresh token and authorization code the server handed out so far.
     pub async fn secrets(&self) -> Vec<String> {
         let stats = raw(self.addr(), "GET", "/test/stats", &[], "", SHORT).await.json();
