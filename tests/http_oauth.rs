@@ -375,6 +375,57 @@ async fn introspection_answers_are_cached_and_concurrent_checks_of_a_token_share
     server.shutdown().await;
 }
 
+#[tokio::test]
+async fn the_jwks_uri_is_discovered_from_the_issuers_metadata_whose_issuer_must_match() {
+    let auth = AuthServer::start().await;
+    let resource = "http://127.0.0.1:1/mcp";
+    let token = auth.mint(claims(resource, "mcp")).await;
+    // oauth2-mock-server has no RFC 8414 document: the OpenID Connect one (the second URL) serves.
+    let verifier = JwtVerifier::discover(auth.issuer(), resource).unwrap();
+    assert_eq!(verifier.verify(&token).await.unwrap().subject.as_deref(), Some("alice"));
+    assert_eq!(auth.jwks_fetches().await, 1);
+    assert!(format!("{verifier:?}").contains(auth.url("jwks_uri")), "{verifier:?}");
+
+    // The same server named by another spelling of its address: its metadata says another issuer.
+    let port = auth.addr().port();
+    let verifier = JwtVerifier::discover(format!("http://localhost:{port}"), resource).unwrap();
+    match verifier.verify(&token).await {
+        Err(mcpwire::auth::Refusal::Unavailable(why)) => assert!(why.contains("names another issuer"), "{why}"),
+        other => panic!("expected 503: {other:?}"),
+    }
+    assert_eq!(auth.jwks_fetches().await, 1, "no key set fetched from a mismatched metadata");
+    assert!(JwtVerifier::discover("not a url", resource).is_err());
+}
+
+#[tokio::test]
+async fn the_key_set_is_refetched_when_its_max_age_runs_out_within_the_bounds() {
+    let auth = AuthServer::start().await;
+    let resource = "http://127.0.0.1:1/mcp";
+    let token = auth.mint(claims(resource, "mcp")).await;
+    let verifier = |min: u64| {
+        JwtVerifier::new(auth.issuer(), resource, auth.url("jwks_uri"))
+            .unwrap()
+            .key_set_age_bounds(Duration::from_secs(min), Duration::from_secs(3600))
+    };
+    let (auth, token) = (&auth, token.as_str());
+    let fetches_for_three = |verifier: JwtVerifier| async move {
+        let before = auth.jwks_fetches().await;
+        for _ in 0..3 {
+            assert!(verifier.verify(token).await.is_ok());
+        }
+        auth.jwks_fetches().await - before
+    };
+    auth.set_jwks_cache_control(Some("max-age=0")).await;
+    assert_eq!(fetches_for_three(verifier(0)).await, 3, "old at once: every verification fetches");
+    assert_eq!(fetches_for_three(verifier(3600)).await, 1, "the lower bound rules");
+    auth.set_jwks_cache_control(Some("no-store")).await;
+    assert_eq!(fetches_for_three(verifier(0)).await, 3);
+    auth.set_jwks_cache_control(Some("public, max-age=600")).await;
+    assert_eq!(fetches_for_three(verifier(0)).await, 1, "kept for its max-age");
+    auth.set_jwks_cache_control(None).await;
+    assert_eq!(fetches_for_three(verifier(0)).await, 1, "no max-age: kept for the upper bound");
+}
+
 /// Runs an SDK driver; returns its exit code and JSON lines.
 async fn driver(program: &str, script: &str, url: &str, calls: &str) -> (i32, Vec<Value>) {
     let mut command = tokio::process::Command::new(program);

@@ -25,7 +25,8 @@
 //     (with the issuer's key, or with a "rogue" key whose kid the JWKS does not hold; tamper
 //     changes the payload after signing); GET /test/stats gives {"jwks": N, "introspections": N,
 //     "secrets": [...]}: the JWKS fetches, the introspection requests, and every access token, refresh token and authorization code handed out (so a
-//     test can check that none of them shows in a log).
+//     test can check that none of them shows in a log); POST /test/jwks-cache-control {value}
+//     makes GET /jwks answer with that Cache-Control header (null: none).
 import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
 import { homedir } from 'node:os';
@@ -71,6 +72,7 @@ service.on('beforeTokenSigning', (token, req) => {
   if (body.grant_type === 'client_credentials' && clientId) token.payload.sub = clientId;
 });
 let jwksFetches = 0;
+let jwksCacheControl = null;
 const secrets = [];
 service.on('beforeResponse', (response, req) => {
   const grant = grantOf(req.body || {});
@@ -142,7 +144,18 @@ const server = createServer((req, res) => {
   if (req.method === 'POST' && path === '/introspect') return void introspect(req, res).catch(fail);
   if (req.method === 'POST' && path === '/test/mint') return void mint(req, res).catch(fail);
   if (req.method === 'GET' && path === '/test/stats') return json(res, 200, { jwks: jwksFetches, introspections, secrets });
-  if (req.method === 'GET' && path === '/jwks') jwksFetches += 1;
+  if (req.method === 'POST' && path === '/test/jwks-cache-control') {
+    return void readBody(req)
+      .then(body => {
+        jwksCacheControl = JSON.parse(body).value ?? null;
+        json(res, 200, {});
+      })
+      .catch(fail);
+  }
+  if (req.method === 'GET' && path === '/jwks') {
+    jwksFetches += 1;
+    if (jwksCacheControl !== null) res.setHeader('cache-control', jwksCacheControl);
+  }
   return service.requestHandler(req, res);
 });
 server.listen(0, '127.0.0.1', () => {
