@@ -10,7 +10,7 @@
 //! refused) or any failure to get an answer is [`Refusal::Unavailable`]: 503, the token may
 //! be fine.
 //!
-//! Answers are cached (see [`super::answer_cache`]), keyed by the SHA-256 of the token, never
+//! Answers are cached (see `auth/answer_cache.rs`), keyed by the SHA-256 of the token, never
 //! the token itself:
 //! - an active answer until the token's `exp` or [`IntrospectionVerifier::max_cache_ttl`]
 //!   (60 s) from now, whichever is sooner: a token revoked at the authorization server is still

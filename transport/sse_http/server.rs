@@ -62,7 +62,7 @@
 //! The principal a handler sees is the one of the HTTP request that carried its own request;
 //! the session keeps the one of its latest request (a refreshed token
 //! of the same holder replaces it); every request is verified anew, and a stream ends when the
-//! token that opened it expires ([`super::token_expiry`]): the client reconnects with a fresh
+//! token that opened it expires (`token_expiry.rs`): the client reconnects with a fresh
 //! token and resumes with `Last-Event-ID`.
 //!
 //! Not here: verifying tokens ([`crate::auth`]), HTTP/2, what the messages mean.
