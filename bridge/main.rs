@@ -274,6 +274,10 @@ pub struct ServeArgs {
     /// and secret in the variables of --auth-client-id-env and --auth-client-secret-env.
     #[arg(long, value_name = "URL", group = "auth_verify", requires = "auth_issuer")]
     pub auth_introspect: Option<String>,
+    /// How long an active introspection answer is kept (never past the token's exp), in
+    /// seconds; 0 asks the authorization server on every request.
+    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "auth_introspect")]
+    pub auth_introspect_cache_secs: u64,
     /// The variable holding the introspection client id.
     #[arg(long, value_name = "VAR", default_value = "MCP_BRIDGE_INTROSPECT_CLIENT_ID")]
     pub auth_client_id_env: String,

@@ -370,7 +370,8 @@ fn protected_resource(args: &ServeArgs, served_url: &str) -> Result<Option<Prote
             let secret = read("a client secret", &args.auth_client_secret_env)?;
             let verifier = IntrospectionVerifier::new(endpoint, &audience, id, &secret)
                 .map_err(|e| format!("--auth-introspect: {e}"))?
-                .issuer(issuer);
+                .issuer(issuer)
+                .max_cache_ttl(std::time::Duration::from_secs(args.auth_introspect_cache_secs));
             Arc::new(verifier)
         }
         (None, None) => Arc::new(JwtVerifier::discover(issuer, &audience).map_err(|e| format!("--auth-issuer: {e}"))?),

@@ -80,10 +80,15 @@ struct Bridge {
 
 impl Bridge {
     fn start(args: &[&str]) -> Bridge {
+        Bridge::start_with_env(args, &[])
+    }
+
+    fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Bridge {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
             .arg("serve")
             .args(["--listen", "http://127.0.0.1:0/mcp"])
             .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "trace")
             .env("UPSTREAM_TOKEN", UPSTREAM_SECRET)
             .stdin(Stdio::null())
@@ -248,6 +253,49 @@ async fn with_the_issuer_alone_the_bridge_finds_the_key_set_in_the_issuers_metad
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_keeps_introspection_answers_for_its_cache_ttl() {
+    let auth = AuthServer::start().await;
+    let (upstream, _recording) = upstream().await;
+    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-oauth-introspect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[mcp_servers.up]\nurl = {:?}\nbearer_token_env_var = \"UPSTREAM_TOKEN\"\n", upstream.url()),
+    )
+    .unwrap();
+    let credentials = [("MCP_BRIDGE_INTROSPECT_CLIENT_ID", "rs"), ("MCP_BRIDGE_INTROSPECT_CLIENT_SECRET", "rs-secret")];
+    for (cache_secs, asked) in [("60", 1), ("0", 3)] {
+        let args = [
+            "--config",
+            config.to_str().unwrap(),
+            "--auth-issuer",
+            auth.issuer(),
+            "--auth-introspect",
+            auth.url("introspection_endpoint"),
+            "--auth-introspect-cache-secs",
+            cache_secs,
+        ];
+        let bridge = Bridge::start_with_env(&args, &credentials);
+        let addr: std::net::SocketAddr =
+            bridge.url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
+        let spec = json!({"claims": {"aud": bridge.url, "scope": "mcp", "sub": "erin", "jti": cache_secs}});
+        let authorization = format!("Bearer {}", auth.mint(spec).await);
+        let before = auth.introspections().await;
+        for _ in 0..3 {
+            let init = http_support::initialize_body("2025-11-25");
+            let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Authorization", &authorization)], &init, SHORT).await;
+            assert_eq!(r.status, 200, "{r:?}");
+        }
+        assert_eq!(auth.introspections().await - before, asked, "--auth-introspect-cache-secs {cache_secs}");
+        let log = bridge.stop();
+        assert!(!log.contains("rs-secret") && !log.contains(&authorization[7..]), "no secret in the log");
+    }
+    upstream.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_auth_options_are_refused_before_anything_starts() {
     let serve = |args: &[&str], env: &[(&str, &str)]| {
@@ -281,6 +329,11 @@ fn bad_auth_options_are_refused_before_anything_starts() {
             &["--auth-issuer", "http://a", "--auth-introspect", "http://a/i"],
             "MCP_BRIDGE_INTROSPECT_CLIENT_ID is not set",
         ),
+        (
+            &["--auth-issuer", "http://a", "--auth-introspect", "http://a/i", "--auth-introspect-cache-secs", "soon"],
+            "invalid value 'soon'",
+        ),
+        (&["--auth-issuer", "http://a", "--auth-introspect-cache-secs", "5"], "--auth-introspect <URL>"),
     ] {
         let (code, stderr) = serve(args, &[]);
         assert_ne!(code, Some(0), "{args:?}");
