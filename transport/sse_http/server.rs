@@ -1447,7 +1447,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
     if let Some(route) = route {
         return serve_route(route, req.method()).await;
     }
-    let token_expires = req.extensions().get::<Authenticated>().and_then(|a| token_expiry::deadline(&a.0));
+    let token_expires = match &config.protected_resource {
+        Some(_) => req.extensions().get::<Authenticated>().and_then(|a| token_expiry::deadline(&a.0)),
+        None => None,
+    };
     if path == config.path {
         return match *req.method() {
             Method::POST => token_expiry::cut_at(post(shared, req).await, token_expires),
