@@ -31,13 +31,21 @@ pub(crate) struct Outgoing<'a> {
 /// Sends `request` and reads the answer: status and body. `Err` is a short reason (no
 /// credential in it).
 pub(crate) async fn send(request: Outgoing<'_>, timeout: Duration) -> Result<(u16, Bytes), String> {
+    send_for_headers(request, timeout).await.map(|(status, _, body)| (status, body))
+}
+
+/// [`send`], with the answer's headers.
+pub(crate) async fn send_for_headers(
+    request: Outgoing<'_>,
+    timeout: Duration,
+) -> Result<(u16, hyper::HeaderMap, Bytes), String> {
     match tokio::time::timeout(timeout, exchange(request)).await {
         Ok(result) => result,
         Err(_) => Err(format!("no answer within {timeout:?}")),
     }
 }
 
-async fn exchange(request: Outgoing<'_>) -> Result<(u16, Bytes), String> {
+async fn exchange(request: Outgoing<'_>) -> Result<(u16, hyper::HeaderMap, Bytes), String> {
     let url = request.url;
     let https = match url.scheme_str() {
         Some("http") => false,
@@ -75,7 +83,7 @@ async fn exchange(request: Outgoing<'_>) -> Result<(u16, Bytes), String> {
     round_trip(TokioIo::new(tcp), http_request).await.map_err(|e| format!("{url}: {e}"))
 }
 
-async fn round_trip<IO>(io: IO, request: Request<HttpBody>) -> Result<(u16, Bytes), String>
+async fn round_trip<IO>(io: IO, request: Request<HttpBody>) -> Result<(u16, hyper::HeaderMap, Bytes), String>
 where
     IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -85,12 +93,13 @@ where
     });
     let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
     let status = response.status().as_u16();
-    let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+    let (parts, body) = response.into_parts();
+    let body = http_body_util::Limited::new(body, MAX_ANSWER_BYTES)
         .collect()
         .await
         .map_err(|_| format!("the answer is unreadable or larger than {MAX_ANSWER_BYTES} bytes"))?
         .to_bytes();
-    Ok((status, body))
+    Ok((status, parts.headers, body))
 }
 
 #[cfg(feature = "tls")]

@@ -5,8 +5,10 @@
 //! - [`principal`]: [`Principal`] (who a verified token speaks for, as handlers see it in
 //!   `Context::principal`) and [`Refusal`] (why a token was refused, with its HTTP answer).
 //! - [`verifier`] (feature `http`): the [`TokenVerifier`] trait and [`StaticTokenVerifier`];
-//!   [`jwks`]: [`JwtVerifier`] (JWT access tokens against a JWKS, on [`jwt`]);
-//!   [`introspection`]: [`IntrospectionVerifier`] (RFC 7662).
+//!   [`jwks`]: [`JwtVerifier`] (JWT access tokens against a JWKS, given or discovered from the
+//!   issuer's metadata, kept by its `Cache-Control`; on [`jwt`]);
+//!   [`introspection`]: [`IntrospectionVerifier`] (RFC 7662; answers cached by token hash,
+//!   concurrent checks of one token sharing one request).
 //! - [`resource`] (feature `http`): [`ProtectedResource`], the policy the HTTP server applies
 //!   (metadata document, challenges, scopes per method and per tool).
 //!
@@ -20,6 +22,8 @@
 
 pub mod principal;
 
+#[cfg(feature = "http")]
+mod answer_cache;
 #[cfg(feature = "http")]
 mod fetch;
 #[cfg(feature = "http")]

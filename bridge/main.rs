@@ -258,20 +258,26 @@ pub struct ServeArgs {
     #[arg(long, value_name = "VAR", conflicts_with = "auth_issuer")]
     pub auth_token_env: Option<String>,
     /// Protect the HTTP listener with OAuth 2.1: access tokens issued by this authorization
-    /// server (its issuer URL), checked with --auth-jwks or --auth-introspect.
-    #[arg(long, value_name = "URL", requires = "auth_verify")]
+    /// server (its issuer URL), checked with --auth-jwks or --auth-introspect, or else with
+    /// the keys of the jwks_uri its metadata names (RFC 8414 / OpenID Connect discovery).
+    #[arg(long, value_name = "URL")]
     pub auth_issuer: Option<String>,
     /// The resource URI tokens must name as audience (default: the URL served, e.g.
     /// http://127.0.0.1:8931/mcp; set it to the public URL behind a proxy).
     #[arg(long, value_name = "URI", requires = "auth_issuer")]
     pub auth_audience: Option<String>,
-    /// Verify JWT access tokens with the keys of this JWKS URL.
+    /// Verify JWT access tokens with the keys of this JWKS URL (default: discovered from the
+    /// issuer's metadata).
     #[arg(long, value_name = "URL", group = "auth_verify", requires = "auth_issuer")]
     pub auth_jwks: Option<String>,
     /// Verify tokens by RFC 7662 introspection at this URL, authenticated with the client id
     /// and secret in the variables of --auth-client-id-env and --auth-client-secret-env.
     #[arg(long, value_name = "URL", group = "auth_verify", requires = "auth_issuer")]
     pub auth_introspect: Option<String>,
+    /// How long an active introspection answer is kept (never past the token's exp), in
+    /// seconds; 0 asks the authorization server on every request.
+    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "auth_introspect")]
+    pub auth_introspect_cache_secs: u64,
     /// The variable holding the introspection client id.
     #[arg(long, value_name = "VAR", default_value = "MCP_BRIDGE_INTROSPECT_CLIENT_ID")]
     pub auth_client_id_env: String,

@@ -15,7 +15,8 @@
 //! downstream credentials never go upstream (the upstreams' own come from the config, or from
 //! the stored login of `mcp-bridge login`); no secret in any log line.
 //!
-//! OAuth (`--auth-issuer` with `--auth-jwks` or `--auth-introspect`): the listener becomes a
+//! OAuth (`--auth-issuer`, with `--auth-jwks`, `--auth-introspect`, or neither: the `jwks_uri`
+//! then comes from the issuer's metadata): the listener becomes a
 //! protected resource (see [`mcpwire::auth`]): tokens of that issuer for `--auth-audience`
 //! (default: the URL served), `--auth-scope` for every request, `--auth-tool-scope` per tool,
 //! the metadata at the endpoint's well-known path. The downstream token is verified and
@@ -369,10 +370,11 @@ fn protected_resource(args: &ServeArgs, served_url: &str) -> Result<Option<Prote
             let secret = read("a client secret", &args.auth_client_secret_env)?;
             let verifier = IntrospectionVerifier::new(endpoint, &audience, id, &secret)
                 .map_err(|e| format!("--auth-introspect: {e}"))?
-                .issuer(issuer);
+                .issuer(issuer)
+                .max_cache_ttl(std::time::Duration::from_secs(args.auth_introspect_cache_secs));
             Arc::new(verifier)
         }
-        (None, None) => return Err("--auth-issuer needs --auth-jwks URL or --auth-introspect URL".to_owned()),
+        (None, None) => Arc::new(JwtVerifier::discover(issuer, &audience).map_err(|e| format!("--auth-issuer: {e}"))?),
     };
     let mut resource =
         ProtectedResource::new(audience, verifier).authorization_server(issuer).resource_name("mcp-bridge");

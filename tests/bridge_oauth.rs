@@ -82,8 +82,16 @@ struct Bridge {
 
 impl Bridge {
     fn start(args: &[&str]) -> Bridge {
+        Bridge::start_with_env(args, &[])
+    }
+
+    fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Bridge {
         let mut serving = ServingBridge::start_with(args, |command| {
-            command.env("RUST_LOG", "trace").env("UPSTREAM_TOKEN", UPSTREAM_SECRET).stderr(Stdio::piped());
+            command
+                .envs(env.iter().copied())
+                .env("RUST_LOG", "trace")
+                .env("UPSTREAM_TOKEN", UPSTREAM_SECRET)
+                .stderr(Stdio::piped());
         });
         let log = Arc::new(Mutex::new(String::new()));
         let mut stderr = serving.take_stderr().unwrap();
@@ -198,6 +206,83 @@ async fn the_bridge_protects_its_listener_and_never_forwards_the_downstream_toke
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_issuer_alone_the_bridge_finds_the_key_set_in_the_issuers_metadata() {
+    let auth = AuthServer::start().await;
+    let (upstream, _recording) = upstream().await;
+    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-oauth-discover-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[mcp_servers.up]\nurl = {:?}\nbearer_token_env_var = \"UPSTREAM_TOKEN\"\n", upstream.url()),
+    )
+    .unwrap();
+    let bridge = Bridge::start(&["--config", config.to_str().unwrap(), "--auth-issuer", auth.issuer()]);
+    let token = auth.mint(json!({"claims": {"aud": bridge.serving.url, "scope": "mcp", "sub": "dana"}})).await;
+    let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.serving.url).bearer_token(&token)).unwrap();
+    let (peer, _) = http_support::client_peer(transport, "2025-11-25").await;
+    let result = http_support::call(&peer, "mcp__up__echo", json!({"text": "found"})).await;
+    assert_eq!(result["content"][0]["text"], "found");
+    let _ = peer.close().await;
+    assert_eq!(auth.jwks_fetches().await, 1, "the discovered jwks_uri was fetched once");
+
+    let addr: std::net::SocketAddr =
+        bridge.serving.url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
+    let rogue = auth.mint(json!({"claims": {"aud": bridge.serving.url, "scope": "mcp"}, "key": "rogue"})).await;
+    let authorization = format!("Bearer {rogue}");
+    let init = http_support::initialize_body("2025-11-25");
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Authorization", &authorization)], &init, SHORT).await;
+    assert_eq!(r.status, 401, "{r:?}");
+    let log = bridge.stop();
+    assert!(!log.contains(&token) && !log.contains(&rogue), "no token in the bridge's log");
+    upstream.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_keeps_introspection_answers_for_its_cache_ttl() {
+    let auth = AuthServer::start().await;
+    let (upstream, _recording) = upstream().await;
+    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-oauth-introspect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[mcp_servers.up]\nurl = {:?}\nbearer_token_env_var = \"UPSTREAM_TOKEN\"\n", upstream.url()),
+    )
+    .unwrap();
+    let credentials = [("MCP_BRIDGE_INTROSPECT_CLIENT_ID", "rs"), ("MCP_BRIDGE_INTROSPECT_CLIENT_SECRET", "rs-secret")];
+    for (cache_secs, asked) in [("60", 1), ("0", 3)] {
+        let args = [
+            "--config",
+            config.to_str().unwrap(),
+            "--auth-issuer",
+            auth.issuer(),
+            "--auth-introspect",
+            auth.url("introspection_endpoint"),
+            "--auth-introspect-cache-secs",
+            cache_secs,
+        ];
+        let bridge = Bridge::start_with_env(&args, &credentials);
+        let addr: std::net::SocketAddr =
+            bridge.serving.url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
+        let spec = json!({"claims": {"aud": bridge.serving.url, "scope": "mcp", "sub": "erin", "jti": cache_secs}});
+        let authorization = format!("Bearer {}", auth.mint(spec).await);
+        let before = auth.introspections().await;
+        for _ in 0..3 {
+            let init = http_support::initialize_body("2025-11-25");
+            let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Authorization", &authorization)], &init, SHORT).await;
+            assert_eq!(r.status, 200, "{r:?}");
+        }
+        assert_eq!(auth.introspections().await - before, asked, "--auth-introspect-cache-secs {cache_secs}");
+        let log = bridge.stop();
+        assert!(!log.contains("rs-secret") && !log.contains(&authorization[7..]), "no secret in the log");
+    }
+    upstream.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn bad_auth_options_are_refused_before_anything_starts() {
     let serve = |args: &[&str], env: &[(&str, &str)]| {
@@ -213,7 +298,7 @@ fn bad_auth_options_are_refused_before_anything_starts() {
         (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
     };
     for (args, why) in [
-        (&["--auth-issuer", "http://a"][..], "--auth-jwks <URL>|--auth-introspect <URL>"),
+        (&["--auth-issuer", "notaurl"][..], "--auth-issuer: \"notaurl\" is not an absolute http(s) URL"),
         (
             &["--auth-issuer", "http://a", "--auth-jwks", "http://a/j", "--auth-introspect", "http://a/i"],
             "cannot be used with",
@@ -231,6 +316,11 @@ fn bad_auth_options_are_refused_before_anything_starts() {
             &["--auth-issuer", "http://a", "--auth-introspect", "http://a/i"],
             "MCP_BRIDGE_INTROSPECT_CLIENT_ID is not set",
         ),
+        (
+            &["--auth-issuer", "http://a", "--auth-introspect", "http://a/i", "--auth-introspect-cache-secs", "soon"],
+            "invalid value 'soon'",
+        ),
+        (&["--auth-issuer", "http://a", "--auth-introspect-cache-secs", "5"], "--auth-introspect <URL>"),
     ] {
         let (code, stderr) = serve(args, &[]);
         assert_ne!(code, Some(0), "{args:?}");

@@ -331,6 +331,242 @@ async fn introspection_verifies_against_the_authorization_server() {
     server.shutdown().await;
 }
 
+#[tokio::test]
+async fn introspection_answers_are_cached_and_concurrent_checks_of_a_token_share_one_request() {
+    let auth = AuthServer::start().await;
+    let (server, resource) = protected(&auth, Verify::Introspection { secret: "rs-secret" }, false).await;
+    let addr = server.local_addr();
+    let initialize = move |authorization: String| async move {
+        raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Authorization", &authorization)], &init_body(), SHORT).await.status
+    };
+
+    let good = bearer(&auth.mint(claims(&resource, "mcp")).await);
+    let before = auth.introspections().await;
+    for _ in 0..3 {
+        assert_eq!(initialize(good.clone()).await, 200);
+    }
+    assert_eq!(auth.introspections().await - before, 1, "an active answer is kept");
+
+    // Another token (tokens of the same claims minted within one second are the same token).
+    let mut spec = claims(&resource, "mcp");
+    spec["claims"]["jti"] = json!("another");
+    let fresh = bearer(&auth.mint(spec).await);
+    assert_ne!(fresh, good);
+    let before = auth.introspections().await;
+    let mut at_once = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        at_once.spawn(initialize(fresh.clone()));
+    }
+    while let Some(status) = at_once.join_next().await {
+        assert_eq!(status.unwrap(), 200);
+    }
+    assert_eq!(auth.introspections().await - before, 1, "eight checks at once, one request");
+
+    // A flood of one bad token, then of several: one request per distinct token.
+    let forged = bearer(&auth.mint(json!({"claims": {"aud": resource, "scope": "mcp"}, "tamper": true})).await);
+    let before = auth.introspections().await;
+    for _ in 0..10 {
+        assert_eq!(initialize(forged.clone()).await, 401);
+    }
+    for n in 0..3 {
+        assert_eq!(initialize(bearer(&format!("made-up-{n}"))).await, 401);
+    }
+    assert_eq!(auth.introspections().await - before, 4, "inactive answers are kept briefly too");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_jwks_uri_is_discovered_from_the_issuers_metadata_whose_issuer_must_match() {
+    let auth = AuthServer::start().await;
+    let resource = "http://127.0.0.1:1/mcp";
+    let token = auth.mint(claims(resource, "mcp")).await;
+    // oauth2-mock-server has no RFC 8414 document: the OpenID Connect one (the second URL) serves.
+    let verifier = JwtVerifier::discover(auth.issuer(), resource).unwrap();
+    assert_eq!(verifier.verify(&token).await.unwrap().subject.as_deref(), Some("alice"));
+    assert_eq!(auth.jwks_fetches().await, 1);
+    assert!(format!("{verifier:?}").contains(auth.url("jwks_uri")), "{verifier:?}");
+
+    // The same server named by another spelling of its address: its metadata says another issuer.
+    let port = auth.addr().port();
+    let verifier = JwtVerifier::discover(format!("http://localhost:{port}"), resource).unwrap();
+    match verifier.verify(&token).await {
+        Err(mcpwire::auth::Refusal::Unavailable(why)) => assert!(why.contains("names another issuer"), "{why}"),
+        other => panic!("expected 503: {other:?}"),
+    }
+    assert_eq!(auth.jwks_fetches().await, 1, "no key set fetched from a mismatched metadata");
+    assert!(JwtVerifier::discover("not a url", resource).is_err());
+}
+
+#[tokio::test]
+async fn the_key_set_is_refetched_when_its_max_age_runs_out_within_the_bounds() {
+    let auth = AuthServer::start().await;
+    let resource = "http://127.0.0.1:1/mcp";
+    let token = auth.mint(claims(resource, "mcp")).await;
+    let verifier = |min: u64| {
+        JwtVerifier::new(auth.issuer(), resource, auth.url("jwks_uri"))
+            .unwrap()
+            .key_set_age_bounds(Duration::from_secs(min), Duration::from_secs(3600))
+    };
+    let (auth, token) = (&auth, token.as_str());
+    let fetches_for_three = |verifier: JwtVerifier| async move {
+        let before = auth.jwks_fetches().await;
+        for _ in 0..3 {
+            assert!(verifier.verify(token).await.is_ok());
+        }
+        auth.jwks_fetches().await - before
+    };
+    auth.set_jwks_cache_control(Some("max-age=0")).await;
+    assert_eq!(fetches_for_three(verifier(0)).await, 3, "old at once: every verification fetches");
+    assert_eq!(fetches_for_three(verifier(3600)).await, 1, "the lower bound rules");
+    auth.set_jwks_cache_control(Some("no-store")).await;
+    assert_eq!(fetches_for_three(verifier(0)).await, 3);
+    auth.set_jwks_cache_control(Some("public, max-age=600")).await;
+    assert_eq!(fetches_for_three(verifier(0)).await, 1, "kept for its max-age");
+    auth.set_jwks_cache_control(None).await;
+    assert_eq!(fetches_for_three(verifier(0)).await, 1, "no max-age: kept for the upper bound");
+}
+
+/// Sends one request on a fresh connection and reads its answer until the server ends it:
+/// the raw bytes, and whether the answer ended (a guard of 30 s, never reached when it works).
+async fn until_the_end(
+    addr: std::net::SocketAddr,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (String, bool) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    tcp.write_all(format!("{head}\r\n{body}").as_bytes()).await.unwrap();
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let n = tcp.read(&mut chunk).await.unwrap();
+            bytes.extend_from_slice(&chunk[..n]);
+            // The terminating chunk of a chunked body, or the connection closed.
+            if n == 0 || bytes.ends_with(b"\r\n0\r\n\r\n") {
+                return;
+            }
+        }
+    })
+    .await
+    .is_ok();
+    (String::from_utf8_lossy(&bytes).into_owned(), ended)
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+#[tokio::test]
+async fn streams_end_when_the_token_that_opened_them_expires_and_resume_with_a_fresh_one() {
+    let auth = AuthServer::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resource = format!("http://{addr}/mcp");
+    let verifier = JwtVerifier::new(auth.issuer(), &resource, auth.url("jwks_uri")).unwrap().leeway(Duration::ZERO);
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let held = gate.clone();
+    let server = Server::builder()
+        .name("expiring")
+        .tool("wait", "answers once the test lets it", json!({"type": "object"}), move |_args, _ctx| {
+            let held = held.clone();
+            async move {
+                held.acquire().await.unwrap().forget();
+                Ok(text_result("released"))
+            }
+        })
+        .build()
+        .unwrap();
+    let config = HttpServerConfig::default().protected_resource(ProtectedResource::new(&resource, Arc::new(verifier)));
+    let http = HttpServer::serve_on(listener, config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
+
+    let lasting = bearer(&auth.mint(claims(&resource, "mcp")).await);
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Authorization", &lasting)], &init_body(), SHORT).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.header("mcp-session-id").unwrap().to_owned();
+    let common = |authorization: &str| {
+        vec![
+            (BOTH.0, BOTH.1.to_owned()),
+            (JSON.0, JSON.1.to_owned()),
+            ("Authorization", authorization.to_owned()),
+            ("Mcp-Session-Id", session.clone()),
+            ("MCP-Protocol-Version", "2025-11-25".to_owned()),
+        ]
+    };
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let headers = common(&lasting);
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    assert_eq!(raw(addr, "POST", "/mcp", &headers, &initialized, SHORT).await.status, 202);
+
+    // A token of the same holder that expires in about two seconds opens both kinds of stream.
+    let spec = json!({"claims": {"aud": resource, "scope": "mcp", "sub": "alice", "client_id": "app-1"},
+        "expiresIn": 2});
+    let short = auth.mint(spec).await;
+    let exp = {
+        use base64::Engine;
+        let payload = short.split('.').nth(1).unwrap();
+        let claims: Value =
+            serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        claims["exp"].as_f64().unwrap()
+    };
+    let short = bearer(&short);
+    let post_headers = common(&short);
+    let post_headers: Vec<(&str, &str)> = post_headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let get_headers = [
+        ("Accept", "text/event-stream"),
+        ("Authorization", short.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "wait", "arguments": {}}})
+        .to_string();
+    let ((post_stream, post_ended), (get_stream, get_ended)) =
+        tokio::join!(until_the_end(addr, "POST", &post_headers, &call), until_the_end(addr, "GET", &get_headers, ""));
+    let ended_at = unix_now();
+    assert!(post_ended && get_ended, "both streams ended:\n{post_stream}\n{get_stream}");
+    assert!(ended_at >= exp, "not before the token's exp ({ended_at} < {exp})");
+    assert!(post_stream.starts_with("HTTP/1.1 200") && get_stream.starts_with("HTTP/1.1 200"), "{post_stream}");
+    assert!(!post_stream.contains("released"), "the call is still running: {post_stream}");
+    let priming = post_stream
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .unwrap_or_else(|| panic!("a priming event id: {post_stream}"))
+        .to_owned();
+
+    // The expired token is refused now; the call goes on, and a fresh token resumes its stream.
+    let r = raw(addr, "GET", "/mcp", &get_headers, "", SHORT).await;
+    assert_eq!(r.status, 401, "{r:?}");
+    gate.add_permits(1);
+    let resume = [
+        ("Accept", "text/event-stream"),
+        ("Authorization", lasting.as_str()),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Last-Event-ID", priming.as_str()),
+    ];
+    let r = raw(addr, "GET", "/mcp", &resume, "", SHORT).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let answers = r.sse_messages();
+    assert_eq!(answers.len(), 1, "{r:?}");
+    assert_eq!(
+        (answers[0]["id"].clone(), answers[0]["result"]["content"][0]["text"].clone()),
+        (json!(7), json!("released"))
+    );
+    http.shutdown().await;
+}
+
 /// Runs an SDK driver; returns its exit code and JSON lines.
 async fn driver(program: &str, script: &str, url: &str, calls: &str) -> (i32, Vec<Value>) {
     let mut command = tokio::process::Command::new(program);

@@ -62,6 +62,17 @@ impl AuthServer {
         raw(self.addr(), "GET", "/test/stats", &[], "", SHORT).await.json()["jwks"].as_u64().unwrap()
     }
 
+    /// Makes the JWKS answer carry `Cache-Control: value` (`None`: no such header).
+    pub async fn set_jwks_cache_control(&self, value: Option<&str>) {
+        let body = serde_json::json!({ "value": value }).to_string();
+        let r = raw(self.addr(), "POST", "/test/jwks-cache-control", &[JSON], &body, SHORT).await;
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+
+    pub async fn introspections(&self) -> u64 {
+        raw(self.addr(), "GET", "/test/stats", &[], "", SHORT).await.json()["introspections"].as_u64().unwrap()
+    }
+
     /// Every access token, refresh token and authorization code the server handed out so far.
     pub async fn secrets(&self) -> Vec<String> {
         let stats = raw(self.addr(), "GET", "/test/stats", &[], "", SHORT).await.json();

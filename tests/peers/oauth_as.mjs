@@ -23,9 +23,10 @@
 //     {"active":false} for anything else.
 //   - Test-only: POST /test/mint {claims, expiresIn, key: "issuer"|"rogue", tamper} signs a token
 //     (with the issuer's key, or with a "rogue" key whose kid the JWKS does not hold; tamper
-//     changes the payload after signing); GET /test/stats gives {"jwks": N, "secrets": [...]}: the
-//     JWKS fetches, and every access token, refresh token and authorization code handed out (so a
-//     test can check that none of them shows in a log).
+//     changes the payload after signing); GET /test/stats gives {"jwks": N, "introspections": N,
+//     "secrets": [...]}: the JWKS fetches, the introspection requests, and every access token, refresh token and authorization code handed out (so a
+//     test can check that none of them shows in a log); POST /test/jwks-cache-control {value}
+//     makes GET /jwks answer with that Cache-Control header (null: none).
 import { createRequire } from 'node:module';
 import { createServer } from 'node:http';
 import { homedir } from 'node:os';
@@ -71,6 +72,7 @@ service.on('beforeTokenSigning', (token, req) => {
   if (body.grant_type === 'client_credentials' && clientId) token.payload.sub = clientId;
 });
 let jwksFetches = 0;
+let jwksCacheControl = null;
 const secrets = [];
 service.on('beforeResponse', (response, req) => {
   const grant = grantOf(req.body || {});
@@ -94,7 +96,9 @@ function json(res, status, body) {
   res.end(JSON.stringify(body));
 }
 
+let introspections = 0;
 async function introspect(req, res) {
+  introspections += 1;
   const auth = req.headers.authorization || '';
   const expected = 'Basic ' + Buffer.from(`${encodeURIComponent(RS_ID)}:${encodeURIComponent(RS_SECRET)}`).toString('base64');
   if (auth !== expected) {
@@ -139,8 +143,19 @@ const server = createServer((req, res) => {
   const fail = e => json(res, 500, { error: 'server_error', error_description: String(e) });
   if (req.method === 'POST' && path === '/introspect') return void introspect(req, res).catch(fail);
   if (req.method === 'POST' && path === '/test/mint') return void mint(req, res).catch(fail);
-  if (req.method === 'GET' && path === '/test/stats') return json(res, 200, { jwks: jwksFetches, secrets });
-  if (req.method === 'GET' && path === '/jwks') jwksFetches += 1;
+  if (req.method === 'GET' && path === '/test/stats') return json(res, 200, { jwks: jwksFetches, introspections, secrets });
+  if (req.method === 'POST' && path === '/test/jwks-cache-control') {
+    return void readBody(req)
+      .then(body => {
+        jwksCacheControl = JSON.parse(body).value ?? null;
+        json(res, 200, {});
+      })
+      .catch(fail);
+  }
+  if (req.method === 'GET' && path === '/jwks') {
+    jwksFetches += 1;
+    if (jwksCacheControl !== null) res.setHeader('cache-control', jwksCacheControl);
+  }
   return service.requestHandler(req, res);
 });
 server.listen(0, '127.0.0.1', () => {

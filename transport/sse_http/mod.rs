@@ -48,6 +48,7 @@ pub mod server;
 pub mod session_store;
 #[cfg(feature = "tls")]
 pub mod tls;
+mod token_expiry;
 
 pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
 pub use bearer::BearerToken;

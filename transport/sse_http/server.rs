@@ -61,8 +61,9 @@
 //!
 //! The principal a handler sees is the one of the HTTP request that carried its own request;
 //! the session keeps the one of its latest request (a refreshed token
-//! of the same holder replaces it); every request is verified anew, but a stream already open
-//! is not cut when its token expires.
+//! of the same holder replaces it); every request is verified anew, and a stream ends when the
+//! token that opened it expires (`token_expiry.rs`): the client reconnects with a fresh
+//! token and resumes with `Last-Event-ID`.
 //!
 //! Not here: verifying tokens ([`crate::auth`]), HTTP/2, what the messages mean.
 
@@ -91,6 +92,7 @@ use super::bearer::{self, BearerToken, Verdict};
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::routes::{self, Route, RouteResponse};
 use super::session_store::{changes_state, SessionRecord, SessionStore, StoreError};
+use super::token_expiry;
 use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
@@ -429,7 +431,8 @@ impl HttpServerConfig {
     /// a scope the request needs gets 403 `insufficient_scope`, and the Protected Resource
     /// Metadata is served (public) at the well-known path of the endpoint and at the root one.
     /// The verified [`Principal`] reaches handlers (`Context::principal`); a session is bound to
-    /// the holder that opened it (another holder's token gets 404 for its id). Takes the place
+    /// the holder that opened it (another holder's token gets 404 for its id); an SSE stream
+    /// ends at the `exp` of the token that opened it. Takes the place
     /// of [`bearer_token`](Self::bearer_token) when both are set.
     pub fn protected_resource(mut self, resource: ProtectedResource) -> Self {
         self.protected_resource = Some(resource);
@@ -1444,17 +1447,21 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
     if let Some(route) = route {
         return serve_route(route, req.method()).await;
     }
+    let token_expires = match &config.protected_resource {
+        Some(_) => req.extensions().get::<Authenticated>().and_then(|a| token_expiry::deadline(&a.0)),
+        None => None,
+    };
     if path == config.path {
         return match *req.method() {
-            Method::POST => post(shared, req).await,
-            Method::GET => get(shared, req).await,
+            Method::POST => token_expiry::cut_at(post(shared, req).await, token_expires),
+            Method::GET => token_expiry::cut_at(get(shared, req).await, token_expires),
             Method::DELETE => delete(shared, req).await,
             _ => method_not_allowed(&shared),
         };
     }
     if config.legacy_sse && !config.stateless {
         if path == config.legacy_sse_path && req.method() == Method::GET {
-            return legacy_get(shared, req).await;
+            return token_expiry::cut_at(legacy_get(shared, req).await, token_expires);
         }
         if path == config.legacy_message_path && req.method() == Method::POST {
             return legacy_post(shared, req).await;
