@@ -9,8 +9,11 @@
 #   CARGO_TARGET_DIR=/tmp/rmcp-peer cargo build --release --locked --manifest-path ../shared/peers/rmcp-peer/Cargo.toml)
 # found in $RMCP_PEER_BIN (default /tmp/rmcp-peer/release). Results: OUT_DIR/results.jsonl
 # (one JSON object per scenario, with `client` and `server` added) and OUT_DIR/table.md.
-# Last, the gateways (benches/bridge.sh: direct, mcp-bridge serve, supergateway, mcp-proxy; the
-# same extra bench args): OUT_DIR/bridge.jsonl, its table appended to OUT_DIR/table.md.
+# Then the gateways (benches/bridge.sh: direct, mcp-bridge serve, supergateway, mcp-proxy; the
+# same extra bench args): OUT_DIR/bridge.jsonl, its table appended to OUT_DIR/table.md. Last,
+# scale-out (benches/scaleout.sh: 1-3 replicas behind HAProxy, memory and Redis stores, both
+# eras; it rebuilds mcp-bench and echo_server with --features redis): OUT_DIR/scaleout.jsonl,
+# its table appended too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-out}; shift || true
@@ -87,4 +90,6 @@ kill $pid; wait $pid 2>/dev/null || true
 python3 benches/table.py "$OUT/results.jsonl" > "$OUT/table.md"
 { echo; echo "## Gateways (benches/bridge.sh)"; echo; } >> "$OUT/table.md"
 benches/bridge.sh --no-build --out "$OUT/bridge.jsonl" -- "${EXTRA[@]}" >> "$OUT/table.md"
+{ echo; echo "## Scale-out (benches/scaleout.sh)"; echo; } >> "$OUT/table.md"
+benches/scaleout.sh --out "$OUT/scaleout.jsonl" -- "${EXTRA[@]}" >> "$OUT/table.md"
 cat "$OUT/table.md"

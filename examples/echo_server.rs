@@ -13,8 +13,10 @@
 //!                                      processes sharing it resume each other's rounds; default:
 //!                                      a random secret of this process
 //! --replica NAME                       one of several replicas: adds the tools `whoami` (answers
-//!                                      NAME) and `count {n}` (n progress notifications, then
-//!                                      `counted n`), and logs `echo_server NAME: ...` lines
+//!                                      NAME), `count {n}` (n progress notifications, then
+//!                                      `counted n`) and `interview {n}` (n form elicitations, one
+//!                                      after the other: n + 1 rounds of a 2026-07-28 multi-round
+//!                                      request), and logs `echo_server NAME: ...` lines
 //! --session-store URL                  (feature `redis`) share handshake-era sessions and
 //!                                      resumable streams through the Redis at URL
 //!                                      (redis://host:port)
@@ -125,8 +127,10 @@ async fn with_session_store(_config: HttpServerConfig, _url: &str) -> Result<Htt
     Err("--session-store needs a build with the `redis` feature".to_owned())
 }
 
-/// The tools of a replica named `name`: which one answered, and a stream of progress.
+/// The tools of a replica named `name`: which one answered, a stream of progress, and a
+/// multi-round request whose rounds it logs.
 fn replica_tools(builder: ServerBuilder, name: String) -> ServerBuilder {
+    let interviewer = name.clone();
     builder
         .tool("whoami", "The name of the replica that answers", json!({"type": "object"}), move |_args, _ctx| {
             let name = name.clone();
@@ -145,6 +149,34 @@ fn replica_tools(builder: ServerBuilder, name: String) -> ServerBuilder {
                     let _ = ctx.progress(i as f64, Some(n as f64), None).await;
                 }
                 Ok(text_result(format!("counted {n}")))
+            },
+        )
+        .tool(
+            "interview",
+            "Ask n questions one after the other (a form elicitation each), then answer with the answers",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            move |args, ctx| {
+                let name = interviewer.clone();
+                async move {
+                    // In 2026-07-28 the handler runs once per round (the answers so far come
+                    // back in `requestState`): one line per round, on the replica serving it.
+                    eprintln!("echo_server {name}: tools/call interview");
+                    let n = args.get("n").and_then(serde_json::Value::as_u64).unwrap_or(2).clamp(1, 10);
+                    let mut answers = Vec::new();
+                    for i in 1..=n {
+                        let form = json!({"type": "object", "properties": {"answer": {"type": "string"}},
+                            "required": ["answer"]});
+                        let form = serde_json::from_value(form).expect("a valid elicitation form");
+                        let reply = ctx.elicit(format!("Question {i} of {n}?"), form).await?;
+                        let answer = reply
+                            .content
+                            .as_ref()
+                            .and_then(|c| c.get("answer"))
+                            .and_then(|v| serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)));
+                        answers.push(answer.unwrap_or_else(|| "-".to_owned()));
+                    }
+                    Ok(text_result(format!("answered {}", answers.join(", "))))
+                }
             },
         )
 }
