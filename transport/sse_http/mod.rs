@@ -55,7 +55,9 @@ pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 pub use routes::RouteResponse;
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
-pub use session_store::{MemorySessionStore, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture};
+pub use session_store::{
+    MemorySessionStore, RelayKind, Relayed, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture,
+};
 
 /// `Mcp-Session-Id`.
 pub const SESSION_ID_HEADER: &str = "mcp-session-id";
