@@ -259,8 +259,9 @@ async fn relaying_replica(
     .unwrap()
 }
 
-/// Initializes a session whose client can answer elicitations; returns its id.
-async fn eliciting_session(addr: std::net::SocketAddr) -> String {
+/// Initializes a session whose client can answer elicitations, its `initialize` POSTed to
+/// `addr` and its `notifications/initialized` to `then`; returns its id.
+async fn eliciting_session(addr: std::net::SocketAddr, then: std::net::SocketAddr) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
         "clientInfo": {"name": "raw", "version": "1"}}});
@@ -269,7 +270,7 @@ async fn eliciting_session(addr: std::net::SocketAddr) -> String {
     let id = r.header("mcp-session-id").unwrap().to_owned();
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
     let headers = [BOTH, JSON, ("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
-    assert_eq!(raw(addr, "POST", "/mcp", &headers, &note, SHORT).await.status, 202);
+    assert_eq!(raw(then, "POST", "/mcp", &headers, &note, SHORT).await.status, 202);
     id
 }
 
@@ -386,20 +387,26 @@ async fn an_elicitation_answered_through_another_server_reaches_the_tool_that_as
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
     let a = relaying_replica("a", store.clone(), events.clone()).await;
     let b = relaying_replica("b", store.clone(), events.clone()).await;
-    let id = eliciting_session(a.local_addr()).await;
+    // As through a balancer: `notifications/initialized` goes to b, not to a, where the session
+    // began (a counts its handshake complete at the first request it gets).
+    let id = eliciting_session(a.local_addr(), b.local_addr()).await;
 
-    let mut call_stream =
-        OpenStream::open(a.local_addr(), "POST", &session_headers(&id), &call(1, "ask", json!({}))).await;
-    let asked = call_stream.next(|m| m["method"] == "elicitation/create").await;
-    let wire_id = asked["id"].as_str().unwrap_or_else(|| panic!("a string id: {asked}")).to_owned();
-    let (replica, n) = wire_id.split_once('-').unwrap();
-    assert!(replica.len() == 8 && replica.bytes().all(|b| b.is_ascii_hexdigit()), "names its replica: {wire_id}");
-    assert!(n.parse::<u64>().is_ok(), "{wire_id}");
+    for (asker, answerer, said) in [(&a, &b, "a was told Ada"), (&b, &a, "b was told Ada")] {
+        // The second time the tool runs on b, which rebuilds the session from the store: its
+        // copy may elicit as well as the original.
+        let mut call_stream =
+            OpenStream::open(asker.local_addr(), "POST", &session_headers(&id), &call(1, "ask", json!({}))).await;
+        let asked = call_stream.next(|m| m["method"] == "elicitation/create").await;
+        let wire_id = asked["id"].as_str().unwrap_or_else(|| panic!("a string id: {asked}")).to_owned();
+        let (replica, n) = wire_id.split_once('-').unwrap();
+        assert!(replica.len() == 8 && replica.bytes().all(|b| b.is_ascii_hexdigit()), "names its replica: {wire_id}");
+        assert!(n.parse::<u64>().is_ok(), "{wire_id}");
 
-    let r = post(&b, &id, &answer(&asked["id"], "Ada")).await;
-    assert_eq!(r.status, 202, "b takes the answer it did not ask for: {r:?}");
-    let result = call_stream.next(|m| m["id"] == 1).await;
-    assert_eq!(result["result"]["content"][0]["text"], "a was told Ada", "{result}");
+        let r = post(answerer, &id, &answer(&asked["id"], "Ada")).await;
+        assert_eq!(r.status, 202, "the other server takes the answer it did not ask for: {r:?}");
+        let result = call_stream.next(|m| m["id"] == 1).await;
+        assert_eq!(result["result"]["content"][0]["text"], said, "{result}");
+    }
     a.shutdown().await;
     b.shutdown().await;
 }
@@ -411,8 +418,8 @@ async fn forged_and_misdirected_answers_are_dropped_and_harm_nothing_in_flight()
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
     let a = relaying_replica("a", memory.clone(), events.clone()).await;
     let b = relaying_replica("b", relaying.clone(), events.clone()).await;
-    let id = eliciting_session(a.local_addr()).await;
-    let other = eliciting_session(a.local_addr()).await;
+    let id = eliciting_session(a.local_addr(), a.local_addr()).await;
+    let other = eliciting_session(a.local_addr(), a.local_addr()).await;
     let ping = json!({"jsonrpc": "2.0", "id": 50, "method": "ping"}).to_string();
     for session in [&id, &other] {
         assert_eq!(post(&b, session, &ping).await.status, 200, "b holds a copy of each session");
@@ -460,8 +467,9 @@ async fn a_message_for_the_standalone_stream_reaches_the_server_holding_it() {
     let store = Arc::new(MemorySessionStore::new());
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
     let a = relaying_replica("a", store.clone(), events.clone()).await;
+    let b = relaying_replica("b", store.clone(), events.clone()).await;
     let c = relaying_replica("c", store.clone(), events.clone()).await;
-    let id = eliciting_session(a.local_addr()).await;
+    let id = eliciting_session(a.local_addr(), a.local_addr()).await;
     let get_headers =
         [("Accept", "text/event-stream"), ("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
     let mut standalone = OpenStream::open(c.local_addr(), "GET", &get_headers, "").await;
@@ -477,6 +485,9 @@ async fn a_message_for_the_standalone_stream_reaches_the_server_holding_it() {
     );
     let changed = standalone.next(|m| m["method"] == "notifications/resources/list_changed").await;
     assert_eq!(changed["jsonrpc"], "2.0");
+    // From b, which rebuilds the session to serve the call: the same.
+    assert_eq!(text_of(&post(&b, &id, &call(4, "announce", json!({}))).await), "announced");
+    standalone.next(|m| m["method"] == "notifications/resources/list_changed").await;
 
     // The holder gone: a keeps what it makes for the next GET, as with one server.
     drop(standalone);
@@ -488,4 +499,5 @@ async fn a_message_for_the_standalone_stream_reaches_the_server_holding_it() {
         here.next(|m| m["method"] == "notifications/resources/list_changed").await;
     }
     a.shutdown().await;
+    b.shutdown().await;
 }

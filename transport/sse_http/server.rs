@@ -681,6 +681,11 @@ struct Session {
     record: Mutex<Option<SessionRecord>>,
     /// Ids of the requests replayed to rebuild this session, whose answers nobody awaits.
     replayed_ids: Mutex<HashSet<Id>>,
+    /// Whether the application has been given `notifications/initialized` (shared sessions:
+    /// the client's may have gone to another replica).
+    initialized_given: AtomicBool,
+    /// Told when the application has answered the replayed `initialize` (a rebuilt session).
+    replayed_initialize_answered: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// When the session store's expiry of this session was last pushed back.
     store_touched: Mutex<Instant>,
     /// With a session store: the server's own requests to the client awaiting an answer, by
@@ -839,12 +844,48 @@ impl Session {
             Message::Error(e) => e.id.as_ref(),
             _ => None,
         };
-        id.is_some_and(|id| self.replayed_ids.lock().expect("session lock").remove(id))
+        let Some(id) = id else { return false };
+        if !self.replayed_ids.lock().expect("session lock").remove(id) {
+            return false;
+        }
+        if self.initialize_id.lock().expect("session lock").as_ref() == Some(id) {
+            if let Some(answered) = self.replayed_initialize_answered.lock().expect("session lock").take() {
+                let _ = answered.send(());
+            }
+        }
+        true
     }
 
     /// Whether this session is shared with other replicas (through a session store).
     fn is_shared(&self) -> bool {
         !self.stream_prefix.is_empty()
+    }
+
+    /// A shared session whose client's `notifications/initialized` went to another replica:
+    /// the first request here (but `ping`) implies it, since a client sends its requests only
+    /// after it, so the application is given one first. Without it the server layer would
+    /// never count the handshake complete here, and refuse to send its own requests
+    /// (elicitation, sampling, `roots/list`) and gated notifications (`list_changed`).
+    fn imply_initialized(&self, messages: &mut Vec<Message>) {
+        if self.initialized_given.load(Ordering::Acquire) {
+            return;
+        }
+        let (mut given, mut implied) = (false, false);
+        for message in messages.iter() {
+            match message {
+                Message::Notification(n) if n.method == "notifications/initialized" => given = true,
+                Message::Request(r) if r.method != "ping" && r.method != "initialize" => implied = true,
+                _ => {}
+            }
+        }
+        if !given && !implied {
+            return;
+        }
+        if self.initialized_given.swap(true, Ordering::AcqRel) || given {
+            return;
+        }
+        let initialized = jsonrpc::Notification { method: "notifications/initialized".to_owned(), params: None };
+        messages.insert(0, Message::Notification(initialized));
     }
 
     /// Gives a request of the application to the client an id naming this replica, and one
@@ -1240,6 +1281,8 @@ impl Shared {
             stream_prefix: prefix,
             record: Mutex::new(None),
             replayed_ids: Mutex::new(HashSet::new()),
+            replayed_initialize_answered: Mutex::new(None),
+            initialized_given: AtomicBool::new(false),
             store_touched: Mutex::new(Instant::now()),
             outbound: Mutex::new(Outbound::default()),
         });
@@ -1925,9 +1968,17 @@ fn plausible_session_id(id: &str) -> bool {
     (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
+/// How long a rebuilt session's application may take to answer the replayed `initialize`
+/// before the rest is replayed anyway.
+const REPLAYED_INITIALIZE_WAIT: Duration = Duration::from_secs(10);
+
 /// Rebuilds a session this server does not hold from the session store: a new transport for
-/// the application, fed the record's `initialize`, `notifications/initialized` and the
-/// state-changing requests since, whose answers are dropped. `Ok(None)`: no such session.
+/// the application, fed the record's `initialize`, then, once it is answered,
+/// `notifications/initialized` and the state-changing requests since; their answers are
+/// dropped. As from a real client, `notifications/initialized` comes after the answer: the
+/// server layer then counts the handshake complete, and may send its own requests and
+/// gated notifications (elicitation, `list_changed`) on the rebuilt session too.
+/// `Ok(None)`: no such session.
 async fn restore(shared: &Arc<Shared>, id: &str) -> Result<Option<Arc<Session>>, Response<HttpBody>> {
     let Some(store) = shared.config.session_store.clone() else { return Ok(None) };
     if !plausible_session_id(id) {
@@ -1945,15 +1996,15 @@ async fn restore(shared: &Arc<Shared>, id: &str) -> Result<Option<Arc<Session>>,
     };
     let tag = random_id();
     let init_id = Id::String(format!("mcpwire-restore-{tag}-0"));
-    let mut messages = vec![Message::Request(jsonrpc::Request {
+    let initialize = Message::Request(jsonrpc::Request {
         id: init_id.clone(),
         method: "initialize".to_owned(),
         params: Some(raw(&record.initialize).map_err(|r| *r)?),
-    })];
-    messages.push(Message::Notification(jsonrpc::Notification {
+    });
+    let mut messages = vec![Message::Notification(jsonrpc::Notification {
         method: "notifications/initialized".to_owned(),
         params: None,
-    }));
+    })];
     let mut replayed_ids: HashSet<Id> = HashSet::from([init_id.clone()]);
     for (n, change) in record.replayed.iter().enumerate() {
         let id = Id::String(format!("mcpwire-restore-{tag}-{}", n + 1));
@@ -1969,7 +2020,14 @@ async fn restore(shared: &Arc<Shared>, id: &str) -> Result<Option<Arc<Session>>,
     *session.initialize_id.lock().expect("session lock") = Some(init_id);
     *session.replayed_ids.lock().expect("session lock") = replayed_ids;
     *session.record.lock().expect("session lock") = Some(record);
+    let (answered, initialize_answered) = tokio::sync::oneshot::channel();
+    *session.replayed_initialize_answered.lock().expect("session lock") = Some(answered);
     tokio::spawn((shared.app)(transport));
+    if !session.deliver(vec![initialize]).await {
+        return Ok(None);
+    }
+    let _ = tokio::time::timeout(REPLAYED_INITIALIZE_WAIT, initialize_answered).await;
+    session.initialized_given.store(true, Ordering::Release);
     if !session.deliver(messages).await {
         return Ok(None);
     }
@@ -2109,10 +2167,13 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             if let Err(response) = record_changes(&shared, &session, &messages).await {
                 return response;
             }
-            let messages = match route_responses(&shared, &session, messages).await {
+            let mut messages = match route_responses(&shared, &session, messages).await {
                 Ok(messages) => messages,
                 Err(response) => return response,
             };
+            if session.is_shared() {
+                session.imply_initialized(&mut messages);
+            }
             session.touch();
             session.hold_principals(&req_head, &messages);
             let mut response = dispatch(&shared, &session, messages, version).await;
