@@ -12,6 +12,11 @@
 //! - `mcp-bridge serve --session-store` (or `MCP_BRIDGE_SESSION_STORE`): three bridges, each
 //!   with its own upstream, serve one TypeScript SDK session between them.
 //! - A DELETE through one replica ends the copies the others hold (Redis pub/sub).
+//! - The TypeScript SDK client answers a tool's elicitation with a POST the balancer sends to
+//!   another replica; that replica relays the answer through Redis to the one whose tool waits
+//!   (both say so in their logs), and the tool's result holds what the client answered.
+//! - A notification made on one replica for the session's standalone stream reaches the
+//!   client's GET stream held by another (relayed through Redis, as both replicas log).
 //! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
 //!   timeout; restarted on the same port: new sessions are served again.
 
@@ -158,11 +163,18 @@ impl Cluster {
 
 /// Runs tests/peers/ts_client.mjs against `url` with `script`; its output lines.
 fn ts_client(url: &str, script: &Value) -> Vec<Value> {
+    ts_client_with(url, script, &[])
+}
+
+/// [`ts_client`] with more environment variables (e.g. `MCP_CLIENT_LABEL`, which gives the
+/// client sampling and elicitation handlers).
+fn ts_client_with(url: &str, script: &Value, env: &[(&str, &str)]) -> Vec<Value> {
     let output = Command::new(support::peer("MCP_NODE"))
         .arg(support::repo_path("tests/peers/ts_client.mjs"))
         .args(["--url", url])
         .env("MCP_SCRIPT", script.to_string())
         .env("MCP_TS_SDK_DIR", support::peer("MCP_TS_SDK_DIR"))
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -394,4 +406,91 @@ fn a_delete_through_one_replica_ends_the_session_on_all() {
         let status = (10..200).map(|id| post(replica, &session, &ping(id)).status).find(|s| *s != 200);
         assert_eq!(status, Some(404), "{replica} ends its copy");
     }
+}
+
+/// The first line of `log` holding `needle`, awaited line by line (the log may trail the
+/// answers); `None` when none comes within SHORT.
+fn await_line(log: &mpsc::Receiver<String>, needle: &str) -> Option<String> {
+    std::iter::from_fn(|| log.recv_timeout(SHORT).ok()).find(|line| line.contains(needle))
+}
+
+/// The value of `key=` in a log line.
+fn field<'l>(line: &'l str, key: &str) -> &'l str {
+    let start = line.find(&format!("{key}=")).unwrap_or_else(|| panic!("no {key} in {line}")) + key.len() + 1;
+    line[start..].split_whitespace().next().unwrap()
+}
+
+/// Which replica (index) relayed a message (its log holds `relayed`), and which one took it
+/// (`taken`, under the name the relayer's line gives in `to`): both awaited in the logs.
+fn relay_between(cluster: &Cluster, relayed: &str, to: &str, taken: &str) -> (usize, usize) {
+    let (from, line) = cluster
+        .logs
+        .iter()
+        .enumerate()
+        .find_map(|(i, log)| await_line(log, relayed).map(|line| (i, line)))
+        .unwrap_or_else(|| panic!("no replica logged {relayed:?}"));
+    let owner = field(&line, to).to_owned();
+    let by = cluster
+        .logs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != from)
+        .find_map(|(i, log)| {
+            std::iter::from_fn(|| log.recv_timeout(SHORT).ok())
+                .find(|l| l.contains(taken) && field(l, "replica") == owner)
+                .map(|_| i)
+        })
+        .unwrap_or_else(|| panic!("no other replica, named {owner}, logged {taken:?}"));
+    (from, by)
+}
+
+#[test]
+fn a_ts_sdk_elicitation_is_answered_through_another_replica() {
+    let cluster = Cluster::start("elicit");
+    let ask = json!({"call": "ask", "args": {}});
+    let script = json!([ask, ask, ask, ask]);
+    let lines = ts_client_with(&format!("http://{}/mcp", cluster.balancer), &script, &[("MCP_CLIENT_LABEL", "Ada")]);
+    let results: Vec<&Value> = lines.iter().filter(|l| l["step"] == "tools/call").collect();
+    assert_eq!(results.len(), 4, "{lines:?}");
+    let mut runners = Vec::new();
+    for line in &results {
+        assert_eq!(line["ok"], true, "{line}");
+        let said = text(&line["result"]);
+        let runner = said.strip_suffix(" was told Ada").unwrap_or_else(|| panic!("the client's answer: {said}"));
+        runners.push(runner.to_owned());
+    }
+    assert_eq!(lines.iter().filter(|l| l["step"] == "elicitation").count(), 4, "{lines:?}");
+    // Round robin sends each answer's POST to the replica after the one running the tool: it
+    // relays the answer, and the one whose tool waits takes it.
+    let (relayer, owner) = relay_between(
+        &cluster,
+        "relayed a response to the replica that asked",
+        "owner",
+        "a relayed response reached the request waiting for it",
+    );
+    assert_ne!(relayer, owner);
+    assert!(runners.contains(&format!("r{}", owner + 1)), "r{} ran one of the tools: {runners:?}", owner + 1);
+}
+
+#[test]
+fn a_notification_made_on_one_replica_reaches_the_get_stream_held_by_another() {
+    let cluster = Cluster::start("standalone");
+    let whoami = json!({"call": "whoami", "args": {}});
+    let announce = json!({"call": "announce", "args": {}});
+    let script = json!([
+        whoami, whoami, announce, announce, announce,
+        {"awaitNotification": "notifications/resources/list_changed", "count": 3},
+    ]);
+    let lines = ts_client(&format!("http://{}/mcp", cluster.balancer), &script);
+    let waited = lines.last().unwrap();
+    assert_eq!(waited["step"], "awaitNotification", "{lines:?}");
+    assert_eq!(waited["ok"], true, "every announcement reached the client: {waited}");
+    // Three calls in a row, round robin: at least two ran on replicas not holding the GET.
+    let (relayer, holder) = relay_between(
+        &cluster,
+        "relayed a message to the replica holding the standalone stream",
+        "holder",
+        "wrote a relayed message on the standalone stream",
+    );
+    assert_ne!(relayer, holder);
 }

@@ -14,6 +14,8 @@
 //   {"complete":{"ref":{...},"argument":{"name":..,"value":..}}}
 //   {"call":NAME,"args":{...},"progress":true}   the result gets "progress": the notifications seen
 //   {"call":NAME,"args":{...},"cancelAfterProgress":N}   aborts the call after N progress notifications
+//   {"awaitNotification":METHOD,"count":N}   waits (10 s at most) until N notifications of METHOD came
+//                                            since the connection began, on any stream; result {count}
 // With env MCP_CLIENT_LABEL=L the client declares sampling and elicitation: each request is announced
 // as a line {"step":"sampling"|"elicitation","label":L,"request":...}; with MCP_WAIT_STDIN=1 the answer
 // waits for one line on stdin (so a test can hold several clients' requests in flight at once); the
@@ -93,6 +95,26 @@ async function callWithProgress(client, s) {
   return { ...result, progress };
 }
 
+// Notifications seen by method, and the steps waiting for more.
+const notificationsSeen = new Map();
+const notificationWaiters = [];
+
+async function awaitNotifications(method, count) {
+  const deadline = Date.now() + 10000;
+  while ((notificationsSeen.get(method) ?? 0) < count) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`saw ${notificationsSeen.get(method) ?? 0} of ${count} ${method}`);
+    await new Promise(resolve => {
+      const timer = setTimeout(resolve, left);
+      notificationWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+  return { count: notificationsSeen.get(method) };
+}
+
 async function runStep(client, s) {
   if (s.call !== undefined && (s.progress || s.cancelAfterProgress !== undefined))
     return ['tools/call', { name: s.call }, () => callWithProgress(client, s)];
@@ -106,6 +128,8 @@ async function runStep(client, s) {
   if (s.read !== undefined) return ['resources/read', { uri: s.read }, () => client.readResource({ uri: s.read })];
   if (s.prompt !== undefined) return ['prompts/get', { name: s.prompt }, () => client.getPrompt({ name: s.prompt, arguments: s.args ?? {} })];
   if (s.ping) return ['ping', {}, () => client.ping()];
+  if (s.awaitNotification !== undefined)
+    return ['awaitNotification', { method: s.awaitNotification }, () => awaitNotifications(s.awaitNotification, s.count ?? 1)];
   return ['unknown', { spec: s }, () => Promise.reject(new Error('unknown step'))];
 }
 
@@ -127,6 +151,10 @@ async function main() {
   let protocolVersion = null;
   transport.onmessage = msg => {
     if (protocolVersion === null && msg?.result?.protocolVersion) protocolVersion = msg.result.protocolVersion;
+    if (msg?.method !== undefined && msg?.id === undefined) {
+      notificationsSeen.set(msg.method, (notificationsSeen.get(msg.method) ?? 0) + 1);
+      for (const waiter of notificationWaiters.splice(0)) waiter();
+    }
   };
 
   const label = process.env.MCP_CLIENT_LABEL;
