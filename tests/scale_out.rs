@@ -494,3 +494,60 @@ fn a_notification_made_on_one_replica_reaches_the_get_stream_held_by_another() {
     );
     assert_ne!(relayer, holder);
 }
+
+/// The store's relays, against a real Redis: a message reaches the replica it names while that
+/// replica listens, and nobody else; with Redis stopped a relay fails within the store's
+/// timeout; restarted, the listener subscribes again by itself and relays arrive again.
+#[test]
+fn the_redis_store_relays_to_the_named_replica_and_recovers_after_an_outage() {
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    use mcpwire::transport::sse_http::{RelayKind, Relayed, SessionStore, StoreError};
+    let port = free_port();
+    let mut redis = Some(redis_server(port));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let url = format!("redis://127.0.0.1:{port}");
+        let options = RedisOptions::default().key_prefix("t:").timeout(Duration::from_millis(500));
+        let sender = RedisStore::connect(&url, options.clone()).await.unwrap();
+        let receiver = RedisStore::connect(&url, options).await.unwrap();
+        let message = Relayed {
+            session: "s1".into(),
+            kind: RelayKind::Response,
+            message: bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":"r1-1","result":{}}"#),
+        };
+        assert!(!sender.relay("r1", &message).await.unwrap(), "nobody listens as r1 yet");
+        let mut r1 = receiver.relayed("r1").await.unwrap().expect("Redis relays");
+        assert!(sender.relay("r1", &message).await.unwrap());
+        assert_eq!(r1.recv().await, Some(message.clone()));
+        assert!(!sender.relay("r2", &message).await.unwrap(), "no replica r2");
+        let standalone = Relayed { kind: RelayKind::Standalone, ..message.clone() };
+        assert!(sender.relay("r1", &standalone).await.unwrap());
+        assert_eq!(r1.recv().await, Some(standalone));
+
+        assert_eq!(sender.stream_holder("s1").await.unwrap(), None);
+        receiver.hold_stream("s1", "r1", Duration::from_secs(60)).await.unwrap();
+        assert_eq!(sender.stream_holder("s1").await.unwrap().as_deref(), Some("r1"));
+        SessionStore::remove(&sender, "s1").await.unwrap();
+        assert_eq!(sender.stream_holder("s1").await.unwrap(), None, "forgotten with the session");
+
+        drop(redis.take());
+        let started = Instant::now();
+        let failed = sender.relay("r1", &message).await;
+        assert!(matches!(failed, Err(StoreError::Unavailable(_))), "{failed:?}");
+        assert!(started.elapsed() < Duration::from_secs(3), "failed after {:?}", started.elapsed());
+
+        redis = Some(redis_server(port));
+        // The sender's connection and the receiver's subscription both come back on their own:
+        // each attempt is bounded by the timeout; one of the next ones is heard.
+        let mut heard = false;
+        for _ in 0..40 {
+            if sender.relay("r1", &message).await.unwrap_or(false) {
+                heard = r1.recv().await == Some(message.clone());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert!(heard, "relays reach r1 again after Redis came back");
+    });
+    drop(redis);
+}
