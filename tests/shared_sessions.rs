@@ -501,3 +501,52 @@ async fn a_message_for_the_standalone_stream_reaches_the_server_holding_it() {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_request_left_unanswered_is_cancelled_under_the_id_the_client_knows() {
+    let store = Arc::new(MemorySessionStore::new());
+    let server = Server::builder()
+        .name("a")
+        .version("1")
+        .client_request_timeout(Duration::from_millis(100))
+        .tool("ask", "Ask for a name", json!({"type": "object"}), |_args, ctx| async move {
+            let schema = serde_json::from_value(json!({"type": "object", "properties": {}})).unwrap();
+            let outcome = ctx.elicit("Your name?", schema).await;
+            Ok(text_result(if outcome.is_err() { "no answer" } else { "answered" }))
+        })
+        .build()
+        .unwrap();
+    let config = HttpServerConfig::default().session_store(store).event_store(Arc::new(MemoryEventStore::new(64)));
+    let a = HttpServer::bind(config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
+    let id = eliciting_session(a.local_addr(), a.local_addr()).await;
+    let mut call_stream =
+        OpenStream::open(a.local_addr(), "POST", &session_headers(&id), &call(1, "ask", json!({}))).await;
+    let asked = call_stream.next(|m| m["method"] == "elicitation/create").await;
+    let result = call_stream.next(|m| m["id"] == 1).await;
+    assert_eq!(result["result"]["content"][0]["text"], "no answer");
+    // The cancellation goes on the call's stream, or, once that ended, to the standalone one.
+    let cancelled = match call_stream.messages().into_iter().find(|m| m["method"] == "notifications/cancelled") {
+        Some(cancelled) => cancelled,
+        None => {
+            let get_headers = [
+                ("Accept", "text/event-stream"),
+                ("Mcp-Session-Id", id.as_str()),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ];
+            let mut standalone = OpenStream::open(a.local_addr(), "GET", &get_headers, "").await;
+            standalone.next(|m| m["method"] == "notifications/cancelled").await
+        }
+    };
+    assert_eq!(cancelled["params"]["requestId"], asked["id"], "{cancelled}");
+    // The answer that comes too late is dropped; the session goes on.
+    assert_eq!(post(&a, &id, &answer(&asked["id"], "Ada")).await.status, 202);
+    assert_eq!(post(&a, &id, &json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}).to_string()).await.status, 200);
+    a.shutdown().await;
+}

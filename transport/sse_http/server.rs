@@ -34,6 +34,17 @@
 //!   exchange's transport (its request is cancelled).
 //! - DELETE, idle expiry, and [`Transport::close`] by the application end the session: the
 //!   transport's `recv` returns `None`, every stream ends, and the id is answered 404 from then on.
+//! - Sessions shared with other replicas ([`HttpServerConfig::session_store`]): a replica that
+//!   does not hold a session rebuilds it from the store. The application's requests to the
+//!   client go out under ids `<replica>-<n>` naming this replica; a response naming another
+//!   replica is relayed to it through the store ([`SessionStore::relay`]) and the POST gets
+//!   202, one naming this replica gets the application's id back. A message for the standalone
+//!   stream while this replica's GET is not open goes to the replica that last opened it
+//!   ([`SessionStore::stream_holder`]), else stays here as above. Dropped with a log line
+//!   (`tracing`): a response for a replica that is gone or never was, one that answers no
+//!   request of its session, a relayed message for a session not held here. The store
+//!   unreachable while a response must be relayed: 503 with a JSON-RPC error body, nothing of
+//!   that POST handed on. None of this runs without a session store.
 //!
 //! Checks, in order: `Host` (DNS rebinding, 403), `Origin` (403), the bearer token when one is
 //! configured ([`HttpServerConfig::bearer_token`]; 401 with `WWW-Authenticate: Bearer`, on the
