@@ -551,3 +551,77 @@ fn the_redis_store_relays_to_the_named_replica_and_recovers_after_an_outage() {
     });
     drop(redis);
 }
+
+/// Runs tests/peers/ts_client.mjs as [`ts_client`] does, calling `at_pause` at each `pause`
+/// step of the script (the client waits meanwhile); its output lines.
+fn ts_client_pausing(url: &str, script: &Value, mut at_pause: impl FnMut()) -> Vec<Value> {
+    use std::io::Write;
+    let mut child = Command::new(support::peer("MCP_NODE"))
+        .arg(support::repo_path("tests/peers/ts_client.mjs"))
+        .args(["--url", url])
+        .env("MCP_SCRIPT", script.to_string())
+        .env("MCP_TS_SDK_DIR", support::peer("MCP_TS_SDK_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok) {
+        let line: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if line["step"] == "pause" && line.get("ok").is_none() {
+            at_pause();
+            stdin.write_all(b"\n").unwrap();
+            continue;
+        }
+        lines.push(line);
+    }
+    assert!(child.wait().unwrap().success(), "ts_client failed: {lines:?}");
+    lines
+}
+
+#[test]
+fn the_ts_sdk_resumes_its_get_stream_on_another_replica_when_its_replica_dies() {
+    let mut cluster = Cluster::start("resume-get");
+    let whoami = json!({"call": "whoami", "args": {}});
+    let announce = json!({"call": "announce", "args": {}});
+    let seen = |count: u64| json!({"awaitNotification": "notifications/resources/list_changed", "count": count});
+    let script = json!([
+        whoami, whoami, announce, announce, announce, seen(3),
+        {"pause": true},
+        {"awaitResumption": true},
+        announce, announce, announce, seen(6),
+    ]);
+    let mut holder = None;
+    let lines = ts_client_pausing(&format!("http://{}/mcp", cluster.balancer), &script, || {
+        // The GET stream's replica (which got events for it) dies without a word.
+        let at = cluster.logs.iter().position(|log| await_line(log, "holds the standalone stream").is_some());
+        let at = at.expect("a replica holds the TS client's GET stream");
+        let server = &mut cluster.servers[at];
+        unsafe { libc::kill(server.0.id() as i32, libc::SIGKILL) };
+        let _ = server.0.wait();
+        holder = Some(at);
+    });
+    let holder = holder.expect("the script paused");
+    for line in &lines {
+        assert_eq!(line["ok"], true, "{line}");
+    }
+    let resumed = lines.iter().find(|l| l["step"] == "awaitResumption").unwrap();
+    let last_event_id = resumed["result"]["lastEventId"].as_str().unwrap();
+    // The SDK reconnected with the id of the last event it had from the dead replica: another
+    // replica replayed that stream's events after it from Redis and took the stream over.
+    let taker = (0..cluster.logs.len())
+        .filter(|i| *i != holder)
+        .find(|i| {
+            std::iter::from_fn(|| cluster.logs[*i].recv_timeout(SHORT).ok())
+                .find(|l| l.contains("resumed a stream of another replica"))
+                .is_some_and(|l| last_event_id.starts_with(&format!("{}_", field(&l, "stream"))))
+        })
+        .unwrap_or_else(|| panic!("no live replica resumed {last_event_id}"));
+    assert_ne!(taker, holder);
+    // None lost, none repeated: exactly the six announcements, and every call answered.
+    let counts: Vec<&Value> = lines.iter().filter(|l| l["step"] == "awaitNotification").collect();
+    assert_eq!(counts.last().unwrap()["result"]["count"], 6, "{counts:?}");
+    assert_eq!(lines.iter().filter(|l| l["step"] == "tools/call").count(), 8, "{lines:?}");
+}

@@ -2699,8 +2699,11 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
             if let (true, Some(_), Some(store)) = (standalone, &live, &shared.config.session_store) {
                 // Messages for the standalone stream made on other replicas come here from now on.
                 let ttl = shared.config.session_idle_timeout;
-                if let Err(e) = store.hold_stream(&session.id, &shared.replica, ttl).await {
-                    tracing::warn!(replica = %shared.replica, "other replicas keep messages for this standalone stream: {e}");
+                match store.hold_stream(&session.id, &shared.replica, ttl).await {
+                    Ok(()) => tracing::info!(replica = %shared.replica, "holds the standalone stream"),
+                    Err(e) => {
+                        tracing::warn!(replica = %shared.replica, "other replicas keep messages for this standalone stream: {e}")
+                    }
                 }
             }
             let mut response = sse_response(&shared, session.clone(), Bytes::new(), replay, live, false, true);
@@ -2723,6 +2726,12 @@ async fn resume_elsewhere(
 ) -> Result<(Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>), AttachError> {
     let key = [&*session.id, "/", &event.stream].concat();
     let stored = session.store.replay(&key, event.seq).await.map_err(AttachError::Store)?;
+    tracing::info!(
+        replica = %session.stream_prefix.trim_end_matches('-'),
+        stream = %event.stream,
+        events = stored.len(),
+        "resumed a stream of another replica"
+    );
     let mut replay: Vec<Outgoing> =
         stored.into_iter().map(|e| (Some(EventId::encode(&event.stream, e.seq)), e.data)).collect();
     if !event.stream.ends_with("-0") {
