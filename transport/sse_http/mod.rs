@@ -52,7 +52,7 @@ pub mod tls;
 pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
 pub use bearer::BearerToken;
 pub use client::{HttpClientConfig, HttpClientTransport};
-pub use event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
+pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEvent};
 pub use routes::RouteResponse;
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
 pub use session_store::{

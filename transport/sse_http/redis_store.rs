@@ -17,8 +17,10 @@
 //! [`RedisOptions::timeout`]: when Redis cannot be reached the call fails with
 //! [`StoreError::Unavailable`] in that time (the server answers 503) and the next call tries
 //! again, so service resumes by itself when Redis is back. Events are written by a background
-//! task in order (the server's `append` never waits); one that cannot be written is lost for a
-//! resumption only, never for the live stream.
+//! task in order (the server's `append` never waits; it awaits [`EventStore::flush`] only
+//! before it ends a POST's stream, so that the whole stream is in Redis once the client has
+//! read it); one that cannot be written is lost for a resumption only, never for the live
+//! stream.
 //!
 //! A removed session (DELETE) is announced on the pub/sub channel `<prefix>ended`; every
 //! replica listens there and ends its own copy ([`SessionStore::ended_elsewhere`]). The
@@ -43,7 +45,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::StreamRangeReply;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::event_store::{EventStore, StoredEvent};
+use super::event_store::{EventStore, Flushed, StoredEvent};
 use super::session_store::{
     RelayKind, Relayed, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture, RELAY_QUEUE,
 };
@@ -466,12 +468,21 @@ impl EventStore for RedisStore {
         Vec::new()
     }
 
+    fn flush(&self) -> Option<Flushed> {
+        let (writes, timeout) = (self.writes.clone(), self.options.timeout);
+        Some(Box::pin(async move {
+            let (done, written) = oneshot::channel();
+            if writes.send(Write::Flush(done)).await.is_ok() {
+                let _ = tokio::time::timeout(timeout, written).await;
+            }
+        }))
+    }
+
     fn replay<'a>(&'a self, stream: &'a str, seq: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
         Box::pin(async move {
             // What this replica queued before is written first.
-            let (done, written) = oneshot::channel();
-            if self.writes.send(Write::Flush(done)).await.is_ok() {
-                let _ = tokio::time::timeout(self.options.timeout, written).await;
+            if let Some(written) = EventStore::flush(self) {
+                written.await;
             }
             let key = self.events_key(stream);
             let (reply,): (StreamRangeReply,) = self

@@ -582,7 +582,17 @@ impl Stream {
             inner.pending.remove(id);
             if inner.pending.is_empty() && !self.standalone {
                 inner.done = true;
-                inner.live = None;
+                match (self.json, store.flush()) {
+                    (false, Some(written)) => {
+                        // The stream ends once its events are in the store (see EventStore::flush).
+                        let live = inner.live.take();
+                        tokio::spawn(async move {
+                            written.await;
+                            drop(live);
+                        });
+                    }
+                    _ => inner.live = None,
+                }
             }
         }
         true
