@@ -14,9 +14,13 @@
 //!                                      a random secret of this process
 //! --replica NAME                       one of several replicas: adds the tools `whoami` (answers
 //!                                      NAME), `count {n}` (n progress notifications, then
-//!                                      `counted n`) and `interview {n}` (n form elicitations, one
+//!                                      `counted n`), `interview {n}` (n form elicitations, one
 //!                                      after the other: n + 1 rounds of a 2026-07-28 multi-round
-//!                                      request), and logs `echo_server NAME: ...` lines
+//!                                      request), `ask` (elicits a `name`, answers
+//!                                      `NAME was told <name>`) and `announce` (adds a resource:
+//!                                      `notifications/resources/list_changed` to every session
+//!                                      here), and logs `echo_server NAME: ...` lines, with the
+//!                                      HTTP server's own log (relays between replicas) on stderr
 //! --session-store URL                  (feature `redis`) share handshake-era sessions and
 //!                                      resumable streams through the Redis at URL
 //!                                      (redis://host:port)
@@ -27,9 +31,10 @@
 //! gracefully.
 
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 
 use mcpwire::server::echo::echo_builder;
-use mcpwire::server::{text_result, Server, ServerBuilder};
+use mcpwire::server::{text_result, Server, ServerBuilder, ToolError};
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
 use serde_json::json;
 
@@ -113,6 +118,15 @@ async fn serve_http(server: Server, addr: SocketAddr, stateless: bool, store: Op
     Ok(())
 }
 
+/// The HTTP server's log (`tracing`) on stderr, one plain line per event.
+#[cfg(feature = "bridge")]
+fn log_to_stderr() {
+    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_target(false).try_init();
+}
+
+#[cfg(not(feature = "bridge"))]
+fn log_to_stderr() {}
+
 #[cfg(feature = "redis")]
 async fn with_session_store(config: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
     use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
@@ -127,11 +141,48 @@ async fn with_session_store(_config: HttpServerConfig, _url: &str) -> Result<Htt
     Err("--session-store needs a build with the `redis` feature".to_owned())
 }
 
-/// The tools of a replica named `name`: which one answered, a stream of progress, and a
-/// multi-round request whose rounds it logs.
+/// The server being served, for the tool that changes its resources.
+static SERVER: OnceLock<Server> = OnceLock::new();
+
+/// The tools of a replica named `name`: which one answered, a stream of progress, a
+/// multi-round request whose rounds it logs, an elicitation, and a change announced to every
+/// session.
 fn replica_tools(builder: ServerBuilder, name: String) -> ServerBuilder {
     let interviewer = name.clone();
+    let (asked_by, announced_by) = (name.clone(), name.clone());
     builder
+        .enable_resources()
+        .tool("ask", "Ask the user for a name (elicitation)", json!({"type": "object"}), move |_args, ctx| {
+            let name = asked_by.clone();
+            async move {
+                eprintln!("echo_server {name}: tools/call ask");
+                let schema = serde_json::from_value(json!({
+                    "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
+                }))
+                .expect("a valid elicitation schema");
+                let answer = ctx.elicit("Your name?", schema).await.map_err(|e| ToolError::failed(e.to_string()))?;
+                let content = answer.content.and_then(|c| serde_json::to_value(c).ok()).unwrap_or_default();
+                let told = content["name"].as_str().unwrap_or("nothing").to_owned();
+                Ok(text_result(format!("{name} was told {told}")))
+            }
+        })
+        .tool(
+            "announce",
+            "Add a resource, announced to every session (notifications/resources/list_changed)",
+            json!({"type": "object"}),
+            move |_args, _ctx| {
+                let name = announced_by.clone();
+                async move {
+                    eprintln!("echo_server {name}: tools/call announce");
+                    let server = SERVER.get().ok_or_else(|| ToolError::failed("the server is not built yet"))?;
+                    let uri = format!("echo://{name}/{}", server.resources().len());
+                    let resource = serde_json::from_value(json!({"uri": uri, "name": uri}))
+                        .map_err(|e| ToolError::failed(e.to_string()))?;
+                    server.add_resource_text(resource, "announced");
+                    Ok(text_result(format!("{name} announced {uri}")))
+                }
+            },
+        )
         .tool("whoami", "The name of the replica that answers", json!({"type": "object"}), move |_args, _ctx| {
             let name = name.clone();
             async move {
@@ -205,6 +256,10 @@ fn main() {
         builder = builder.request_state_secret(secret);
     }
     let server = builder.build().expect("the echo server's tools are valid");
+    if args.replica.is_some() {
+        let _ = SERVER.set(server.clone());
+        log_to_stderr();
+    }
     let result = runtime.block_on(async {
         match args.mode {
             Mode::Stdio => server.serve_stdio().await.map_err(|e| e.to_string()),

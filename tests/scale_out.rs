@@ -12,6 +12,11 @@
 //! - `mcp-bridge serve --session-store` (or `MCP_BRIDGE_SESSION_STORE`): three bridges, each
 //!   with its own upstream, serve one TypeScript SDK session between them.
 //! - A DELETE through one replica ends the copies the others hold (Redis pub/sub).
+//! - The TypeScript SDK client answers a tool's elicitation with a POST the balancer sends to
+//!   another replica; that replica relays the answer through Redis to the one whose tool waits
+//!   (both say so in their logs), and the tool's result holds what the client answered.
+//! - A notification made on one replica for the session's standalone stream reaches the
+//!   client's GET stream held by another (relayed through Redis, as both replicas log).
 //! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
 //!   timeout; restarted on the same port: new sessions are served again.
 
@@ -158,11 +163,18 @@ impl Cluster {
 
 /// Runs tests/peers/ts_client.mjs against `url` with `script`; its output lines.
 fn ts_client(url: &str, script: &Value) -> Vec<Value> {
+    ts_client_with(url, script, &[])
+}
+
+/// [`ts_client`] with more environment variables (e.g. `MCP_CLIENT_LABEL`, which gives the
+/// client sampling and elicitation handlers).
+fn ts_client_with(url: &str, script: &Value, env: &[(&str, &str)]) -> Vec<Value> {
     let output = Command::new(support::peer("MCP_NODE"))
         .arg(support::repo_path("tests/peers/ts_client.mjs"))
         .args(["--url", url])
         .env("MCP_SCRIPT", script.to_string())
         .env("MCP_TS_SDK_DIR", support::peer("MCP_TS_SDK_DIR"))
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -394,4 +406,222 @@ fn a_delete_through_one_replica_ends_the_session_on_all() {
         let status = (10..200).map(|id| post(replica, &session, &ping(id)).status).find(|s| *s != 200);
         assert_eq!(status, Some(404), "{replica} ends its copy");
     }
+}
+
+/// The first line of `log` holding `needle`, awaited line by line (the log may trail the
+/// answers); `None` when none comes within SHORT.
+fn await_line(log: &mpsc::Receiver<String>, needle: &str) -> Option<String> {
+    std::iter::from_fn(|| log.recv_timeout(SHORT).ok()).find(|line| line.contains(needle))
+}
+
+/// The value of `key=` in a log line.
+fn field<'l>(line: &'l str, key: &str) -> &'l str {
+    let start = line.find(&format!("{key}=")).unwrap_or_else(|| panic!("no {key} in {line}")) + key.len() + 1;
+    line[start..].split_whitespace().next().unwrap()
+}
+
+/// Which replica (index) relayed a message (its log holds `relayed`), and which one took it
+/// (`taken`, under the name the relayer's line gives in `to`): both awaited in the logs.
+fn relay_between(cluster: &Cluster, relayed: &str, to: &str, taken: &str) -> (usize, usize) {
+    let (from, line) = cluster
+        .logs
+        .iter()
+        .enumerate()
+        .find_map(|(i, log)| await_line(log, relayed).map(|line| (i, line)))
+        .unwrap_or_else(|| panic!("no replica logged {relayed:?}"));
+    let owner = field(&line, to).to_owned();
+    let by = cluster
+        .logs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != from)
+        .find_map(|(i, log)| {
+            std::iter::from_fn(|| log.recv_timeout(SHORT).ok())
+                .find(|l| l.contains(taken) && field(l, "replica") == owner)
+                .map(|_| i)
+        })
+        .unwrap_or_else(|| panic!("no other replica, named {owner}, logged {taken:?}"));
+    (from, by)
+}
+
+#[test]
+fn a_ts_sdk_elicitation_is_answered_through_another_replica() {
+    let cluster = Cluster::start("elicit");
+    let ask = json!({"call": "ask", "args": {}});
+    let script = json!([ask, ask, ask, ask]);
+    let lines = ts_client_with(&format!("http://{}/mcp", cluster.balancer), &script, &[("MCP_CLIENT_LABEL", "Ada")]);
+    let results: Vec<&Value> = lines.iter().filter(|l| l["step"] == "tools/call").collect();
+    assert_eq!(results.len(), 4, "{lines:?}");
+    let mut runners = Vec::new();
+    for line in &results {
+        assert_eq!(line["ok"], true, "{line}");
+        let said = text(&line["result"]);
+        let runner = said.strip_suffix(" was told Ada").unwrap_or_else(|| panic!("the client's answer: {said}"));
+        runners.push(runner.to_owned());
+    }
+    assert_eq!(lines.iter().filter(|l| l["step"] == "elicitation").count(), 4, "{lines:?}");
+    // Round robin sends each answer's POST to the replica after the one running the tool: it
+    // relays the answer, and the one whose tool waits takes it.
+    let (relayer, owner) = relay_between(
+        &cluster,
+        "relayed a response to the replica that asked",
+        "owner",
+        "a relayed response reached the request waiting for it",
+    );
+    assert_ne!(relayer, owner);
+    assert!(runners.contains(&format!("r{}", owner + 1)), "r{} ran one of the tools: {runners:?}", owner + 1);
+}
+
+#[test]
+fn a_notification_made_on_one_replica_reaches_the_get_stream_held_by_another() {
+    let cluster = Cluster::start("standalone");
+    let whoami = json!({"call": "whoami", "args": {}});
+    let announce = json!({"call": "announce", "args": {}});
+    let script = json!([
+        whoami, whoami, announce, announce, announce,
+        {"awaitNotification": "notifications/resources/list_changed", "count": 3},
+    ]);
+    let lines = ts_client(&format!("http://{}/mcp", cluster.balancer), &script);
+    let waited = lines.last().unwrap();
+    assert_eq!(waited["step"], "awaitNotification", "{lines:?}");
+    assert_eq!(waited["ok"], true, "every announcement reached the client: {waited}");
+    // Three calls in a row, round robin: at least two ran on replicas not holding the GET.
+    let (relayer, holder) = relay_between(
+        &cluster,
+        "relayed a message to the replica holding the standalone stream",
+        "holder",
+        "wrote a relayed message on the standalone stream",
+    );
+    assert_ne!(relayer, holder);
+}
+
+/// The store's relays, against a real Redis: a message reaches the replica it names while that
+/// replica listens, and nobody else; with Redis stopped a relay fails within the store's
+/// timeout; restarted, the listener subscribes again by itself and relays arrive again.
+#[test]
+fn the_redis_store_relays_to_the_named_replica_and_recovers_after_an_outage() {
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    use mcpwire::transport::sse_http::{RelayKind, Relayed, SessionStore, StoreError};
+    let port = free_port();
+    let mut redis = Some(redis_server(port));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let url = format!("redis://127.0.0.1:{port}");
+        let options = RedisOptions::default().key_prefix("t:").timeout(Duration::from_millis(500));
+        let sender = RedisStore::connect(&url, options.clone()).await.unwrap();
+        let receiver = RedisStore::connect(&url, options).await.unwrap();
+        let message = Relayed {
+            session: "s1".into(),
+            kind: RelayKind::Response,
+            message: bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":"r1-1","result":{}}"#),
+        };
+        assert!(!sender.relay("r1", &message).await.unwrap(), "nobody listens as r1 yet");
+        let mut r1 = receiver.relayed("r1").await.unwrap().expect("Redis relays");
+        assert!(sender.relay("r1", &message).await.unwrap());
+        assert_eq!(r1.recv().await, Some(message.clone()));
+        assert!(!sender.relay("r2", &message).await.unwrap(), "no replica r2");
+        let standalone = Relayed { kind: RelayKind::Standalone, ..message.clone() };
+        assert!(sender.relay("r1", &standalone).await.unwrap());
+        assert_eq!(r1.recv().await, Some(standalone));
+
+        assert_eq!(sender.stream_holder("s1").await.unwrap(), None);
+        receiver.hold_stream("s1", "r1", Duration::from_secs(60)).await.unwrap();
+        assert_eq!(sender.stream_holder("s1").await.unwrap().as_deref(), Some("r1"));
+        SessionStore::remove(&sender, "s1").await.unwrap();
+        assert_eq!(sender.stream_holder("s1").await.unwrap(), None, "forgotten with the session");
+
+        drop(redis.take());
+        let started = Instant::now();
+        let failed = sender.relay("r1", &message).await;
+        assert!(matches!(failed, Err(StoreError::Unavailable(_))), "{failed:?}");
+        assert!(started.elapsed() < Duration::from_secs(3), "failed after {:?}", started.elapsed());
+
+        redis = Some(redis_server(port));
+        // The sender's connection and the receiver's subscription both come back on their own:
+        // each attempt is bounded by the timeout; one of the next ones is heard.
+        let mut heard = false;
+        for _ in 0..40 {
+            if sender.relay("r1", &message).await.unwrap_or(false) {
+                heard = r1.recv().await == Some(message.clone());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert!(heard, "relays reach r1 again after Redis came back");
+    });
+    drop(redis);
+}
+
+/// Runs tests/peers/ts_client.mjs as [`ts_client`] does, calling `at_pause` at each `pause`
+/// step of the script (the client waits meanwhile); its output lines.
+fn ts_client_pausing(url: &str, script: &Value, mut at_pause: impl FnMut()) -> Vec<Value> {
+    use std::io::Write;
+    let mut child = Command::new(support::peer("MCP_NODE"))
+        .arg(support::repo_path("tests/peers/ts_client.mjs"))
+        .args(["--url", url])
+        .env("MCP_SCRIPT", script.to_string())
+        .env("MCP_TS_SDK_DIR", support::peer("MCP_TS_SDK_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok) {
+        let line: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if line["step"] == "pause" && line.get("ok").is_none() {
+            at_pause();
+            stdin.write_all(b"\n").unwrap();
+            continue;
+        }
+        lines.push(line);
+    }
+    assert!(child.wait().unwrap().success(), "ts_client failed: {lines:?}");
+    lines
+}
+
+#[test]
+fn the_ts_sdk_resumes_its_get_stream_on_another_replica_when_its_replica_dies() {
+    let mut cluster = Cluster::start("resume-get");
+    let whoami = json!({"call": "whoami", "args": {}});
+    let announce = json!({"call": "announce", "args": {}});
+    let seen = |count: u64| json!({"awaitNotification": "notifications/resources/list_changed", "count": count});
+    let script = json!([
+        whoami, whoami, announce, announce, announce, seen(3),
+        {"pause": true},
+        {"awaitResumption": true},
+        announce, announce, announce, seen(6),
+    ]);
+    let mut holder = None;
+    let lines = ts_client_pausing(&format!("http://{}/mcp", cluster.balancer), &script, || {
+        // The GET stream's replica (which got events for it) dies without a word.
+        let at = cluster.logs.iter().position(|log| await_line(log, "holds the standalone stream").is_some());
+        let at = at.expect("a replica holds the TS client's GET stream");
+        let server = &mut cluster.servers[at];
+        unsafe { libc::kill(server.0.id() as i32, libc::SIGKILL) };
+        let _ = server.0.wait();
+        holder = Some(at);
+    });
+    let holder = holder.expect("the script paused");
+    for line in &lines {
+        assert_eq!(line["ok"], true, "{line}");
+    }
+    let resumed = lines.iter().find(|l| l["step"] == "awaitResumption").unwrap();
+    let last_event_id = resumed["result"]["lastEventId"].as_str().unwrap();
+    // The SDK reconnected with the id of the last event it had from the dead replica: another
+    // replica replayed that stream's events after it from Redis and took the stream over.
+    let taker = (0..cluster.logs.len())
+        .filter(|i| *i != holder)
+        .find(|i| {
+            std::iter::from_fn(|| cluster.logs[*i].recv_timeout(SHORT).ok())
+                .find(|l| l.contains("resumed a stream of another replica"))
+                .is_some_and(|l| last_event_id.starts_with(&format!("{}_", field(&l, "stream"))))
+        })
+        .unwrap_or_else(|| panic!("no live replica resumed {last_event_id}"));
+    assert_ne!(taker, holder);
+    // None lost, none repeated: exactly the six announcements, and every call answered.
+    let counts: Vec<&Value> = lines.iter().filter(|l| l["step"] == "awaitNotification").collect();
+    assert_eq!(counts.last().unwrap()["result"]["count"], 6, "{counts:?}");
+    assert_eq!(lines.iter().filter(|l| l["step"] == "tools/call").count(), 8, "{lines:?}");
 }

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http_support::*;
-use mcpwire::server::{text_result, Server};
+use mcpwire::server::{text_result, Server, ToolError};
 use mcpwire::transport::sse_http::{
-    EventStore, HttpServer, HttpServerConfig, MemoryEventStore, MemorySessionStore, SessionRecord, SessionStore,
-    StoreError, StoreFuture,
+    EventStore, HttpServer, HttpServerConfig, MemoryEventStore, MemorySessionStore, Relayed, SessionRecord,
+    SessionStore, StoreError, StoreFuture,
 };
 use serde_json::{json, Value};
 
@@ -211,4 +211,342 @@ async fn a_server_shutting_down_leaves_its_sessions_and_streams_to_the_others() 
     let resumed = raw(b.local_addr(), "GET", "/mcp", &headers, "", SHORT).await;
     assert_eq!(resumed.sse_ids(), ids[2..], "the stream's events outlive it too");
     b.shutdown().await;
+}
+
+/// A server named `name` with the tools `ask` (elicits a `name`, answers `<server> was told
+/// <name>`) and `announce` (adds a resource: `notifications/resources/list_changed` to every
+/// session it holds).
+async fn relaying_replica(
+    name: &'static str,
+    sessions: Arc<dyn SessionStore>,
+    events: Arc<dyn EventStore>,
+) -> HttpServer {
+    let itself: Arc<std::sync::OnceLock<Server>> = Arc::default();
+    let announcer = itself.clone();
+    let server = Server::builder()
+        .name(name)
+        .version("1")
+        .enable_resources()
+        .tool("ask", "Ask for a name", json!({"type": "object"}), move |_args, ctx| async move {
+            let schema = serde_json::from_value(json!({
+                "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
+            }))
+            .unwrap();
+            let answer = ctx.elicit("Your name?", schema).await.map_err(|e| ToolError::failed(e.to_string()))?;
+            let content = serde_json::to_value(answer.content).unwrap();
+            Ok(text_result(format!("{name} was told {}", content["name"].as_str().unwrap_or("nothing"))))
+        })
+        .tool("announce", "Add a resource", json!({"type": "object"}), move |_args, _ctx| {
+            let server = announcer.get().cloned();
+            async move {
+                let server = server.ok_or_else(|| ToolError::failed("not built yet"))?;
+                let uri = format!("test://{name}/{}", server.resources().len());
+                server.add_resource_text(serde_json::from_value(json!({"uri": uri, "name": uri})).unwrap(), "new");
+                Ok(text_result("announced"))
+            }
+        })
+        .build()
+        .unwrap();
+    let _ = itself.set(server.clone());
+    let config = HttpServerConfig::default().session_store(sessions).event_store(events);
+    HttpServer::bind(config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap()
+}
+
+/// Initializes a session whose client can answer elicitations, its `initialize` POSTed to
+/// `addr` and its `notifications/initialized` to `then`; returns its id.
+async fn eliciting_session(addr: std::net::SocketAddr, then: std::net::SocketAddr) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], &init.to_string(), SHORT).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let id = r.header("mcp-session-id").unwrap().to_owned();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let headers = [BOTH, JSON, ("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    assert_eq!(raw(then, "POST", "/mcp", &headers, &note, SHORT).await.status, 202);
+    id
+}
+
+/// An SSE response read as it comes (one event per chunk, as the server writes them).
+struct OpenStream {
+    tcp: tokio::net::TcpStream,
+    text: String,
+    taken: usize,
+}
+
+impl OpenStream {
+    async fn open(addr: std::net::SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> OpenStream {
+        use tokio::io::AsyncWriteExt;
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        tcp.write_all(body.as_bytes()).await.unwrap();
+        OpenStream { tcp, text: String::new(), taken: 0 }
+    }
+
+    /// The response head, once it has come.
+    async fn head(&mut self) -> String {
+        use tokio::io::AsyncReadExt;
+        let deadline = tokio::time::Instant::now() + SHORT;
+        while !self.text.contains("\r\n\r\n") {
+            let mut buf = [0u8; 8192];
+            match tokio::time::timeout_at(deadline, self.tcp.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => self.text.push_str(&String::from_utf8_lossy(&buf[..n])),
+                other => panic!("no head ({other:?}) in {:?}", self.text),
+            }
+        }
+        self.text.split("\r\n\r\n").next().unwrap().to_owned()
+    }
+
+    fn messages(&self) -> Vec<Value> {
+        self.text
+            .split('\n')
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str(data).ok())
+            .collect()
+    }
+
+    /// The next message (after those returned before) for which `wanted` holds; panics when
+    /// none comes within SHORT.
+    async fn next(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        use tokio::io::AsyncReadExt;
+        let deadline = tokio::time::Instant::now() + SHORT;
+        loop {
+            let messages = self.messages();
+            if let Some((at, found)) = messages.iter().enumerate().skip(self.taken).find(|(_, m)| wanted(m)) {
+                self.taken = at + 1;
+                return found.clone();
+            }
+            let mut buf = [0u8; 8192];
+            match tokio::time::timeout_at(deadline, self.tcp.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => self.text.push_str(&String::from_utf8_lossy(&buf[..n])),
+                other => panic!("no such message ({other:?}) in {:?}", self.text),
+            }
+        }
+    }
+}
+
+fn session_headers(id: &str) -> [(&str, &str); 4] {
+    [BOTH, JSON, ("Mcp-Session-Id", id), ("MCP-Protocol-Version", "2025-11-25")]
+}
+
+fn answer(id: &Value, name: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"name": name}}}).to_string()
+}
+
+/// A session store whose relays fail while `down` (Redis stopped between two requests).
+struct RelayDown {
+    inner: Arc<MemorySessionStore>,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl SessionStore for RelayDown {
+    fn save<'a>(&'a self, id: &'a str, record: &'a SessionRecord, ttl: Duration) -> StoreFuture<'a, ()> {
+        self.inner.save(id, record, ttl)
+    }
+    fn load<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<SessionRecord>> {
+        self.inner.load(id)
+    }
+    fn touch<'a>(&'a self, id: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
+        self.inner.touch(id, ttl)
+    }
+    fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        SessionStore::remove(&*self.inner, id)
+    }
+    fn relay<'a>(&'a self, replica: &'a str, message: &'a Relayed) -> StoreFuture<'a, bool> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(StoreError::Unavailable("connection refused".into()))));
+        }
+        self.inner.relay(replica, message)
+    }
+    fn relayed<'a>(&'a self, replica: &'a str) -> StoreFuture<'a, Option<tokio::sync::mpsc::Receiver<Relayed>>> {
+        self.inner.relayed(replica)
+    }
+    fn hold_stream<'a>(&'a self, id: &'a str, replica: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
+        self.inner.hold_stream(id, replica, ttl)
+    }
+    fn stream_holder<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<String>> {
+        self.inner.stream_holder(id)
+    }
+}
+
+#[tokio::test]
+async fn an_elicitation_answered_through_another_server_reaches_the_tool_that_asked() {
+    let store = Arc::new(MemorySessionStore::new());
+    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
+    let a = relaying_replica("a", store.clone(), events.clone()).await;
+    let b = relaying_replica("b", store.clone(), events.clone()).await;
+    // As through a balancer: `notifications/initialized` goes to b, not to a, where the session
+    // began (a counts its handshake complete at the first request it gets).
+    let id = eliciting_session(a.local_addr(), b.local_addr()).await;
+
+    for (asker, answerer, said) in [(&a, &b, "a was told Ada"), (&b, &a, "b was told Ada")] {
+        // The second time the tool runs on b, which rebuilds the session from the store: its
+        // copy may elicit as well as the original.
+        let mut call_stream =
+            OpenStream::open(asker.local_addr(), "POST", &session_headers(&id), &call(1, "ask", json!({}))).await;
+        let asked = call_stream.next(|m| m["method"] == "elicitation/create").await;
+        let wire_id = asked["id"].as_str().unwrap_or_else(|| panic!("a string id: {asked}")).to_owned();
+        let (replica, n) = wire_id.split_once('-').unwrap();
+        assert!(replica.len() == 8 && replica.bytes().all(|b| b.is_ascii_hexdigit()), "names its replica: {wire_id}");
+        assert!(n.parse::<u64>().is_ok(), "{wire_id}");
+
+        let r = post(answerer, &id, &answer(&asked["id"], "Ada")).await;
+        assert_eq!(r.status, 202, "the other server takes the answer it did not ask for: {r:?}");
+        let result = call_stream.next(|m| m["id"] == 1).await;
+        assert_eq!(result["result"]["content"][0]["text"], said, "{result}");
+    }
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn forged_and_misdirected_answers_are_dropped_and_harm_nothing_in_flight() {
+    let memory = Arc::new(MemorySessionStore::new());
+    let relaying = Arc::new(RelayDown { inner: memory.clone(), down: false.into() });
+    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
+    let a = relaying_replica("a", memory.clone(), events.clone()).await;
+    let b = relaying_replica("b", relaying.clone(), events.clone()).await;
+    let id = eliciting_session(a.local_addr(), a.local_addr()).await;
+    let other = eliciting_session(a.local_addr(), a.local_addr()).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 50, "method": "ping"}).to_string();
+    for session in [&id, &other] {
+        assert_eq!(post(&b, session, &ping).await.status, 200, "b holds a copy of each session");
+    }
+
+    let mut call_stream =
+        OpenStream::open(a.local_addr(), "POST", &session_headers(&id), &call(1, "ask", json!({}))).await;
+    let asked = call_stream.next(|m| m["method"] == "elicitation/create").await;
+    let wire_id = asked["id"].as_str().unwrap().to_owned();
+    let replica = wire_id.split_once('-').unwrap().0.to_owned();
+
+    // An id naming a replica that does not exist: dropped by b (nobody listens under it).
+    assert_eq!(post(&b, &id, &answer(&json!("deadbeef-1"), "Mallory")).await.status, 202);
+    // Naming a's replica but no request of a's: dropped by a.
+    assert_eq!(post(&b, &id, &answer(&json!(format!("{replica}-999")), "Mallory")).await.status, 202);
+    // The right id, POSTed for another session: through b, then straight to a.
+    assert_eq!(post(&b, &other, &answer(&asked["id"], "Mallory")).await.status, 202);
+    assert_eq!(post(&a, &other, &answer(&asked["id"], "Mallory")).await.status, 202);
+    // Not JSON-RPC at all: 400, as ever.
+    assert_eq!(post(&b, &id, "{\"jsonrpc\":\"2.0\",\"id\":").await.status, 400);
+
+    // The store cannot relay: the client is told (503 with a JSON-RPC error) and may retry.
+    relaying.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = post(&b, &id, &answer(&asked["id"], "Ada")).await;
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(r.json()["error"]["code"], -32000, "{r:?}");
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("session store unavailable"), "{r:?}");
+    relaying.down.store(false, std::sync::atomic::Ordering::SeqCst);
+
+    // Still waiting, and still served: the session's other calls go on meanwhile.
+    assert_eq!(post(&b, &id, &ping).await.status, 200);
+    assert_eq!(post(&b, &id, &answer(&asked["id"], "Ada")).await.status, 202, "the retry");
+    let result = call_stream.next(|m| m["id"] == 1).await;
+    assert_eq!(result["result"]["content"][0]["text"], "a was told Ada", "only the real answer counts: {result}");
+    assert!(
+        !call_stream.messages().iter().any(|m| m.to_string().contains("Mallory")),
+        "no forged answer reached the tool"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_message_for_the_standalone_stream_reaches_the_server_holding_it() {
+    let store = Arc::new(MemorySessionStore::new());
+    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
+    let a = relaying_replica("a", store.clone(), events.clone()).await;
+    let b = relaying_replica("b", store.clone(), events.clone()).await;
+    let c = relaying_replica("c", store.clone(), events.clone()).await;
+    let id = eliciting_session(a.local_addr(), a.local_addr()).await;
+    let get_headers =
+        [("Accept", "text/event-stream"), ("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let mut standalone = OpenStream::open(c.local_addr(), "GET", &get_headers, "").await;
+    // The stream is attached, and its holder recorded, before its head goes out.
+    assert!(standalone.head().await.starts_with("HTTP/1.1 200"), "{:?}", standalone.text);
+    assert_eq!(store.stream_holder(&id).await.unwrap().as_deref().map(str::len), Some(8), "c holds the GET");
+
+    let r = post(&a, &id, &call(2, "announce", json!({}))).await;
+    assert_eq!(text_of(&r), "announced");
+    assert!(
+        !r.sse_messages().iter().any(|m| m["method"] == "notifications/resources/list_changed"),
+        "not on a's POST stream while c holds the GET: {r:?}"
+    );
+    let changed = standalone.next(|m| m["method"] == "notifications/resources/list_changed").await;
+    assert_eq!(changed["jsonrpc"], "2.0");
+    // From b, which rebuilds the session to serve the call: the same.
+    assert_eq!(text_of(&post(&b, &id, &call(4, "announce", json!({}))).await), "announced");
+    standalone.next(|m| m["method"] == "notifications/resources/list_changed").await;
+
+    // The holder gone: a keeps what it makes for the next GET, as with one server.
+    drop(standalone);
+    c.shutdown().await;
+    let r = post(&a, &id, &call(3, "announce", json!({}))).await;
+    assert_eq!(text_of(&r), "announced");
+    if !r.sse_messages().iter().any(|m| m["method"] == "notifications/resources/list_changed") {
+        let mut here = OpenStream::open(a.local_addr(), "GET", &get_headers, "").await;
+        here.next(|m| m["method"] == "notifications/resources/list_changed").await;
+    }
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_request_left_unanswered_is_cancelled_under_the_id_the_client_knows() {
+    let store = Arc::new(MemorySessionStore::new());
+    let server = Server::builder()
+        .name("a")
+        .version("1")
+        .client_request_timeout(Duration::from_millis(100))
+        .tool("ask", "Ask for a name", json!({"type": "object"}), |_args, ctx| async move {
+            let schema = serde_json::from_value(json!({"type": "object", "properties": {}})).unwrap();
+            let outcome = ctx.elicit("Your name?", schema).await;
+            Ok(text_result(if outcome.is_err() { "no answer" } else { "answered" }))
+        })
+        .build()
+        .unwrap();
+    let config = HttpServerConfig::default().session_store(store).event_store(Arc::new(MemoryEventStore::new(64)));
+    let a = HttpServer::bind(config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
+    let id = eliciting_session(a.local_addr(), a.local_addr()).await;
+    let mut call_stream =
+        OpenStream::open(a.local_addr(), "POST", &session_headers(&id), &call(1, "ask", json!({}))).await;
+    let asked = call_stream.next(|m| m["method"] == "elicitation/create").await;
+    let result = call_stream.next(|m| m["id"] == 1).await;
+    assert_eq!(result["result"]["content"][0]["text"], "no answer");
+    // The cancellation goes on the call's stream, or, once that ended, to the standalone one.
+    let cancelled = match call_stream.messages().into_iter().find(|m| m["method"] == "notifications/cancelled") {
+        Some(cancelled) => cancelled,
+        None => {
+            let get_headers = [
+                ("Accept", "text/event-stream"),
+                ("Mcp-Session-Id", id.as_str()),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ];
+            let mut standalone = OpenStream::open(a.local_addr(), "GET", &get_headers, "").await;
+            standalone.next(|m| m["method"] == "notifications/cancelled").await
+        }
+    };
+    assert_eq!(cancelled["params"]["requestId"], asked["id"], "{cancelled}");
+    // The answer that comes too late is dropped; the session goes on.
+    assert_eq!(post(&a, &id, &answer(&asked["id"], "Ada")).await.status, 202);
+    assert_eq!(post(&a, &id, &json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}).to_string()).await.status, 200);
+    a.shutdown().await;
 }

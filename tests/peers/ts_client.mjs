@@ -14,6 +14,11 @@
 //   {"complete":{"ref":{...},"argument":{"name":..,"value":..}}}
 //   {"call":NAME,"args":{...},"progress":true}   the result gets "progress": the notifications seen
 //   {"call":NAME,"args":{...},"cancelAfterProgress":N}   aborts the call after N progress notifications
+//   {"awaitNotification":METHOD,"count":N}   waits (10 s at most) until N notifications of METHOD came
+//                                            since the connection began, on any stream; result {count}
+//   {"pause":true}   prints {"step":"pause"} and waits for one line on stdin (the test acts meanwhile)
+//   {"awaitResumption":true}   waits (15 s at most) until the transport has reopened its GET stream
+//                              with Last-Event-ID and been answered 200; result {lastEventId,status}
 // With env MCP_CLIENT_LABEL=L the client declares sampling and elicitation: each request is announced
 // as a line {"step":"sampling"|"elicitation","label":L,"request":...}; with MCP_WAIT_STDIN=1 the answer
 // waits for one line on stdin (so a test can hold several clients' requests in flight at once); the
@@ -47,9 +52,28 @@ function usage(msg) {
 
 const emit = obj => process.stdout.write(JSON.stringify(obj) + '\n');
 
-function makeTransport(argv) {
+// GETs sent with Last-Event-ID (the SDK resuming its stream) and their answers' statuses.
+const resumptions = [];
+const resumptionWaiters = [];
+
+function resumptionTrackingFetch(url, init) {
+  const resumedFrom = init?.method === 'GET' ? new Headers(init?.headers).get('last-event-id') : null;
+  const answer = fetch(url, init);
+  if (resumedFrom)
+    answer.then(
+      response => {
+        resumptions.push({ lastEventId: resumedFrom, status: response.status });
+        for (const waiter of resumptionWaiters.splice(0)) waiter();
+      },
+      () => {},
+    );
+  return answer;
+}
+
+function makeTransport(argv, trackResumption) {
   const token = process.env.MCP_BEARER_TOKEN;
-  const options = token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined;
+  let options = token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined;
+  if (trackResumption) options = { ...options, fetch: resumptionTrackingFetch };
   const i = argv.indexOf('--');
   const opts = i < 0 ? argv : argv.slice(0, i);
   const cmd = i < 0 ? [] : argv.slice(i + 1);
@@ -93,6 +117,49 @@ async function callWithProgress(client, s) {
   return { ...result, progress };
 }
 
+// Notifications seen by method, and the steps waiting for more.
+const notificationsSeen = new Map();
+const notificationWaiters = [];
+
+async function awaitNotifications(method, count) {
+  const deadline = Date.now() + 10000;
+  while ((notificationsSeen.get(method) ?? 0) < count) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`saw ${notificationsSeen.get(method) ?? 0} of ${count} ${method}`);
+    await new Promise(resolve => {
+      const timer = setTimeout(resolve, left);
+      notificationWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+  return { count: notificationsSeen.get(method) };
+}
+
+async function awaitResumption() {
+  const deadline = Date.now() + 15000;
+  for (;;) {
+    const done = resumptions.find(r => r.status === 200);
+    if (done) return done;
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`no resumption answered 200: ${JSON.stringify(resumptions)}`);
+    await new Promise(resolve => {
+      const timer = setTimeout(resolve, left);
+      resumptionWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+let stdinLinesOnce = null;
+function sharedStdinLines() {
+  stdinLinesOnce ??= stdinLines();
+  return stdinLinesOnce;
+}
+
 async function runStep(client, s) {
   if (s.call !== undefined && (s.progress || s.cancelAfterProgress !== undefined))
     return ['tools/call', { name: s.call }, () => callWithProgress(client, s)];
@@ -106,6 +173,15 @@ async function runStep(client, s) {
   if (s.read !== undefined) return ['resources/read', { uri: s.read }, () => client.readResource({ uri: s.read })];
   if (s.prompt !== undefined) return ['prompts/get', { name: s.prompt }, () => client.getPrompt({ name: s.prompt, arguments: s.args ?? {} })];
   if (s.ping) return ['ping', {}, () => client.ping()];
+  if (s.pause)
+    return ['pause', {}, async () => {
+      emit({ step: 'pause' });
+      await sharedStdinLines().next();
+      return {};
+    }];
+  if (s.awaitResumption) return ['awaitResumption', {}, () => awaitResumption()];
+  if (s.awaitNotification !== undefined)
+    return ['awaitNotification', { method: s.awaitNotification }, () => awaitNotifications(s.awaitNotification, s.count ?? 1)];
   return ['unknown', { spec: s }, () => Promise.reject(new Error('unknown step'))];
 }
 
@@ -119,7 +195,7 @@ async function main() {
     }
     if (!Array.isArray(script)) usage('MCP_SCRIPT must be a JSON array');
   }
-  const transport = makeTransport(process.argv.slice(2));
+  const transport = makeTransport(process.argv.slice(2), script.some(s => s.awaitResumption));
 
   // The Client keeps the negotiated version to itself (only HTTP transports get it, via
   // setProtocolVersion). Protocol.connect() chains any onmessage already set on the transport,
@@ -127,6 +203,10 @@ async function main() {
   let protocolVersion = null;
   transport.onmessage = msg => {
     if (protocolVersion === null && msg?.result?.protocolVersion) protocolVersion = msg.result.protocolVersion;
+    if (msg?.method !== undefined && msg?.id === undefined) {
+      notificationsSeen.set(msg.method, (notificationsSeen.get(msg.method) ?? 0) + 1);
+      for (const waiter of notificationWaiters.splice(0)) waiter();
+    }
   };
 
   const label = process.env.MCP_CLIENT_LABEL;
@@ -134,7 +214,7 @@ async function main() {
   const client = new Client({ name: 'mcpwire-ts-driver', version: '0.1.0' }, { capabilities });
   if (label) {
     const types = require('@modelcontextprotocol/sdk/types.js');
-    const lines = process.env.MCP_WAIT_STDIN === '1' ? stdinLines() : null;
+    const lines = process.env.MCP_WAIT_STDIN === '1' ? sharedStdinLines() : null;
     client.setRequestHandler(types.CreateMessageRequestSchema, async request => {
       emit({ step: 'sampling', label, request: request.params });
       if (lines) await lines.next();

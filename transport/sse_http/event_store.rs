@@ -17,6 +17,9 @@ use bytes::Bytes;
 use super::session_store::StoreError;
 use super::session_store::StoreFuture;
 
+/// What [`EventStore::flush`] gives: done once the earlier appends are written.
+pub type Flushed = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
+
 /// One stored event: its number within its stream and its `data` (a JSON-RPC message).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredEvent {
@@ -95,6 +98,15 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// Forgets `stream` (its session ended).
     fn remove(&self, stream: &str);
+
+    /// For a store that writes in the background: a future done once every event appended
+    /// before is written (or could not be). The server awaits it (in a task of its own) before
+    /// it ends a POST's stream, so a client that read a whole stream and resumes it elsewhere
+    /// finds every event in the store. `None` (the default): appends are written when `append`
+    /// returns.
+    fn flush(&self) -> Option<Flushed> {
+        None
+    }
 }
 
 /// The in-memory [`EventStore`]: at most `capacity` events per stream.

@@ -53,10 +53,12 @@ mod token_expiry;
 pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
 pub use bearer::BearerToken;
 pub use client::{HttpClientConfig, HttpClientTransport};
-pub use event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
+pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEvent};
 pub use routes::RouteResponse;
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
-pub use session_store::{MemorySessionStore, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture};
+pub use session_store::{
+    MemorySessionStore, RelayKind, Relayed, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture,
+};
 
 /// `Mcp-Session-Id`.
 pub const SESSION_ID_HEADER: &str = "mcp-session-id";

@@ -17,16 +17,25 @@
 //! [`RedisOptions::timeout`]: when Redis cannot be reached the call fails with
 //! [`StoreError::Unavailable`] in that time (the server answers 503) and the next call tries
 //! again, so service resumes by itself when Redis is back. Events are written by a background
-//! task in order (the server's `append` never waits); one that cannot be written is lost for a
-//! resumption only, never for the live stream.
+//! task in order (the server's `append` never waits; it awaits [`EventStore::flush`] only
+//! before it ends a POST's stream, so that the whole stream is in Redis once the client has
+//! read it); one that cannot be written is lost for a resumption only, never for the live
+//! stream.
 //!
 //! A removed session (DELETE) is announced on the pub/sub channel `<prefix>ended`; every
 //! replica listens there and ends its own copy ([`SessionStore::ended_elsewhere`]). The
 //! listener reconnects after an outage; a removal announced while it was away is missed, and
 //! that replica's copy lives on until it is idle there.
 //!
-//! Not here: pub/sub of server-to-client messages between replicas (a request the server sends
-//! on one replica reaches the client only through that replica's streams).
+//! Messages between replicas ([`SessionStore::relay`]): each replica subscribes to the pub/sub
+//! channel `<prefix>replica:<name>`; a relayed message is published there (`PUBLISH`, whose
+//! count of receivers tells whether that replica is alive). Its payload is one byte of kind
+//! (`r` a response, `s` a message for the standalone stream), the session id, a newline, then
+//! the JSON-RPC message. The replica holding a session's standalone GET stream is kept under
+//! `<prefix>stream:<id>` (its name, expiring with the session's idle timeout, replaced at
+//! every GET, deleted with the session). A subscription broken by an outage is made again
+//! every [`RedisOptions::timeout`]; what is published meanwhile is lost (pub/sub keeps nothing),
+//! as it is for a replica that is gone.
 
 use std::time::Duration;
 
@@ -36,8 +45,10 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::StreamRangeReply;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::event_store::{EventStore, StoredEvent};
-use super::session_store::{ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture};
+use super::event_store::{EventStore, Flushed, StoredEvent};
+use super::session_store::{
+    RelayKind, Relayed, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture, RELAY_QUEUE,
+};
 
 /// How a [`RedisStore`] uses Redis. Every field has a documented default.
 #[derive(Debug, Clone)]
@@ -103,6 +114,7 @@ enum Write {
 /// Sessions and events in Redis. One value serves as both stores:
 /// `Arc<RedisStore>` coerces to `Arc<dyn SessionStore>` and to `Arc<dyn EventStore>`.
 pub struct RedisStore {
+    client: redis::Client,
     connection: ConnectionManager,
     options: RedisOptions,
     writes: mpsc::Sender<Write>,
@@ -152,12 +164,34 @@ impl RedisStore {
         .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
         .map_err(unavailable)?;
         let (ended, _) = broadcast::channel(256);
-        tokio::spawn(listen_for_ended(client, channel, options.timeout, ended.downgrade(), subscribed));
-        Ok(RedisStore { connection, options, writes, ended })
+        let weak = ended.downgrade();
+        let forward_ended = move |payload: &[u8]| match weak.upgrade() {
+            Some(ended) => {
+                // An empty payload only asks whether to go on.
+                match std::str::from_utf8(payload) {
+                    Ok(id) if !id.is_empty() => {
+                        let _ = ended.send(id.to_owned());
+                    }
+                    _ => {}
+                }
+                true
+            }
+            None => false,
+        };
+        tokio::spawn(listen(client.clone(), channel, options.timeout, subscribed, forward_ended));
+        Ok(RedisStore { client, connection, options, writes, ended })
     }
 
     fn session_key(&self, id: &str) -> String {
         format!("{}session:{id}", self.options.key_prefix)
+    }
+
+    fn stream_key(&self, id: &str) -> String {
+        format!("{}stream:{id}", self.options.key_prefix)
+    }
+
+    fn replica_channel(&self, replica: &str) -> String {
+        format!("{}replica:{replica}", self.options.key_prefix)
     }
 
     fn events_key(&self, stream: &str) -> String {
@@ -174,14 +208,14 @@ impl RedisStore {
     }
 }
 
-/// Forwards the ids announced on `channel` to `ended` until the store is dropped; after a
-/// failure, tries again every `pause`.
-async fn listen_for_ended(
+/// Hands each payload published on `channel` to `deliver` until it answers `false` (its
+/// receiver is gone); after a failure, subscribes again every `pause`.
+async fn listen(
     client: redis::Client,
     channel: String,
     pause: Duration,
-    ended: broadcast::WeakSender<String>,
     subscribed: redis::aio::PubSub,
+    mut deliver: impl FnMut(&[u8]) -> bool + Send + 'static,
 ) {
     let mut subscribed = Some(subscribed);
     loop {
@@ -195,18 +229,43 @@ async fn listen_for_ended(
         if let Some(pubsub) = pubsub {
             let mut messages = pubsub.into_on_message();
             while let Some(message) = messages.next().await {
-                let Some(ended) = ended.upgrade() else { return };
-                if let Ok(id) = message.get_payload::<String>() {
-                    let _ = ended.send(id);
+                if !deliver(message.get_payload_bytes()) {
+                    return;
                 }
             }
         }
-        if ended.upgrade().is_none() {
+        if !deliver(&[]) {
             return;
         }
         // Redis is away: a pause between attempts, not a synchronisation.
         tokio::time::sleep(pause).await;
     }
+}
+
+/// A relayed message as published: kind byte, session id, newline, message.
+fn encode_relayed(relayed: &Relayed) -> Vec<u8> {
+    let kind = match relayed.kind {
+        RelayKind::Response => b'r',
+        RelayKind::Standalone => b's',
+    };
+    let mut payload = Vec::with_capacity(2 + relayed.session.len() + relayed.message.len());
+    payload.push(kind);
+    payload.extend_from_slice(relayed.session.as_bytes());
+    payload.push(b'\n');
+    payload.extend_from_slice(&relayed.message);
+    payload
+}
+
+fn decode_relayed(payload: &[u8]) -> Option<Relayed> {
+    let (&kind, rest) = payload.split_first()?;
+    let kind = match kind {
+        b'r' => RelayKind::Response,
+        b's' => RelayKind::Standalone,
+        _ => return None,
+    };
+    let newline = memchr::memchr(b'\n', rest)?;
+    let session = std::str::from_utf8(&rest[..newline]).ok()?.to_owned();
+    Some(Relayed { session, kind, message: Bytes::copy_from_slice(&rest[newline + 1..]) })
 }
 
 /// Writes queued events in order, a batch per round trip.
@@ -311,10 +370,11 @@ impl SessionStore for RedisStore {
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let key = self.session_key(id);
+            let stream_key = self.stream_key(id);
             let channel = format!("{}ended", self.options.key_prefix);
             self.run(|| {
                 let mut pipeline = redis::pipe();
-                pipeline.cmd("DEL").arg(&key).ignore();
+                pipeline.cmd("DEL").arg(&key).arg(&stream_key).ignore();
                 pipeline.cmd("PUBLISH").arg(&channel).arg(id).ignore();
                 pipeline
             })
@@ -324,6 +384,74 @@ impl SessionStore for RedisStore {
 
     fn ended_elsewhere(&self) -> Option<broadcast::Receiver<String>> {
         Some(self.ended.subscribe())
+    }
+
+    fn relay<'a>(&'a self, replica: &'a str, message: &'a Relayed) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let channel = self.replica_channel(replica);
+            let payload = encode_relayed(message);
+            let (receivers,): (u64,) = self
+                .run(|| {
+                    let mut pipeline = redis::pipe();
+                    pipeline.cmd("PUBLISH").arg(&channel).arg(&payload);
+                    pipeline
+                })
+                .await?;
+            Ok(receivers > 0)
+        })
+    }
+
+    fn relayed<'a>(&'a self, replica: &'a str) -> StoreFuture<'a, Option<mpsc::Receiver<Relayed>>> {
+        Box::pin(async move {
+            let channel = self.replica_channel(replica);
+            let subscribed = tokio::time::timeout(self.options.timeout, async {
+                let mut pubsub = self.client.get_async_pubsub().await?;
+                pubsub.subscribe(&channel).await?;
+                Ok::<_, redis::RedisError>(pubsub)
+            })
+            .await
+            .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
+            .map_err(unavailable)?;
+            let (tx, rx) = mpsc::channel(RELAY_QUEUE);
+            let forward = move |payload: &[u8]| {
+                if tx.is_closed() {
+                    return false;
+                }
+                // An empty payload only asks whether to go on; a full queue drops, as pub/sub would.
+                if let Some(relayed) = decode_relayed(payload) {
+                    let _ = tx.try_send(relayed);
+                }
+                true
+            };
+            tokio::spawn(listen(self.client.clone(), channel, self.options.timeout, subscribed, forward));
+            Ok(Some(rx))
+        })
+    }
+
+    fn hold_stream<'a>(&'a self, id: &'a str, replica: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let key = self.stream_key(id);
+            self.run(|| {
+                let mut pipeline = redis::pipe();
+                pipeline.cmd("SET").arg(&key).arg(replica).arg("PX").arg(ttl.as_millis().max(1) as u64).ignore();
+                pipeline
+            })
+            .await
+        })
+    }
+
+    fn stream_holder<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let key = self.stream_key(id);
+            let (holder,): (Option<String>,) = self
+                .run(|| {
+                    let mut pipeline = redis::pipe();
+                    pipeline.cmd("GET").arg(&key);
+                    pipeline
+                })
+                .await?;
+            Ok(holder)
+        })
     }
 }
 
@@ -340,12 +468,21 @@ impl EventStore for RedisStore {
         Vec::new()
     }
 
+    fn flush(&self) -> Option<Flushed> {
+        let (writes, timeout) = (self.writes.clone(), self.options.timeout);
+        Some(Box::pin(async move {
+            let (done, written) = oneshot::channel();
+            if writes.send(Write::Flush(done)).await.is_ok() {
+                let _ = tokio::time::timeout(timeout, written).await;
+            }
+        }))
+    }
+
     fn replay<'a>(&'a self, stream: &'a str, seq: u64) -> StoreFuture<'a, Vec<StoredEvent>> {
         Box::pin(async move {
             // What this replica queued before is written first.
-            let (done, written) = oneshot::channel();
-            if self.writes.send(Write::Flush(done)).await.is_ok() {
-                let _ = tokio::time::timeout(self.options.timeout, written).await;
+            if let Some(written) = EventStore::flush(self) {
+                written.await;
             }
             let key = self.events_key(stream);
             let (reply,): (StreamRangeReply,) = self

@@ -34,6 +34,17 @@
 //!   exchange's transport (its request is cancelled).
 //! - DELETE, idle expiry, and [`Transport::close`] by the application end the session: the
 //!   transport's `recv` returns `None`, every stream ends, and the id is answered 404 from then on.
+//! - Sessions shared with other replicas ([`HttpServerConfig::session_store`]): a replica that
+//!   does not hold a session rebuilds it from the store. The application's requests to the
+//!   client go out under ids `<replica>-<n>` naming this replica; a response naming another
+//!   replica is relayed to it through the store ([`SessionStore::relay`]) and the POST gets
+//!   202, one naming this replica gets the application's id back. A message for the standalone
+//!   stream while this replica's GET is not open goes to the replica that last opened it
+//!   ([`SessionStore::stream_holder`]), else stays here as above. Dropped with a log line
+//!   (`tracing`): a response for a replica that is gone or never was, one that answers no
+//!   request of its session, a relayed message for a session not held here. The store
+//!   unreachable while a response must be relayed: 503 with a JSON-RPC error body, nothing of
+//!   that POST handed on. None of this runs without a session store.
 //!
 //! Checks, in order: `Host` (DNS rebinding, 403), `Origin` (403), the bearer token when one is
 //! configured ([`HttpServerConfig::bearer_token`]; 401 with `WWW-Authenticate: Bearer`, on the
@@ -91,7 +102,7 @@ use tokio::sync::{mpsc, watch};
 use super::bearer::{self, BearerToken, Verdict};
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::routes::{self, Route, RouteResponse};
-use super::session_store::{changes_state, SessionRecord, SessionStore, StoreError};
+use super::session_store::{changes_state, RelayKind, Relayed, SessionRecord, SessionStore, StoreError};
 use super::token_expiry;
 use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
@@ -574,7 +585,17 @@ impl Stream {
             inner.pending.remove(id);
             if inner.pending.is_empty() && !self.standalone {
                 inner.done = true;
-                inner.live = None;
+                match (self.json, store.flush()) {
+                    (false, Some(written)) => {
+                        // The stream ends once its events are in the store (see EventStore::flush).
+                        let live = inner.live.take();
+                        tokio::spawn(async move {
+                            written.await;
+                            drop(live);
+                        });
+                    }
+                    _ => inner.live = None,
+                }
             }
         }
         true
@@ -684,8 +705,58 @@ struct Session {
     record: Mutex<Option<SessionRecord>>,
     /// Ids of the requests replayed to rebuild this session, whose answers nobody awaits.
     replayed_ids: Mutex<HashSet<Id>>,
+    /// Whether the application has been given `notifications/initialized` (shared sessions:
+    /// the client's may have gone to another replica).
+    initialized_given: AtomicBool,
+    /// Told when the application has answered the replayed `initialize` (a rebuilt session).
+    replayed_initialize_answered: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// When the session store's expiry of this session was last pushed back.
     store_touched: Mutex<Instant>,
+    /// With a session store: the server's own requests to the client awaiting an answer, by
+    /// the number in the id they went out with.
+    outbound: Mutex<Outbound>,
+}
+
+/// The requests a replica sent to a shared session's client, under ids of its own.
+///
+/// On the wire the id of each is `<replica>-<n>`: unique across replicas, and naming the one
+/// whose application waits for the answer, wherever the client POSTs it. The application's
+/// own id comes back when the answer arrives.
+#[derive(Default)]
+struct Outbound {
+    next: u64,
+    waiting: std::collections::BTreeMap<u64, Id>,
+}
+
+/// Requests kept awaiting an answer per session; beyond, the oldest is forgotten (its answer
+/// would then be dropped, and the application's own timeout ends its wait).
+const OUTBOUND_KEPT: usize = 1024;
+
+/// The replica and number of a server-to-client request id `<replica>-<n>`; `None` for an id
+/// no replica issued.
+fn namespaced(id: &Id) -> Option<(&str, u64)> {
+    let Id::String(text) = id else { return None };
+    let (replica, n) = text.split_once('-')?;
+    if replica.is_empty() || !replica.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
+    }
+    Some((replica, n.parse().ok()?))
+}
+
+fn answered_id(message: &Message) -> Option<&Id> {
+    match message {
+        Message::Response(r) => Some(&r.id),
+        Message::Error(e) => e.id.as_ref(),
+        _ => None,
+    }
+}
+
+fn set_answered_id(message: &mut Message, id: Id) {
+    match message {
+        Message::Response(r) => r.id = id,
+        Message::Error(e) => e.id = Some(id),
+        _ => {}
+    }
 }
 
 /// How far an ended session is forgotten.
@@ -797,11 +868,125 @@ impl Session {
             Message::Error(e) => e.id.as_ref(),
             _ => None,
         };
-        id.is_some_and(|id| self.replayed_ids.lock().expect("session lock").remove(id))
+        let Some(id) = id else { return false };
+        if !self.replayed_ids.lock().expect("session lock").remove(id) {
+            return false;
+        }
+        if self.initialize_id.lock().expect("session lock").as_ref() == Some(id) {
+            if let Some(answered) = self.replayed_initialize_answered.lock().expect("session lock").take() {
+                let _ = answered.send(());
+            }
+        }
+        true
+    }
+
+    /// Whether this session is shared with other replicas (through a session store).
+    fn is_shared(&self) -> bool {
+        !self.stream_prefix.is_empty()
+    }
+
+    /// A shared session whose client's `notifications/initialized` went to another replica:
+    /// the first request here (but `ping`) implies it, since a client sends its requests only
+    /// after it, so the application is given one first. Without it the server layer would
+    /// never count the handshake complete here, and refuse to send its own requests
+    /// (elicitation, sampling, `roots/list`) and gated notifications (`list_changed`).
+    fn imply_initialized(&self, messages: &mut Vec<Message>) {
+        if self.initialized_given.load(Ordering::Acquire) {
+            return;
+        }
+        let (mut given, mut implied) = (false, false);
+        for message in messages.iter() {
+            match message {
+                Message::Notification(n) if n.method == "notifications/initialized" => given = true,
+                Message::Request(r) if r.method != "ping" && r.method != "initialize" => implied = true,
+                _ => {}
+            }
+        }
+        if !given && !implied {
+            return;
+        }
+        if self.initialized_given.swap(true, Ordering::AcqRel) || given {
+            return;
+        }
+        let initialized = jsonrpc::Notification { method: "notifications/initialized".to_owned(), params: None };
+        messages.insert(0, Message::Notification(initialized));
+    }
+
+    /// Gives a request of the application to the client an id naming this replica, and one
+    /// of its `notifications/cancelled` the id the client knows that request by.
+    fn namespace_outgoing(&self, message: &mut Message) {
+        match message {
+            Message::Request(request) => {
+                let mut outbound = self.outbound.lock().expect("session lock");
+                outbound.next += 1;
+                let n = outbound.next;
+                let own = std::mem::replace(&mut request.id, Id::String(format!("{}{n}", self.stream_prefix)));
+                outbound.waiting.insert(n, own);
+                if outbound.waiting.len() > OUTBOUND_KEPT {
+                    outbound.waiting.pop_first();
+                }
+            }
+            Message::Notification(note) if note.method == "notifications/cancelled" => {
+                let Some(raw) = note.params.as_ref().and_then(|p| p.to_raw().ok()) else { return };
+                let Ok(mut params) = serde_json::from_str::<serde_json::Value>(raw.get()) else { return };
+                let Some(own) = params.get("requestId").and_then(|v| serde_json::from_value::<Id>(v.clone()).ok())
+                else {
+                    return;
+                };
+                let wire = {
+                    let outbound = self.outbound.lock().expect("session lock");
+                    outbound.waiting.iter().find(|(_, id)| **id == own).map(|(n, _)| *n)
+                };
+                if let Some(n) = wire {
+                    params["requestId"] = serde_json::Value::String(format!("{}{n}", self.stream_prefix));
+                    if let Ok(raw) = serde_json::value::to_raw_value(&params) {
+                        note.params = Some(Body::Raw(raw));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The application's own id of the request this replica sent as number `n`, once: `None`
+    /// when this session sent no such request, or it was answered already.
+    fn take_outbound(&self, n: u64) -> Option<Id> {
+        self.outbound.lock().expect("session lock").waiting.remove(&n)
+    }
+
+    /// Hands a message for the standalone stream to the replica holding that stream, when
+    /// another one does. `false`: it stays here (no other holder, that replica is gone, or
+    /// the store cannot be reached).
+    async fn relay_to_stream_holder(&self, data: &Bytes) -> bool {
+        let Some(shared) = self.shared.upgrade() else { return false };
+        let Some(store) = shared.config.session_store.clone() else { return false };
+        let holder = match store.stream_holder(&self.id).await {
+            Ok(Some(holder)) if holder != shared.replica => holder,
+            Ok(_) => return false,
+            Err(e) => {
+                tracing::warn!(error = %e, "kept a message for the standalone stream here: {e}");
+                return false;
+            }
+        };
+        let relayed = Relayed { session: self.id.clone(), kind: RelayKind::Standalone, message: data.clone() };
+        match store.relay(&holder, &relayed).await {
+            Ok(true) => {
+                tracing::info!(replica = %shared.replica, holder = %holder, "relayed a message to the replica holding the standalone stream");
+                true
+            }
+            Ok(false) => {
+                tracing::warn!(replica = %shared.replica, holder = %holder, "kept a message for the standalone stream here: its holder is gone");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(replica = %shared.replica, error = %e, "kept a message for the standalone stream here: {e}");
+                false
+            }
+        }
     }
 
     /// Routes one outgoing message to its stream. See the module docs.
-    async fn route(&self, message: Message, related: Option<&Id>) -> Result<(), TransportError> {
+    async fn route(&self, mut message: Message, related: Option<&Id>) -> Result<(), TransportError> {
         if self.is_closed() {
             return Err(TransportError::Closed);
         }
@@ -816,6 +1001,9 @@ impl Session {
         if self.answers_replayed(&message) {
             return Ok(());
         }
+        if self.is_shared() {
+            self.namespace_outgoing(&mut message);
+        }
         let mut data = super::buffers::BODIES.encode(&message);
         let max_frame = self.shared.upgrade().map_or(usize::MAX, |s| s.config.limits.max_frame_bytes);
         let message = match crate::transport::oversized_answer(&message, data.len(), max_frame) {
@@ -825,6 +1013,7 @@ impl Session {
             }
             None => message,
         };
+        let mut unrelated = false;
         let (stream, completes) = {
             let mut routes = self.routes.lock().expect("session lock");
             let answered = match &message {
@@ -853,10 +1042,22 @@ impl Session {
                     // A JSON answer carries only responses, except in stateless mode, where
                     // nothing else could carry the message (see `json_answer`).
                     Some(stream) if !stream.json || self.is_stateless() => (stream, None),
-                    _ => (self.fallback_stream(&routes), None),
+                    _ => {
+                        unrelated = true;
+                        (self.fallback_stream(&routes), None)
+                    }
                 }
             }
         };
+        // Shared sessions: the standalone stream may be open on another replica; it is
+        // preferred there as it is here.
+        if unrelated
+            && self.is_shared()
+            && !self.standalone.has_live().await
+            && self.relay_to_stream_holder(&data).await
+        {
+            return Ok(());
+        }
         let stream = if completes.is_none() && !stream.standalone && self.standalone.has_live().await {
             // A message unrelated to a request prefers the standalone stream when one is open.
             if related.is_none() && progress_token(&message).is_none() {
@@ -1062,6 +1263,8 @@ struct Shared {
     store: Arc<dyn EventStore>,
     /// `<8 hex digits>-` naming this server's streams when sessions are shared; empty otherwise.
     stream_prefix: String,
+    /// The 8 hex digits of `stream_prefix`: this replica's name for relays; empty when not shared.
+    replica: String,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     app: App,
     shutting_down: AtomicBool,
@@ -1102,7 +1305,10 @@ impl Shared {
             stream_prefix: prefix,
             record: Mutex::new(None),
             replayed_ids: Mutex::new(HashSet::new()),
+            replayed_initialize_answered: Mutex::new(None),
+            initialized_given: AtomicBool::new(false),
             store_touched: Mutex::new(Instant::now()),
+            outbound: Mutex::new(Outbound::default()),
         });
         let transport = ServerTransport { session: session.clone(), incoming: tokio::sync::Mutex::new(rx) };
         (session, transport)
@@ -1198,9 +1404,15 @@ impl HttpServer {
             Some(_) => format!("{}-", &random_id()[..8]),
             None => String::new(),
         };
+        let replica = stream_prefix.trim_end_matches('-').to_owned();
+        let relayed = match &config.session_store {
+            Some(sessions) => sessions.relayed(&replica).await.map_err(|e| std::io::Error::other(e.to_string()))?,
+            None => None,
+        };
         let shared = Arc::new(Shared {
             config,
             store,
+            replica,
             stream_prefix,
             sessions: Mutex::new(HashMap::new()),
             app: Arc::new(move |t| Box::pin(app(t))),
@@ -1210,6 +1422,9 @@ impl HttpServer {
         tokio::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
         if let Some(ended) = shared.config.session_store.as_ref().and_then(|s| s.ended_elsewhere()) {
             tokio::spawn(end_sessions_ended_elsewhere(Arc::downgrade(&shared), ended, stopped.clone()));
+        }
+        if let Some(relayed) = relayed {
+            tokio::spawn(take_relayed(Arc::downgrade(&shared), relayed, stopped.clone()));
         }
         let task = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
         Ok(HttpServer { addr, path, tls, shared, stop, task })
@@ -1322,6 +1537,108 @@ async fn end_sessions_ended_elsewhere(
             session.end(Forget::HereWithEvents).await;
         }
     }
+}
+
+/// Puts each message other replicas relay here where it belongs: a response with the request
+/// of this replica's application that waits for it, a message for the standalone stream on
+/// that stream (queued for the next GET when none is open, as for a message made here).
+/// Dropped with a log line: one for a session this replica does not hold, and a response that
+/// answers no request this replica sent in that session.
+async fn take_relayed(shared: Weak<Shared>, mut relayed: mpsc::Receiver<Relayed>, mut stopped: watch::Receiver<bool>) {
+    loop {
+        let relayed = tokio::select! {
+            relayed = relayed.recv() => match relayed {
+                Some(relayed) => relayed,
+                None => return,
+            },
+            _ = stopped.changed() => return,
+        };
+        let Some(shared) = shared.upgrade() else { return };
+        let replica = &shared.replica;
+        let Some(session) = shared.session(&relayed.session) else {
+            tracing::warn!(%replica, kind = ?relayed.kind, "dropped a relayed message: its session is not held here");
+            continue;
+        };
+        match relayed.kind {
+            RelayKind::Response => {
+                let mut message = match Message::from_slice(&relayed.message) {
+                    Ok(message) => message,
+                    Err(e) => {
+                        tracing::warn!(%replica, "dropped a relayed response that is not JSON-RPC: {e}");
+                        continue;
+                    }
+                };
+                let own = answered_id(&message)
+                    .and_then(namespaced)
+                    .filter(|(to, _)| to == replica)
+                    .and_then(|(_, n)| session.take_outbound(n));
+                let Some(own) = own else {
+                    tracing::warn!(%replica, "dropped a relayed response that answers no request of its session here");
+                    continue;
+                };
+                set_answered_id(&mut message, own);
+                tracing::info!(%replica, "a relayed response reached the request waiting for it");
+                session.deliver(vec![message]).await;
+            }
+            RelayKind::Standalone => {
+                session.standalone.push(&*session.store, relayed.message, None).await;
+                tracing::info!(%replica, "wrote a relayed message on the standalone stream");
+            }
+        }
+    }
+}
+
+/// The client's responses among `messages` to requests of this replica get back the ids the
+/// application gave them; those to requests of another replica are relayed to it and taken
+/// out. Dropped with a log line: a response naming this replica that answers none of its
+/// requests in this session, and one for a replica that is gone or never was. `Err` is the
+/// answer (503) when the store cannot be reached to relay one; nothing of the POST is handed
+/// on then.
+#[allow(clippy::result_large_err)]
+async fn route_responses(
+    shared: &Shared,
+    session: &Session,
+    messages: Vec<Message>,
+) -> Result<Vec<Message>, Response<HttpBody>> {
+    let Some(store) = shared.config.session_store.as_ref() else { return Ok(messages) };
+    if !messages.iter().any(|m| answered_id(m).and_then(namespaced).is_some()) {
+        return Ok(messages);
+    }
+    let replica = &shared.replica;
+    let mut kept = Vec::with_capacity(messages.len());
+    for mut message in messages {
+        let Some((owner, n)) = answered_id(&message).and_then(namespaced) else {
+            kept.push(message);
+            continue;
+        };
+        if owner == replica {
+            match session.take_outbound(n) {
+                Some(own) => {
+                    set_answered_id(&mut message, own);
+                    kept.push(message);
+                }
+                None => tracing::warn!(%replica, "dropped a response that answers no request of its session here"),
+            }
+            continue;
+        }
+        let owner = owner.to_owned();
+        let relayed = Relayed {
+            session: session.id.clone(),
+            kind: RelayKind::Response,
+            message: super::buffers::BODIES.encode(&message),
+        };
+        match store.relay(&owner, &relayed).await {
+            Ok(true) => tracing::info!(%replica, %owner, "relayed a response to the replica that asked"),
+            Ok(false) => {
+                tracing::warn!(%replica, %owner, "dropped a response for a replica that is gone or never was")
+            }
+            Err(e) => {
+                tracing::warn!(%replica, %owner, "could not relay a response: {e}");
+                return Err(store_unavailable(&e));
+            }
+        }
+    }
+    Ok(kept)
 }
 
 async fn reap_idle(shared: Weak<Shared>, mut stopped: watch::Receiver<bool>) {
@@ -1679,9 +1996,17 @@ fn plausible_session_id(id: &str) -> bool {
     (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
+/// How long a rebuilt session's application may take to answer the replayed `initialize`
+/// before the rest is replayed anyway.
+const REPLAYED_INITIALIZE_WAIT: Duration = Duration::from_secs(10);
+
 /// Rebuilds a session this server does not hold from the session store: a new transport for
-/// the application, fed the record's `initialize`, `notifications/initialized` and the
-/// state-changing requests since, whose answers are dropped. `Ok(None)`: no such session.
+/// the application, fed the record's `initialize`, then, once it is answered,
+/// `notifications/initialized` and the state-changing requests since; their answers are
+/// dropped. As from a real client, `notifications/initialized` comes after the answer: the
+/// server layer then counts the handshake complete, and may send its own requests and
+/// gated notifications (elicitation, `list_changed`) on the rebuilt session too.
+/// `Ok(None)`: no such session.
 async fn restore(shared: &Arc<Shared>, id: &str) -> Result<Option<Arc<Session>>, Response<HttpBody>> {
     let Some(store) = shared.config.session_store.clone() else { return Ok(None) };
     if !plausible_session_id(id) {
@@ -1699,15 +2024,15 @@ async fn restore(shared: &Arc<Shared>, id: &str) -> Result<Option<Arc<Session>>,
     };
     let tag = random_id();
     let init_id = Id::String(format!("mcpwire-restore-{tag}-0"));
-    let mut messages = vec![Message::Request(jsonrpc::Request {
+    let initialize = Message::Request(jsonrpc::Request {
         id: init_id.clone(),
         method: "initialize".to_owned(),
         params: Some(raw(&record.initialize).map_err(|r| *r)?),
-    })];
-    messages.push(Message::Notification(jsonrpc::Notification {
+    });
+    let mut messages = vec![Message::Notification(jsonrpc::Notification {
         method: "notifications/initialized".to_owned(),
         params: None,
-    }));
+    })];
     let mut replayed_ids: HashSet<Id> = HashSet::from([init_id.clone()]);
     for (n, change) in record.replayed.iter().enumerate() {
         let id = Id::String(format!("mcpwire-restore-{tag}-{}", n + 1));
@@ -1723,7 +2048,14 @@ async fn restore(shared: &Arc<Shared>, id: &str) -> Result<Option<Arc<Session>>,
     *session.initialize_id.lock().expect("session lock") = Some(init_id);
     *session.replayed_ids.lock().expect("session lock") = replayed_ids;
     *session.record.lock().expect("session lock") = Some(record);
+    let (answered, initialize_answered) = tokio::sync::oneshot::channel();
+    *session.replayed_initialize_answered.lock().expect("session lock") = Some(answered);
     tokio::spawn((shared.app)(transport));
+    if !session.deliver(vec![initialize]).await {
+        return Ok(None);
+    }
+    let _ = tokio::time::timeout(REPLAYED_INITIALIZE_WAIT, initialize_answered).await;
+    session.initialized_given.store(true, Ordering::Release);
     if !session.deliver(messages).await {
         return Ok(None);
     }
@@ -1862,6 +2194,13 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             }
             if let Err(response) = record_changes(&shared, &session, &messages).await {
                 return response;
+            }
+            let mut messages = match route_responses(&shared, &session, messages).await {
+                Ok(messages) => messages,
+                Err(response) => return response,
+            };
+            if session.is_shared() {
+                session.imply_initialized(&mut messages);
             }
             session.touch();
             session.hold_principals(&req_head, &messages);
@@ -2363,13 +2702,27 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
         }
         session.routes.lock().expect("session lock").streams.iter().find(|s| s.name == event.stream).cloned()
     });
-    let attached = match (target, resume) {
-        (Some(stream), Some(event)) => stream.attach(&*session.store, Some(event.seq), depth).await,
-        (None, Some(event)) if shared.config.session_store.is_some() => resume_elsewhere(&session, &event, depth).await,
-        _ => session.standalone.attach(&*session.store, None, depth).await,
+    let (attached, standalone) = match (target, resume) {
+        (Some(stream), Some(event)) => {
+            (stream.attach(&*session.store, Some(event.seq), depth).await, stream.standalone)
+        }
+        (None, Some(event)) if shared.config.session_store.is_some() => {
+            (resume_elsewhere(&session, &event, depth).await, event.stream.ends_with("-0"))
+        }
+        _ => (session.standalone.attach(&*session.store, None, depth).await, true),
     };
     match attached {
         Ok((replay, live)) => {
+            if let (true, Some(_), Some(store)) = (standalone, &live, &shared.config.session_store) {
+                // Messages for the standalone stream made on other replicas come here from now on.
+                let ttl = shared.config.session_idle_timeout;
+                match store.hold_stream(&session.id, &shared.replica, ttl).await {
+                    Ok(()) => tracing::info!(replica = %shared.replica, "holds the standalone stream"),
+                    Err(e) => {
+                        tracing::warn!(replica = %shared.replica, "other replicas keep messages for this standalone stream: {e}")
+                    }
+                }
+            }
             let mut response = sse_response(&shared, session.clone(), Bytes::new(), replay, live, false, true);
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
             response
@@ -2390,6 +2743,12 @@ async fn resume_elsewhere(
 ) -> Result<(Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>), AttachError> {
     let key = [&*session.id, "/", &event.stream].concat();
     let stored = session.store.replay(&key, event.seq).await.map_err(AttachError::Store)?;
+    tracing::info!(
+        replica = %session.stream_prefix.trim_end_matches('-'),
+        stream = %event.stream,
+        events = stored.len(),
+        "resumed a stream of another replica"
+    );
     let mut replay: Vec<Outgoing> =
         stored.into_iter().map(|e| (Some(EventId::encode(&event.stream, e.seq)), e.data)).collect();
     if !event.stream.ends_with("-0") {

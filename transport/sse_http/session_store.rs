@@ -15,6 +15,13 @@
 //! What is not in a record: requests in flight, the server's own requests to the client, and
 //! anything an application keeps per session beyond what these requests tell it.
 //!
+//! The store also carries messages between replicas ([`SessionStore::relay`], received through
+//! [`SessionStore::relayed`]): the client's response to a server-to-client request, POSTed to
+//! a replica that did not send that request, goes to the one that did; a message for the
+//! session's standalone GET stream goes to the replica holding that stream
+//! ([`SessionStore::hold_stream`], [`SessionStore::stream_holder`]). A store that does not
+//! relay (the trait's defaults) leaves both where they arose, as before.
+//!
 //! [`MemorySessionStore`] shares sessions between servers of one process (tests, or several
 //! listeners); the Redis store (feature `redis`) between processes. With no store configured
 //! (the default) sessions live in their server alone, as before.
@@ -25,6 +32,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
 
 /// What a store's call returns: boxed, so the stores can be trait objects.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -112,6 +122,30 @@ impl SessionRecord {
     }
 }
 
+/// What a relayed message is for: where the receiving replica puts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RelayKind {
+    /// The client's response (or error response) to a request the receiving replica sent.
+    Response,
+    /// A message for the session's standalone GET stream, which the receiving replica holds.
+    Standalone,
+}
+
+/// A message one replica hands to another through the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relayed {
+    /// The session it belongs to.
+    pub session: String,
+    /// Where the receiver puts it.
+    pub kind: RelayKind,
+    /// The JSON-RPC message, as JSON text.
+    pub message: Bytes,
+}
+
+/// How many relayed messages wait for their replica to take them before newer ones are dropped.
+pub const RELAY_QUEUE: usize = 1024;
+
 /// Storage for sessions shared between replicas. Each call may go over the network: the
 /// server awaits it where the answer matters (a new session, a state change, an unknown id)
 /// and answers 503 when it fails.
@@ -135,6 +169,40 @@ pub trait SessionStore: Send + Sync + 'static {
     fn ended_elsewhere(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         None
     }
+
+    /// Hands `message` to the replica named `replica`. `Ok(true)` when a replica of that name
+    /// listens ([`relayed`](Self::relayed)), `Ok(false)` when none does (gone, or never was).
+    /// The default relays nothing: `Ok(false)`.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the store cannot be reached.
+    fn relay<'a>(&'a self, replica: &'a str, message: &'a Relayed) -> StoreFuture<'a, bool> {
+        let _ = (replica, message);
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// Listens for the messages relayed to `replica`, in the order each sender relayed them;
+    /// `None` (the default) when this store relays nothing. Called once per server.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the store cannot be reached.
+    fn relayed<'a>(&'a self, replica: &'a str) -> StoreFuture<'a, Option<mpsc::Receiver<Relayed>>> {
+        let _ = replica;
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// Records that `replica` now holds the standalone GET stream of session `id` (for `ttl`,
+    /// renewed at every GET). The default records nothing.
+    fn hold_stream<'a>(&'a self, id: &'a str, replica: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
+        let _ = (id, replica, ttl);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// The replica that last opened the standalone GET stream of session `id`, if any.
+    fn stream_holder<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<String>> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 /// A [`SessionStore`] in this process's memory: shares sessions between the servers of one
@@ -143,11 +211,20 @@ pub trait SessionStore: Send + Sync + 'static {
 pub struct MemorySessionStore {
     records: Mutex<HashMap<String, (SessionRecord, Instant)>>,
     ended: tokio::sync::broadcast::Sender<String>,
+    /// Replica name → where the messages relayed to it go.
+    replicas: Mutex<HashMap<String, mpsc::Sender<Relayed>>>,
+    /// Session id → the replica holding its standalone stream, until when.
+    stream_holders: Mutex<HashMap<String, (String, Instant)>>,
 }
 
 impl Default for MemorySessionStore {
     fn default() -> Self {
-        MemorySessionStore { records: Mutex::new(HashMap::new()), ended: tokio::sync::broadcast::channel(256).0 }
+        MemorySessionStore {
+            records: Mutex::new(HashMap::new()),
+            ended: tokio::sync::broadcast::channel(256).0,
+            replicas: Mutex::new(HashMap::new()),
+            stream_holders: Mutex::new(HashMap::new()),
+        }
     }
 }
 
@@ -197,6 +274,7 @@ impl SessionStore for MemorySessionStore {
     }
 
     fn remove<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        self.stream_holders.lock().expect("session store lock").remove(id);
         if self.records.lock().expect("session store lock").remove(id).is_some() {
             let _ = self.ended.send(id.to_owned());
         }
@@ -205,6 +283,40 @@ impl SessionStore for MemorySessionStore {
 
     fn ended_elsewhere(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         Some(self.ended.subscribe())
+    }
+
+    fn relay<'a>(&'a self, replica: &'a str, message: &'a Relayed) -> StoreFuture<'a, bool> {
+        let to = self.replicas.lock().expect("session store lock").get(replica).cloned();
+        let delivered = match to {
+            // As a pub/sub message would be, dropped when its receiver is that far behind.
+            Some(to) => match to.try_send(message.clone()) {
+                Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => true,
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    self.replicas.lock().expect("session store lock").remove(replica);
+                    false
+                }
+            },
+            None => false,
+        };
+        Box::pin(std::future::ready(Ok(delivered)))
+    }
+
+    fn relayed<'a>(&'a self, replica: &'a str) -> StoreFuture<'a, Option<mpsc::Receiver<Relayed>>> {
+        let (tx, rx) = mpsc::channel(RELAY_QUEUE);
+        self.replicas.lock().expect("session store lock").insert(replica.to_owned(), tx);
+        Box::pin(std::future::ready(Ok(Some(rx))))
+    }
+
+    fn hold_stream<'a>(&'a self, id: &'a str, replica: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
+        let until = Instant::now() + ttl;
+        self.stream_holders.lock().expect("session store lock").insert(id.to_owned(), (replica.to_owned(), until));
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn stream_holder<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<String>> {
+        let holders = self.stream_holders.lock().expect("session store lock");
+        let holder = holders.get(id).filter(|(_, until)| *until > Instant::now()).map(|(replica, _)| replica.clone());
+        Box::pin(std::future::ready(Ok(holder)))
     }
 }
 
@@ -240,5 +352,27 @@ mod tests {
         store.remove("a").await.unwrap();
         assert_eq!(store.load("a").await.unwrap(), None);
         assert!(store.is_empty());
+    }
+
+    #[tokio::test]
+    async fn memory_relays_reach_the_named_replica_only_while_it_listens() {
+        let store = MemorySessionStore::new();
+        let message = Relayed { session: "s".into(), kind: RelayKind::Response, message: Bytes::from_static(b"{}") };
+        assert!(!store.relay("r1", &message).await.unwrap(), "nobody listens as r1 yet");
+        let mut r1 = store.relayed("r1").await.unwrap().expect("the memory store relays");
+        assert!(store.relay("r1", &message).await.unwrap());
+        assert_eq!(r1.recv().await, Some(message.clone()));
+        assert!(!store.relay("r2", &message).await.unwrap(), "another name");
+        drop(r1);
+        assert!(!store.relay("r1", &message).await.unwrap(), "r1 is gone");
+
+        assert_eq!(store.stream_holder("s").await.unwrap(), None);
+        store.hold_stream("s", "r1", Duration::from_secs(60)).await.unwrap();
+        store.hold_stream("s", "r2", Duration::from_secs(60)).await.unwrap();
+        assert_eq!(store.stream_holder("s").await.unwrap().as_deref(), Some("r2"), "the latest GET");
+        store.hold_stream("t", "r1", Duration::ZERO).await.unwrap();
+        assert_eq!(store.stream_holder("t").await.unwrap(), None, "expired");
+        SessionStore::remove(&store, "s").await.unwrap();
+        assert_eq!(store.stream_holder("s").await.unwrap(), None, "forgotten with its session");
     }
 }
