@@ -19,8 +19,12 @@
 //!   client's GET stream held by another (relayed through Redis, as both replicas log).
 //! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
 //!   timeout; restarted on the same port: new sessions are served again.
+//!
+//! Each test runs alone (its [`LeavesNothing`] waits for its turn) and ends by checking that no
+//! child process, zombie or file descriptor of its own is left.
 
 mod http_support;
+mod reliability;
 mod support;
 
 use std::io::{BufRead, BufReader};
@@ -31,7 +35,11 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use http_support::{initialize_body, raw, raw_session, Raw, BOTH, JSON, SHORT};
+use reliability::LeavesNothing;
 use serde_json::{json, Value};
+
+/// How long a test waits, after its processes are stopped, for nothing of ours to be left.
+const CLEANUP: Duration = Duration::from_secs(10);
 
 /// A port free on loopback now (the system's choice for a listener bound and dropped).
 fn free_port() -> u16 {
@@ -188,6 +196,7 @@ fn text(result: &Value) -> &str {
 
 #[test]
 fn a_ts_sdk_session_is_served_by_every_replica_behind_the_balancer() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     let cluster = Cluster::start("ts");
     let whoami = json!({"call": "whoami", "args": {}});
     let script = json!([
@@ -231,6 +240,7 @@ fn post(addr: SocketAddr, session: &str, body: &Value) -> Raw {
 
 #[test]
 fn a_stream_cut_on_one_replica_resumes_on_each_of_the_others() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     let cluster = Cluster::start("resume");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let session = runtime.block_on(raw_session(cluster.balancer, "2025-11-25"));
@@ -259,6 +269,7 @@ fn a_stream_cut_on_one_replica_resumes_on_each_of_the_others() {
 
 #[test]
 fn without_redis_new_sessions_get_503_in_bounded_time_and_come_back_with_it() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     let mut cluster = Cluster::start("outage");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let initialize =
@@ -284,6 +295,7 @@ fn without_redis_new_sessions_get_503_in_bounded_time_and_come_back_with_it() {
 
 #[test]
 fn a_replica_killed_mid_session_loses_no_session() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     let mut cluster = Cluster::start("kill");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let session = runtime.block_on(raw_session(cluster.balancer, "2025-11-25"));
@@ -311,6 +323,7 @@ fn a_replica_killed_mid_session_loses_no_session() {
 /// stream capped near its limit, replayed from any point.
 #[test]
 fn the_redis_store_keeps_records_for_their_ttl_and_caps_streams() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
     use mcpwire::transport::sse_http::{EventStore, SessionRecord, SessionStore, StoredEvent};
     let port = free_port();
@@ -355,6 +368,7 @@ fn the_redis_store_keeps_records_for_their_ttl_and_caps_streams() {
 
 #[test]
 fn mcp_bridge_replicas_share_sessions_with_session_store() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     let echo_server = echo_server_path();
     let cluster = Cluster::start_with("bridge", move |n, addr, redis| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
@@ -389,6 +403,7 @@ fn mcp_bridge_replicas_share_sessions_with_session_store() {
 
 #[test]
 fn a_delete_through_one_replica_ends_the_session_on_all() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     let cluster = Cluster::start("delete");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let session = runtime.block_on(raw_session(cluster.replicas[0], "2025-11-25"));
@@ -446,6 +461,7 @@ fn relay_between(cluster: &Cluster, relayed: &str, to: &str, taken: &str) -> (us
 
 #[test]
 fn a_ts_sdk_elicitation_is_answered_through_another_replica() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     let cluster = Cluster::start("elicit");
     let ask = json!({"call": "ask", "args": {}});
     let script = json!([ask, ask, ask, ask]);
@@ -474,6 +490,7 @@ fn a_ts_sdk_elicitation_is_answered_through_another_replica() {
 
 #[test]
 fn a_notification_made_on_one_replica_reaches_the_get_stream_held_by_another() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     let cluster = Cluster::start("standalone");
     let whoami = json!({"call": "whoami", "args": {}});
     let announce = json!({"call": "announce", "args": {}});
@@ -500,6 +517,7 @@ fn a_notification_made_on_one_replica_reaches_the_get_stream_held_by_another() {
 /// timeout; restarted, the listener subscribes again by itself and relays arrive again.
 #[test]
 fn the_redis_store_relays_to_the_named_replica_and_recovers_after_an_outage() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
     use mcpwire::transport::sse_http::{RelayKind, Relayed, SessionStore, StoreError};
     let port = free_port();
@@ -583,6 +601,7 @@ fn ts_client_pausing(url: &str, script: &Value, mut at_pause: impl FnMut()) -> V
 
 #[test]
 fn the_ts_sdk_resumes_its_get_stream_on_another_replica_when_its_replica_dies() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
     let mut cluster = Cluster::start("resume-get");
     let whoami = json!({"call": "whoami", "args": {}});
     let announce = json!({"call": "announce", "args": {}});

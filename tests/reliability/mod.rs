@@ -84,16 +84,54 @@ impl Baseline {
     /// time; a file whose other tests open sockets must take one in those too.
     pub async fn assert_nothing_left(&self, within: Duration) {
         let started = Instant::now();
-        loop {
-            let left: Vec<String> = open_files().difference(&self.files).cloned().collect();
-            let kids = children();
-            if left.is_empty() && kids.is_empty() {
-                return;
-            }
+        while let Some(left) = self.what_is_left() {
             if started.elapsed() > within {
-                panic!("left behind: files {left:?}, child processes (pid, state) {kids:?}");
+                panic!("{left}");
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// What is left now against the start, described; `None` when nothing is.
+    fn what_is_left(&self) -> Option<String> {
+        let left: Vec<String> = open_files().difference(&self.files).cloned().collect();
+        let kids = children();
+        (!left.is_empty() || !kids.is_empty())
+            .then(|| format!("left behind: files {left:?}, child processes (pid, state) {kids:?}"))
+    }
+}
+
+/// A [`Baseline`] for a test without a runtime (it blocks for its turn): taken first in the
+/// test, so that it is dropped last, after the test's processes and sockets, it waits then (at
+/// most `within`) for nothing to be left and fails naming what is — unless the test is failing
+/// already.
+pub struct LeavesNothing {
+    baseline: Baseline,
+    within: Duration,
+}
+
+impl LeavesNothing {
+    pub fn take(within: Duration) -> LeavesNothing {
+        // The first tokio runtime of the process opens the socket pair its signal handling
+        // shares for good; that one is not the test's.
+        static SIGNALS: std::sync::Once = std::sync::Once::new();
+        SIGNALS.call_once(|| drop(tokio::runtime::Builder::new_current_thread().enable_all().build()));
+        let turn = ONE_AT_A_TIME.blocking_lock();
+        LeavesNothing { baseline: Baseline { files: open_files(), _turn: turn }, within }
+    }
+}
+
+impl Drop for LeavesNothing {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let started = Instant::now();
+        while let Some(left) = self.baseline.what_is_left() {
+            if started.elapsed() > self.within {
+                panic!("{left}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
