@@ -5,8 +5,12 @@
 //! a stream is resumed on another server with `Last-Event-ID`, and a store that cannot be
 //! reached gets 503 with a JSON-RPC error body. Raw HTTP/1.1 over loopback. The same with
 //! Redis, HAProxy and separate processes is tests/scale_out.rs (feature `redis`).
+//!
+//! Each test runs alone (its `Baseline` waits for its turn) and ends by checking that no
+//! socket or child of its own is left.
 
 mod http_support;
+mod reliability;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +21,11 @@ use mcpwire::transport::sse_http::{
     EventStore, HttpServer, HttpServerConfig, MemoryEventStore, MemorySessionStore, Relayed, SessionRecord,
     SessionStore, StoreError, StoreFuture,
 };
+use reliability::Baseline;
 use serde_json::{json, Value};
+
+/// How long a test waits, after its servers are shut down, for nothing of ours to be left.
+const CLEANUP: Duration = Duration::from_secs(10);
 
 /// A server named `name` whose tool `whoami` answers that name, and `count {n}` sends n
 /// progress notifications before answering `counted`.
@@ -72,6 +80,7 @@ fn text_of(r: &Raw) -> String {
 
 #[tokio::test]
 async fn a_session_initialized_on_one_server_is_served_by_the_others() {
+    let baseline = Baseline::take().await;
     let store = Arc::new(MemorySessionStore::new());
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
     let a = replica("a", store.clone(), events.clone()).await;
@@ -123,10 +132,12 @@ async fn a_session_initialized_on_one_server_is_served_by_the_others() {
     for server in [a, b, c, d] {
         server.shutdown().await;
     }
+    baseline.assert_nothing_left(CLEANUP).await;
 }
 
 #[tokio::test]
 async fn a_stream_answered_by_one_server_resumes_on_another() {
+    let baseline = Baseline::take().await;
     let store = Arc::new(MemorySessionStore::new());
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
     let a = replica("a", store.clone(), events.clone()).await;
@@ -156,6 +167,7 @@ async fn a_stream_answered_by_one_server_resumes_on_another() {
     assert_eq!(messages.last().unwrap()["result"]["content"][0]["text"], "counted");
     a.shutdown().await;
     b.shutdown().await;
+    baseline.assert_nothing_left(CLEANUP).await;
 }
 
 /// A store that cannot be reached.
@@ -178,6 +190,7 @@ impl SessionStore for Unreachable {
 
 #[tokio::test]
 async fn a_store_that_cannot_be_reached_gets_503_with_a_json_rpc_error() {
+    let baseline = Baseline::take().await;
     let server = replica("a", Arc::new(Unreachable), Arc::new(MemoryEventStore::new(64))).await;
     let r = raw(server.local_addr(), "POST", "/mcp", &[BOTH, JSON], &initialize_body("2025-11-25"), SHORT).await;
     assert_eq!(r.status, 503, "{r:?}");
@@ -187,10 +200,12 @@ async fn a_store_that_cannot_be_reached_gets_503_with_a_json_rpc_error() {
     let r = post(&server, "0123456789abcdef0123456789abcdef", &call(1, "whoami", json!({}))).await;
     assert_eq!(r.status, 503, "an unknown id cannot be looked up: {r:?}");
     server.shutdown().await;
+    baseline.assert_nothing_left(CLEANUP).await;
 }
 
 #[tokio::test]
 async fn a_server_shutting_down_leaves_its_sessions_and_streams_to_the_others() {
+    let baseline = Baseline::take().await;
     let store = Arc::new(MemorySessionStore::new());
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
     let a = replica("a", store.clone(), events.clone()).await;
@@ -211,6 +226,7 @@ async fn a_server_shutting_down_leaves_its_sessions_and_streams_to_the_others() 
     let resumed = raw(b.local_addr(), "GET", "/mcp", &headers, "", SHORT).await;
     assert_eq!(resumed.sse_ids(), ids[2..], "the stream's events outlive it too");
     b.shutdown().await;
+    baseline.assert_nothing_left(CLEANUP).await;
 }
 
 /// A server named `name` with the tools `ask` (elicits a `name`, answers `<server> was told
@@ -383,6 +399,7 @@ impl SessionStore for RelayDown {
 
 #[tokio::test]
 async fn an_elicitation_answered_through_another_server_reaches_the_tool_that_asked() {
+    let baseline = Baseline::take().await;
     let store = Arc::new(MemorySessionStore::new());
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
     let a = relaying_replica("a", store.clone(), events.clone()).await;
@@ -409,10 +426,12 @@ async fn an_elicitation_answered_through_another_server_reaches_the_tool_that_as
     }
     a.shutdown().await;
     b.shutdown().await;
+    baseline.assert_nothing_left(CLEANUP).await;
 }
 
 #[tokio::test]
 async fn forged_and_misdirected_answers_are_dropped_and_harm_nothing_in_flight() {
+    let baseline = Baseline::take().await;
     let memory = Arc::new(MemorySessionStore::new());
     let relaying = Arc::new(RelayDown { inner: memory.clone(), down: false.into() });
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
@@ -460,10 +479,13 @@ async fn forged_and_misdirected_answers_are_dropped_and_harm_nothing_in_flight()
     );
     a.shutdown().await;
     b.shutdown().await;
+    drop(call_stream);
+    baseline.assert_nothing_left(CLEANUP).await;
 }
 
 #[tokio::test]
 async fn a_message_for_the_standalone_stream_reaches_the_server_holding_it() {
+    let baseline = Baseline::take().await;
     let store = Arc::new(MemorySessionStore::new());
     let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
     let a = relaying_replica("a", store.clone(), events.clone()).await;
@@ -500,10 +522,12 @@ async fn a_message_for_the_standalone_stream_reaches_the_server_holding_it() {
     }
     a.shutdown().await;
     b.shutdown().await;
+    baseline.assert_nothing_left(CLEANUP).await;
 }
 
 #[tokio::test]
 async fn a_request_left_unanswered_is_cancelled_under_the_id_the_client_knows() {
+    let baseline = Baseline::take().await;
     let store = Arc::new(MemorySessionStore::new());
     let server = Server::builder()
         .name("a")
@@ -549,4 +573,6 @@ async fn a_request_left_unanswered_is_cancelled_under_the_id_the_client_knows() 
     assert_eq!(post(&a, &id, &answer(&asked["id"], "Ada")).await.status, 202);
     assert_eq!(post(&a, &id, &json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}).to_string()).await.status, 200);
     a.shutdown().await;
+    drop(call_stream);
+    baseline.assert_nothing_left(CLEANUP).await;
 }
