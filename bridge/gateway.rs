@@ -404,7 +404,9 @@ impl Gateway {
     async fn set_for(&self, server: &str, context: &Context) -> Result<ConnectionSet, ErrorObject> {
         match context.session_id() {
             Some(session) if self.per_session.serves(server) => {
-                self.per_session.set(session).await.map_err(|e| upstream_error(server, e))
+                // Boxed: starting a session's set is rare and its future large; inline, it
+                // would be part of every forwarded call's future.
+                Box::pin(self.per_session.set(session)).await.map_err(|e| upstream_error(server, e))
             }
             _ => Ok(self.set.clone()),
         }

@@ -909,15 +909,19 @@ impl Conn {
         M::Params: Send + Sync + 'static,
         M::Output: Clone + Send + Sync + 'static,
     {
-        on!(self, c => c.request::<M>(params, options).await)
+        on!(self, c => Box::pin(c.request::<M>(params, options)).await)
     }
 
+    /// A call's future is boxed per arm: inline, the future of this `match` is as large as the
+    /// largest arm's (the HTTP client's, kilobytes), and every future awaiting it up to the
+    /// gateway's forwarded request grows by as much and is copied whole at each level, on
+    /// every call (a third of a bridged call's instructions were those copies).
     async fn call_tool(
         &self,
         params: CallToolRequestParams,
         options: RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
-        on!(self, c => c.call_tool_with(params, options).await)
+        on!(self, c => Box::pin(c.call_tool_with(params, options)).await)
     }
 
     async fn call_tool_with_progress(
@@ -926,7 +930,7 @@ impl Conn {
         options: RequestOptions,
         on_progress: SetProgressCallback,
     ) -> Result<CallToolResult, ClientError> {
-        on!(self, c => c.call_tool_with_progress(params, options, move |p| on_progress(p)).await)
+        on!(self, c => Box::pin(c.call_tool_with_progress(params, options, move |p| on_progress(p))).await)
     }
 
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
@@ -1387,7 +1391,9 @@ impl ConnectionSet {
             return;
         }
         let shared = &self.shared;
-        start_one(shared, slot, true).await;
+        // Boxed: a start holds a whole connect of any transport, which would otherwise make
+        // every call's future (this wait is a state of it) as large, for a path taken once.
+        Box::pin(start_one(shared, slot, true)).await;
         shared.rebuild_catalog();
         shared.save_cache();
         shared.emit(SetEvent::CatalogChanged { server: slot.name.clone() });

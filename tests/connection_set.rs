@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::client::config::{ApprovalMode, McpConfig};
-use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
+use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetCallOptions, SetError, SetEvent, SetOptions};
 use mcpwire::client::ClientError;
 use mcpwire::proto::jsonrpc::ErrorObject;
 use mcpwire::proto::mcp_types::{
@@ -674,4 +674,19 @@ async fn an_optional_server_that_fails_at_startup_is_retried_in_the_background()
     assert!(!retried.iter().any(|s| s == "needed"), "{retried:?}");
     set.shutdown().await;
     let _ = std::fs::remove_file(&marker);
+}
+
+/// A call's future is what every layer above awaits and moves at each level (a gateway boxes
+/// one per forwarded request): the request state of each transport and a server's start stay
+/// boxed behind it, so it does not grow to the largest of them (the HTTP client's, kilobytes).
+#[tokio::test]
+async fn a_call_future_stays_small_whatever_transports_the_set_can_hold() {
+    let (set, _events) = set(&catalog_server("small", &["t"], ""), SetOptions::default());
+    let call = set.call_tool_with("small", "t", None, SetCallOptions::default());
+    let size = std::mem::size_of_val(&call);
+    assert!(size <= 4096, "ConnectionSet::call_tool_with's future is {size} bytes");
+    let params = serde_json::from_value::<ReadResourceRequestParams>(json!({"uri": "file:///x"})).unwrap();
+    let request = set.request_on::<ReadResource>("small", params);
+    let size = std::mem::size_of_val(&request);
+    assert!(size <= 4096, "ConnectionSet::request_on's future is {size} bytes");
 }
