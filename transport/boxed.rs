@@ -84,6 +84,9 @@ impl<T: Transport> ErasedTransport for T {
 }
 
 /// Any [`Transport`], behind one type (see the module doc for why).
+///
+/// # Cancel safety
+/// That of the transport inside: dropping a boxed future drops the transport's own future.
 pub struct BoxTransport(Box<dyn ErasedTransport>);
 
 impl BoxTransport {
