@@ -6,6 +6,7 @@
 
 use mcpwire::client::config::{InProcess, McpConfig, ServerConfig};
 use mcpwire::server::Server;
+use mcpwire::transport::boxed::BoxTransport;
 use mcpwire::transport::{inproc, Limits};
 
 /// An upstream served by `server` in process: each connection (start or restart) gets a new
@@ -13,7 +14,7 @@ use mcpwire::transport::{inproc, Limits};
 fn in_process(name: &str, server: Server) -> ServerConfig {
     let connector = InProcess::new(move || {
         let (client_end, server_end) = inproc::pair(Limits::default());
-        let serving = server.serve(server_end);
+        let serving = server.serve(BoxTransport::new(server_end));
         tokio::spawn(async move {
             let _ = serving.await;
         });

@@ -36,11 +36,11 @@ use mcpwire::client::{ClientOptions, ServerNotification};
 use mcpwire::conformance::{RecordingDir, TeeOptions};
 use mcpwire::server::forward::Forwarding as Advertised;
 use mcpwire::server::Server;
+use mcpwire::transport::boxed::BoxTransport;
 use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
 use mcpwire::transport::stdio::{Stderr, StdioTransport};
 use mcpwire::transport::Limits;
-use mcpwire::transport::Transport;
 use tokio::sync::mpsc;
 
 use super::gateway::{Callers, Forwarding, Gateway, PerSession};
@@ -260,7 +260,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
             let _session = gateway.metrics().session_opened();
             tokio::select! {
-                served = serve_recorded(server.clone(), transport, recordings.clone()) => served,
+                served = serve_recorded(server.clone(), BoxTransport::new(transport), recordings.clone()) => served,
                 _ = interrupt.recv() => Ok(()),
                 _ = terminate.recv() => Ok(()),
             }
@@ -324,7 +324,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             let (serving, metrics) = (server.clone(), gateway.metrics().clone());
             let bound = HttpServer::serve_on(listener, http, move |transport| {
                 let session = metrics.session_opened();
-                let served = serve_recorded(serving.clone(), transport, recordings.clone());
+                let served = serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone());
                 async move {
                     if let Err(e) = served.await {
                         tracing::debug!("a downstream session ended: {e}");
@@ -391,10 +391,12 @@ fn protected_resource(args: &ServeArgs, served_url: &str) -> Result<Option<Prote
 }
 
 /// Serves one downstream session, recorded in the next file of `recordings` when given (a file
-/// that cannot be made is logged and the session served unrecorded).
-async fn serve_recorded<T: Transport>(
+/// that cannot be made is logged and the session served unrecorded). Every session, of any
+/// transport, recorded or not, is served over a `BoxTransport`: the server's dispatch is then
+/// compiled once into the binary, not once per transport.
+async fn serve_recorded(
     server: Server,
-    transport: T,
+    transport: BoxTransport,
     recordings: Option<Arc<RecordingDir>>,
 ) -> Result<(), String> {
     let recorder =
@@ -408,7 +410,7 @@ async fn serve_recorded<T: Transport>(
     let served = match recorder {
         Some(recorder) => {
             tracing::debug!(file = %recorder.path().display(), "recording a session");
-            server.serve(recorder.wrap(transport)).await
+            server.serve(BoxTransport::new(recorder.wrap(transport))).await
         }
         None => server.serve(transport).await,
     };

@@ -21,9 +21,9 @@ use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, S
 use mcpwire::client::login::{AuthReport, AuthStatus, Logins};
 use mcpwire::client::{Client, ClientError, ClientOptions};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Tool};
+use mcpwire::transport::boxed::BoxTransport;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use mcpwire::transport::stdio::{ChildCommand, Stderr};
-use mcpwire::transport::Transport;
 use serde_json::{json, Map, Value};
 
 #[derive(Debug, PartialEq)]
@@ -140,7 +140,8 @@ async fn run(args: Invocation) -> Result<(), Failure> {
     match &args.source {
         Source::Stdio(server) => {
             let command = ChildCommand::new(&server[0]).args(&server[1..]).stderr(stderr);
-            let client = Client::spawn(command, options).await?;
+            let transport = command.spawn().map_err(ClientError::Transport)?;
+            let client = Client::connect(BoxTransport::new(transport), options).await?;
             run_one(client, args.command, args.json).await
         }
         Source::Url(url) => {
@@ -149,7 +150,7 @@ async fn run(args: Invocation) -> Result<(), Failure> {
                 config = config.request_timeout(timeout).connect_timeout(timeout);
             }
             let transport = HttpClientTransport::new(config).map_err(ClientError::Transport)?;
-            let client = Client::connect(transport, options).await?;
+            let client = Client::connect(BoxTransport::new(transport), options).await?;
             run_one(client, args.command, args.json).await
         }
         Source::Config { file, server, more } => {
@@ -187,7 +188,7 @@ async fn run(args: Invocation) -> Result<(), Failure> {
     }
 }
 
-async fn run_one<T: Transport>(client: Client<T>, command: Command, json: bool) -> Result<(), Failure> {
+async fn run_one(client: Client<BoxTransport>, command: Command, json: bool) -> Result<(), Failure> {
     let outcome = match command {
         Command::Tools => client.list_tools().await.map_err(Failure::from).and_then(|tools| {
             print_tools(&tools, json)?;

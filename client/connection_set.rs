@@ -111,10 +111,11 @@ use crate::proto::mcp_types::{
 };
 use crate::proto::session::RequestOptions;
 use crate::proto::version::ProtocolVersion;
-use crate::transport::inproc::InprocTransport;
+use crate::transport::boxed::BoxTransport;
 #[cfg(feature = "http")]
 use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use crate::transport::stdio::{ChildCommand, Stderr, StdioTransport};
+use crate::transport::Transport;
 
 mod lease;
 mod reload;
@@ -822,85 +823,85 @@ impl Catalog {
     }
 }
 
-/// A connection of either kind.
+/// A connection over any transport: one `Client` type for all of them (a `BoxTransport`), so
+/// the client's code is compiled once and not once per transport; `kind` keeps what differs.
 #[derive(Clone)]
-enum Conn {
-    Stdio(Client<StdioTransport>),
-    #[cfg(feature = "http")]
-    Http(Client<HttpClientTransport>),
-    InProcess(Client<InprocTransport>),
+struct Conn {
+    client: Client<BoxTransport>,
+    kind: ConnKind,
 }
 
-macro_rules! on {
-    ($conn:expr, $c:ident => $e:expr) => {
-        match $conn {
-            Conn::Stdio($c) => $e,
-            #[cfg(feature = "http")]
-            Conn::Http($c) => $e,
-            Conn::InProcess($c) => $e,
-        }
-    };
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ConnKind {
+    Stdio,
+    #[cfg(feature = "http")]
+    Http,
+    InProcess,
 }
 
 impl Conn {
+    async fn connect<T: Transport>(transport: T, kind: ConnKind, options: ClientOptions) -> Result<Conn, String> {
+        let client = Client::connect(BoxTransport::new(transport), options).await.map_err(|e| e.to_string())?;
+        Ok(Conn { client, kind })
+    }
+
+    fn stdio(&self) -> Option<&StdioTransport> {
+        self.client.transport().downcast_ref()
+    }
+
     async fn closed(&self) {
-        on!(self, c => c.closed().await)
+        self.client.closed().await
     }
 
     fn is_closed(&self) -> bool {
-        on!(self, c => c.is_closed())
+        self.client.is_closed()
     }
 
     /// Waits up to `grace` for a stdio child whose connection ended to be reaped, so that
     /// [`Conn::end_reason`] can name its exit.
     async fn wait_for_exit(&self, grace: Duration) {
-        let Conn::Stdio(c) = self else { return };
+        let Some(stdio) = self.stdio() else { return };
         let deadline = Instant::now() + grace;
-        while c.exit_status().is_none() && c.transport().child_pid().is_some() && Instant::now() < deadline {
+        while stdio.exit_status().is_none() && stdio.child_pid().is_some() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
     fn capabilities(&self) -> &ServerCapabilities {
-        on!(self, c => c.capabilities())
+        self.client.capabilities()
     }
 
     fn protocol_version(&self) -> ProtocolVersion {
-        on!(self, c => c.protocol_version())
+        self.client.protocol_version()
     }
 
     fn instructions(&self) -> Option<&str> {
-        on!(self, c => c.instructions())
+        self.client.instructions()
     }
 
     fn server_info(&self) -> &Implementation {
-        on!(self, c => c.server_info())
+        self.client.server_info()
     }
 
     fn pid(&self) -> Option<u32> {
-        match self {
-            Conn::Stdio(c) => c.transport().child_pid(),
-            #[cfg(feature = "http")]
-            Conn::Http(_) => None,
-            Conn::InProcess(_) => None,
-        }
+        self.stdio().and_then(StdioTransport::child_pid)
     }
 
     /// Why the connection ended, as far as we can tell.
     fn end_reason(&self) -> String {
-        match self {
-            Conn::Stdio(c) => match c.exit_status() {
+        match self.kind {
+            ConnKind::Stdio => match self.stdio().and_then(StdioTransport::exit_status) {
                 Some(status) => format!("the server exited ({status})"),
                 None => "the server closed the connection".to_owned(),
             },
             #[cfg(feature = "http")]
-            Conn::Http(_) => "the connection closed".to_owned(),
-            Conn::InProcess(_) => "the in-process server closed the connection".to_owned(),
+            ConnKind::Http => "the connection closed".to_owned(),
+            ConnKind::InProcess => "the in-process server closed the connection".to_owned(),
         }
     }
 
     async fn close(&self) {
-        let _ = on!(self, c => c.close().await);
+        let _ = self.client.close().await;
     }
 
     async fn request<M>(&self, params: M::Params, options: RequestOptions) -> Result<M::Output, ClientError>
@@ -909,19 +910,18 @@ impl Conn {
         M::Params: Send + Sync + 'static,
         M::Output: Clone + Send + Sync + 'static,
     {
-        on!(self, c => Box::pin(c.request::<M>(params, options)).await)
+        Box::pin(self.client.request::<M>(params, options)).await
     }
 
-    /// A call's future is boxed per arm: inline, the future of this `match` is as large as the
-    /// largest arm's (the HTTP client's, kilobytes), and every future awaiting it up to the
-    /// gateway's forwarded request grows by as much and is copied whole at each level, on
+    /// A call's future is boxed: inline, it is kilobytes, and every future awaiting it up to
+    /// the gateway's forwarded request grows by as much and is copied whole at each level, on
     /// every call (a third of a bridged call's instructions were those copies).
     async fn call_tool(
         &self,
         params: CallToolRequestParams,
         options: RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
-        on!(self, c => Box::pin(c.call_tool_with(params, options)).await)
+        Box::pin(self.client.call_tool_with(params, options)).await
     }
 
     async fn call_tool_with_progress(
@@ -930,23 +930,23 @@ impl Conn {
         options: RequestOptions,
         on_progress: SetProgressCallback,
     ) -> Result<CallToolResult, ClientError> {
-        on!(self, c => Box::pin(c.call_tool_with_progress(params, options, move |p| on_progress(p))).await)
+        Box::pin(self.client.call_tool_with_progress(params, options, move |p| on_progress(p))).await
     }
 
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        on!(self, c => c.list_tools().await)
+        self.client.list_tools().await
     }
 
     fn roots(&self) -> Option<Vec<Root>> {
-        on!(self, c => c.roots())
+        self.client.roots()
     }
 
     async fn set_roots(&self, roots: Vec<Root>) -> Result<(), ClientError> {
-        on!(self, c => c.set_roots(roots).await)
+        self.client.set_roots(roots).await
     }
 
     async fn notify_roots_changed(&self) -> Result<(), ClientError> {
-        on!(self, c => c.notify_roots_changed().await)
+        self.client.notify_roots_changed().await
     }
 
     /// Opens the `subscriptions/listen` stream that carries a 2026-07-28 server's list
@@ -956,7 +956,7 @@ impl Conn {
             return None;
         }
         let filter = list_changes_filter(self.capabilities());
-        Some(on!(self, c => c.listen(filter).await))
+        Some(self.client.listen(filter).await)
     }
 }
 
@@ -2100,7 +2100,8 @@ async fn connect(
             if let Some(cwd) = cwd {
                 child = child.current_dir(cwd);
             }
-            Conn::Stdio(Client::spawn(child, options).await.map_err(|e| e.to_string())?)
+            let transport = child.spawn().map_err(|e| ClientError::from(e).to_string())?;
+            Conn::connect(transport, ConnKind::Stdio, options).await?
         }
         #[cfg(feature = "http")]
         TransportConfig::Http { url, bearer_token_env_var, http_headers, env_http_headers, legacy_sse } => {
@@ -2125,12 +2126,12 @@ async fn connect(
                 http = http.authorizer(authorizer);
             }
             let transport = HttpClientTransport::new(http).map_err(|e| e.to_string())?;
-            Conn::Http(Client::connect(transport, options).await.map_err(|e| e.to_string())?)
+            Conn::connect(transport, ConnKind::Http, options).await?
         }
         #[cfg(not(feature = "http"))]
         TransportConfig::Http { .. } => return Err("this build has no HTTP transport (feature http)".to_owned()),
         TransportConfig::InProcess(connector) => {
-            Conn::InProcess(Client::connect(connector.connect(), options).await.map_err(|e| e.to_string())?)
+            Conn::connect(connector.connect(), ConnKind::InProcess, options).await?
         }
     };
     let listening = match conn.listen_for_list_changes().await {

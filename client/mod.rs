@@ -126,6 +126,7 @@ use crate::proto::mcp_types::{
 };
 use crate::proto::session::{self, Mode, RequestOptions, Role};
 use crate::proto::version::ProtocolVersion;
+use crate::transport::boxed::downcast;
 use crate::transport::stdio::{ChildCommand, StdioTransport};
 use crate::transport::{Transport, TransportError};
 
@@ -1149,8 +1150,8 @@ impl<T: Transport> Client<T> {
     fn admit_tools(&self, tools: &mut Vec<Tool>) {
         #[cfg(feature = "http")]
         if self.inner.session_meta.is_some() {
-            let transport = self.inner.peer.transport() as &dyn std::any::Any;
-            if let Some(http) = transport.downcast_ref::<crate::transport::sse_http::HttpClientTransport>() {
+            let transport = self.inner.peer.transport();
+            if let Some(http) = downcast::<crate::transport::sse_http::HttpClientTransport, _>(transport) {
                 for (name, why) in http.admit_tools(tools) {
                     eprintln!("mcpwire: warning: tool {name:?} left out of tools/list: {why}");
                 }
@@ -1767,7 +1768,7 @@ async fn handshake<T: Transport>(
                 answered: init.protocol_version.clone(),
             }
         })?;
-    if let Some(stdio) = (peer.transport() as &dyn std::any::Any).downcast_ref::<StdioTransport>() {
+    if let Some(stdio) = downcast::<StdioTransport, _>(peer.transport()) {
         // Batches are legal only in 2025-03-26; the decoder must know.
         stdio.set_protocol_version(Some(version)).await;
     }
@@ -1791,12 +1792,12 @@ async fn fall_back<T: Transport>(
 /// (batches), and the HTTP client, whose POSTs are stateless under 2026-07-28 (`None`: back to
 /// learning the version from `initialize`).
 async fn set_transport_version<T: Transport>(peer: &Peer<T>, version: Option<ProtocolVersion>) {
-    let transport = peer.transport() as &(dyn std::any::Any + Send + Sync);
-    if let Some(stdio) = transport.downcast_ref::<StdioTransport>() {
+    let transport = peer.transport();
+    if let Some(stdio) = downcast::<StdioTransport, _>(transport) {
         stdio.set_protocol_version(version).await;
     }
     #[cfg(feature = "http")]
-    if let Some(http) = transport.downcast_ref::<crate::transport::sse_http::HttpClientTransport>() {
+    if let Some(http) = downcast::<crate::transport::sse_http::HttpClientTransport, _>(transport) {
         match version {
             Some(v) => http.set_protocol_version(v),
             None => http.clear_protocol_version(),
@@ -2014,7 +2015,7 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// child process that exited (waiting briefly for it to be reaped), else [`ClientError::Closed`].
 async fn closed_error<T: Transport>(peer: &Peer<T>, method: &str, reason: Option<String>) -> ClientError {
     let method = method.to_owned();
-    if let Some(stdio) = (peer.transport() as &dyn std::any::Any).downcast_ref::<StdioTransport>() {
+    if let Some(stdio) = downcast::<StdioTransport, _>(peer.transport()) {
         if stdio.child_pid().is_some() {
             let deadline = tokio::time::Instant::now() + EXIT_GRACE;
             loop {

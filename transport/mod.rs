@@ -3,6 +3,7 @@
 //!
 //! - [`stdio`]: newline-delimited JSON over a child process's stdin/stdout, or our own.
 //! - [`inproc`]: a bounded in-process pair passing [`Message`] values, no bytes at all.
+//! - [`boxed`]: any of them behind one type, so generic code over transports is compiled once.
 //! - `sse_http` (feature `http`): Streamable HTTP client and server, and the legacy HTTP+SSE
 //!   transport of 2024-11-05, on hyper; https with the feature `tls`.
 //!
@@ -16,6 +17,7 @@ use std::time::Duration;
 use crate::proto::framing::LineError;
 use crate::proto::jsonrpc::Message;
 
+pub mod boxed;
 pub mod inproc;
 #[cfg(feature = "http")]
 pub mod sse_http;
