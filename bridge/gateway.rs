@@ -479,7 +479,11 @@ impl Gateway {
             relay = Some(queue);
         }
         let started = Instant::now();
-        let outcome = with_caller(caller, set.call_tool_with(&server, &tool, params.arguments, options)).await;
+        // Boxed: the set's call future holds a connection's whole call (kilobytes); inline it
+        // would be part of this future and of `Forwarding::forward`'s box, and be moved whole
+        // into each on every call.
+        let call = Box::pin(set.call_tool_with(&server, &tool, params.arguments, options));
+        let outcome = with_caller(caller, call).await;
         if let Some(queue) = &relay {
             // Progress sent by the upstream before its result reaches the client before ours.
             flush(queue).await;
@@ -541,7 +545,9 @@ impl Gateway {
     {
         let set = self.set_for(server, context).await?;
         let caller = self.callers.enter(context);
-        with_caller(caller.id, set.request_on::<M>(server, params)).await.map_err(|e| upstream_error(server, e))
+        // Boxed for the reason given in `call_tool`.
+        let request = Box::pin(set.request_on::<M>(server, params));
+        with_caller(caller.id, request).await.map_err(|e| upstream_error(server, e))
     }
 
     async fn complete(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {

@@ -384,14 +384,34 @@ async fn held_pings(
 async fn posted_held_ping(
     config: HttpServerConfig,
 ) -> (HttpServer, tokio::net::TcpStream, std::sync::Arc<tokio::sync::Semaphore>) {
-    use tokio::io::AsyncWriteExt;
-    let (held_tx, mut held) = tokio::sync::mpsc::unbounded_channel();
+    let (server, session, mut held, release) = held_pings_server(config).await;
+    let tcp = post_held_ping(server.local_addr(), &session, 7, &mut held).await;
+    (server, tcp, release)
+}
+
+/// A server of [`held_pings`] with `config` and a session on it; the receiver tells when the
+/// application holds a ping, the semaphore releases one.
+async fn held_pings_server(
+    config: HttpServerConfig,
+) -> (HttpServer, String, tokio::sync::mpsc::UnboundedReceiver<()>, std::sync::Arc<tokio::sync::Semaphore>) {
+    let (held_tx, held) = tokio::sync::mpsc::unbounded_channel();
     let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
     let app_release = release.clone();
     let server = HttpServer::bind(config, move |t| held_pings(t, held_tx.clone(), app_release.clone())).await.unwrap();
-    let addr = server.local_addr();
-    let session = raw_session(addr, "2025-11-25").await;
-    let body = ping(7);
+    let session = raw_session(server.local_addr(), "2025-11-25").await;
+    (server, session, held, release)
+}
+
+/// Posts `ping` `id` on a new raw connection of `session`; returns once the application
+/// holds it.
+async fn post_held_ping(
+    addr: std::net::SocketAddr,
+    session: &str,
+    id: u64,
+    held: &mut tokio::sync::mpsc::UnboundedReceiver<()>,
+) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let body = ping(id);
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\
          Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
@@ -401,7 +421,7 @@ async fn posted_held_ping(
     let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     tcp.write_all(request.as_bytes()).await.unwrap();
     tokio::time::timeout(SHORT, held.recv()).await.expect("the application got the ping").unwrap();
-    (server, tcp, release)
+    tcp
 }
 
 #[tokio::test]
@@ -447,6 +467,39 @@ async fn past_the_first_event_hold_the_stream_opens_on_its_own() {
     release.add_permits(1);
     let (rest, _) = read_until(tcp, "0\r\n\r\n").await;
     assert!(rest.contains(r#""id":7"#), "{rest:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_sessions_later_posts_are_held_again_and_released_again() {
+    // The hold's timer is kept by the session from one POST to the next: each later POST must
+    // still be held for the whole hold, and still be released when it ends.
+    use tokio::io::AsyncReadExt;
+    let config = HttpServerConfig::default().first_event_hold(Duration::from_secs(3600));
+    let (server, session, mut held, release) = held_pings_server(config).await;
+    for id in [7, 8] {
+        let mut tcp = post_held_ping(server.local_addr(), &session, id, &mut held).await;
+        let mut first = vec![0u8; 64 * 1024];
+        let early = tokio::time::timeout(Duration::from_millis(300), tcp.read(&mut first)).await;
+        assert!(early.is_err(), "ping {id}: bytes before the answer: {early:?}");
+        release.add_permits(1);
+        let n = tokio::time::timeout(SHORT, tcp.read(&mut first)).await.expect("an answer").unwrap();
+        let text = String::from_utf8_lossy(&first[..n]).into_owned();
+        assert!(text.starts_with("HTTP/1.1 200") && text.ends_with("0\r\n\r\n"), "ping {id}: {text:?}");
+        assert!(text.contains(&format!(r#""id":{id}"#)), "ping {id}: {text:?}");
+    }
+    server.shutdown().await;
+
+    let config = HttpServerConfig::default().first_event_hold(Duration::from_millis(20));
+    let (server, session, mut held, release) = held_pings_server(config).await;
+    for id in [7, 8, 9] {
+        let tcp = post_held_ping(server.local_addr(), &session, id, &mut held).await;
+        let (head, tcp) = read_until(tcp, "data: \n\n").await;
+        assert!(head.contains("id: ") && !head.contains(r#""id":"#), "ping {id}: {head:?}");
+        release.add_permits(1);
+        let (rest, _) = read_until(tcp, "0\r\n\r\n").await;
+        assert!(rest.contains(&format!(r#""id":{id}"#)), "ping {id}: {rest:?}");
+    }
     server.shutdown().await;
 }
 

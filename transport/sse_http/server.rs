@@ -715,6 +715,9 @@ struct Session {
     /// With a session store: the server's own requests to the client awaiting an answer, by
     /// the number in the id they went out with.
     outbound: Mutex<Outbound>,
+    /// The timer of the first event hold, kept between the session's POSTs (see
+    /// [`first_message`]).
+    hold_timer: HoldTimer,
 }
 
 /// The requests a replica sent to a shared session's client, under ids of its own.
@@ -1309,6 +1312,7 @@ impl Shared {
             initialized_given: AtomicBool::new(false),
             store_touched: Mutex::new(Instant::now()),
             outbound: Mutex::new(Outbound::default()),
+            hold_timer: HoldTimer::default(),
         });
         let transport = ServerTransport { session: session.clone(), incoming: tokio::sync::Mutex::new(rx) };
         (session, transport)
@@ -2421,7 +2425,7 @@ async fn dispatch(
     // write as the response head and the priming event (one TCP segment instead of two); past
     // it, up to `first_event_hold` for the first message, for the same reason.
     requeue_once().await;
-    let (first, live) = first_message(live, shared.config.first_event_hold).await;
+    let (first, live) = first_message(live, shared.config.first_event_hold, &session.hold_timer).await;
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
         let priming = SseEvent::new("").with_id(EventId::encode(&stream.name, 0)).with_retry(shared.config.retry_ms);
@@ -2435,19 +2439,52 @@ async fn dispatch(
 async fn first_message(
     mut live: mpsc::Receiver<Outgoing>,
     hold: Duration,
+    timer: &HoldTimer,
 ) -> (Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>) {
     if hold.is_zero() || !live.is_empty() {
         return (Vec::new(), Some(live));
     }
-    match tokio::time::timeout(hold, live.recv()).await {
-        Err(_) => (Vec::new(), Some(live)),
-        Ok(None) => (Vec::new(), None),
-        Ok(Some(first)) => {
+    let mut sleep = timer.take(tokio::time::Instant::now() + hold);
+    let first = tokio::select! {
+        biased;
+        first = live.recv() => Some(first),
+        () = &mut sleep => None,
+    };
+    timer.put_back(sleep);
+    match first {
+        None => (Vec::new(), Some(live)),
+        Some(None) => (Vec::new(), None),
+        Some(Some(first)) => {
             // The rest of a quick answer (the end of the stream after the response) comes in
             // the same turn: let it, so the terminating chunk joins the same write.
             requeue_once().await;
             (vec![first], Some(live))
         }
+    }
+}
+
+/// A session's first event hold timer, reused from one POST to the next. A new timer due
+/// sooner than anything the runtime's timer driver waits for wakes the driver (an eventfd
+/// write and one more `epoll_wait`, on every call of a gateway whose answers take a round trip
+/// upstream); moving a registered timer's deadline later, as each next POST does, is an atomic
+/// store the driver only sees when the old deadline comes. Two POSTs of one session held at
+/// once: the second gets a timer of its own.
+#[derive(Default)]
+struct HoldTimer(Mutex<Option<Pin<Box<tokio::time::Sleep>>>>);
+
+impl HoldTimer {
+    fn take(&self, deadline: tokio::time::Instant) -> Pin<Box<tokio::time::Sleep>> {
+        match self.0.lock().expect("hold timer lock").take() {
+            Some(mut sleep) => {
+                sleep.as_mut().reset(deadline);
+                sleep
+            }
+            None => Box::pin(tokio::time::sleep_until(deadline)),
+        }
+    }
+
+    fn put_back(&self, sleep: Pin<Box<tokio::time::Sleep>>) {
+        *self.0.lock().expect("hold timer lock") = Some(sleep);
     }
 }
 
