@@ -56,26 +56,7 @@ PEERS_ENV=${MCPWIRE_PEERS:-$HOME/.cache/mcp-peers}/peers.env
 # shellcheck disable=SC1090
 [ -f "$PEERS_ENV" ] && . "$PEERS_ENV" || log "$PEERS_ENV missing: the peers are skipped (run scripts/install-peers)"
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start LOG CMD ARGS...: run CMD in a process group of its own (its pid is the group's id, so the
-# gateway's children go with it); sets STARTED to the pid.
-start() {
-  local logfile=$1
-  shift
-  setsid "$@" >"$logfile" 2>&1 </dev/null &
-  STARTED=$!
-  PIDS+=("$STARTED")
-}
+. benches/processes.sh
 # stop PID: TERM it so that it shuts its children down itself (KILL after 5 s), wait for it,
 # then TERM whatever is left in its process group.
 stop() {
@@ -93,17 +74,6 @@ stop() {
   local p left=()
   for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || left+=("$p"); done
   PIDS=("${left[@]}")
-}
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# wait_listening PID PORT: until 127.0.0.1:PORT accepts a connection (30 s), or PID died.
-wait_listening() {
-  local i
-  for i in $(seq 300); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-    kill -0 "$1" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
 }
 peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
 # tag PEER: add `peer` to each JSON line on stdin, append them to $OUT.

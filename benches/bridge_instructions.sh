@@ -31,15 +31,7 @@ command -v valgrind >/dev/null || { echo "bridge_instructions.sh: needs valgrind
 [ $STRACE = 0 ] || command -v strace >/dev/null || { echo "bridge_instructions.sh: needs strace (or --no-strace)" >&2; exit 1; }
 # Calls made by one mcp-bench run with --n N at concurrency 1: warm-up, then two measured rounds.
 calls() { local w=$(($1 / 10)); [ $w -lt 10 ] && w=10; [ $w -gt 200 ] && w=200; echo $((2 * $1 + w)); }
-wait_listening() {
-  local i
-  for i in $(seq 300); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-    kill -0 "$1" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
+. benches/processes.sh
 # count N cachegrind|strace: the bridge's instructions or system calls over a run of N calls.
 count() {
   local port=$((20000 + RANDOM % 10000)) log pid tracer=""

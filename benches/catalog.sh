@@ -54,20 +54,10 @@ for b in "$ECHO" "$BRIDGE"; do
   [ -x "$b" ] || { log "$b missing (run without --no-build)"; exit 1; }
 done
 
-WORK=$(mktemp -d)
+. benches/processes.sh
 export XDG_CACHE_HOME=$WORK/cache
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 now_ms() { date +%s%3N; }
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 children() { pgrep -P "$1" | sort || true; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 children_rss_kb() {

@@ -62,25 +62,7 @@ PEERS_ENV=${MCPWIRE_PEERS:-$HOME/.cache/mcp-peers}/peers.env
 [ -f "$PEERS_ENV" ] && . "$PEERS_ENV" || log "$PEERS_ENV missing: the HAProxy and Redis cells are skipped (run scripts/install-peers)"
 HAPROXY=${MCP_HAPROXY:-} REDIS=${MCP_REDIS_SERVER:-}
 
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start LOG CMD ARGS...: run CMD in a process group of its own; sets STARTED to its pid.
-start() {
-  local logfile=$1
-  shift
-  setsid "$@" >"$logfile" 2>&1 </dev/null &
-  STARTED=$!
-  PIDS+=("$STARTED")
-}
+. benches/processes.sh
 # stop_all: TERM every process started (HAProxy's master stops its worker), wait for them.
 stop_all() {
   local pid
@@ -89,18 +71,6 @@ stop_all() {
   for pid in "${PIDS[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
   PIDS=()
 }
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# wait_listening PID PORT: until 127.0.0.1:PORT accepts a connection (30 s), or PID died.
-wait_listening() {
-  local i
-  for i in $(seq 300); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return 0
-    kill -0 "$1" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
-# tag STORE REPLICAS VIA: add the cell to each JSON line on stdin, append them to $OUT.
 tag() { python3 -c '
 import json, sys
 store, replicas, via = sys.argv[1], int(sys.argv[2]), sys.argv[3]
