@@ -951,10 +951,13 @@ impl Session {
         }
     }
 
-    /// The application's own id of the request this replica sent as number `n`, once: `None`
-    /// when this session sent no such request, or it was answered already.
-    fn take_outbound(&self, n: u64) -> Option<Id> {
-        self.outbound.lock().expect("session lock").waiting.remove(&n)
+    /// `answer`, to the request this replica sent as number `n`, under the application's own
+    /// id of that request, once: `None` when this session sent no such request, or it was
+    /// answered already.
+    fn restore_answer(&self, mut answer: Message, n: u64) -> Option<Message> {
+        let own = self.outbound.lock().expect("session lock").waiting.remove(&n)?;
+        set_answered_id(&mut answer, own);
+        Some(answer)
     }
 
     /// Hands a message for the standalone stream to the replica holding that stream, when
@@ -1565,22 +1568,19 @@ async fn take_relayed(shared: Weak<Shared>, mut relayed: mpsc::Receiver<Relayed>
         };
         match relayed.kind {
             RelayKind::Response => {
-                let mut message = match Message::from_slice(&relayed.message) {
+                let message = match Message::from_slice(&relayed.message) {
                     Ok(message) => message,
                     Err(e) => {
                         tracing::warn!(%replica, "dropped a relayed response that is not JSON-RPC: {e}");
                         continue;
                     }
                 };
-                let own = answered_id(&message)
-                    .and_then(namespaced)
-                    .filter(|(to, _)| to == replica)
-                    .and_then(|(_, n)| session.take_outbound(n));
-                let Some(own) = own else {
+                let sent_here =
+                    answered_id(&message).and_then(namespaced).filter(|(to, _)| to == replica).map(|(_, n)| n);
+                let Some(message) = sent_here.and_then(|n| session.restore_answer(message, n)) else {
                     tracing::warn!(%replica, "dropped a relayed response that answers no request of its session here");
                     continue;
                 };
-                set_answered_id(&mut message, own);
                 tracing::info!(%replica, "a relayed response reached the request waiting for it");
                 session.deliver(vec![message]).await;
             }
@@ -1610,17 +1610,14 @@ async fn route_responses(
     }
     let replica = &shared.replica;
     let mut kept = Vec::with_capacity(messages.len());
-    for mut message in messages {
+    for message in messages {
         let Some((owner, n)) = answered_id(&message).and_then(namespaced) else {
             kept.push(message);
             continue;
         };
         if owner == replica {
-            match session.take_outbound(n) {
-                Some(own) => {
-                    set_answered_id(&mut message, own);
-                    kept.push(message);
-                }
+            match session.restore_answer(message, n) {
+                Some(message) => kept.push(message),
                 None => tracing::warn!(%replica, "dropped a response that answers no request of its session here"),
             }
             continue;
