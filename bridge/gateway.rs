@@ -23,8 +23,9 @@
 //! - Sharing: an upstream is shared by every downstream session, unless it is `per-session`
 //!   ([`PerSession`]): then each handshake-era downstream session gets its own connection (its
 //!   own child), started on the session's first request to it and stopped when the session
-//!   ends. The shared connection still serves the listings and the 2026-07-28 requests, which
-//!   belong to no session.
+//!   ends; a reload of the configuration moves every session's own connections too. The
+//!   shared connection still serves the listings and the 2026-07-28 requests, which belong to
+//!   no session.
 //!
 //! Not here: listening, signals, the embedded servers (serve.rs, embedded.rs).
 
@@ -292,28 +293,61 @@ impl Callers {
     }
 }
 
-/// The upstreams each downstream session gets for itself: their configuration, and the sets
-/// started so far, by session.
+/// The upstreams each downstream session gets for itself: their configuration (the servers
+/// named by `--per-session`, as the config file has them now), and the sets started so far, by
+/// session.
+///
+/// A reload ([`PerSession::reload`]) moves every started set to the new configuration, each
+/// through [`ConnectionSet::reload`] (an unchanged server keeps its child; a changed one is
+/// restarted; a removed one is stopped); a set started while a reload runs is moved on its next
+/// use, by the generation it was made with.
 pub(crate) struct PerSession {
-    config: McpConfig,
+    names: Vec<String>,
+    config: RwLock<(u64, McpConfig)>,
     options: SetOptions,
-    sets: Mutex<HashMap<u64, Arc<tokio::sync::OnceCell<ConnectionSet>>>>,
+    sets: Mutex<HashMap<u64, Arc<tokio::sync::OnceCell<SessionSet>>>>,
+}
+
+/// One session's set, and the configuration generation it was last moved to.
+struct SessionSet {
+    set: ConnectionSet,
+    generation: AtomicU64,
 }
 
 impl PerSession {
-    /// Per-session connections to the servers of `config`, made with `options`.
-    pub(crate) fn new(config: McpConfig, options: SetOptions) -> PerSession {
-        PerSession { config, options, sets: Mutex::default() }
+    /// Per-session connections to the servers `names` of `config`, made with `options`.
+    ///
+    /// # Errors
+    /// A name `config` does not have.
+    pub(crate) fn new(names: Vec<String>, config: &McpConfig, options: SetOptions) -> Result<PerSession, String> {
+        if let Some(missing) = names.iter().find(|name| !config.servers.contains_key(*name)) {
+            return Err(format!("--per-session {missing}: no such upstream"));
+        }
+        let config = RwLock::new((0, Self::subset(&names, config)));
+        Ok(PerSession { names, config, options, sets: Mutex::default() })
     }
 
-    /// The set of session `session`, started on first use.
+    /// The servers of `config` that are per-session.
+    fn subset(names: &[String], config: &McpConfig) -> McpConfig {
+        let mut subset = config.clone();
+        subset.servers.retain(|name, _| names.contains(name));
+        subset
+    }
+
+    fn current(&self) -> (u64, McpConfig) {
+        self.config.read().expect("per-session config lock").clone()
+    }
+
+    /// The set of session `session`, started on first use (and moved to the current
+    /// configuration when a reload came after it was made).
     async fn set(&self, session: u64) -> Result<ConnectionSet, SetError> {
         let cell = self.sets.lock().expect("sessions lock").entry(session).or_default().clone();
         let set = cell
             .get_or_try_init(|| async {
-                let set = ConnectionSet::new(self.config.clone(), self.options.clone());
+                let (generation, config) = self.current();
+                let set = ConnectionSet::new(config, self.options.clone());
                 match set.start().await {
-                    Ok(_) => Ok(set),
+                    Ok(_) => Ok(SessionSet { set, generation: AtomicU64::new(generation) }),
                     Err(e) => {
                         set.shutdown().await;
                         Err(e)
@@ -321,16 +355,59 @@ impl PerSession {
                 }
             })
             .await;
-        if set.is_err() {
-            self.sets.lock().expect("sessions lock").remove(&session);
+        let session_set = match set {
+            Ok(session_set) => session_set,
+            Err(e) => {
+                self.sets.lock().expect("sessions lock").remove(&session);
+                return Err(e);
+            }
+        };
+        let generation = self.config.read().expect("per-session config lock").0;
+        if session_set.generation.load(Ordering::Acquire) != generation {
+            Box::pin(Self::move_to(session_set, self.current())).await;
         }
-        set.cloned()
+        Ok(session_set.set.clone())
+    }
+
+    /// Moves `session_set` to `config` of `generation`, unless it is there already.
+    async fn move_to(session_set: &SessionSet, (generation, config): (u64, McpConfig)) {
+        if session_set.generation.swap(generation, Ordering::AcqRel) != generation {
+            let report = session_set.set.reload(config).await;
+            tracing::debug!(%report, "a session's per-session upstreams reloaded");
+        }
+    }
+
+    /// The configuration file became `config`: the per-session servers are taken from it
+    /// (a `--per-session` name it no longer has is no longer served), and every started
+    /// session's set is moved to them. Returns how many sets were moved.
+    pub(crate) async fn reload(&self, config: &McpConfig) -> usize {
+        let current = {
+            let mut held = self.config.write().expect("per-session config lock");
+            let subset = Self::subset(&self.names, config);
+            if subset == held.1 {
+                return 0;
+            }
+            for gone in self.names.iter().filter(|name| !subset.servers.contains_key(*name)) {
+                tracing::warn!(server = %gone, "--per-session server no longer in the config: no longer served");
+            }
+            *held = (held.0 + 1, subset);
+            held.clone()
+        };
+        let started: Vec<_> = self.sets.lock().expect("sessions lock").values().cloned().collect();
+        let mut moved = 0;
+        for cell in &started {
+            if let Some(session_set) = cell.get() {
+                Self::move_to(session_set, current.clone()).await;
+                moved += 1;
+            }
+        }
+        moved
     }
 
     /// Session `session` ended: its connections are shut down (children and process groups).
     pub(crate) fn close(&self, session: u64) {
         let Some(cell) = self.sets.lock().expect("sessions lock").remove(&session) else { return };
-        if let Some(set) = cell.get().cloned() {
+        if let Some(set) = cell.get().map(|s| s.set.clone()) {
             tokio::spawn(async move { set.shutdown().await });
         }
     }
@@ -338,13 +415,15 @@ impl PerSession {
     /// Every session's connections shut down.
     pub(crate) async fn close_all(&self) {
         let cells: Vec<_> = self.sets.lock().expect("sessions lock").drain().map(|(_, c)| c).collect();
-        for set in cells.iter().filter_map(|c| c.get()) {
-            set.shutdown().await;
+        for session_set in cells.iter().filter_map(|c| c.get()) {
+            session_set.set.shutdown().await;
         }
     }
 
     fn serves(&self, server: &str) -> bool {
-        self.config.servers.contains_key(server)
+        // The names first: with no `--per-session`, no lock on the call path.
+        self.names.iter().any(|name| name == server)
+            && self.config.read().expect("per-session config lock").1.servers.contains_key(server)
     }
 }
 
@@ -388,6 +467,11 @@ impl Gateway {
     /// The gateway's metrics (calls, errors, latency, restarts, sessions, upstream states).
     pub(crate) fn metrics(&self) -> &Arc<BridgeMetrics> {
         &self.metrics
+    }
+
+    /// The shared upstreams.
+    pub(crate) fn set(&self) -> &ConnectionSet {
+        &self.set
     }
 
     /// Every shared upstream's state.

@@ -6,8 +6,8 @@
 //!
 //! SIGHUP, or a change of the file (looked at every second), reloads `--config`
 //! ([`ConnectionSet::reload`]: an upstream that did not change
-//! keeps its connection; downstream clients get `list_changed`); `--per-session` upstreams
-//! keep the configuration they started with.
+//! keeps its connection; downstream clients get `list_changed`); each session's `--per-session`
+//! upstreams are moved to the new configuration the same way.
 //!
 //! Security defaults: loopback binds; a non-loopback `--listen` refuses to start without
 //! `--auth-token-env` or `--auth-issuer`; Origin and Host checked as the HTTP server does (Host
@@ -198,14 +198,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         options = options.with_logins(logins);
     }
     let options = callers.handlers(options);
-    let mut per_session = McpConfig::default();
-    for name in &args.per_session {
-        let Some(server) = config.servers.get(name) else {
-            return Err(format!("--per-session {name}: no such upstream"));
-        };
-        per_session.servers.insert(name.clone(), server.clone());
-    }
-    let per_session = PerSession::new(per_session, options.clone());
+    let per_session = PerSession::new(args.per_session.clone(), &config, options.clone())?;
     let (mut options, events) = options.with_event_channel();
     if let Some(cache) = args.config.as_deref().and_then(CatalogCache::for_config) {
         options = options.with_catalog_cache(cache);
@@ -253,7 +246,11 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     }
     tokio::spawn(follow_events(gateway.clone(), events));
     if let Some(file) = &args.config {
-        tokio::spawn(reload_on_change(set.clone(), file.clone(), signal(tokio::signal::unix::SignalKind::hangup())?));
+        tokio::spawn(reload_on_change(
+            gateway.clone(),
+            file.clone(),
+            signal(tokio::signal::unix::SignalKind::hangup())?,
+        ));
     }
     let outcome = match listen {
         Listen::Stdio => {
@@ -494,12 +491,13 @@ fn stamp(file: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-/// Reloads the set from `file` on every SIGHUP, and when the file changes (looked at every
+/// Reloads the gateway's sets (the shared one and every session's per-session one) from `file`
+/// on every SIGHUP, and when the file changes (looked at every
 /// [`CONFIG_POLL`]; a change is taken once it has held for one look, so a file being written
 /// is not read half-way): unchanged upstreams keep their connections, and the catalog changes
 /// reach the downstream sessions as `list_changed` (through the set's events). A file that no
 /// longer reads is logged and changes nothing.
-async fn reload_on_change(set: ConnectionSet, file: std::path::PathBuf, mut hangup: tokio::signal::unix::Signal) {
+async fn reload_on_change(gateway: Arc<Gateway>, file: std::path::PathBuf, mut hangup: tokio::signal::unix::Signal) {
     let mut loaded = stamp(&file);
     let mut seen = loaded;
     let mut poll = tokio::time::interval(CONFIG_POLL);
@@ -524,8 +522,12 @@ async fn reload_on_change(set: ConnectionSet, file: std::path::PathBuf, mut hang
         seen = loaded;
         match McpConfig::load(&file) {
             Ok(config) => {
-                let report = set.reload(config).await;
+                let report = gateway.set().reload(config.clone()).await;
                 tracing::info!(file = %file.display(), %report, "reloaded ({why})");
+                let sessions = gateway.per_session().reload(&config).await;
+                if sessions > 0 {
+                    tracing::info!(sessions, "per-session upstreams reloaded");
+                }
             }
             Err(e) => tracing::warn!("reload skipped ({why}): {e}"),
         }

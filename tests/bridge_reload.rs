@@ -122,3 +122,68 @@ async fn a_change_of_the_config_file_is_reloaded_without_a_signal() {
     let _ = client.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The `mcp-server-time` children of the bridge, with their command lines, by pid.
+fn time_children(bridge: &ServingBridge) -> Vec<(u32, String)> {
+    let mut children: Vec<_> =
+        children_of(bridge.pid()).into_iter().filter(|(_, cmd)| cmd.contains("mcp-server-time")).collect();
+    children.sort();
+    children
+}
+
+/// Waits (at most 30 s, looking every 100 ms) until the bridge's time children satisfy `done`.
+async fn until_time_children(bridge: &ServingBridge, what: &str, done: impl Fn(&[(u32, String)]) -> bool) {
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        while !done(&time_children(bridge)) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    assert!(waited.await.is_ok(), "{what}: {:?}", time_children(bridge));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_moves_each_sessions_per_session_upstreams_to_the_new_config() {
+    let dir = scratch("per-session");
+    let config = dir.join("config.toml");
+    let time = |args: &str| format!("[mcp_servers.time]\ncommand = {:?}\n{args}", support::peer("MCP_SERVER_TIME"));
+    std::fs::write(&config, format!("{}\n{}", everything(), time(""))).unwrap();
+    let bridge = ServingBridge::start(&["--config", config.to_str().unwrap(), "--per-session", "time"]);
+    let shared = time_children(&bridge);
+    assert_eq!(shared.len(), 1, "the shared connection lists the tools: {shared:?}");
+
+    let client = {
+        use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+        let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url)).unwrap();
+        let options = mcpwire::client::ClientOptions::default().with_era(mcpwire::client::EraPolicy::Legacy);
+        mcpwire::client::Client::connect(transport, options).await.unwrap()
+    };
+    let now =
+        || client.call_tool("mcp__time__get_current_time", serde_json::json!({"timezone": "UTC"}).as_object().cloned());
+    let first = now().await.unwrap();
+    assert_ne!(first.is_error, Some(true), "{first:?}");
+    let before = time_children(&bridge);
+    assert_eq!(before.len(), 2, "the session has its own child besides the shared one: {before:?}");
+
+    std::fs::write(&config, format!("{}\n{}", everything(), time("args = [\"--local-timezone\", \"Europe/Paris\"]\n")))
+        .unwrap();
+    bridge.signal("HUP");
+    until_time_children(&bridge, "both time children restarted with the new arguments", |now| {
+        now.len() == 2
+            && now.iter().all(|(pid, cmd)| cmd.contains("Europe/Paris") && !before.iter().any(|(old, _)| old == pid))
+    })
+    .await;
+    let moved = time_children(&bridge);
+    let again = now().await.unwrap();
+    assert_ne!(again.is_error, Some(true), "{again:?}");
+    assert_eq!(time_children(&bridge), moved, "the call used the session's moved child, no third one");
+
+    std::fs::write(&config, everything()).unwrap();
+    bridge.signal("HUP");
+    until_time_children(&bridge, "a removed per-session server is stopped in every session", <[_]>::is_empty).await;
+    let gone = now().await;
+    assert!(gone.is_err() || gone.as_ref().unwrap().is_error == Some(true), "{gone:?}");
+    let echo = client.call_tool("mcp__everything__echo", serde_json::json!({"message": "kept"}).as_object().cloned());
+    assert_eq!(serde_json::to_value(&echo.await.unwrap().content).unwrap()[0]["text"], "Echo: kept");
+    let _ = client.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
