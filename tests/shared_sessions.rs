@@ -576,3 +576,43 @@ async fn a_request_left_unanswered_is_cancelled_under_the_id_the_client_knows() 
     drop(call_stream);
     baseline.assert_nothing_left(CLEANUP).await;
 }
+
+#[tokio::test]
+async fn a_standalone_stream_held_past_the_idle_timeout_keeps_its_records_in_the_store() {
+    let baseline = Baseline::take().await;
+    let store = Arc::new(MemorySessionStore::new());
+    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
+    let idle = Duration::from_secs(1);
+    let server = Server::builder().name("a").version("1").build().unwrap();
+    let config =
+        HttpServerConfig::default().session_store(store.clone()).event_store(events).session_idle_timeout(idle);
+    let a = HttpServer::bind(config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
+    let id = raw_session(a.local_addr(), "2025-11-25").await;
+    let get_headers =
+        [("Accept", "text/event-stream"), ("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let mut standalone = OpenStream::open(a.local_addr(), "GET", &get_headers, "").await;
+    assert!(standalone.head().await.starts_with("HTTP/1.1 200"), "{:?}", standalone.text);
+
+    // Only listening, for three idle timeouts: both records are renewed while the GET is open.
+    tokio::time::sleep(3 * idle).await;
+    assert!(store.load(&id).await.unwrap().is_some(), "the session's record outlived its idle timeout");
+    assert!(store.stream_holder(&id).await.unwrap().is_some(), "so did its holder");
+
+    // The GET closed: the holder is no longer renewed and expires.
+    drop(standalone);
+    let expired = tokio::time::timeout(Duration::from_secs(10), async {
+        while store.stream_holder(&id).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    assert!(expired.await.is_ok(), "the renewal stopped with its stream");
+    a.shutdown().await;
+    baseline.assert_nothing_left(CLEANUP).await;
+}

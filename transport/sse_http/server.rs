@@ -40,7 +40,8 @@
 //!   replica is relayed to it through the store ([`SessionStore::relay`]) and the POST gets
 //!   202, one naming this replica gets the application's id back. A message for the standalone
 //!   stream while this replica's GET is not open goes to the replica that last opened it
-//!   ([`SessionStore::stream_holder`]), else stays here as above. Dropped with a log line
+//!   ([`SessionStore::stream_holder`]; renewed with the session's record while the GET stays
+//!   open), else stays here as above. Dropped with a log line
 //!   (`tracing`): a response for a replica that is gone or never was, one that answers no
 //!   request of its session, a relayed message for a session not held here. The store
 //!   unreachable while a response must be relayed: 503 with a JSON-RPC error body, nothing of
@@ -692,6 +693,9 @@ struct Session {
     principal: Mutex<Option<Arc<Principal>>>,
     routes: Mutex<Routes>,
     standalone: Arc<Stream>,
+    /// Counts the standalone GETs held here (sessions shared through a store): only the
+    /// latest one's [`keep_holding`] renews the store's records.
+    standalone_holds: AtomicU64,
     next_stream: AtomicU64,
     last_active: Mutex<Instant>,
     open_connections: AtomicUsize,
@@ -1302,6 +1306,7 @@ impl Shared {
             param_headers: Mutex::new(None),
             principal: Mutex::new(None),
             routes: Mutex::new(Routes::default()),
+            standalone_holds: AtomicU64::new(0),
             next_stream: AtomicU64::new(1),
             last_active: Mutex::new(Instant::now()),
             open_connections: AtomicUsize::new(0),
@@ -2756,6 +2761,8 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
                         tracing::warn!(replica = %shared.replica, "other replicas keep messages for this standalone stream: {e}")
                     }
                 }
+                let hold = session.standalone_holds.fetch_add(1, Ordering::AcqRel) + 1;
+                tokio::spawn(keep_holding(Arc::downgrade(&shared), Arc::downgrade(&session), hold));
             }
             let mut response = sse_response(&shared, session.clone(), Bytes::new(), replay, live, false, true);
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
@@ -2764,6 +2771,34 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
         Err(AttachError::Store(e)) => store_unavailable(&e),
         Err(AttachError::Conflict) => {
             rpc_error(StatusCode::CONFLICT, TRANSPORT_ERROR, "Conflict: Only one SSE stream is allowed per session")
+        }
+    }
+}
+
+/// While standalone GET number `hold` of `session` stays open here, renews the store's records
+/// of the session and of this replica as the stream's holder, every quarter of the idle
+/// timeout: a client that only listens (no POST for longer than the idle timeout) keeps both,
+/// so the other replicas still find the session and relay its messages here. Ends with the
+/// stream, the session, the server, or a later GET (whose own renewal takes over). A renewal
+/// the store refuses is logged and tried again at the next turn.
+async fn keep_holding(shared: Weak<Shared>, session: Weak<Session>, hold: u64) {
+    loop {
+        let Some(ttl) = shared.upgrade().map(|s| s.config.session_idle_timeout) else { return };
+        tokio::time::sleep(ttl / 4).await;
+        let (Some(shared), Some(session)) = (shared.upgrade(), session.upgrade()) else { return };
+        let Some(store) = shared.config.session_store.clone() else { return };
+        if session.is_closed()
+            || session.standalone_holds.load(Ordering::Acquire) != hold
+            || !session.standalone.has_live().await
+        {
+            return;
+        }
+        let renewed = match store.touch(&session.id, ttl).await {
+            Ok(()) => store.hold_stream(&session.id, &shared.replica, ttl).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = renewed {
+            tracing::warn!(replica = %shared.replica, "the standalone stream's records were not renewed: {e}");
         }
     }
 }

@@ -192,7 +192,8 @@ pub trait SessionStore: Send + Sync + 'static {
     }
 
     /// Records that `replica` now holds the standalone GET stream of session `id` (for `ttl`,
-    /// renewed at every GET). The default records nothing.
+    /// renewed at every GET and, while the GET stays open, every quarter of `ttl`). The
+    /// default records nothing.
     fn hold_stream<'a>(&'a self, id: &'a str, replica: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
         let _ = (id, replica, ttl);
         Box::pin(std::future::ready(Ok(())))
