@@ -10,9 +10,12 @@
 # then the peak RSS (VmHWM) of `mcp-bridge serve --config` over 10 echo_server stdio upstreams
 # after a few calls through it.
 #
-#   benches/bridge.sh [--n N] [--out FILE] [--no-build] [--bridge PATH] [-- EXTRA mcp-bench args]
+#   benches/bridge.sh [--n N] [--rounds R] [--out FILE] [--no-build] [--bridge PATH] [-- EXTRA]
 #
 # --n N       calls per measurement (default 2000); size 16 bytes, concurrency 1 and 16
+# --rounds R  measure the four targets one after the other R times (default 3): this VM moves
+#             between a fast and a slow mode, so each round's bridge is compared with the same
+#             round's direct server and peers, and the summary is the median of the rounds
 # --out FILE  the JSON lines (default benches/results/bridge-YYYY-MM-DD.jsonl): mcp-bench's lines
 #             with `peer` added, plus `gateway_peak_rss` per gateway and `bridge_fanout_peak_rss`
 # --no-build  use the release binaries already in $CARGO_TARGET_DIR (default target/)
@@ -27,15 +30,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-N=2000 OUT="" BUILD=1 BRIDGE="" EXTRA=()
+N=2000 ROUNDS=3 OUT="" BUILD=1 BRIDGE="" EXTRA=()
 while [ $# -gt 0 ]; do
   case $1 in
     --n) N=${2:?--n needs a number}; shift 2 ;;
+    --rounds) ROUNDS=${2:?--rounds needs a number}; shift 2 ;;
     --out) OUT=${2:?--out needs a file}; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --bridge) BRIDGE=$(realpath "${2:?--bridge needs a path}"); shift 2 ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bridge.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -76,13 +80,14 @@ stop() {
   PIDS=("${left[@]}")
 }
 peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
-# tag PEER: add `peer` to each JSON line on stdin, append them to $OUT.
+# tag PEER: add `peer` and `round` ($ROUND) to each JSON line on stdin, append them to $OUT.
+ROUND=1
 tag() { python3 -c '
 import json, sys
 for line in sys.stdin:
     line = line.strip()
     if line.startswith("{"):
-        d = json.loads(line); d["peer"] = sys.argv[1]; print(json.dumps(d))' "$1" >>"$OUT"; }
+        d = json.loads(line); d["peer"] = sys.argv[1]; d["round"] = int(sys.argv[2]); print(json.dumps(d))' "$1" "$ROUND" >>"$OUT"; }
 
 # The echo tool's name as URL serves it: `echo`, or the one qualified name ending in `__echo`
 # (a gateway may qualify its upstreams' names).
@@ -126,30 +131,33 @@ measure() {
   stop "$pid"
 }
 
-port=$(free_port)
-measure direct "$port" "$ECHO" --http "127.0.0.1:$port"
-
-if "$BRIDGE" --help 2>&1 | grep -qE '^  serve '; then
+for ROUND in $(seq "$ROUNDS"); do
+  log "round $ROUND of $ROUNDS"
   port=$(free_port)
-  measure mcp-bridge "$port" "$BRIDGE" serve --listen "http://127.0.0.1:$port/mcp" -- "$ECHO"
-else
-  log "mcp-bridge: skipped: $BRIDGE has no \`serve\` subcommand yet (its --help does not list it)"
-fi
+  measure direct "$port" "$ECHO" --http "127.0.0.1:$port"
 
-if [ -n "${MCP_SUPERGATEWAY_JS:-}" ] && [ -f "$MCP_SUPERGATEWAY_JS" ]; then
-  port=$(free_port)
-  measure supergateway "$port" "$MCP_NODE" "$MCP_SUPERGATEWAY_JS" --stdio "$ECHO" \
-    --outputTransport streamableHttp --stateful --port "$port"
-else
-  log "supergateway: skipped: MCP_SUPERGATEWAY_JS not in $PEERS_ENV (run scripts/install-peers)"
-fi
+  if "$BRIDGE" --help 2>&1 | grep -qE '^  serve '; then
+    port=$(free_port)
+    measure mcp-bridge "$port" "$BRIDGE" serve --listen "http://127.0.0.1:$port/mcp" -- "$ECHO"
+  else
+    log "mcp-bridge: skipped: $BRIDGE has no \`serve\` subcommand yet (its --help does not list it)"
+  fi
 
-if [ -n "${MCP_PROXY:-}" ] && [ -x "$MCP_PROXY" ]; then
-  port=$(free_port)
-  measure mcp-proxy "$port" "$MCP_PROXY" --host 127.0.0.1 --port "$port" -- "$ECHO"
-else
-  log "mcp-proxy: skipped: MCP_PROXY not in $PEERS_ENV (run scripts/install-peers)"
-fi
+  if [ -n "${MCP_SUPERGATEWAY_JS:-}" ] && [ -f "$MCP_SUPERGATEWAY_JS" ]; then
+    port=$(free_port)
+    measure supergateway "$port" "$MCP_NODE" "$MCP_SUPERGATEWAY_JS" --stdio "$ECHO" \
+      --outputTransport streamableHttp --stateful --port "$port"
+  else
+    log "supergateway: skipped: MCP_SUPERGATEWAY_JS not in $PEERS_ENV (run scripts/install-peers)"
+  fi
+
+  if [ -n "${MCP_PROXY:-}" ] && [ -x "$MCP_PROXY" ]; then
+    port=$(free_port)
+    measure mcp-proxy "$port" "$MCP_PROXY" --host 127.0.0.1 --port "$port" -- "$ECHO"
+  else
+    log "mcp-proxy: skipped: MCP_PROXY not in $PEERS_ENV (run scripts/install-peers)"
+  fi
+done
 
 # The bridge's footprint with 10 upstreams: a codex TOML of 10 echo_server stdio servers, a few
 # calls through it (to several upstreams), then its VmHWM.
@@ -182,45 +190,67 @@ fi
 
 log "results: $OUT"
 python3 - "$OUT" <<'EOF'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 peers = list(dict.fromkeys(r["peer"] for r in rows))
+rounds = sorted({r.get("round", 1) for r in rows})
 sizes = sorted({r["payload_bytes"] for r in rows if r["scenario"] == "echo"})
-def echo(peer, size, sequential):
-    return next((r for r in rows if r["peer"] == peer and r["scenario"] == "echo"
+def echo(peer, size, sequential, rnd):
+    return next((r for r in rows if r["peer"] == peer and r["scenario"] == "echo" and r.get("round", 1) == rnd
                  and r["payload_bytes"] == size and (r["concurrency"] == 1) == sequential), None)
-def one(peer, scenario):
-    return next((r for r in rows if r["peer"] == peer and r["scenario"] == scenario), None)
+def one(peer, scenario, rnd=None):
+    return next((r for r in rows if r["peer"] == peer and r["scenario"] == scenario
+                 and (rnd is None or r.get("round", 1) == rnd)), None)
 def num(x, fmt="{:.0f}"):
     return "-" if x is None else fmt.format(x)
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+def show(values, fmt):
+    kept = [v for v in values if v is not None]
+    if not kept:
+        return None
+    return f"{fmt.format(median(kept))} (rounds: " + ", ".join(fmt.format(v) for v in kept) + ")"
 
 conc = next((r["concurrency"] for r in rows if r["scenario"] == "echo" and r["concurrency"] != 1), "C")
+print(f"Medians of {len(rounds)} round(s).\n")
 print(f"| target | bytes | seq calls/s | seq p50 µs | seq p99 µs | c={conc} calls/s | c={conc} p50 µs | c={conc} p99 µs | errors | startup p50 ms | gateway peak RSS KiB |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for p in peers:
-    st, rss = one(p, "startup"), one(p, "gateway_peak_rss")
     for size in sizes:
-        s, c = echo(p, size, True), echo(p, size, False)
-        if not s:
+        runs = [(echo(p, size, True, r), echo(p, size, False, r)) for r in rounds]
+        runs = [(s, c) for s, c in runs if s]
+        if not runs:
             continue
-        cells = [str(size), num(s["calls_per_s"]), num(s["p50_us"], "{:.1f}"), num(s["p99_us"], "{:.1f}"),
-                 num(c and c["calls_per_s"]), num(c and c["p50_us"], "{:.1f}"), num(c and c["p99_us"], "{:.1f}"),
-                 str(s["errors"] + (c["errors"] if c else 0)), num(st and st["p50_ms"], "{:.3f}"), num(rss and rss["kb"])]
+        def field(which, key):
+            return median([(x[which] or {}).get(key) for x in runs])
+        errors = sum(s["errors"] + (c["errors"] if c else 0) for s, c in runs)
+        rss = median([(one(p, "gateway_peak_rss", r) or {}).get("kb") for r in rounds])
+        startup = median([(one(p, "startup", r) or {}).get("p50_ms") for r in rounds])
+        cells = [str(size), num(field(0, "calls_per_s")), num(field(0, "p50_us"), "{:.1f}"),
+                 num(field(0, "p99_us"), "{:.1f}"), num(field(1, "calls_per_s")), num(field(1, "p50_us"), "{:.1f}"),
+                 num(field(1, "p99_us"), "{:.1f}"), str(errors), num(startup, "{:.3f}"), num(rss)]
         print(f"| {p} | " + " | ".join(cells) + " |")
 
 for size in sizes:
     modes = ((True, "sequential"), (False, f"concurrency {conc}"))
     lines = []
     for seq, label in modes:
-        b, d = echo("mcp-bridge", size, seq), echo("direct", size, seq)
-        if b and d:
-            lines.append(f"mcp-bridge adds over direct ({size} B, {label}): "
-                         f"p50 {b['p50_us'] - d['p50_us']:+.1f} µs, p99 {b['p99_us'] - d['p99_us']:+.1f} µs")
+        def added(key, r):
+            b, d = echo("mcp-bridge", size, seq, r), echo("direct", size, seq, r)
+            return b[key] - d[key] if b and d else None
+        p50 = show([added("p50_us", r) for r in rounds], "{:+.1f} µs")
+        p99 = show([added("p99_us", r) for r in rounds], "{:+.1f} µs")
+        if p50:
+            lines.append(f"mcp-bridge adds over direct ({size} B, {label}): p50 {p50}; p99 {p99}")
     for peer in ("supergateway", "mcp-proxy"):
         for seq, label in modes:
-            b, e = echo("mcp-bridge", size, seq), echo(peer, size, seq)
-            if b and e and e["calls_per_s"]:
-                lines.append(f"mcp-bridge calls/s ÷ {peer} ({size} B, {label}): {b['calls_per_s'] / e['calls_per_s']:.2f}x")
+            def ratio(r):
+                b, e = echo("mcp-bridge", size, seq, r), echo(peer, size, seq, r)
+                return b["calls_per_s"] / e["calls_per_s"] if b and e and e["calls_per_s"] else None
+            shown = show([ratio(r) for r in rounds], "{:.2f}x")
+            if shown:
+                lines.append(f"mcp-bridge calls/s ÷ {peer} ({size} B, {label}): {shown}")
     if lines:
         print()
         print("\n".join(lines))
