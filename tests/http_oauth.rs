@@ -431,12 +431,13 @@ async fn the_key_set_is_refetched_when_its_max_age_runs_out_within_the_bounds() 
 async fn until_the_end(
     addr: std::net::SocketAddr,
     method: &str,
+    path: &str,
     headers: &[(&str, &str)],
     body: &str,
 ) -> (String, bool) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -532,8 +533,10 @@ async fn streams_end_when_the_token_that_opened_them_expires_and_resume_with_a_f
     ];
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "wait", "arguments": {}}})
         .to_string();
-    let ((post_stream, post_ended), (get_stream, get_ended)) =
-        tokio::join!(until_the_end(addr, "POST", &post_headers, &call), until_the_end(addr, "GET", &get_headers, ""));
+    let ((post_stream, post_ended), (get_stream, get_ended)) = tokio::join!(
+        until_the_end(addr, "POST", "/mcp", &post_headers, &call),
+        until_the_end(addr, "GET", "/mcp", &get_headers, "")
+    );
     let ended_at = unix_now();
     assert!(post_ended && get_ended, "both streams ended:\n{post_stream}\n{get_stream}");
     assert!(ended_at >= exp, "not before the token's exp ({ended_at} < {exp})");
@@ -729,4 +732,53 @@ async fn a_2026_07_28_request_is_verified_and_its_handler_sees_the_principal() {
     assert_eq!(r.status, 403, "{r:?}");
     assert!(r.header("www-authenticate").unwrap().ends_with("scope=\"mcp files:write\""));
     server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_legacy_sse_stream_ends_at_its_tokens_expiry_and_takes_its_session_with_it() {
+    let auth = AuthServer::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resource = format!("http://{addr}/mcp");
+    let verifier = JwtVerifier::new(auth.issuer(), &resource, auth.url("jwks_uri")).unwrap().leeway(Duration::ZERO);
+    let server = Server::builder().name("expiring").build().unwrap();
+    let config = HttpServerConfig::default().protected_resource(ProtectedResource::new(&resource, Arc::new(verifier)));
+    let http = HttpServer::serve_on(listener, config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
+    let spec = json!({"claims": {"aud": resource, "scope": "mcp", "sub": "alice", "client_id": "app-1"},
+        "expiresIn": 2});
+    let short = bearer(&auth.mint(spec).await);
+    let get_headers = [("Accept", "text/event-stream"), ("Authorization", short.as_str())];
+    let (stream, ended) = until_the_end(addr, "GET", "/sse", &get_headers, "").await;
+    assert!(ended, "the legacy stream ended: {stream}");
+    assert!(stream.starts_with("HTTP/1.1 200"), "{stream}");
+    let endpoint = stream
+        .lines()
+        .find_map(|l| l.strip_prefix("data: /message?"))
+        .unwrap_or_else(|| panic!("an endpoint event: {stream}"))
+        .to_owned();
+
+    // Legacy HTTP+SSE cannot resume: the session is gone, even for a valid token of its holder.
+    let lasting = bearer(&auth.mint(claims(&resource, "mcp")).await);
+    let path = format!("/message?{endpoint}");
+    let post = [(JSON.0, JSON.1), ("Authorization", lasting.as_str())];
+    let gone = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let r = raw(addr, "POST", &path, &post, &init_body(), SHORT).await;
+            if r.status == 404 {
+                return r;
+            }
+            assert_eq!(r.status, 202, "{r:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    let r = gone.await.expect("the session ends with its stream");
+    assert_eq!(r.status, 404, "{r:?}");
+    http.shutdown().await;
 }
