@@ -463,13 +463,28 @@ fn unix_now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
 }
 
-#[tokio::test]
-async fn streams_end_when_the_token_that_opened_them_expires_and_resume_with_a_fresh_one() {
-    let auth = AuthServer::start().await;
+/// `server` served as a protected resource whose JWT verifier allows no leeway past `exp`: the
+/// server, its address and its resource URI.
+async fn without_leeway(auth: &AuthServer, server: Server) -> (HttpServer, std::net::SocketAddr, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let resource = format!("http://{addr}/mcp");
     let verifier = JwtVerifier::new(auth.issuer(), &resource, auth.url("jwks_uri")).unwrap().leeway(Duration::ZERO);
+    let config = HttpServerConfig::default().protected_resource(ProtectedResource::new(&resource, Arc::new(verifier)));
+    let http = HttpServer::serve_on(listener, config, move |transport| {
+        let serving = server.serve(transport);
+        async move {
+            let _ = serving.await;
+        }
+    })
+    .await
+    .unwrap();
+    (http, addr, resource)
+}
+
+#[tokio::test]
+async fn streams_end_when_the_token_that_opened_them_expires_and_resume_with_a_fresh_one() {
+    let auth = AuthServer::start().await;
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let held = gate.clone();
     let server = Server::builder()
@@ -483,15 +498,7 @@ async fn streams_end_when_the_token_that_opened_them_expires_and_resume_with_a_f
         })
         .build()
         .unwrap();
-    let config = HttpServerConfig::default().protected_resource(ProtectedResource::new(&resource, Arc::new(verifier)));
-    let http = HttpServer::serve_on(listener, config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let (http, addr, resource) = without_leeway(&auth, server).await;
 
     let lasting = bearer(&auth.mint(claims(&resource, "mcp")).await);
     let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, ("Authorization", &lasting)], &init_body(), SHORT).await;
@@ -737,20 +744,7 @@ async fn a_2026_07_28_request_is_verified_and_its_handler_sees_the_principal() {
 #[tokio::test]
 async fn a_legacy_sse_stream_ends_at_its_tokens_expiry_and_takes_its_session_with_it() {
     let auth = AuthServer::start().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let resource = format!("http://{addr}/mcp");
-    let verifier = JwtVerifier::new(auth.issuer(), &resource, auth.url("jwks_uri")).unwrap().leeway(Duration::ZERO);
-    let server = Server::builder().name("expiring").build().unwrap();
-    let config = HttpServerConfig::default().protected_resource(ProtectedResource::new(&resource, Arc::new(verifier)));
-    let http = HttpServer::serve_on(listener, config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let (http, addr, resource) = without_leeway(&auth, Server::builder().name("expiring").build().unwrap()).await;
     let spec = json!({"claims": {"aud": resource, "scope": "mcp", "sub": "alice", "client_id": "app-1"},
         "expiresIn": 2});
     let short = bearer(&auth.mint(spec).await);
