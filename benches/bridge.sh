@@ -3,6 +3,8 @@
 # stdio -> Streamable HTTP gateway, one after the other, each measured by mcp-bench:
 #
 #   direct        echo_server --http 127.0.0.1:P                       (the floor)
+#   floor-gateway http-floor gateway 127.0.0.1:P -- echo_server         (the floor of a gateway:
+#                 each message moved through the child, nothing else; benches/http_floor.rs)
 #   mcp-bridge    mcp-bridge serve --listen http://127.0.0.1:P/mcp -- echo_server
 #   supergateway  supergateway 4 --stdio echo_server --outputTransport streamableHttp --stateful
 #   mcp-proxy     mcp-proxy 0.13 --port P -- echo_server                (sparfenyuk's, Python)
@@ -49,10 +51,10 @@ mkdir -p "$(dirname "$OUT")"
 
 log() { echo "bridge.sh: $*" >&2; }
 if [ $BUILD = 1 ]; then
-  cargo build --release --quiet --bin mcp-bench --bin mcp-bridge --example echo_server
+  cargo build --release --quiet --bin mcp-bench --bin mcp-bridge --bin http-floor --example echo_server
 fi
 BIN=$(realpath "${CARGO_TARGET_DIR:-target}")/release
-ECHO=$BIN/examples/echo_server BENCH=$BIN/mcp-bench BRIDGE=${BRIDGE:-$BIN/mcp-bridge}
+ECHO=$BIN/examples/echo_server BENCH=$BIN/mcp-bench BRIDGE=${BRIDGE:-$BIN/mcp-bridge} FLOOR=$BIN/http-floor
 for b in "$ECHO" "$BENCH" "$BRIDGE"; do
   [ -x "$b" ] || { log "$b missing (run without --no-build)"; exit 1; }
 done
@@ -135,6 +137,13 @@ for ROUND in $(seq "$ROUNDS"); do
   log "round $ROUND of $ROUNDS"
   port=$(free_port)
   measure direct "$port" "$ECHO" --http "127.0.0.1:$port"
+
+  if [ -x "$FLOOR" ]; then
+    port=$(free_port)
+    measure floor-gateway "$port" "$FLOOR" gateway "127.0.0.1:$port" -- "$ECHO"
+  else
+    log "floor-gateway: skipped: $FLOOR missing (run without --no-build)"
+  fi
 
   if "$BRIDGE" --help 2>&1 | grep -qE '^  serve '; then
     port=$(free_port)
@@ -243,6 +252,10 @@ for size in sizes:
         p99 = show([added("p99_us", r) for r in rounds], "{:+.1f} µs")
         if p50:
             lines.append(f"mcp-bridge adds over direct ({size} B, {label}): p50 {p50}; p99 {p99}")
+        floor = show([(lambda f, d: f["p50_us"] - d["p50_us"] if f and d else None)(
+            echo("floor-gateway", size, seq, r), echo("direct", size, seq, r)) for r in rounds], "{:+.1f} µs")
+        if floor:
+            lines.append(f"the floor gateway adds over direct ({size} B, {label}): p50 {floor}")
     for peer in ("supergateway", "mcp-proxy"):
         for seq, label in modes:
             def ratio(r):

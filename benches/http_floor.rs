@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! http-floor serve ADDR                       # answers POSTs until killed
+//! http-floor gateway ADDR -- CMD ARGS...      # forwards POSTs to a stdio server, until killed
 //! http-floor bench URL [--n N] [--concurrency C] [--sizes 16,65536]
 //! ```
 //!
@@ -14,10 +15,27 @@
 //! which no MCP server over Streamable HTTP can beat. Output: one JSON line per cell, with the
 //! fields of mcp-bench.
 //!
-//! Not a conforming MCP server (no handshake, no sessions, no SSE): a measuring instrument.
+//! `gateway` is the floor of a stdio → Streamable HTTP gateway: the same server, but each
+//! request goes to one child MCP server over its stdin and the child's answer comes back as
+//! the response. It initializes the child once at start and answers every client's
+//! `initialize` with the child's result (so that several clients can connect, as with a real
+//! gateway); each forwarded request gets an id of its own on the child's side (clients' ids may
+//! collide) and its own id back on the answer: one JSON parse and one JSON write per message on
+//! each side again, one thread per connection, one reader thread routing the child's answers.
+//! Notifications go to the child and get 202; GET and DELETE get 405 (no sessions, no streams);
+//! what the child sends unasked (its notifications, its requests) is dropped. Against a direct
+//! HTTP server measured by the same client, it shows what any gateway that moves each message
+//! through a child process adds on this machine.
+//!
+//! Not a conforming MCP server (no sessions, no SSE, no server-to-client requests): a measuring
+//! instrument.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -29,6 +47,11 @@ fn main() -> Result<(), BoxError> {
     let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     match args.first().map(String::as_str) {
         Some("serve") => serve(args.get(1).ok_or("serve ADDR")?),
+        Some("gateway") => {
+            let addr = args.get(1).ok_or("gateway ADDR -- CMD ARGS")?;
+            let command = args.iter().position(|a| a == "--").map(|i| &args[i + 1..]).unwrap_or_default();
+            gateway(addr, command)
+        }
         Some("bench") => {
             let url = args.get(1).ok_or("bench URL")?;
             let n: usize = flag("--n").map_or(Ok(2000), |v| v.parse())?;
@@ -44,7 +67,7 @@ fn main() -> Result<(), BoxError> {
             }
             Ok(())
         }
-        _ => Err("usage: http-floor serve ADDR | http-floor bench URL [--n N] [--concurrency C] [--sizes A,B]".into()),
+        _ => Err("usage: http-floor serve ADDR | http-floor gateway ADDR -- CMD ARGS | http-floor bench URL [--n N] [--concurrency C] [--sizes A,B]".into()),
     }
 }
 
@@ -95,6 +118,121 @@ fn serve_connection(stream: TcpStream) -> Result<(), BoxError> {
         let reply =
             json!({"jsonrpc": "2.0", "id": request["id"], "result": {"content": [{"type": "text", "text": text}]}});
         let reply = serde_json::to_vec(&reply)?;
+        let mut response =
+            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", reply.len())
+                .into_bytes();
+        response.extend_from_slice(&reply);
+        out.write_all(&response)?;
+    }
+    Ok(())
+}
+
+/// The child's side of `gateway`: its stdin, the requests waiting for an answer by the id
+/// given on the child's side, and the child's `initialize` result.
+struct Child {
+    stdin: Mutex<ChildStdin>,
+    waiting: Mutex<HashMap<u64, mpsc::Sender<Value>>>,
+    next_id: AtomicU64,
+    initialized: Value,
+}
+
+impl Child {
+    /// Sends `message` (one line) to the child.
+    fn send(&self, message: &Value) -> Result<(), BoxError> {
+        let mut line = serde_json::to_vec(message)?;
+        line.push(b'\n');
+        self.stdin.lock().expect("stdin lock").write_all(&line)?;
+        Ok(())
+    }
+
+    /// Sends `request` under an id of the child's side and waits for its answer.
+    fn call(&self, mut request: Value) -> Result<Value, BoxError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        self.waiting.lock().expect("waiting lock").insert(id, tx);
+        request["id"] = json!(id);
+        self.send(&request)?;
+        Ok(rx.recv().map_err(|_| "the child exited")?)
+    }
+}
+
+fn gateway(addr: &str, command: &[String]) -> Result<(), BoxError> {
+    let (program, args) = command.split_first().ok_or("gateway ADDR -- CMD ARGS: no command")?;
+    let mut process = Command::new(program).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
+    let mut stdout = BufReader::new(process.stdout.take().expect("piped"));
+    let mut stdin = process.stdin.take().expect("piped");
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "http-floor", "version": "0"}}});
+    writeln!(stdin, "{initialize}")?;
+    let mut line = String::new();
+    let initialized = loop {
+        line.clear();
+        if stdout.read_line(&mut line)? == 0 {
+            return Err("the child exited before answering initialize".into());
+        }
+        let answer: Value = serde_json::from_str(&line)?;
+        if answer["id"] == 0 {
+            break answer["result"].clone();
+        }
+    };
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+    let child = Arc::new(Child {
+        stdin: Mutex::new(stdin),
+        waiting: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(1),
+        initialized,
+    });
+    let router = child.clone();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while stdout.read_line(&mut line).is_ok_and(|n| n > 0) {
+            if let Ok(answer) = serde_json::from_str::<Value>(&line) {
+                let waiting = answer.get("method").is_none().then(|| answer["id"].as_u64()).flatten();
+                if let Some(tx) = waiting.and_then(|id| router.waiting.lock().expect("waiting lock").remove(&id)) {
+                    let _ = tx.send(answer);
+                }
+            }
+            line.clear();
+        }
+        // The child is gone: every waiting call fails, and so does every later one.
+        router.waiting.lock().expect("waiting lock").clear();
+    });
+    let listener = TcpListener::bind(addr)?;
+    eprintln!("http-floor gateway listening on http://{}/mcp", listener.local_addr()?);
+    for stream in listener.incoming() {
+        let (stream, child) = (stream?, child.clone());
+        std::thread::spawn(move || {
+            let _ = forward_connection(stream, &child);
+        });
+    }
+    Ok(())
+}
+
+fn forward_connection(stream: TcpStream, child: &Child) -> Result<(), BoxError> {
+    stream.set_nodelay(true)?;
+    let mut out = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    while let Some(body) = read_message(&mut reader, &mut head)? {
+        if !head.starts_with("POST ") {
+            out.write_all(b"HTTP/1.1 405 Method Not Allowed\r\nallow: POST\r\ncontent-length: 0\r\n\r\n")?;
+            continue;
+        }
+        let request: Value = serde_json::from_slice(&body)?;
+        let Some(id) = request.get("id").cloned() else {
+            if request["method"] != "notifications/initialized" {
+                child.send(&request)?;
+            }
+            out.write_all(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")?;
+            continue;
+        };
+        let mut answer = if request["method"] == "initialize" {
+            json!({"jsonrpc": "2.0", "result": child.initialized})
+        } else {
+            child.call(request)?
+        };
+        answer["id"] = id;
+        let reply = serde_json::to_vec(&answer)?;
         let mut response =
             format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", reply.len())
                 .into_bytes();
