@@ -2746,7 +2746,7 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
             (stream.attach(&*session.store, Some(event.seq), depth).await, stream.standalone)
         }
         (None, Some(event)) if shared.config.session_store.is_some() => {
-            (resume_elsewhere(&session, &event, depth).await, event.stream.ends_with("-0"))
+            (resume_elsewhere(&shared, &session, &event, depth).await, event.stream.ends_with("-0"))
         }
         _ => (session.standalone.attach(&*session.store, None, depth).await, true),
     };
@@ -2806,6 +2806,7 @@ async fn keep_holding(shared: Weak<Shared>, session: Weak<Session>, hold: u64) {
 /// A `Last-Event-ID` naming a stream of another replica (sessions shared through a store): the
 /// stored events after it, then, for that replica's standalone stream, this replica's one.
 async fn resume_elsewhere(
+    shared: &Shared,
     session: &Session,
     event: &EventId,
     depth: usize,
@@ -2813,7 +2814,7 @@ async fn resume_elsewhere(
     let key = [&*session.id, "/", &event.stream].concat();
     let stored = session.store.replay(&key, event.seq).await.map_err(AttachError::Store)?;
     tracing::info!(
-        replica = %session.stream_prefix.trim_end_matches('-'),
+        replica = %shared.replica,
         stream = %event.stream,
         events = stored.len(),
         "resumed a stream of another replica"
