@@ -644,3 +644,41 @@ fn the_ts_sdk_resumes_its_get_stream_on_another_replica_when_its_replica_dies() 
     assert_eq!(counts.last().unwrap()["result"]["count"], 6, "{counts:?}");
     assert_eq!(lines.iter().filter(|l| l["step"] == "tools/call").count(), 8, "{lines:?}");
 }
+
+/// A replica's subscription connection dropped (killed in Redis with `CLIENT KILL TYPE
+/// pubsub`): the listener subscribes again at once, and a message relayed to it in between is
+/// published again until it is heard, not dropped as if the replica were gone.
+#[test]
+fn a_relay_sent_while_the_receivers_subscription_is_made_again_still_arrives() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    use mcpwire::transport::sse_http::{RelayKind, Relayed, SessionStore};
+    let port = free_port();
+    let redis = redis_server(port);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let url = format!("redis://127.0.0.1:{port}");
+        // The reconnect pause (the timeout) is longer than every relay retry together.
+        let options = RedisOptions::default().key_prefix("t:").timeout(Duration::from_secs(2));
+        let sender = RedisStore::connect(&url, options.clone()).await.unwrap();
+        let receiver = RedisStore::connect(&url, options).await.unwrap();
+        let mut r1 = receiver.relayed("r1").await.unwrap().expect("Redis relays");
+        let message = Relayed {
+            session: "s1".into(),
+            kind: RelayKind::Response,
+            message: bytes::Bytes::from_static(br#"{"jsonrpc":"2.0","id":"r1-1","result":{}}"#),
+        };
+        assert!(sender.relay("r1", &message).await.unwrap());
+        assert_eq!(r1.recv().await, Some(message.clone()));
+
+        let mut admin = redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+        let killed: i64 =
+            redis::cmd("CLIENT").arg("KILL").arg("TYPE").arg("pubsub").query_async(&mut admin).await.unwrap();
+        assert!(killed >= 1, "r1's subscription connection was killed");
+        assert!(sender.relay("r1", &message).await.unwrap(), "heard once r1 subscribed again");
+        let arrived = tokio::time::timeout(Duration::from_secs(5), r1.recv()).await;
+        assert_eq!(arrived.expect("delivered"), Some(message.clone()));
+        assert!(!sender.relay("r2", &message).await.unwrap(), "a replica nobody runs is still told apart");
+    });
+    drop(redis);
+}

@@ -33,9 +33,11 @@
 //! (`r` a response, `s` a message for the standalone stream), the session id, a newline, then
 //! the JSON-RPC message. The replica holding a session's standalone GET stream is kept under
 //! `<prefix>stream:<id>` (its name, expiring with the session's idle timeout, replaced at
-//! every GET, deleted with the session). A subscription broken by an outage is made again
-//! every [`RedisOptions::timeout`]; what is published meanwhile is lost (pub/sub keeps nothing),
-//! as it is for a replica that is gone.
+//! every GET and renewed while it stays open, deleted with the session). A subscription whose
+//! connection drops is made again at once, and, while Redis is away, every
+//! [`RedisOptions::timeout`]. A message nobody heard is published again after 50, 100 and
+//! 200 ms ([`RELAY_RETRIES`]), which covers a subscription being made again; what is published
+//! during an outage is lost (pub/sub keeps nothing), as it is for a replica that is gone.
 
 use std::time::Duration;
 
@@ -49,6 +51,11 @@ use super::event_store::{EventStore, Flushed, StoredEvent};
 use super::session_store::{
     RelayKind, Relayed, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture, RELAY_QUEUE,
 };
+
+/// The pauses before a relayed message that no replica heard is published again: a replica
+/// whose subscription connection dropped is subscribed again within them.
+pub const RELAY_RETRIES: [Duration; 3] =
+    [Duration::from_millis(50), Duration::from_millis(100), Duration::from_millis(200)];
 
 /// How a [`RedisStore`] uses Redis. Every field has a documented default.
 #[derive(Debug, Clone)]
@@ -226,6 +233,7 @@ async fn listen(
                 _ => None,
             },
         };
+        let was_subscribed = pubsub.is_some();
         if let Some(pubsub) = pubsub {
             let mut messages = pubsub.into_on_message();
             while let Some(message) = messages.next().await {
@@ -237,8 +245,12 @@ async fn listen(
         if !deliver(&[]) {
             return;
         }
-        // Redis is away: a pause between attempts, not a synchronisation.
-        tokio::time::sleep(pause).await;
+        // A subscription that was up and dropped is made again at once (what is published
+        // meanwhile is lost: `relay` retries a message nobody heard for that long); while
+        // Redis is away, a pause between attempts, not a synchronisation.
+        if !was_subscribed {
+            tokio::time::sleep(pause).await;
+        }
     }
 }
 
@@ -390,14 +402,23 @@ impl SessionStore for RedisStore {
         Box::pin(async move {
             let channel = self.replica_channel(replica);
             let payload = encode_relayed(message);
-            let (receivers,): (u64,) = self
-                .run(|| {
-                    let mut pipeline = redis::pipe();
-                    pipeline.cmd("PUBLISH").arg(&channel).arg(&payload);
-                    pipeline
-                })
-                .await?;
-            Ok(receivers > 0)
+            // Nobody subscribed: the replica is gone, or its subscription is being made again
+            // (a dropped connection); a few short retries tell the two apart.
+            for retry in RELAY_RETRIES.iter().copied().map(Some).chain([None]) {
+                let (receivers,): (u64,) = self
+                    .run(|| {
+                        let mut pipeline = redis::pipe();
+                        pipeline.cmd("PUBLISH").arg(&channel).arg(&payload);
+                        pipeline
+                    })
+                    .await?;
+                match retry {
+                    _ if receivers > 0 => return Ok(true),
+                    Some(pause) => tokio::time::sleep(pause).await,
+                    None => {}
+                }
+            }
+            Ok(false)
         })
     }
 
