@@ -48,7 +48,6 @@ use mcpwire::proto::mcp_types::{
 };
 use mcpwire::server::forward::{ForwardFuture, Forwarded, Forwarder};
 use mcpwire::server::{ClientRequestError, Context, Server};
-use serde_json::value::RawValue;
 
 use super::tool_result::{self, Verdict};
 use super::PrefixMode;
@@ -467,11 +466,11 @@ impl Gateway {
     async fn call_tool(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
         let params: CallToolRequestParams = decode(params, "tools/call")?;
         let view = self.view();
-        let Some((server, tool)) = view.tool_route(&params.name).cloned() else {
+        let Some((server, tool)) = view.tool_route(&params.name) else {
             let result = mcpwire::server::error_result(format!("Tool {} not found", params.name));
             return Ok(Body::typed(result));
         };
-        let set = self.set_for(&server, &context).await?;
+        let set = self.set_for(server, &context).await?;
         let _caller = self.callers.enter(&context);
         let caller = _caller.id;
         let mut options = SetCallOptions::default().with_timeout(self.timeout);
@@ -485,17 +484,17 @@ impl Gateway {
         // Boxed: the set's call future holds a connection's whole call (kilobytes); inline it
         // would be part of this future and of `Forwarding::forward`'s box, and be moved whole
         // into each on every call.
-        let call = Box::pin(set.call_tool_body_with(&server, &tool, params.arguments, options));
+        let call = Box::pin(set.call_tool_body_with(server, tool, params.arguments, options));
         let outcome = with_caller(caller, call).await;
         if let Some(queue) = &relay {
             // Progress sent by the upstream before its result reaches the client before ours.
             flush(queue).await;
         }
-        let passed = outcome.and_then(|body| pass_on(&view, &server, body));
+        let passed = outcome.and_then(|body| pass_on(&view, server, body));
         let failed = passed.as_ref().map_or(true, |(_, is_error)| *is_error);
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
-        self.metrics.record_call(&server, &tool, started.elapsed(), counted);
-        passed.map(|(body, _)| body).map_err(|e| upstream_error(&server, e))
+        self.metrics.record_call(server, tool, started.elapsed(), counted);
+        passed.map(|(body, _)| body).map_err(|e| upstream_error(server, e))
     }
 
     async fn read_resource(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
@@ -648,10 +647,7 @@ fn pass_on(view: &View, server: &str, body: Body) -> Result<(Body, bool), SetErr
     let body = match body {
         Body::Raw(raw) => match tool_result::rewrite(raw.get(), uris_mapped) {
             Verdict::AsWritten { is_error } => return Ok((Body::Raw(raw), is_error)),
-            Verdict::Rewritten { text, is_error } => match RawValue::from_string(text) {
-                Ok(rewritten) => return Ok((Body::Raw(rewritten), is_error)),
-                Err(_) => Body::Raw(raw),
-            },
+            Verdict::Rewritten { raw, is_error } => return Ok((Body::Raw(raw), is_error)),
             Verdict::Typed => Body::Raw(raw),
         },
         typed => typed,
@@ -763,6 +759,8 @@ fn map_content_uris(view: &View, server: &str, result: &mut CallToolResult) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::value::RawValue;
+
     use super::*;
 
     #[test]
