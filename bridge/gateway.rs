@@ -9,7 +9,8 @@
 //!   changed.
 //! - Routing: `tools/call`, `prompts/get`, `resources/read` and `completion/complete` reach the
 //!   server that listed the name, URI or template, with the upstream's own name; an upstream
-//!   JSON-RPC error passes through as it is; a bridge-side failure (the server is down, went
+//!   JSON-RPC error passes through as it is, and so does a tool result, as written, less its
+//!   stamps ([`tool_result`]; decoded only where its URIs are mapped); a bridge-side failure (the server is down, went
 //!   away mid-call, timed out) is -32603 naming the server. A call is never replayed.
 //! - Server-to-client requests (sampling, elicitation, roots) from an upstream are answered by
 //!   the downstream session whose request caused them ([`Callers`]; the client layer attributes
@@ -36,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use mcpwire::client::config::McpConfig;
 use mcpwire::client::connection_set::{qualify, Catalog, ConnectionSet, SetCallOptions, SetError, SetOptions};
-use mcpwire::client::{current_caller, with_caller, CallerId, ClientError, ElicitationModes};
+use mcpwire::client::{current_caller, decode_tool_result, with_caller, CallerId, ClientError, ElicitationModes};
 use mcpwire::metrics::bridge::{BridgeMetrics, CallOutcome};
 use mcpwire::proto::jsonrpc::{Body, ErrorCode, ErrorObject};
 use mcpwire::proto::mcp_types::{
@@ -49,6 +50,7 @@ use mcpwire::proto::mcp_types::{
 use mcpwire::server::forward::{ForwardFuture, Forwarded, Forwarder};
 use mcpwire::server::{ClientRequestError, Context, Server};
 
+use super::tool_result::{self, Verdict};
 use super::PrefixMode;
 
 /// The downstream catalog: what each upstream offers, under the names offered downstream.
@@ -548,11 +550,11 @@ impl Gateway {
     async fn call_tool(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
         let params: CallToolRequestParams = decode(params, "tools/call")?;
         let view = self.view();
-        let Some((server, tool)) = view.tool_route(&params.name).cloned() else {
+        let Some((server, tool)) = view.tool_route(&params.name) else {
             let result = mcpwire::server::error_result(format!("Tool {} not found", params.name));
             return Ok(Body::typed(result));
         };
-        let set = self.set_for(&server, &context).await?;
+        let set = self.set_for(server, &context).await?;
         let _caller = self.callers.enter(&context);
         let caller = _caller.id;
         let mut options = SetCallOptions::default().with_timeout(self.timeout);
@@ -566,22 +568,17 @@ impl Gateway {
         // Boxed: the set's call future holds a connection's whole call (kilobytes); inline it
         // would be part of this future and of `Forwarding::forward`'s box, and be moved whole
         // into each on every call.
-        let call = Box::pin(set.call_tool_with(&server, &tool, params.arguments, options));
+        let call = Box::pin(set.call_tool_body_with(server, tool, params.arguments, options));
         let outcome = with_caller(caller, call).await;
         if let Some(queue) = &relay {
             // Progress sent by the upstream before its result reaches the client before ours.
             flush(queue).await;
         }
-        let failed = outcome.as_ref().map_or(true, |r| r.is_error == Some(true));
+        let passed = outcome.and_then(|body| pass_on(&view, server, body));
+        let failed = passed.as_ref().map_or(true, |(_, is_error)| *is_error);
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
-        self.metrics.record_call(&server, &tool, started.elapsed(), counted);
-        let mut result = outcome.map_err(|e| upstream_error(&server, e))?;
-        result.result_type = None;
-        unstamp(&mut result.meta, &mut result.extra);
-        if view.slug_of.contains_key(&server) {
-            map_content_uris(&view, &server, &mut result);
-        }
-        Ok(Body::typed(result))
+        self.metrics.record_call(server, tool, started.elapsed(), counted);
+        passed.map(|(body, _)| body).map_err(|e| upstream_error(server, e))
     }
 
     async fn read_resource(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
@@ -726,6 +723,37 @@ fn decode<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
     params.into_decoded().map_err(|e| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}")))
 }
 
+/// `server`'s tool result `body` as the downstream client gets it, and whether it is a tool's
+/// failure (`isError`): passed on as written where only stamps are to go
+/// ([`tool_result::rewrite`]), else decoded and edited ([`edit_typed`]).
+fn pass_on(view: &View, server: &str, body: Body) -> Result<(Body, bool), SetError> {
+    let uris_mapped = view.slug_of.contains_key(server);
+    let body = match body {
+        Body::Raw(raw) => match tool_result::rewrite(raw.get(), uris_mapped) {
+            Verdict::AsWritten { is_error } => return Ok((Body::Raw(raw), is_error)),
+            Verdict::Rewritten { raw, is_error } => return Ok((Body::Raw(raw), is_error)),
+            Verdict::Typed => Body::Raw(raw),
+        },
+        typed => typed,
+    };
+    edit_typed(view, server, body)
+}
+
+/// [`pass_on`] through the typed result: decoded (an upstream result that is no final tool
+/// result is the error [`ConnectionSet::call_tool_with`] gives), its stamps taken off, its
+/// content's URIs mapped.
+fn edit_typed(view: &View, server: &str, body: Body) -> Result<(Body, bool), SetError> {
+    let mut result =
+        decode_tool_result(body).map_err(|source| SetError::Client { server: server.to_owned(), source })?;
+    let is_error = result.is_error == Some(true);
+    result.result_type = None;
+    unstamp(&mut result.meta, &mut result.extra);
+    if view.slug_of.contains_key(server) {
+        map_content_uris(view, server, &mut result);
+    }
+    Ok((Body::typed(result), is_error))
+}
+
 /// What a downstream client gets for an upstream failure: the upstream's own JSON-RPC error as
 /// it is, anything else -32603 naming the server.
 fn upstream_error(server: &str, e: SetError) -> ErrorObject {
@@ -815,6 +843,8 @@ fn map_content_uris(view: &View, server: &str, result: &mut CallToolResult) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::value::RawValue;
+
     use super::*;
 
     #[test]
@@ -822,6 +852,48 @@ mod tests {
         assert_eq!(slug("everything"), "everything");
         assert_eq!(slug("My_Server"), "my-server");
         assert_eq!(slug("9lives"), "s9lives");
+    }
+
+    /// What reaches the downstream client: the body's JSON, and whether it counts as failed.
+    fn passed(outcome: Result<(Body, bool), SetError>) -> (serde_json::Value, bool) {
+        let (body, is_error) = outcome.expect("a tool result");
+        (serde_json::from_str(body.to_raw().expect("serializes").get()).expect("JSON"), is_error)
+    }
+
+    #[test]
+    fn a_result_passed_on_as_written_is_what_the_typed_edit_gives() {
+        let mut mapped = View::default();
+        mapped.slug_of.insert("up".to_owned(), "up".to_owned());
+        for text in [
+            r#"{"content":[{"type":"text","text":"hi"}]}"#,
+            r#"{"content":[{"type":"text","text":"no"}],"isError":true,"resultType":"complete"}"#,
+            r#"{"content":[],"structuredContent":{"n":1},"ttlMs":3,"cacheScope":"public","x":null}"#,
+            r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}}}"#,
+            r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"},"k":1}}"#,
+            r#"{"content":[],"isError":null,"structuredContent":null,"_meta":{}}"#,
+            r#"{"content":[{"type":"resource_link","uri":"demo://a","name":"a"}],"resultType":"complete"}"#,
+        ] {
+            for view in [&View::default(), &mapped] {
+                let raw = || Body::Raw(RawValue::from_string(text.to_owned()).expect("JSON"));
+                assert_eq!(passed(pass_on(view, "up", raw())), passed(edit_typed(view, "up", raw())), "{text}");
+            }
+        }
+        // The mapped URI is the downstream one.
+        let link = r#"{"content":[{"type":"resource_link","uri":"demo://a","name":"a"}]}"#;
+        let (body, _) = passed(pass_on(&mapped, "up", Body::Raw(RawValue::from_string(link.to_owned()).unwrap())));
+        assert_eq!(body["content"][0]["uri"], "up+demo://a");
+    }
+
+    #[test]
+    fn an_upstream_result_that_is_no_tool_result_is_the_error_it_was() {
+        for text in [r#"{"task":{"taskId":"t"}}"#, r#"{"content":"x"}"#, r#"{"isError":true}"#] {
+            let raw = Body::Raw(RawValue::from_string(text.to_owned()).expect("JSON"));
+            let Err(error) = pass_on(&View::default(), "up", raw) else { panic!("{text} passed") };
+            let expected = decode_tool_result(Body::Raw(RawValue::from_string(text.to_owned()).unwrap()))
+                .expect_err("no tool result");
+            assert_eq!(error.to_string(), SetError::Client { server: "up".to_owned(), source: expected }.to_string());
+            assert_eq!(upstream_error("up", error).code, ErrorCode::INTERNAL_ERROR);
+        }
     }
 
     #[test]

@@ -37,6 +37,7 @@ mod gateway;
 mod login;
 mod serve;
 mod shell;
+mod tool_result;
 
 #[derive(Parser, Debug)]
 #[command(name = "mcp-bridge", version, about = "Many MCP servers as one, and an MCP client for the shell")]

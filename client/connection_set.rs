@@ -100,9 +100,12 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use super::catalog::cache::{self, CachedListing, CatalogCache};
 use super::config::{ApprovalMode, McpConfig, Readiness, ServerConfig, Startup, TransportConfig, DEFAULT_ENV_VARS};
-use super::{Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening, Progress};
+use super::{
+    decode_tool_result, Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening,
+    Progress,
+};
 pub use crate::proto::envelope::is_reserved_meta_key;
-use crate::proto::jsonrpc::{ErrorObject, Notification};
+use crate::proto::jsonrpc::{Body, ErrorObject, Notification};
 use crate::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, Implementation, ListPrompts, ListPromptsRequestParams, ListResourceTemplates,
@@ -916,12 +919,8 @@ impl Conn {
     /// A call's future is boxed: inline, it is kilobytes, and every future awaiting it up to
     /// the gateway's forwarded request grows by as much and is copied whole at each level, on
     /// every call (a third of a bridged call's instructions were those copies).
-    async fn call_tool(
-        &self,
-        params: CallToolRequestParams,
-        options: RequestOptions,
-    ) -> Result<CallToolResult, ClientError> {
-        Box::pin(self.client.call_tool_with(params, options)).await
+    async fn call_tool(&self, params: CallToolRequestParams, options: RequestOptions) -> Result<Body, ClientError> {
+        Box::pin(self.client.call_tool_body(params, options)).await
     }
 
     async fn call_tool_with_progress(
@@ -929,8 +928,8 @@ impl Conn {
         params: CallToolRequestParams,
         options: RequestOptions,
         on_progress: SetProgressCallback,
-    ) -> Result<CallToolResult, ClientError> {
-        Box::pin(self.client.call_tool_with_progress(params, options, move |p| on_progress(p))).await
+    ) -> Result<Body, ClientError> {
+        Box::pin(self.client.call_tool_body_with_progress(params, options, move |p| on_progress(p))).await
     }
 
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
@@ -1557,6 +1556,38 @@ impl ConnectionSet {
         arguments: Option<Map<String, Value>>,
         options: SetCallOptions,
     ) -> Result<CallToolResult, SetError> {
+        self.call_tool_then(server, tool, arguments, options, decode_tool_result).await
+    }
+
+    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_with`] does, the result left
+    /// as [`Client::call_tool_body`] leaves it (raw JSON, not checked to be a final tool
+    /// result: [`decode_tool_result`] does that), for a host that passes it on.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled`).
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::call_tool_on`].
+    pub async fn call_tool_body_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: SetCallOptions,
+    ) -> Result<Body, SetError> {
+        self.call_tool_then(server, tool, arguments, options, Ok).await
+    }
+
+    /// The call of [`ConnectionSet::call_tool_with`], its result body made into `R` by `finish`,
+    /// whose error counts as the call's.
+    async fn call_tool_then<R>(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: SetCallOptions,
+        finish: impl FnOnce(Body) -> Result<R, ClientError>,
+    ) -> Result<R, SetError> {
         let SetCallOptions { timeout, on_progress, mut meta } = options;
         let slot = self.slot(server)?;
         let config = slot.config();
@@ -1588,7 +1619,7 @@ impl ConnectionSet {
             None => conn.call_tool(params, options).await,
             Some(on_progress) => conn.call_tool_with_progress(params, options, on_progress).await,
         };
-        outcome.map_err(|e| self.failure(&slot, generation, tool, after, e))
+        outcome.and_then(finish).map_err(|e| self.failure(&slot, generation, tool, after, e))
     }
 
     /// Sends any request of the method table to `server` (`resources/read`, `prompts/get` …),

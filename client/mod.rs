@@ -988,12 +988,27 @@ impl<T: Transport> Client<T> {
     pub fn request<M>(
         &self,
         params: M::Params,
-        mut options: RequestOptions,
+        options: RequestOptions,
     ) -> impl Future<Output = Result<M::Output, ClientError>> + '_
     where
         M: Method,
         M::Params: Send + Sync + 'static,
         M::Output: Clone + Send + Sync + 'static,
+    {
+        let answer = self.request_undecoded::<M>(params, options);
+        async move { decode_result::<M::Output>(M::NAME, answer.await?) }
+    }
+
+    /// [`Client::request`] up to the result's decoding: the result body as the transport
+    /// delivered it (after any MRTR rounds), or the request's error.
+    fn request_undecoded<M>(
+        &self,
+        params: M::Params,
+        mut options: RequestOptions,
+    ) -> impl Future<Output = Result<Body, ClientError>> + '_
+    where
+        M: Method,
+        M::Params: Send + Sync + 'static,
     {
         // The params become a body before the future is built: the future then does not carry
         // them (tools/call params are ~1 KiB, copied at every await level otherwise).
@@ -1007,11 +1022,10 @@ impl<T: Transport> Client<T> {
             let retry = retry.map(|original| Box::new((original, options.clone())));
             let outcome = self.inner.peer.request(M::NAME, Some(body), options).await;
             match retry {
-                None => decode_outcome::<T, M>(&self.inner.peer, outcome, Some(&self.inner.closed_by_us)).await,
+                None => settle(&self.inner.peer, M::NAME, outcome, Some(&self.inner.closed_by_us)).await,
                 Some(retry) => {
                     let (original, options) = *retry;
-                    let body = Box::pin(self.resolve_input_required(M::NAME, outcome, original, options)).await?;
-                    decode_outcome::<T, M>(&self.inner.peer, Ok(body), None).await
+                    Box::pin(self.resolve_input_required(M::NAME, outcome, original, options)).await
                 }
             }
         }
@@ -1215,13 +1229,25 @@ impl<T: Transport> Client<T> {
     pub async fn request_with_progress<M>(
         &self,
         params: M::Params,
-        mut options: RequestOptions,
+        options: RequestOptions,
         on_progress: impl Fn(Progress) + Send + Sync + 'static,
     ) -> Result<M::Output, ClientError>
     where
         M: Method,
         M::Output: Clone + Send + Sync + 'static,
     {
+        let body = self.request_with_progress_undecoded::<M>(params, options, on_progress).await?;
+        decode_result::<M::Output>(M::NAME, body)
+    }
+
+    /// [`Client::request_with_progress`] up to the result's decoding, as
+    /// [`Client::request_undecoded`].
+    async fn request_with_progress_undecoded<M: Method>(
+        &self,
+        params: M::Params,
+        mut options: RequestOptions,
+        on_progress: impl Fn(Progress) + Send + Sync + 'static,
+    ) -> Result<Body, ClientError> {
         self.check_capability(M::NAME)?;
         if options.timeout.is_none() {
             options.timeout = self.inner.request_timeout;
@@ -1243,11 +1269,10 @@ impl<T: Transport> Client<T> {
         let outcome =
             peer.request_with_progress(M::NAME, Some(body), options.clone(), Some(Box::new(on_progress))).await;
         if self.inner.session_meta.is_none() || !may_need_input(M::NAME) {
-            return decode_outcome::<T, M>(peer, outcome, Some(&self.inner.closed_by_us)).await;
+            return settle(peer, M::NAME, outcome, Some(&self.inner.closed_by_us)).await;
         }
         // The retries carry the same progress token; their progress is not reported.
-        let body = self.resolve_input_required(M::NAME, outcome, Retained::Json(value), options).await?;
-        decode_outcome::<T, M>(peer, Ok(body), None).await
+        self.resolve_input_required(M::NAME, outcome, Retained::Json(value), options).await
     }
 
     /// The capabilities this client declared in `initialize`.
@@ -1406,8 +1431,26 @@ impl<T: Transport> Client<T> {
         params: CallToolRequestParams,
         options: RequestOptions,
     ) -> impl Future<Output = Result<CallToolResult, ClientError>> + '_ {
-        let call = self.request::<CallTool>(params, options);
-        async move { tool_result(call.await?) }
+        let call = self.call_tool_body(params, options);
+        async move { decode_tool_result(call.await?) }
+    }
+
+    /// `tools/call` as [`Client::call_tool_with`] makes it, the result left as the transport
+    /// delivered it: raw JSON from a stdio or stream transport, a typed [`CallToolOutput`] where
+    /// the transport decoded it. For a host that passes the result on (a gateway) and so need
+    /// not decode it; [`decode_tool_result`] gives what `call_tool_with` would have.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled` is sent).
+    ///
+    /// # Errors
+    /// As any request. The result is not checked to be a final tool result.
+    pub fn call_tool_body(
+        &self,
+        params: CallToolRequestParams,
+        options: RequestOptions,
+    ) -> impl Future<Output = Result<Body, ClientError>> + '_ {
+        self.request_undecoded::<CallTool>(params, options)
     }
 
     /// One page of `resources/list`.
@@ -1594,7 +1637,24 @@ impl<T: Transport> Client<T> {
         options: RequestOptions,
         on_progress: impl Fn(Progress) + Send + Sync + 'static,
     ) -> Result<CallToolResult, ClientError> {
-        tool_result(self.request_with_progress::<CallTool>(params, options, on_progress).await?)
+        decode_tool_result(self.call_tool_body_with_progress(params, options, on_progress).await?)
+    }
+
+    /// [`Client::call_tool_with_progress`], the result left as [`Client::call_tool_body`] leaves
+    /// it.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled` is sent).
+    ///
+    /// # Errors
+    /// As [`Client::call_tool_body`].
+    pub async fn call_tool_body_with_progress(
+        &self,
+        params: CallToolRequestParams,
+        options: RequestOptions,
+        on_progress: impl Fn(Progress) + Send + Sync + 'static,
+    ) -> Result<Body, ClientError> {
+        self.request_with_progress_undecoded::<CallTool>(params, options, on_progress).await
     }
 
     /// `tools/call` as a task (2025-11-25): the server answers at once with the task, whose
@@ -1735,6 +1795,16 @@ impl<T: Transport> Client<T> {
         }
         self.inner.peer.notify(RootsListChanged::NAME, None).await.map_err(|e| error_for(RootsListChanged::NAME, e))
     }
+}
+
+/// The final tool result a `tools/call` result body holds (one from [`Client::call_tool_body`]),
+/// decoded as [`Client::call_tool_with`] decodes it.
+///
+/// # Errors
+/// [`ClientError::InvalidResult`] when the body is not a tool result, or is a task or a
+/// partial result.
+pub fn decode_tool_result(body: Body) -> Result<CallToolResult, ClientError> {
+    tool_result(decode_result::<CallToolOutput>(CallTool::NAME, body)?)
 }
 
 fn tool_result(output: CallToolOutput) -> Result<CallToolResult, ClientError> {
@@ -1933,10 +2003,27 @@ where
     T: Transport,
     O: serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
 {
+    decode_result(method, settle(peer, method, outcome, closed_by_us).await?)
+}
+
+/// The result of a `method` request, decoded.
+fn decode_result<O>(method: &str, body: Body) -> Result<O, ClientError>
+where
+    O: serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+{
+    body.into_decoded::<O>().map_err(|source| ClientError::InvalidResult { method: method.to_owned(), source })
+}
+
+/// A request's outcome with its error as a [`ClientError`]: a connection that ended under it
+/// names the child's exit when there is one.
+async fn settle<T: Transport>(
+    peer: &Peer<T>,
+    method: &str,
+    outcome: Result<Body, RequestError>,
+    closed_by_us: Option<&AtomicBool>,
+) -> Result<Body, ClientError> {
     match outcome {
-        Ok(body) => {
-            body.into_decoded::<O>().map_err(|source| ClientError::InvalidResult { method: method.to_owned(), source })
-        }
+        Ok(body) => Ok(body),
         // Boxed: the wait for the child's exit status is rare, and would otherwise make every
         // call's future larger by a timer.
         Err(RequestError::Closed { reason }) if !by_us(closed_by_us) => {

@@ -144,20 +144,24 @@ impl Dispatcher {
         // A `tools/call` the transport already decoded is read as it is: decoding a typed body
         // as another type would write all its arguments out as JSON first.
         let typed_call = params.as_ref().and_then(Body::typed_as::<CallToolRequestParams>);
-        let head = match typed_call {
-            Some(call) => Head {
-                meta: call.meta.clone(),
-                name: Some(call.name.clone()),
-                uri: None,
-                input_responses: call.input_responses.clone(),
-                request_state: call.request_state.clone(),
-            },
+        // The typed call's name is borrowed, not copied into the head: only a round needs it.
+        let (head, typed_name) = match typed_call {
+            Some(call) => (
+                Head {
+                    meta: call.meta.clone(),
+                    name: None,
+                    uri: None,
+                    input_responses: call.input_responses.clone(),
+                    request_state: call.request_state.clone(),
+                },
+                Some(call.name.as_str()),
+            ),
             None => match params.as_ref().map(Body::decode::<Head>).transpose() {
-                Ok(head) => head.unwrap_or_default(),
+                Ok(head) => (head.unwrap_or_default(), None),
                 Err(e) => return self.answer(peer, id, era, Err(invalid_params(e))),
             },
         };
-        let target = head.name.as_deref().or(head.uri.as_deref()).unwrap_or_default();
+        let target = typed_name.or(head.name.as_deref()).or(head.uri.as_deref()).unwrap_or_default();
         let bound = || match typed_call {
             Some(call) => Value::Object(call.arguments.clone().unwrap_or_default()),
             None => {

@@ -93,6 +93,8 @@ fn the_typescript_client_reaches_three_upstreams_through_one_endpoint() {
         {"call": "mcp__web__trigger-long-running-operation", "args": {"duration": 60, "steps": 60}, "cancelAfterProgress": 1},
         {"call": "mcp__web__echo", "args": {"message": "after the cancel"}},
         {"call": "mcp__nobody__echo", "args": {}},
+        {"call": "mcp__everything__get-resource-links", "args": {"count": 2}},
+        {"call": "mcp__everything__get-resource-reference", "args": {"resourceType": "Text", "resourceId": 1}},
     ]);
     let lines = drive(&ts_driver(), &bridge.url, &script, &[]);
     let init = &lines[0];
@@ -129,6 +131,15 @@ fn the_typescript_client_reaches_three_upstreams_through_one_endpoint() {
     assert_eq!(lines[12]["ok"], false, "the cancelled call must not succeed: {}", lines[12]);
     assert!(text_of(ok(&lines[13])).contains("after the cancel"), "{}", lines[13]);
     assert!(text_of(ok(&lines[14])).contains("not found"), "{}", lines[14]);
+    // A result's resource links and embedded resources come with their mapped URIs (the
+    // gateway edits those results; it passes the others on as the upstream wrote them).
+    let links: Vec<&Value> =
+        ok(&lines[15])["content"].as_array().unwrap().iter().filter(|b| b["type"] == "resource_link").collect();
+    assert_eq!(links.len(), 2, "{}", lines[15]);
+    assert!(links.iter().all(|l| l["uri"].as_str().unwrap().starts_with("everything+demo://")), "{}", lines[15]);
+    let embedded = ok(&lines[16])["content"].as_array().unwrap().iter().find(|b| b["type"] == "resource").cloned();
+    let uri = embedded.as_ref().and_then(|b| b["resource"]["uri"].as_str()).unwrap_or_default().to_owned();
+    assert!(uri.starts_with("everything+demo://"), "{}", lines[16]);
 
     // Each listed resource reads through its mapped URI, from the server that listed it.
     let reads: Vec<Value> = resources.iter().take(3).map(|r| json!({"read": r["uri"]})).collect();

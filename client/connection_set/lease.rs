@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{Conn, SetError};
+use crate::client::decode_tool_result;
 use crate::proto::mcp_types::{CallToolRequestParams, CallToolResult};
 use crate::proto::session::RequestOptions;
 
@@ -131,7 +132,7 @@ impl ServerLease {
         let after = timeout.map_or(self.tool_timeout, |t| t.min(self.tool_timeout));
         let params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
         let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
-        self.held.call_tool(params, options).await.map_err(|source| {
+        self.held.call_tool(params, options).await.and_then(decode_tool_result).map_err(|source| {
             let server = self.server.clone();
             if source.is_timeout() {
                 SetError::Timeout { server, what: tool.to_owned(), after }
