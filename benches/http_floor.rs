@@ -95,6 +95,17 @@ fn read_message(reader: &mut BufReader<TcpStream>, head: &mut String) -> Result<
     Ok(Some(body))
 }
 
+/// Writes `reply` as one `200 OK` `application/json` response.
+fn write_json(out: &mut TcpStream, reply: &Value) -> Result<(), BoxError> {
+    let reply = serde_json::to_vec(reply)?;
+    let mut response =
+        format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", reply.len())
+            .into_bytes();
+    response.extend_from_slice(&reply);
+    out.write_all(&response)?;
+    Ok(())
+}
+
 fn serve(addr: &str) -> Result<(), BoxError> {
     let listener = TcpListener::bind(addr)?;
     eprintln!("http-floor listening on http://{}/mcp", listener.local_addr()?);
@@ -117,12 +128,7 @@ fn serve_connection(stream: TcpStream) -> Result<(), BoxError> {
         let text = request["params"]["arguments"]["text"].as_str().unwrap_or_default();
         let reply =
             json!({"jsonrpc": "2.0", "id": request["id"], "result": {"content": [{"type": "text", "text": text}]}});
-        let reply = serde_json::to_vec(&reply)?;
-        let mut response =
-            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", reply.len())
-                .into_bytes();
-        response.extend_from_slice(&reply);
-        out.write_all(&response)?;
+        write_json(&mut out, &reply)?;
     }
     Ok(())
 }
@@ -232,12 +238,7 @@ fn forward_connection(stream: TcpStream, child: &Child) -> Result<(), BoxError> 
             child.call(request)?
         };
         answer["id"] = id;
-        let reply = serde_json::to_vec(&answer)?;
-        let mut response =
-            format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", reply.len())
-                .into_bytes();
-        response.extend_from_slice(&reply);
-        out.write_all(&response)?;
+        write_json(&mut out, &answer)?;
     }
     Ok(())
 }
