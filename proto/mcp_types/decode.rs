@@ -148,8 +148,9 @@ where
 }
 
 /// `Deserialize` and `Serialize` for types whose derives carry `#[serde(remote = "Self")]`
-/// (which makes them inherent functions): decoding goes through [`via_value`], encoding is the
-/// derived one unchanged.
+/// (which makes them inherent functions, public like the type: `T::deserialize(d)` called by
+/// path is the derived decoder straight on `d`, same result): decoding goes through
+/// [`via_value`], encoding is the derived one unchanged.
 ///
 /// The derived decoder is called from a function that is not generic, so it is compiled here
 /// once and not again in each crate that decodes the type (generic code is instantiated anew
