@@ -41,5 +41,5 @@ pub mod server;
 #[cfg(feature = "server")]
 pub mod metrics;
 
-#[cfg(feature = "conformance")]
+#[cfg(feature = "recording")]
 pub mod conformance;

@@ -21,26 +21,40 @@
 //! - [`fixtures`]: the recordings' scratch data, recreated in a temporary directory.
 //! - [`report`]: the run report, JUnit XML and the expected-failures baseline.
 //!
+//! With the feature `recording` alone (what `mcp-bridge --record` needs) only the format and the
+//! recorders are compiled: [`recording`], [`record`], [`tee`] and [`clock`]; the rest is the
+//! runner, feature `conformance`.
+//!
 //! Replays run over stdio ([`replay::replay_stdio`]), over HTTP ([`replay::replay_http`]: raw
 //! exchanges, messages and `http` members checked) and for a client under test
 //! ([`replay::replay_with_client`], which starts the client with `serve` as its server).
 
+// Feature `recording`: the format and the recorders.
 pub mod clock;
-pub mod diff;
-pub mod fixtures;
-pub mod matching;
 pub mod record;
-#[cfg(feature = "http")]
-pub mod record_http;
 pub mod recording;
-pub mod replay;
-#[cfg(feature = "http")]
-pub mod replay_http;
-pub mod report;
-pub mod roundtrip;
-pub mod serve;
-#[cfg(feature = "http")]
-pub mod serve_stateless;
 pub mod tee;
+
+// Feature `conformance`: the runner.
+#[cfg(feature = "conformance")]
+pub mod diff;
+#[cfg(feature = "conformance")]
+pub mod fixtures;
+#[cfg(feature = "conformance")]
+pub mod matching;
+#[cfg(all(feature = "conformance", feature = "http"))]
+pub mod record_http;
+#[cfg(feature = "conformance")]
+pub mod replay;
+#[cfg(all(feature = "conformance", feature = "http"))]
+pub mod replay_http;
+#[cfg(feature = "conformance")]
+pub mod report;
+#[cfg(feature = "conformance")]
+pub mod roundtrip;
+#[cfg(feature = "conformance")]
+pub mod serve;
+#[cfg(all(feature = "conformance", feature = "http"))]
+pub mod serve_stateless;
 
 pub use tee::{Recorder, RecordingDir, RecordingTransport, TeeOptions};

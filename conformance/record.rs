@@ -31,8 +31,9 @@ pub(crate) enum Payload {
     Message(String),
     /// A payload that is not JSON, kept as a string.
     Raw(String),
-    /// No payload (an HTTP request or response that carried no JSON-RPC message).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    /// No payload (an HTTP request or response that carried no JSON-RPC message): built by the
+    /// HTTP capture proxy (`record_http`) only.
+    #[cfg_attr(not(all(feature = "conformance", feature = "http")), allow(dead_code))]
     Nothing,
 }
 

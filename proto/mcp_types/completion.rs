@@ -120,6 +120,7 @@ pub struct CompleteContext {
 
 /// Params of `completion/complete`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct CompleteRequestParams {
     /// What is being completed.
     #[serde(rename = "ref")]
@@ -156,6 +157,7 @@ pub struct Completion {
 
 /// Result of `completion/complete`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct CompleteResult {
     /// The suggestions.
     pub completion: Completion,
@@ -174,6 +176,8 @@ method!(
 
 /// Every method this module declares.
 pub(crate) const METHODS: &[MethodInfo] = &[MethodInfo::request::<Complete>()];
+
+super::decode::decode_via_value!(CompleteRequestParams, CompleteResult);
 
 #[cfg(test)]
 mod tests {

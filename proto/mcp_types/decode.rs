@@ -10,6 +10,15 @@
 //! Semantics match the derived impls: a missing required member, a member of the wrong type and
 //! a known member given twice are errors; an optional member that is `null` is absent; an
 //! unknown member given twice keeps the last value (as a JSON object decoded into a map does).
+//!
+//! And the other way round for the types no hot path decodes (capabilities, `initialize`,
+//! sampling, elicitation, the list results …): [`decode_via_value!`] makes their derived
+//! decoder run on a [`serde_json::Value`] only, whatever the input. Each derived `Deserialize`
+//! is otherwise compiled once per deserializer it is used with (the `&str` reader of
+//! [`Body::decode`](crate::proto::jsonrpc::Body::decode), the envelope reader of
+//! `jsonrpc::decode_typed`, a `Value`), with every nested type's decoder inlined into each copy;
+//! `ClientCapabilities` alone was five copies of 27 to 36 KB in `mcp-bridge`. The price is a
+//! `Value` built first, and a wrong member's error without the line and column.
 
 use std::fmt;
 
@@ -123,3 +132,88 @@ macro_rules! deserialize_with_extra {
     };
 }
 pub(crate) use deserialize_with_extra;
+
+/// Decodes a `T` by reading `d` into a [`serde_json::Value`] first and running `decode` (the
+/// derived decoder) on that, so `decode` is compiled for `Value` alone.
+pub(crate) fn via_value<'de, D, T>(
+    d: D,
+    decode: fn(serde_json::Value) -> Result<T, serde_json::Error>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    use serde::de::Error as _;
+    let value = <serde_json::Value as serde::Deserialize>::deserialize(d)?;
+    decode(value).map_err(D::Error::custom)
+}
+
+/// `Deserialize` and `Serialize` for types whose derives carry `#[serde(remote = "Self")]`
+/// (which makes them inherent functions, public like the type: `T::deserialize(d)` called by
+/// path is the derived decoder straight on `d`, same result): decoding goes through
+/// [`via_value`], encoding is the derived one unchanged.
+///
+/// The derived decoder is called from a function that is not generic, so it is compiled here
+/// once and not again in each crate that decodes the type (generic code is instantiated anew
+/// in every crate that uses it).
+macro_rules! decode_via_value {
+    ($($ty:ident),* $(,)?) => {$(
+        impl $ty {
+            #[inline(never)]
+            fn from_json_value(value: serde_json::Value) -> Result<$ty, serde_json::Error> {
+                $ty::deserialize(value)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                $crate::proto::mcp_types::decode::via_value(d, $ty::from_json_value)
+            }
+        }
+
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                $ty::serialize(self, s)
+            }
+        }
+    )*};
+}
+pub(crate) use decode_via_value;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::proto::mcp_types::{ClientCapabilities, InitializeRequestParams, ListToolsResult};
+
+    const INITIALIZE: &str = r#"{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true},"sampling":{},"x-vendor":{"a":[1,2.5]}},"clientInfo":{"name":"c","version":"1"},"_meta":{"k":"v"},"later":null}"#;
+
+    #[test]
+    fn a_type_decoded_through_a_value_reads_alike_from_text_from_a_value_and_from_raw_json() {
+        let from_text: InitializeRequestParams = serde_json::from_str(INITIALIZE).unwrap();
+        let value: Value = serde_json::from_str(INITIALIZE).unwrap();
+        let from_value: InitializeRequestParams = serde_json::from_value(value.clone()).unwrap();
+        let raw: Box<serde_json::value::RawValue> = serde_json::from_str(INITIALIZE).unwrap();
+        let from_raw: InitializeRequestParams = serde_json::from_str(raw.get()).unwrap();
+        assert_eq!(from_text, from_value);
+        assert_eq!(from_text, from_raw);
+        assert_eq!(from_text.capabilities.roots.as_ref().and_then(|r| r.list_changed), Some(true));
+        // Unknown members and numbers survive, as with the derived decoder on the text.
+        assert_eq!(from_text.capabilities.extra["x-vendor"], json!({"a": [1, 2.5]}));
+        assert_eq!(serde_json::to_value(&from_text).unwrap(), value);
+    }
+
+    #[test]
+    fn a_type_decoded_through_a_value_still_rejects_what_its_derive_rejects() {
+        let missing = serde_json::from_str::<InitializeRequestParams>(
+            r#"{"capabilities":{},"clientInfo":{"name":"c","version":"1"}}"#,
+        );
+        assert!(missing.unwrap_err().to_string().contains("missing field `protocolVersion`"));
+        let wrong = serde_json::from_str::<ClientCapabilities>(r#"{"roots":{"listChanged":"yes"}}"#);
+        assert!(wrong.unwrap_err().to_string().contains("expected a boolean"));
+        let not_an_object = serde_json::from_str::<ListToolsResult>("[1]");
+        assert!(not_an_object.is_err());
+        // Text that is not JSON fails in the first pass, with its position.
+        let broken = serde_json::from_str::<ListToolsResult>(r#"{"tools": [}"#).unwrap_err();
+        assert_eq!((broken.line(), broken.column()), (1, 12));
+    }
+}

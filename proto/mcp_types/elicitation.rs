@@ -492,6 +492,7 @@ pub enum ElicitValue {
 
 /// Result of `elicitation/create`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ElicitResult {
     /// What the user did.
     pub action: ElicitAction,
@@ -533,6 +534,8 @@ notification!(
 /// Every method this module declares.
 pub(crate) const METHODS: &[MethodInfo] =
     &[MethodInfo::request::<Elicit>(), MethodInfo::notification::<ElicitationComplete>()];
+
+super::decode::decode_via_value!(ElicitResult);
 
 #[cfg(test)]
 mod tests {

@@ -135,6 +135,7 @@ const_tag!(
 /// A result saying the server needs input first (2026-07-28). It can stand in for the result
 /// of `tools/call`, `prompts/get` and `resources/read`; only its `resultType` tells it apart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct InputRequiredResult {
     /// Always `"input_required"`.
@@ -196,6 +197,7 @@ pub struct SubscriptionFilter {
 
 /// Params of `subscriptions/listen`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct SubscriptionsListenRequestParams {
     /// What to listen for.
     pub notifications: SubscriptionFilter,
@@ -223,6 +225,7 @@ pub struct SubscriptionsListenResultMeta {
 
 /// Result of `subscriptions/listen`, sent when the server closes the stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct SubscriptionsListenResult {
     /// Which subscription this closes.
     #[serde(rename = "_meta")]
@@ -258,6 +261,8 @@ notification!(
 /// Every method this module declares.
 pub(crate) const METHODS: &[MethodInfo] =
     &[MethodInfo::request::<SubscriptionsListen>(), MethodInfo::notification::<SubscriptionsAcknowledged>()];
+
+super::decode::decode_via_value!(InputRequiredResult, SubscriptionsListenRequestParams, SubscriptionsListenResult);
 
 #[cfg(test)]
 mod tests {

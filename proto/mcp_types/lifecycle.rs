@@ -39,6 +39,7 @@ pub struct Icon {
 
 /// Name and version of an MCP client or server (`clientInfo`, `serverInfo`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct Implementation {
     /// Programmatic name.
@@ -65,6 +66,7 @@ pub struct Implementation {
 /// What a client supports ("Capability Negotiation"). Every member is optional; a present
 /// empty object means "supported".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct ClientCapabilities {
     /// Non-standard capabilities, by name.
@@ -191,6 +193,7 @@ pub struct ElicitationTaskRequests {
 
 /// What a server supports ("Capability Negotiation").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct ServerCapabilities {
     /// Non-standard capabilities, by name.
@@ -305,6 +308,7 @@ pub struct ToolsTaskRequests {
 
 /// Params of `initialize` (up to 2025-11-25).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeRequestParams {
     /// The newest revision the client speaks (any string: the server may not know it).
@@ -323,6 +327,7 @@ pub struct InitializeRequestParams {
 
 /// Result of `initialize`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     /// The revision the server chose.
@@ -348,6 +353,7 @@ pub type DiscoverRequestParams = EmptyParams;
 /// Result of `server/discover` (2026-07-28): what `initialize` used to answer, minus the
 /// negotiation, plus caching fields. Server info travels in `_meta`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct DiscoverResult {
     /// Revisions the server speaks (strings, so unknown ones survive).
@@ -453,6 +459,15 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::notification::<Cancelled>(),
     MethodInfo::notification::<Progress>(),
 ];
+
+super::decode::decode_via_value!(
+    ClientCapabilities,
+    ServerCapabilities,
+    Implementation,
+    InitializeRequestParams,
+    InitializeResult,
+    DiscoverResult
+);
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@ use super::*;
 
 /// A prompt or prompt template the server offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Prompt {
     /// Programmatic name, used by `prompts/get`.
     pub name: String,
@@ -73,6 +74,7 @@ pub type ListPromptsRequestParams = super::PaginatedRequestParams;
 
 /// Result of `prompts/list`: one page of prompts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct ListPromptsResult {
     /// This page.
@@ -90,6 +92,7 @@ pub struct ListPromptsResult {
 
 /// Params of `prompts/get`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct GetPromptRequestParams {
     /// Which prompt.
@@ -113,6 +116,7 @@ pub struct GetPromptRequestParams {
 
 /// Result of `prompts/get`: the rendered messages.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct GetPromptResult {
     /// What the prompt is for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,6 +150,8 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::request::<GetPrompt>(),
     MethodInfo::notification::<PromptListChanged>(),
 ];
+
+super::decode::decode_via_value!(ListPromptsResult, GetPromptResult, GetPromptRequestParams, Prompt);
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@ use super::*;
 
 /// A resource a server can read, as listed by `resources/list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
     /// Where the resource lives.
@@ -48,6 +49,7 @@ pub struct Resource {
 
 /// A family of resources described by an RFC 6570 URI template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceTemplate {
     /// The URI template.
@@ -82,6 +84,7 @@ pub type ListResourcesRequestParams = super::PaginatedRequestParams;
 
 /// Result of `resources/list`: one page of resources.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct ListResourcesResult {
     /// This page.
@@ -102,6 +105,7 @@ pub type ListResourceTemplatesRequestParams = super::PaginatedRequestParams;
 
 /// Result of `resources/templates/list`: one page of templates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct ListResourceTemplatesResult {
     /// This page.
@@ -139,6 +143,7 @@ pub struct ReadResourceRequestParams {
 
 /// Result of `resources/read`: the contents (a resource may yield several parts).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ReadResourceResult {
     /// Text or blob contents.
     pub contents: Vec<ResourceContents>,
@@ -218,6 +223,14 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::notification::<ResourceListChanged>(),
     MethodInfo::notification::<ResourceUpdated>(),
 ];
+
+super::decode::decode_via_value!(
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate
+);
 
 #[cfg(test)]
 mod tests {

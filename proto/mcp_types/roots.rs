@@ -30,6 +30,7 @@ pub type ListRootsRequestParams = EmptyParams;
 
 /// Result of `roots/list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ListRootsResult {
     /// The roots.
     pub roots: Vec<Root>,
@@ -54,6 +55,8 @@ notification!(
 /// Every method this module declares.
 pub(crate) const METHODS: &[MethodInfo] =
     &[MethodInfo::request::<ListRoots>(), MethodInfo::notification::<RootsListChanged>()];
+
+super::decode::decode_via_value!(ListRootsResult);
 
 #[cfg(test)]
 mod tests {

@@ -124,6 +124,7 @@ pub struct ToolChoice {
 
 /// Params of `sampling/createMessage`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct CreateMessageRequestParams {
     /// The conversation so far.
@@ -167,6 +168,7 @@ pub struct CreateMessageRequestParams {
 
 /// Result of `sampling/createMessage`: the generated message and which model wrote it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct CreateMessageResult {
     /// Normally `assistant`.
@@ -194,6 +196,8 @@ method!(
 
 /// Every method this module declares.
 pub(crate) const METHODS: &[MethodInfo] = &[MethodInfo::request::<CreateMessage>()];
+
+super::decode::decode_via_value!(CreateMessageRequestParams, CreateMessageResult);
 
 #[cfg(test)]
 mod tests {

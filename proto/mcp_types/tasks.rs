@@ -67,6 +67,7 @@ open_string_enum_serde!(TaskStatus);
 
 /// The state of a task ("Task").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     /// Id chosen by the receiver.
@@ -124,6 +125,7 @@ pub struct RelatedTaskMetadata {
 
 /// The immediate answer to a task-augmented request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct CreateTaskResult {
     /// The new task.
     pub task: Task,
@@ -159,6 +161,7 @@ pub type CancelTaskRequestParams = TaskIdParams;
 /// A result that is a task's state (`tasks/get`, `tasks/cancel`): the [`Task`] members at the
 /// top level plus `_meta`. Unknown members land in `task.extra`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct GetTaskResult {
     /// The task's state.
     #[serde(flatten)]
@@ -188,6 +191,7 @@ pub type ListTasksRequestParams = super::PaginatedRequestParams;
 
 /// Result of `tasks/list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResult {
     /// The tasks on this page.
@@ -248,6 +252,8 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::request::<CancelTask>(),
     MethodInfo::notification::<TaskStatusNotification>(),
 ];
+
+super::decode::decode_via_value!(CreateTaskResult, GetTaskResult, ListTasksResult, Task);
 
 #[cfg(test)]
 mod tests {

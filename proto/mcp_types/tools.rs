@@ -16,6 +16,7 @@ use super::{
 
 /// A tool the server offers ("Tool"). Schemas are kept as raw JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     /// Programmatic name, used in `tools/call`.
@@ -128,6 +129,7 @@ pub type ListToolsRequestParams = super::PaginatedRequestParams;
 
 /// Result of `tools/list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
     /// The tools on this page.
@@ -383,6 +385,8 @@ pub(crate) const METHODS: &[MethodInfo] = &[
     MethodInfo::request::<CallTool>(),
     MethodInfo::notification::<ToolListChanged>(),
 ];
+
+super::decode::decode_via_value!(ListToolsResult, Tool);
 
 #[cfg(test)]
 mod tests {

@@ -117,11 +117,13 @@ pub(crate) fn requeue_once() -> impl std::future::Future<Output = ()> {
     })
 }
 
-/// 128 bits from the operating system's CSPRNG, as 32 lowercase hex digits (visible ASCII,
-/// as the spec asks of a session id).
+/// 128 bits from the operating system's CSPRNG (through ring, already the TLS provider, rather
+/// than a second version of `getrandom`), as 32 lowercase hex digits (visible ASCII, as the
+/// spec asks of a session id).
 pub(crate) fn random_id() -> String {
+    use ring::rand::SecureRandom as _;
     let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
+    ring::rand::SystemRandom::new().fill(&mut bytes).expect("the operating system's random source is available");
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
