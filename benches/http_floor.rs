@@ -21,7 +21,8 @@
 //! `initialize` with the child's result (so that several clients can connect, as with a real
 //! gateway); each forwarded request gets an id of its own on the child's side (clients' ids may
 //! collide) and its own id back on the answer: one JSON parse and one JSON write per message on
-//! each side again, one thread per connection, one reader thread routing the child's answers.
+//! each side again, one thread per connection; the caller reads the child's answers itself
+//! (one at a time, keeping others' answers for them), so a lone call wakes no other thread.
 //! Notifications go to the child and get 202; GET and DELETE get 405 (no sessions, no streams);
 //! what the child sends unasked (its notifications, its requests) is dropped. Against a direct
 //! HTTP server measured by the same client, it shows what any gateway that moves each message
@@ -33,9 +34,9 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -137,7 +138,11 @@ fn serve_connection(stream: TcpStream) -> Result<(), BoxError> {
 /// given on the child's side, and the child's `initialize` result.
 struct Child {
     stdin: Mutex<ChildStdin>,
-    waiting: Mutex<HashMap<u64, mpsc::Sender<Value>>>,
+    /// Whoever holds it reads the child's next answer (leader/followers: no thread in between
+    /// when one call is in flight).
+    stdout: Mutex<BufReader<ChildStdout>>,
+    /// Answers read by another caller, by the id of the child's side.
+    answered: Mutex<HashMap<u64, Value>>,
     next_id: AtomicU64,
     initialized: Value,
 }
@@ -151,14 +156,31 @@ impl Child {
         Ok(())
     }
 
-    /// Sends `request` under an id of the child's side and waits for its answer.
+    /// Sends `request` under an id of the child's side and waits for its answer: reads the
+    /// child's answers itself, keeping the other callers' for them, until its own comes.
     fn call(&self, mut request: Value) -> Result<Value, BoxError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = mpsc::channel();
-        self.waiting.lock().expect("waiting lock").insert(id, tx);
         request["id"] = json!(id);
         self.send(&request)?;
-        Ok(rx.recv().map_err(|_| "the child exited")?)
+        let mut line = String::new();
+        loop {
+            let mut stdout = self.stdout.lock().expect("stdout lock");
+            if let Some(answer) = self.answered.lock().expect("answers lock").remove(&id) {
+                return Ok(answer);
+            }
+            line.clear();
+            if stdout.read_line(&mut line)? == 0 {
+                return Err("the child exited".into());
+            }
+            let Ok(answer) = serde_json::from_str::<Value>(&line) else { continue };
+            match answer["id"].as_u64().filter(|_| answer.get("method").is_none()) {
+                Some(theirs) if theirs == id => return Ok(answer),
+                Some(theirs) => {
+                    self.answered.lock().expect("answers lock").insert(theirs, answer);
+                }
+                None => {}
+            }
+        }
     }
 }
 
@@ -184,24 +206,10 @@ fn gateway(addr: &str, command: &[String]) -> Result<(), BoxError> {
     writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
     let child = Arc::new(Child {
         stdin: Mutex::new(stdin),
-        waiting: Mutex::new(HashMap::new()),
+        stdout: Mutex::new(stdout),
+        answered: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(1),
         initialized,
-    });
-    let router = child.clone();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        while stdout.read_line(&mut line).is_ok_and(|n| n > 0) {
-            if let Ok(answer) = serde_json::from_str::<Value>(&line) {
-                let waiting = answer.get("method").is_none().then(|| answer["id"].as_u64()).flatten();
-                if let Some(tx) = waiting.and_then(|id| router.waiting.lock().expect("waiting lock").remove(&id)) {
-                    let _ = tx.send(answer);
-                }
-            }
-            line.clear();
-        }
-        // The child is gone: every waiting call fails, and so does every later one.
-        router.waiting.lock().expect("waiting lock").clear();
     });
     let listener = TcpListener::bind(addr)?;
     eprintln!("http-floor gateway listening on http://{}/mcp", listener.local_addr()?);
