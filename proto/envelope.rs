@@ -16,6 +16,8 @@
 //! Spec (2026-07-28): `basic/index` ("Per-request protocol fields", "Error Codes"),
 //! `basic/versioning`, `basic/transports/streamable-http` ("Request Metadata").
 
+use std::sync::Arc;
+
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -489,8 +491,23 @@ pub struct ResultStamp {
     pub ttl_ms: Option<u64>,
     /// `cacheScope` (cacheable results only).
     pub cache_scope: Option<CacheScope>,
-    /// `_meta["io.modelcontextprotocol/serverInfo"]`.
-    pub server_info: Option<Implementation>,
+    /// `_meta["io.modelcontextprotocol/serverInfo"]`, written once ([`ServerInfoMeta::new`]).
+    pub server_info: Option<ServerInfoMeta>,
+}
+
+/// The `_meta` member a 2026-07-28 result gets, `{"io.modelcontextprotocol/serverInfo": …}`,
+/// as JSON text written once per server (a clone is a reference count), not once per result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfoMeta(Arc<str>);
+
+impl ServerInfoMeta {
+    /// The member's value for `info`.
+    ///
+    /// # Errors
+    /// When `info` cannot be serialized (an icon or other member that does not).
+    pub fn new(info: &Implementation) -> Result<ServerInfoMeta, serde_json::Error> {
+        Ok(ServerInfoMeta(format!("{{\"{SERVER_INFO_KEY}\":{}}}", serde_json::to_string(info)?).into()))
+    }
 }
 
 /// Adds `resultType: "complete"` (and the stamp's members) to a result object that lacks them.
@@ -515,24 +532,24 @@ pub fn stamp_result(body: Body, stamp: &ResultStamp) -> Result<Body, serde_json:
     let Ok(keys) = top_level_keys(text) else { return Ok(body) };
     let has = |k: &str| keys.iter().any(|key| key == k);
     let mut members = String::new();
-    let mut push = |key: &str, value: String| {
+    let mut push = |key: &str, value: &str| {
         members.push('"');
         members.push_str(key);
         members.push_str("\":");
-        members.push_str(&value);
+        members.push_str(value);
         members.push(',');
     };
     if !has("resultType") {
-        push("resultType", "\"complete\"".to_owned());
+        push("resultType", "\"complete\"");
     }
     if let (Some(ttl), false) = (stamp.ttl_ms, has("ttlMs")) {
-        push("ttlMs", ttl.to_string());
+        push("ttlMs", &ttl.to_string());
     }
     if let (Some(scope), false) = (&stamp.cache_scope, has("cacheScope")) {
-        push("cacheScope", serde_json::to_string(scope)?);
+        push("cacheScope", &serde_json::to_string(scope)?);
     }
     if let (Some(info), false) = (&stamp.server_info, has("_meta")) {
-        push("_meta", format!("{{\"{SERVER_INFO_KEY}\":{}}}", serde_json::to_string(info)?));
+        push("_meta", &info.0);
     }
     if members.is_empty() {
         return Ok(body);
@@ -777,7 +794,10 @@ mod tests {
         let stamp = ResultStamp {
             ttl_ms: Some(0),
             cache_scope: Some(CacheScope::Public),
-            server_info: Some(Implementation { name: "s".into(), version: "1".into(), ..Default::default() }),
+            server_info: Some(
+                ServerInfoMeta::new(&Implementation { name: "s".into(), version: "1".into(), ..Default::default() })
+                    .unwrap(),
+            ),
         };
         let out = stamp_result(raw(json!({"tools": []})), &stamp).unwrap();
         assert_eq!(

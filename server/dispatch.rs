@@ -597,7 +597,7 @@ impl Dispatcher {
         let stamp = ResultStamp {
             ttl_ms: hint.as_ref().map(|h| h.ttl_ms),
             cache_scope: hint.map(|h| h.scope.clone()),
-            server_info: Some(self.inner.info.clone()),
+            server_info: self.inner.info_meta.clone(),
         };
         let era = &Era::PerRequest(Arc::new(PerRequest { envelope: Arc::new(envelope), stamp }));
         if let Some(method) = self.inner.forwarder.as_ref().and_then(|_| super::forward::forwarded(method)) {

@@ -250,6 +250,8 @@ pub(crate) struct Registered {
 /// What a server offers; shared by every connection it serves.
 pub(crate) struct Inner {
     pub(crate) info: Implementation,
+    /// `info` as every 2026-07-28 result's `_meta` carries it, written once.
+    pub(crate) info_meta: Option<crate::proto::envelope::ServerInfoMeta>,
     pub(crate) instructions: Option<String>,
     pub(crate) registry: registry::Registry,
     pub(crate) features: registry::Features,
@@ -575,6 +577,7 @@ impl ServerBuilder {
         }
         Ok(Server {
             inner: Arc::new(Inner {
+                info_meta: crate::proto::envelope::ServerInfoMeta::new(&self.info).ok(),
                 info: self.info,
                 instructions: self.instructions,
                 registry,
