@@ -3,22 +3,25 @@
 # mcp-bench's HTTP client, 16 B sequential calls): counts that do not swing with the shared
 # machine as latency does, so two builds can be compared on one run each.
 #
-#   benches/bridge_instructions.sh [BIN_DIR] [--bridge PATH] [--no-strace]
+#   benches/bridge_instructions.sh [BIN_DIR] [--bridge PATH] [--no-strace] [--child]
 #
 # BIN_DIR holds mcp-bench, mcp-bridge and examples/echo_server (default: target/release, built
 # first); --bridge measures another mcp-bridge with them (e.g. main's, for a comparison).
 # Instructions: valgrind's cachegrind on the bridge (user space only; the child runs natively).
 # System calls: strace -c attached to the bridge's threads once it listens (the child, started
 # before, is not traced). Each over runs of 500 and 1,500 calls; the difference divided by the
-# calls between them leaves out startup and the handshake.
+# calls between them leaves out startup and the handshake. --child: the instructions per call of
+# the echo_server child too (cachegrind on the child, the bridge native), in
+# `child_instructions_per_call` (the bridge speaks to it in the era it negotiates).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-D="" BR="" STRACE=1
+D="" BR="" STRACE=1 CHILD=0
 while [ $# -gt 0 ]; do
   case $1 in
     --bridge) BR=$(realpath "${2:?--bridge needs a path}"); shift 2 ;;
     --no-strace) STRACE=0; shift ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --child) CHILD=1; shift ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) D=$(realpath "$1"); shift ;;
   esac
 done
@@ -39,6 +42,11 @@ count() {
   if [ "$2" = cachegrind ]; then
     valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
       "$BR" serve --listen "http://127.0.0.1:$port/mcp" -- "$ECHO" >/dev/null 2>"$log" &
+  elif [ "$2" = child ]; then
+    printf '#!/bin/sh\nexec valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null --log-file=%s %s "$@"\n' \
+      "$log" "$ECHO" >"$WORK/child"
+    chmod +x "$WORK/child"
+    "$BR" serve --listen "http://127.0.0.1:$port/mcp" -- "$WORK/child" >/dev/null 2>&1 &
   else
     "$BR" serve --listen "http://127.0.0.1:$port/mcp" -- "$ECHO" >/dev/null 2>&1 &
   fi
@@ -55,7 +63,7 @@ count() {
   "$D/mcp-bench" --http "$url" --tool "$tool" --sizes 16 --concurrency 1 --n "$1" --startup-runs 0 >/dev/null 2>&1
   [ -z "$tracer" ] || { kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true; }
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-  if [ "$2" = cachegrind ]; then
+  if [ "$2" = cachegrind ] || [ "$2" = child ]; then
     grep -o 'I *refs: *[0-9,]*' "$log" | tr -dc '0-9'
   else
     awk '$NF == "total" {print $4}' "$log"
@@ -69,4 +77,9 @@ if [ $STRACE = 1 ]; then
   s1=$(count 500 strace) s2=$(count 1500 strace)
   syscalls=$(python3 -c "print(round(($s2 - $s1) / $between, 2))")
 fi
-echo "{\"payload_bytes\":16,\"concurrency\":1,\"bridge_instructions_per_call\":$(((i2 - i1) / between)),\"bridge_syscalls_per_call\":$syscalls}"
+child=null
+if [ $CHILD = 1 ]; then
+  c1=$(count 500 child) c2=$(count 1500 child)
+  child=$(((c2 - c1) / between))
+fi
+echo "{\"payload_bytes\":16,\"concurrency\":1,\"bridge_instructions_per_call\":$(((i2 - i1) / between)),\"bridge_syscalls_per_call\":$syscalls,\"child_instructions_per_call\":$child}"
