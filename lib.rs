@@ -17,6 +17,8 @@
 //!   text format, and the named metrics of the bridge.
 //! - `conformance` (feature `conformance`): the recorded-session format and the checks the
 //!   `mcp-conformance` binary runs over it.
+//! - `bridge` (feature `bridge`): the `mcp-bridge` binary's code (gateway, shell client, config
+//!   commands), here so that the generic code it uses is compiled once; only its `main` is public.
 //!
 //! Transports, client, server and the conformance runner are built on top of `proto`;
 //! features gate the heavy parts so that a user who only wants the types builds `proto`
@@ -43,3 +45,6 @@ pub mod metrics;
 
 #[cfg(feature = "recording")]
 pub mod conformance;
+
+#[cfg(feature = "bridge")]
+pub mod bridge;

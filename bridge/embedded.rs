@@ -1,13 +1,13 @@
 //! The embedded default of `mcp-bridge serve`: the bundled example servers (the echo server of
-//! [`mcpwire::server::echo`] and the agent of [`mcpwire::server::agent`]) as upstreams in this
+//! [`crate::server::echo`] and the agent of [`crate::server::agent`]) as upstreams in this
 //! very process, reached over in-process pairs (no child process, no socket).
 //!
 //! Not here: serving them (the gateway does, as any other upstreams).
 
-use mcpwire::client::config::{InProcess, McpConfig, ServerConfig};
-use mcpwire::server::Server;
-use mcpwire::transport::boxed::BoxTransport;
-use mcpwire::transport::{inproc, Limits};
+use crate::client::config::{InProcess, McpConfig, ServerConfig};
+use crate::server::Server;
+use crate::transport::boxed::BoxTransport;
+use crate::transport::{inproc, Limits};
 
 /// An upstream served by `server` in process: each connection (start or restart) gets a new
 /// in-process pair whose server end `server` serves until it closes.
@@ -27,8 +27,8 @@ fn in_process(name: &str, server: Server) -> ServerConfig {
 
 /// The configuration of the embedded default: `echo` and `agent`.
 pub(crate) fn config() -> McpConfig {
-    let echo = mcpwire::server::echo::echo_builder().build().expect("the echo server's tools are valid");
-    let agent = mcpwire::server::agent::agent_server();
+    let echo = crate::server::echo::echo_builder().build().expect("the echo server's tools are valid");
+    let agent = crate::server::agent::agent_server();
     let mut config = McpConfig::default();
     for server in [in_process("echo", echo), in_process("agent", agent)] {
         config.servers.insert(server.name.clone(), server);

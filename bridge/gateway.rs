@@ -1,5 +1,5 @@
 //! The gateway: the servers of a [`ConnectionSet`] served as one MCP server, through the
-//! server layer's forwarding ([`mcpwire::server::forward`]).
+//! server layer's forwarding ([`crate::server::forward`]).
 //!
 //! - Names: tools and prompts under their set-qualified names (`mcp__SERVER__NAME`, at most
 //!   64 bytes) or their own, per [`PrefixMode`]; resource URIs and templates under
@@ -35,20 +35,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use mcpwire::client::config::McpConfig;
-use mcpwire::client::connection_set::{qualify, Catalog, ConnectionSet, SetCallOptions, SetError, SetOptions};
-use mcpwire::client::{current_caller, decode_tool_result, with_caller, CallerId, ClientError, ElicitationModes};
-use mcpwire::metrics::bridge::{BridgeMetrics, CallOutcome};
-use mcpwire::proto::jsonrpc::{Body, ErrorCode, ErrorObject};
-use mcpwire::proto::mcp_types::{
+use crate::client::config::McpConfig;
+use crate::client::connection_set::{qualify, Catalog, ConnectionSet, SetCallOptions, SetError, SetOptions};
+use crate::client::{current_caller, decode_tool_result, with_caller, CallerId, ClientError, ElicitationModes};
+use crate::metrics::bridge::{BridgeMetrics, CallOutcome};
+use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject};
+use crate::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, Complete, CompleteRequestParams, CompletionReference, ContentBlock,
     CreateMessageRequestParams, ElicitRequestParams, GetPrompt, GetPromptRequestParams, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingMessageNotificationParams, Prompt,
     ReadResource, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
     ResultMeta, Root, Tool,
 };
-use mcpwire::server::forward::{ForwardFuture, Forwarded, Forwarder};
-use mcpwire::server::{ClientRequestError, Context, Server};
+use crate::server::forward::{ForwardFuture, Forwarded, Forwarder};
+use crate::server::{ClientRequestError, Context, Server};
 
 use super::tool_result::{self, Verdict};
 use super::PrefixMode;
@@ -165,7 +165,7 @@ impl View {
         for server in servers {
             let mut s = slug(server);
             if view.slugs.contains_key(&s) {
-                s = format!("{s}-{:08x}", mcpwire::client::connection_set::fnv1a(server.as_bytes()));
+                s = format!("{s}-{:08x}", crate::client::connection_set::fnv1a(server.as_bytes()));
             }
             view.slugs.insert(s.clone(), server.to_owned());
             view.slug_of.insert(server.to_owned(), s);
@@ -245,7 +245,7 @@ fn unrelated(method: &str) -> ErrorObject {
 /// A downstream client's refusal, as the upstream gets it.
 fn refused(e: ClientRequestError) -> ErrorObject {
     match e {
-        ClientRequestError::Request(mcpwire::peer::RequestError::Rpc(error)) => error,
+        ClientRequestError::Request(crate::peer::RequestError::Rpc(error)) => error,
         ClientRequestError::NotSupported { .. } | ClientRequestError::MissingCapability { .. } => {
             ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, format!("mcp-bridge: the downstream client: {e}"))
         }
@@ -477,7 +477,7 @@ impl Gateway {
     }
 
     /// Every shared upstream's state.
-    pub(crate) fn set_summary(&self) -> mcpwire::client::connection_set::StartupSummary {
+    pub(crate) fn set_summary(&self) -> crate::client::connection_set::StartupSummary {
         self.set.summary()
     }
 
@@ -551,7 +551,7 @@ impl Gateway {
         let params: CallToolRequestParams = decode(params, "tools/call")?;
         let view = self.view();
         let Some((server, tool)) = view.tool_route(&params.name) else {
-            let result = mcpwire::server::error_result(format!("Tool {} not found", params.name));
+            let result = crate::server::error_result(format!("Tool {} not found", params.name));
             return Ok(Body::typed(result));
         };
         let set = self.set_for(server, &context).await?;
@@ -585,7 +585,7 @@ impl Gateway {
         let mut params: ReadResourceRequestParams = decode(params, "resources/read")?;
         let view = self.view();
         let Some((server, uri)) = view.resolve_uri(&params.uri) else {
-            return Err(mcpwire::server::resource_not_found(&params.uri));
+            return Err(crate::server::resource_not_found(&params.uri));
         };
         let asked = std::mem::replace(&mut params.uri, uri.clone());
         params.meta = None;
@@ -620,7 +620,7 @@ impl Gateway {
     /// behalf of `context`, whose client then answers what the upstream asks meanwhile.
     async fn request<M>(&self, server: &str, params: M::Params, context: &Context) -> Result<M::Output, ErrorObject>
     where
-        M: mcpwire::proto::mcp_types::Method,
+        M: crate::proto::mcp_types::Method,
         M::Params: Send + Sync + 'static,
         M::Output: Clone + Send + Sync + 'static,
     {
@@ -785,7 +785,7 @@ fn unstamp(meta: &mut Option<ResultMeta>, extra: &mut serde_json::Map<String, se
 /// What the progress relay's task is given: a notification to send, or a flush to answer once
 /// everything before it is sent.
 enum Relayed {
-    Progress(mcpwire::peer::Progress),
+    Progress(crate::peer::Progress),
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
@@ -794,7 +794,7 @@ enum Relayed {
 /// for every notification to be sent before the result goes out ([`flush`]).
 fn relay_progress(
     context: Context,
-) -> (impl Fn(mcpwire::peer::Progress) + Send + Sync + 'static, tokio::sync::mpsc::UnboundedSender<Relayed>) {
+) -> (impl Fn(crate::peer::Progress) + Send + Sync + 'static, tokio::sync::mpsc::UnboundedSender<Relayed>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Relayed>();
     tokio::spawn(async move {
         while let Some(relayed) = rx.recv().await {

@@ -8,17 +8,17 @@
 //! `$XDG_CONFIG_HOME/mcpwire`, else `~/.config/mcpwire`; mode 0600). `logout` forgets every
 //! stored credential of the server. No token, code or secret is ever printed.
 //!
-//! Not here: the flow itself (`mcpwire::client::oauth`), using the stored token
-//! (`mcpwire::client::login`, through the connection set).
+//! Not here: the flow itself (`crate::client::oauth`), using the stored token
+//! (`crate::client::login`, through the connection set).
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire::client::config::TransportConfig;
-use mcpwire::client::config::{McpConfig, ServerConfig};
-use mcpwire::client::login::{uses_login, Logins};
-use mcpwire::client::oauth::{FileTokenStore, LoopbackRedirect};
+use crate::client::config::TransportConfig;
+use crate::client::config::{McpConfig, ServerConfig};
+use crate::client::login::{uses_login, Logins};
+use crate::client::oauth::{FileTokenStore, LoopbackRedirect};
 
 /// What users run to log in, for messages.
 pub(crate) const LOGIN_COMMAND: &str = "mcp-bridge login";

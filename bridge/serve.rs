@@ -17,7 +17,7 @@
 //!
 //! OAuth (`--auth-issuer`, with `--auth-jwks`, `--auth-introspect`, or neither: the `jwks_uri`
 //! then comes from the issuer's metadata): the listener becomes a
-//! protected resource (see [`mcpwire::auth`]): tokens of that issuer for `--auth-audience`
+//! protected resource (see [`crate::auth`]): tokens of that issuer for `--auth-audience`
 //! (default: the URL served), `--auth-scope` for every request, `--auth-tool-scope` per tool,
 //! the metadata at the endpoint's well-known path. The downstream token is verified and
 //! dropped there; upstream requests carry only the upstream's own credentials.
@@ -28,19 +28,19 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcpwire::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
-use mcpwire::client::catalog::CatalogCache;
-use mcpwire::client::config::{McpConfig, ServerConfig};
-use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
-use mcpwire::client::{ClientOptions, ServerNotification};
-use mcpwire::conformance::{RecordingDir, TeeOptions};
-use mcpwire::server::forward::Forwarding as Advertised;
-use mcpwire::server::Server;
-use mcpwire::transport::boxed::BoxTransport;
-use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
-use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
-use mcpwire::transport::stdio::{Stderr, StdioTransport};
-use mcpwire::transport::Limits;
+use crate::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
+use crate::client::catalog::CatalogCache;
+use crate::client::config::{McpConfig, ServerConfig};
+use crate::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
+use crate::client::{ClientOptions, ServerNotification};
+use crate::conformance::{RecordingDir, TeeOptions};
+use crate::server::forward::Forwarding as Advertised;
+use crate::server::Server;
+use crate::transport::boxed::BoxTransport;
+use crate::transport::sse_http::server::{HostCheck, OriginCheck};
+use crate::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
+use crate::transport::stdio::{Stderr, StdioTransport};
+use crate::transport::Limits;
 use tokio::sync::mpsc;
 
 use super::gateway::{Callers, Forwarding, Gateway, PerSession};
@@ -304,7 +304,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     return Err("an https --listen needs --tls-cert and --tls-key".to_owned());
                 };
                 let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-                let tls = mcpwire::transport::sse_http::tls::server_config_from_pem(&read(cert)?, &read(key)?)
+                let tls = crate::transport::sse_http::tls::server_config_from_pem(&read(cert)?, &read(key)?)
                     .map_err(|e| format!("TLS: {e}"))?;
                 http = http.tls(tls);
             }
@@ -420,7 +420,7 @@ async fn serve_recorded(
 /// `http` sharing its sessions and streams through the Redis at `url`.
 #[cfg(feature = "redis")]
 async fn with_session_store(http: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
-    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    use crate::transport::sse_http::redis_store::{RedisOptions, RedisStore};
     let store = RedisStore::connect(url, RedisOptions::default()).await.map_err(|e| format!("--session-store: {e}"))?;
     let store = Arc::new(store);
     // Not the URL: it may hold a password.
@@ -459,7 +459,7 @@ fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerCo
         })
         .route("/metrics", move || {
             let text = metrics.render();
-            async move { RouteResponse::new(200, mcpwire::metrics::CONTENT_TYPE, text) }
+            async move { RouteResponse::new(200, crate::metrics::CONTENT_TYPE, text) }
         })
 }
 
