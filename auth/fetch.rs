@@ -88,7 +88,7 @@ where
     IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
+    crate::transport::task::spawn(async move {
         let _ = conn.await;
     });
     let response = sender.send_request(request).await.map_err(|e| e.to_string())?;

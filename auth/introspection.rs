@@ -318,11 +318,11 @@ mod tests {
         let (seen, requests) = tokio::sync::mpsc::unbounded_channel();
         let release = Arc::new(tokio::sync::Semaphore::new(0));
         let permits = release.clone();
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             loop {
                 let Ok((mut tcp, _)) = listener.accept().await else { return };
                 let (seen, permits) = (seen.clone(), permits.clone());
-                tokio::spawn(async move {
+                crate::transport::task::spawn(async move {
                     let mut request = Vec::new();
                     let mut chunk = [0u8; 4096];
                     let body = loop {

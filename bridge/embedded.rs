@@ -15,7 +15,7 @@ fn in_process(name: &str, server: Server) -> ServerConfig {
     let connector = InProcess::new(move || {
         let (client_end, server_end) = inproc::pair(Limits::default());
         let serving = server.serve(BoxTransport::new(server_end));
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             let _ = serving.await;
         });
         client_end

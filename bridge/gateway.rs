@@ -410,7 +410,7 @@ impl PerSession {
     pub(crate) fn close(&self, session: u64) {
         let Some(cell) = self.sets.lock().expect("sessions lock").remove(&session) else { return };
         if let Some(set) = cell.get().map(|s| s.set.clone()) {
-            tokio::spawn(async move { set.shutdown().await });
+            crate::transport::task::spawn(async move { set.shutdown().await });
         }
     }
 
@@ -796,7 +796,7 @@ fn relay_progress(
     context: Context,
 ) -> (impl Fn(crate::peer::Progress) + Send + Sync + 'static, tokio::sync::mpsc::UnboundedSender<Relayed>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Relayed>();
-    tokio::spawn(async move {
+    crate::transport::task::spawn(async move {
         while let Some(relayed) = rx.recv().await {
             match relayed {
                 Relayed::Progress(p) => {

@@ -244,9 +244,9 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         tracing::info!(server = %status.name, state = %status.state, tools = status.tools, "upstream");
         gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
     }
-    tokio::spawn(follow_events(gateway.clone(), events));
+    crate::transport::task::spawn(follow_events(gateway.clone(), events));
     if let Some(file) = &args.config {
-        tokio::spawn(reload_on_change(
+        crate::transport::task::spawn(reload_on_change(
             gateway.clone(),
             file.clone(),
             signal(tokio::signal::unix::SignalKind::hangup())?,

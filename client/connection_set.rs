@@ -1410,7 +1410,7 @@ impl ConnectionSet {
                 continue;
             }
             let (task_shared, slot) = (shared.clone(), slot.clone());
-            let handle = tokio::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
+            let handle = crate::transport::task::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
             shared.track(handle.abort_handle());
         }
     }
@@ -1856,7 +1856,7 @@ fn install(
     let superseded = epoch.is_some_and(|epoch| *slot.epoch.borrow() != epoch);
     if shared.shut_down.load(Ordering::Acquire) || slot.is_retired() || superseded {
         drop(s);
-        tokio::spawn(async move { conn.close().await });
+        crate::transport::task::spawn(async move { conn.close().await });
         return false;
     }
     if let Some(config) = config {
@@ -1879,18 +1879,18 @@ fn install(
     if let (Some(roots), Some(offered)) = (roots, conn.roots()) {
         if roots != offered {
             let conn = conn.clone();
-            tokio::spawn(async move {
+            crate::transport::task::spawn(async move {
                 let _ = conn.set_roots(roots).await;
             });
         }
     }
     if let Some(old) = s.conn.replace(Held::new(conn)) {
-        tokio::spawn(lease::retire(old));
+        crate::transport::task::spawn(lease::retire(old));
     }
     let weak = Arc::downgrade(shared);
     let slot_ref = slot.clone();
     s.watcher = Some(
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             // Aborting this task drops the listen stream, which cancels it upstream.
             let stream_ended = async move {
                 match listening {
@@ -1951,7 +1951,7 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
         // An expired HTTP session or a half-dead child: make sure it is gone. A connection that
         // already ended is closed a little later, so that the calls that were in flight on it
         // can still tell a server exit from a close of ours.
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             if old.is_closed() {
                 tokio::time::sleep(EXIT_GRACE * 2).await;
             }
@@ -1968,7 +1968,7 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
     let task_shared = shared.clone();
     let slot = slot.clone();
     let attempts = shared.options.max_reconnect_attempts;
-    let handle = tokio::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
+    let handle = crate::transport::task::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
     shared.track(handle.abort_handle());
 }
 
@@ -2064,7 +2064,7 @@ fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>, delay: Duration) {
     }
     let task_shared = shared.clone();
     let slot = slot.clone();
-    let handle = tokio::spawn(async move {
+    let handle = crate::transport::task::spawn(async move {
         let shared = task_shared;
         tokio::time::sleep(delay).await;
         slot.refresh_scheduled.store(false, Ordering::Release);

@@ -495,7 +495,7 @@ impl ClientPeerHandler {
         let running = self.running.clone();
         let key = id.clone();
         let mut table = self.running.lock().expect("never poisoned");
-        let task = tokio::spawn(async move {
+        let task = crate::transport::task::spawn(async move {
             let outcome = work.await;
             running.lock().expect("never poisoned").remove(&id);
             let _ = peer.respond(&id, outcome).await;
@@ -579,7 +579,7 @@ impl<T: Transport> Handler<T> for ClientPeerHandler {
             _ => Err(method_not_found()),
         };
         let queued = peer.respond_now(&request.id, outcome);
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             let _ = queued.send().await;
         });
     }

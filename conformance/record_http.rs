@@ -388,7 +388,7 @@ impl Proxy {
         }
         if sse {
             let (tx, rx) = mpsc::channel(64);
-            tokio::spawn(self.clone().relay_events(id, rbody, tx, is_get));
+            crate::transport::task::spawn(self.clone().relay_events(id, rbody, tx, is_get));
             *out.body_mut() = ChannelBody::boxed(rx);
         } else {
             let bytes = match rbody.collect().await {
@@ -413,7 +413,7 @@ impl Proxy {
         let _ = tcp.set_nodelay(true);
         let (mut sender, conn) =
             hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await.map_err(io::Error::other)?;
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             let _ = conn.await;
         });
         sender.send_request(request).await.map_err(io::Error::other)

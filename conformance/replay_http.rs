@@ -330,7 +330,7 @@ where
 {
     let (sender, conn) =
         hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(|e| format!("http handshake: {e}"))?;
-    let task = tokio::spawn(async move {
+    let task = crate::transport::task::spawn(async move {
         let _ = conn.await;
     });
     Ok((sender, task.abort_handle()))
@@ -797,7 +797,8 @@ impl RawReplay<'_> {
             }
         };
         let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let task = tokio::spawn(run_exchange(self.target.clone(), request, i, self.tx.clone(), slot.clone()));
+        let task =
+            crate::transport::task::spawn(run_exchange(self.target.clone(), request, i, self.tx.clone(), slot.clone()));
         self.live
             .insert(i, LiveExchange { tasks: vec![task.abort_handle()], conn: Some(slot), ..LiveExchange::default() });
 

@@ -264,7 +264,7 @@ impl<T: Transport> Peer<T> {
             closed_notify: Notify::new(),
         });
         let peer = Peer { shared };
-        tokio::spawn(peer.clone().read_loop());
+        crate::transport::task::spawn(peer.clone().read_loop());
         peer
     }
 
@@ -327,7 +327,7 @@ impl<T: Transport> Peer<T> {
             return;
         }
         let peer = self.clone();
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             let _ = peer.send_all(messages).await;
         });
     }
@@ -442,7 +442,7 @@ impl<T: Transport> Peer<T> {
         };
         if wake_timer {
             if !self.shared.timer_started.swap(true, Ordering::AcqRel) {
-                tokio::spawn(self.clone().timer_loop());
+                crate::transport::task::spawn(self.clone().timer_loop());
             }
             self.shared.timer.notify_one();
         }

@@ -235,7 +235,7 @@ impl Dispatcher {
     pub(super) fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, era: &Era, outcome: Result<Body, ErrorObject>) {
         let queued = peer.respond_now(&id, era.finish(outcome));
         let guard = self.tracker.enter();
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             let _ = queued.send().await;
             drop(guard);
         });
@@ -325,7 +325,7 @@ impl Dispatcher {
         let tasks = self.tasks.clone();
         let peer = peer.clone();
         let guard = self.tracker.enter();
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             let outcome = tasks.result(&params.task_id).await.map(Body::typed);
             let _ = peer.respond(&id, outcome).await;
             drop(guard);
@@ -365,7 +365,7 @@ impl Dispatcher {
         let tasks = self.tasks.clone();
         let name = params.name;
         let finished_id = task_id.clone();
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             if let Some(outcome) = outcome_of(work.await, &name) {
                 tasks.finish(&finished_id, outcome);
             }
@@ -523,7 +523,7 @@ impl Dispatcher {
         if poll_once(work.as_mut()).is_ready() {
             return;
         }
-        let work = tokio::spawn(work);
+        let work = crate::transport::task::spawn_boxed(work);
         self.running.lock().expect("running lock").insert(id.clone(), (serial, work.abort_handle(), canceller));
         if work.is_finished() {
             // It ended before it was registered: nothing is left to cancel.
@@ -694,7 +694,7 @@ impl Dispatcher {
         let mut work = handler(args, context);
         let (inner, peer, era, guard, name) =
             (self.inner.clone(), peer.clone(), era.clone(), self.tracker.enter(), params.name);
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             enum Phase {
                 Done(Box<Result<CallToolResult, super::ToolError>>),
                 Panicked(Box<dyn std::any::Any + Send>),
@@ -737,7 +737,7 @@ impl Dispatcher {
                         Ok(schema::check_output(&tool, result))
                     });
                     registry.set_running(&task_id, running.abort_handle(), canceller);
-                    tokio::spawn(async move {
+                    crate::transport::task::spawn(async move {
                         if let Some(outcome) = outcome_of(running.await, &name) {
                             registry.finish(&task_id, outcome);
                         }

@@ -129,7 +129,7 @@ impl Dispatcher {
         let guard = self.tracker.enter();
         let peer = peer.clone();
         let era = era.clone();
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             let outcome = era.finish(work.await);
             let _ = peer.respond(&id, outcome).await;
             drop(guard);

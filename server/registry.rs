@@ -189,7 +189,7 @@ impl Registry {
     pub(crate) fn open_session<T: Transport>(&self, id: u64, state: &Arc<SessionState>, peer: &Peer<T>) {
         let (tx, mut rx) = mpsc::channel::<Queued>(NOTIFY_QUEUE);
         let peer = peer.clone();
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             while let Some((method, params)) = rx.recv().await {
                 if peer.notify(method, params).await.is_err() && peer.is_closed() {
                     break;

@@ -67,7 +67,7 @@ impl Dispatcher {
             self.inner.registry.remove_listener(replaced);
         }
         let peer = peer.clone();
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             let mut meta = Map::new();
             meta.insert(SUBSCRIPTION_ID_KEY.to_owned(), serde_json::to_value(&id).unwrap_or(Value::Null));
             let ack = SubscriptionsAcknowledgedNotificationParams {

@@ -87,7 +87,7 @@ impl TaskStore {
     pub(crate) fn attach(&self, outgoing: Arc<dyn Outgoing>) {
         self.notifier.get_or_init(|| {
             let (tx, mut rx) = mpsc::channel::<Task>(256);
-            tokio::spawn(async move {
+            crate::transport::task::spawn(async move {
                 while let Some(task) = rx.recv().await {
                     let params = TaskStatusNotificationParams { task, meta: None };
                     if outgoing.notify("notifications/tasks/status", Body::typed(params), None).await.is_err() {

@@ -22,6 +22,7 @@ pub mod inproc;
 #[cfg(feature = "http")]
 pub mod sse_http;
 pub mod stdio;
+pub(crate) mod task;
 
 /// Sizes and times that bound what a connection may hold or wait for. Every field has a
 /// documented default and may be overridden.

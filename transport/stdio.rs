@@ -165,7 +165,7 @@ impl ChildCommand {
                 Stderr::Lines(f) => Some(f.clone()),
                 _ => None,
             };
-            tokio::spawn(drain_stderr(stderr, callback));
+            crate::transport::task::spawn(drain_stderr(stderr, callback));
         }
         let pid = child.id().expect("a child that was just spawned has a pid");
         let notes = match &self.stderr {
@@ -431,7 +431,7 @@ impl StdioTransport {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (writer, commands) = mpsc::channel(limits.queue_depth.max(1));
-        tokio::spawn(write_loop(Box::new(output), commands, limits.max_frame_bytes));
+        crate::transport::task::spawn(write_loop(Box::new(output), commands, limits.max_frame_bytes));
         let version_update = Arc::new(StdMutex::new(None));
         StdioTransport {
             reader: Mutex::new(Reader {

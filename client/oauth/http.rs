@@ -177,7 +177,7 @@ where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
-    tokio::spawn(async move {
+    crate::transport::task::spawn(async move {
         let _ = connection.await;
     });
     Ok(sender)

@@ -578,7 +578,7 @@ impl Drop for HttpClientTransport {
 
 impl Inner {
     fn spawn(self: &Arc<Self>, task: impl std::future::Future<Output = ()> + Send + 'static) {
-        let handle = tokio::spawn(task);
+        let handle = crate::transport::task::spawn(task);
         let mut tasks = self.tasks.lock().expect("client lock");
         tasks.retain(|t| !t.is_finished());
         tasks.push(handle.abort_handle());
@@ -596,7 +596,7 @@ impl Inner {
         let inner = self.clone();
         let key = origin.clone();
         let mut readers = self.readers.lock().expect("client lock");
-        let handle = tokio::spawn(async move {
+        let handle = crate::transport::task::spawn(async move {
             task.await;
             inner.readers.lock().expect("client lock").remove(&key);
         });
@@ -1389,7 +1389,7 @@ where
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| TransportError::Io(std::io::Error::other(e)))?;
-    tokio::spawn(async move {
+    crate::transport::task::spawn(async move {
         let _ = conn.await;
     });
     Ok(sender)

@@ -159,7 +159,7 @@ impl RedisStore {
                 .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
                 .map_err(unavailable)?;
         let (writes, queue) = mpsc::channel(options.write_queue.max(1));
-        tokio::spawn(write_events(connection.clone(), options.clone(), queue));
+        crate::transport::task::spawn(write_events(connection.clone(), options.clone(), queue));
         // Subscribed before the store is handed out, so no removal after it goes unheard.
         let channel = format!("{}ended", options.key_prefix);
         let subscribed = tokio::time::timeout(options.timeout, async {
@@ -185,7 +185,7 @@ impl RedisStore {
             }
             None => false,
         };
-        tokio::spawn(listen(client.clone(), channel, options.timeout, subscribed, forward_ended));
+        crate::transport::task::spawn(listen(client.clone(), channel, options.timeout, subscribed, forward_ended));
         Ok(RedisStore { client, connection, options, writes, ended })
     }
 
@@ -444,7 +444,13 @@ impl SessionStore for RedisStore {
                 }
                 true
             };
-            tokio::spawn(listen(self.client.clone(), channel, self.options.timeout, subscribed, forward));
+            crate::transport::task::spawn(listen(
+                self.client.clone(),
+                channel,
+                self.options.timeout,
+                subscribed,
+                forward,
+            ));
             Ok(Some(rx))
         })
     }

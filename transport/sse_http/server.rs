@@ -590,7 +590,7 @@ impl Stream {
                     (false, Some(written)) => {
                         // The stream ends once its events are in the store (see EventStore::flush).
                         let live = inner.live.take();
-                        tokio::spawn(async move {
+                        crate::transport::task::spawn(async move {
                             written.await;
                             drop(live);
                         });
@@ -827,7 +827,7 @@ impl Session {
             *touched = Instant::now();
         }
         let id = self.id.clone();
-        tokio::spawn(async move {
+        crate::transport::task::spawn(async move {
             let _ = store.touch(&id, ttl).await;
         });
     }
@@ -1127,7 +1127,7 @@ impl Session {
             let record = self.record.lock().expect("session lock").take();
             if let (Forget::Everywhere, Some(store), Some(_)) = (forget, &shared.config.session_store, record) {
                 let (store, id) = (store.clone(), self.id.clone());
-                tokio::spawn(async move {
+                crate::transport::task::spawn(async move {
                     let _ = store.remove(&id).await;
                 });
             }
@@ -1431,14 +1431,18 @@ impl HttpServer {
             shutting_down: AtomicBool::new(false),
         });
         let (stop, stopped) = watch::channel(false);
-        tokio::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
+        crate::transport::task::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
         if let Some(ended) = shared.config.session_store.as_ref().and_then(|s| s.ended_elsewhere()) {
-            tokio::spawn(end_sessions_ended_elsewhere(Arc::downgrade(&shared), ended, stopped.clone()));
+            crate::transport::task::spawn(end_sessions_ended_elsewhere(
+                Arc::downgrade(&shared),
+                ended,
+                stopped.clone(),
+            ));
         }
         if let Some(relayed) = relayed {
-            tokio::spawn(take_relayed(Arc::downgrade(&shared), relayed, stopped.clone()));
+            crate::transport::task::spawn(take_relayed(Arc::downgrade(&shared), relayed, stopped.clone()));
         }
-        let task = tokio::spawn(accept_loop(listener, shared.clone(), stopped));
+        let task = crate::transport::task::spawn(accept_loop(listener, shared.clone(), stopped));
         Ok(HttpServer { addr, path, tls, shared, stop, task })
     }
 
@@ -1497,7 +1501,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
         if let Some(tls) = shared.config.tls.clone() {
             let watcher = graceful.watcher();
             let http = http.clone();
-            tokio::spawn(async move {
+            crate::transport::task::spawn(async move {
                 let acceptor = tokio_rustls::TlsAcceptor::from(tls);
                 let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await else {
                     return;
@@ -2056,7 +2060,7 @@ async fn restore(shared: &Arc<Shared>, id: &str) -> Result<Option<Arc<Session>>,
     *session.record.lock().expect("session lock") = Some(record);
     let (answered, initialize_answered) = tokio::sync::oneshot::channel();
     *session.replayed_initialize_answered.lock().expect("session lock") = Some(answered);
-    tokio::spawn((shared.app)(transport));
+    crate::transport::task::spawn((shared.app)(transport));
     if !session.deliver(vec![initialize]).await {
         return Ok(None);
     }
@@ -2165,7 +2169,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
         let (session, transport) = shared.new_session(false, true, false);
         *session.version.lock().expect("session lock") = Some(version);
         session.bind_principal(&req_head);
-        tokio::spawn((shared.app)(transport));
+        crate::transport::task::spawn((shared.app)(transport));
         session.hold_principals(&req_head, &messages);
         let response = dispatch(&shared, &session, messages, Some(version)).await;
         // An SSE answer ends the session when its stream ends.
@@ -2244,7 +2248,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 }
                 *session.record.lock().expect("session lock") = Some(record);
             }
-            tokio::spawn((shared.app)(transport));
+            crate::transport::task::spawn((shared.app)(transport));
             session.hold_principals(&req_head, &messages);
             let mut response = dispatch(&shared, &session, messages, requested).await;
             if response.status().is_success() {
@@ -2338,7 +2342,7 @@ async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8
     *session.version.lock().expect("session lock") = Some(version);
     *session.param_headers.lock().expect("session lock") = Some((request.id.clone(), param_headers));
     session.bind_principal(req);
-    tokio::spawn((shared.app)(transport));
+    crate::transport::task::spawn((shared.app)(transport));
     // A client that goes away before the answer cancels its request (2026-07-28
     // "Cancellation"): hyper drops this future, and the guard ends the session.
     let mut guard = CloseOnDrop(Some(session.clone()));
@@ -2358,7 +2362,7 @@ struct CloseOnDrop(Option<Arc<Session>>);
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
         if let Some(session) = self.0.take() {
-            tokio::spawn(async move { session.close().await });
+            crate::transport::task::spawn(async move { session.close().await });
         }
     }
 }
@@ -2644,7 +2648,7 @@ fn sse_response(
         session.open_connections.fetch_sub(1, Ordering::AcqRel);
         return sse_head(body_rx);
     }
-    tokio::spawn(async move {
+    crate::transport::task::spawn(async move {
         if let Some(body_tx) = body_tx {
             let mut ok = true;
             for chunk in ready {
@@ -2762,7 +2766,7 @@ async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> 
                     }
                 }
                 let hold = session.standalone_holds.fetch_add(1, Ordering::AcqRel) + 1;
-                tokio::spawn(keep_holding(Arc::downgrade(&shared), Arc::downgrade(&session), hold));
+                crate::transport::task::spawn(keep_holding(Arc::downgrade(&shared), Arc::downgrade(&session), hold));
             }
             let mut response = sse_response(&shared, session.clone(), Bytes::new(), replay, live, false, true);
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
@@ -2879,7 +2883,7 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Htt
     session.bind_principal(&req);
     let depth = shared.config.limits.queue_depth.max(1);
     let (_, live) = session.standalone.attach(&*session.store, None, depth).await.expect("a new stream");
-    tokio::spawn((shared.app)(transport));
+    crate::transport::task::spawn((shared.app)(transport));
     let mut prelude = BytesMut::new();
     let endpoint = format!("{}?sessionId={}", shared.config.legacy_message_path, session.id);
     encode_event(&SseEvent::new(endpoint).with_event("endpoint"), &mut prelude).expect("a plain event");
