@@ -60,9 +60,20 @@ measure() {
   local bin=$TARGET/$PROFILE/mcp-bridge
   local timings
   timings=$(ls -t "$TARGET"/cargo-timings/cargo-timing-*.html | head -1)
-  python3 - "$report" "$timings" "$bin" "$kind" "$PROFILE" "$FEATURE_NAME" "${UNITS:-1}" "$load" "$(git rev-parse --short HEAD)" <<'PY' >>"$OUT"
-import json, os, re, sys
+  python3 - "$report" "$timings" "$bin" "$kind" "$PROFILE" "$FEATURE_NAME" "$UNITS" "$load" "$(git rev-parse --short HEAD)" <<'PY' >>"$OUT"
+import json, os, re, sys, tomllib
 report, timings, binary, kind, profile, features, units, load, commit = sys.argv[1:]
+if not units:
+    # Cargo.toml's: the package override, else the profile's (dist inherits release).
+    profiles = tomllib.load(open("Cargo.toml", "rb"))["profile"]
+    name = profile
+    while not units:
+        p = profiles.get(name, {})
+        units = p.get("package", {}).get("mcpwire", {}).get("codegen-units") or p.get("codegen-units")
+        if not units:
+            name = p.get("inherits", "")
+            if not name:
+                units = 16
 fields = {}
 for line in open(report):
     key, _, value = line.strip().rpartition(": ")
@@ -82,7 +93,7 @@ if units_data:
     slowest = [{"unit": u["name"] + (" (" + u["target"].strip() + ")" if u["target"].strip() else ""), "s": round(u["duration"], 1)} for u in data[:8]]
 line = {
     "bench": "build", "kind": kind, "profile": profile, "features": features, "mcpwire_units": int(units),
-    "commit": commit, "load_before": float(load),
+    "commit": commit, "dirty": bool(os.popen("git status --porcelain --untracked-files=no").read().strip()), "load_before": float(load),
     "wall_s": round(seconds(fields["Elapsed (wall clock) time (h:mm:ss or m:ss)"]), 1),
     "cpu_s": round(float(fields["User time (seconds)"]) + float(fields["System time (seconds)"]), 1),
     "peak_rss_mb": round(int(fields["Maximum resident set size (kbytes)"]) / 1024),
