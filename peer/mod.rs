@@ -42,6 +42,7 @@ use tokio::sync::{oneshot, Notify};
 mod caller;
 
 pub use caller::{current_caller, with_caller, CallerId};
+#[cfg(feature = "client")]
 pub(crate) use caller::{sync_with_caller_opt, with_caller_opt};
 
 use crate::proto::jsonrpc::{Body, ErrorObject, ErrorResponse, Id, Message, Notification, Request};
