@@ -90,29 +90,11 @@ pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> Verdict {
     }
     let mut out = String::with_capacity(text.len());
     write_object(&kept, &mut out);
-    match trusted_raw(&out) {
+    // JSON by construction: members of a JSON object, names without escapes.
+    match crate::proto::json_write::trusted_raw(&out) {
         Ok(raw) => Verdict::Rewritten { raw, is_error },
         Err(_) => Verdict::Typed,
     }
-}
-
-/// `text` as a `RawValue` without parsing it again: it is JSON by construction (members of a
-/// JSON object, names without escapes). Serialized as serde_json's `RawValue` serializes
-/// itself, which its serializer writes verbatim (as `proto::mcp_types::meta` does for the
-/// `_meta` it splices into params).
-fn trusted_raw(text: &str) -> Result<Box<RawValue>, serde_json::Error> {
-    use serde::ser::{Serialize, SerializeStruct, Serializer};
-    /// The struct name by which serde_json's `RawValue` asks to be written verbatim.
-    const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
-    struct Verbatim<'a>(&'a str);
-    impl Serialize for Verbatim<'_> {
-        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-            raw.serialize_field(RAW_VALUE_TOKEN, self.0)?;
-            raw.end()
-        }
-    }
-    serde_json::value::to_raw_value(&Verbatim(text))
 }
 
 /// A result's `_meta` without the upstream's serverInfo.

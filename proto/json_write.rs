@@ -24,6 +24,22 @@ pub use size::estimated_len;
 /// verbatim: see `json_read`).
 pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
+/// `text`, JSON put together from valid parts, as a `RawValue` without parsing it again to check
+/// it: serialized as serde_json's `RawValue` serializes itself, which its serializer writes
+/// verbatim. The caller vouches for `text` being one JSON value.
+pub(crate) fn trusted_raw(text: &str) -> Result<Box<serde_json::value::RawValue>, serde_json::Error> {
+    use serde::ser::SerializeStruct;
+    struct Verbatim<'a>(&'a str);
+    impl Serialize for Verbatim<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+            raw.serialize_field(RAW_VALUE_TOKEN, self.0)?;
+            raw.end()
+        }
+    }
+    serde_json::value::to_raw_value(&Verbatim(text))
+}
+
 /// Writes `value` as compact JSON to `out`.
 ///
 /// # Errors

@@ -308,7 +308,7 @@ impl PerRequestMeta {
             out[start] = b',';
         }
         let text = std::str::from_utf8(&out).map_err(serde::ser::Error::custom)?;
-        trusted_raw(text).map(Some)
+        crate::proto::json_write::trusted_raw(text).map(Some)
     }
 
     /// Adds the fields to `params._meta` (made when absent); members already there, e.g. a
@@ -330,22 +330,6 @@ impl PerRequestMeta {
         }
         Ok(())
     }
-}
-
-/// JSON text written here as a raw value, without parsing it again to check it: serialized as
-/// serde_json's `RawValue` serializes itself, which its serializer writes verbatim.
-fn trusted_raw(text: &str) -> Result<Box<serde_json::value::RawValue>, serde_json::Error> {
-    use crate::proto::json_write::RAW_VALUE_TOKEN;
-    use serde::ser::SerializeStruct;
-    struct Verbatim<'a>(&'a str);
-    impl Serialize for Verbatim<'_> {
-        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-            raw.serialize_field(RAW_VALUE_TOKEN, self.0)?;
-            raw.end()
-        }
-    }
-    serde_json::value::to_raw_value(&Verbatim(text))
 }
 
 /// The members of `fields` as JSON text, without the braces.
