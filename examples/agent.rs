@@ -6,7 +6,7 @@
 //! ```
 
 use mcpwire::server::agent::agent_server;
-use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+use mcpwire::transport::sse_http::HttpServerConfig;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -15,13 +15,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     match args.iter().position(|a| a == "--http") {
         Some(i) => {
             let addr = args.get(i + 1).ok_or("--http needs an address")?.parse()?;
-            let http = HttpServer::bind(HttpServerConfig::default().bind(addr), move |transport| {
-                let server = server.clone();
-                async move {
-                    let _ = server.serve(transport).await;
-                }
-            })
-            .await?;
+            let http = server.serve_http(HttpServerConfig::default().bind(addr)).await?;
             eprintln!("agent listening on {}", http.url());
             // Serves until the process is stopped.
             std::future::pending::<()>().await;

@@ -35,7 +35,7 @@ use std::sync::OnceLock;
 
 use mcpwire::server::echo::echo_builder;
 use mcpwire::server::{text_result, Server, ServerBuilder, ToolError};
-use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+use mcpwire::transport::sse_http::HttpServerConfig;
 use serde_json::json;
 
 const USAGE: &str = "usage: echo_server [--http ADDR [--stateless]] [--threads N] [--state-secret-env VAR] \
@@ -99,14 +99,7 @@ async fn serve_http(server: Server, addr: SocketAddr, stateless: bool, store: Op
     if let Some(url) = store {
         config = with_session_store(config, &url).await?;
     }
-    let http = HttpServer::bind(config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let http = server.serve_http(config).await.map_err(|e| e.to_string())?;
     eprintln!("echo_server: serving {}", http.url());
     let mut terminate =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|e| e.to_string())?;

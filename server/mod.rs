@@ -98,6 +98,8 @@ use crate::peer::Peer;
 use crate::proto::mcp_types::{CacheScope, CallToolResult, Implementation, Tool};
 use crate::proto::session::{self, Mode, Role};
 use crate::proto::version::ProtocolVersion;
+#[cfg(feature = "http")]
+use crate::transport::sse_http::{HttpServer, HttpServerConfig, ServerTransport};
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Limits, Transport, TransportError};
 
@@ -381,6 +383,45 @@ impl Server {
     /// As [`Server::serve`].
     pub async fn serve_stdio(&self) -> Result<(), ServerError> {
         self.serve(StdioTransport::own_stdio(self.inner.limits).with_typed_params(true)).await
+    }
+
+    /// Binds `config.bind` and serves every HTTP session with this server
+    /// ([`HttpServer::bind`]), each in a task of its own. A session that ends in an error is
+    /// logged at debug level (`tracing`) and harms no other.
+    ///
+    /// # Errors
+    /// When the configuration is invalid or the address cannot be bound.
+    #[cfg(feature = "http")]
+    pub async fn serve_http(&self, config: HttpServerConfig) -> std::io::Result<HttpServer> {
+        HttpServer::bind(config, self.session_app()).await
+    }
+
+    /// As [`serve_http`](Self::serve_http), on a listener already bound ([`HttpServer::serve_on`]):
+    /// for a configuration that names its own address, such as a protected resource's URI on a
+    /// port the system chose.
+    ///
+    /// # Errors
+    /// When the configuration is invalid or the listener's address cannot be read.
+    #[cfg(feature = "http")]
+    pub async fn serve_http_on(
+        &self,
+        listener: tokio::net::TcpListener,
+        config: HttpServerConfig,
+    ) -> std::io::Result<HttpServer> {
+        HttpServer::serve_on(listener, config, self.session_app()).await
+    }
+
+    #[cfg(feature = "http")]
+    fn session_app(&self) -> impl Fn(ServerTransport) -> crate::transport::task::TaskFuture + Send + Sync + 'static {
+        let server = self.clone();
+        move |transport| {
+            let serving = server.serve(transport);
+            Box::pin(async move {
+                if let Err(e) = serving.await {
+                    tracing::debug!("an HTTP session ended: {e}");
+                }
+            })
+        }
     }
 }
 

@@ -43,14 +43,7 @@ async fn protected(auth: &AuthServer) -> HttpServer {
         })
         .build()
         .unwrap();
-    HttpServer::serve_on(listener, HttpServerConfig::default().protected_resource(policy), move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap()
+    server.serve_http_on(listener, HttpServerConfig::default().protected_resource(policy)).await.unwrap()
 }
 
 /// A finished `mcp-bridge` process.

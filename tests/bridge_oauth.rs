@@ -62,14 +62,7 @@ async fn upstream() -> (HttpServer, Arc<Recording>) {
         .build()
         .unwrap();
     let config = HttpServerConfig::default().protected_resource(ProtectedResource::new(url, recording.clone()));
-    let http = HttpServer::serve_on(listener, config, move |t| {
-        let serving = server.serve(t);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let http = server.serve_http_on(listener, config).await.unwrap();
     (http, recording)
 }
 

@@ -626,7 +626,7 @@ fn the_inspector_cli_lists_calls_reads_and_prompts_through_the_bridge_in_both_er
 /// called `name` through the server handle.
 async fn growing_upstream() -> mcpwire::transport::sse_http::HttpServer {
     use mcpwire::server::{text_result, Server, ToolError};
-    use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+    use mcpwire::transport::sse_http::HttpServerConfig;
     let handle: std::sync::Arc<std::sync::OnceLock<Server>> = Default::default();
     let for_tool = handle.clone();
     let server = Server::builder()
@@ -646,14 +646,7 @@ async fn growing_upstream() -> mcpwire::transport::sse_http::HttpServer {
         .build()
         .unwrap();
     let _ = handle.set(server.clone());
-    HttpServer::bind(HttpServerConfig::default(), move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap()
+    server.serve_http(HttpServerConfig::default()).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -120,14 +120,7 @@ fn server(signals: mpsc::UnboundedSender<Signal>) -> Server {
 async fn start() -> (HttpServer, mpsc::UnboundedReceiver<Signal>) {
     let (signals, received) = mpsc::unbounded_channel();
     let server = server(signals);
-    let http = HttpServer::bind(HttpServerConfig::default(), move |t| {
-        let server = server.clone();
-        async move {
-            let _ = server.serve(t).await;
-        }
-    })
-    .await
-    .unwrap();
+    let http = server.serve_http(HttpServerConfig::default()).await.unwrap();
     (http, received)
 }
 

@@ -66,14 +66,7 @@ fn growing_server() -> Server {
 
 async fn http(server: &Server) -> HttpServer {
     let server = server.clone();
-    HttpServer::bind(HttpServerConfig::default(), move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap()
+    server.serve_http(HttpServerConfig::default()).await.unwrap()
 }
 
 /// Options whose handler forwards every notification to the returned channel.

@@ -537,18 +537,11 @@ async fn without_host_handlers_nothing_is_declared_and_roots_cannot_be_told() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_http_session_fails_one_call_then_the_server_is_reinitialized() {
     use mcpwire::server::echo::echo_server;
-    use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+    use mcpwire::transport::sse_http::HttpServerConfig;
     // No standalone GET stream (it would keep the session alive) and a short idle timeout.
     let config = HttpServerConfig::default().standalone_get(false).session_idle_timeout(Duration::from_millis(300));
     let server = echo_server();
-    let http = HttpServer::bind(config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let http = server.serve_http(config).await.unwrap();
     // A handshake-era session is what expires: the stateless 2026-07-28 era has none.
     let toml = format!("[mcp_servers.echo]\nurl = {}\nera = \"legacy\"\n", toml_str(&http.url()));
     let (set, mut events) =

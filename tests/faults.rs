@@ -223,14 +223,7 @@ fn waiting_server(running: Arc<AtomicUsize>) -> Server {
 
 async fn waiting_http(config: HttpServerConfig, running: Arc<AtomicUsize>) -> HttpServer {
     let definition = waiting_server(running);
-    HttpServer::bind(config, move |t| {
-        let serving = definition.serve(t);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap()
+    definition.serve_http(config).await.unwrap()
 }
 
 async fn wait_for_count(what: &str, count: impl Fn() -> usize, want: usize) {

@@ -35,14 +35,7 @@ use tokio::net::TcpStream;
 const BOUND: Duration = Duration::from_secs(20);
 
 async fn server(config: HttpServerConfig) -> HttpServer {
-    HttpServer::bind(config, |t| {
-        let serving = echo_server().serve(t);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap()
+    echo_server().serve_http(config).await.unwrap()
 }
 
 /// A well-behaved client is served: `initialize` answered 200.

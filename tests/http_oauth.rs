@@ -80,14 +80,7 @@ async fn protected(auth: &AuthServer, verify: Verify, stateless: bool) -> (HttpS
         .tool_scope("write", "files:write");
     let server = tools();
     let config = HttpServerConfig::default().protected_resource(policy).stateless(stateless);
-    let http = HttpServer::serve_on(listener, config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let http = server.serve_http_on(listener, config).await.unwrap();
     (http, resource)
 }
 
@@ -471,14 +464,7 @@ async fn without_leeway(auth: &AuthServer, server: Server) -> (HttpServer, std::
     let resource = format!("http://{addr}/mcp");
     let verifier = JwtVerifier::new(auth.issuer(), &resource, auth.url("jwks_uri")).unwrap().leeway(Duration::ZERO);
     let config = HttpServerConfig::default().protected_resource(ProtectedResource::new(&resource, Arc::new(verifier)));
-    let http = HttpServer::serve_on(listener, config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let http = server.serve_http_on(listener, config).await.unwrap();
     (http, addr, resource)
 }
 
@@ -663,14 +649,7 @@ async fn a_static_token_serves_as_a_protected_resources_verifier_and_routes_cann
     let config = HttpServerConfig::default()
         .protected_resource(policy.clone())
         .route("/metrics", || async { mcpwire::transport::sse_http::RouteResponse::text(200, "up 1\n") });
-    let http = HttpServer::serve_on(listener, config, move |t| {
-        let serving = server.serve(t);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let http = server.serve_http_on(listener, config).await.unwrap();
     let config = HttpClientConfig::new(http.url()).bearer_token("static-Tok3n").legacy_fallback(false);
     let (peer, _) = http_support::client_peer(HttpClientTransport::new(config).unwrap(), "2025-11-25").await;
     let seen = http_support::call(&peer, "whoami", json!({})).await;

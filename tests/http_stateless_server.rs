@@ -16,14 +16,7 @@ use serde_json::json;
 async fn echo_server_answers_over_stateless_http() {
     let server = echo_server();
     let config = HttpServerConfig::default().stateless(true);
-    let http = HttpServer::bind(config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let http = server.serve_http(config).await.unwrap();
     let transport = HttpClientTransport::new(HttpClientConfig::new(http.url())).unwrap();
     let client = Client::connect(transport, ClientOptions::default()).await.unwrap();
     let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();

@@ -17,7 +17,7 @@ use std::time::Duration;
 use mcpwire::client::{Client, ClientError, ClientOptions, EraPolicy};
 use mcpwire::proto::mcp_types::ContentBlock;
 use mcpwire::server::{text_result, Server};
-use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
+use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServerConfig};
 use mcpwire::transport::stdio::StdioTransport;
 use mcpwire::transport::{Limits, Transport};
 use reliability::Baseline;
@@ -134,14 +134,7 @@ async fn http_case(bytes: usize, cap: Option<usize>) {
         config = config.max_body_bytes(c);
     }
     let server_def = blob_server(limits);
-    let server = HttpServer::bind(config, move |t| {
-        let serving = server_def.serve(t);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let server = server_def.serve_http(config).await.unwrap();
     let mut client_config = HttpClientConfig::new(server.url());
     if let Some(c) = cap {
         client_config = client_config.max_event_bytes(c);

@@ -237,14 +237,7 @@ async fn over_http(name: &str, era: EraPolicy, transport: impl Fn(&HttpServer) -
         reliability::reset_peak_rss();
         let tally = Tally::new(load.calls);
         let server_def = tallying_server(tally.clone());
-        let server = HttpServer::bind(HttpServerConfig::default(), move |t| {
-            let serving = server_def.serve(t);
-            async move {
-                let _ = serving.await;
-            }
-        })
-        .await
-        .unwrap();
+        let server = server_def.serve_http(HttpServerConfig::default()).await.unwrap();
         let client = Arc::new(Client::connect(transport(&server), options(era)).await.unwrap());
         let outcome = fire(&client, "echo", load).await;
         client.close().await.unwrap();

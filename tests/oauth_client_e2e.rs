@@ -53,14 +53,7 @@ async fn protected(auth: &AuthServer) -> (HttpServer, String) {
         .tool_scope("write", "files:write");
     let server = tools();
     let config = HttpServerConfig::default().protected_resource(policy);
-    let http = HttpServer::serve_on(listener, config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let http = server.serve_http_on(listener, config).await.unwrap();
     (http, resource)
 }
 

@@ -68,14 +68,7 @@ fn test_server() -> Server {
 }
 
 async fn http(server: Server) -> HttpServer {
-    HttpServer::bind(HttpServerConfig::default(), move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap()
+    server.serve_http(HttpServerConfig::default()).await.unwrap()
 }
 
 /// POSTs a 2026-07-28 request with correct routing headers (plus `extra`).
@@ -634,14 +627,7 @@ async fn http_without_the_revision_configured_refuses_it() {
     let mut config = HttpServerConfig::default();
     config.versions = vec![mcpwire::proto::version::ProtocolVersion::V2025_11_25];
     let app = test_server();
-    let server = HttpServer::bind(config, move |transport| {
-        let serving = app.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let server = app.serve_http(config).await.unwrap();
     let r = post(&server, "server/discover", None, &request(1, "server/discover", json!({})), &[]).await;
     assert_eq!((r.status, r.json()["error"]["code"].clone()), (400, json!(-32022)), "{r:?}");
     assert_eq!(r.json()["error"]["data"]["supported"], json!([]));

@@ -118,14 +118,7 @@ async fn start() -> (HttpServer, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let finished = Arc::new(AtomicUsize::new(0));
     let roots = Arc::new(AtomicUsize::new(0));
     let server = server(finished.clone(), roots.clone());
-    let http = HttpServer::bind(HttpServerConfig::default(), move |t| {
-        let server = server.clone();
-        async move {
-            let _ = server.serve(t).await;
-        }
-    })
-    .await
-    .unwrap();
+    let http = server.serve_http(HttpServerConfig::default()).await.unwrap();
     (http, finished, roots)
 }
 

@@ -51,14 +51,7 @@ async fn replica(name: &'static str, sessions: Arc<dyn SessionStore>, events: Ar
         .build()
         .unwrap();
     let config = HttpServerConfig::default().session_store(sessions).event_store(events);
-    HttpServer::bind(config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap()
+    server.serve_http(config).await.unwrap()
 }
 
 fn call(id: u64, tool: &str, args: Value) -> String {
@@ -265,14 +258,7 @@ async fn relaying_replica(
         .unwrap();
     let _ = itself.set(server.clone());
     let config = HttpServerConfig::default().session_store(sessions).event_store(events);
-    HttpServer::bind(config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap()
+    server.serve_http(config).await.unwrap()
 }
 
 /// Initializes a session whose client can answer elicitations, its `initialize` POSTed to
@@ -541,14 +527,7 @@ async fn a_request_left_unanswered_is_cancelled_under_the_id_the_client_knows() 
         .build()
         .unwrap();
     let config = HttpServerConfig::default().session_store(store).event_store(Arc::new(MemoryEventStore::new(64)));
-    let a = HttpServer::bind(config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let a = server.serve_http(config).await.unwrap();
     let id = eliciting_session(a.local_addr(), a.local_addr()).await;
     let mut call_stream =
         OpenStream::open(a.local_addr(), "POST", &session_headers(&id), &call(1, "ask", json!({}))).await;
@@ -586,14 +565,7 @@ async fn a_standalone_stream_held_past_the_idle_timeout_keeps_its_records_in_the
     let server = Server::builder().name("a").version("1").build().unwrap();
     let config =
         HttpServerConfig::default().session_store(store.clone()).event_store(events).session_idle_timeout(idle);
-    let a = HttpServer::bind(config, move |transport| {
-        let serving = server.serve(transport);
-        async move {
-            let _ = serving.await;
-        }
-    })
-    .await
-    .unwrap();
+    let a = server.serve_http(config).await.unwrap();
     let id = raw_session(a.local_addr(), "2025-11-25").await;
     let get_headers =
         [("Accept", "text/event-stream"), ("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-11-25")];

@@ -16,7 +16,7 @@ mod per_request;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+use mcpwire::transport::sse_http::HttpServerConfig;
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:3100";
 
@@ -61,14 +61,7 @@ async fn main() {
     });
 
     let config = HttpServerConfig::default().bind(addr);
-    let http = HttpServer::bind(config, move |transport| {
-        let server = server.clone();
-        async move {
-            let _ = server.serve(transport).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|e| {
+    let http = server.serve_http(config).await.unwrap_or_else(|e| {
         eprintln!("conformance_server: cannot listen on {addr}: {e}");
         std::process::exit(1);
     });

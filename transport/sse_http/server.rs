@@ -1369,8 +1369,8 @@ impl std::fmt::Debug for HttpServer {
 
 impl HttpServer {
     /// Binds `config.bind` and serves in a background task. `app` is called once per new
-    /// session with its transport (e.g. `|t| async move { my_server.serve(t).await }`); it runs
-    /// in a task of its own.
+    /// session with its transport; it runs in a task of its own. To serve an MCP
+    /// [`Server`](crate::server::Server), `server.serve_http(config)` does this.
     ///
     /// # Errors
     /// When the address cannot be bound.
