@@ -555,6 +555,122 @@ mod tests {
         Message::Request(Request { id: Id::Number(id), method: "ping".into(), params: None })
     }
 
+    /// Polls `future` once: `Some` if it finished then.
+    async fn poll_once<F: std::future::Future>(future: F) -> Option<F::Output> {
+        let mut future = std::pin::pin!(future);
+        std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(match future.as_mut().poll(cx) {
+                std::task::Poll::Ready(output) => Some(output),
+                std::task::Poll::Pending => None,
+            })
+        })
+        .await
+    }
+
+    /// A transport writing into `ours` (reading nothing), its queue `queue_depth` deep.
+    fn writing_into(ours: tokio::io::DuplexStream, queue_depth: usize) -> StdioTransport {
+        StdioTransport::from_io(tokio::io::empty(), ours, Limits { queue_depth, ..Limits::default() })
+    }
+
+    /// The ids of the first `count` lines the peer reads, each line whole JSON.
+    async fn ids_read(peer: tokio::io::DuplexStream, count: usize) -> Vec<i64> {
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(peer).lines();
+        let mut ids = Vec::new();
+        while ids.len() < count {
+            let line = lines.next_line().await.unwrap().expect("a line per message");
+            let value: serde_json::Value = serde_json::from_str(&line).expect("each line is whole JSON");
+            ids.push(value["id"].as_i64().unwrap());
+        }
+        ids
+    }
+
+    #[tokio::test]
+    async fn a_sender_waits_on_a_peer_that_is_not_reading_only_past_the_queue() {
+        // 64 bytes of room: the first message already does not fit.
+        let (ours, peer) = tokio::io::duplex(64);
+        let transport = writing_into(ours, 8);
+        let mut sent = 0;
+        while let Some(result) = poll_once(transport.send(ping(sent))).await {
+            result.unwrap();
+            sent += 1;
+            assert!(sent <= 8 + 3, "a sender waits once the queue is past its depth");
+        }
+        assert!(sent >= 8, "only {sent} sends finished at once, fewer than the queue's depth");
+        // Once the peer reads, what was sent arrives whole and in order.
+        assert_eq!(ids_read(peer, sent as usize).await, (0..sent).collect::<Vec<_>>());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_senders_lose_nothing_and_cut_no_line() {
+        let (ours, peer) = tokio::io::duplex(4096);
+        let transport = Arc::new(writing_into(ours, 4));
+        let reading = tokio::spawn(ids_read(peer, 800));
+        let senders: Vec<_> = (0..8)
+            .map(|task| {
+                let transport = transport.clone();
+                tokio::spawn(async move {
+                    for i in 0..100 {
+                        transport.send(ping(task * 1000 + i)).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for sender in senders {
+            sender.await.unwrap();
+        }
+        let mut ids = reading.await.unwrap();
+        for task in 0..8 {
+            let own: Vec<i64> = ids.iter().copied().filter(|id| id / 1000 == task).collect();
+            assert_eq!(own, (0..100).map(|i| task * 1000 + i).collect::<Vec<_>>(), "each sender's in its order");
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 800);
+    }
+
+    #[tokio::test]
+    async fn close_writes_what_is_queued_then_refuses_more() {
+        let (ours, peer) = tokio::io::duplex(64);
+        let transport = writing_into(ours, 8);
+        for id in 0..3 {
+            transport.send(ping(id)).await.unwrap();
+        }
+        let reading = tokio::spawn(async move {
+            let mut text = String::new();
+            tokio::io::AsyncReadExt::read_to_string(&mut tokio::io::BufReader::new(peer), &mut text).await.unwrap();
+            text
+        });
+        transport.close().await.unwrap();
+        assert!(matches!(transport.send(ping(3)).await, Err(TransportError::Closed)));
+        transport.close().await.unwrap();
+        let ids: Vec<i64> = reading
+            .await
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(ids, vec![0, 1, 2], "whole lines, then the end of the stream");
+    }
+
+    #[tokio::test]
+    async fn a_broken_stream_fails_later_sends_as_closed() {
+        let (ours, peer) = tokio::io::duplex(64);
+        drop(peer);
+        let transport = writing_into(ours, 8);
+        // Sends are taken until the writer finds the stream gone; from then on each is refused.
+        let mut refused = false;
+        for id in 0..100 {
+            if matches!(transport.send(ping(id)).await, Err(TransportError::Closed)) {
+                refused = true;
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(refused, "a send to a broken stream is refused as closed");
+        assert!(matches!(transport.send(ping(100)).await, Err(TransportError::Closed)));
+    }
+
     #[test]
     fn pipes_are_grown_up_to_the_ceiling() {
         use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
