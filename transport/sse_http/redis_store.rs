@@ -404,7 +404,11 @@ impl SessionStore for RedisStore {
             let payload = encode_relayed(message);
             // Nobody subscribed: the replica is gone, or its subscription is being made again
             // (a dropped connection); a few short retries tell the two apart.
-            for retry in RELAY_RETRIES.iter().copied().map(Some).chain([None]) {
+            let pauses = std::iter::once(None).chain(RELAY_RETRIES.iter().copied().map(Some));
+            for pause in pauses {
+                if let Some(pause) = pause {
+                    tokio::time::sleep(pause).await;
+                }
                 let (receivers,): (u64,) = self
                     .run(|| {
                         let mut pipeline = redis::pipe();
@@ -412,10 +416,8 @@ impl SessionStore for RedisStore {
                         pipeline
                     })
                     .await?;
-                match retry {
-                    _ if receivers > 0 => return Ok(true),
-                    Some(pause) => tokio::time::sleep(pause).await,
-                    None => {}
+                if receivers > 0 {
+                    return Ok(true);
                 }
             }
             Ok(false)
