@@ -55,7 +55,7 @@ pub fn current_caller() -> Option<CallerId> {
 }
 
 /// Runs `fut` in `caller`'s scope when there is one, as it is otherwise.
-#[cfg(feature = "client")]
+#[cfg(any(feature = "client", test))]
 pub(crate) async fn with_caller_opt<F: Future>(caller: Option<CallerId>, fut: F) -> F::Output {
     match caller {
         Some(caller) => CALLER.scope(caller, fut).await,
@@ -65,7 +65,7 @@ pub(crate) async fn with_caller_opt<F: Future>(caller: Option<CallerId>, fut: F)
 
 /// Calls `f` with `caller` current, when there is one (to build a handler's future in the scope
 /// its body may read synchronously).
-#[cfg(feature = "client")]
+#[cfg(any(feature = "client", test))]
 pub(crate) fn sync_with_caller_opt<R>(caller: Option<CallerId>, f: impl FnOnce() -> R) -> R {
     match caller {
         Some(caller) => CALLER.sync_scope(caller, f),
