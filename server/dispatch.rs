@@ -520,7 +520,7 @@ impl Dispatcher {
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
-        if poll_once(work.as_mut()).is_ready() {
+        if crate::transport::task::poll_once(work.as_mut()).is_ready() {
             return;
         }
         let work = crate::transport::task::spawn_boxed(work);
@@ -830,16 +830,6 @@ pub(super) fn forget_running(running: &Running, id: &Id, serial: u64) {
     if running.get(id).is_some_and(|(s, _, _)| *s == serial) {
         running.remove(id);
     }
-}
-
-/// Polls `future` once with a waker that does nothing.
-pub(super) fn poll_once<F: std::future::Future + ?Sized>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
-    use std::task::{RawWaker, RawWakerVTable, Waker};
-    const VTABLE: RawWakerVTable =
-        RawWakerVTable::new(|_| RawWaker::new(std::ptr::null(), &VTABLE), |_| {}, |_| {}, |_| {});
-    // SAFETY: every function of the vtable ignores the (null) data pointer.
-    let waker = unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) };
-    future.poll(&mut std::task::Context::from_waker(&waker))
 }
 
 /// The -32603 answer to a tool that panicked.

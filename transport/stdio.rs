@@ -555,18 +555,6 @@ mod tests {
         Message::Request(Request { id: Id::Number(id), method: "ping".into(), params: None })
     }
 
-    /// Polls `future` once: `Some` if it finished then.
-    async fn poll_once<F: std::future::Future>(future: F) -> Option<F::Output> {
-        let mut future = std::pin::pin!(future);
-        std::future::poll_fn(|cx| {
-            std::task::Poll::Ready(match future.as_mut().poll(cx) {
-                std::task::Poll::Ready(output) => Some(output),
-                std::task::Poll::Pending => None,
-            })
-        })
-        .await
-    }
-
     /// A transport writing into `ours` (reading nothing), its queue `queue_depth` deep.
     fn writing_into(ours: tokio::io::DuplexStream, queue_depth: usize) -> StdioTransport {
         StdioTransport::from_io(tokio::io::empty(), ours, Limits { queue_depth, ..Limits::default() })
@@ -591,7 +579,9 @@ mod tests {
         let (ours, peer) = tokio::io::duplex(64);
         let transport = writing_into(ours, 8);
         let mut sent = 0;
-        while let Some(result) = poll_once(transport.send(ping(sent))).await {
+        while let std::task::Poll::Ready(result) =
+            crate::transport::task::poll_once(std::pin::pin!(transport.send(ping(sent))))
+        {
             result.unwrap();
             sent += 1;
             assert!(sent <= 8 + 3, "a sender waits once the queue is past its depth");

@@ -3,6 +3,9 @@
 //! is compiled once for all of them rather than once per spawned `async` block: over a hundred
 //! copies of it were a tenth of the lib's generated code.
 //!
+//! Also [`poll_once`]: a future polled once before (or instead of) spawning it, for work that
+//! usually finishes without waiting.
+//!
 //! Not here: tasks whose output someone reads through the `JoinHandle` (they keep
 //! `tokio::spawn`), or any scheduling policy: this is `tokio::spawn` with the future boxed.
 
@@ -27,4 +30,15 @@ where
 #[inline(never)]
 pub(crate) fn spawn_boxed(future: TaskFuture) -> JoinHandle<()> {
     tokio::spawn(future)
+}
+
+/// Polls `future` once with a waker that does nothing.
+#[cfg(any(feature = "server", test))]
+pub(crate) fn poll_once<F: std::future::Future + ?Sized>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+    const VTABLE: RawWakerVTable =
+        RawWakerVTable::new(|_| RawWaker::new(std::ptr::null(), &VTABLE), |_| {}, |_| {}, |_| {});
+    // SAFETY: every function of the vtable ignores the (null) data pointer.
+    let waker = unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) };
+    future.poll(&mut std::task::Context::from_waker(&waker))
 }
