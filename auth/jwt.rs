@@ -28,6 +28,7 @@ use ring::signature::{self, UnparsedPublicKey};
 use serde_json::{Map, Value};
 
 use super::principal::{Principal, Refusal};
+pub use super::resource::canonical_resource;
 
 /// A JWS signature algorithm we verify.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,21 +333,6 @@ pub(crate) fn check_audience(aud: Option<&Value>, audience: &str) -> Result<(), 
 /// `https://a/mcp/x`).
 pub fn same_resource(a: &str, b: &str) -> bool {
     canonical_resource(a) == canonical_resource(b)
-}
-
-/// The canonical form of a resource URI used for comparisons: lowercase scheme and host, no
-/// fragment, no trailing `/`.
-pub fn canonical_resource(uri: &str) -> String {
-    let uri = uri.split('#').next().unwrap_or(uri);
-    let (scheme, rest) = match uri.split_once("://") {
-        Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
-        None => return uri.trim_end_matches('/').to_owned(),
-    };
-    let (authority, path) = match rest.find(['/', '?']) {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    format!("{scheme}://{}{}", authority.to_ascii_lowercase(), path.trim_end_matches('/'))
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 //! - [`principal`]: [`Principal`] (who a verified token speaks for, as handlers see it in
 //!   `Context::principal`) and [`Refusal`] (why a token was refused, with its HTTP answer).
 //! - [`verifier`] (feature `http`): the [`TokenVerifier`] trait and [`StaticTokenVerifier`];
-//!   [`jwks`]: [`JwtVerifier`] (JWT access tokens against a JWKS, given or discovered from the
-//!   issuer's metadata, kept by its `Cache-Control`; on [`jwt`]);
-//!   [`introspection`]: [`IntrospectionVerifier`] (RFC 7662; answers cached by token hash,
+//!   with the feature `auth`, [`jwks`]: `JwtVerifier` (JWT access tokens against a JWKS, given
+//!   or discovered from the issuer's metadata, kept by its `Cache-Control`; on `jwt`) and
+//!   [`introspection`]: `IntrospectionVerifier` (RFC 7662; answers cached by token hash,
 //!   concurrent checks of one token sharing one request).
 //! - [`resource`] (feature `http`): [`ProtectedResource`], the policy the HTTP server applies
 //!   (metadata document, challenges, scopes per method and per tool).
@@ -22,15 +22,15 @@
 
 pub mod principal;
 
-#[cfg(feature = "http")]
+#[cfg(feature = "auth")]
 mod answer_cache;
-#[cfg(feature = "http")]
+#[cfg(feature = "auth")]
 mod fetch;
-#[cfg(feature = "http")]
+#[cfg(feature = "auth")]
 pub mod introspection;
-#[cfg(feature = "http")]
+#[cfg(feature = "auth")]
 pub mod jwks;
-#[cfg(feature = "http")]
+#[cfg(feature = "auth")]
 pub mod jwt;
 #[cfg(feature = "http")]
 pub mod resource;
@@ -39,9 +39,9 @@ pub mod verifier;
 
 pub use principal::{Principal, Refusal};
 
-#[cfg(feature = "http")]
+#[cfg(feature = "auth")]
 pub use introspection::IntrospectionVerifier;
-#[cfg(feature = "http")]
+#[cfg(feature = "auth")]
 pub use jwks::{BadUrl, JwtVerifier};
 #[cfg(feature = "http")]
 pub use resource::ProtectedResource;

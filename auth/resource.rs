@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::jwt::canonical_resource;
 use super::principal::{Principal, Refusal};
 use super::verifier::TokenVerifier;
 
@@ -235,6 +234,21 @@ fn push_unique(list: &mut Vec<String>, item: String) {
 /// descriptions never hold them; the resource URI could).
 fn quoted(text: &str) -> String {
     text.chars().filter(|c| *c != '"' && *c != '\\' && !c.is_control()).collect()
+}
+
+/// The canonical form of a resource URI used for comparisons: lowercase scheme and host, no
+/// fragment, no trailing `/`.
+pub fn canonical_resource(uri: &str) -> String {
+    let uri = uri.split('#').next().unwrap_or(uri);
+    let (scheme, rest) = match uri.split_once("://") {
+        Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
+        None => return uri.trim_end_matches('/').to_owned(),
+    };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    format!("{scheme}://{}{}", authority.to_ascii_lowercase(), path.trim_end_matches('/'))
 }
 
 #[cfg(test)]

@@ -3,15 +3,14 @@
 # timed with /usr/bin/time, with cargo's --timings for the per-crate split, then the size of the
 # binary it gave.
 #
-#   benches/build.sh [--profile release|dist] [--default-features] [--mcpwire-units N]
+#   benches/build.sh [--profile release|dist] [--mcpwire-units N]
 #                    [--rebuild] [--floor] [--out FILE] [--keep DIR]
 #
 # --profile P          release (default) or dist (fat LTO, see Cargo.toml)
-# --default-features   build with the default features (as `cargo build --release --bin
-#                      mcp-bridge` does); otherwise `--no-default-features --features bridge`, what a
-#                      distribution builds (no conformance runner)
+# The binary is the mcp-bridge package's (`cargo build -p mcp-bridge`), with the features of
+# mcpwire that package asks for.
 # --mcpwire-units N    codegen units for mcpwire itself (default: Cargo.toml's)
-# --rebuild            after the clean build, rebuild mcpwire alone (lib and bin, dependencies kept)
+# --rebuild            after the clean build, rebuild mcpwire and mcp-bridge alone (dependencies kept)
 #                      and time that too: the figure a change to mcpwire costs
 # --floor             build benches/build_floor instead: mcp-bridge's dependencies, same versions,
 #                      features and profile, each used once, and no MCP code (the part of the
@@ -26,18 +25,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PROFILE=release FEATURES=(--no-default-features --features bridge) FEATURE_NAME=bridge UNITS="" REBUILD=0 OUT="" KEEP=""
+PROFILE=release FEATURES=(-p mcp-bridge) FEATURE_NAME=bridge UNITS="" REBUILD=0 OUT="" KEEP=""
 MANIFEST=Cargo.toml PACKAGE=mcpwire BIN=mcp-bridge
 while [ $# -gt 0 ]; do
   case $1 in
     --profile) PROFILE=${2:?--profile needs release or dist}; shift 2 ;;
-    --default-features) FEATURES=(); FEATURE_NAME=default; shift ;;
     --mcpwire-units) UNITS=${2:?--mcpwire-units needs a number}; shift 2 ;;
     --rebuild) REBUILD=1; shift ;;
     --floor) MANIFEST=benches/build_floor/Cargo.toml PACKAGE=build-floor BIN=build-floor; shift ;;
     --out) OUT=${2:?--out needs a file}; shift 2 ;;
     --keep) KEEP=${2:?--keep needs a directory}; shift 2 ;;
-    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,7 +48,7 @@ if [ "$BIN" = build-floor ]; then
   # trims to the floor's dependencies (so not --locked).
   cp Cargo.lock benches/build_floor/Cargo.lock
   LOCKED=()
-  # Its dependencies are those of feature `bridge` as the repository's Cargo.toml gives them.
+  # Its dependencies are mcp-bridge's: its own, and mcpwire's for the features it asks for.
   python3 - <<'PY'
 import sys, tomllib
 root = tomllib.load(open("Cargo.toml", "rb"))
@@ -62,14 +60,22 @@ def needed(feature, seen):
         elif "/" not in item:
             needed(item, seen)
     return seen
-names = needed("bridge", {n for n, d in root["dependencies"].items() if not (isinstance(d, dict) and d.get("optional"))})
+bridge = tomllib.load(open("bridge/Cargo.toml", "rb"))["dependencies"]
+specs = dict(root["dependencies"])
+names = {n for n, d in root["dependencies"].items() if not (isinstance(d, dict) and d.get("optional"))}
+for feature in bridge["mcpwire"]["features"] + root["features"]["default"]:
+    needed(feature, names)
+for n, d in bridge.items():
+    if n != "mcpwire":
+        names.add(n)
+        specs[n] = d
 def spec(d):
     d = dict(d) if isinstance(d, dict) else {"version": d}
     d.pop("optional", None)
     return d
-wrong = sorted(n for n in names | set(floor) if n not in names or n not in floor or spec(root["dependencies"][n]) != spec(floor[n]))
+wrong = sorted(n for n in names | set(floor) if n not in names or n not in floor or spec(specs[n]) != spec(floor[n]))
 if wrong:
-    sys.exit("build.sh: benches/build_floor/Cargo.toml's dependencies differ from feature bridge's: " + ", ".join(wrong))
+    sys.exit("build.sh: benches/build_floor/Cargo.toml's dependencies differ from mcp-bridge's: " + ", ".join(wrong))
 PY
 fi
 mkdir -p "$(dirname "$OUT")"

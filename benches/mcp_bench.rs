@@ -16,7 +16,7 @@
 //! --inproc  mcpwire's echo server in this process, over the in-process transport (typed
 //!           messages, no JSON) and over a tokio duplex byte pipe (JSON lines, like stdio);
 //!           --inproc-channel / --inproc-duplex for one of the two
-//! No target => --stdio "<dir of this exe>/examples/echo_server" --inproc
+//! No target => `--stdio "<dir of this exe>/examples/echo_server" --inproc`
 //!
 //! Per target: `startup` (spawn/connect until `notifications/initialized` is sent,
 //! --startup-runs times), then for each size `echo` at concurrency 1 and C (C tasks, each
@@ -30,7 +30,9 @@ use std::time::{Duration, Instant};
 
 use mcpwire::client::{Client, ClientOptions, EraPolicy};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock};
-use mcpwire::server::echo::echo_server;
+#[path = "../bridge/demo/echo.rs"]
+mod echo;
+use echo::echo_server;
 use mcpwire::transport::inproc;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use mcpwire::transport::stdio::{ChildCommand, StdioTransport};

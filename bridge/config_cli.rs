@@ -5,7 +5,7 @@
 //! resolved by precedence: each entry then says where it came from and what it shadows);
 //! `--json` prints JSON. Environment and header *values* are never printed (they may be
 //! secrets): only their names. `add` and `remove` edit the file in place
-//! ([`crate::client::config::edit`]: comments and order kept), refusing an edit that would
+//! ([`mcpwire::client::config::edit`]: comments and order kept), refusing an edit that would
 //! not read back, with an error naming the file and line.
 //!
 //! Not here: starting servers (shell.rs, serve.rs).
@@ -14,9 +14,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::client::catalog::{CatalogBuilder, ConflictAction, Resolution, SourceKind};
-use crate::client::config::edit::{ConfigFile, NewServer};
-use crate::client::config::{ConfigError, ServerConfig, TransportConfig};
+use mcpwire::client::catalog::{CatalogBuilder, ConflictAction, Resolution, SourceKind};
+use mcpwire::client::config::edit::{ConfigFile, NewServer};
+use mcpwire::client::config::{ConfigError, ServerConfig, TransportConfig};
 use serde_json::{json, Value};
 
 use super::MoreSources;

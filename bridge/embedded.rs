@@ -1,34 +1,23 @@
-//! The embedded default of `mcp-bridge serve`: the bundled example servers (the echo server of
-//! [`crate::server::echo`] and the agent of [`crate::server::agent`]) as upstreams in this
-//! very process, reached over in-process pairs (no child process, no socket).
+//! The embedded default of `mcp-bridge serve`: the demo servers (the echo server and the agent
+//! of `demo`) as upstreams in this very process, reached over in-process pairs (no child
+//! process, no socket).
 //!
 //! Not here: serving them (the gateway does, as any other upstreams).
 
-use crate::client::config::{InProcess, McpConfig, ServerConfig};
-use crate::server::Server;
-use crate::transport::boxed::BoxTransport;
-use crate::transport::{inproc, Limits};
+use mcpwire::client::config::{McpConfig, ServerConfig};
+use mcpwire::server::Server;
 
-/// An upstream served by `server` in process: each connection (start or restart) gets a new
-/// in-process pair whose server end `server` serves until it closes.
+/// An upstream served by `server` in process, required.
 fn in_process(name: &str, server: Server) -> ServerConfig {
-    let connector = InProcess::new(move || {
-        let (client_end, server_end) = inproc::pair(Limits::default());
-        let serving = server.serve(BoxTransport::new(server_end));
-        crate::transport::task::spawn(async move {
-            let _ = serving.await;
-        });
-        client_end
-    });
-    let mut config = ServerConfig::in_process(name, connector);
+    let mut config = mcpwire::gateway::in_process(name, server);
     config.required = true;
     config
 }
 
 /// The configuration of the embedded default: `echo` and `agent`.
 pub(crate) fn config() -> McpConfig {
-    let echo = crate::server::echo::echo_builder().build().expect("the echo server's tools are valid");
-    let agent = crate::server::agent::agent_server();
+    let echo = crate::demo::echo::echo_builder().build().expect("the echo server's tools are valid");
+    let agent = crate::demo::agent::agent_server();
     let mut config = McpConfig::default();
     for server in [in_process("echo", echo), in_process("agent", agent)] {
         config.servers.insert(server.name.clone(), server);

@@ -8,17 +8,17 @@
 //! `$XDG_CONFIG_HOME/mcpwire`, else `~/.config/mcpwire`; mode 0600). `logout` forgets every
 //! stored credential of the server. No token, code or secret is ever printed.
 //!
-//! Not here: the flow itself (`crate::client::oauth`), using the stored token
-//! (`crate::client::login`, through the connection set).
+//! Not here: the flow itself (`mcpwire::client::oauth`), using the stored token
+//! (`mcpwire::client::login`, through the connection set).
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::config::TransportConfig;
-use crate::client::config::{McpConfig, ServerConfig};
-use crate::client::login::{uses_login, Logins};
-use crate::client::oauth::{FileTokenStore, LoopbackRedirect};
+use mcpwire::client::config::TransportConfig;
+use mcpwire::client::config::{McpConfig, ServerConfig};
+use mcpwire::client::login::{uses_login, Logins};
+use mcpwire::client::oauth::{FileTokenStore, LoopbackRedirect};
 
 /// What users run to log in, for messages.
 pub(crate) const LOGIN_COMMAND: &str = "mcp-bridge login";
@@ -29,7 +29,7 @@ pub(crate) const LOGIN_COMMAND: &str = "mcp-bridge login";
 /// When no configuration directory can be found.
 pub(crate) fn logins() -> Result<Logins, String> {
     let store = FileTokenStore::in_config_dir().map_err(|e| format!("no place for OAuth credentials: {e}"))?;
-    Ok(Logins::new(Arc::new(store), LOGIN_COMMAND))
+    Ok(Logins::new(Arc::new(store), LOGIN_COMMAND).client_name("mcp-bridge"))
 }
 
 /// `login` or `logout`, checked by clap.

@@ -1,6 +1,510 @@
-//! The `mcp-bridge` binary: its code is the lib's [`mcpwire::bridge`] module, so that the lib's
-//! generic code it uses is compiled once, in the lib, not again in this crate.
+//! `mcp-bridge`: many MCP servers as one (`serve`, the gateway), and a command-line MCP client
+//! for one server or a configured set (`tools`, `call`, `check`).
+//!
+//! The command line and logging setup of the binary; the gateway itself is the library's
+//! ([`mcpwire::gateway`]), and so are the client, the configuration files and the recorders.
+//! The demo servers of the embedded default (an echo server and an agent) live here (`demo`).
+//!
+//! ```text
+//! mcp-bridge serve [--listen stdio|http://127.0.0.1:8000/mcp] [--config FILE | --url URL | -- CMD ARGS...]
+//! mcp-bridge tools [--json] (-- CMD ARGS... | --url URL | --config FILE [--server NAME])
+//! mcp-bridge call TOOL [--args JSON] [--json] (-- CMD ARGS... | --url URL | --config FILE --server NAME)
+//! mcp-bridge list [--config FILE] [--json]       (default FILE: ~/.codex/config.toml)
+//! mcp-bridge get NAME [--config FILE] [--json]
+//! mcp-bridge add NAME [--config FILE] [--env K=V]... (--url URL [--bearer-token-env-var VAR] | -- CMD ARGS...)
+//! mcp-bridge remove NAME [--config FILE]
+//! mcp-bridge check --config FILE [--project FILE] [--import FILE]... [--on-conflict KIND=ACTION]... [--json]
+//! mcp-bridge login NAME --config FILE [--open] [--timeout SECS]
+//! mcp-bridge logout NAME --config FILE
+//! ```
+//!
+//! `login` / `logout` keep an OAuth login to one configured HTTP server (see login.rs); the
+//! client commands use it, never starting a login themselves.
+//!
+//! The command line is clap's (`--help` on every subcommand); logs are `tracing`'s, filtered
+//! by `RUST_LOG` (default `info` for `serve`, `warn` otherwise), always on stderr: in stdio mode
+//! stdout carries only protocol frames.
+//!
+//! Exit codes: 0 success, 1 protocol or connection failure (one line on stderr; for `check`, a
+//! required server failed; for `serve`, it could not start), 2 usage error, 3 the tool answered
+//! `isError: true`, 130 interrupted (Ctrl-C; the servers are killed with their process groups).
 
-fn main() -> std::process::ExitCode {
-    mcpwire::bridge::main()
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+mod config_cli;
+mod demo;
+mod embedded;
+mod login;
+mod serve;
+mod shell;
+
+use mcpwire::gateway::PrefixMode;
+
+#[derive(Parser, Debug)]
+#[command(name = "mcp-bridge", version, about = "Many MCP servers as one, and an MCP client for the shell")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve MCP servers as one: aggregated, over stdio or Streamable HTTP (with legacy SSE).
+    ///
+    /// With no upstream given, serves the bundled examples (an echo server and an agent) in
+    /// process on http://127.0.0.1:8000/mcp.
+    Serve(Box<ServeArgs>),
+    /// List a server's tools (or every configured server's, under qualified names).
+    Tools {
+        /// The one server of --config to list (default: every server, under qualified names).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        source: Source,
+    },
+    /// Call one tool.
+    Call {
+        /// The tool's name (with --config: its name on --server, not the qualified one).
+        tool: String,
+        /// The tool's arguments, a JSON object.
+        #[arg(long, value_name = "JSON", value_parser = parse_object)]
+        args: Option<serde_json::Map<String, serde_json::Value>>,
+        /// The server of --config whose tool it is (needed with --config).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        source: Source,
+    },
+    /// List the configured servers (of --config, default ~/.codex/config.toml; with --project
+    /// and --import, of every source, resolved).
+    List {
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        sources: MoreSources,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one configured server.
+    Get {
+        /// Its name (or SCOPE/NAME).
+        name: String,
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        sources: MoreSources,
+        /// Print a JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a server to the config file (edited in place, comments kept): a stdio command after
+    /// `--`, or --url.
+    Add {
+        /// Its name.
+        name: String,
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// A variable set for a stdio server (repeatable).
+        #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+        env: Vec<(String, String)>,
+        /// A Streamable HTTP server's endpoint, instead of a command.
+        #[arg(long, value_name = "URL", conflicts_with = "command")]
+        url: Option<String>,
+        /// The variable holding a bearer token for --url.
+        #[arg(long, value_name = "VAR", requires = "url")]
+        bearer_token_env_var: Option<String>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Remove a server from the config file (edited in place, comments kept).
+    Remove {
+        /// Its name.
+        name: String,
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Start every configured server and print one status line each, with the source of its
+    /// definition (and the definitions it shadows) when there are several sources.
+    Check {
+        /// The configuration: .toml (codex [mcp_servers]) or .json (Claude mcpServers, VS Code servers).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        #[command(flatten)]
+        sources: MoreSources,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Log in to a configured HTTP server with OAuth and keep the tokens for the other commands.
+    ///
+    /// Prints the authorization URL on stderr and waits for the browser's redirect to
+    /// 127.0.0.1. Tokens go to $MCPWIRE_CONFIG_DIR, else $XDG_CONFIG_HOME/mcpwire, else
+    /// ~/.config/mcpwire (oauth-credentials.json, mode 0600).
+    Login {
+        /// The server's name in --config.
+        name: String,
+        /// The configuration: .toml (codex [mcp_servers]) or .json (Claude mcpServers, VS Code servers).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Also open the URL in a browser (xdg-open, or open on macOS).
+        #[arg(long)]
+        open: bool,
+        /// How long to wait for the whole login, in seconds (default 300).
+        #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+        timeout: Option<Duration>,
+    },
+    /// Forget the stored OAuth login of a configured server.
+    Logout {
+        /// The server's name in --config.
+        name: String,
+        /// The configuration file.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+}
+
+/// Options of the client commands.
+#[derive(Args, Debug, Clone)]
+struct Common {
+    /// Print JSON: the tools array, the whole tool result, or statuses.
+    #[arg(long)]
+    json: bool,
+    /// How long each request may take, in seconds (default 60).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    timeout: Option<Duration>,
+    /// Pass the servers' stderr through to ours (default: dropped).
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+/// Sources below --config, in precedence order (see `mcpwire::client::catalog::sources`).
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct MoreSources {
+    /// A project file: its servers fill the gaps of --config.
+    #[arg(long, value_name = "FILE")]
+    pub project: Option<PathBuf>,
+    /// A file of another host (Claude, VS Code, codex) read as it is (repeatable; the first
+    /// ranks highest).
+    #[arg(long = "import", value_name = "FILE")]
+    pub imports: Vec<PathBuf>,
+    /// What a kind of source does when it wins a name another source defines too:
+    /// `KIND=override` (the default) or `KIND=disable` (run neither); KIND is config, project
+    /// or imported (repeatable).
+    #[arg(long, value_name = "KIND=ACTION", value_parser = parse_conflict)]
+    pub on_conflict: Vec<(mcpwire::client::catalog::SourceKind, mcpwire::client::catalog::ConflictAction)>,
+}
+
+fn parse_conflict(
+    text: &str,
+) -> Result<(mcpwire::client::catalog::SourceKind, mcpwire::client::catalog::ConflictAction), String> {
+    use mcpwire::client::catalog::SourceKind;
+    let (kind, action) = text.split_once('=').ok_or("expected KIND=ACTION, e.g. project=disable")?;
+    let kind = match kind {
+        "config" => SourceKind::Config,
+        "project" => SourceKind::Project,
+        "imported" => SourceKind::Imported,
+        other => return Err(format!("unknown source kind {other:?} (expected config, project or imported)")),
+    };
+    Ok((kind, action.parse()?))
+}
+
+/// Where the server(s) of a client command come from: exactly one of these.
+#[derive(Args, Debug, Clone)]
+#[group(required = true, multiple = false)]
+struct Source {
+    /// Streamable HTTP endpoint (falling back to legacy SSE).
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// The servers of FILE (.toml: codex [mcp_servers]; .json: Claude mcpServers or VS Code servers).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// A stdio server: the command and its arguments, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// How upstream tools and prompts are named downstream (`--prefix`).
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefix {
+    /// Always `mcp__SERVER__NAME` (resource URIs as `SERVER+URI`).
+    Always,
+    /// The upstream name, unless two servers share it.
+    OnCollision,
+    /// The upstream name; two servers sharing one is an error at start.
+    Never,
+}
+
+impl From<Prefix> for PrefixMode {
+    fn from(prefix: Prefix) -> PrefixMode {
+        match prefix {
+            Prefix::Always => PrefixMode::Always,
+            Prefix::OnCollision => PrefixMode::OnCollision,
+            Prefix::Never => PrefixMode::Never,
+        }
+    }
+}
+
+/// `mcp-bridge serve`'s options.
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Where to serve: `stdio`, or an http(s) URL whose host, port and path are bound
+    /// (loopback by default; another address needs --auth-token-env or --auth-issuer).
+    #[arg(long, value_name = "stdio|URL", default_value = serve::DEFAULT_LISTEN)]
+    pub listen: String,
+    /// Upstreams: every server of FILE (.toml codex, .json Claude / VS Code).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["url", "command"])]
+    pub config: Option<PathBuf>,
+    /// Upstream: one Streamable HTTP (or legacy SSE) server, e.g. to serve it over stdio.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub url: Option<String>,
+    /// How tool and prompt names are prefixed with their server's (default: always; never for
+    /// one upstream given inline, which is served as it is).
+    #[arg(long, value_enum)]
+    pub prefix: Option<Prefix>,
+    /// The variable holding the bearer token every downstream request must carry.
+    #[arg(long, value_name = "VAR", conflicts_with = "auth_issuer")]
+    pub auth_token_env: Option<String>,
+    /// Protect the HTTP listener with OAuth 2.1: access tokens issued by this authorization
+    /// server (its issuer URL), checked with --auth-jwks or --auth-introspect, or else with
+    /// the keys of the jwks_uri its metadata names (RFC 8414 / OpenID Connect discovery).
+    #[arg(long, value_name = "URL")]
+    pub auth_issuer: Option<String>,
+    /// The resource URI tokens must name as audience (default: the URL served, e.g.
+    /// http://127.0.0.1:8931/mcp; set it to the public URL behind a proxy).
+    #[arg(long, value_name = "URI", requires = "auth_issuer")]
+    pub auth_audience: Option<String>,
+    /// Verify JWT access tokens with the keys of this JWKS URL (default: discovered from the
+    /// issuer's metadata).
+    #[arg(long, value_name = "URL", group = "auth_verify", requires = "auth_issuer")]
+    pub auth_jwks: Option<String>,
+    /// Verify tokens by RFC 7662 introspection at this URL, authenticated with the client id
+    /// and secret in the variables of --auth-client-id-env and --auth-client-secret-env.
+    #[arg(long, value_name = "URL", group = "auth_verify", requires = "auth_issuer")]
+    pub auth_introspect: Option<String>,
+    /// How long an active introspection answer is kept (never past the token's exp), in
+    /// seconds; 0 asks the authorization server on every request.
+    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "auth_introspect")]
+    pub auth_introspect_cache_secs: u64,
+    /// The variable holding the introspection client id.
+    #[arg(long, value_name = "VAR", default_value = "MCP_BRIDGE_INTROSPECT_CLIENT_ID")]
+    pub auth_client_id_env: String,
+    /// The variable holding the introspection client secret.
+    #[arg(long, value_name = "VAR", default_value = "MCP_BRIDGE_INTROSPECT_CLIENT_SECRET")]
+    pub auth_client_secret_env: String,
+    /// A scope every downstream request needs (repeatable).
+    #[arg(long, value_name = "SCOPE", requires = "auth_issuer")]
+    pub auth_scope: Vec<String>,
+    /// A scope calls of one tool need, as TOOL=SCOPE with the tool's downstream name (repeatable).
+    #[arg(long, value_name = "TOOL=SCOPE", requires = "auth_issuer")]
+    pub auth_tool_scope: Vec<String>,
+    /// TLS certificate chain (PEM) for an https --listen.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM) for an https --listen.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Also accept requests whose Origin is this (repeatable; loopback origins always are).
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Give each downstream session its own connection to this (stdio) server (repeatable).
+    #[arg(long, value_name = "SERVER")]
+    pub per_session: Vec<String>,
+    /// Write each downstream session as a recording (conformance format) in DIR.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// How long each upstream request may take, in seconds (default: the server's tool_timeout).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
+    /// Share handshake-era sessions and resumable streams with the other replicas behind a
+    /// load balancer through the Redis at this URL (redis://host:port; env
+    /// MCP_BRIDGE_SESSION_STORE otherwise). Needs a build with the `redis` feature.
+    #[arg(long, value_name = "redis://HOST:PORT")]
+    pub session_store: Option<String>,
+    /// Upstream: a stdio server, the command and its arguments after `--` (e.g. to serve it over HTTP).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE: {text}")),
+    }
+}
+
+fn parse_object(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err("must be a JSON object".to_owned()),
+        Err(e) => Err(format!("invalid JSON: {e}")),
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text.parse().map_err(|_| format!("not a number of seconds: {text}"))?;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("must be positive: {text}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (`target=level,...`), `default` otherwise.
+fn init_logs(default: &str) {
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::prelude::*;
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|spec| spec.parse::<Targets>().ok())
+        .unwrap_or_else(|| default.parse().expect("a valid default filter"));
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false).with_target(false);
+    tracing_subscriber::registry().with(layer).with(filter).init();
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print to stdout and succeed; usage errors exit 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match cli.command {
+        Command::Serve(args) => {
+            init_logs("info");
+            serve::main(*args)
+        }
+        Command::List { config, sources, json } => {
+            config_cli::main(config_cli::ConfigCommand::List { config, sources, json })
+        }
+        Command::Get { name, config, sources, json } => {
+            config_cli::main(config_cli::ConfigCommand::Get { name, config, sources, json })
+        }
+        Command::Add { name, config, env, url, bearer_token_env_var, command } => {
+            use mcpwire::client::config::edit::NewServer;
+            let mut server = match (url, command.split_first()) {
+                (Some(url), _) => NewServer::http(name, url),
+                (None, Some((program, args))) => NewServer::stdio(name, program.clone(), args.to_vec()),
+                (None, None) => {
+                    let mut command = <Cli as clap::CommandFactory>::command();
+                    let message = "add needs a command after -- or --url URL";
+                    command.error(clap::error::ErrorKind::MissingRequiredArgument, message).print().ok();
+                    return ExitCode::from(2);
+                }
+            };
+            server.env = env.into_iter().collect();
+            server.bearer_token_env_var = bearer_token_env_var;
+            config_cli::main(config_cli::ConfigCommand::Add { server, config })
+        }
+        Command::Remove { name, config } => config_cli::main(config_cli::ConfigCommand::Remove { name, config }),
+        Command::Login { name, config, open, timeout } => {
+            init_logs("warn");
+            let timeout = timeout.unwrap_or(Duration::from_secs(300));
+            login::main(login::Invocation::Login { server: name, config, open, timeout })
+        }
+        Command::Logout { name, config } => {
+            init_logs("warn");
+            login::main(login::Invocation::Logout { server: name, config })
+        }
+        command => {
+            init_logs("warn");
+            match shell::Invocation::from_command(command) {
+                Ok(invocation) => shell::main(invocation),
+                Err(message) => {
+                    let mut command = <Cli as clap::CommandFactory>::command();
+                    command.error(clap::error::ErrorKind::ArgumentConflict, message).print().ok();
+                    ExitCode::from(2)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Command, Prefix};
+
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("mcp-bridge").chain(line.split_whitespace()))
+    }
+
+    #[test]
+    fn options_before_the_separator_are_ours_and_after_it_the_servers() {
+        let Ok(Cli { command: Command::Call { tool, args, common, source, .. } }) =
+            parse("call echo --verbose --args {\"message\":\"hi\"} --json -- node s.js --json")
+        else {
+            panic!("call did not parse")
+        };
+        assert_eq!(tool, "echo");
+        assert_eq!(args.unwrap()["message"], "hi");
+        assert!(common.json && common.verbose);
+        assert_eq!(source.command, ["node", "s.js", "--json"]);
+        let Ok(Cli { command: Command::Tools { common, .. } }) = parse("tools --timeout 1.5 -- srv") else { panic!() };
+        assert_eq!(common.timeout, Some(std::time::Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn usage_errors_are_refused() {
+        for line in [
+            "tools",
+            "tools --url http://h/mcp -- srv",
+            "call -- srv",
+            "call echo --args [1] -- srv",
+            "tools --timeout -3 -- srv",
+            "tools --frob -- srv",
+            "frobnicate",
+            "serve --config a.toml -- srv",
+            "serve --prefix sometimes",
+            "login",
+            "login prot",
+            "logout --config a.toml",
+            "login prot --config a.toml --timeout 0",
+        ] {
+            let e = parse(line).expect_err(line);
+            assert!(e.use_stderr(), "{line}: {e}");
+        }
+        let Ok(cli) = parse("call t --config a.toml") else { panic!() };
+        assert_eq!(
+            super::shell::Invocation::from_command(cli.command),
+            Err("call --config needs --server NAME".into())
+        );
+    }
+
+    #[test]
+    fn login_and_logout_take_a_server_and_a_config() {
+        let Ok(Cli { command: Command::Login { name, config, open, timeout } }) =
+            parse("login prot --config a.toml --open --timeout 30")
+        else {
+            panic!("login did not parse")
+        };
+        assert_eq!((name.as_str(), config.to_str(), open), ("prot", Some("a.toml"), true));
+        assert_eq!(timeout, Some(std::time::Duration::from_secs(30)));
+        let Ok(Cli { command: Command::Logout { name, .. } }) = parse("logout prot --config a.json") else { panic!() };
+        assert_eq!(name, "prot");
+    }
+
+    #[test]
+    fn serve_defaults_to_the_embedded_servers_on_loopback() {
+        let Ok(Cli { command: Command::Serve(args) }) = parse("serve") else { panic!() };
+        assert_eq!(args.listen, "http://127.0.0.1:8000/mcp");
+        assert!(args.config.is_none() && args.url.is_none() && args.command.is_empty());
+        assert_eq!(args.prefix, None);
+        let Ok(Cli { command: Command::Serve(args) }) =
+            parse("serve --listen stdio --prefix on-collision --url http://h/mcp")
+        else {
+            panic!()
+        };
+        assert_eq!((args.listen.as_str(), args.prefix), ("stdio", Some(Prefix::OnCollision)));
+    }
 }

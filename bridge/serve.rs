@@ -17,7 +17,7 @@
 //!
 //! OAuth (`--auth-issuer`, with `--auth-jwks`, `--auth-introspect`, or neither: the `jwks_uri`
 //! then comes from the issuer's metadata): the listener becomes a
-//! protected resource (see [`crate::auth`]): tokens of that issuer for `--auth-audience`
+//! protected resource (see [`mcpwire::auth`]): tokens of that issuer for `--auth-audience`
 //! (default: the URL served), `--auth-scope` for every request, `--auth-tool-scope` per tool,
 //! the metadata at the endpoint's well-known path. The downstream token is verified and
 //! dropped there; upstream requests carry only the upstream's own credentials.
@@ -28,23 +28,21 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
-use crate::client::catalog::CatalogCache;
-use crate::client::config::{McpConfig, ServerConfig};
-use crate::client::connection_set::{ConnectionSet, ServerState, SetError, SetEvent, SetOptions};
-use crate::client::{ClientOptions, ServerNotification};
-use crate::conformance::{RecordingDir, TeeOptions};
-use crate::server::forward::Forwarding as Advertised;
-use crate::server::Server;
-use crate::transport::boxed::BoxTransport;
-use crate::transport::sse_http::server::{HostCheck, OriginCheck};
-use crate::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
-use crate::transport::stdio::{Stderr, StdioTransport};
-use crate::transport::Limits;
-use tokio::sync::mpsc;
+use mcpwire::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
+use mcpwire::client::catalog::CatalogCache;
+use mcpwire::client::config::{McpConfig, ServerConfig};
+use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetOptions};
+use mcpwire::client::ClientOptions;
+use mcpwire::recording::{RecordingDir, TeeOptions};
+use mcpwire::server::Server;
+use mcpwire::transport::boxed::BoxTransport;
+use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
+use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
+use mcpwire::transport::stdio::{Stderr, StdioTransport};
+use mcpwire::transport::Limits;
 
-use super::gateway::{Callers, Forwarding, Gateway, PerSession};
-use super::{PrefixMode, ServeArgs};
+use super::ServeArgs;
+use mcpwire::gateway::{Callers, Gateway, PerSession, PrefixMode};
 
 /// Where `serve` listens when not told.
 pub const DEFAULT_LISTEN: &str = "http://127.0.0.1:8000/mcp";
@@ -114,34 +112,6 @@ fn upstreams(args: &ServeArgs) -> Result<(McpConfig, bool), String> {
     Ok((config, true))
 }
 
-/// What the downstream server advertises: the union of what the ready upstreams offer.
-fn advertised(set: &ConnectionSet) -> Advertised {
-    let (mut resources, mut prompts, mut completions) = (false, false, false);
-    for name in set.servers() {
-        if let Some((caps, _)) = set.server_offer(&name) {
-            resources |= caps.resources.is_some();
-            prompts |= caps.prompts.is_some();
-            completions |= caps.completions.is_some();
-        }
-    }
-    Advertised::new(resources, prompts, completions)
-}
-
-/// The upstreams' instructions, each under its server's name.
-fn merged_instructions(set: &ConnectionSet) -> Option<String> {
-    let parts: Vec<String> = set
-        .servers()
-        .into_iter()
-        .filter_map(|name| {
-            let (_, instructions) = set.server_offer(&name)?;
-            let text = instructions?;
-            let text = text.trim();
-            (!text.is_empty()).then(|| format!("## {name}\n{text}"))
-        })
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("\n\n"))
-}
-
 /// Runs `serve` to its exit code.
 pub fn main(args: ServeArgs) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -189,7 +159,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         None => None,
     };
     let (config, inline) = upstreams(&args)?;
-    let prefix = args.prefix.unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
+    let prefix =
+        args.prefix.map(PrefixMode::from).unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
     let callers = Arc::new(Callers::default());
     let mut options = SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit);
@@ -225,28 +196,15 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             return Err(e);
         }
     };
-    let closing = Arc::downgrade(&gateway);
-    let mut builder =
-        Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION")).on_session_closed(move |session| {
-            if let Some(gateway) = closing.upgrade() {
-                gateway.per_session().close(session);
-            }
-        });
-    if let Some(instructions) = merged_instructions(&set) {
-        builder = builder.instructions(instructions);
-    }
-    let server = builder
-        .forward(Forwarding(gateway.clone()), advertised(&set))
-        .build()
-        .map_err(|e| format!("cannot build the downstream server: {e}"))?;
-    gateway.attach(server.clone());
+    let builder = Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
+    let server = gateway.server(builder)?;
     for status in &summary.servers {
         tracing::info!(server = %status.name, state = %status.state, tools = status.tools, "upstream");
         gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
     }
-    crate::transport::task::spawn(follow_events(gateway.clone(), events));
+    tokio::spawn(gateway.clone().follow(events));
     if let Some(file) = &args.config {
-        crate::transport::task::spawn(reload_on_change(
+        tokio::spawn(reload_on_change(
             gateway.clone(),
             file.clone(),
             signal(tokio::signal::unix::SignalKind::hangup())?,
@@ -304,7 +262,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     return Err("an https --listen needs --tls-cert and --tls-key".to_owned());
                 };
                 let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-                let tls = crate::transport::sse_http::tls::server_config_from_pem(&read(cert)?, &read(key)?)
+                let tls = mcpwire::transport::sse_http::tls::server_config_from_pem(&read(cert)?, &read(key)?)
                     .map_err(|e| format!("TLS: {e}"))?;
                 http = http.tls(tls);
             }
@@ -420,7 +378,7 @@ async fn serve_recorded(
 /// `http` sharing its sessions and streams through the Redis at `url`.
 #[cfg(feature = "redis")]
 async fn with_session_store(http: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
-    use crate::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
     let store = RedisStore::connect(url, RedisOptions::default()).await.map_err(|e| format!("--session-store: {e}"))?;
     let store = Arc::new(store);
     // Not the URL: it may hold a password.
@@ -459,7 +417,7 @@ fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerCo
         })
         .route("/metrics", move || {
             let text = metrics.render();
-            async move { RouteResponse::new(200, crate::metrics::CONTENT_TYPE, text) }
+            async move { RouteResponse::new(200, mcpwire::gateway::metrics::CONTENT_TYPE, text) }
         })
 }
 
@@ -530,44 +488,6 @@ async fn reload_on_change(gateway: Arc<Gateway>, file: std::path::PathBuf, mut h
                 }
             }
             Err(e) => tracing::warn!("reload skipped ({why}): {e}"),
-        }
-    }
-}
-
-/// Applies what the set reports: catalog changes, upstream logs and resource updates, state
-/// changes (logged).
-async fn follow_events(gateway: Arc<Gateway>, mut events: mpsc::UnboundedReceiver<SetEvent>) {
-    while let Some(event) = events.recv().await {
-        match event {
-            SetEvent::CatalogChanged { .. } => gateway.refresh(),
-            SetEvent::Notification { server, notification } => match ServerNotification::parse(&notification) {
-                ServerNotification::LoggingMessage(params) => gateway.relay_log(&server, params),
-                ServerNotification::ResourceUpdated(params) => gateway.relay_resource_updated(&server, &params.uri),
-                _ => {}
-            },
-            SetEvent::Disconnected { server, reason } => {
-                tracing::warn!(%server, %reason, "upstream disconnected");
-                gateway.metrics().set_upstream_up(&server, false);
-            }
-            SetEvent::Ready { server, .. } => gateway.metrics().set_upstream_up(&server, true),
-            SetEvent::Reconnecting { server, attempt, delay } => {
-                tracing::info!(%server, attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
-            }
-            SetEvent::Reconnected { server } => {
-                tracing::info!(%server, "upstream restarted");
-                gateway.metrics().upstream_restarted(&server);
-                gateway.metrics().set_upstream_up(&server, true);
-                gateway.refresh();
-            }
-            SetEvent::RestartFailed { server, reason } => {
-                tracing::warn!(%server, %reason, "upstream kept its previous connection: the changed one did not start")
-            }
-            SetEvent::Warning { server, message } => tracing::warn!(server = server.as_deref(), "{message}"),
-            SetEvent::Failed { server, reason, .. } => {
-                tracing::warn!(%server, %reason, "upstream failed");
-                gateway.metrics().set_upstream_up(&server, false);
-            }
-            _ => {}
         }
     }
 }

@@ -15,15 +15,15 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::client::catalog::{CatalogBuilder, CatalogCache, Resolution, ResolvedCatalog, SourceKind};
-use crate::client::config::{ConfigError, McpConfig};
-use crate::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
-use crate::client::login::{AuthReport, AuthStatus, Logins};
-use crate::client::{Client, ClientError, ClientOptions};
-use crate::proto::mcp_types::{CallToolResult, ContentBlock, Tool};
-use crate::transport::boxed::BoxTransport;
-use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
-use crate::transport::stdio::{ChildCommand, Stderr};
+use mcpwire::client::catalog::{CatalogBuilder, CatalogCache, Resolution, ResolvedCatalog, SourceKind};
+use mcpwire::client::config::{ConfigError, McpConfig};
+use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
+use mcpwire::client::login::{AuthReport, AuthStatus, Logins};
+use mcpwire::client::{Client, ClientError, ClientOptions};
+use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Tool};
+use mcpwire::transport::boxed::BoxTransport;
+use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+use mcpwire::transport::stdio::{ChildCommand, Stderr};
 use serde_json::{json, Map, Value};
 
 #[derive(Debug, PartialEq)]

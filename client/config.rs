@@ -100,6 +100,7 @@ impl ApprovalMode {
         }
     }
 
+    #[cfg(feature = "config")]
     fn parse(s: &str) -> Option<ApprovalMode> {
         match s {
             "auto" => Some(ApprovalMode::Auto),
@@ -452,15 +453,19 @@ impl McpConfig {
     /// When the text cannot be parsed or validated.
     pub fn parse(text: &str, format: ConfigFormat, file: &str, env: EnvLookup<'_>) -> Result<McpConfig, ConfigError> {
         match format {
+            #[cfg(feature = "config")]
             ConfigFormat::CodexToml => McpConfig::from_toml(text, file),
+            #[cfg(not(feature = "config"))]
+            ConfigFormat::CodexToml => Err(error(file, "", "reading codex TOML needs mcpwire's `config` feature")),
             ConfigFormat::Json => McpConfig::from_json(text, file, env),
         }
     }
 
-    /// Parses codex TOML.
+    /// Parses codex TOML (feature `config`).
     ///
     /// # Errors
     /// When the text is not TOML or a field is wrong.
+    #[cfg(feature = "config")]
     pub fn from_toml(text: &str, file: &str) -> Result<McpConfig, ConfigError> {
         let table: toml::Table = toml::from_str(text).map_err(|e| {
             let message = e.message().to_owned();
@@ -570,6 +575,7 @@ impl Field<'_> {
         map.iter().map(|(k, v)| Ok((k.clone(), self.child(k).string(v)?))).collect()
     }
 
+    #[cfg(feature = "config")]
     fn seconds(&self, v: &Value, scale: f64) -> Result<Duration, ConfigError> {
         let n = v.as_f64().ok_or_else(|| self.err("expected a number"))?;
         if !(n.is_finite() && n >= 0.0) {
@@ -606,6 +612,7 @@ impl Field<'_> {
         Ok(scope)
     }
 
+    #[cfg(feature = "config")]
     fn approval(&self, v: &Value) -> Result<ApprovalMode, ConfigError> {
         let s = self.string(v)?;
         ApprovalMode::parse(&s)
@@ -613,6 +620,7 @@ impl Field<'_> {
     }
 }
 
+#[cfg(feature = "config")]
 fn toml_to_json(v: toml::Value) -> Value {
     match v {
         toml::Value::String(s) => Value::String(s),
@@ -625,6 +633,7 @@ fn toml_to_json(v: toml::Value) -> Value {
     }
 }
 
+#[cfg(feature = "config")]
 const CODEX_FIELDS: &[&str] = &[
     "command",
     "args",
@@ -652,6 +661,7 @@ const CODEX_FIELDS: &[&str] = &[
     "oauth",
 ];
 
+#[cfg(feature = "config")]
 fn codex_server(name: &str, v: &Value, at: &Field<'_>) -> Result<ServerConfig, ConfigError> {
     let Value::Object(t) = v else { return Err(at.err("expected a table")) };
     if let Some(unknown) = t.keys().find(|k| !CODEX_FIELDS.contains(&k.as_str())) {
@@ -868,6 +878,7 @@ pub fn expand(s: &str, env: EnvLookup<'_>) -> Result<String, String> {
     Ok(out)
 }
 
+#[cfg(feature = "config")]
 pub mod edit;
 
 #[cfg(test)]

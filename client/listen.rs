@@ -152,7 +152,7 @@ fn joined(
 
 impl<T: Transport> Client<T> {
     /// `subscriptions/listen` (2026-07-28): opens a stream of the notifications `filter` asks
-    /// for and returns once the server acknowledged it. See the [module docs](self).
+    /// for and returns once the server acknowledged it.
     ///
     /// # Cancel safety
     /// Dropping the future before it completes cancels the request.

@@ -3,11 +3,11 @@
 //! what a host's `login` / `logout` / status commands are made of.
 //!
 //! [`Logins`] holds a [`TokenStore`] and the command a user runs to log in (for messages:
-//! `mcp-bridge login`). For an HTTP server without credentials of its own (no
+//! `my-app login`, set by the application). For an HTTP server without credentials of its own (no
 //! `bearer_token_env_var`, no `Authorization` header configured), [`Logins::authorizer`] is the
 //! transport's [`Authorizer`]: an [`OAuthClient`] without an [`AuthorizationHandler`], so the
 //! stored token is sent, refreshed when it is about to expire or refused, and a server that
-//! wants a new authorization fails with `needs login: run mcp-bridge login NAME` — without a
+//! wants a new authorization fails with `needs login: run my-app login NAME` — without a
 //! registration or any other exchange with the authorization server when nothing is stored.
 //! [`Logins::client`] is the same client with a handler, for the login command itself;
 //! [`Logins::status`] tells what a status line shows ([`AuthStatus`]).
@@ -26,6 +26,7 @@ use crate::transport::sse_http::authorizer::{AuthFuture, Authorizer, Credentials
 pub struct Logins {
     store: Arc<dyn TokenStore>,
     login_command: String,
+    client_name: String,
 }
 
 impl std::fmt::Debug for Logins {
@@ -83,9 +84,17 @@ pub fn uses_login(server: &ServerConfig) -> bool {
 
 impl Logins {
     /// Logins kept in `store`; `login_command` is what messages tell the user to run, followed
-    /// by the server's name (`mcp-bridge login`).
+    /// by the server's name (e.g. `my-app login`). The client registers itself as `mcpwire`
+    /// unless [`Logins::client_name`] says otherwise.
     pub fn new(store: Arc<dyn TokenStore>, login_command: impl Into<String>) -> Logins {
-        Logins { store, login_command: login_command.into() }
+        Logins { store, login_command: login_command.into(), client_name: "mcpwire".to_owned() }
+    }
+
+    /// The `client_name` the OAuth client registers with (shown by authorization servers on
+    /// their consent pages): the application's name.
+    pub fn client_name(mut self, name: impl Into<String>) -> Logins {
+        self.client_name = name.into();
+        self
     }
 
     /// The store.
@@ -93,7 +102,7 @@ impl Logins {
         &self.store
     }
 
-    /// `needs login: run mcp-bridge login NAME`.
+    /// `needs login: run LOGIN_COMMAND NAME`.
     pub fn needs_login_message(&self, server: &str) -> String {
         format!("needs login: run {} {server}", self.login_command)
     }
@@ -116,7 +125,7 @@ impl Logins {
             Some((handler, redirect_uri)) => (Some(handler), redirect_uri),
             None => (None, super::oauth::OAuthConfig::default().redirect_uri),
         };
-        let config = server.oauth.oauth_config(&redirect_uri)?;
+        let config = server.oauth.oauth_config(&self.client_name, &redirect_uri)?;
         OAuthClient::new(url, config, self.store.clone(), handler).map_err(|e| e.to_string())
     }
 

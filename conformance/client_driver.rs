@@ -51,9 +51,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_conformance::serve::rejected_at_http_level;
 use mcpwire::client::{Client, ClientOptions, ElicitationModes};
-use mcpwire::conformance::recording::{Dir, Recording};
-use mcpwire::conformance::serve::rejected_at_http_level;
 use mcpwire::proto::jsonrpc::{ErrorCode, ErrorObject, Message};
 use mcpwire::proto::mcp_types::{
     self as types, CallTool, CancelTask, ClientCapabilities, Complete, CreateMessage, CreateMessageRequestParams,
@@ -63,7 +62,7 @@ use mcpwire::proto::mcp_types::{
 };
 use mcpwire::proto::session::RequestOptions;
 use mcpwire::proto::version::ProtocolVersion;
-#[cfg(feature = "http")]
+use mcpwire::recording::{Dir, Recording};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use mcpwire::transport::stdio::ChildCommand;
 use mcpwire::transport::Transport;
@@ -394,7 +393,6 @@ async fn drive(path: PathBuf, fixtures: Option<String>, server: Vec<String>) -> 
     options.request_timeout = Some(Duration::from_secs(30));
     let is_url = server.len() == 1 && (server[0].starts_with("http://") || server[0].starts_with("https://"));
     if is_url {
-        #[cfg(feature = "http")]
         {
             let config = HttpClientConfig::new(&server[0]).legacy(recording.header.transport == "sse");
             let transport = match HttpClientTransport::new(config) {
@@ -411,11 +409,6 @@ async fn drive(path: PathBuf, fixtures: Option<String>, server: Vec<String>) -> 
                     ExitCode::from(1)
                 }
             };
-        }
-        #[cfg(not(feature = "http"))]
-        {
-            eprintln!("mcp-conformance-client-driver: {}: built without the http feature", server[0]);
-            return ExitCode::from(2);
         }
     }
     let command = ChildCommand::new(&server[0]).args(&server[1..]);

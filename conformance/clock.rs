@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::recording::Header;
-use crate::proto::timestamp::{civil_from_days, days_from_civil};
-pub use crate::proto::timestamp::{utc_date, utc_rfc3339};
+use mcpwire::proto::timestamp::{civil_from_days, days_from_civil};
+pub use mcpwire::proto::timestamp::{utc_date, utc_rfc3339};
+use mcpwire::recording::Header;
 
 /// Which clock the server under test reads during a replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

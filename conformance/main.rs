@@ -48,14 +48,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcpwire::conformance::clock::ClockMode;
-use mcpwire::conformance::matching::{Matcher, Rules};
-use mcpwire::conformance::record::{record, RecordOptions};
-use mcpwire::conformance::recording::Recording;
-use mcpwire::conformance::replay::{replay_stdio, replay_with_client, ReplayOptions, ServeReportLine};
-use mcpwire::conformance::report::{junit, render, ExpectedFailures};
-use mcpwire::conformance::roundtrip::{check_recording, write_report};
-use mcpwire::conformance::serve::{serve_recording, Event};
+use mcp_conformance::clock::ClockMode;
+use mcp_conformance::matching::{Matcher, Rules};
+use mcp_conformance::replay::{replay_stdio, replay_with_client, ReplayOptions, ServeReportLine};
+use mcp_conformance::report::{junit, render, ExpectedFailures};
+use mcp_conformance::roundtrip::{check_recording, write_report};
+use mcp_conformance::serve::{serve_recording, Event};
+use mcpwire::recording::record::{record, RecordOptions};
+use mcpwire::recording::Recording;
 use mcpwire::transport::stdio::StdioTransport;
 use mcpwire::transport::{Limits, Transport};
 
@@ -141,10 +141,7 @@ fn record_cmd(args: Vec<String>) -> ExitCode {
     let Some(out) = out else { return usage_error("record needs OUT.jsonl") };
     match (listen, target, command.is_empty()) {
         (Some(listen), Some(target), true) => {
-            #[cfg(feature = "http")]
             return record_http_cmd(out, description, listen, target, ready_file);
-            #[cfg(not(feature = "http"))]
-            return usage_error(&format!("--listen {listen} --target {target} needs the http feature"));
         }
         (None, None, false) if ready_file.is_none() => {}
         _ => return usage_error("record needs either -- SERVER_CMD or --listen ADDR:PORT --target URL"),
@@ -164,7 +161,6 @@ fn record_cmd(args: Vec<String>) -> ExitCode {
 }
 
 /// `record --listen --target`: the HTTP capture proxy until SIGINT or SIGTERM.
-#[cfg(feature = "http")]
 fn record_http_cmd(
     out: PathBuf,
     description: Option<String>,
@@ -172,7 +168,7 @@ fn record_http_cmd(
     target: String,
     ready_file: Option<PathBuf>,
 ) -> ExitCode {
-    use mcpwire::conformance::record_http::{record_http, HttpRecordOptions};
+    use mcp_conformance::record_http::{record_http, HttpRecordOptions};
     use tokio::signal::unix::{signal, SignalKind};
 
     let options = HttpRecordOptions { out, description, listen, target };
@@ -268,13 +264,10 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
     let mut outcomes = Vec::new();
     match (server, client) {
         (None, None) if server_url.is_some() => {
-            #[cfg(feature = "http")]
             for file in &files {
                 let url = server_url.as_deref().unwrap_or_default();
-                outcomes.push(rt.block_on(mcpwire::conformance::replay::replay_http(file, url, options)));
+                outcomes.push(rt.block_on(mcp_conformance::replay::replay_http(file, url, options)));
             }
-            #[cfg(not(feature = "http"))]
-            return usage_error("--server-url needs the http feature");
         }
         (Some(server), None) => {
             for file in &files {
@@ -356,10 +349,7 @@ fn serve_cmd(args: Vec<String>) -> ExitCode {
     };
     let matcher = Matcher::new(rules, fixtures.as_deref());
     if let Some(addr) = listen {
-        #[cfg(feature = "http")]
         return serve_http(recording, matcher, addr, report);
-        #[cfg(not(feature = "http"))]
-        return usage_error(&format!("--listen {addr} needs the http feature"));
     }
     let events = |event: Event<'_>| serve_event(report.as_ref(), event);
     let result = runtime().block_on(async {
@@ -401,7 +391,6 @@ fn serve_event(report: Option<&std::sync::Mutex<std::fs::File>>, event: Event<'_
 /// `serve --listen`: the recorded server over HTTP, one script per session, until Ctrl-C
 /// (SIGINT). Every session's events go to the one `--report` file; on Ctrl-C the server shuts
 /// down (which ends every session) and the sessions get up to 5 s to report what was left.
-#[cfg(feature = "http")]
 fn serve_http(
     recording: Recording,
     matcher: Matcher,
@@ -410,7 +399,7 @@ fn serve_http(
 ) -> ExitCode {
     use std::sync::Arc;
 
-    use mcpwire::conformance::serve_stateless::MergedPosts;
+    use mcp_conformance::serve_stateless::MergedPosts;
     use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
 
     let legacy = recording.header.transport == "sse";

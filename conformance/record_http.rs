@@ -17,7 +17,7 @@
 //! body has arrived), per JSON response body and per SSE event, each with its `http` object;
 //! `response_headers`/`response_body` on a request's line when its response carried no
 //! JSON-RPC message. The header is filled as by the stdio recorder
-//! ([`super::record::write_recording`]); `transport` is `sse` when the client opened a legacy
+//! ([`mcpwire::recording::record::write_recording`]); `transport` is `sse` when the client opened a legacy
 //! stream (`GET /sse`, or any stream whose first event is `endpoint`).
 //!
 //! The proxy runs until the `stop` future given to [`record_http`] completes (the CLI: SIGINT
@@ -43,11 +43,11 @@ use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::record::{write_recording, Logged, Payload};
-use super::recording::Dir;
 use super::replay_http::headers_where;
-use crate::proto::framing::SseDecoder;
-use crate::transport::sse_http::{full, is_media, ChannelBody, HttpBody};
+use crate::http_body::{full, is_media, ChannelBody, HttpBody};
+use mcpwire::proto::framing::SseDecoder;
+use mcpwire::recording::record::{write_recording, Logged, Payload};
+use mcpwire::recording::Dir;
 
 /// What `record --listen` needs to know.
 #[derive(Debug, Clone)]
@@ -376,7 +376,7 @@ impl Proxy {
         let (rparts, rbody) = response.into_parts();
         capture.response_head(id, rparts.status.as_u16(), kept_headers(&rparts.headers));
         let sse = is_event_stream(&rparts.headers);
-        let mut out = Response::new(crate::transport::sse_http::empty());
+        let mut out = Response::new(crate::http_body::empty());
         *out.status_mut() = rparts.status;
         for (name, value) in &rparts.headers {
             // An SSE stream is relayed chunk by chunk (and its first event may be rewritten),
@@ -388,7 +388,7 @@ impl Proxy {
         }
         if sse {
             let (tx, rx) = mpsc::channel(64);
-            crate::transport::task::spawn(self.clone().relay_events(id, rbody, tx, is_get));
+            tokio::spawn(self.clone().relay_events(id, rbody, tx, is_get));
             *out.body_mut() = ChannelBody::boxed(rx);
         } else {
             let bytes = match rbody.collect().await {
@@ -413,7 +413,7 @@ impl Proxy {
         let _ = tcp.set_nodelay(true);
         let (mut sender, conn) =
             hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await.map_err(io::Error::other)?;
-        crate::transport::task::spawn(async move {
+        tokio::spawn(async move {
             let _ = conn.await;
         });
         sender.send_request(request).await.map_err(io::Error::other)

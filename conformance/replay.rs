@@ -21,10 +21,10 @@ use tokio::time::{timeout_at, Instant};
 use super::clock::{fake_clock_env, find_libfaketime, recorded_start, ClockMode};
 use super::fixtures::{Fixtures, RECORDED_ROOT};
 use super::matching::{kind_of, would_match, Kind, Matcher, Rules};
-use super::recording::{Dir, Recording};
-use crate::proto::jsonrpc::Message;
-use crate::transport::stdio::{ChildCommand, Stderr};
-use crate::transport::{Limits, Transport};
+use mcpwire::proto::jsonrpc::Message;
+use mcpwire::recording::{Dir, Recording};
+use mcpwire::transport::stdio::{ChildCommand, Stderr};
+use mcpwire::transport::{Limits, Transport};
 
 /// How patient a replay is.
 #[derive(Debug, Clone, Copy)]
@@ -120,7 +120,8 @@ pub(crate) fn describe(kind: Kind, method: &str) -> String {
 pub fn outgoing(raw: &str, matcher: &Matcher, id: Option<&Value>) -> Result<Message, String> {
     let mut message = Message::from_str(&matcher.substitute_text(raw)).map_err(|e| e.to_string())?;
     if let Some(id) = id {
-        let id: crate::proto::jsonrpc::Id = serde_json::from_value(id.clone()).map_err(|e| format!("id {id}: {e}"))?;
+        let id: mcpwire::proto::jsonrpc::Id =
+            serde_json::from_value(id.clone()).map_err(|e| format!("id {id}: {e}"))?;
         match &mut message {
             Message::Request(r) => r.id = id,
             Message::Response(r) => r.id = id,
@@ -418,7 +419,6 @@ pub async fn replay_stdio(path: &Path, server: &str, options: ReplayOptions) -> 
 /// path the recorded paths are used; with one, it stands for the recording's first path
 /// (`/mcp`, `/sse`). The session ends as recorded (DELETE where the client sent one); open
 /// streams are dropped at the end.
-#[cfg(feature = "http")]
 pub async fn replay_http(path: &Path, url: &str, options: ReplayOptions) -> SessionOutcome {
     let recording = match read_session(path) {
         Ok(r) => r,
@@ -476,7 +476,7 @@ pub async fn replay_with_client(path: &Path, client: &str, runner: &Path, option
     let name = recording.header.name.clone();
     let http = match recording.header.transport.as_str() {
         "stdio" => false,
-        "streamable-http" | "sse" if cfg!(feature = "http") => true,
+        "streamable-http" | "sse" => true,
         other => {
             return SessionOutcome::failed(
                 name,

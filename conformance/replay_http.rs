@@ -39,9 +39,9 @@ use tokio::task::AbortHandle;
 use tokio::time::{timeout_at, Instant};
 
 use super::matching::{kind_of, would_match, Kind, Matcher};
-use super::recording::{Dir, Entry, Recording};
 use super::replay::{abbreviate, describe, outgoing, Failure, ReplayOptions};
-use crate::proto::framing::{SseDecoder, SseEvent};
+use mcpwire::proto::framing::{SseDecoder, SseEvent};
+use mcpwire::recording::{Dir, Entry, Recording};
 
 /// Largest response body or SSE event read: 16 MiB.
 const MAX_BODY: usize = 16 << 20;
@@ -282,7 +282,7 @@ impl Target {
         let path_map = (!path.is_empty() && path != "/").then(|| (recorded_first_path.to_owned(), path.to_owned()));
         #[cfg(feature = "tls")]
         let tls = if https {
-            Some(crate::transport::sse_http::tls::client_config(&[]).map_err(|e| e.to_string())?)
+            Some(mcpwire::transport::sse_http::tls::client_config(&[]).map_err(|e| e.to_string())?)
         } else {
             None
         };
@@ -330,7 +330,7 @@ where
 {
     let (sender, conn) =
         hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(|e| format!("http handshake: {e}"))?;
-    let task = crate::transport::task::spawn(async move {
+    let task = tokio::spawn(async move {
         let _ = conn.await;
     });
     Ok((sender, task.abort_handle()))
@@ -797,8 +797,7 @@ impl RawReplay<'_> {
             }
         };
         let slot = std::sync::Arc::new(std::sync::Mutex::new(None));
-        let task =
-            crate::transport::task::spawn(run_exchange(self.target.clone(), request, i, self.tx.clone(), slot.clone()));
+        let task = tokio::spawn(run_exchange(self.target.clone(), request, i, self.tx.clone(), slot.clone()));
         self.live
             .insert(i, LiveExchange { tasks: vec![task.abort_handle()], conn: Some(slot), ..LiveExchange::default() });
 
@@ -1263,7 +1262,7 @@ mod tests {
 
     #[test]
     fn every_line_of_the_http_recordings_finds_its_exchange() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/recordings");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings");
         let mut checked = 0;
         for file in std::fs::read_dir(dir).unwrap() {
             let path = file.unwrap().path();

@@ -1,7 +1,7 @@
 //! `mcp-conformance roundtrip`: every recorded message, decoded into this crate's types and
 //! encoded again, must give back the JSON that was on the wire.
 //!
-//! Each message is checked twice. The envelope: [`jsonrpc::Message`](crate::proto::jsonrpc::Message) decoded and re-encoded
+//! Each message is checked twice. The envelope: [`jsonrpc::Message`](mcpwire::proto::jsonrpc::Message) decoded and re-encoded
 //! must equal the original as a JSON value. The payload: requests and notifications are
 //! classified by method, responses by the method of the request they answer (matched by id in
 //! the opposite direction, since ids are per direction); the params or result is decoded into
@@ -22,10 +22,10 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::diff::{first_difference, Difference};
-use super::recording::{Dir, Recording};
-use crate::proto::jsonrpc::{Body, Id, Message};
-use crate::proto::mcp_types::{find_method, round_trip_result, MethodInfo};
-use crate::proto::version::ProtocolVersion;
+use mcpwire::proto::jsonrpc::{Body, Id, Message};
+use mcpwire::proto::mcp_types::{find_method, round_trip_result, MethodInfo};
+use mcpwire::proto::version::ProtocolVersion;
+use mcpwire::recording::{Dir, Recording};
 
 /// Why one message failed its round trip.
 #[derive(Debug, Clone, PartialEq)]

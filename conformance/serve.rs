@@ -36,10 +36,10 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::matching::{kind_of, plain_difference, would_match, Kind, Matcher};
-use super::recording::{Dir, Recording};
 use super::replay::Failure;
-use crate::proto::jsonrpc::Message;
-use crate::transport::{Transport, TransportError};
+use mcpwire::proto::jsonrpc::Message;
+use mcpwire::recording::{Dir, Recording};
+use mcpwire::transport::{Transport, TransportError};
 
 struct Entry {
     seq: u64,
@@ -269,14 +269,14 @@ pub async fn serve_recording<T: Transport>(
 /// that answer. Such a request can only be made by hand (bad headers, an unknown session, a
 /// request after DELETE); a 4xx carrying the request's id is a session's answer and stays.
 pub fn rejected_at_http_level(recording: &Recording) -> BTreeSet<u64> {
-    let http = |e: &super::recording::Entry, key: &str| e.http.as_ref().and_then(|h| h.get(key)).cloned();
-    let status = |e: &super::recording::Entry| http(e, "status").and_then(|s| s.as_u64()).unwrap_or(0);
+    let http = |e: &mcpwire::recording::Entry, key: &str| e.http.as_ref().and_then(|h| h.get(key)).cloned();
+    let status = |e: &mcpwire::recording::Entry| http(e, "status").and_then(|s| s.as_u64()).unwrap_or(0);
     let mut rejected = BTreeSet::new();
     for (i, request) in recording.entries.iter().enumerate() {
         if request.dir != Dir::ClientToServer || status(request) < 400 {
             continue;
         }
-        let same_exchange = |e: &&super::recording::Entry| {
+        let same_exchange = |e: &&mcpwire::recording::Entry| {
             e.dir == Dir::ServerToClient
                 && e.msg.is_some()
                 && http(e, "method") == http(request, "method")
@@ -391,7 +391,7 @@ async fn send_recorded<T: Transport>(
     related: Option<&Value>,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<(), TransportError> {
-    let related = related.and_then(|r| serde_json::from_value::<crate::proto::jsonrpc::Id>(r.clone()).ok());
+    let related = related.and_then(|r| serde_json::from_value::<mcpwire::proto::jsonrpc::Id>(r.clone()).ok());
     match super::replay::outgoing(raw, matcher, id) {
         Ok(m) => match related {
             Some(request) => transport.send_related(m, &request).await,
@@ -409,8 +409,7 @@ mod tests {
     use super::*;
 
     fn recording(name: &str) -> Recording {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("conformance/recordings/{name}.jsonl"));
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("recordings/{name}.jsonl"));
         Recording::read(&path).expect("a stored recording")
     }
 

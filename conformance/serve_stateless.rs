@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use crate::proto::jsonrpc::{Id, Message};
-use crate::transport::sse_http::ServerTransport;
-use crate::transport::{Transport, TransportError};
+use mcpwire::proto::jsonrpc::{Id, Message};
+use mcpwire::transport::sse_http::ServerTransport;
+use mcpwire::transport::{Transport, TransportError};
 
 /// How many messages from POSTs may wait for the script before their POSTs wait too.
 const QUEUE_DEPTH: usize = 64;

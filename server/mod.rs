@@ -103,12 +103,10 @@ use crate::transport::sse_http::{HttpServer, HttpServerConfig, ServerTransport};
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Limits, Transport, TransportError};
 
-pub mod agent;
 mod client_requests;
 pub mod completion;
 mod context;
 mod dispatch;
-pub mod echo;
 mod features;
 pub mod forward;
 mod pagination;

@@ -40,7 +40,7 @@ use crate::proto::mcp_types::{CallToolResult, ClientCapabilities};
 
 /// Tasks kept at once (over every client); past it a task tool's call is refused with -32603
 /// until tasks expire, so no client can grow the server's memory without bound.
-pub const MAX_TASKS: usize = 4096;
+pub(crate) const MAX_TASKS: usize = 4096;
 
 /// The extension's identifier, in `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

@@ -1,6 +1,8 @@
 //! The built `mcp-bridge` binary against server-everything and against commands that are not
 //! MCP servers: output, exit codes, and what reaches stderr.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod support;
 
 use std::process::{Command, Output};
@@ -8,7 +10,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn bridge(args: &[&str], server: &[String]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
+    let mut command = Command::new(examples::bin_path("mcp-bridge"));
     command.args(args);
     if !server.is_empty() {
         command.arg("--").args(server);
@@ -119,7 +121,7 @@ fn ctrl_c_exits_130_and_takes_the_server_down() {
     std::fs::create_dir_all(&dir).unwrap();
     let pid_file = dir.join("server.pid");
     let script = format!("echo $$ > {}; exec sleep 30", pid_file.display());
-    let bridge = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+    let bridge = Command::new(examples::bin_path("mcp-bridge"))
         .args(["tools", "--", "sh", "-c", &script])
         .stderr(std::process::Stdio::piped())
         .spawn()

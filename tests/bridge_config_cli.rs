@@ -17,7 +17,7 @@ use serde_json::Value;
 /// directory, so the user's own file is never the default).
 fn bridge(args: &[&str], config: &Path) -> Output {
     let (subcommand, rest) = args.split_first().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+    Command::new(examples::bin_path("mcp-bridge"))
         .arg(subcommand)
         .arg("--config")
         .arg(config)

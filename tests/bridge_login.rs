@@ -11,6 +11,8 @@
 //! say the server needs a login. No access token, refresh token or authorization code the
 //! authorization server issued appears in any output of any of those processes.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod http_support;
 mod oauth_support;
 #[path = "support/mod.rs"]
@@ -62,7 +64,7 @@ struct Bridge {
 
 impl Bridge {
     fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
+        let mut command = tokio::process::Command::new(examples::bin_path("mcp-bridge"));
         command
             .args(args)
             .arg("--config")

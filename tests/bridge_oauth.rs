@@ -6,6 +6,8 @@
 //! bridge's own token, never the downstream one; and with `RUST_LOG=trace` no token, refresh
 //! token or authorization code of the whole flow appears in the bridge's log.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod http_support;
 mod oauth_support;
 #[path = "support/bridge.rs"]
@@ -279,7 +281,7 @@ async fn the_bridge_keeps_introspection_answers_for_its_cache_ttl() {
 #[test]
 fn bad_auth_options_are_refused_before_anything_starts() {
     let serve = |args: &[&str], env: &[(&str, &str)]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+        let output = Command::new(examples::bin_path("mcp-bridge"))
             .arg("serve")
             .args(args)
             .env_remove("MCP_BRIDGE_INTROSPECT_CLIENT_ID")

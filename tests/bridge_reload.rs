@@ -3,6 +3,8 @@
 //! with `notifications/tools/list_changed`. Upstreams: server-everything and the Python SDK's
 //! time and git servers, over stdio.
 
+#[path = "support/examples.rs"]
+mod examples;
 #[path = "support/bridge.rs"]
 mod serving;
 mod support;

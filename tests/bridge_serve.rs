@@ -344,7 +344,7 @@ fn stdio_to_http_serves_one_stdio_server_under_its_own_names() {
 fn http_to_stdio_serves_a_remote_server_to_a_stdio_client() {
     let web = support::everything_http("streamableHttp");
     let url = format!("http://127.0.0.1:{}/mcp", web.port);
-    let bridge = env!("CARGO_BIN_EXE_mcp-bridge").to_owned();
+    let bridge = examples::bin_path("mcp-bridge").to_owned();
     let script = json!([{"call": "echo", "args": {"message": "over stdio"}}, {"list": "prompts"}]);
     let output = Command::new(support::peer("MCP_NODE"))
         .arg(support::repo_path("tests/peers/ts_client.mjs"))
@@ -363,7 +363,7 @@ fn http_to_stdio_serves_a_remote_server_to_a_stdio_client() {
 
 #[test]
 fn a_non_loopback_listen_needs_a_token() {
-    let output = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+    let output = Command::new(examples::bin_path("mcp-bridge"))
         .args(["serve", "--listen", "http://0.0.0.0:0/mcp"])
         .output()
         .expect("mcp-bridge runs");
@@ -414,7 +414,7 @@ fn http_get(url: &str, path: &str, token: Option<&str>) -> (u16, String) {
 fn health_readiness_and_metrics_and_the_token() {
     let echo = examples::example_path("echo_server");
     let echo = echo.to_str().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"))
+    let mut child = Command::new(examples::bin_path("mcp-bridge"))
         .args(["serve", "--listen", "http://127.0.0.1:0/mcp", "--auth-token-env", "BRIDGE_TEST_TOKEN", "--", echo])
         .env("BRIDGE_TEST_TOKEN", "s3cret-token-of-the-test")
         .stdout(Stdio::piped())
@@ -477,8 +477,8 @@ fn a_recorded_session_replays_against_the_same_upstream_through_the_bridge() {
     drop(bridge);
     let files: Vec<PathBuf> = std::fs::read_dir(&records).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(files.len(), 1, "one recording per downstream session: {files:?}");
-    let bridge_cmd = format!("{} serve --listen stdio -- {echo}", env!("CARGO_BIN_EXE_mcp-bridge"));
-    let replay = Command::new(env!("CARGO_BIN_EXE_mcp-conformance"))
+    let bridge_cmd = format!("{} serve --listen stdio -- {echo}", examples::bin_path("mcp-bridge"));
+    let replay = Command::new(examples::bin_path("mcp-conformance"))
         .arg("replay")
         .arg(&files[0])
         .args(["--server", &bridge_cmd])

@@ -131,7 +131,7 @@ fn mcp_bridge_check_shows_which_source_won_and_what_it_shadowed() {
     let dir = scratch("check");
     let (config, project, imported) = three_sources(&dir);
     let run = |json: bool| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
+        let mut command = Command::new(examples::bin_path("mcp-bridge"));
         command.arg("check").arg("--config").arg(&config).arg("--project").arg(&project);
         command.arg("--import").arg(&imported).args(["--on-conflict", "project=disable"]);
         if json {

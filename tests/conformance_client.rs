@@ -6,6 +6,8 @@
 //! its `subscriptions/listen` included (the HTTP recordings are replayed in
 //! `tests/conformance_client_http.rs`).
 
+#[path = "support/examples.rs"]
+mod examples;
 mod support;
 
 use std::path::PathBuf;
@@ -13,15 +15,19 @@ use std::process::Command;
 
 use support::repo_path;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
-const DRIVER: &str = env!("CARGO_BIN_EXE_mcp-conformance-client-driver");
+fn bin() -> &'static str {
+    examples::bin_path("mcp-conformance")
+}
+fn driver_bin() -> &'static str {
+    examples::bin_path("mcp-conformance-client-driver")
+}
 
 fn stdio_recordings() -> Vec<PathBuf> {
     support::recordings_with_transport(|t| t == "stdio")
 }
 
 fn driver() -> String {
-    format!("{DRIVER} --fixtures {{fixtures}} {{recording}}")
+    format!("{} --fixtures {{fixtures}} {{recording}}", driver_bin())
 }
 
 #[test]
@@ -29,7 +35,7 @@ fn every_stdio_recording_replays_against_our_client() {
     let files = stdio_recordings();
     assert_eq!(files.len(), 18);
     let baseline = repo_path("conformance/client-expected-failures.txt");
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .arg("replay")
         .args(&files)
         .args(["--client", &driver(), "--expected-failures"])
@@ -59,8 +65,8 @@ fn a_client_that_departs_from_the_recording_is_caught() {
     let cut: String = text.lines().filter(|l| !l.contains("\"method\":\"ping\"")).map(|l| format!("{l}\n")).collect();
     let copy = dir.join("everything-handshake-2025-11-25.jsonl");
     std::fs::write(&copy, cut).unwrap();
-    let client = format!("{DRIVER} --fixtures {{fixtures}} {}", copy.display());
-    let out = Command::new(BIN).arg("replay").arg(&recording).args(["--client", &client]).output().unwrap();
+    let client = format!("{} --fixtures {{fixtures}} {}", driver_bin(), copy.display());
+    let out = Command::new(bin()).arg("replay").arg(&recording).args(["--client", &client]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
     assert!(stdout.contains("seq 4 c2s ping request: $: recorded, but the client never sent it"), "{stdout}");

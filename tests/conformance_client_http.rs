@@ -9,6 +9,8 @@
 //! still checked. A client that departs from the recording is caught over Streamable HTTP, over
 //! the legacy transport, and in the valid part of everything-http-errors.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -16,8 +18,12 @@ use std::process::Command;
 
 use support::repo_path;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
-const DRIVER: &str = env!("CARGO_BIN_EXE_mcp-conformance-client-driver");
+fn bin() -> &'static str {
+    examples::bin_path("mcp-conformance")
+}
+fn driver() -> &'static str {
+    examples::bin_path("mcp-conformance-client-driver")
+}
 
 fn recording(name: &str) -> PathBuf {
     repo_path(&format!("conformance/recordings/{name}.jsonl"))
@@ -29,7 +35,7 @@ fn http_recordings() -> Vec<PathBuf> {
 
 /// `replay FILES --client CLIENT EXTRA`: whether the run passed, and its report.
 fn replay_client(files: &[PathBuf], client: &str, extra: &[&str]) -> (bool, String) {
-    let out = Command::new(BIN).arg("replay").args(files).args(["--client", client]).args(extra).output().unwrap();
+    let out = Command::new(bin()).arg("replay").args(files).args(["--client", client]).args(extra).output().unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -57,7 +63,7 @@ fn every_http_recording_replays_against_our_http_client() {
         ]
     );
     let baseline = repo_path("conformance/client-expected-failures.txt");
-    let driver = format!("{DRIVER} --fixtures {{fixtures}} {{recording}}");
+    let driver = format!("{} --fixtures {{fixtures}} {{recording}}", driver());
     let (ok, stdout) = replay_client(&files, &driver, &["--expected-failures", baseline.to_str().unwrap()]);
     assert!(ok, "{stdout}");
     assert!(stdout.ends_with("7 passed, 0 failed\n"), "{stdout}");
@@ -109,7 +115,7 @@ fn a_client_that_departs_from_an_http_recording_is_caught() {
     let core = "everything-http-core-2025-11-25";
     let changed = copy_with(&dir, core, |l| Some(l.replace(r#""message":"over HTTP""#, r#""message":"changed""#)));
     assert!(std::fs::read_to_string(&changed).unwrap().contains(r#""message":"changed""#));
-    let client = format!("{DRIVER} --fixtures {{fixtures}} {}", changed.display());
+    let client = format!("{} --fixtures {{fixtures}} {}", driver(), changed.display());
     let (ok, stdout) = replay_client(&[recording(core)], &client, &[]);
     assert!(!ok, "{stdout}");
     assert_eq!(
@@ -123,7 +129,7 @@ fn a_client_that_departs_from_an_http_recording_is_caught() {
     // never sends it.
     let sse = "everything-sse-2025-11-25";
     let cut = copy_with(&dir, sse, |l| (!l.contains(r#""method":"prompts/get""#)).then(|| l.to_owned()));
-    let client = format!("{DRIVER} --fixtures {{fixtures}} {}", cut.display());
+    let client = format!("{} --fixtures {{fixtures}} {}", driver(), cut.display());
     let (ok, stdout) = replay_client(&[recording(sse)], &client, &[]);
     assert!(!ok, "{stdout}");
     assert_eq!(
@@ -137,7 +143,7 @@ fn a_client_that_departs_from_an_http_recording_is_caught() {
     // seq 21 is caught — and only for that ping.
     let errors = "everything-http-errors";
     let cut = copy_with(&dir, errors, |l| (!l.starts_with(r#"{"seq":21,"#)).then(|| l.to_owned()));
-    let client = format!("{DRIVER} --fixtures {{fixtures}} {}", cut.display());
+    let client = format!("{} --fixtures {{fixtures}} {}", driver(), cut.display());
     let (ok, stdout) = replay_client(&[recording(errors)], &client, &[]);
     assert!(!ok, "{stdout}");
     assert_eq!(

@@ -3,6 +3,8 @@
 //! of that mode), altered copies of them caught with the right field named, and the recordings
 //! of the unpublished py-fixture-server against `serve --listen` of themselves.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -11,19 +13,21 @@ use std::process::{Child, Command, Stdio};
 use serde_json::Value;
 use support::{everything_http, repo_path};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
+fn bin() -> &'static str {
+    examples::bin_path("mcp-conformance")
+}
 
 fn recording(name: &str) -> PathBuf {
     repo_path(&format!("conformance/recordings/{name}.jsonl"))
 }
 
 fn replay(files: &[PathBuf], url: &str) -> (bool, String) {
-    let out = Command::new(BIN).arg("replay").args(files).args(["--server-url", url]).output().unwrap();
+    let out = Command::new(bin()).arg("replay").args(files).args(["--server-url", url]).output().unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn replay_with(files: &[PathBuf], url: &str, extra: &[&str]) -> (bool, String) {
-    let out = Command::new(BIN).arg("replay").args(files).args(["--server-url", url]).args(extra).output().unwrap();
+    let out = Command::new(bin()).arg("replay").args(files).args(["--server-url", url]).args(extra).output().unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -230,7 +234,7 @@ fn a_stdio_recording_is_refused_over_http() {
 /// `serve --listen` of `name`, stopped on drop; its URL.
 fn serve_listen(name: &str) -> (Child, String) {
     use std::io::BufRead;
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .args(["serve", "--listen", "127.0.0.1:0"])
         .arg(recording(name))
         .stdout(Stdio::piped())

@@ -7,6 +7,8 @@
 //! an SDK client does not provoke: an HTTP error answered with JSON, and an SSE response
 //! relayed as it arrives rather than at its end.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -18,7 +20,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::{everything_http, peer, peers, repo_path};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
+fn bin() -> &'static str {
+    examples::bin_path("mcp-conformance")
+}
 
 /// The recorder in front of `target`; [`Recorder::stop`] ends it and reads the recording.
 struct Recorder {
@@ -41,7 +45,7 @@ fn record(name: &str, target: u16) -> Recorder {
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{name}.jsonl"));
     let _ = std::fs::remove_file(&out);
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .arg("record")
         .arg(&out)
         .args(["--listen", "127.0.0.1:0", "--target", &format!("http://127.0.0.1:{target}")])
@@ -125,11 +129,11 @@ fn method(line: &Value) -> Option<&str> {
 }
 
 fn roundtrip_and_replay(file: &PathBuf, mode: &str) {
-    let out = Command::new(BIN).arg("roundtrip").arg(file).output().unwrap();
+    let out = Command::new(bin()).arg("roundtrip").arg(file).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && stdout.ends_with(" passed, 0 failed\n"), "{stdout}");
     let fresh = everything_http(mode);
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .arg("replay")
         .arg(file)
         .args(["--server-url", &format!("http://127.0.0.1:{}", fresh.port)])
@@ -332,19 +336,19 @@ fn http_errors_are_recorded_and_sse_is_relayed_as_it_arrives() {
     // Logged as they came: about 400 ms apart, not all at the end.
     let t = |l: &Value| l["t_ms"].as_u64().unwrap();
     assert!(t(progress[2]) - t(progress[0]) >= 500, "{progress:?}");
-    let out = Command::new(BIN).arg("roundtrip").arg(&file).output().unwrap();
+    let out = Command::new(bin()).arg("roundtrip").arg(&file).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 #[test]
 fn record_refuses_a_target_that_is_not_plain_http() {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["record", "x.jsonl", "--listen", "127.0.0.1:0", "--target", "https://127.0.0.1:1"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("only http://HOST:PORT targets"));
-    let out = Command::new(BIN).args(["record", "x.jsonl", "--listen", "127.0.0.1:0"]).output().unwrap();
+    let out = Command::new(bin()).args(["record", "x.jsonl", "--listen", "127.0.0.1:0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "--listen without --target is a usage error");
 }
 
@@ -365,7 +369,7 @@ fn serve_listen_sends_server_messages_where_they_were_recorded() {
     // the roots/list that follows notifications/initialized goes out before the client's GET.
     for name in ["pyfixture-http-python-2026-07-28", "everything-http-core-2025-11-25"] {
         let file = repo_path(&format!("conformance/recordings/{name}.jsonl"));
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(bin())
             .args(["serve", "--listen", "127.0.0.1:0"])
             .arg(&file)
             .stdout(Stdio::piped())
@@ -375,7 +379,7 @@ fn serve_listen_sends_server_messages_where_they_were_recorded() {
         let mut url = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut url).unwrap();
         let _serve = Serve(child);
-        let out = Command::new(BIN).arg("replay").arg(&file).args(["--server-url", url.trim()]).output().unwrap();
+        let out = Command::new(bin()).arg("replay").arg(&file).args(["--server-url", url.trim()]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         // Every message must match; only the listed HTTP framing of our server may differ.
         let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("    ")).collect();

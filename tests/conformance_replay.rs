@@ -5,17 +5,21 @@
 //!
 //! Every test drives the `mcp-conformance` binary, so the CLI is what is tested.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use mcpwire::conformance::clock::{fake_clock_env, find_libfaketime, parse_utc};
+use mcp_conformance::clock::{fake_clock_env, find_libfaketime, parse_utc};
 use serde_json::Value;
 use support::{peer, repo_path};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mcp-conformance");
+fn bin() -> &'static str {
+    examples::bin_path("mcp-conformance")
+}
 
 /// The environment server-everything and the filesystem server were recorded with (`get-env`
 /// shows it): a clean one whose HOME is the fixtures' `home`.
@@ -48,7 +52,7 @@ fn replay(files: &[PathBuf], server: &str, extra: &[&str]) -> (Output, String) {
 
 /// [`replay`] with the runner's own environment extended by `env`.
 fn replay_with_env(files: &[PathBuf], server: &str, extra: &[&str], env: &[(String, String)]) -> (Output, String) {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .envs(env.iter().map(|(k, v)| (k, v)))
         .arg("replay")
         .args(files)
@@ -214,7 +218,7 @@ fn a_wait_lasts_as_long_as_the_recorded_gap_allows() {
     .unwrap();
     let server = r#"sh -c 'read request; sleep 1.5; echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}"; sleep 1'"#;
     let run = |timeout: &str, recorded: &Path| {
-        Command::new(BIN)
+        Command::new(bin())
             .arg("replay")
             .arg(recorded)
             .args(["--server", server, "--timeout-ms", timeout])
@@ -246,7 +250,7 @@ fn the_multi_round_recording_replays_against_its_python_server_and_drives_its_py
 
     // serve of the recording, with the Python client (mode='auto') as the client under test.
     let client = format!("{} --root file://{{fixtures}}/project --", mrtr_source("py_mrtr_client.py"));
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .arg("replay")
         .arg(original("pyfixture-mrtr-stdio-2026-07-28"))
         .args(["--client", &client, "--timeout-ms", "30000"])
@@ -261,7 +265,7 @@ fn py_fixture_recording_replays_against_serve_of_itself() {
     // py-fixture-server is not a published package: the recording's two halves are checked
     // against each other (and serve/replay against each other).
     let files = &stdio_recordings()["py-fixture-server"];
-    assert_all_pass(files, &format!("{BIN} serve --fixtures {{fixtures}} {{recording}}"));
+    assert_all_pass(files, &format!("{} serve --fixtures {{fixtures}} {{recording}}", bin()));
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -281,7 +285,7 @@ fn a_recorded_session_replays_against_the_same_server() {
     let out = Command::new(peer("MCP_NODE"))
         .arg(repo_path("tests/peers/ts_client.mjs"))
         .arg("--")
-        .args([BIN, "record", "--description", "a fresh session"])
+        .args([bin(), "record", "--description", "a fresh session"])
         .arg(&out_file)
         .args(["--", &peer("MCP_NODE"), &peer("MCP_EVERYTHING_JS"), "stdio"])
         .env("MCP_SCRIPT", script)
@@ -336,7 +340,7 @@ fn original(name: &str) -> PathBuf {
 #[test]
 fn an_altered_server_is_caught_with_the_json_path() {
     let dir = scratch("altered");
-    let serve = |file: &Path| format!("{BIN} serve {}", file.display());
+    let serve = |file: &Path| format!("{} serve {}", bin(), file.display());
 
     // A changed result value.
     let changed = edited(&dir, "everything-tools", |entries| {
@@ -397,7 +401,7 @@ fn serve_drives_the_typescript_client_through_its_steps() {
     }
     let out = Command::new(peer("MCP_NODE"))
         .arg(repo_path("tests/peers/ts_client.mjs"))
-        .args(["--", BIN, "serve"])
+        .args(["--", bin(), "serve"])
         .arg(&recording)
         .env("MCP_SCRIPT", Value::Array(steps.clone()).to_string())
         .env("MCP_TS_SDK_DIR", peer("MCP_TS_SDK_DIR"))
@@ -425,7 +429,7 @@ fn expected_failures_baseline_and_junit() {
         e["msg"]["error"]["code"] = (-32600).into();
     });
     std::fs::copy(original("memory-handshake-2025-11-25"), dir.join("memory-handshake-2025-11-25.jsonl")).unwrap();
-    let server = format!("{BIN} serve {}/{{name}}.jsonl", dir.display());
+    let server = format!("{} serve {}/{{name}}.jsonl", bin(), dir.display());
     let files = [original("everything-errors"), original("memory-handshake-2025-11-25")];
     let junit = dir.join("junit.xml");
     let baseline = dir.join("expected-failures.txt");

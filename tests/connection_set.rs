@@ -2,6 +2,9 @@
 //! stdio, server-everything over Streamable HTTP, and small fake servers (tests/fixtures) for
 //! names, filters and list changes. Startup events, routing, timeouts, restarts and shutdown.
 
+#[path = "../bridge/demo/echo.rs"]
+mod echo;
+
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -536,7 +539,7 @@ async fn without_host_handlers_nothing_is_declared_and_roots_cannot_be_told() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_expired_http_session_fails_one_call_then_the_server_is_reinitialized() {
-    use mcpwire::server::echo::echo_server;
+    use crate::echo::echo_server;
     use mcpwire::transport::sse_http::HttpServerConfig;
     // No standalone GET stream (it would keep the session alive) and a short idle timeout.
     let config = HttpServerConfig::default().standalone_get(false).session_idle_timeout(Duration::from_millis(300));

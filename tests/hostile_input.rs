@@ -11,6 +11,11 @@
 //! session, 400 bad version header, 413, 406, 415) is `tests/http_server.rs`
 //! (`post_status_codes`, `origin_and_host_checks`, `get_stream_status_codes`).
 
+#[path = "../bridge/demo/echo.rs"]
+mod echo;
+
+#[path = "support/examples.rs"]
+mod examples;
 mod http_support;
 mod reliability;
 #[path = "support/bridge.rs"]
@@ -20,8 +25,8 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::echo::echo_server;
 use http_support::{initialize_body, raw, BOTH, JSON, SHORT};
-use mcpwire::server::echo::echo_server;
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
 use mcpwire::transport::stdio::StdioTransport;
 use mcpwire::transport::Limits;

@@ -267,12 +267,12 @@ async fn bad_configurations_are_refused_at_bind_and_debug_hides_the_token() {
 
 #[tokio::test]
 async fn a_guarded_route_serves_the_bridge_metrics() {
-    use mcpwire::metrics::bridge::{BridgeMetrics, CallOutcome};
+    use mcpwire::gateway::metrics::bridge::{BridgeMetrics, CallOutcome};
     let metrics = Arc::new(BridgeMetrics::default());
     let served = metrics.clone();
     let config = HttpServerConfig::default().bearer_token(Some(TOKEN.to_owned())).route("/metrics", move || {
         let metrics = served.clone();
-        async move { RouteResponse::new(200, mcpwire::metrics::CONTENT_TYPE, metrics.render()) }
+        async move { RouteResponse::new(200, mcpwire::gateway::metrics::CONTENT_TYPE, metrics.render()) }
     });
     let server = HttpServer::bind(config, serve_echo).await.unwrap();
     metrics.record_call("fs", "read", std::time::Duration::from_millis(2), CallOutcome::Ok);

@@ -3,12 +3,15 @@
 //! the server sends about a request while handling it (progress) comes on that POST's answer,
 //! the only stream there is.
 
+#[path = "../bridge/demo/echo.rs"]
+mod echo;
+
 mod http_support;
 
+use crate::echo::echo_server;
 use http_support::{raw, serve_echo_stateless, BOTH, JSON, SHORT};
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::proto::mcp_types::ContentBlock;
-use mcpwire::server::echo::echo_server;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use serde_json::json;
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire::metrics::bridge::{BridgeMetrics, CallOutcome};
+use mcpwire::gateway::metrics::bridge::{BridgeMetrics, CallOutcome};
 
 struct Counting;
 

@@ -5,16 +5,19 @@
 //! handshake-era session on the same server goes on as before. The Python SDK 2.3 client, in
 //! its default mode, negotiates 2026-07-28 with our echo server over stdio and over HTTP.
 
+#[path = "../bridge/demo/echo.rs"]
+mod echo;
+
 mod http_support;
 #[path = "support/mod.rs"]
 mod support;
 
 use std::time::Duration;
 
+use crate::echo::echo_server;
 use http_support::{initialize_body, raw, BOTH, JSON, SHORT};
 use mcpwire::proto::jsonrpc::Message;
 use mcpwire::proto::mcp_types::LoggingLevel;
-use mcpwire::server::echo::echo_server;
 use mcpwire::server::{text_result, CacheHint, Server};
 use mcpwire::transport::inproc;
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};

@@ -10,6 +10,9 @@
 //! - Client side against a third-party server: the TypeScript SDK's server-everything over
 //!   stdio, recorded and replayed against itself.
 
+#[path = "../bridge/demo/echo.rs"]
+mod echo;
+
 #[path = "support/examples.rs"]
 mod examples;
 mod support;
@@ -17,11 +20,11 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::echo::echo_server;
+use mcp_conformance::replay::{replay_stdio, ReplayOptions};
 use mcpwire::client::{Client, ClientOptions, EraPolicy};
-use mcpwire::conformance::recording::{Dir, Recording};
-use mcpwire::conformance::replay::{replay_stdio, ReplayOptions};
-use mcpwire::conformance::{RecordingDir, RecordingTransport, TeeOptions};
-use mcpwire::server::echo::echo_server;
+use mcpwire::recording::{Dir, Recording};
+use mcpwire::recording::{RecordingDir, RecordingTransport, TeeOptions};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use mcpwire::transport::stdio::{ChildCommand, Stderr};
 use mcpwire::transport::Transport;

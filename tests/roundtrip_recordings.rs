@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use mcpwire::conformance::recording::Recording;
-use mcpwire::conformance::roundtrip::{check_recording, write_report, FileCheck};
+use mcp_conformance::roundtrip::{check_recording, write_report, FileCheck};
+use mcpwire::recording::Recording;
 
 fn recordings() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/recordings");

@@ -23,6 +23,8 @@
 //! Each test runs alone (its [`LeavesNothing`] waits for its turn) and ends by checking that no
 //! child process, zombie or file descriptor of its own is left.
 
+#[path = "support/examples.rs"]
+mod examples;
 mod http_support;
 mod reliability;
 mod support;
@@ -371,7 +373,7 @@ fn mcp_bridge_replicas_share_sessions_with_session_store() {
     let _nothing_left = LeavesNothing::take(CLEANUP);
     let echo_server = echo_server_path();
     let cluster = Cluster::start_with("bridge", move |n, addr, redis| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
+        let mut command = Command::new(examples::bin_path("mcp-bridge"));
         command.args(["serve", "--listen", &format!("http://{addr}/mcp")]);
         // Half of them from the variable, the other half from the option.
         if n % 2 == 0 {

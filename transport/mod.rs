@@ -33,7 +33,7 @@ pub struct Limits {
     /// ([`crate::proto::framing::DEFAULT_MAX_FRAME_BYTES`]). Larger ones are rejected and
     /// skipped; the connection carries on. The stdio and HTTP server transports also keep their
     /// own responses under it: a larger one goes out as an error answer to its request instead
-    /// (see [`oversized_answer`]), since a peer with the same cap could not tell which call the
+    /// (see `oversized_answer`), since a peer with the same cap could not tell which call the
     /// skipped frame answered and would leave it waiting for its timeout.
     pub max_frame_bytes: usize,
     /// Messages that may wait in a transport's outgoing queue before `send` waits: 256.

@@ -1,7 +1,7 @@
 //! The server catalog: which server definitions a host runs, from which sources, and what
 //! the host already knows about them before they start.
 //!
-//! - [`sources`]: server definitions from several sources (the user's config, a project
+//! - `sources` (feature `catalog`): server definitions from several sources (the user's config, a project
 //!   file, files imported from other hosts, servers an embedding program adds), resolved by
 //!   precedence and each source's conflict action into one [`McpConfig`](super::config::McpConfig)
 //!   for the [connection set](super::connection_set), with the outcome for every name
@@ -13,7 +13,9 @@
 //! (the `config` module).
 
 pub mod cache;
+#[cfg(feature = "catalog")]
 pub mod sources;
 
 pub use cache::{CachedListing, CatalogCache};
+#[cfg(feature = "catalog")]
 pub use sources::{CatalogBuilder, ConflictAction, Resolution, ResolvedCatalog, Shadowed, SourceKind, SourceRef};

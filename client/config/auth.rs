@@ -1,6 +1,6 @@
 //! The OAuth settings of one HTTP server (`oauth`), read from codex TOML and from Claude /
 //! VS Code JSON, and turned into an [`OAuthConfig`](crate::client::oauth::OAuthConfig) for
-//! `mcp-bridge login` and the connection set.
+//! a host's login command and the connection set.
 //!
 //! ```toml
 //! [mcp_servers.remote]
@@ -53,15 +53,19 @@ impl OAuthSettings {
         *self == OAuthSettings::default()
     }
 
-    /// The [`OAuthConfig`](crate::client::oauth::OAuthConfig) of these settings, sending the
-    /// user back to `redirect_uri`.
+    /// The [`OAuthConfig`](crate::client::oauth::OAuthConfig) of these settings for the client
+    /// `client_name` (the application's), sending the user back to `redirect_uri`.
     ///
     /// # Errors
     /// When `client_secret_env_var` names a variable that is not set.
     #[cfg(feature = "oauth")]
-    pub fn oauth_config(&self, redirect_uri: &str) -> Result<crate::client::oauth::OAuthConfig, String> {
+    pub fn oauth_config(
+        &self,
+        client_name: &str,
+        redirect_uri: &str,
+    ) -> Result<crate::client::oauth::OAuthConfig, String> {
         use crate::client::oauth::{OAuthConfig, PreRegistered, Secret};
-        let mut config = OAuthConfig::default().client_name("mcp-bridge").redirect_uri(redirect_uri);
+        let mut config = OAuthConfig::default().client_name(client_name).redirect_uri(redirect_uri);
         if let Some(client_id) = &self.client_id {
             let mut client = PreRegistered::public(client_id.clone());
             if let Some(var) = &self.client_secret_env_var {
@@ -82,6 +86,7 @@ impl OAuthSettings {
 }
 
 /// codex's `oauth` table.
+#[cfg(feature = "config")]
 pub(super) fn from_toml(v: &Value, at: &Field<'_>) -> Result<OAuthSettings, ConfigError> {
     let Value::Object(t) = v else { return Err(at.err("expected a table")) };
     let mut settings = OAuthSettings::default();

@@ -204,7 +204,7 @@ fn typed_values_read_alike() {
     /// A byte buffer as serde's `deserialize_byte_buf` reads it.
     mod serde_bytes_like {
         #[derive(Debug, PartialEq)]
-        pub struct Bytes(pub Vec<u8>);
+        pub(crate) struct Bytes(pub(crate) Vec<u8>);
         impl<'de> serde::Deserialize<'de> for Bytes {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 struct V;

@@ -1,7 +1,7 @@
 //! Every MCP request, result, notification and structure of revisions 2024-11-05 to 2026-07-28.
 //!
 //! One set of types covers all revisions: a field that exists in only some revisions is optional
-//! here, and [`ProtocolVersion`](crate::proto::version::ProtocolVersion) says which revision has
+//! here, and [`ProtocolVersion`] says which revision has
 //! what. Names are the specification's; fields are serde `camelCase`. Every object keeps the
 //! members it does not know in an `extra` map and its `_meta` as written, so a decode/encode
 //! round trip loses nothing. Numbers that the spec leaves open stay `serde_json::Number`, which

@@ -26,7 +26,7 @@ impl ServingBridge {
     /// As `start`, with `configure` applied to the command before it is spawned (environment,
     /// stderr). stdin is null and stdout is read for the banner, then drained.
     pub fn start_with(args: &[&str], configure: impl FnOnce(&mut Command)) -> ServingBridge {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcp-bridge"));
+        let mut command = Command::new(crate::examples::bin_path("mcp-bridge"));
         command.arg("serve");
         if !args.contains(&"--listen") {
             command.args(["--listen", "http://127.0.0.1:0/mcp"]);

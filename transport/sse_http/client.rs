@@ -28,7 +28,7 @@
 //! - Once the version is 2026-07-28 ([`HttpClientTransport::set_protocol_version`], before the
 //!   first request of a stateless connection), every POST carries `MCP-Protocol-Version`,
 //!   `Mcp-Method`, `Mcp-Name` where the method has one, and the `Mcp-Param-*` headers of the
-//!   tools registered with [`HttpClientTransport::admit_tools`] ([`request_headers`](super::request_headers));
+//!   tools registered with [`HttpClientTransport::admit_tools`] ([`request_headers`]);
 //!   no session id is kept or sent, no GET stream opened. A 4xx or 5xx whose body is a JSON-RPC
 //!   error (an unsupported version, a header mismatch …) is that request's answer, not a
 //!   transport failure. A `notifications/cancelled` is not POSTed: the response stream of the

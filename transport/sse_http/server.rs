@@ -171,7 +171,7 @@ pub struct HttpServerConfig {
     pub stateless: bool,
     /// Whether GET opens the standalone stream (otherwise 405): on.
     pub standalone_get: bool,
-    /// `tools/call` params decoded into [`CallToolRequestParams`](crate::proto::mcp_types::CallToolRequestParams)
+    /// `tools/call` params decoded into [`CallToolRequestParams`]
     /// as the request is read ([`jsonrpc::decode_typed`]): on. A large call is then scanned
     /// and copied once. Off for an application that needs the params' exact JSON text (a proxy
     /// or a recorder): typed params are re-serialized when asked for their text.

@@ -6,8 +6,11 @@
 //! Our counterpart of rmcp's `rmcp-echo-server`: the `echo_server` example serves it over
 //! stdio, `mcp-bench` runs it in process, and the tests drive it. Nothing else lives here.
 
-use super::{arguments, text_result, Server, ServerBuilder, ToolError};
-use crate::proto::mcp_types::ElicitAction;
+// Shared by the bridge, its examples, the tests and the benches, each using a part of it.
+#![allow(dead_code)]
+
+use mcpwire::proto::mcp_types::ElicitAction;
+use mcpwire::server::{arguments, text_result, Server, ServerBuilder, ToolError};
 use serde::Deserialize;
 use serde_json::{json, Number, Value};
 

@@ -15,10 +15,13 @@
 //!
 //! Not here: transports (the example and the bridge choose).
 
+// Shared by the bridge, its examples, the tests and the benches, each using a part of it.
+#![allow(dead_code)]
+
 use std::path::{Component, Path, PathBuf};
 
-use crate::proto::mcp_types::{CallToolResult, CreateMessageRequestParams, ElicitAction, ElicitValue, Tool};
-use crate::server::{Context, Server, ToolError};
+use mcpwire::proto::mcp_types::{CallToolResult, CreateMessageRequestParams, ElicitAction, ElicitValue, Tool};
+use mcpwire::server::{Context, Server, ToolError};
 use serde_json::{json, Map, Value};
 
 /// The most model turns one run may take.

@@ -1,11 +1,13 @@
-//! The agent of [`mcpwire::server::agent`] as a program: over stdio, or Streamable HTTP.
+//! The agent of the bridge's demo (`demo/agent.rs`) as a program: over stdio, or Streamable HTTP.
 //!
 //! ```text
 //! cargo run --example agent                       # over stdio
 //! cargo run --example agent -- --http 127.0.0.1:8080
 //! ```
 
-use mcpwire::server::agent::agent_server;
+#[path = "../demo/agent.rs"]
+mod agent;
+use agent::agent_server;
 use mcpwire::transport::sse_http::HttpServerConfig;
 
 #[tokio::main]

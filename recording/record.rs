@@ -8,8 +8,8 @@
 //! result. Our stdout carries nothing but the server's bytes; the server's stderr is inherited.
 //!
 //! The header and line writing ([`Logged`], [`write_recording`], `header_line`, `push_entry`)
-//! is shared with the HTTP capture proxy, `record_http`, and the recording
-//! tee, [`super::tee`].
+//! is shared with the recording tee ([`RecordingTransport`](super::RecordingTransport)) and with
+//! other recorders (the conformance runner's HTTP capture proxy).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -21,26 +21,25 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::clock::{utc_date, utc_rfc3339};
-use super::recording::Dir;
+use super::format::Dir;
+use crate::proto::timestamp::{utc_date, utc_rfc3339};
 
 /// What a logged line carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Payload {
+pub enum Payload {
     /// A JSON text (a JSON-RPC message or batch), spliced into the line as the sender wrote it.
     Message(String),
     /// A payload that is not JSON, kept as a string.
     Raw(String),
     /// No payload (an HTTP request or response that carried no JSON-RPC message): built by the
     /// HTTP capture proxy (`record_http`) only.
-    #[cfg_attr(not(all(feature = "conformance", feature = "http")), allow(dead_code))]
     Nothing,
 }
 
 impl Payload {
     /// `Message` when `text` is JSON once its line ends are dropped (which valid JSON can hold
     /// only as whitespace), else `Raw` with the text as it was.
-    pub(crate) fn of_text(text: &str) -> Payload {
+    pub fn of_text(text: &str) -> Payload {
         let joined = text.replace(['\r', '\n'], "");
         match serde_json::from_str::<Box<RawValue>>(&joined) {
             Ok(_) => Payload::Message(joined.trim().to_owned()),
@@ -49,14 +48,17 @@ impl Payload {
     }
 }
 
-/// One logged line.
+/// One logged line, as a recorder keeps it before writing it.
 #[derive(Debug, Clone)]
-pub(crate) struct Logged {
-    pub(crate) t_ms: u64,
-    pub(crate) dir: Dir,
-    pub(crate) payload: Payload,
+pub struct Logged {
+    /// Milliseconds since the recording started.
+    pub t_ms: u64,
+    /// Who sent it.
+    pub dir: Dir,
+    /// What it carried.
+    pub payload: Payload,
     /// The line's `http` object as JSON text, on HTTP transports.
-    pub(crate) http: Option<String>,
+    pub http: Option<String>,
 }
 
 /// What `record` needs to know.
@@ -231,7 +233,10 @@ fn peers(lines: &[Logged]) -> (Value, Value, Value) {
 /// Writes a recording: the header (client, server and protocol version found in `lines`, the
 /// date and the instant of `t_ms` 0 from `started`), then one line per entry, `seq` counting
 /// from 1.
-pub(crate) fn write_recording(
+///
+/// # Errors
+/// When the file cannot be written.
+pub fn write_recording(
     out: &Path,
     transport: &str,
     description: &str,
@@ -295,7 +300,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::conformance::recording::Recording;
+    use crate::recording::Recording;
 
     /// A peer that, the moment a line reaches it, checks that the line is already on record.
     struct CheckingPeer {

@@ -42,10 +42,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
-use super::clock::utc_rfc3339;
+use super::format::Dir;
 use super::record::{header_line, push_entry, Logged, Payload};
-use super::recording::Dir;
 use crate::proto::jsonrpc::{Id, Message};
+use crate::proto::timestamp::utc_rfc3339;
 use crate::transport::{Transport, TransportError};
 
 /// Bytes kept for the header line (its line end included) so that it can be rewritten in
@@ -454,7 +454,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::conformance::recording::Recording;
+    use crate::recording::Recording;
     use crate::transport::inproc;
     use crate::transport::Limits;
 

@@ -3,11 +3,8 @@
 //! ([format](https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format)),
 //! and in [`bridge`] the named metrics `mcp-bridge serve` records.
 //!
-//! Why a top-level module (feature `server`) and not part of `server/` or `bridge/`: it knows
-//! nothing of MCP, transports or sessions and depends on `std` alone, so it sits beside the
-//! layers rather than inside one; the server feature gates it because every host that serves
-//! metrics (the bridge, a server with a `/metrics` route) has that feature on, and a user who
-//! builds only `proto` does not compile it. Serving the text is the HTTP server's job
+//! It knows nothing of MCP, transports or sessions and depends on `std` alone; it lives in the
+//! gateway (feature `gateway`), whose metrics it records. Serving the text is the HTTP server's job
 //! ([`HttpServerConfig::route`](crate::transport::sse_http::HttpServerConfig::route) with
 //! [`CONTENT_TYPE`]).
 //!

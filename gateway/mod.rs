@@ -4,13 +4,13 @@
 //! - Names: tools and prompts under their set-qualified names (`mcp__SERVER__NAME`, at most
 //!   64 bytes) or their own, per [`PrefixMode`]; resource URIs and templates under
 //!   `SLUG+URI` (the server's name as a URI scheme prefix: reversible, and a template stays a
-//!   template) when prefixed. [`View`] is the downstream catalog, rebuilt whenever the set's
+//!   template) when prefixed. `View` is the downstream catalog, rebuilt whenever the set's
 //!   catalog changes; `list_changed` goes to every downstream session for the lists that
 //!   changed.
 //! - Routing: `tools/call`, `prompts/get`, `resources/read` and `completion/complete` reach the
 //!   server that listed the name, URI or template, with the upstream's own name; an upstream
 //!   JSON-RPC error passes through as it is, and so does a tool result, as written, less its
-//!   stamps ([`tool_result`]; decoded only where its URIs are mapped); a bridge-side failure (the server is down, went
+//!   stamps (`tool_result`; decoded only where its URIs are mapped); a bridge-side failure (the server is down, went
 //!   away mid-call, timed out) is -32603 naming the server. A call is never replayed.
 //! - Server-to-client requests (sampling, elicitation, roots) from an upstream are answered by
 //!   the downstream session whose request caused them ([`Callers`]; the client layer attributes
@@ -28,17 +28,20 @@
 //!   shared connection still serves the listings and the 2026-07-28 requests, which belong to
 //!   no session.
 //!
-//! Not here: listening, signals, the embedded servers (serve.rs, embedded.rs).
+//! Not here: listening, signals, reloading a configuration file, the command line: the
+//! application does that (`mcp-bridge serve` in the `mcp-bridge` package is one).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::client::config::McpConfig;
-use crate::client::connection_set::{qualify, Catalog, ConnectionSet, SetCallOptions, SetError, SetOptions};
-use crate::client::{current_caller, decode_tool_result, with_caller, CallerId, ClientError, ElicitationModes};
-use crate::metrics::bridge::{BridgeMetrics, CallOutcome};
+use self::metrics::bridge::{BridgeMetrics, CallOutcome};
+use crate::client::config::{InProcess, McpConfig, ServerConfig};
+use crate::client::connection_set::{qualify, Catalog, ConnectionSet, SetCallOptions, SetError, SetEvent, SetOptions};
+use crate::client::{
+    current_caller, decode_tool_result, with_caller, CallerId, ClientError, ElicitationModes, ServerNotification,
+};
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject};
 use crate::proto::mcp_types::{
     CallToolRequestParams, CallToolResult, Complete, CompleteRequestParams, CompletionReference, ContentBlock,
@@ -47,11 +50,26 @@ use crate::proto::mcp_types::{
     ReadResource, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
     ResultMeta, Root, Tool,
 };
-use crate::server::forward::{ForwardFuture, Forwarded, Forwarder};
-use crate::server::{ClientRequestError, Context, Server};
+use crate::server::forward::{ForwardFuture, Forwarded, Forwarder, Forwarding as Advertised};
+use crate::server::{ClientRequestError, Context, Server, ServerBuilder};
+use crate::transport::boxed::BoxTransport;
+use crate::transport::{inproc, Limits};
 
-use super::tool_result::{self, Verdict};
-use super::PrefixMode;
+use self::tool_result::Verdict;
+
+pub mod metrics;
+mod tool_result;
+
+/// How upstream tools and prompts are named downstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefixMode {
+    /// Always `mcp__SERVER__NAME` (resource URIs as `SERVER+URI`).
+    Always,
+    /// The upstream name, unless two servers share it.
+    OnCollision,
+    /// The upstream name; two servers sharing one is an error at start.
+    Never,
+}
 
 /// The downstream catalog: what each upstream offers, under the names offered downstream.
 #[derive(Default)]
@@ -214,7 +232,7 @@ impl View {
 /// The downstream requests being forwarded, by caller: an upstream's request to the client made
 /// while one of them runs is answered by that request's downstream client (its [`Context`]).
 #[derive(Default)]
-pub(crate) struct Callers {
+pub struct Callers {
     next: AtomicU64,
     contexts: Mutex<HashMap<CallerId, Context>>,
 }
@@ -269,7 +287,7 @@ impl Callers {
 
     /// `options` with handlers that answer every upstream's sampling, elicitation (form and URL)
     /// and roots requests through the downstream client whose request caused them.
-    pub(crate) fn handlers(self: &Arc<Self>, options: SetOptions) -> SetOptions {
+    pub fn handlers(self: &Arc<Self>, options: SetOptions) -> SetOptions {
         let (sampling, elicitation, roots) = (self.clone(), self.clone(), self.clone());
         options
             .with_sampling(move |_server: String, params: CreateMessageRequestParams| {
@@ -303,7 +321,7 @@ impl Callers {
 /// through [`ConnectionSet::reload`] (an unchanged server keeps its child; a changed one is
 /// restarted; a removed one is stopped); a set started while a reload runs is moved on its next
 /// use, by the generation it was made with.
-pub(crate) struct PerSession {
+pub struct PerSession {
     names: Vec<String>,
     config: RwLock<(u64, McpConfig)>,
     options: SetOptions,
@@ -321,7 +339,7 @@ impl PerSession {
     ///
     /// # Errors
     /// A name `config` does not have.
-    pub(crate) fn new(names: Vec<String>, config: &McpConfig, options: SetOptions) -> Result<PerSession, String> {
+    pub fn new(names: Vec<String>, config: &McpConfig, options: SetOptions) -> Result<PerSession, String> {
         if let Some(missing) = names.iter().find(|name| !config.servers.contains_key(*name)) {
             return Err(format!("--per-session {missing}: no such upstream"));
         }
@@ -382,7 +400,7 @@ impl PerSession {
     /// The configuration file became `config`: the per-session servers are taken from it
     /// (a `--per-session` name it no longer has is no longer served), and every started
     /// session's set is moved to them. Returns how many sets were moved.
-    pub(crate) async fn reload(&self, config: &McpConfig) -> usize {
+    pub async fn reload(&self, config: &McpConfig) -> usize {
         let current = {
             let mut held = self.config.write().expect("per-session config lock");
             let subset = Self::subset(&self.names, config);
@@ -407,7 +425,7 @@ impl PerSession {
     }
 
     /// Session `session` ended: its connections are shut down (children and process groups).
-    pub(crate) fn close(&self, session: u64) {
+    pub fn close(&self, session: u64) {
         let Some(cell) = self.sets.lock().expect("sessions lock").remove(&session) else { return };
         if let Some(set) = cell.get().map(|s| s.set.clone()) {
             crate::transport::task::spawn(async move { set.shutdown().await });
@@ -415,7 +433,7 @@ impl PerSession {
     }
 
     /// Every session's connections shut down.
-    pub(crate) async fn close_all(&self) {
+    pub async fn close_all(&self) {
         let cells: Vec<_> = self.sets.lock().expect("sessions lock").drain().map(|(_, c)| c).collect();
         for session_set in cells.iter().filter_map(|c| c.get()) {
             session_set.set.shutdown().await;
@@ -429,8 +447,52 @@ impl PerSession {
     }
 }
 
+/// An upstream served by `server` in this very process: each connection (a start or a
+/// restart) gets a new in-process pair whose server end `server` serves until it closes. No
+/// child process, no socket: how a host puts its own servers behind the gateway beside others.
+pub fn in_process(name: &str, server: Server) -> ServerConfig {
+    let connector = InProcess::new(move || {
+        let (client_end, server_end) = inproc::pair(Limits::default());
+        let serving = server.serve(BoxTransport::new(server_end));
+        crate::transport::task::spawn(async move {
+            let _ = serving.await;
+        });
+        client_end
+    });
+    ServerConfig::in_process(name, connector)
+}
+
+/// What the downstream server advertises: resources, prompts and completions when an upstream
+/// offers them.
+fn advertised(set: &ConnectionSet) -> Advertised {
+    let (mut resources, mut prompts, mut completions) = (false, false, false);
+    for name in set.servers() {
+        if let Some((caps, _)) = set.server_offer(&name) {
+            resources |= caps.resources.is_some();
+            prompts |= caps.prompts.is_some();
+            completions |= caps.completions.is_some();
+        }
+    }
+    Advertised::new(resources, prompts, completions)
+}
+
+/// The upstreams' instructions, each under its server's name.
+fn merged_instructions(set: &ConnectionSet) -> Option<String> {
+    let parts: Vec<String> = set
+        .servers()
+        .into_iter()
+        .filter_map(|name| {
+            let (_, instructions) = set.server_offer(&name)?;
+            let text = instructions?;
+            let text = text.trim();
+            (!text.is_empty()).then(|| format!("## {name}\n{text}"))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
 /// The gateway's state, shared by every downstream session.
-pub(crate) struct Gateway {
+pub struct Gateway {
     set: ConnectionSet,
     callers: Arc<Callers>,
     per_session: PerSession,
@@ -445,8 +507,8 @@ impl Gateway {
     /// A gateway over `set` (started), with the view of its catalog now.
     ///
     /// # Errors
-    /// As [`View::build`].
-    pub(crate) fn new(
+    /// When two upstreams offer the same name and `prefix` is [`PrefixMode::Never`].
+    pub fn new(
         set: ConnectionSet,
         callers: Arc<Callers>,
         per_session: PerSession,
@@ -467,22 +529,22 @@ impl Gateway {
     }
 
     /// The gateway's metrics (calls, errors, latency, restarts, sessions, upstream states).
-    pub(crate) fn metrics(&self) -> &Arc<BridgeMetrics> {
+    pub fn metrics(&self) -> &Arc<BridgeMetrics> {
         &self.metrics
     }
 
     /// The shared upstreams.
-    pub(crate) fn set(&self) -> &ConnectionSet {
+    pub fn set(&self) -> &ConnectionSet {
         &self.set
     }
 
     /// Every shared upstream's state.
-    pub(crate) fn set_summary(&self) -> crate::client::connection_set::StartupSummary {
+    pub fn set_summary(&self) -> crate::client::connection_set::StartupSummary {
         self.set.summary()
     }
 
     /// The per-session upstreams.
-    pub(crate) fn per_session(&self) -> &PerSession {
+    pub fn per_session(&self) -> &PerSession {
         &self.per_session
     }
 
@@ -499,8 +561,73 @@ impl Gateway {
     }
 
     /// The downstream server, once built: list changes and log messages go through it.
-    pub(crate) fn attach(&self, server: Server) {
+    pub fn attach(&self, server: Server) {
         let _ = self.server.set(server);
+    }
+
+    /// The downstream server: `builder` (a host's name, version and anything else it sets)
+    /// forwarding every request to the upstreams, advertising what they offer, with their
+    /// instructions merged; attached to this gateway (see [`Gateway::attach`]), and stopping a
+    /// session's per-session upstreams when that session closes. Serve it over any transport.
+    ///
+    /// # Errors
+    /// When the server cannot be built (see [`ServerBuilder::build`]).
+    pub fn server(self: &Arc<Self>, builder: ServerBuilder) -> Result<Server, String> {
+        let closing = Arc::downgrade(self);
+        let mut builder = builder.on_session_closed(move |session| {
+            if let Some(gateway) = closing.upgrade() {
+                gateway.per_session().close(session);
+            }
+        });
+        if let Some(instructions) = merged_instructions(&self.set) {
+            builder = builder.instructions(instructions);
+        }
+        let server = builder
+            .forward(Forwarding(self.clone()), advertised(&self.set))
+            .build()
+            .map_err(|e| format!("cannot build the downstream server: {e}"))?;
+        self.attach(server.clone());
+        Ok(server)
+    }
+
+    /// Follows the shared set's events (from [`SetOptions::with_event_channel`]) until the set
+    /// is gone: catalog changes rebuild the view and reach downstream sessions as
+    /// `list_changed`, upstream log messages and resource updates are relayed, and the metrics
+    /// track each upstream's state. Spawn it beside the server.
+    pub async fn follow(self: Arc<Self>, mut events: tokio::sync::mpsc::UnboundedReceiver<SetEvent>) {
+        while let Some(event) = events.recv().await {
+            match event {
+                SetEvent::CatalogChanged { .. } => self.refresh(),
+                SetEvent::Notification { server, notification } => match ServerNotification::parse(&notification) {
+                    ServerNotification::LoggingMessage(params) => self.relay_log(&server, params),
+                    ServerNotification::ResourceUpdated(params) => self.relay_resource_updated(&server, &params.uri),
+                    _ => {}
+                },
+                SetEvent::Disconnected { server, reason } => {
+                    tracing::warn!(%server, %reason, "upstream disconnected");
+                    self.metrics().set_upstream_up(&server, false);
+                }
+                SetEvent::Ready { server, .. } => self.metrics().set_upstream_up(&server, true),
+                SetEvent::Reconnecting { server, attempt, delay } => {
+                    tracing::info!(%server, attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
+                }
+                SetEvent::Reconnected { server } => {
+                    tracing::info!(%server, "upstream restarted");
+                    self.metrics().upstream_restarted(&server);
+                    self.metrics().set_upstream_up(&server, true);
+                    self.refresh();
+                }
+                SetEvent::RestartFailed { server, reason } => {
+                    tracing::warn!(%server, %reason, "upstream kept its previous connection: the changed one did not start")
+                }
+                SetEvent::Warning { server, message } => tracing::warn!(server = server.as_deref(), "{message}"),
+                SetEvent::Failed { server, reason, .. } => {
+                    tracing::warn!(%server, %reason, "upstream failed");
+                    self.metrics().set_upstream_up(&server, false);
+                }
+                _ => {}
+            }
+        }
     }
 
     pub(crate) fn view(&self) -> Arc<View> {
@@ -509,7 +636,7 @@ impl Gateway {
 
     /// Rebuilds the view after the set's catalog changed and tells the downstream sessions
     /// which lists changed. A `never` collision keeps the previous view (and is logged).
-    pub(crate) fn refresh(&self) {
+    pub fn refresh(&self) {
         let new = match View::build(&self.set.catalog(), self.prefix) {
             Ok(view) => view,
             Err(e) => {
@@ -532,7 +659,7 @@ impl Gateway {
     }
 
     /// An upstream's log message, relayed to the downstream sessions that want it.
-    pub(crate) fn relay_log(&self, server_name: &str, params: LoggingMessageNotificationParams) {
+    pub fn relay_log(&self, server_name: &str, params: LoggingMessageNotificationParams) {
         let Some(server) = self.server.get() else { return };
         let logger = match &params.logger {
             Some(logger) => format!("{server_name}/{logger}"),
@@ -542,7 +669,7 @@ impl Gateway {
     }
 
     /// An upstream resource changed: tell the downstream sessions under its downstream URI.
-    pub(crate) fn relay_resource_updated(&self, server_name: &str, uri: &str) {
+    pub fn relay_resource_updated(&self, server_name: &str, uri: &str) {
         let Some(server) = self.server.get() else { return };
         server.resource_updated(&self.view().map_uri(server_name, uri));
     }

@@ -1,4 +1,4 @@
-//! `echo_server`: the echo server ([`mcpwire::server::echo`]: tools `echo {text}`, `add {a, b}`
+//! `echo_server`: the echo server (the bridge's demo, `demo/echo.rs`: tools `echo {text}`, `add {a, b}`
 //! and `greet`) — our counterpart of rmcp's `rmcp-echo-server`, used by the interop tests and
 //! the benches.
 //!
@@ -33,7 +33,9 @@
 use std::net::SocketAddr;
 use std::sync::OnceLock;
 
-use mcpwire::server::echo::echo_builder;
+#[path = "../demo/echo.rs"]
+mod echo;
+use echo::echo_builder;
 use mcpwire::server::{text_result, Server, ServerBuilder, ToolError};
 use mcpwire::transport::sse_http::HttpServerConfig;
 use serde_json::json;
@@ -112,13 +114,9 @@ async fn serve_http(server: Server, addr: SocketAddr, stateless: bool, store: Op
 }
 
 /// The HTTP server's log (`tracing`) on stderr, one plain line per event.
-#[cfg(feature = "bridge")]
 fn log_to_stderr() {
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_target(false).try_init();
 }
-
-#[cfg(not(feature = "bridge"))]
-fn log_to_stderr() {}
 
 #[cfg(feature = "redis")]
 async fn with_session_store(config: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
