@@ -1,6 +1,7 @@
 //! Logging from a tool: `import` sends log messages (`notifications/message`) at three
-//! levels; the client's `logging/setLevel` decides which reach it (everything until it sets
-//! one). The `logging` capability is always advertised.
+//! levels, and the client's level decides which reach it: `logging/setLevel` in a session
+//! opened with `initialize` (everything until it sets one), or the `logLevel` each 2026-07-28
+//! request carries (no log messages without one). The `logging` capability is always advertised.
 //!
 //! Run: `cargo run --example logging` (MCP on stdin/stdout); set the level to `warning`, then
 //! call `import` with `{"rows": 3}`: only the warning arrives.
