@@ -302,3 +302,121 @@ async fn connection_set_routes_qualified_names_to_each_server() {
         mcp__server_tools__add: 42\n";
     assert_eq!(stdout, expected);
 }
+
+/// An authorization server just big enough for one authorization code flow: its metadata, and
+/// a token endpoint that trades `code` for `token`. The authorization endpoint is never
+/// fetched: the test plays the browser and goes straight back to the redirect URI.
+#[cfg(feature = "oauth")]
+async fn authorization_server(code: &'static str, token: &'static str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let meta = json!({
+        "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+        "token_endpoint": format!("{issuer}/token"), "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code"], "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"]
+    });
+    tokio::spawn(async move {
+        loop {
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let meta = meta.clone();
+            tokio::spawn(async move {
+                let mut bytes = Vec::new();
+                let mut buf = [0; 4096];
+                let (head, body) = loop {
+                    let n = tcp.read(&mut buf).await.unwrap();
+                    bytes.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
+                            })
+                            .map_or(0, |v| v.parse().unwrap());
+                        if body.len() >= length || n == 0 {
+                            break (head.to_owned(), body.to_owned());
+                        }
+                    }
+                };
+                let target = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                let (status, answer) = if target == "/.well-known/oauth-authorization-server" {
+                    ("200 OK", meta)
+                } else if target == "/token"
+                    && body.contains(&format!("code={code}"))
+                    && body.contains("code_verifier=")
+                {
+                    ("200 OK", json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+                } else {
+                    ("404 Not Found", json!({"error": "not_found"}))
+                };
+                let answer = answer.to_string();
+                let response = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+                let _ = tcp.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    issuer
+}
+
+#[cfg(feature = "oauth")]
+#[tokio::test]
+async fn http_oauth_client_logs_in_through_the_authorization_code_flow() {
+    use mcpwire::auth::{Principal, ProtectedResource, StaticTokenVerifier};
+    use mcpwire::server::{text_result, Server};
+    use mcpwire::transport::sse_http::HttpServerConfig;
+
+    const CODE: &str = "the-code";
+    const TOKEN: &str = "the-access-token";
+    let issuer = authorization_server(CODE, TOKEN).await;
+    let server = Server::builder()
+        .name("oauth-protected")
+        .tool("whoami", "who", json!({"type": "object"}), |_args, ctx| async move {
+            Ok(text_result(ctx.principal().and_then(|p| p.subject.clone()).unwrap_or_default()))
+        })
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let resource = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let verifier = StaticTokenVerifier::new(TOKEN).unwrap().principal(Principal::new(Some("oauth-user".into())));
+    let policy = ProtectedResource::new(&resource, Arc::new(verifier)).authorization_server(&issuer);
+    let http = server.serve_http_on(listener, HttpServerConfig::default().protected_resource(policy)).await.unwrap();
+
+    let store = std::env::temp_dir().join(format!("mcpwire-example-oauth-{}.json", std::process::id()));
+    let mut child = tokio::process::Command::new(example("http_oauth_client"))
+        .args([http.url().as_str(), "example-client"])
+        .env("MCP_TOKEN_FILE", &store)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let open = lines.next_line().await.unwrap().expect("the authorization URL");
+    let authorize = url::Url::parse(open.strip_prefix("open: ").unwrap_or_else(|| panic!("{open:?}"))).unwrap();
+    assert_eq!(authorize.as_str().split('?').next(), Some(format!("{issuer}/authorize").as_str()));
+    let query: std::collections::HashMap<String, String> = authorize.query_pairs().into_owned().collect();
+    assert_eq!(query["client_id"], "example-client");
+    assert_eq!(query["code_challenge_method"], "S256");
+    assert_eq!(query["resource"], resource, "RFC 8707: the token is asked for this server");
+
+    // The browser: the authorization server would send the user back with a code.
+    let redirect = url::Url::parse(&query["redirect_uri"]).unwrap();
+    let addr = format!("127.0.0.1:{}", redirect.port().unwrap()).parse().unwrap();
+    let back = format!("{}?code={CODE}&state={}", redirect.path(), query["state"]);
+    let page = http_support::raw(addr, "GET", &back, &[], "", http_support::SHORT).await;
+    assert_eq!(page.status, 200, "{page:?}");
+
+    let mut rest = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        rest.push(line);
+    }
+    assert!(child.wait().await.unwrap().success(), "{rest:?}");
+    assert_eq!(rest, ["connected to oauth-protected", "tool: whoami"]);
+    assert!(std::fs::read_to_string(&store).unwrap().contains(TOKEN), "the token is kept for the next run");
+    std::fs::remove_file(&store).unwrap();
+    http.shutdown().await;
+}
