@@ -315,6 +315,11 @@ pub struct ServeArgs {
     /// Also accept requests whose Origin is this (repeatable; loopback origins always are).
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// Also pass this variable of ours to every upstream child (repeatable). Children get only
+    /// their config's env and env_vars, the system basics (PATH, HOME, USER, LANG, LC_*, TERM,
+    /// TMPDIR, SHELL, TZ, LOGNAME) and these; never the bridge's own credentials.
+    #[arg(long, value_name = "VAR")]
+    pub pass_env: Vec<String>,
     /// Give each downstream session its own connection to this (stdio) server (repeatable).
     #[arg(long, value_name = "SERVER")]
     pub per_session: Vec<String>,

@@ -13,7 +13,10 @@
 //! `--auth-token-env` or `--auth-issuer`; Origin and Host checked as the HTTP server does (Host
 //! only on a loopback listen: on a network, clients name the host as they reach it);
 //! downstream credentials never go upstream (the upstreams' own come from the config, or from
-//! the stored login of `mcp-bridge login`); no secret in any log line.
+//! the stored login of `mcp-bridge login`); no secret in any log line. Upstream children get an
+//! environment built from their config, the system basics and `--pass-env`, never the
+//! variables holding the bridge's own credentials ([`child_env`]), and cannot read the
+//! bridge's own environment or memory ([`forbid_reading_us`]; SECURITY.md, "Secrets stay home").
 //!
 //! OAuth (`--auth-issuer`, with `--auth-jwks`, `--auth-introspect`, or neither: the `jwks_uri`
 //! then comes from the issuer's metadata): the listener becomes a
@@ -30,7 +33,7 @@ use std::sync::Arc;
 
 use mcpwire::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
 use mcpwire::client::catalog::CatalogCache;
-use mcpwire::client::config::{McpConfig, ServerConfig};
+use mcpwire::client::config::{ChildEnv, McpConfig, ServerConfig};
 use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetOptions};
 use mcpwire::client::ClientOptions;
 use mcpwire::recording::{RecordingDir, TeeOptions};
@@ -158,12 +161,15 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         Some(dir) => Some(Arc::new(RecordingDir::new(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?)),
         None => None,
     };
+    let child_env = child_env(&args)?;
+    forbid_reading_us();
     let (config, inline) = upstreams(&args)?;
     let prefix =
         args.prefix.map(PrefixMode::from).unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
     let callers = Arc::new(Callers::default());
-    let mut options = SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit);
+    let mut options =
+        SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit).with_child_env(child_env);
     // Upstreams behind OAuth use the login of `mcp-bridge login` (never a flow of their own).
     if let Ok(logins) = super::login::logins() {
         options = options.with_logins(logins);
@@ -266,7 +272,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     .map_err(|e| format!("TLS: {e}"))?;
                 http = http.tls(tls);
             }
-            let store_url = args.session_store.clone().or_else(|| std::env::var("MCP_BRIDGE_SESSION_STORE").ok());
+            let store_url = args.session_store.clone().or_else(|| std::env::var(SESSION_STORE_ENV).ok());
             if let Some(url) = store_url.filter(|u| !u.is_empty()) {
                 match with_session_store(http, &url).await {
                     Ok(shared) => http = shared,
@@ -306,6 +312,52 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     gateway.per_session().close_all().await;
     set.shutdown().await;
     outcome
+}
+
+/// The variable `--session-store` falls back to (its URL may hold a password).
+const SESSION_STORE_ENV: &str = "MCP_BRIDGE_SESSION_STORE";
+
+/// How upstream children's environments are built: from their config, the system basics
+/// ([`mcpwire::client::config::DEFAULT_ENV_VARS`], `LC_*`) and `--pass-env`; never the
+/// variables holding the bridge's own credentials (`--auth-token-env`, the introspection
+/// client's id and secret, the session store's URL), whatever a config or `--pass-env` asks.
+fn child_env(args: &ServeArgs) -> Result<ChildEnv, String> {
+    let mut rule = ChildEnv::clean();
+    let mut credentials: Vec<(&str, &str)> = vec![
+        (&args.auth_client_id_env, "--auth-client-id-env"),
+        (&args.auth_client_secret_env, "--auth-client-secret-env"),
+        (SESSION_STORE_ENV, "the session store's URL"),
+    ];
+    if let Some(var) = &args.auth_token_env {
+        credentials.push((var, "--auth-token-env"));
+    }
+    for (var, what) in &credentials {
+        if args.pass_env.iter().any(|p| p == var) {
+            return Err(format!(
+                "--pass-env {var}: the variable holds a credential of mcp-bridge ({what}), never passed to upstreams"
+            ));
+        }
+        rule = rule.withhold(*var);
+    }
+    for var in &args.pass_env {
+        rule = rule.pass(var);
+    }
+    Ok(rule)
+}
+
+/// Makes the bridge's `/proc/PID/environ` and memory unreadable to the processes of its user,
+/// its upstreams among them (Linux `prctl(PR_SET_DUMPABLE, 0)`, as ssh-agent does): they would
+/// find the token there. Children are not affected (an exec makes a process dumpable again);
+/// root still reads everything, and the bridge leaves no core dump.
+fn forbid_reading_us() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl(PR_SET_DUMPABLE) takes plain integers and touches no memory of ours.
+        let done = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+        if done != 0 {
+            tracing::warn!("cannot make the process undumpable: {}", std::io::Error::last_os_error());
+        }
+    }
 }
 
 /// The OAuth protection the `--auth-*` options ask for (`None` without `--auth-issuer`).

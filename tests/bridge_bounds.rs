@@ -1,0 +1,215 @@
+//! `mcp-bridge serve` held to its bounds (issue 36): no secret of the bridge reaches an
+//! upstream child (its environment read through `/proc/PID/environ`, in inline and `--config`
+//! modes), and the bridge's own environment is unreadable to its upstreams. Every test drives
+//! the real binary over loopback HTTP in front of real child processes.
+
+#[path = "support/examples.rs"]
+mod examples;
+#[path = "support/bridge.rs"]
+mod serving;
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use serving::{children_of, ServingBridge};
+
+/// The bearer token of the tests: a value no other variable holds.
+const SECRET: &str = "bridge-secret-0f9e8d7c6b5a49382716";
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpwire-bounds-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn echo_server() -> String {
+    examples::example_path("echo_server").display().to_string()
+}
+
+/// The environment of process `pid`, from `/proc/PID/environ`.
+fn environ(pid: u32) -> BTreeMap<String, String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_else(|e| panic!("/proc/{pid}/environ: {e}"));
+    raw.split(|b| *b == 0)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let entry = String::from_utf8_lossy(entry);
+            let (k, v) = entry.split_once('=').unwrap_or((&entry, ""));
+            (k.to_owned(), v.to_owned())
+        })
+        .collect()
+}
+
+/// The environments of the bridge's children running `program`.
+fn child_environs(bridge: &ServingBridge, program: &str) -> Vec<BTreeMap<String, String>> {
+    children_of(bridge.pid())
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains(program))
+        .map(|(pid, _)| environ(pid))
+        .collect()
+}
+
+/// The variables every test bridge is started with: the token, the introspection client's
+/// secret (read by the bridge only with `--auth-introspect`, withheld all the same), a
+/// variable nobody configured, and a locale variable of the allow-list.
+fn bridge_env(command: &mut Command) {
+    command
+        .env("MYTOK", SECRET)
+        .env("MCP_BRIDGE_INTROSPECT_CLIENT_SECRET", "introspection-secret")
+        .env("BRIDGE_TEST_CANARY", "not-configured")
+        .env("BRIDGE_TEST_PASSED", "passed")
+        .env("LC_MESSAGES", "C");
+}
+
+/// No trace of the bridge's credentials in `env`, and the system basics there.
+fn assert_clean(env: &BTreeMap<String, String>) {
+    assert!(!env.contains_key("MYTOK"), "the --auth-token-env variable reached a child: {env:?}");
+    assert!(!env.values().any(|v| v.contains(SECRET)), "the token's value reached a child: {env:?}");
+    assert!(!env.contains_key("MCP_BRIDGE_INTROSPECT_CLIENT_SECRET"), "the introspection secret reached a child");
+    assert!(!env.contains_key("BRIDGE_TEST_CANARY"), "a variable nobody configured reached a child: {env:?}");
+    assert_eq!(env.get("PATH").map(String::as_str), std::env::var("PATH").ok().as_deref(), "PATH is passed");
+    assert_eq!(env.get("LC_MESSAGES").map(String::as_str), Some("C"), "LC_* are passed: {env:?}");
+}
+
+/// `GET path` on the bridge at `url` (its MCP URL), with a bearer token when given: the
+/// status and the body.
+fn http_get(url: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let authority = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {authority}\r\n{auth}Connection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn an_inline_upstream_gets_no_credential_of_the_bridge() {
+    let echo = echo_server();
+    let bridge = ServingBridge::start_with(&["--auth-token-env", "MYTOK", "--", &echo], bridge_env);
+    let envs = child_environs(&bridge, "echo_server");
+    assert_eq!(envs.len(), 1, "one upstream child");
+    assert_clean(&envs[0]);
+    assert!(!envs[0].contains_key("BRIDGE_TEST_PASSED"), "not asked for");
+
+    // --pass-env passes a variable of the operator's choice, and never a credential.
+    let bridge = ServingBridge::start_with(
+        &["--auth-token-env", "MYTOK", "--pass-env", "BRIDGE_TEST_PASSED", "--", &echo],
+        bridge_env,
+    );
+    let envs = child_environs(&bridge, "echo_server");
+    assert_clean(&envs[0]);
+    assert_eq!(envs[0].get("BRIDGE_TEST_PASSED").map(String::as_str), Some("passed"));
+    let refused = Command::new(examples::bin_path("mcp-bridge"))
+        .args(["serve", "--listen", "http://127.0.0.1:0/mcp", "--auth-token-env", "MYTOK", "--pass-env", "MYTOK"])
+        .arg("--")
+        .arg(&echo)
+        .env("MYTOK", SECRET)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--pass-env MYTOK") && stderr.contains("credential"), "{stderr}");
+    assert!(!stderr.contains(SECRET), "{stderr}");
+}
+
+#[test]
+fn configured_upstreams_get_their_own_variables_and_no_credential_of_the_bridge() {
+    let dir = scratch("env-toml");
+    let echo = echo_server();
+    // codex TOML: `plain` asks for a variable of ours and sets one; `greedy` asks for the
+    // bridge's token and is refused, naming the variable (never its value).
+    let toml = format!(
+        "[mcp_servers.plain]\ncommand = {echo:?}\nenv_vars = [\"BRIDGE_TEST_PASSED\"]\n\
+         env = {{ BRIDGE_TEST_LITERAL = \"literal\" }}\n\n\
+         [mcp_servers.greedy]\ncommand = {echo:?}\nenv_vars = [\"MYTOK\"]\n"
+    );
+    std::fs::write(dir.join("config.toml"), toml).unwrap();
+    let config = dir.join("config.toml").display().to_string();
+    let bridge = ServingBridge::start_with(&["--auth-token-env", "MYTOK", "--config", &config], bridge_env);
+    let envs = child_environs(&bridge, "echo_server");
+    assert_eq!(envs.len(), 1, "only `plain` runs: {envs:?}");
+    assert_clean(&envs[0]);
+    assert_eq!(envs[0].get("BRIDGE_TEST_PASSED").map(String::as_str), Some("passed"));
+    assert_eq!(envs[0].get("BRIDGE_TEST_LITERAL").map(String::as_str), Some("literal"));
+    let (_, body) = http_get(&bridge.url, "/readyz", Some(SECRET));
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    let greedy = ready["servers"].as_array().unwrap().iter().find(|s| s["server"] == "greedy").unwrap().clone();
+    assert_eq!(greedy["state"], "failed", "{ready}");
+    assert!(greedy["error"].as_str().unwrap().contains("MYTOK"), "{greedy}");
+    assert!(!body.contains(SECRET), "{body}");
+    drop(bridge);
+
+    // A Claude-style JSON import, whose servers would inherit our whole environment.
+    let json =
+        serde_json::json!({"mcpServers": {"imported": {"command": echo, "env": {"BRIDGE_TEST_LITERAL": "json"}}}});
+    std::fs::write(dir.join("claude.json"), json.to_string()).unwrap();
+    let config = dir.join("claude.json").display().to_string();
+    let bridge = ServingBridge::start_with(&["--auth-token-env", "MYTOK", "--config", &config], bridge_env);
+    let envs = child_environs(&bridge, "echo_server");
+    assert_eq!(envs.len(), 1);
+    assert_clean(&envs[0]);
+    assert_eq!(envs[0].get("BRIDGE_TEST_LITERAL").map(String::as_str), Some("json"));
+}
+
+/// `COMMAND` as user nobody when we are root (an upstream runs as the bridge's user: the test
+/// needs a user without CAP_SYS_PTRACE, which reads any process's environment).
+fn as_unprivileged(program: &str) -> Command {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"));
+    if root {
+        let mut command = Command::new("setpriv");
+        command.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+#[test]
+fn an_upstream_of_the_same_user_cannot_read_the_bridges_own_environment() {
+    let echo = echo_server();
+    let mut bridge = as_unprivileged(examples::bin_path("mcp-bridge"))
+        .args(["serve", "--listen", "http://127.0.0.1:0/mcp", "--auth-token-env", "MYTOK", "--", &echo])
+        .env("MYTOK", SECRET)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    /// Stops the bridge however the test ends.
+    struct Stop(u32);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").args(["-TERM", &self.0.to_string()]).status();
+        }
+    }
+    let stop = Stop(bridge.id());
+    let mut lines = BufReader::new(bridge.stdout.take().unwrap()).lines();
+    let banner = lines.next().unwrap().unwrap();
+    assert!(banner.starts_with("mcp-bridge: serving MCP on "), "{banner}");
+    std::thread::spawn(move || lines.for_each(drop));
+    let upstream = children_of(bridge.id()).into_iter().find(|(_, c)| c.contains("echo_server")).unwrap().0;
+    // A process of the upstreams' user reads an upstream's environment (same user) ...
+    let read = |pid: u32| as_unprivileged("cat").arg(format!("/proc/{pid}/environ")).output().unwrap();
+    let child = read(upstream);
+    assert!(child.status.success(), "the reader can read its peers: {}", String::from_utf8_lossy(&child.stderr));
+    // ... and not the bridge's, which holds the token.
+    assert!(serving::alive(bridge.id()));
+    let own = read(bridge.id());
+    assert!(!own.status.success(), "the bridge's environment is readable by its upstreams' user");
+    assert!(!String::from_utf8_lossy(&own.stdout).contains(SECRET));
+    assert!(serving::alive(bridge.id()), "the bridge was there to be read");
+    assert!(serving::alive(upstream));
+    drop(stop);
+    bridge.wait().unwrap();
+}
