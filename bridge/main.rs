@@ -323,6 +323,10 @@ pub struct ServeArgs {
     /// Give each downstream session its own connection to this (stdio) server (repeatable).
     #[arg(long, value_name = "SERVER")]
     pub per_session: Vec<String>,
+    /// How many downstream sessions may hold their own --per-session upstreams (a child each)
+    /// at once; a session past it gets a JSON-RPC error naming the limit for its calls to them.
+    #[arg(long, value_name = "N", default_value_t = mcpwire::gateway::DEFAULT_MAX_PER_SESSION_SETS)]
+    pub max_per_session_sets: usize,
     /// Write each downstream session as a recording (conformance format) in DIR.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,

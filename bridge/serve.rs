@@ -175,7 +175,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         options = options.with_logins(logins);
     }
     let options = callers.handlers(options);
-    let per_session = PerSession::new(args.per_session.clone(), &config, options.clone())?;
+    let per_session =
+        PerSession::new(args.per_session.clone(), &config, options.clone())?.with_max_sets(args.max_per_session_sets);
     let (mut options, events) = options.with_event_channel();
     if let Some(cache) = args.config.as_deref().and_then(CatalogCache::for_config) {
         options = options.with_catalog_cache(cache);

@@ -213,3 +213,71 @@ fn an_upstream_of_the_same_user_cannot_read_the_bridges_own_environment() {
     drop(stop);
     bridge.wait().unwrap();
 }
+
+/// A handshake-era client of the bridge at `url` (a session of its own on the bridge).
+async fn legacy_client(url: &str) -> HttpClient {
+    use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+    let transport = HttpClientTransport::new(HttpClientConfig::new(url)).unwrap();
+    let options = mcpwire::client::ClientOptions::default().with_era(mcpwire::client::EraPolicy::Legacy);
+    mcpwire::client::Client::connect(transport, options).await.unwrap()
+}
+
+/// How many echo_server children the bridge has.
+fn echo_children(bridge: &ServingBridge) -> usize {
+    children_of(bridge.pid()).iter().filter(|(_, cmd)| cmd.contains("echo_server")).count()
+}
+
+/// Waits (polling `/proc`, at most 20 s) until the bridge has `count` echo_server children.
+async fn until_echo_children(bridge: &ServingBridge, count: usize) {
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        while echo_children(bridge) != count {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    });
+    assert!(waited.await.is_ok(), "{count} echo_server children: {:?}", children_of(bridge.pid()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_session_children_are_capped_and_a_session_past_the_cap_is_told_the_limit() {
+    let dir = scratch("per-session-cap");
+    let echo = echo_server();
+    std::fs::write(dir.join("config.toml"), format!("[mcp_servers.echo]\ncommand = {echo:?}\n")).unwrap();
+    let config = dir.join("config.toml").display().to_string();
+    let bridge = ServingBridge::start(&["--config", &config, "--per-session", "echo", "--max-per-session-sets", "2"]);
+    until_echo_children(&bridge, 1).await; // the shared connection, which lists the tools
+    let (first, second, third) =
+        (legacy_client(&bridge.url).await, legacy_client(&bridge.url).await, legacy_client(&bridge.url).await);
+    assert_eq!(text(&echo_in(&first, "one").await.unwrap()), "one");
+    assert_eq!(text(&echo_in(&second, "two").await.unwrap()), "two");
+    assert_eq!(echo_children(&bridge), 3, "the shared child and one per session");
+    // The third session is past the cap: an error naming the limit, and no child started.
+    for _ in 0..3 {
+        let refused = echo_in(&third, "three").await.expect_err("past the cap");
+        let message = refused.to_string();
+        assert!(message.contains("max_per_session_sets = 2"), "{message}");
+    }
+    assert_eq!(echo_children(&bridge), 3, "no child past the cap");
+    // The sessions inside the cap are unharmed; one ends, and the third gets its place.
+    assert_eq!(text(&echo_in(&second, "still").await.unwrap()), "still");
+    first.close().await.unwrap();
+    until_echo_children(&bridge, 2).await;
+    assert_eq!(text(&echo_in(&third, "three").await.unwrap()), "three");
+    assert_eq!(echo_children(&bridge), 3);
+    assert_eq!(text(&echo_in(&second, "two again").await.unwrap()), "two again");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+type HttpClient = mcpwire::client::Client<mcpwire::transport::sse_http::HttpClientTransport>;
+
+/// Calls the per-session echo server's `echo` through the bridge.
+async fn echo_in(
+    client: &HttpClient,
+    text: &str,
+) -> Result<mcpwire::proto::mcp_types::CallToolResult, mcpwire::client::ClientError> {
+    client.call_tool("mcp__echo__echo", serde_json::json!({"text": text}).as_object().cloned()).await
+}
+
+fn text(result: &mcpwire::proto::mcp_types::CallToolResult) -> String {
+    let content = serde_json::to_value(&result.content).unwrap();
+    content.as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect()
+}
