@@ -323,6 +323,11 @@ pub struct ServeArgs {
     /// Give each downstream session its own connection to this (stdio) server (repeatable).
     #[arg(long, value_name = "SERVER")]
     pub per_session: Vec<String>,
+    /// How many downstream HTTP sessions may be open at once; past it, a new session gets 503
+    /// with Retry-After and a JSON-RPC error naming the limit (open sessions are never evicted;
+    /// idle ones end after 30 minutes, closed ones at once).
+    #[arg(long, value_name = "N", default_value_t = mcpwire::transport::sse_http::server::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
     /// How many downstream sessions may hold their own --per-session upstreams (a child each)
     /// at once; a session past it gets a JSON-RPC error naming the limit for its calls to them.
     #[arg(long, value_name = "N", default_value_t = mcpwire::gateway::DEFAULT_MAX_PER_SESSION_SETS)]

@@ -240,7 +240,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 if tls { "https" } else { "http" },
                 listener.local_addr().map_err(|e| e.to_string())?
             );
-            let mut http = HttpServerConfig::default().path(path).bearer_token(token);
+            let mut http = HttpServerConfig::default().path(path).bearer_token(token).max_sessions(args.max_sessions);
             match protected_resource(&args, &served_url) {
                 Ok(Some(resource)) => {
                     tracing::info!(issuer = ?args.auth_issuer, audience = %resource.resource(), "OAuth protection");

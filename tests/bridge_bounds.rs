@@ -1,10 +1,12 @@
 //! `mcp-bridge serve` held to its bounds (issue 36): no secret of the bridge reaches an
 //! upstream child (its environment read through `/proc/PID/environ`, in inline and `--config`
-//! modes), and the bridge's own environment is unreadable to its upstreams. Every test drives
-//! the real binary over loopback HTTP in front of real child processes.
+//! modes), and the bridge's own environment is unreadable to its upstreams; sessions holding
+//! per-session children are capped, and so are HTTP sessions. Every test drives the real
+//! binary over loopback HTTP in front of real child processes.
 
 #[path = "support/examples.rs"]
 mod examples;
+mod http_support;
 #[path = "support/bridge.rs"]
 mod serving;
 mod support;
@@ -280,4 +282,62 @@ async fn echo_in(
 fn text(result: &mcpwire::proto::mcp_types::CallToolResult) -> String {
     let content = serde_json::to_value(&result.content).unwrap();
     content.as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect()
+}
+
+/// A `tools/call` of `echo` in session `id` (2025-11-25): the text it answered.
+async fn echo_in_session(addr: std::net::SocketAddr, id: &str, text: &str) -> String {
+    use http_support::{raw, BOTH, JSON, SHORT};
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": text}}});
+    let headers = [BOTH, JSON, ("Mcp-Session-Id", id), ("MCP-Protocol-Version", "2025-11-25")];
+    let r = raw(addr, "POST", "/mcp", &headers, &call.to_string(), SHORT).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let answer = r.sse_messages().into_iter().find(|m| m["id"] == 7).unwrap_or_else(|| panic!("{r:?}"));
+    answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned()
+}
+
+#[test]
+fn the_session_cap_has_a_documented_default() {
+    use mcpwire::transport::sse_http::server::DEFAULT_MAX_SESSIONS;
+    let config = mcpwire::transport::sse_http::HttpServerConfig::default();
+    assert_eq!((config.max_sessions, DEFAULT_MAX_SESSIONS), (10_000, 10_000));
+    assert_eq!(config.sessions_retry_after, std::time::Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_past_the_cap_get_503_with_retry_after_and_a_closed_one_makes_room() {
+    use http_support::{initialize_body, raw, raw_session, BOTH, JSON, SHORT};
+    let echo = echo_server();
+    let bridge = ServingBridge::start(&["--max-sessions", "3", "--", &echo]);
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], bridge.port()).into();
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(raw_session(addr, "2025-11-25").await);
+    }
+    let refused = || async {
+        let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], &initialize_body("2025-11-25"), SHORT).await;
+        assert_eq!(r.status, 503, "{r:?}");
+        assert_eq!(r.header("retry-after"), Some("5"), "{r:?}");
+        assert!(r.header("mcp-session-id").is_none(), "{r:?}");
+        let error = r.json();
+        assert_eq!(error["error"]["code"], -32000, "{error}");
+        assert!(error["error"]["message"].as_str().unwrap().contains("max_sessions = 3"), "{error}");
+    };
+    for _ in 0..3 {
+        refused().await;
+    }
+    // The legacy transport's sessions count too.
+    let legacy = raw(addr, "GET", "/sse", &[("Accept", "text/event-stream")], "", SHORT).await;
+    assert_eq!(legacy.status, 503, "{legacy:?}");
+    // The sessions held are unharmed.
+    for (n, id) in ids.iter().enumerate() {
+        assert_eq!(echo_in_session(addr, id, &format!("held {n}")).await, format!("held {n}"));
+    }
+    // One closes: its place goes to a new session, and the cap holds again.
+    let headers = [("Mcp-Session-Id", ids[0].as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    assert_eq!(raw(addr, "DELETE", "/mcp", &headers, "", SHORT).await.status, 200);
+    let fresh = raw_session(addr, "2025-11-25").await;
+    refused().await;
+    assert_eq!(echo_in_session(addr, &fresh, "fresh").await, "fresh");
+    assert_eq!(echo_in_session(addr, &ids[1], "still").await, "still");
 }
