@@ -206,7 +206,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let builder = Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
     let server = gateway.server(builder)?;
     for status in &summary.servers {
-        tracing::info!(server = %status.name, state = %status.state, tools = status.tools, "upstream");
+        tracing::info!(server = %mcpwire::gateway::printable(&status.name), state = %status.state, tools = status.tools, "upstream");
         gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
     }
     tokio::spawn(gateway.clone().follow(events));
@@ -425,9 +425,6 @@ async fn serve_recorded(
     served.map_err(|e| e.to_string())
 }
 
-/// `/healthz` (the process answers), `/readyz` (every upstream's state as JSON; 503 until every
-/// required one is ready), both public, and `/metrics` (Prometheus text; behind the token when
-/// there is one).
 /// `http` sharing its sessions and streams through the Redis at `url`.
 #[cfg(feature = "redis")]
 async fn with_session_store(http: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
@@ -444,34 +441,49 @@ async fn with_session_store(_http: HttpServerConfig, _url: &str) -> Result<HttpS
     Err("--session-store (or MCP_BRIDGE_SESSION_STORE) needs mcp-bridge built with the `redis` feature".to_owned())
 }
 
+/// `/healthz` (the process answers) and `/readyz` (`{"ready": true}` with 200, or `false` with
+/// 503 until every required upstream is ready; no more), both public; `/readyz/details` (the
+/// same with every upstream's state and last error) and `/metrics` (Prometheus text), behind
+/// the token or OAuth when the listener has either.
 fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerConfig {
-    let ready = gateway.clone();
+    let (ready, details) = (gateway.clone(), gateway.clone());
     let metrics = gateway.metrics().clone();
     http.route_public("/healthz", || async { RouteResponse::text(200, "ok\n") })
         .route_public("/readyz", move || {
-            let summary = ready.set_summary();
-            async move {
-                let servers: Vec<serde_json::Value> = summary
-                    .servers
-                    .iter()
-                    .map(|s| {
-                        serde_json::json!({
-                            "server": s.name,
-                            "state": s.state.as_str(),
-                            "required": s.required,
-                            "error": s.error,
-                        })
+            // Public: ready or not, no more (upstream names and errors name commands and paths).
+            let ready = ready.set_summary().failed_required().is_empty();
+            async move { readiness(ready, None) }
+        })
+        .route("/readyz/details", move || {
+            let summary = details.set_summary();
+            let servers: Vec<serde_json::Value> = summary
+                .servers
+                .iter()
+                .map(|s| {
+                    serde_json::json!({
+                        "server": s.name,
+                        "state": s.state.as_str(),
+                        "required": s.required,
+                        "error": s.error,
                     })
-                    .collect();
-                let ready = summary.failed_required().is_empty();
-                let body = serde_json::json!({"ready": ready, "servers": servers}).to_string();
-                RouteResponse::new(if ready { 200 } else { 503 }, "application/json", body)
-            }
+                })
+                .collect();
+            let ready = summary.failed_required().is_empty();
+            async move { readiness(ready, Some(servers)) }
         })
         .route("/metrics", move || {
             let text = metrics.render();
             async move { RouteResponse::new(200, mcpwire::gateway::metrics::CONTENT_TYPE, text) }
         })
+}
+
+/// The answer of `/readyz` (200 when ready, else 503), with every upstream's state when given.
+fn readiness(ready: bool, servers: Option<Vec<serde_json::Value>>) -> RouteResponse {
+    let mut body = serde_json::json!({"ready": ready});
+    if let Some(servers) = servers {
+        body["servers"] = serde_json::Value::Array(servers);
+    }
+    RouteResponse::new(if ready { 200 } else { 503 }, "application/json", body.to_string())
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, String> {

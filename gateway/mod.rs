@@ -487,6 +487,28 @@ impl PerSession {
     }
 }
 
+/// `text` as it may be logged or printed: its control characters (C0, DEL, C1) and the
+/// bidirectional overrides escaped as Rust writes them (`\n`, `\u{1b}`), everything else as
+/// it is. For text an upstream chose (server and tool names, errors, messages): a server
+/// cannot then forge a log line or drive the operator's terminal.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !unsafe_char(c) {
+            out.push(c);
+        } else if matches!(c, '\n' | '\r' | '\t') {
+            out.extend(c.escape_debug());
+        } else {
+            out.extend(c.escape_unicode());
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// An upstream served by `server` in this very process: each connection (a start or a
 /// restart) gets a new in-process pair whose server end `server` serves until it closes. No
 /// child process, no socket: how a host puts its own servers behind the gateway beside others.
@@ -597,11 +619,11 @@ impl Gateway {
                 Box::pin(self.per_session.set(session)).await.map_err(|e| match e {
                     SessionSetError::Start(e) => upstream_error(server, e),
                     SessionSetError::Full(max) => {
-                        tracing::debug!(server = %server.escape_debug(), max, "per-session upstream refused: limit reached");
+                        tracing::debug!(server = %printable(server), max, "per-session upstream refused: limit reached");
                         let message = format!(
                             "mcp-bridge: {} is per-session and {max} sessions already hold their own \
                              upstreams (the limit max_per_session_sets = {max}); try again when one ends",
-                            server.escape_debug()
+                            printable(server)
                         );
                         let error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, message);
                         let data = serde_json::json!({"server": server, "limit": "max_per_session_sets", "max": max});
@@ -657,25 +679,29 @@ impl Gateway {
                     _ => {}
                 },
                 SetEvent::Disconnected { server, reason } => {
-                    tracing::warn!(%server, %reason, "upstream disconnected");
+                    tracing::warn!(server = %printable(&server), reason = %printable(&reason), "upstream disconnected");
                     self.metrics().set_upstream_up(&server, false);
                 }
                 SetEvent::Ready { server, .. } => self.metrics().set_upstream_up(&server, true),
                 SetEvent::Reconnecting { server, attempt, delay } => {
+                    let server = printable(&server);
                     tracing::info!(%server, attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
                 }
                 SetEvent::Reconnected { server } => {
-                    tracing::info!(%server, "upstream restarted");
+                    tracing::info!(server = %printable(&server), "upstream restarted");
                     self.metrics().upstream_restarted(&server);
                     self.metrics().set_upstream_up(&server, true);
                     self.refresh();
                 }
                 SetEvent::RestartFailed { server, reason } => {
+                    let (server, reason) = (printable(&server), printable(&reason));
                     tracing::warn!(%server, %reason, "upstream kept its previous connection: the changed one did not start")
                 }
-                SetEvent::Warning { server, message } => tracing::warn!(server = server.as_deref(), "{message}"),
+                SetEvent::Warning { server, message } => {
+                    tracing::warn!(server = server.as_deref().map(printable).as_deref(), "{}", printable(&message))
+                }
                 SetEvent::Failed { server, reason, .. } => {
-                    tracing::warn!(%server, %reason, "upstream failed");
+                    tracing::warn!(server = %printable(&server), reason = %printable(&reason), "upstream failed");
                     self.metrics().set_upstream_up(&server, false);
                 }
                 _ => {}
@@ -693,7 +719,7 @@ impl Gateway {
         let new = match View::build(&self.set.catalog(), self.prefix) {
             Ok(view) => view,
             Err(e) => {
-                tracing::warn!("catalog change ignored: {e}");
+                tracing::warn!("catalog change ignored: {}", printable(&e.to_string()));
                 return;
             }
         };
@@ -1026,6 +1052,13 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
+
+    #[test]
+    fn printable_escapes_what_could_forge_a_line_or_drive_a_terminal() {
+        assert!(matches!(printable("plain ünïcode"), std::borrow::Cow::Borrowed("plain ünïcode")));
+        assert_eq!(printable("a\x1b[2J\nINFO forged\r\x07\x7f\u{9b}"), r"a\u{1b}[2J\nINFO forged\r\u{7}\u{7f}\u{9b}");
+        assert_eq!(printable("abc\u{202e}fed"), r"abc\u{202e}fed");
+    }
 
     #[test]
     fn slugs_are_uri_scheme_prefixes() {

@@ -141,7 +141,10 @@ fn configured_upstreams_get_their_own_variables_and_no_credential_of_the_bridge(
     assert_clean(&envs[0]);
     assert_eq!(envs[0].get("BRIDGE_TEST_PASSED").map(String::as_str), Some("passed"));
     assert_eq!(envs[0].get("BRIDGE_TEST_LITERAL").map(String::as_str), Some("literal"));
-    let (_, body) = http_get(&bridge.url, "/readyz", Some(SECRET));
+    // /readyz says ready (greedy is not required) and no more; the details want the token.
+    assert_eq!(http_get(&bridge.url, "/readyz", None), (200, r#"{"ready":true}"#.to_owned()));
+    assert_eq!(http_get(&bridge.url, "/readyz/details", None).0, 401);
+    let (_, body) = http_get(&bridge.url, "/readyz/details", Some(SECRET));
     let ready: Value = serde_json::from_str(&body).unwrap();
     let greedy = ready["servers"].as_array().unwrap().iter().find(|s| s["server"] == "greedy").unwrap().clone();
     assert_eq!(greedy["state"], "failed", "{ready}");
@@ -340,4 +343,22 @@ async fn sessions_past_the_cap_get_503_with_retry_after_and_a_closed_one_makes_r
     refused().await;
     assert_eq!(echo_in_session(addr, &fresh, "fresh").await, "fresh");
     assert_eq!(echo_in_session(addr, &ids[1], "still").await, "still");
+}
+
+#[test]
+fn names_an_upstream_chose_are_printed_with_their_control_characters_escaped() {
+    let output = Command::new(examples::bin_path("mcp-bridge"))
+        .args(["tools", "--"])
+        .arg(support::peer("MCP_PYTHON"))
+        .arg(support::repo_path("tests/fixtures/fake_server.py"))
+        .arg("evil-names")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(!stdout.contains('\x1b') && !stdout.contains('\x07'), "{stdout:?}");
+    let evil: Vec<&str> = stdout.lines().filter(|l| l.starts_with("evil")).collect();
+    assert_eq!(evil, [r"evil\u{1b}[2J\nINFO forged line — rings\u{7} a bell"], "{stdout}");
+    assert!(!stdout.lines().any(|l| l.starts_with("INFO forged")), "no forged line: {stdout}");
 }
