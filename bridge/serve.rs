@@ -222,7 +222,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
             let _session = gateway.metrics().session_opened();
             tokio::select! {
-                served = serve_recorded(server.clone(), BoxTransport::new(transport), recordings.clone()) => served,
+                served = serve_recorded(server.clone(), BoxTransport::new(transport), recordings.clone(), "stdio") => served,
                 _ = interrupt.recv() => Ok(()),
                 _ = terminate.recv() => Ok(()),
             }
@@ -286,7 +286,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             let (serving, metrics) = (server.clone(), gateway.metrics().clone());
             let bound = HttpServer::serve_on(listener, http, move |transport| {
                 let session = metrics.session_opened();
-                let served = serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone());
+                let carrier = if transport.is_legacy() { "sse" } else { "streamable-http" };
+                let served = serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone(), carrier);
                 async move {
                     if let Err(e) = served.await {
                         tracing::debug!("a downstream session ended: {e}");
@@ -399,22 +400,26 @@ fn protected_resource(args: &ServeArgs, served_url: &str) -> Result<Option<Prote
 }
 
 /// Serves one downstream session, recorded in the next file of `recordings` when given (a file
-/// that cannot be made is logged and the session served unrecorded). Every session, of any
+/// that cannot be made is logged and the session served unrecorded). The recording is of the
+/// messages (its header's `transport` is `stdio`, the message-level form, without `http`
+/// members, so it replays as any stdio recording); `carrier` (`stdio`, `streamable-http`,
+/// `sse`) names what really carried the session in its `description`. Every session, of any
 /// transport, recorded or not, is served over a `BoxTransport`: the server's dispatch is then
 /// compiled once into the binary, not once per transport.
 async fn serve_recorded(
     server: Server,
     transport: BoxTransport,
     recordings: Option<Arc<RecordingDir>>,
+    carrier: &str,
 ) -> Result<(), String> {
-    let recorder =
-        recordings.and_then(|dir| match dir.next(TeeOptions::server_side().description("mcp-bridge serve")) {
-            Ok(recorder) => Some(recorder),
-            Err(e) => {
-                tracing::warn!("cannot record this session: {e}");
-                None
-            }
-        });
+    let description = format!("mcp-bridge serve: a {carrier} session, recorded at the message level");
+    let recorder = recordings.and_then(|dir| match dir.next(TeeOptions::server_side().description(description)) {
+        Ok(recorder) => Some(recorder),
+        Err(e) => {
+            tracing::warn!("cannot record this session: {e}");
+            None
+        }
+    });
     let served = match recorder {
         Some(recorder) => {
             tracing::debug!(file = %recorder.path().display(), "recording a session");

@@ -362,3 +362,48 @@ fn names_an_upstream_chose_are_printed_with_their_control_characters_escaped() {
     assert_eq!(evil, [r"evil\u{1b}[2J\nINFO forged line — rings\u{7} a bell"], "{stdout}");
     assert!(!stdout.lines().any(|l| l.starts_with("INFO forged")), "no forged line: {stdout}");
 }
+
+/// How many file descriptors process `pid` holds.
+fn fds_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or_else(|e| panic!("/proc/{pid}/fd: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recording_two_thousand_sessions_under_ulimit_256_holds_no_file_each_and_serves_everyone() {
+    use http_support::raw_session;
+    let dir = scratch("record-fds");
+    let echo = echo_server();
+    let record = dir.join("recordings").display().to_string();
+    let bridge = ServingBridge::start(&["--record", &record, "--", &echo]);
+    let limited = Command::new("prlimit")
+        .args([&format!("--pid={}", bridge.pid()), "--nofile=256:256"])
+        .status()
+        .expect("prlimit runs");
+    assert!(limited.success());
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], bridge.port()).into();
+    let mut ids = Vec::new();
+    for _ in 0..2000 {
+        ids.push(raw_session(addr, "2025-11-25").await);
+    }
+    // Every session is held and recorded, and none holds a file open.
+    assert!(fds_of(bridge.pid()) < 64, "fds: {}", fds_of(bridge.pid()));
+    let files = std::fs::read_dir(&record).unwrap().count();
+    assert_eq!(files, 2000, "one recording per session");
+    // Old and new sessions are served, and recorded.
+    assert_eq!(echo_in_session(addr, &ids[0], "first").await, "first");
+    assert_eq!(echo_in_session(addr, &ids[1999], "last").await, "last");
+    let fresh = raw_session(addr, "2025-11-25").await;
+    assert_eq!(echo_in_session(addr, &fresh, "fresh").await, "fresh");
+    let recorded: Vec<String> = std::fs::read_dir(&record)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .filter(|text| text.contains("\"fresh\""))
+        .collect();
+    assert_eq!(recorded.len(), 1, "the fresh session's call is on record");
+    let header: Value = serde_json::from_str(recorded[0].lines().next().unwrap()).unwrap();
+    assert_eq!(header["transport"], "stdio", "message level: {header}");
+    assert!(header["description"].as_str().unwrap().contains("streamable-http session"), "{header}");
+    assert!(recorded[0].lines().count() >= 5, "initialize, its answer, initialized, the call, its answer");
+    drop(bridge);
+    let _ = std::fs::remove_dir_all(&dir);
+}
