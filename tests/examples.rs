@@ -428,7 +428,7 @@ async fn http_oauth_client_logs_in_through_the_authorization_code_flow() {
 #[tokio::test]
 async fn gateway_example_serves_its_own_servers_and_a_third_party_one_as_one() {
     let everything = format!("{} {} stdio", support::peer("MCP_NODE"), support::peer("MCP_EVERYTHING_JS"));
-    let command = ChildCommand::new(examples::example_path("gateway")).arg(everything);
+    let command = ChildCommand::new(examples::example_path("gateway").display().to_string()).arg(everything);
     let client = Client::spawn(command, ClientOptions::default()).await.expect("the gateway example answers");
     assert_eq!(client.server_info().name, "my-host");
     let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
