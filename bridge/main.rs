@@ -315,9 +315,23 @@ pub struct ServeArgs {
     /// Also accept requests whose Origin is this (repeatable; loopback origins always are).
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// Also pass this variable of ours to every upstream child (repeatable). Children get only
+    /// their config's env and env_vars, the system basics (PATH, HOME, USER, LANG, LC_*, TERM,
+    /// TMPDIR, SHELL, TZ, LOGNAME) and these; never the bridge's own credentials.
+    #[arg(long, value_name = "VAR")]
+    pub pass_env: Vec<String>,
     /// Give each downstream session its own connection to this (stdio) server (repeatable).
     #[arg(long, value_name = "SERVER")]
     pub per_session: Vec<String>,
+    /// How many downstream HTTP sessions may be open at once; past it, a new session gets 503
+    /// with Retry-After and a JSON-RPC error naming the limit (open sessions are never evicted;
+    /// idle ones end after 30 minutes, closed ones at once).
+    #[arg(long, value_name = "N", default_value_t = mcpwire::transport::sse_http::server::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// How many downstream sessions may hold their own --per-session upstreams (a child each)
+    /// at once; a session past it gets a JSON-RPC error naming the limit for its calls to them.
+    #[arg(long, value_name = "N", default_value_t = mcpwire::gateway::DEFAULT_MAX_PER_SESSION_SETS)]
+    pub max_per_session_sets: usize,
     /// Write each downstream session as a recording (conformance format) in DIR.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,

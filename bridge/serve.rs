@@ -13,7 +13,10 @@
 //! `--auth-token-env` or `--auth-issuer`; Origin and Host checked as the HTTP server does (Host
 //! only on a loopback listen: on a network, clients name the host as they reach it);
 //! downstream credentials never go upstream (the upstreams' own come from the config, or from
-//! the stored login of `mcp-bridge login`); no secret in any log line.
+//! the stored login of `mcp-bridge login`); no secret in any log line. Upstream children get an
+//! environment built from their config, the system basics and `--pass-env`, never the
+//! variables holding the bridge's own credentials ([`child_env`]), and cannot read the
+//! bridge's own environment or memory ([`forbid_reading_us`]; SECURITY.md, "Secrets stay home").
 //!
 //! OAuth (`--auth-issuer`, with `--auth-jwks`, `--auth-introspect`, or neither: the `jwks_uri`
 //! then comes from the issuer's metadata): the listener becomes a
@@ -30,7 +33,7 @@ use std::sync::Arc;
 
 use mcpwire::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
 use mcpwire::client::catalog::CatalogCache;
-use mcpwire::client::config::{McpConfig, ServerConfig};
+use mcpwire::client::config::{ChildEnv, McpConfig, ServerConfig};
 use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetOptions};
 use mcpwire::client::ClientOptions;
 use mcpwire::recording::{RecordingDir, TeeOptions};
@@ -158,18 +161,22 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         Some(dir) => Some(Arc::new(RecordingDir::new(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?)),
         None => None,
     };
+    let child_env = child_env(&args)?;
+    forbid_reading_us();
     let (config, inline) = upstreams(&args)?;
     let prefix =
         args.prefix.map(PrefixMode::from).unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
     let callers = Arc::new(Callers::default());
-    let mut options = SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit);
+    let mut options =
+        SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit).with_child_env(child_env);
     // Upstreams behind OAuth use the login of `mcp-bridge login` (never a flow of their own).
     if let Ok(logins) = super::login::logins() {
         options = options.with_logins(logins);
     }
     let options = callers.handlers(options);
-    let per_session = PerSession::new(args.per_session.clone(), &config, options.clone())?;
+    let per_session =
+        PerSession::new(args.per_session.clone(), &config, options.clone())?.with_max_sets(args.max_per_session_sets);
     let (mut options, events) = options.with_event_channel();
     if let Some(cache) = args.config.as_deref().and_then(CatalogCache::for_config) {
         options = options.with_catalog_cache(cache);
@@ -199,7 +206,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let builder = Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
     let server = gateway.server(builder)?;
     for status in &summary.servers {
-        tracing::info!(server = %status.name, state = %status.state, tools = status.tools, "upstream");
+        tracing::info!(server = %mcpwire::gateway::printable(&status.name), state = %status.state, tools = status.tools, "upstream");
         gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
     }
     tokio::spawn(gateway.clone().follow(events));
@@ -215,7 +222,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
             let _session = gateway.metrics().session_opened();
             tokio::select! {
-                served = serve_recorded(server.clone(), BoxTransport::new(transport), recordings.clone()) => served,
+                served = serve_recorded(server.clone(), BoxTransport::new(transport), recordings.clone(), "stdio") => served,
                 _ = interrupt.recv() => Ok(()),
                 _ = terminate.recv() => Ok(()),
             }
@@ -233,7 +240,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 if tls { "https" } else { "http" },
                 listener.local_addr().map_err(|e| e.to_string())?
             );
-            let mut http = HttpServerConfig::default().path(path).bearer_token(token);
+            let mut http = HttpServerConfig::default().path(path).bearer_token(token).max_sessions(args.max_sessions);
             match protected_resource(&args, &served_url) {
                 Ok(Some(resource)) => {
                     tracing::info!(issuer = ?args.auth_issuer, audience = %resource.resource(), "OAuth protection");
@@ -266,7 +273,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     .map_err(|e| format!("TLS: {e}"))?;
                 http = http.tls(tls);
             }
-            let store_url = args.session_store.clone().or_else(|| std::env::var("MCP_BRIDGE_SESSION_STORE").ok());
+            let store_url = args.session_store.clone().or_else(|| std::env::var(SESSION_STORE_ENV).ok());
             if let Some(url) = store_url.filter(|u| !u.is_empty()) {
                 match with_session_store(http, &url).await {
                     Ok(shared) => http = shared,
@@ -279,7 +286,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             let (serving, metrics) = (server.clone(), gateway.metrics().clone());
             let bound = HttpServer::serve_on(listener, http, move |transport| {
                 let session = metrics.session_opened();
-                let served = serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone());
+                let carrier = if transport.is_legacy() { "sse" } else { "streamable-http" };
+                let served = serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone(), carrier);
                 async move {
                     if let Err(e) = served.await {
                         tracing::debug!("a downstream session ended: {e}");
@@ -306,6 +314,52 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     gateway.per_session().close_all().await;
     set.shutdown().await;
     outcome
+}
+
+/// The variable `--session-store` falls back to (its URL may hold a password).
+const SESSION_STORE_ENV: &str = "MCP_BRIDGE_SESSION_STORE";
+
+/// How upstream children's environments are built: from their config, the system basics
+/// ([`mcpwire::client::config::DEFAULT_ENV_VARS`], `LC_*`) and `--pass-env`; never the
+/// variables holding the bridge's own credentials (`--auth-token-env`, the introspection
+/// client's id and secret, the session store's URL), whatever a config or `--pass-env` asks.
+fn child_env(args: &ServeArgs) -> Result<ChildEnv, String> {
+    let mut rule = ChildEnv::clean();
+    let mut credentials: Vec<(&str, &str)> = vec![
+        (&args.auth_client_id_env, "--auth-client-id-env"),
+        (&args.auth_client_secret_env, "--auth-client-secret-env"),
+        (SESSION_STORE_ENV, "the session store's URL"),
+    ];
+    if let Some(var) = &args.auth_token_env {
+        credentials.push((var, "--auth-token-env"));
+    }
+    for (var, what) in &credentials {
+        if args.pass_env.iter().any(|p| p == var) {
+            return Err(format!(
+                "--pass-env {var}: the variable holds a credential of mcp-bridge ({what}), never passed to upstreams"
+            ));
+        }
+        rule = rule.withhold(*var);
+    }
+    for var in &args.pass_env {
+        rule = rule.pass(var);
+    }
+    Ok(rule)
+}
+
+/// Makes the bridge's `/proc/PID/environ` and memory unreadable to the processes of its user,
+/// its upstreams among them (Linux `prctl(PR_SET_DUMPABLE, 0)`, as ssh-agent does): they would
+/// find the token there. Children are not affected (an exec makes a process dumpable again);
+/// root still reads everything, and the bridge leaves no core dump.
+fn forbid_reading_us() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl(PR_SET_DUMPABLE) takes plain integers and touches no memory of ours.
+        let done = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+        if done != 0 {
+            tracing::warn!("cannot make the process undumpable: {}", std::io::Error::last_os_error());
+        }
+    }
 }
 
 /// The OAuth protection the `--auth-*` options ask for (`None` without `--auth-issuer`).
@@ -346,22 +400,26 @@ fn protected_resource(args: &ServeArgs, served_url: &str) -> Result<Option<Prote
 }
 
 /// Serves one downstream session, recorded in the next file of `recordings` when given (a file
-/// that cannot be made is logged and the session served unrecorded). Every session, of any
+/// that cannot be made is logged and the session served unrecorded). The recording is of the
+/// messages (its header's `transport` is `stdio`, the message-level form, without `http`
+/// members, so it replays as any stdio recording); `carrier` (`stdio`, `streamable-http`,
+/// `sse`) names what really carried the session in its `description`. Every session, of any
 /// transport, recorded or not, is served over a `BoxTransport`: the server's dispatch is then
 /// compiled once into the binary, not once per transport.
 async fn serve_recorded(
     server: Server,
     transport: BoxTransport,
     recordings: Option<Arc<RecordingDir>>,
+    carrier: &str,
 ) -> Result<(), String> {
-    let recorder =
-        recordings.and_then(|dir| match dir.next(TeeOptions::server_side().description("mcp-bridge serve")) {
-            Ok(recorder) => Some(recorder),
-            Err(e) => {
-                tracing::warn!("cannot record this session: {e}");
-                None
-            }
-        });
+    let description = format!("mcp-bridge serve: a {carrier} session, recorded at the message level");
+    let recorder = recordings.and_then(|dir| match dir.next(TeeOptions::server_side().description(description)) {
+        Ok(recorder) => Some(recorder),
+        Err(e) => {
+            tracing::warn!("cannot record this session: {e}");
+            None
+        }
+    });
     let served = match recorder {
         Some(recorder) => {
             tracing::debug!(file = %recorder.path().display(), "recording a session");
@@ -372,9 +430,6 @@ async fn serve_recorded(
     served.map_err(|e| e.to_string())
 }
 
-/// `/healthz` (the process answers), `/readyz` (every upstream's state as JSON; 503 until every
-/// required one is ready), both public, and `/metrics` (Prometheus text; behind the token when
-/// there is one).
 /// `http` sharing its sessions and streams through the Redis at `url`.
 #[cfg(feature = "redis")]
 async fn with_session_store(http: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
@@ -391,34 +446,49 @@ async fn with_session_store(_http: HttpServerConfig, _url: &str) -> Result<HttpS
     Err("--session-store (or MCP_BRIDGE_SESSION_STORE) needs mcp-bridge built with the `redis` feature".to_owned())
 }
 
+/// `/healthz` (the process answers) and `/readyz` (`{"ready": true}` with 200, or `false` with
+/// 503 until every required upstream is ready; no more), both public; `/readyz/details` (the
+/// same with every upstream's state and last error) and `/metrics` (Prometheus text), behind
+/// the token or OAuth when the listener has either.
 fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerConfig {
-    let ready = gateway.clone();
+    let (ready, details) = (gateway.clone(), gateway.clone());
     let metrics = gateway.metrics().clone();
     http.route_public("/healthz", || async { RouteResponse::text(200, "ok\n") })
         .route_public("/readyz", move || {
-            let summary = ready.set_summary();
-            async move {
-                let servers: Vec<serde_json::Value> = summary
-                    .servers
-                    .iter()
-                    .map(|s| {
-                        serde_json::json!({
-                            "server": s.name,
-                            "state": s.state.as_str(),
-                            "required": s.required,
-                            "error": s.error,
-                        })
+            // Public: ready or not, no more (upstream names and errors name commands and paths).
+            let ready = ready.set_summary().failed_required().is_empty();
+            async move { readiness(ready, None) }
+        })
+        .route("/readyz/details", move || {
+            let summary = details.set_summary();
+            let servers: Vec<serde_json::Value> = summary
+                .servers
+                .iter()
+                .map(|s| {
+                    serde_json::json!({
+                        "server": s.name,
+                        "state": s.state.as_str(),
+                        "required": s.required,
+                        "error": s.error,
                     })
-                    .collect();
-                let ready = summary.failed_required().is_empty();
-                let body = serde_json::json!({"ready": ready, "servers": servers}).to_string();
-                RouteResponse::new(if ready { 200 } else { 503 }, "application/json", body)
-            }
+                })
+                .collect();
+            let ready = summary.failed_required().is_empty();
+            async move { readiness(ready, Some(servers)) }
         })
         .route("/metrics", move || {
             let text = metrics.render();
             async move { RouteResponse::new(200, mcpwire::gateway::metrics::CONTENT_TYPE, text) }
         })
+}
+
+/// The answer of `/readyz` (200 when ready, else 503), with every upstream's state when given.
+fn readiness(ready: bool, servers: Option<Vec<serde_json::Value>>) -> RouteResponse {
+    let mut body = serde_json::json!({"ready": ready});
+    if let Some(servers) = servers {
+        body["servers"] = serde_json::Value::Array(servers);
+    }
+    RouteResponse::new(if ready { 200 } else { 503 }, "application/json", body.to_string())
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, String> {

@@ -20,6 +20,7 @@ use mcpwire::client::config::{ConfigError, McpConfig};
 use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
 use mcpwire::client::login::{AuthReport, AuthStatus, Logins};
 use mcpwire::client::{Client, ClientError, ClientOptions};
+use mcpwire::gateway::printable;
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Tool};
 use mcpwire::transport::boxed::BoxTransport;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
@@ -300,8 +301,8 @@ fn print_catalog(tools: &[CatalogTool], json: bool) -> std::io::Result<()> {
     } else {
         for t in tools {
             match first_line(t.tool.description.as_deref()) {
-                Some(description) => writeln!(out, "{} — {description}", t.qualified_name)?,
-                None => writeln!(out, "{}", t.qualified_name)?,
+                Some(description) => writeln!(out, "{} — {}", printable(&t.qualified_name), printable(description))?,
+                None => writeln!(out, "{}", printable(&t.qualified_name))?,
             }
         }
     }
@@ -399,8 +400,8 @@ fn print_tools(tools: &[Tool], json: bool) -> std::io::Result<()> {
     } else {
         for tool in tools {
             match first_line(tool.description.as_deref()) {
-                Some(description) => writeln!(out, "{} — {description}", tool.name)?,
-                None => writeln!(out, "{}", tool.name)?,
+                Some(description) => writeln!(out, "{} — {}", printable(&tool.name), printable(description))?,
+                None => writeln!(out, "{}", printable(&tool.name))?,
             }
         }
     }

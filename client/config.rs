@@ -36,7 +36,10 @@
 //! env_http_headers = { "X-Api-Key" = "REMOTE_API_KEY" }  # header name -> variable name
 //! ```
 //! A stdio server started from TOML gets a clean environment, as codex does: the variables of
-//! [`DEFAULT_ENV_VARS`] that are set here, then those named in `env_vars`, then `env`.
+//! [`DEFAULT_ENV_VARS`] (and `LC_*`) that are set here, then those named in `env_vars`, then
+//! `env`. A host holding secrets of its own in its environment (a gateway's bearer token, an
+//! introspection client secret) starts every child that way, JSON imports too, and withholds
+//! those variables whatever a configuration asks: see [`ChildEnv`].
 //! An `mcp_servers` table may sit at the top level of the file or be the only thing in it.
 //!
 //! # Approval modes
@@ -73,6 +76,108 @@ pub use auth::OAuthSettings;
 /// (codex's list).
 pub const DEFAULT_ENV_VARS: &[&str] =
     &["HOME", "LOGNAME", "PATH", "SHELL", "USER", "__CF_USER_TEXT_ENCODING", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"];
+
+/// Prefixes of further variables a stdio server gets like those of [`DEFAULT_ENV_VARS`]: the
+/// locale categories (`LC_CTYPE`, `LC_MESSAGES` …).
+pub const DEFAULT_ENV_PREFIXES: &[&str] = &["LC_"];
+
+/// How a connection set builds its stdio children's environments (see
+/// [`SetOptions::with_child_env`](super::connection_set::SetOptions::with_child_env)).
+///
+/// The default keeps each server's own rule (TOML: clean; JSON imports and
+/// [`ServerConfig::stdio`]: our whole environment). A host that keeps credentials in its
+/// environment (a gateway's `--auth-token-env`) sets [`clean`](ChildEnv::clean), so that every
+/// child gets only [`DEFAULT_ENV_VARS`], `LC_*`, [`pass`](ChildEnv::pass), its `env_vars` and
+/// its `env`, and names those credentials in [`withheld`](ChildEnv::withheld): never passed
+/// from our environment, even when inherited or named in `env_vars` (such a server is refused
+/// at start, with an error naming the variable, never its value). A value written in a
+/// server's `env` is the configuration's own and is set as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChildEnv {
+    /// Every child starts from a clean environment, even one whose configuration inherits
+    /// ours.
+    pub clean: bool,
+    /// Variables of ours every child gets (when set), as if each named them in `env_vars`.
+    pub pass: Vec<String>,
+    /// Variables of ours no child gets.
+    pub withheld: Vec<String>,
+}
+
+impl ChildEnv {
+    /// Every child from a clean environment (see [`ChildEnv::clean`]).
+    pub fn clean() -> Self {
+        ChildEnv { clean: true, ..ChildEnv::default() }
+    }
+
+    /// This rule, also passing `var` to every child.
+    pub fn pass(mut self, var: impl Into<String>) -> Self {
+        self.pass.push(var.into());
+        self
+    }
+
+    /// This rule, never passing `var` to a child.
+    pub fn withhold(mut self, var: impl Into<String>) -> Self {
+        self.withheld.push(var.into());
+        self
+    }
+
+    /// Whether `var` is withheld.
+    pub fn is_withheld(&self, var: &str) -> bool {
+        self.withheld.iter().any(|w| w == var)
+    }
+
+    /// `child` with the environment of a server whose recipe says `inherit_env`, `env_vars`
+    /// and `env`, under this rule, with the values of our environment.
+    ///
+    /// # Errors
+    /// When `env_vars` (or [`pass`](ChildEnv::pass)) names a withheld variable: the message
+    /// names the variable.
+    pub fn apply(
+        &self,
+        mut child: crate::transport::stdio::ChildCommand,
+        inherit_env: bool,
+        env_vars: &[String],
+        env: &BTreeMap<String, String>,
+    ) -> Result<crate::transport::stdio::ChildCommand, String> {
+        let asked = self.pass.iter().chain(env_vars);
+        if let Some(var) = asked.clone().find(|v| self.is_withheld(v)) {
+            return Err(format!(
+                "env_vars: {var} holds a credential of this host, never passed to a server's environment"
+            ));
+        }
+        if inherit_env && !self.clean {
+            for var in &self.withheld {
+                child = child.env_remove(var);
+            }
+            for var in &self.pass {
+                if let Ok(value) = std::env::var(var) {
+                    child = child.env(var, value);
+                }
+            }
+        } else {
+            child = child.env_clear();
+            let ours = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+            for (var, value) in ours {
+                if DEFAULT_ENV_PREFIXES.iter().any(|p| var.starts_with(p)) && !self.is_withheld(&var) {
+                    child = child.env(var, value);
+                }
+            }
+            for var in DEFAULT_ENV_VARS.iter().copied().chain(asked.map(String::as_str)) {
+                if self.is_withheld(var) {
+                    continue;
+                }
+                if let Ok(value) = std::env::var(var) {
+                    child = child.env(var, value);
+                }
+            }
+        }
+        for (k, v) in env {
+            child = child.env(k, v);
+        }
+        Ok(child)
+    }
+}
 
 /// Default `startup_timeout_sec`: 10 s.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);

@@ -99,7 +99,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
 use super::catalog::cache::{self, CachedListing, CatalogCache};
-use super::config::{ApprovalMode, McpConfig, Readiness, ServerConfig, Startup, TransportConfig, DEFAULT_ENV_VARS};
+use super::config::{ApprovalMode, ChildEnv, McpConfig, Readiness, ServerConfig, Startup, TransportConfig};
 use super::{
     decode_tool_result, Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening,
     Progress,
@@ -487,6 +487,9 @@ pub struct SetOptions {
     /// server's 401 is just an error.
     #[cfg(feature = "oauth")]
     pub logins: Option<super::login::Logins>,
+    /// How stdio children's environments are built, and which of our variables they never
+    /// get: default each server's own rule, nothing withheld (see [`ChildEnv`]).
+    pub child_env: ChildEnv,
 }
 
 /// The default of [`SetOptions::max_items_per_server`].
@@ -514,6 +517,7 @@ impl Default for SetOptions {
             reserved_meta_prefixes: Vec::new(),
             #[cfg(feature = "oauth")]
             logins: None,
+            child_env: ChildEnv::default(),
         }
     }
 }
@@ -531,6 +535,7 @@ impl fmt::Debug for SetOptions {
             .field("roots", &self.roots)
             .field("roots_handler", &self.roots_handler.as_ref().map(|_| ".."))
             .field("startup_retries", &self.startup_retries)
+            .field("child_env", &self.child_env)
             .finish_non_exhaustive()
     }
 }
@@ -641,6 +646,12 @@ impl SetOptions {
     #[cfg(feature = "oauth")]
     pub fn with_logins(mut self, logins: super::login::Logins) -> Self {
         self.logins = Some(logins);
+        self
+    }
+
+    /// These options building stdio children's environments by `rule` (see [`ChildEnv`]).
+    pub fn with_child_env(mut self, rule: ChildEnv) -> Self {
+        self.child_env = rule;
         self
     }
 
@@ -2116,18 +2127,8 @@ async fn connect(
     let options = client_options(shared, slot, config);
     let conn = match &config.transport {
         TransportConfig::Stdio { command, args, env, env_vars, cwd, inherit_env } => {
-            let mut child = ChildCommand::new(command).args(args).stderr(shared.options.stderr.clone());
-            if !inherit_env {
-                child = child.env_clear();
-                for var in DEFAULT_ENV_VARS.iter().copied().chain(env_vars.iter().map(String::as_str)) {
-                    if let Ok(value) = std::env::var(var) {
-                        child = child.env(var, value);
-                    }
-                }
-            }
-            for (k, v) in env {
-                child = child.env(k, v);
-            }
+            let child = ChildCommand::new(command).args(args).stderr(shared.options.stderr.clone());
+            let mut child = shared.options.child_env.apply(child, *inherit_env, env_vars, env)?;
             if let Some(cwd) = cwd {
                 child = child.current_dir(cwd);
             }

@@ -321,11 +321,29 @@ impl Callers {
 /// through [`ConnectionSet::reload`] (an unchanged server keeps its child; a changed one is
 /// restarted; a removed one is stopped); a set started while a reload runs is moved on its next
 /// use, by the generation it was made with.
+///
+/// At most [`max_sets`](PerSession::with_max_sets) sessions hold sets of their own at once
+/// (default [`DEFAULT_MAX_PER_SESSION_SETS`]): each holds a child process per per-session
+/// server. A session past it gets, for each request to a per-session server, a -32603 error
+/// naming the limit (`data.limit` = `"max_per_session_sets"`) and starts nothing; a session
+/// that ends frees its place. Sessions that hold a set keep it: nothing is evicted.
 pub struct PerSession {
     names: Vec<String>,
     config: RwLock<(u64, McpConfig)>,
     options: SetOptions,
     sets: Mutex<HashMap<u64, Arc<tokio::sync::OnceCell<SessionSet>>>>,
+    max_sets: usize,
+}
+
+/// The default of [`PerSession::with_max_sets`]: 64 sessions holding their own upstreams.
+pub const DEFAULT_MAX_PER_SESSION_SETS: usize = 64;
+
+/// Why a session has no set of its own.
+enum SessionSetError {
+    /// [`PerSession::max_sets`] sessions hold one already.
+    Full(usize),
+    /// Its set did not start.
+    Start(SetError),
 }
 
 /// One session's set, and the configuration generation it was last moved to.
@@ -344,7 +362,23 @@ impl PerSession {
             return Err(format!("--per-session {missing}: no such upstream"));
         }
         let config = RwLock::new((0, Self::subset(&names, config)));
-        Ok(PerSession { names, config, options, sets: Mutex::default() })
+        Ok(PerSession { names, config, options, sets: Mutex::default(), max_sets: DEFAULT_MAX_PER_SESSION_SETS })
+    }
+
+    /// At most `max` sessions holding their own upstreams at once (see [`PerSession`]).
+    pub fn with_max_sets(mut self, max: usize) -> PerSession {
+        self.max_sets = max;
+        self
+    }
+
+    /// How many sessions may hold their own upstreams at once.
+    pub fn max_sets(&self) -> usize {
+        self.max_sets
+    }
+
+    /// How many sessions hold (or are starting) their own upstreams.
+    pub fn sets(&self) -> usize {
+        self.sets.lock().expect("sessions lock").len()
     }
 
     /// The servers of `config` that are per-session.
@@ -360,8 +394,14 @@ impl PerSession {
 
     /// The set of session `session`, started on first use (and moved to the current
     /// configuration when a reload came after it was made).
-    async fn set(&self, session: u64) -> Result<ConnectionSet, SetError> {
-        let cell = self.sets.lock().expect("sessions lock").entry(session).or_default().clone();
+    async fn set(&self, session: u64) -> Result<ConnectionSet, SessionSetError> {
+        let cell = {
+            let mut sets = self.sets.lock().expect("sessions lock");
+            if !sets.contains_key(&session) && sets.len() >= self.max_sets {
+                return Err(SessionSetError::Full(self.max_sets));
+            }
+            sets.entry(session).or_default().clone()
+        };
         let set = cell
             .get_or_try_init(|| async {
                 let (generation, config) = self.current();
@@ -379,7 +419,7 @@ impl PerSession {
             Ok(session_set) => session_set,
             Err(e) => {
                 self.sets.lock().expect("sessions lock").remove(&session);
-                return Err(e);
+                return Err(SessionSetError::Start(e));
             }
         };
         let generation = self.config.read().expect("per-session config lock").0;
@@ -445,6 +485,28 @@ impl PerSession {
         self.names.iter().any(|name| name == server)
             && self.config.read().expect("per-session config lock").1.servers.contains_key(server)
     }
+}
+
+/// `text` as it may be logged or printed: its control characters (C0, DEL, C1) and the
+/// bidirectional overrides escaped as Rust writes them (`\n`, `\u{1b}`), everything else as
+/// it is. For text an upstream chose (server and tool names, errors, messages): a server
+/// cannot then forge a log line or drive the operator's terminal.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !unsafe_char(c) {
+            out.push(c);
+        } else if matches!(c, '\n' | '\r' | '\t') {
+            out.extend(c.escape_debug());
+        } else {
+            out.extend(c.escape_unicode());
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// An upstream served by `server` in this very process: each connection (a start or a
@@ -554,7 +616,20 @@ impl Gateway {
             Some(session) if self.per_session.serves(server) => {
                 // Boxed: starting a session's set is rare and its future large; inline, it
                 // would be part of every forwarded call's future.
-                Box::pin(self.per_session.set(session)).await.map_err(|e| upstream_error(server, e))
+                Box::pin(self.per_session.set(session)).await.map_err(|e| match e {
+                    SessionSetError::Start(e) => upstream_error(server, e),
+                    SessionSetError::Full(max) => {
+                        tracing::debug!(server = %printable(server), max, "per-session upstream refused: limit reached");
+                        let message = format!(
+                            "mcp-bridge: {} is per-session and {max} sessions already hold their own \
+                             upstreams (the limit max_per_session_sets = {max}); try again when one ends",
+                            printable(server)
+                        );
+                        let error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, message);
+                        let data = serde_json::json!({"server": server, "limit": "max_per_session_sets", "max": max});
+                        error.clone().with_data(&data).unwrap_or(error)
+                    }
+                })
             }
             _ => Ok(self.set.clone()),
         }
@@ -604,25 +679,29 @@ impl Gateway {
                     _ => {}
                 },
                 SetEvent::Disconnected { server, reason } => {
-                    tracing::warn!(%server, %reason, "upstream disconnected");
+                    tracing::warn!(server = %printable(&server), reason = %printable(&reason), "upstream disconnected");
                     self.metrics().set_upstream_up(&server, false);
                 }
                 SetEvent::Ready { server, .. } => self.metrics().set_upstream_up(&server, true),
                 SetEvent::Reconnecting { server, attempt, delay } => {
+                    let server = printable(&server);
                     tracing::info!(%server, attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
                 }
                 SetEvent::Reconnected { server } => {
-                    tracing::info!(%server, "upstream restarted");
+                    tracing::info!(server = %printable(&server), "upstream restarted");
                     self.metrics().upstream_restarted(&server);
                     self.metrics().set_upstream_up(&server, true);
                     self.refresh();
                 }
                 SetEvent::RestartFailed { server, reason } => {
+                    let (server, reason) = (printable(&server), printable(&reason));
                     tracing::warn!(%server, %reason, "upstream kept its previous connection: the changed one did not start")
                 }
-                SetEvent::Warning { server, message } => tracing::warn!(server = server.as_deref(), "{message}"),
+                SetEvent::Warning { server, message } => {
+                    tracing::warn!(server = server.as_deref().map(printable).as_deref(), "{}", printable(&message))
+                }
                 SetEvent::Failed { server, reason, .. } => {
-                    tracing::warn!(%server, %reason, "upstream failed");
+                    tracing::warn!(server = %printable(&server), reason = %printable(&reason), "upstream failed");
                     self.metrics().set_upstream_up(&server, false);
                 }
                 _ => {}
@@ -640,7 +719,7 @@ impl Gateway {
         let new = match View::build(&self.set.catalog(), self.prefix) {
             Ok(view) => view,
             Err(e) => {
-                tracing::warn!("catalog change ignored: {e}");
+                tracing::warn!("catalog change ignored: {}", printable(&e.to_string()));
                 return;
             }
         };
@@ -973,6 +1052,13 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
+
+    #[test]
+    fn printable_escapes_what_could_forge_a_line_or_drive_a_terminal() {
+        assert!(matches!(printable("plain ünïcode"), std::borrow::Cow::Borrowed("plain ünïcode")));
+        assert_eq!(printable("a\x1b[2J\nINFO forged\r\x07\x7f\u{9b}"), r"a\u{1b}[2J\nINFO forged\r\u{7}\u{7f}\u{9b}");
+        assert_eq!(printable("abc\u{202e}fed"), r"abc\u{202e}fed");
+    }
 
     #[test]
     fn slugs_are_uri_scheme_prefixes() {

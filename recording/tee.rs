@@ -23,6 +23,12 @@
 //! A failing write (disk full) stops the recording, never the session: the transport goes on
 //! and [`RecordingTransport::recording_error`] tells what happened.
 //!
+//! The file is opened for each write and closed after it, never held between messages: a host
+//! recording thousands of sessions at once (`mcp-bridge serve --record`) holds no file
+//! descriptor for them, only while a line is written, and cannot run out under a low
+//! `ulimit -n`. The price is an `open` and a `close` per message, small beside the session's
+//! own IO.
+//!
 //! Messages are recorded as this crate encodes them (a peer's raw params and results keep their
 //! text; typed ones are re-serialized), without `http` members: the file's `transport` is the
 //! message-level form, `stdio` by default ([`TeeOptions::transport`]), whatever carried the
@@ -132,7 +138,7 @@ impl Recorder {
             Side::Client => "client side",
         };
         let mut writer = Writer {
-            file,
+            path: path.clone(),
             name: path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
             transport: options.transport,
             description: options
@@ -147,7 +153,7 @@ impl Recorder {
             header_outgrown: false,
             error: None,
         };
-        writer.write_header(true)?;
+        writer.write_header(Some(file))?;
         Ok(Recorder { path, side: options.side, writer })
     }
 
@@ -209,7 +215,8 @@ impl RecordingDir {
 
 #[derive(Debug)]
 struct Writer {
-    file: File,
+    /// The recording, opened for each write.
+    path: PathBuf,
     name: String,
     transport: String,
     description: String,
@@ -230,17 +237,22 @@ struct Writer {
 }
 
 impl Writer {
-    /// Writes the header if it changed; `first`: at the start of an empty file.
-    fn write_header(&mut self, first: bool) -> io::Result<()> {
+    /// The recording, open for writing at its end.
+    fn open(&self) -> io::Result<File> {
+        File::options().append(true).open(&self.path)
+    }
+
+    /// Writes the header if it changed; `first`: the new, empty file, written at its start.
+    fn write_header(&mut self, first: Option<File>) -> io::Result<()> {
         let header = header_line(&self.name, &self.transport, &self.description, self.started, &self.evidence);
-        if header == self.header && !first {
+        if header == self.header && first.is_none() {
             return Ok(());
         }
         self.header = header;
         if self.header.len() + 1 > HEADER_RESERVE {
-            if first {
+            if let Some(mut file) = first {
                 // Written whole now; rewritten with the file at the end.
-                self.file.write_all(format!("{}\n", self.header).as_bytes())?;
+                file.write_all(format!("{}\n", self.header).as_bytes())?;
             }
             self.header_outgrown = true;
             return Ok(());
@@ -251,12 +263,14 @@ impl Writer {
         let mut line = self.header.clone();
         line.extend(std::iter::repeat_n(' ', HEADER_RESERVE - 1 - self.header.len()));
         line.push('\n');
-        if first {
-            self.file.write_all(line.as_bytes())
-        } else {
-            self.file.seek(SeekFrom::Start(0))?;
-            self.file.write_all(line.as_bytes())?;
-            self.file.seek(SeekFrom::End(0)).map(|_| ())
+        match first {
+            Some(mut file) => file.write_all(line.as_bytes()),
+            None => {
+                // Not in append mode: the header is rewritten where it stands.
+                let mut file = File::options().write(true).open(&self.path)?;
+                file.seek(SeekFrom::Start(0))?;
+                file.write_all(line.as_bytes())
+            }
         }
     }
 
@@ -278,10 +292,13 @@ impl Writer {
         if evidence {
             self.evidence.push(logged);
         }
-        let written =
-            self.file
-                .write_all(line.as_bytes())
-                .and_then(|()| if evidence { self.write_header(false) } else { Ok(()) });
+        let written = self.open().and_then(|mut file| file.write_all(line.as_bytes())).and_then(|()| {
+            if evidence {
+                self.write_header(None)
+            } else {
+                Ok(())
+            }
+        });
         if let Err(e) = written {
             self.error = Some(e);
         }
@@ -328,8 +345,6 @@ impl Writer {
             let temporary = path.with_extension("jsonl.partial");
             std::fs::write(&temporary, format!("{header}\n{body}"))?;
             std::fs::rename(&temporary, path)?;
-            // Later lines (a message after close) go to the new file.
-            self.file = File::options().append(true).open(path)?;
             self.header = header;
             self.header_outgrown = false;
             Ok(())
@@ -544,7 +559,8 @@ mod tests {
         let mut writer =
             Recorder::start(PathBuf::from("/dev/null"), File::create("/dev/null").unwrap(), TeeOptions::server_side())
                 .unwrap();
-        writer.writer.file = full;
+        drop(full);
+        writer.writer.path = PathBuf::from("/dev/full");
         let tee = writer.wrap(server_end);
         client_end.send(message(json!({"jsonrpc":"2.0","id":1,"method":"ping"}))).await.unwrap();
         let got = tee.recv().await.unwrap().unwrap();

@@ -428,11 +428,13 @@ fn health_readiness_and_metrics_and_the_token() {
     let token = Some(TOKEN);
 
     assert_eq!(http_get(&url, "/healthz", None), (200, "ok\n".to_owned()));
-    let (status, body) = http_get(&url, "/readyz", None);
+    assert_eq!(http_get(&url, "/readyz", None), (200, r#"{"ready":true}"#.to_owned()), "public: no more");
+    let (status, body) = http_get(&url, "/readyz/details", token);
     assert_eq!(status, 200, "{body}");
     let ready: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(ready["ready"], true);
     assert_eq!(ready["servers"][0]["state"], "ready", "{ready}");
+    assert_eq!(http_get(&url, "/readyz/details", None).0, 401, "the details are behind the token");
     assert_eq!(http_get(&url, "/metrics", None).0, 401, "metrics are behind the token");
 
     // MCP without the token: 401; with it, calls go through and are counted.

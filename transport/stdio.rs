@@ -12,6 +12,13 @@
 //! (stdin closed, a grace period, SIGTERM to the group, another grace period, SIGKILL) or killed
 //! with its group when the transport is dropped. tokio reaps it either way: no zombies.
 //!
+//! A child inherits our whole environment unless told otherwise ([`ChildCommand::env_clear`],
+//! [`ChildCommand::env_remove`]): a host that holds credentials in its environment must not
+//! start third-party servers that way. The connection set builds each child's environment from
+//! its configuration by `client::config::ChildEnv`, which `mcp-bridge serve` uses to start every
+//! child from a clean environment and withhold its own credentials (SECURITY.md, "Secrets stay
+//! home").
+//!
 //! Not here: MCP semantics, request tracking, reconnecting a crashed child (the client layer
 //! does that).
 
@@ -64,6 +71,7 @@ pub struct ChildCommand {
     program: String,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    env_remove: Vec<String>,
     env_clear: bool,
     cwd: Option<PathBuf>,
     stderr: Stderr,
@@ -77,6 +85,7 @@ impl ChildCommand {
             program: program.into(),
             args: Vec::new(),
             env: Vec::new(),
+            env_remove: Vec::new(),
             env_clear: false,
             cwd: None,
             stderr: Stderr::default(),
@@ -99,6 +108,13 @@ impl ChildCommand {
     /// Sets an environment variable for the child (on top of ours, unless [`env_clear`](Self::env_clear)).
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Keeps one of our variables from the child (when it inherits ours); a variable set
+    /// through [`env`](Self::env) is set all the same.
+    pub fn env_remove(mut self, key: impl Into<String>) -> Self {
+        self.env_remove.push(key.into());
         self
     }
 
@@ -149,6 +165,9 @@ impl ChildCommand {
             .kill_on_drop(true);
         if self.env_clear {
             command.env_clear();
+        }
+        for key in &self.env_remove {
+            command.env_remove(key);
         }
         command.envs(self.env.iter().map(|(k, v)| (k, v)));
         if let Some(cwd) = &self.cwd {

@@ -150,6 +150,9 @@ pub enum ResponseMode {
     Json,
 }
 
+/// The default of [`HttpServerConfig::max_sessions`]: 10,000 sessions.
+pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
+
 /// The configuration of an [`HttpServer`]. Every field has a documented default.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -198,6 +201,20 @@ pub struct HttpServerConfig {
     pub event_store_capacity: usize,
     /// A session with no request and no open stream for this long is ended: 30 minutes.
     pub session_idle_timeout: Duration,
+    /// The most sessions held at once (Streamable HTTP and legacy SSE together): 10,000
+    /// ([`DEFAULT_MAX_SESSIONS`]; each costs about 11 KB with nothing in flight). Past it, a
+    /// new session (`initialize` without a session id, a legacy `GET`) gets 503 with
+    /// `Retry-After` and a JSON-RPC error naming the limit; the sessions held are untouched.
+    /// Refused rather than evicting the oldest idle session: whoever can open sessions could
+    /// otherwise end everyone else's. Idle sessions still end after
+    /// [`session_idle_timeout`](HttpServerConfig::session_idle_timeout), and a closed one
+    /// (`DELETE`) frees its place at once. Sessions rebuilt from a
+    /// [`session_store`](HttpServerConfig::session_store) (known to a replica already) are
+    /// never refused, and count.
+    pub max_sessions: usize,
+    /// The `Retry-After` of a refusal past [`max_sessions`](HttpServerConfig::max_sessions):
+    /// 5 s (whole seconds, at least 1).
+    pub sessions_retry_after: Duration,
     /// How long [`HttpServer::shutdown`] waits for requests in flight: 5 s.
     pub shutdown_grace: Duration,
     /// How long a connection may take to send a request's head (request line and headers),
@@ -259,6 +276,8 @@ impl Default for HttpServerConfig {
             first_event_hold: Duration::from_millis(10),
             event_store_capacity: 64,
             session_idle_timeout: Duration::from_secs(30 * 60),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            sessions_retry_after: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(5),
             header_read_timeout: Some(Duration::from_secs(30)),
             body_read_timeout: Some(Duration::from_secs(30)),
@@ -380,6 +399,18 @@ impl HttpServerConfig {
     /// [`HttpServerConfig::session_store`]).
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.session_store = Some(store);
+        self
+    }
+
+    /// At most `max` sessions at once (see [`HttpServerConfig::max_sessions`]).
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// Another `Retry-After` for refusals past [`max_sessions`](HttpServerConfig::max_sessions).
+    pub fn sessions_retry_after(mut self, after: Duration) -> Self {
+        self.sessions_retry_after = after;
         self
     }
 
@@ -1281,13 +1312,24 @@ struct Shared {
 }
 
 impl Shared {
-    fn new_session(self: &Arc<Self>, legacy: bool, json: bool, keep: bool) -> (Arc<Session>, ServerTransport) {
+    /// A new session, kept in the table when `keep` (`None` when the table holds
+    /// [`HttpServerConfig::max_sessions`] already: nothing was started).
+    fn new_session(self: &Arc<Self>, legacy: bool, json: bool, keep: bool) -> Option<(Arc<Session>, ServerTransport)> {
         let id = if keep { random_id() } else { String::new() };
         let (session, transport) = self.build_session(id, legacy, json);
         if keep {
-            self.sessions.lock().expect("sessions lock").insert(session.id.clone(), session.clone());
+            let mut sessions = self.sessions.lock().expect("sessions lock");
+            if sessions.len() >= self.config.max_sessions {
+                return None;
+            }
+            sessions.insert(session.id.clone(), session.clone());
         }
-        (session, transport)
+        Some((session, transport))
+    }
+
+    /// A session that belongs to no table (stateless requests): never refused.
+    fn unkept_session(self: &Arc<Self>, json: bool) -> (Arc<Session>, ServerTransport) {
+        self.build_session(String::new(), false, json)
     }
 
     /// A session of id `id`, not yet in the table.
@@ -1694,6 +1736,18 @@ fn rpc_error(status: StatusCode, code: ErrorCode, message: impl Into<String>) ->
     let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// 503 with `Retry-After` and a JSON-RPC error naming the limit: the server holds
+/// [`HttpServerConfig::max_sessions`] sessions already.
+fn too_many_sessions(shared: &Shared) -> Response<HttpBody> {
+    let max = shared.config.max_sessions;
+    tracing::debug!(max, "a new session refused: max_sessions reached");
+    let message = format!("Service Unavailable: too many sessions (the limit max_sessions = {max}); try again later");
+    let mut response = rpc_error(StatusCode::SERVICE_UNAVAILABLE, TRANSPORT_ERROR, message);
+    let retry = shared.config.sessions_retry_after.as_secs().max(1);
+    response.headers_mut().insert(hyper::header::RETRY_AFTER, HeaderValue::from(retry));
     response
 }
 
@@ -2166,7 +2220,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
         if let Err(response) = check_scopes(&shared, &req_head, &messages) {
             return response;
         }
-        let (session, transport) = shared.new_session(false, true, false);
+        let (session, transport) = shared.unkept_session(true);
         *session.version.lock().expect("session lock") = Some(version);
         session.bind_principal(&req_head);
         crate::transport::task::spawn((shared.app)(transport));
@@ -2237,7 +2291,9 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 return response;
             }
             let json = shared.config.response_mode == ResponseMode::Json;
-            let (session, transport) = shared.new_session(false, json, true);
+            let Some((session, transport)) = shared.new_session(false, json, true) else {
+                return too_many_sessions(&shared);
+            };
             session.bind_principal(&req_head);
             if let (Some(store), [Message::Request(init)]) = (&shared.config.session_store, messages.as_slice()) {
                 let params = init.params.as_ref().and_then(|p| p.to_raw().ok());
@@ -2338,7 +2394,7 @@ async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8
         .filter(|(name, _)| name.as_str().starts_with(envelope::PARAM_HEADER_PREFIX))
         .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap_or("\u{fffd}").to_owned()))
         .collect();
-    let (session, transport) = shared.new_session(false, true, false);
+    let (session, transport) = shared.unkept_session(true);
     *session.version.lock().expect("session lock") = Some(version);
     *session.param_headers.lock().expect("session lock") = Some((request.id.clone(), param_headers));
     session.bind_principal(req);
@@ -2878,7 +2934,9 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Htt
             "Not Acceptable: Client must accept text/event-stream",
         );
     }
-    let (session, transport) = shared.new_session(true, false, true);
+    let Some((session, transport)) = shared.new_session(true, false, true) else {
+        return too_many_sessions(&shared);
+    };
     *session.version.lock().expect("session lock") = Some(ProtocolVersion::V2024_11_05);
     session.bind_principal(&req);
     let depth = shared.config.limits.queue_depth.max(1);
