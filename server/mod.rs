@@ -461,19 +461,7 @@ impl ServerBuilder {
         F: Fn(Map<String, Value>, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
     {
-        let tool = Tool {
-            name: name.into(),
-            title: None,
-            description: Some(description.into()),
-            input_schema,
-            output_schema: None,
-            annotations: None,
-            icons: None,
-            execution: None,
-            meta: None,
-            extra: Map::new(),
-        };
-        self.tool_with(tool, handler)
+        self.tool_with(Tool::new(name, input_schema).description(description), handler)
     }
 
     /// Adds a tool whose arguments are decoded as `A` first; arguments that do not fit are a

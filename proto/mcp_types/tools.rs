@@ -49,6 +49,112 @@ pub struct Tool {
     pub extra: Extra,
 }
 
+/// Builders: `Tool::new(name, input_schema)` and a method per optional member, each consuming
+/// and returning the tool (pure data, no validation; the server checks what it serves).
+///
+/// ```
+/// use mcpwire::proto::mcp_types::Tool;
+/// use serde_json::json;
+///
+/// let tool = Tool::new("add", json!({"type": "object"}))
+///     .title("Add")
+///     .description("Adds two numbers")
+///     .read_only(true)
+///     .output_schema(json!({"type": "object", "properties": {"sum": {"type": "number"}}}));
+/// assert_eq!(tool.annotations.unwrap().read_only_hint, Some(true));
+/// ```
+impl Tool {
+    /// A tool with a name and the JSON Schema of its arguments (an object schema), the rest
+    /// unset.
+    pub fn new(name: impl Into<String>, input_schema: Value) -> Tool {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            annotations: None,
+            icons: None,
+            execution: None,
+            meta: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// `title`: the display name.
+    pub fn title(mut self, title: impl Into<String>) -> Tool {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// `description`: what the tool does.
+    pub fn description(mut self, description: impl Into<String>) -> Tool {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// `inputSchema`, replaced.
+    pub fn input_schema(mut self, schema: Value) -> Tool {
+        self.input_schema = schema;
+        self
+    }
+
+    /// `outputSchema`: the JSON Schema of `structuredContent`.
+    pub fn output_schema(mut self, schema: Value) -> Tool {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// `annotations`, replaced whole.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Tool {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// `annotations.readOnlyHint`.
+    pub fn read_only(self, hint: bool) -> Tool {
+        self.annotate(|a| a.read_only_hint = Some(hint))
+    }
+
+    /// `annotations.destructiveHint`.
+    pub fn destructive(self, hint: bool) -> Tool {
+        self.annotate(|a| a.destructive_hint = Some(hint))
+    }
+
+    /// `annotations.idempotentHint`.
+    pub fn idempotent(self, hint: bool) -> Tool {
+        self.annotate(|a| a.idempotent_hint = Some(hint))
+    }
+
+    /// `annotations.openWorldHint`.
+    pub fn open_world(self, hint: bool) -> Tool {
+        self.annotate(|a| a.open_world_hint = Some(hint))
+    }
+
+    fn annotate(mut self, set: impl FnOnce(&mut ToolAnnotations)) -> Tool {
+        set(self.annotations.get_or_insert_with(ToolAnnotations::default));
+        self
+    }
+
+    /// `execution.taskSupport`: whether calls may or must run as tasks (2025-11-25).
+    pub fn task_support(mut self, support: TaskSupport) -> Tool {
+        self.execution.get_or_insert_with(ToolExecution::default).task_support = Some(support);
+        self
+    }
+
+    /// `icons`, replaced.
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Tool {
+        self.icons = Some(icons.into_iter().collect());
+        self
+    }
+
+    /// `_meta`, replaced.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Tool {
+        self.meta = Some(meta);
+        self
+    }
+}
+
 /// Hints about a tool's behaviour ("ToolAnnotations", 2025-03-26). Untrusted unless the
 /// server is.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -425,6 +531,34 @@ mod tests {
         }));
         assert_eq!(t.execution.unwrap().task_support, Some(TaskSupport::Required));
         assert_eq!(t.annotations.unwrap().read_only_hint, Some(true));
+    }
+
+    #[test]
+    fn the_builder_writes_every_member() {
+        let tool = Tool::new("echo", json!({"type": "object"}))
+            .title("Echo")
+            .description("Echoes")
+            .output_schema(json!({"type": "object"}))
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false)
+            .task_support(TaskSupport::Optional)
+            .icons([Icon { src: "https://x/icon.png".into(), ..Icon::default() }])
+            .meta([("ui".to_owned(), json!(1))].into_iter().collect());
+        assert_eq!(
+            serde_json::to_value(&tool).unwrap(),
+            json!({
+                "name": "echo", "title": "Echo", "description": "Echoes",
+                "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+                "execution": {"taskSupport": "optional"},
+                "icons": [{"src": "https://x/icon.png"}],
+                "_meta": {"ui": 1}
+            })
+        );
+        let bare = Tool::new("t", json!({"type": "object"}));
+        assert_eq!(serde_json::to_value(&bare).unwrap(), json!({"name": "t", "inputSchema": {"type": "object"}}));
     }
 
     #[test]
