@@ -24,3 +24,9 @@ pub mod gateway;
 
 #[cfg(feature = "recording")]
 pub mod recording;
+
+/// The schemars crate (feature `schema`), for `#[derive(JsonSchema)]` on the types of typed
+/// tools without a direct dependency (`use mcpwire::schemars::JsonSchema;` and
+/// `#[schemars(crate = "mcpwire::schemars")]` on the type).
+#[cfg(feature = "schema")]
+pub use schemars;

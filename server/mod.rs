@@ -119,6 +119,8 @@ mod subscriptions;
 mod task_extension;
 mod tasks;
 mod tool;
+#[cfg(feature = "schema")]
+mod typed;
 
 #[cfg(test)]
 mod tests;
@@ -134,6 +136,8 @@ pub use resources::{blob_contents, resource, resource_not_found, resource_templa
 pub use task_extension::TASKS_EXTENSION;
 pub use tasks::{DEFAULT_TTL_MS, MAX_TTL_MS, POLL_INTERVAL_MS};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
+#[cfg(feature = "schema")]
+pub use typed::{Json, TypedOutput};
 
 /// Tool calls that may run at once on one connection; more wait for a slot (still cancellable
 /// while they wait).
@@ -206,6 +210,14 @@ pub enum ServerError {
         /// The tool.
         name: String,
     },
+    /// A typed tool's derived schema cannot serve as its input or output schema (feature
+    /// `schema`: the type is not an object).
+    InvalidSchema {
+        /// The tool.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// The input failed (not a clean end of stream).
     Input(String),
     /// Flushing and closing the transport failed.
@@ -220,6 +232,7 @@ impl fmt::Display for ServerError {
             ServerError::InvalidInputSchema { name } => {
                 write!(f, "the input schema of tool {name:?} is not a JSON object")
             }
+            ServerError::InvalidSchema { name, reason } => write!(f, "tool {name:?}: {reason}"),
             ServerError::NotCacheable { method } => {
                 write!(f, "{method} has no cacheable result (see CACHEABLE_METHODS)")
             }
@@ -298,6 +311,9 @@ pub struct ServerBuilder {
     cache_hints: Vec<(String, CacheHint)>,
     request_state_secret: Option<Vec<u8>>,
     forwarder: Option<(Arc<dyn forward::Forwarder>, forward::Forwarding)>,
+    /// Typed tools whose derived schemas cannot be used, reported by `build`.
+    #[cfg_attr(not(feature = "schema"), allow(dead_code))]
+    schema_errors: Vec<ServerError>,
 }
 
 impl Server {
@@ -322,6 +338,7 @@ impl Server {
             cache_hints: Vec::new(),
             request_state_secret: None,
             forwarder: None,
+            schema_errors: Vec::new(),
         }
     }
 
@@ -568,8 +585,11 @@ impl ServerBuilder {
     ///
     /// # Errors
     /// [`ServerError::DuplicateTool`], [`ServerError::InvalidInputSchema`],
-    /// [`ServerError::Duplicate`].
-    pub fn build(self) -> Result<Server, ServerError> {
+    /// [`ServerError::Duplicate`], [`ServerError::InvalidSchema`].
+    pub fn build(mut self) -> Result<Server, ServerError> {
+        if !self.schema_errors.is_empty() {
+            return Err(self.schema_errors.remove(0));
+        }
         let registry = registry::Registry::default();
         let mut names = HashSet::new();
         {

@@ -355,6 +355,111 @@ pub struct CallToolResult {
     pub extra: Extra,
 }
 
+/// Why [`CallToolResult::structured`] gave no value.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StructuredError {
+    /// The result has no `structuredContent`.
+    Missing,
+    /// The tool failed (`isError: true`); the text of its content.
+    ToolFailed(String),
+    /// `structuredContent` does not fit the type.
+    Decode(DecodeError),
+}
+
+impl std::fmt::Display for StructuredError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StructuredError::Missing => f.write_str("the tool result has no structured content"),
+            StructuredError::ToolFailed(text) => write!(f, "the tool failed: {text}"),
+            StructuredError::Decode(e) => write!(f, "the structured content does not fit: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StructuredError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StructuredError::Decode(e) => Some(e),
+            StructuredError::Missing | StructuredError::ToolFailed(_) => None,
+        }
+    }
+}
+
+/// A JSON value that does not decode as a Rust type: where (a JSON pointer into the value,
+/// `""` for the whole value) and serde's reason.
+#[derive(Debug)]
+pub struct DecodeError {
+    /// A JSON pointer to the offending value, as the server's schema errors write it.
+    pub path: String,
+    /// serde's error.
+    pub source: serde_json::Error,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.source)
+        } else {
+            write!(f, "{}: {}", self.path, self.source)
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Decodes `value` as `T`, naming the JSON pointer of the first part that does not fit.
+///
+/// # Errors
+/// [`DecodeError`] when `value` does not fit `T`.
+pub fn decode_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, DecodeError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        use serde_path_to_error::Segment;
+        let mut path = String::new();
+        for segment in e.path().iter() {
+            path.push('/');
+            match segment {
+                Segment::Seq { index } => path.push_str(&index.to_string()),
+                Segment::Map { key } | Segment::Enum { variant: key } => {
+                    path.push_str(&key.replace('~', "~0").replace('/', "~1"))
+                }
+                Segment::Unknown => path.push('?'),
+            }
+        }
+        DecodeError { path, source: e.into_inner() }
+    })
+}
+
+impl CallToolResult {
+    /// Decodes `structuredContent` as `T` (client side: the typed result of a tool, such as one
+    /// a server made with `derived_tool` and `Json<T>`).
+    ///
+    /// # Errors
+    /// [`StructuredError::ToolFailed`] for a tool error, [`StructuredError::Missing`] without
+    /// `structuredContent`, [`StructuredError::Decode`] (with the JSON pointer of the part that
+    /// does not fit) when it is not a `T`.
+    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, StructuredError> {
+        if self.is_error == Some(true) {
+            let text = self
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            return Err(StructuredError::ToolFailed(text));
+        }
+        let value = self.structured_content.clone().ok_or(StructuredError::Missing)?;
+        decode_value(value).map_err(StructuredError::Decode)
+    }
+}
+
 /// What a `tools/call` response carries.
 ///
 /// Decoded by shape: `content` present → [`CallToolResult`]; else `task` present →
@@ -559,6 +664,35 @@ mod tests {
         );
         let bare = Tool::new("t", json!({"type": "object"}));
         assert_eq!(serde_json::to_value(&bare).unwrap(), json!({"name": "t", "inputSchema": {"type": "object"}}));
+    }
+
+    #[test]
+    fn structured_content_decodes_into_a_type_or_names_the_path() {
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Point {
+            x: i32,
+            tags: Vec<String>,
+        }
+        let ok = CallToolResult { structured_content: Some(json!({"x": 1, "tags": ["a"]})), ..Default::default() };
+        assert_eq!(ok.structured::<Point>().unwrap(), Point { x: 1, tags: vec!["a".into()] });
+        let bad = CallToolResult { structured_content: Some(json!({"x": 1, "tags": ["a", 2]})), ..Default::default() };
+        let err = bad.structured::<Point>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the structured content does not fit: /tags/1: invalid type: integer `2`, expected a string"
+        );
+        let missing = CallToolResult { structured_content: Some(json!({"tags": []})), ..Default::default() };
+        assert_eq!(
+            missing.structured::<Point>().unwrap_err().to_string(),
+            "the structured content does not fit: missing field `x`"
+        );
+        assert!(matches!(CallToolResult::default().structured::<Point>(), Err(StructuredError::Missing)));
+        let failed = CallToolResult {
+            content: vec![serde_json::from_value(json!({"type": "text", "text": "boom"})).unwrap()],
+            is_error: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(failed.structured::<Point>().unwrap_err().to_string(), "the tool failed: boom");
     }
 
     #[test]
