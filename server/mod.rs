@@ -35,6 +35,9 @@
 //!   as the TypeScript SDK answers), params that are not a `CallToolRequestParams` are -32602,
 //!   a panicking handler is -32603 and the server goes on; `notifications/cancelled` aborts the
 //!   call's task and no response is sent.
+//! - Typed tools (feature `schema`): `derived_tool` derives the input and output schemas from
+//!   Rust types (schemars) and decodes the arguments; a `Json` result fills
+//!   `structuredContent`.
 //! - Tool arguments are checked against the tool's input schema ([`schema`]) before the
 //!   handler runs (a mismatch is a tool error); `structuredContent` is checked against the
 //!   output schema before it leaves (a mismatch becomes a tool error) and mirrored into a text

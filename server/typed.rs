@@ -5,37 +5,6 @@
 //! result, and everything else (argument validation against the schema before the handler,
 //! the output check, cancellation, tasks) is the untyped path's.
 //!
-//! ```
-//! use mcpwire::server::{Json, Server};
-//! use mcpwire::schemars::JsonSchema;
-//! use serde::{Deserialize, Serialize};
-//!
-//! #[derive(Deserialize, JsonSchema)]
-//! #[schemars(crate = "mcpwire::schemars")]
-//! struct AddArgs {
-//!     /// The first term.
-//!     a: f64,
-//!     /// The second term.
-//!     b: f64,
-//! }
-//!
-//! #[derive(Serialize, JsonSchema)]
-//! #[schemars(crate = "mcpwire::schemars")]
-//! struct Sum {
-//!     sum: f64,
-//! }
-//!
-//! let server = Server::builder()
-//!     .derived_tool("add", "Adds two numbers", |args: AddArgs, _ctx| async move {
-//!         Ok(Json(Sum { sum: args.a + args.b }))
-//!     })
-//!     .build()
-//!     .unwrap();
-//! let tool = &server.tools()[0];
-//! assert_eq!(tool.input_schema["properties"]["a"]["description"], "The first term.");
-//! assert_eq!(tool.output_schema.as_ref().unwrap()["required"], serde_json::json!(["sum"]));
-//! ```
-//!
 //! Not here: validation beyond the server's own partial validator ([`super::schema`]), typed
 //! prompts and elicitation.
 
@@ -109,6 +78,35 @@ impl ServerBuilder {
     /// error (`isError: true`) naming the JSON pointer of the offending value, and the handler
     /// is not called. A type whose schema is not an object schema makes
     /// [`build`](Self::build) fail with [`ServerError::InvalidSchema`].
+    ///
+    /// ```
+    /// use mcpwire::server::{Json, Server};
+    /// use mcpwire::schemars::{self, JsonSchema};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct AddArgs {
+    ///     /// The first term.
+    ///     a: f64,
+    ///     /// The second term.
+    ///     b: f64,
+    /// }
+    ///
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Sum {
+    ///     sum: f64,
+    /// }
+    ///
+    /// let server = Server::builder()
+    ///     .derived_tool("add", "Adds two numbers", |args: AddArgs, _ctx| async move {
+    ///         Ok(Json(Sum { sum: args.a + args.b }))
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let tool = &server.tools()[0];
+    /// assert_eq!(tool.input_schema["properties"]["a"]["description"], "The first term.");
+    /// assert_eq!(tool.output_schema.as_ref().unwrap()["required"], serde_json::json!(["sum"]));
+    /// ```
     pub fn derived_tool<A, O, F, Fut>(self, name: impl Into<String>, description: impl Into<String>, handler: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
