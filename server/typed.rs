@@ -16,7 +16,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{arguments, Context, ServerBuilder, ServerError, ToolError};
+use super::tool::ToolFn;
+use super::{arguments, Context, Registered, Server, ServerBuilder, ServerError, ToolError, ToolFuture};
 use crate::proto::json_schema;
 use crate::proto::mcp_types::{CallToolResult, ContentBlock, TextContent, Tool};
 
@@ -121,32 +122,71 @@ impl ServerBuilder {
     /// As [`derived_tool`](Self::derived_tool), from a full definition (title, annotations,
     /// icons, `_meta` …, see [`Tool::new`]) whose `inputSchema` is replaced by `A`'s, and whose
     /// `outputSchema` by the output's when it has one.
-    pub fn derived_tool_with<A, O, F, Fut>(mut self, mut tool: Tool, handler: F) -> Self
+    pub fn derived_tool_with<A, O, F, Fut>(mut self, tool: Tool, handler: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
         O: TypedOutput,
         F: Fn(A, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
     {
-        match json_schema::input_schema::<A>() {
-            Ok(schema) => tool.input_schema = schema,
-            Err(e) => {
-                self.schema_errors.push(ServerError::InvalidSchema { name: tool.name.clone(), reason: e.to_string() })
-            }
-        }
-        match O::output_schema() {
-            Some(Ok(schema)) => tool.output_schema = Some(schema),
-            Some(Err(e)) => {
-                self.schema_errors.push(ServerError::InvalidSchema { name: tool.name.clone(), reason: e.to_string() })
-            }
-            None => {}
-        }
-        let handler = Arc::new(handler);
-        self.tool_with(tool, move |args, ctx| {
-            let handler = handler.clone();
-            async move { handler(arguments::<A>(args)?, ctx).await?.into_result() }
-        })
+        let (tool, handler, error) = typed(tool, handler);
+        self.schema_errors.extend(error);
+        self.tools.push(Registered { tool, handler });
+        self
     }
+}
+
+impl Server {
+    /// As [`ServerBuilder::derived_tool_with`], while serving: adds (or replaces) a typed tool
+    /// and sends `notifications/tools/list_changed`.
+    ///
+    /// # Errors
+    /// [`ServerError::InvalidSchema`] when a derived schema is not an object schema; nothing
+    /// changes then.
+    pub fn add_derived_tool<A, O, F, Fut>(&self, tool: Tool, handler: F) -> Result<(), ServerError>
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: TypedOutput,
+        F: Fn(A, Context) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    {
+        match typed(tool, handler) {
+            (_, _, Some(error)) => Err(error),
+            (tool, handler, None) => {
+                self.add_registered(Registered { tool, handler });
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `tool` with the derived schemas, its handler wrapped (arguments decoded, the output encoded),
+/// and the first schema that could not be derived.
+fn typed<A, O, F, Fut>(mut tool: Tool, handler: F) -> (Tool, ToolFn, Option<ServerError>)
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    O: TypedOutput,
+    F: Fn(A, Context) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    let mut error = None;
+    let refused =
+        |e: json_schema::NotAnObject| ServerError::InvalidSchema { name: tool.name.clone(), reason: e.to_string() };
+    match json_schema::input_schema::<A>() {
+        Ok(schema) => tool.input_schema = schema,
+        Err(e) => error = Some(refused(e)),
+    }
+    match O::output_schema() {
+        Some(Ok(schema)) => tool.output_schema = Some(schema),
+        Some(Err(e)) => error = error.or(Some(refused(e))),
+        None => {}
+    }
+    let handler = Arc::new(handler);
+    let handler: ToolFn = Arc::new(move |args, ctx| {
+        let handler = handler.clone();
+        Box::pin(async move { handler(arguments::<A>(args)?, ctx).await?.into_result() }) as ToolFuture
+    });
+    (tool, handler, error)
 }
 
 #[cfg(test)]
@@ -201,6 +241,19 @@ mod tests {
         let Err(ServerError::InvalidSchema { name, reason }) = result else { panic!("refused") };
         assert_eq!(name, "n");
         assert!(reason.contains("is not an object schema"), "{reason}");
+    }
+
+    #[test]
+    fn a_derived_tool_added_while_serving_has_its_schemas_or_is_refused() {
+        let server = Server::builder().build().unwrap();
+        let tool = Tool::new("say", json!({})).title("Say");
+        server.add_derived_tool(tool, |a: Args, _| async move { Ok(Json(Said { said: a.text })) }).unwrap();
+        let listed = &server.tools()[0];
+        assert_eq!((listed.title.as_deref(), &listed.input_schema["required"]), (Some("Say"), &json!(["text"])));
+        assert!(listed.output_schema.is_some());
+        let refused = server.add_derived_tool(Tool::new("n", json!({})), |n: u32, _| async move { Ok(Json(n)) });
+        assert!(matches!(refused, Err(ServerError::InvalidSchema { .. })), "{refused:?}");
+        assert_eq!(server.tools().len(), 1, "nothing changes");
     }
 
     #[test]
