@@ -24,3 +24,9 @@ pub mod gateway;
 
 #[cfg(feature = "recording")]
 pub mod recording;
+
+/// The schemars crate (feature `schema`), for `#[derive(JsonSchema)]` on the types of typed
+/// tools without a direct dependency: `use mcpwire::schemars::{self, JsonSchema};` puts it
+/// where the derive looks for it (see `examples/typed_tools.rs`).
+#[cfg(feature = "schema")]
+pub use schemars;

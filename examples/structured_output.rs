@@ -24,21 +24,22 @@ struct Weather {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // `Tool` has no builder: a full definition is most easily written as its JSON.
-    let tool: Tool = serde_json::from_value(json!({
-        "name": "weather",
-        "description": "Current weather of a city",
-        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        "outputSchema": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string"},
-                "temperature_c": {"type": "number"},
-                "conditions": {"type": "string"}
-            },
-            "required": ["city", "temperature_c", "conditions"]
-        }
-    }))?;
+    // A full definition through `Tool`'s builder: the schemas written by hand here (the
+    // `schema` feature derives them from Rust types instead).
+    let tool = Tool::new(
+        "weather",
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    )
+    .description("Current weather of a city")
+    .output_schema(json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "temperature_c": {"type": "number"},
+            "conditions": {"type": "string"}
+        },
+        "required": ["city", "temperature_c", "conditions"]
+    }));
     let server = Server::builder()
         .name("structured-output")
         .tool_with(tool, |args, _ctx| async move {

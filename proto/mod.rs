@@ -10,6 +10,7 @@
 //! - [`session`]: the sans-IO session core: ids, pending requests, lifecycle, cancellation,
 //!   progress, timeouts.
 //! - [`timestamp`]: UTC timestamps as MCP writes them, and the calendar behind them.
+//! - `json_schema` (feature `schema`): JSON Schemas derived from Rust types, for typed tools.
 //! - `framing` (feature `framing`): newline-delimited and SSE framing on `bytes::BytesMut`.
 
 pub mod envelope;
@@ -23,3 +24,6 @@ pub mod version;
 
 #[cfg(feature = "framing")]
 pub mod framing;
+
+#[cfg(feature = "schema")]
+pub mod json_schema;

@@ -35,6 +35,9 @@
 //!   as the TypeScript SDK answers), params that are not a `CallToolRequestParams` are -32602,
 //!   a panicking handler is -32603 and the server goes on; `notifications/cancelled` aborts the
 //!   call's task and no response is sent.
+//! - Typed tools (feature `schema`): `derived_tool` derives the input and output schemas from
+//!   Rust types (schemars) and decodes the arguments; a `Json` result fills
+//!   `structuredContent`.
 //! - Tool arguments are checked against the tool's input schema ([`schema`]) before the
 //!   handler runs (a mismatch is a tool error); `structuredContent` is checked against the
 //!   output schema before it leaves (a mismatch becomes a tool error) and mirrored into a text
@@ -119,6 +122,8 @@ mod subscriptions;
 mod task_extension;
 mod tasks;
 mod tool;
+#[cfg(feature = "schema")]
+mod typed;
 
 #[cfg(test)]
 mod tests;
@@ -134,6 +139,8 @@ pub use resources::{blob_contents, resource, resource_not_found, resource_templa
 pub use task_extension::TASKS_EXTENSION;
 pub use tasks::{DEFAULT_TTL_MS, MAX_TTL_MS, POLL_INTERVAL_MS};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
+#[cfg(feature = "schema")]
+pub use typed::{Json, TypedOutput};
 
 /// Tool calls that may run at once on one connection; more wait for a slot (still cancellable
 /// while they wait).
@@ -206,6 +213,14 @@ pub enum ServerError {
         /// The tool.
         name: String,
     },
+    /// A typed tool's derived schema cannot serve as its input or output schema (feature
+    /// `schema`: the type is not an object).
+    InvalidSchema {
+        /// The tool.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// The input failed (not a clean end of stream).
     Input(String),
     /// Flushing and closing the transport failed.
@@ -220,6 +235,7 @@ impl fmt::Display for ServerError {
             ServerError::InvalidInputSchema { name } => {
                 write!(f, "the input schema of tool {name:?} is not a JSON object")
             }
+            ServerError::InvalidSchema { name, reason } => write!(f, "tool {name:?}: {reason}"),
             ServerError::NotCacheable { method } => {
                 write!(f, "{method} has no cacheable result (see CACHEABLE_METHODS)")
             }
@@ -298,6 +314,9 @@ pub struct ServerBuilder {
     cache_hints: Vec<(String, CacheHint)>,
     request_state_secret: Option<Vec<u8>>,
     forwarder: Option<(Arc<dyn forward::Forwarder>, forward::Forwarding)>,
+    /// Typed tools whose derived schemas cannot be used, reported by `build`.
+    #[cfg_attr(not(feature = "schema"), allow(dead_code))]
+    schema_errors: Vec<ServerError>,
 }
 
 impl Server {
@@ -322,6 +341,7 @@ impl Server {
             cache_hints: Vec::new(),
             request_state_secret: None,
             forwarder: None,
+            schema_errors: Vec::new(),
         }
     }
 
@@ -461,19 +481,7 @@ impl ServerBuilder {
         F: Fn(Map<String, Value>, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
     {
-        let tool = Tool {
-            name: name.into(),
-            title: None,
-            description: Some(description.into()),
-            input_schema,
-            output_schema: None,
-            annotations: None,
-            icons: None,
-            execution: None,
-            meta: None,
-            extra: Map::new(),
-        };
-        self.tool_with(tool, handler)
+        self.tool_with(Tool::new(name, input_schema).description(description), handler)
     }
 
     /// Adds a tool whose arguments are decoded as `A` first; arguments that do not fit are a
@@ -580,8 +588,11 @@ impl ServerBuilder {
     ///
     /// # Errors
     /// [`ServerError::DuplicateTool`], [`ServerError::InvalidInputSchema`],
-    /// [`ServerError::Duplicate`].
-    pub fn build(self) -> Result<Server, ServerError> {
+    /// [`ServerError::Duplicate`], [`ServerError::InvalidSchema`].
+    pub fn build(mut self) -> Result<Server, ServerError> {
+        if !self.schema_errors.is_empty() {
+            return Err(self.schema_errors.remove(0));
+        }
         let registry = registry::Registry::default();
         let mut names = HashSet::new();
         {

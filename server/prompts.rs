@@ -61,26 +61,12 @@ pub(crate) struct PromptEntry {
 
 /// A [`Prompt`] with a name, a description and arguments (none when `arguments` is empty).
 pub fn prompt(name: impl Into<String>, description: impl Into<String>, arguments: Vec<PromptArgument>) -> Prompt {
-    Prompt {
-        name: name.into(),
-        title: None,
-        description: Some(description.into()),
-        arguments: (!arguments.is_empty()).then_some(arguments),
-        icons: None,
-        meta: None,
-        extra: Map::new(),
-    }
+    arguments.into_iter().fold(Prompt::new(name).description(description), Prompt::argument)
 }
 
 /// A [`PromptArgument`].
 pub fn prompt_argument(name: impl Into<String>, description: impl Into<String>, required: bool) -> PromptArgument {
-    PromptArgument {
-        name: name.into(),
-        title: None,
-        description: Some(description.into()),
-        required: Some(required),
-        extra: Map::new(),
-    }
+    PromptArgument::new(name).description(description).required(required)
 }
 
 /// A [`PromptMessage`] from `role` holding `content`.

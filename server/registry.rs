@@ -374,10 +374,15 @@ impl Server {
             return Err(super::ServerError::InvalidInputSchema { name: tool.name });
         }
         let handler: super::tool::ToolFn = Arc::new(move |args, ctx| Box::pin(handler(args, ctx)) as super::ToolFuture);
-        let name = tool.name.clone();
-        self.inner.registry.tools.write().expect("tools lock").insert(name, Registered { tool, handler });
-        self.inner.registry.broadcast("notifications/tools/list_changed");
+        self.add_registered(Registered { tool, handler });
         Ok(())
+    }
+
+    /// Adds (or replaces) a checked tool and sends `list_changed`.
+    pub(crate) fn add_registered(&self, registered: Registered) {
+        let name = registered.tool.name.clone();
+        self.inner.registry.tools.write().expect("tools lock").insert(name, registered);
+        self.inner.registry.broadcast("notifications/tools/list_changed");
     }
 
     /// Removes a tool while serving; sends `list_changed` when it was there. Calls already

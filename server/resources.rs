@@ -76,33 +76,12 @@ pub(crate) struct TemplateEntry {
 
 /// A [`Resource`] with a URI and a name, the rest unset.
 pub fn resource(uri: impl Into<String>, name: impl Into<String>) -> Resource {
-    Resource {
-        uri: uri.into(),
-        name: name.into(),
-        title: None,
-        description: None,
-        mime_type: None,
-        annotations: None,
-        size: None,
-        icons: None,
-        meta: None,
-        extra: Map::new(),
-    }
+    Resource::new(uri, name)
 }
 
 /// A [`ResourceTemplate`] with a URI template and a name, the rest unset.
 pub fn resource_template(uri_template: impl Into<String>, name: impl Into<String>) -> ResourceTemplate {
-    ResourceTemplate {
-        uri_template: uri_template.into(),
-        name: name.into(),
-        title: None,
-        description: None,
-        mime_type: None,
-        annotations: None,
-        icons: None,
-        meta: None,
-        extra: Map::new(),
-    }
+    ResourceTemplate::new(uri_template, name)
 }
 
 /// A read result holding one text part.

@@ -475,11 +475,8 @@ mod tests {
 
     #[test]
     fn checked_arguments_come_back_unchanged() {
-        let tool: Tool = serde_json::from_value(json!({
-            "name": "t",
-            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-        }))
-        .unwrap();
+        let tool =
+            Tool::new("t", json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}));
         let args = json!({"text": "hi", "more": [1, 2]}).as_object().unwrap().clone();
         assert_eq!(check_arguments(&tool, args.clone()).unwrap(), args);
         let bad = json!({"text": 1}).as_object().unwrap().clone();

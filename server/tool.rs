@@ -105,9 +105,10 @@ fn text_block(text: impl Into<String>) -> ContentBlock {
 /// Decodes a tool's arguments as `T`.
 ///
 /// # Errors
-/// [`ToolError::InvalidArguments`] when they do not fit.
+/// [`ToolError::InvalidArguments`] when they do not fit, naming the JSON pointer of the part
+/// that does not (`/items/2/count: invalid type: string "x", expected u32`).
 pub fn arguments<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, ToolError> {
-    Ok(serde_json::from_value(Value::Object(args))?)
+    crate::proto::mcp_types::decode_value(Value::Object(args)).map_err(|e| ToolError::InvalidArguments(e.to_string()))
 }
 
 /// `x` as a JSON number: an integer when it is one, else a float (NaN and infinities become 0).

@@ -637,7 +637,7 @@ async fn growing_upstream() -> mcpwire::transport::sse_http::HttpServer {
             let server = for_tool.get().cloned();
             async move {
                 let name = args.get("name").and_then(Value::as_str).unwrap_or("grown").to_owned();
-                let tool = serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap();
+                let tool = mcpwire::proto::mcp_types::Tool::new(name.clone(), json!({"type": "object"}));
                 let server = server.ok_or_else(|| ToolError::failed("no server yet"))?;
                 server
                     .add_tool(tool, |_args, _ctx| async { Ok(text_result("grown")) })

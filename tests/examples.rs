@@ -92,6 +92,32 @@ async fn structured_output_answers_with_structured_content() {
     client.close().await.unwrap();
 }
 
+#[cfg(feature = "schema")]
+#[tokio::test]
+async fn typed_tools_derives_schemas_and_answers_typed_values() {
+    let client = spawn("typed_tools", ClientOptions::default()).await;
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(names(&tools, |t| &t.name), ["forecast", "greet"]);
+    let forecast = &tools[0];
+    assert_eq!(forecast.title.as_deref(), Some("Forecast"));
+    assert_eq!(forecast.input_schema["required"], json!(["city"]), "Option and serde(default) are not required");
+    assert_eq!(forecast.input_schema["properties"]["days"]["description"], "How many days ahead (default 1).");
+    assert_eq!(forecast.output_schema.as_ref().unwrap()["required"], json!(["city", "unit", "temperatures"]));
+    assert_eq!(tools[1].output_schema, None, "content, no output schema");
+
+    let result =
+        client.call_tool("forecast", args(json!({"city": "Oslo", "days": 2, "unit": "fahrenheit"}))).await.unwrap();
+    let expected = json!({"city": "Oslo", "unit": "fahrenheit", "temperatures": [64.4, 66.2]});
+    assert_eq!(result.structured_content, Some(expected.clone()));
+    assert_eq!(serde_json::from_str::<Value>(text(&result)).unwrap(), expected, "the text mirror");
+    let bad = client.call_tool("forecast", args(json!({"city": "Oslo", "days": 300}))).await.unwrap();
+    assert_eq!(bad.is_error, Some(true));
+    assert!(text(&bad).contains("/days"), "{}", text(&bad));
+    let hello = client.call_tool("greet", args(json!({"name": "Ada"}))).await.unwrap();
+    assert_eq!(text(&hello), "Hello, Ada!");
+    client.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn resources_reads_static_dynamic_and_templated_resources() {
     let client = spawn("resources", ClientOptions::default()).await;

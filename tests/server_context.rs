@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use client::{call, call_seen, connect, request, Answer};
 use mcpwire::proto::jsonrpc::{ErrorCode, ErrorObject};
-use mcpwire::proto::mcp_types::{CreateMessageRequestParams, Tool};
+use mcpwire::proto::mcp_types::{CreateMessageRequestParams, TaskSupport, Tool};
 use mcpwire::server::{text_result, Server, ToolError};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use serde_json::{json, Value};
@@ -22,20 +22,11 @@ fn empty() -> Value {
 }
 
 fn server(finished: Arc<AtomicUsize>, roots_changed: Arc<AtomicUsize>) -> Server {
-    let slow: Tool = serde_json::from_value(
-        json!({"name": "slow_task", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}),
-    )
-    .unwrap();
-    let optional: Tool = serde_json::from_value(
-        json!({"name": "maybe_task", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}),
-    )
-    .unwrap();
-    let counted: Tool = serde_json::from_value(json!({
-        "name": "count_task",
-        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
-        "execution": {"taskSupport": "optional"}
-    }))
-    .unwrap();
+    let slow = Tool::new("slow_task", empty()).task_support(TaskSupport::Required);
+    let optional = Tool::new("maybe_task", empty()).task_support(TaskSupport::Optional);
+    let counted =
+        Tool::new("count_task", json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}))
+            .task_support(TaskSupport::Optional);
     let ran = Arc::new(AtomicUsize::new(0));
     Server::builder()
         .on_roots_list_changed(move || {

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use mcpwire::proto::mcp_types::{
-    AudioContent, CallToolResult, ContentBlock, ImageContent, LoggingLevel, ResourceLink, Role, TextContent, Tool,
+    AudioContent, CallToolResult, ContentBlock, Icon, ImageContent, LoggingLevel, ResourceLink, Role, TaskSupport,
+    TextContent, Tool,
 };
 use mcpwire::server::{
     prefix_matches, prompt, prompt_argument, prompt_message, prompt_result, resource, resource_template, text_contents,
@@ -392,7 +393,7 @@ async fn run_time_changes_send_list_changed() {
         .build()
         .unwrap();
     let mut wire = Wire::open(&server).await;
-    let tool: Tool = serde_json::from_value(json!({"name": "second", "inputSchema": {"type": "object"}})).unwrap();
+    let tool = Tool::new("second", json!({"type": "object"}));
     server.add_tool(tool, |_, _| async { Ok(text_result("2")) }).unwrap();
     assert_eq!(wire.line().await, r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
     let names: Vec<Value> = wire.result("tools/list", json!({})).await["tools"]
@@ -425,16 +426,15 @@ async fn run_time_changes_send_list_changed() {
 }
 
 fn structured_tool(name: &str) -> Tool {
-    serde_json::from_value(json!({
-        "name": name,
-        "title": "Weather",
-        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": false},
-        "outputSchema": {"type": "object", "properties": {"celsius": {"type": "number"}}, "required": ["celsius"]},
-        "annotations": {"readOnlyHint": true},
-        "icons": [{"src": "https://example.com/w.png"}],
-        "execution": {"taskSupport": "optional"}
-    }))
-    .unwrap()
+    Tool::new(
+        name,
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": false}),
+    )
+    .title("Weather")
+    .output_schema(json!({"type": "object", "properties": {"celsius": {"type": "number"}}, "required": ["celsius"]}))
+    .read_only(true)
+    .icons([Icon { src: "https://example.com/w.png".into(), ..Icon::default() }])
+    .task_support(TaskSupport::Optional)
 }
 
 #[tokio::test]

@@ -250,7 +250,7 @@ async fn relaying_replica(
             async move {
                 let server = server.ok_or_else(|| ToolError::failed("not built yet"))?;
                 let uri = format!("test://{name}/{}", server.resources().len());
-                server.add_resource_text(serde_json::from_value(json!({"uri": uri, "name": uri})).unwrap(), "new");
+                server.add_resource_text(mcpwire::proto::mcp_types::Resource::new(uri.clone(), uri), "new");
                 Ok(text_result("announced"))
             }
         })

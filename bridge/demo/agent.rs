@@ -236,29 +236,30 @@ async fn run_agent(args: Map<String, Value>, ctx: Context) -> Result<CallToolRes
 
 /// The agent server: one tool, `run_agent`.
 pub fn agent_server() -> Server {
-    let tool: Tool = serde_json::from_value(json!({
-        "name": "run_agent",
-        "title": "Run the agent",
-        "description": "Works towards a goal on the files under root, step by step, with the host's model; asks before writing",
-        "inputSchema": {
+    let tool = Tool::new(
+        "run_agent",
+        json!({
             "type": "object",
             "properties": {
                 "goal": {"type": "string", "description": "What to achieve"},
                 "root": {"type": "string", "description": "The directory to work in (default: the server's)"}
             },
             "required": ["goal"]
+        }),
+    )
+    .title("Run the agent")
+    .description(
+        "Works towards a goal on the files under root, step by step, with the host's model; asks before writing",
+    )
+    .output_schema(json!({
+        "type": "object",
+        "properties": {
+            "steps": {"type": "integer"},
+            "filesTouched": {"type": "array", "items": {"type": "string"}},
+            "answer": {"type": "string"}
         },
-        "outputSchema": {
-            "type": "object",
-            "properties": {
-                "steps": {"type": "integer"},
-                "filesTouched": {"type": "array", "items": {"type": "string"}},
-                "answer": {"type": "string"}
-            },
-            "required": ["steps", "filesTouched", "answer"]
-        }
-    }))
-    .expect("a valid tool");
+        "required": ["steps", "filesTouched", "answer"]
+    }));
     Server::builder()
         .name("mcpwire-agent")
         .version(env!("CARGO_PKG_VERSION"))

@@ -167,8 +167,7 @@ fn replica_tools(builder: ServerBuilder, name: String) -> ServerBuilder {
                     eprintln!("echo_server {name}: tools/call announce");
                     let server = SERVER.get().ok_or_else(|| ToolError::failed("the server is not built yet"))?;
                     let uri = format!("echo://{name}/{}", server.resources().len());
-                    let resource = serde_json::from_value(json!({"uri": uri, "name": uri}))
-                        .map_err(|e| ToolError::failed(e.to_string()))?;
+                    let resource = mcpwire::proto::mcp_types::Resource::new(uri.clone(), uri.clone());
                     server.add_resource_text(resource, "announced");
                     Ok(text_result(format!("{name} announced {uri}")))
                 }

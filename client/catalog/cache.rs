@@ -241,8 +241,7 @@ mod tests {
         let cache = CatalogCache::at(scratch("trip"));
         let server = ServerConfig::stdio("a", "srv", ["--x"]);
         assert!(cache.load([&server]).servers.is_empty() && cache.load([&server]).ignored.is_empty(), "no file");
-        let tool: Tool =
-            serde_json::from_value(serde_json::json!({"name": "t", "inputSchema": {"type": "object"}})).unwrap();
+        let tool = Tool::new("t", serde_json::json!({"type": "object"}));
         let entry = CachedListing { identity: identity(&server), tools: vec![tool], ..CachedListing::default() };
         cache.store(&[("a".to_owned(), entry.clone())].into()).unwrap();
         assert_eq!(cache.load([&server]).servers["a"], entry);

@@ -63,6 +63,38 @@ pub struct Implementation {
     pub extra: Extra,
 }
 
+/// Builders: `Implementation::new(name, version)` and a method per optional member (pure data).
+impl Implementation {
+    /// An implementation with a name and a version, the rest unset.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Implementation {
+        Implementation { name: name.into(), version: version.into(), ..Implementation::default() }
+    }
+
+    /// `title`: the display name (2025-06-18).
+    pub fn title(mut self, title: impl Into<String>) -> Implementation {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// `description` (2025-11-25).
+    pub fn description(mut self, description: impl Into<String>) -> Implementation {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// `websiteUrl`: the home page (2025-11-25).
+    pub fn website_url(mut self, website_url: impl Into<String>) -> Implementation {
+        self.website_url = Some(website_url.into());
+        self
+    }
+
+    /// `icons`, replaced.
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Implementation {
+        self.icons = Some(icons.into_iter().collect());
+        self
+    }
+}
+
 /// What a client supports ("Capability Negotiation"). Every member is optional; a present
 /// empty object means "supported".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -57,6 +57,87 @@ pub struct PromptArgument {
     pub extra: Extra,
 }
 
+/// Builders: `Prompt::new(name)` and a method per optional member (pure data).
+///
+/// ```
+/// use mcpwire::proto::mcp_types::{Prompt, PromptArgument};
+///
+/// let prompt = Prompt::new("review")
+///     .description("Reviews code")
+///     .argument(PromptArgument::new("code").description("The code").required(true));
+/// assert_eq!(prompt.arguments.unwrap()[0].required, Some(true));
+/// ```
+impl Prompt {
+    /// A prompt with a name, the rest unset.
+    pub fn new(name: impl Into<String>) -> Prompt {
+        Prompt {
+            name: name.into(),
+            title: None,
+            description: None,
+            arguments: None,
+            icons: None,
+            meta: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// `title`: the display name.
+    pub fn title(mut self, title: impl Into<String>) -> Prompt {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// `description`: what the prompt does.
+    pub fn description(mut self, description: impl Into<String>) -> Prompt {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Appends one argument to `arguments`.
+    pub fn argument(mut self, argument: PromptArgument) -> Prompt {
+        self.arguments.get_or_insert_with(Vec::new).push(argument);
+        self
+    }
+
+    /// `icons`, replaced.
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Prompt {
+        self.icons = Some(icons.into_iter().collect());
+        self
+    }
+
+    /// `_meta`, replaced.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Prompt {
+        self.meta = Some(meta);
+        self
+    }
+}
+
+/// Builders: `PromptArgument::new(name)` and a method per optional member (pure data).
+impl PromptArgument {
+    /// An argument with a name, the rest unset (so not required).
+    pub fn new(name: impl Into<String>) -> PromptArgument {
+        PromptArgument { name: name.into(), title: None, description: None, required: None, extra: Extra::new() }
+    }
+
+    /// `title`: the display name.
+    pub fn title(mut self, title: impl Into<String>) -> PromptArgument {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// `description`: what it means.
+    pub fn description(mut self, description: impl Into<String>) -> PromptArgument {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// `required`: whether it must be given.
+    pub fn required(mut self, required: bool) -> PromptArgument {
+        self.required = Some(required);
+        self
+    }
+}
+
 /// One message of a prompt: a role and a single content block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromptMessage {

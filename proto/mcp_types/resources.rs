@@ -79,6 +79,129 @@ pub struct ResourceTemplate {
     pub extra: Extra,
 }
 
+/// Builders: `Resource::new(uri, name)` and a method per optional member (pure data).
+///
+/// ```
+/// use mcpwire::proto::mcp_types::Resource;
+///
+/// let readme = Resource::new("file:///README.md", "readme").mime_type("text/markdown").size(1024);
+/// assert_eq!(readme.size, Some(1024));
+/// ```
+impl Resource {
+    /// A resource with a URI and a name, the rest unset.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Resource {
+        Resource {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            annotations: None,
+            size: None,
+            icons: None,
+            meta: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// `title`: the display name.
+    pub fn title(mut self, title: impl Into<String>) -> Resource {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// `description`: what it is, for a person or a model.
+    pub fn description(mut self, description: impl Into<String>) -> Resource {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// `mimeType`.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Resource {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// `annotations`: audience and priority hints.
+    pub fn annotations(mut self, annotations: Annotations) -> Resource {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// `icons`, replaced.
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Resource {
+        self.icons = Some(icons.into_iter().collect());
+        self
+    }
+
+    /// `_meta`, replaced.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Resource {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// `size`: bytes before any encoding.
+    pub fn size(mut self, size: u64) -> Resource {
+        self.size = Some(size);
+        self
+    }
+}
+
+/// Builders: `ResourceTemplate::new(uri_template, name)` and a method per optional member (pure
+/// data).
+impl ResourceTemplate {
+    /// A template with an RFC 6570 URI template and a name, the rest unset.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> ResourceTemplate {
+        ResourceTemplate {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            annotations: None,
+            icons: None,
+            meta: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// `title`: the display name.
+    pub fn title(mut self, title: impl Into<String>) -> ResourceTemplate {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// `description`: what it is, for a person or a model.
+    pub fn description(mut self, description: impl Into<String>) -> ResourceTemplate {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// `mimeType`.
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> ResourceTemplate {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// `annotations`: audience and priority hints.
+    pub fn annotations(mut self, annotations: Annotations) -> ResourceTemplate {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// `icons`, replaced.
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> ResourceTemplate {
+        self.icons = Some(icons.into_iter().collect());
+        self
+    }
+
+    /// `_meta`, replaced.
+    pub fn meta(mut self, meta: Map<String, Value>) -> ResourceTemplate {
+        self.meta = Some(meta);
+        self
+    }
+}
+
 /// Params of `resources/list`: an optional page cursor.
 pub type ListResourcesRequestParams = super::PaginatedRequestParams;
 
@@ -243,6 +366,30 @@ mod tests {
         let t: T = serde_json::from_value(v.clone()).expect("decode");
         assert_eq!(serde_json::to_value(&t).expect("encode"), v);
         t
+    }
+
+    #[test]
+    fn builders_of_resources_templates_prompts_and_implementations() {
+        let r = Resource::new("file:///a.txt", "a").title("A").description("d").mime_type("text/plain").size(3);
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            json!({"uri": "file:///a.txt", "name": "a", "title": "A", "description": "d", "mimeType": "text/plain", "size": 3})
+        );
+        let t = ResourceTemplate::new("file:///{path}", "files").mime_type("text/plain");
+        assert_eq!(
+            serde_json::to_value(&t).unwrap(),
+            json!({"uriTemplate": "file:///{path}", "name": "files", "mimeType": "text/plain"})
+        );
+        let p = Prompt::new("review").title("Review").argument(PromptArgument::new("code").required(true));
+        assert_eq!(
+            serde_json::to_value(&p).unwrap(),
+            json!({"name": "review", "title": "Review", "arguments": [{"name": "code", "required": true}]})
+        );
+        let i = Implementation::new("srv", "1.0").title("Server").website_url("https://example.com");
+        assert_eq!(
+            serde_json::to_value(&i).unwrap(),
+            json!({"name": "srv", "version": "1.0", "title": "Server", "websiteUrl": "https://example.com"})
+        );
     }
 
     #[test]

@@ -49,6 +49,112 @@ pub struct Tool {
     pub extra: Extra,
 }
 
+/// Builders: `Tool::new(name, input_schema)` and a method per optional member, each consuming
+/// and returning the tool (pure data, no validation; the server checks what it serves).
+///
+/// ```
+/// use mcpwire::proto::mcp_types::Tool;
+/// use serde_json::json;
+///
+/// let tool = Tool::new("add", json!({"type": "object"}))
+///     .title("Add")
+///     .description("Adds two numbers")
+///     .read_only(true)
+///     .output_schema(json!({"type": "object", "properties": {"sum": {"type": "number"}}}));
+/// assert_eq!(tool.annotations.unwrap().read_only_hint, Some(true));
+/// ```
+impl Tool {
+    /// A tool with a name and the JSON Schema of its arguments (an object schema), the rest
+    /// unset.
+    pub fn new(name: impl Into<String>, input_schema: Value) -> Tool {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            annotations: None,
+            icons: None,
+            execution: None,
+            meta: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// `title`: the display name.
+    pub fn title(mut self, title: impl Into<String>) -> Tool {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// `description`: what the tool does.
+    pub fn description(mut self, description: impl Into<String>) -> Tool {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// `inputSchema`, replaced.
+    pub fn input_schema(mut self, schema: Value) -> Tool {
+        self.input_schema = schema;
+        self
+    }
+
+    /// `outputSchema`: the JSON Schema of `structuredContent`.
+    pub fn output_schema(mut self, schema: Value) -> Tool {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// `annotations`, replaced whole.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Tool {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// `annotations.readOnlyHint`.
+    pub fn read_only(self, hint: bool) -> Tool {
+        self.annotate(|a| a.read_only_hint = Some(hint))
+    }
+
+    /// `annotations.destructiveHint`.
+    pub fn destructive(self, hint: bool) -> Tool {
+        self.annotate(|a| a.destructive_hint = Some(hint))
+    }
+
+    /// `annotations.idempotentHint`.
+    pub fn idempotent(self, hint: bool) -> Tool {
+        self.annotate(|a| a.idempotent_hint = Some(hint))
+    }
+
+    /// `annotations.openWorldHint`.
+    pub fn open_world(self, hint: bool) -> Tool {
+        self.annotate(|a| a.open_world_hint = Some(hint))
+    }
+
+    fn annotate(mut self, set: impl FnOnce(&mut ToolAnnotations)) -> Tool {
+        set(self.annotations.get_or_insert_with(ToolAnnotations::default));
+        self
+    }
+
+    /// `execution.taskSupport`: whether calls may or must run as tasks (2025-11-25).
+    pub fn task_support(mut self, support: TaskSupport) -> Tool {
+        self.execution.get_or_insert_with(ToolExecution::default).task_support = Some(support);
+        self
+    }
+
+    /// `icons`, replaced.
+    pub fn icons(mut self, icons: impl IntoIterator<Item = Icon>) -> Tool {
+        self.icons = Some(icons.into_iter().collect());
+        self
+    }
+
+    /// `_meta`, replaced.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Tool {
+        self.meta = Some(meta);
+        self
+    }
+}
+
 /// Hints about a tool's behaviour ("ToolAnnotations", 2025-03-26). Untrusted unless the
 /// server is.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -249,6 +355,111 @@ pub struct CallToolResult {
     pub extra: Extra,
 }
 
+/// Why [`CallToolResult::structured`] gave no value.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StructuredError {
+    /// The result has no `structuredContent`.
+    Missing,
+    /// The tool failed (`isError: true`); the text of its content.
+    ToolFailed(String),
+    /// `structuredContent` does not fit the type.
+    Decode(DecodeError),
+}
+
+impl std::fmt::Display for StructuredError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StructuredError::Missing => f.write_str("the tool result has no structured content"),
+            StructuredError::ToolFailed(text) => write!(f, "the tool failed: {text}"),
+            StructuredError::Decode(e) => write!(f, "the structured content does not fit: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StructuredError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StructuredError::Decode(e) => Some(e),
+            StructuredError::Missing | StructuredError::ToolFailed(_) => None,
+        }
+    }
+}
+
+/// A JSON value that does not decode as a Rust type: where (a JSON pointer into the value,
+/// `""` for the whole value) and serde's reason.
+#[derive(Debug)]
+pub struct DecodeError {
+    /// A JSON pointer to the offending value, as the server's schema errors write it.
+    pub path: String,
+    /// serde's error.
+    pub source: serde_json::Error,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.source)
+        } else {
+            write!(f, "{}: {}", self.path, self.source)
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Decodes `value` as `T`, naming the JSON pointer of the first part that does not fit.
+///
+/// # Errors
+/// [`DecodeError`] when `value` does not fit `T`.
+pub fn decode_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, DecodeError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        use serde_path_to_error::Segment;
+        let mut path = String::new();
+        for segment in e.path().iter() {
+            path.push('/');
+            match segment {
+                Segment::Seq { index } => path.push_str(&index.to_string()),
+                Segment::Map { key } | Segment::Enum { variant: key } => {
+                    path.push_str(&key.replace('~', "~0").replace('/', "~1"))
+                }
+                Segment::Unknown => path.push('?'),
+            }
+        }
+        DecodeError { path, source: e.into_inner() }
+    })
+}
+
+impl CallToolResult {
+    /// Decodes `structuredContent` as `T` (client side: the typed result of a tool, such as one
+    /// a server made with `derived_tool` and `Json<T>`).
+    ///
+    /// # Errors
+    /// [`StructuredError::ToolFailed`] for a tool error, [`StructuredError::Missing`] without
+    /// `structuredContent`, [`StructuredError::Decode`] (with the JSON pointer of the part that
+    /// does not fit) when it is not a `T`.
+    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, StructuredError> {
+        if self.is_error == Some(true) {
+            let text = self
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            return Err(StructuredError::ToolFailed(text));
+        }
+        let value = self.structured_content.clone().ok_or(StructuredError::Missing)?;
+        decode_value(value).map_err(StructuredError::Decode)
+    }
+}
+
 /// What a `tools/call` response carries.
 ///
 /// Decoded by shape: `content` present → [`CallToolResult`]; else `task` present →
@@ -425,6 +636,63 @@ mod tests {
         }));
         assert_eq!(t.execution.unwrap().task_support, Some(TaskSupport::Required));
         assert_eq!(t.annotations.unwrap().read_only_hint, Some(true));
+    }
+
+    #[test]
+    fn the_builder_writes_every_member() {
+        let tool = Tool::new("echo", json!({"type": "object"}))
+            .title("Echo")
+            .description("Echoes")
+            .output_schema(json!({"type": "object"}))
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false)
+            .task_support(TaskSupport::Optional)
+            .icons([Icon { src: "https://x/icon.png".into(), ..Icon::default() }])
+            .meta([("ui".to_owned(), json!(1))].into_iter().collect());
+        assert_eq!(
+            serde_json::to_value(&tool).unwrap(),
+            json!({
+                "name": "echo", "title": "Echo", "description": "Echoes",
+                "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+                "execution": {"taskSupport": "optional"},
+                "icons": [{"src": "https://x/icon.png"}],
+                "_meta": {"ui": 1}
+            })
+        );
+        let bare = Tool::new("t", json!({"type": "object"}));
+        assert_eq!(serde_json::to_value(&bare).unwrap(), json!({"name": "t", "inputSchema": {"type": "object"}}));
+    }
+
+    #[test]
+    fn structured_content_decodes_into_a_type_or_names_the_path() {
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Point {
+            x: i32,
+            tags: Vec<String>,
+        }
+        let ok = CallToolResult { structured_content: Some(json!({"x": 1, "tags": ["a"]})), ..Default::default() };
+        assert_eq!(ok.structured::<Point>().unwrap(), Point { x: 1, tags: vec!["a".into()] });
+        let bad = CallToolResult { structured_content: Some(json!({"x": 1, "tags": ["a", 2]})), ..Default::default() };
+        let err = bad.structured::<Point>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the structured content does not fit: /tags/1: invalid type: integer `2`, expected a string"
+        );
+        let missing = CallToolResult { structured_content: Some(json!({"tags": []})), ..Default::default() };
+        assert_eq!(
+            missing.structured::<Point>().unwrap_err().to_string(),
+            "the structured content does not fit: missing field `x`"
+        );
+        assert!(matches!(CallToolResult::default().structured::<Point>(), Err(StructuredError::Missing)));
+        let failed = CallToolResult {
+            content: vec![serde_json::from_value(json!({"type": "text", "text": "boom"})).unwrap()],
+            is_error: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(failed.structured::<Point>().unwrap_err().to_string(), "the tool failed: boom");
     }
 
     #[test]

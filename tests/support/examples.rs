@@ -53,6 +53,9 @@ fn built(kind: &str, name: &str) -> &'static str {
     // library is built with the same features and not compiled again for this build.
     cargo.args(["build", "--quiet", "--workspace", kind, name, "--manifest-path"]);
     cargo.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
+    if cfg!(feature = "schema") {
+        cargo.args(["--features", "mcpwire/schema"]);
+    }
     if cfg!(feature = "redis") {
         cargo.args(["--features", "mcpwire/redis,mcp-bridge/redis"]);
     }

@@ -58,8 +58,7 @@ fn no_arguments() -> Value {
 
 /// A tool definition with a name, a description and an input schema.
 fn tool(name: &str, description: &str, input_schema: Value) -> Tool {
-    serde_json::from_value(json!({"name": name, "description": description, "inputSchema": input_schema}))
-        .expect("a valid tool")
+    Tool::new(name, input_schema).description(description)
 }
 
 /// SEP-1613: a JSON Schema 2020-12 input schema with `$schema`, `$defs`, composition and

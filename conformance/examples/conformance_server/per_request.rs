@@ -9,7 +9,7 @@
 use std::sync::OnceLock;
 
 use mcpwire::proto::mcp_types::{
-    ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel, Role, TextContent, Tool,
+    ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel, Role, TaskSupport, TextContent, Tool,
 };
 use mcpwire::server::{prompt, prompt_message, prompt_result, text_result, Server, ServerBuilder, ToolError};
 use serde_json::{json, Map, Value};
@@ -190,11 +190,7 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
 
 /// A tool definition that may (`optional`) or must (`required`) run as a task.
 fn task_tool(name: &str, description: &str, input_schema: Value, support: &str) -> Tool {
-    serde_json::from_value(json!({
-        "name": name, "description": description, "inputSchema": input_schema,
-        "execution": {"taskSupport": support}
-    }))
-    .expect("a valid tool")
+    Tool::new(name, input_schema).description(description).task_support(TaskSupport::from(support.to_owned()))
 }
 
 /// Adds the fixtures of the tasks extension (`tasks-*` scenarios, SEP-2663).
