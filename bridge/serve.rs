@@ -498,16 +498,17 @@ fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::
 /// The URL and ready-to-paste client configurations, on stdout (HTTP mode only: in stdio mode
 /// stdout carries frames).
 fn print_banner(url: &str) {
-    println!("mcp-bridge: serving MCP on {url}");
-    println!();
-    println!("Claude / VS Code (JSON):");
-    println!("  {{\"mcpServers\": {{\"mcp-bridge\": {{\"type\": \"http\", \"url\": \"{url}\"}}}}}}");
-    println!("codex (~/.codex/config.toml):");
-    println!("  [mcp_servers.mcp-bridge]");
-    println!("  url = \"{url}\"");
-    println!("Try it: mcp-bridge tools --url {url}");
+    let banner = format!(
+        "mcp-bridge: serving MCP on {url}\n\n\
+         Claude / VS Code (JSON):\n  \
+         {{\"mcpServers\": {{\"mcp-bridge\": {{\"type\": \"http\", \"url\": \"{url}\"}}}}}}\n\
+         codex (~/.codex/config.toml):\n  [mcp_servers.mcp-bridge]\n  url = \"{url}\"\n\
+         Try it: mcp-bridge tools --url {url}\n"
+    );
+    // Not println!: a closed stdout (the operator's pipe gone) must not stop the gateway.
     use std::io::Write;
-    let _ = std::io::stdout().flush();
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
 }
 
 /// How often `serve` looks at its config file for a change.

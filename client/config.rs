@@ -986,5 +986,6 @@ pub fn expand(s: &str, env: EnvLookup<'_>) -> Result<String, String> {
 #[cfg(feature = "config")]
 pub mod edit;
 
-#[cfg(test)]
+// The tests read codex TOML.
+#[cfg(all(test, feature = "config"))]
 mod tests;
