@@ -1,6 +1,7 @@
 //! `mcp-bridge serve` where an answer cannot come, over real processes and loopback HTTP: a
 //! downstream client that drops each call's stream right after the upstream's elicitation
-//! reached it (the session still serves calls).
+//! reached it (the session still serves calls); a call just under the HTTP body cap that the
+//! forwarding takes over the upstream's frame cap (refused at once, naming the limit).
 //!
 //! Elsewhere: faults of the library's own transports, `tests/faults.rs`; hostile HTTP
 //! clients, `tests/hostile_input.rs`.
@@ -105,4 +106,32 @@ async fn abandoned_elicitations_release_the_session_that_relayed_them() {
     let answers = r.sse_messages();
     let answer = answers.iter().find(|m| m["id"] == 100).unwrap_or_else(|| panic!("no answer to the call: {r:?}"));
     assert_eq!(answer["result"]["content"][0]["text"], "still here", "{answer}");
+}
+
+#[tokio::test]
+async fn a_call_just_under_the_body_cap_fails_at_once_naming_the_upstreams_frame_cap() {
+    let echo = examples::example_path("echo_server");
+    // A short call timeout: a regression fails by it rather than hangs.
+    let bridge = ServingBridge::start(&["--timeout", "10", "--", echo.to_str().unwrap()]);
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    // 4 MiB less 200 bytes on the wire: accepted by the bridge (its body cap is 4 MiB), over
+    // the upstream's 4 MiB frames once forwarded with the bridge's own `_meta`.
+    let cap = 4 * 1024 * 1024;
+    let envelope = call(1, "echo", json!({"text": ""})).len();
+    let body = call(1, "echo", json!({"text": "x".repeat(cap - 200 - envelope)}));
+    assert_eq!(body.len(), cap - 200);
+    let r = raw(addr, "POST", "/mcp", &session_headers(&session), &body, BOUND).await;
+    assert_eq!(r.status, 200, "{}", r.body.chars().take(300).collect::<String>());
+    let answers = r.sse_messages();
+    let answer = answers.iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no answer: {r:?}"));
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("not an error: {answer}"));
+    assert!(message.starts_with("request too large: "), "{message}");
+    assert!(message.contains(&format!("the limit is {cap} (Limits::max_frame_bytes)")), "{message}");
+    // The upstream still serves the session.
+    let r =
+        raw(addr, "POST", "/mcp", &session_headers(&session), &call(2, "echo", json!({"text": "next"})), BOUND).await;
+    let answers = r.sse_messages();
+    let answer = answers.iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("no answer: {r:?}"));
+    assert_eq!(answer["result"]["content"][0]["text"], "next", "{answer}");
 }
