@@ -741,7 +741,7 @@ mod tests {
         use crate::proto::jsonrpc::Body;
         let (a_read, b_write) = tokio::io::duplex(4096);
         let (b_read, a_write) = tokio::io::duplex(4096);
-        let a = Arc::new(StdioTransport::from_io(a_read, a_write, Limits::default().with_max_frame_bytes(64)));
+        let a = Arc::new(StdioTransport::from_io(a_read, a_write, Limits::default().with_max_frame_bytes(100)));
         let b = StdioTransport::from_io(b_read, b_write, Limits::default());
         // `a` already waits in `recv` for its silent peer when the refusal is queued.
         let reader = a.clone();
@@ -758,12 +758,12 @@ mod tests {
                 assert_eq!(e.error.code.0, -32600);
                 assert_eq!(
                     e.error.message,
-                    "request too large: 167 bytes, the limit is 64 (Limits::max_frame_bytes); not sent to the peer"
+                    "request too large: 167 bytes, the limit is 100 (Limits::max_frame_bytes); not sent to the peer"
                 );
             }
             other => panic!("expected the refusal, got {other:?}"),
         }
-        // The peer never saw the large one; the next request went out.
+        // The peer never saw the large one; the next request (71 bytes) went out.
         assert_eq!(b.recv().await.unwrap().unwrap().id(), Some(&Id::Number(8)));
     }
 
