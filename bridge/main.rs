@@ -338,6 +338,12 @@ pub struct ServeArgs {
     /// How long each upstream request may take, in seconds (default: the server's tool_timeout).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
+    /// How long a request an upstream makes of the client (elicitation, sampling, roots),
+    /// relayed to the downstream client whose call caused it, waits for that client's answer, in
+    /// seconds (default 120); past it the upstream gets an error and the downstream request is
+    /// cancelled.
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub client_request_timeout: Option<Duration>,
     /// Share handshake-era sessions and resumable streams with the other replicas behind a
     /// load balancer through the Redis at this URL (redis://host:port; env
     /// MCP_BRIDGE_SESSION_STORE otherwise). Needs a build with the `redis` feature.

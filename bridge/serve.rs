@@ -167,7 +167,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let prefix =
         args.prefix.map(PrefixMode::from).unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
-    let callers = Arc::new(Callers::default());
+    let callers = Arc::new(match args.client_request_timeout {
+        Some(deadline) => Callers::with_deadline(deadline),
+        None => Callers::default(),
+    });
     let mut options =
         SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit).with_child_env(child_env);
     // Upstreams behind OAuth use the login of `mcp-bridge login` (never a flow of their own).

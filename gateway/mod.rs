@@ -14,7 +14,10 @@
 //!   away mid-call, timed out) is -32603 naming the server. A call is never replayed.
 //! - Server-to-client requests (sampling, elicitation, roots) from an upstream are answered by
 //!   the downstream session whose request caused them ([`Callers`]; the client layer attributes
-//!   each to the upstream request it came with), never broadcast. One that cannot be attributed
+//!   each to the upstream request it came with), never broadcast, each within a deadline
+//!   ([`DEFAULT_CLIENT_REQUEST_DEADLINE`], [`Callers::with_deadline`]): a downstream client that
+//!   drops its stream and never answers fails the upstream's request then, not never; one whose
+//!   session ends fails it at once. One that cannot be attributed
 //!   (a shared stdio upstream with calls of two sessions in flight) is refused with an error
 //!   the upstream sees; an unrelated `roots/list` gets the bridge's own roots: none. Over a
 //!   2026-07-28 downstream, such a request becomes a multi-round-trip round: the forwarded
@@ -229,12 +232,27 @@ impl View {
     }
 }
 
+/// How long a request an upstream makes of the client (sampling, elicitation, roots), relayed to
+/// a downstream client, waits for that client's answer unless told otherwise
+/// ([`Callers::with_deadline`]): two minutes, time for a person to fill a form. Past it the
+/// downstream request is cancelled (`notifications/cancelled`) and the upstream gets an error
+/// naming the deadline, so that a client that went away (a dropped stream nobody resumes)
+/// cannot hold the calls waiting on it, nor the session's slots, for ever.
+pub const DEFAULT_CLIENT_REQUEST_DEADLINE: Duration = Duration::from_secs(120);
+
 /// The downstream requests being forwarded, by caller: an upstream's request to the client made
-/// while one of them runs is answered by that request's downstream client (its [`Context`]).
-#[derive(Default)]
+/// while one of them runs is answered by that request's downstream client (its [`Context`]),
+/// within a deadline ([`DEFAULT_CLIENT_REQUEST_DEADLINE`] unless set).
 pub struct Callers {
     next: AtomicU64,
     contexts: Mutex<HashMap<CallerId, Context>>,
+    deadline: Duration,
+}
+
+impl Default for Callers {
+    fn default() -> Self {
+        Callers::with_deadline(DEFAULT_CLIENT_REQUEST_DEADLINE)
+    }
 }
 
 /// A forwarded request's entry in [`Callers`], removed when dropped.
@@ -260,6 +278,27 @@ fn unrelated(method: &str) -> ErrorObject {
     )
 }
 
+/// What the downstream client answered to `asked` (a relayed request `method`), or, when it did
+/// not within `deadline`, an error naming the deadline; `asked` is then dropped, which cancels
+/// the downstream request.
+async fn answered_within<R>(
+    deadline: Duration,
+    method: &str,
+    asked: impl std::future::Future<Output = Result<R, ClientRequestError>>,
+) -> Result<R, ErrorObject> {
+    match tokio::time::timeout(deadline, asked).await {
+        Ok(answer) => answer.map_err(refused),
+        Err(_) => Err(ErrorObject::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!(
+                "mcp-bridge: the downstream client did not answer {method} within {} ms (the bridge's deadline \
+                 for requests to a client)",
+                deadline.as_millis()
+            ),
+        )),
+    }
+}
+
 /// A downstream client's refusal, as the upstream gets it.
 fn refused(e: ClientRequestError) -> ErrorObject {
     match e {
@@ -272,6 +311,17 @@ fn refused(e: ClientRequestError) -> ErrorObject {
 }
 
 impl Callers {
+    /// No callers yet; each relayed request waits at most `deadline` for the downstream
+    /// client's answer.
+    pub fn with_deadline(deadline: Duration) -> Callers {
+        Callers { next: AtomicU64::new(0), contexts: Mutex::default(), deadline }
+    }
+
+    /// How long a relayed request waits for the downstream client's answer.
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
     /// Registers `context` as a caller for as long as the guard lives.
     fn enter(&self, context: &Context) -> CallerGuard<'_> {
         let id = CallerId(self.next.fetch_add(1, Ordering::Relaxed));
@@ -286,18 +336,22 @@ impl Callers {
     }
 
     /// `options` with handlers that answer every upstream's sampling, elicitation (form and URL)
-    /// and roots requests through the downstream client whose request caused them.
+    /// and roots requests through the downstream client whose request caused them, each within
+    /// [`Callers::deadline`].
     pub fn handlers(self: &Arc<Self>, options: SetOptions) -> SetOptions {
         let (sampling, elicitation, roots) = (self.clone(), self.clone(), self.clone());
+        let deadline = self.deadline;
         options
             .with_sampling(move |_server: String, params: CreateMessageRequestParams| {
-                let context = sampling.current("sampling/createMessage");
-                async move { context?.create_message(params).await.map_err(refused) }
+                const METHOD: &str = "sampling/createMessage";
+                let context = sampling.current(METHOD);
+                async move { answered_within(deadline, METHOD, context?.create_message(params)).await }
             })
             .with_elicitation_modes(
                 move |_server: String, params: ElicitRequestParams| {
-                    let context = elicitation.current("elicitation/create");
-                    async move { context?.elicit_with(params).await.map_err(refused) }
+                    const METHOD: &str = "elicitation/create";
+                    let context = elicitation.current(METHOD);
+                    async move { answered_within(deadline, METHOD, context?.elicit_with(params)).await }
                 },
                 ElicitationModes { form: true, url: true },
             )
@@ -306,7 +360,7 @@ impl Callers {
                 let context = roots.current("roots/list").ok();
                 async move {
                     let Some(context) = context else { return Ok(Vec::new()) };
-                    let roots: Vec<Root> = context.list_roots().await.map_err(refused)?;
+                    let roots: Vec<Root> = answered_within(deadline, "roots/list", context.list_roots()).await?;
                     Ok(roots)
                 }
             })

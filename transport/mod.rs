@@ -34,7 +34,10 @@ pub struct Limits {
     /// skipped; the connection carries on. The stdio and HTTP server transports also keep their
     /// own responses under it: a larger one goes out as an error answer to its request instead
     /// (see `oversized_answer`), since a peer with the same cap could not tell which call the
-    /// skipped frame answered and would leave it waiting for its timeout.
+    /// skipped frame answered and would leave it waiting for its timeout. For the same reason
+    /// the stdio transport does not write a request of ours over it: the request fails at once
+    /// with -32600 naming the limit (see `oversized_request`); the peer's cap is taken to be
+    /// ours, so raise this for a peer known to take larger frames.
     pub max_frame_bytes: usize,
     /// Messages that may wait in a transport's outgoing queue before `send` waits: 256.
     pub queue_depth: usize,
@@ -94,7 +97,8 @@ impl Limits {
 /// `max` ([`Limits::max_frame_bytes`]): for a response, an error answer to the same request
 /// (-32603, "response too large: N bytes, the limit is M"), so the caller learns at once
 /// instead of by its timeout. `None` when the message fits, and for anything but a response (a
-/// request or notification over our cap is still sent: the peer's cap may be larger).
+/// notification over our cap is still sent: the peer's cap may be larger; a request over it,
+/// see [`oversized_request`]).
 pub(crate) fn oversized_answer(message: &Message, encoded: usize, max: usize) -> Option<Message> {
     use crate::proto::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse};
     match message {
@@ -103,6 +107,28 @@ pub(crate) fn oversized_answer(message: &Message, encoded: usize, max: usize) ->
             ErrorObject::new(
                 ErrorCode::INTERNAL_ERROR,
                 format!("response too large: {encoded} bytes, the limit is {max} (Limits::max_frame_bytes)"),
+            ),
+        ))),
+        _ => None,
+    }
+}
+
+/// The error answer to our own request `message` when it encodes to `encoded` bytes, over
+/// `max`: it is not sent (a peer with the same cap would skip it, unable to say which request
+/// it was, and the caller would wait for its timeout), and the caller gets this at once
+/// (-32600, "request too large: N bytes, the limit is M"). `None` when the message fits, and for
+/// anything but a request.
+pub(crate) fn oversized_request(message: &Message, encoded: usize, max: usize) -> Option<Message> {
+    use crate::proto::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse};
+    match message {
+        Message::Request(request) if encoded > max => Some(Message::Error(ErrorResponse::new(
+            Some(request.id.clone()),
+            ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "request too large: {encoded} bytes, the limit is {max} (Limits::max_frame_bytes); \
+                     not sent to the peer"
+                ),
             ),
         ))),
         _ => None,

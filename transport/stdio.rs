@@ -247,8 +247,25 @@ struct Reader {
     /// Messages of a batch not handed out yet.
     queued: VecDeque<Message>,
     eof: bool,
+    /// What the other halves leave for the reader: a protocol version, answers of our own.
+    local: Arc<Local>,
+}
+
+/// What the transport and its writer leave for the reader while a `recv` holds it.
+#[derive(Default)]
+struct Local {
+    state: StdMutex<LocalState>,
+    /// Wakes a reader waiting for input when an answer of our own is queued.
+    answered: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct LocalState {
     /// A protocol version set while a `recv` held the reader, applied before the next decode.
-    version_update: Arc<StdMutex<Option<Option<ProtocolVersion>>>>,
+    version: Option<Option<ProtocolVersion>>,
+    /// Error answers to our own requests that were never sent (over the frame cap), handed
+    /// out by `recv` as if the peer had sent them.
+    answers: VecDeque<Message>,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -257,8 +274,14 @@ impl Reader {
     /// The next decoded line, reading more when needed; `None` at the end of input.
     async fn next_line(&mut self) -> Result<Option<Result<Payload, LineError>>, TransportError> {
         loop {
-            if let Some(version) = self.version_update.lock().expect("version lock").take() {
-                self.decoder.set_version(version);
+            {
+                let mut local = self.local.state.lock().expect("stdio local lock");
+                if let Some(version) = local.version.take() {
+                    self.decoder.set_version(version);
+                }
+                if let Some(answer) = local.answers.pop_front() {
+                    return Ok(Some(Ok(Payload::Single(answer))));
+                }
             }
             if let Some(item) = self.decoder.decode(&mut self.buf) {
                 return Ok(Some(item));
@@ -268,8 +291,14 @@ impl Reader {
             }
             self.buf.reserve(READ_CHUNK);
             // Cancel safety: `read_buf` either appends bytes or is dropped having read none.
-            if self.io.read_buf(&mut self.buf).await? == 0 {
-                self.eof = true;
+            tokio::select! {
+                biased;
+                () = self.local.answered.notified() => {}
+                read = self.io.read_buf(&mut self.buf) => {
+                    if read? == 0 {
+                        self.eof = true;
+                    }
+                }
             }
         }
     }
@@ -284,11 +313,15 @@ enum WriterCommand {
 const WRITE_BATCH_BYTES: usize = 1024 * 1024;
 
 /// Writes what `commands` brings, keeping each response under `max_frame_bytes` (a larger one
-/// is replaced by its error answer, see [`super::oversized_answer`]).
+/// is replaced by its error answer, see [`super::oversized_answer`]). A request of ours over it
+/// is not written (a peer with the same cap would skip it and could not tell which request it
+/// was, leaving it to its timeout): its error answer, naming the limit, goes to our own reader
+/// through `local`, as if the peer had sent it.
 async fn write_loop(
     mut out: Box<dyn AsyncWrite + Send + Unpin>,
     mut commands: mpsc::Receiver<WriterCommand>,
     max_frame_bytes: usize,
+    local: Arc<Local>,
 ) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     while let Some(first) = commands.recv().await {
@@ -304,6 +337,10 @@ async fn write_loop(
                     if let Some(answer) = super::oversized_answer(&message, encoded, max_frame_bytes) {
                         buf.truncate(start);
                         encode_message(&answer, &mut buf);
+                    } else if let Some(refusal) = super::oversized_request(&message, encoded, max_frame_bytes) {
+                        buf.truncate(start);
+                        local.state.lock().expect("stdio local lock").answers.push_back(refusal);
+                        local.answered.notify_one();
                     }
                 }
                 WriterCommand::Close(done) => close = Some(done),
@@ -437,7 +474,7 @@ pub struct StdioTransport {
     writer: mpsc::Sender<WriterCommand>,
     malformed: MalformedLines,
     child: Option<ChildProcess>,
-    version_update: Arc<StdMutex<Option<Option<ProtocolVersion>>>>,
+    local: Arc<Local>,
 }
 
 impl StdioTransport {
@@ -450,8 +487,8 @@ impl StdioTransport {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (writer, commands) = mpsc::channel(limits.queue_depth.max(1));
-        crate::transport::task::spawn(write_loop(Box::new(output), commands, limits.max_frame_bytes));
-        let version_update = Arc::new(StdMutex::new(None));
+        let local = Arc::new(Local::default());
+        crate::transport::task::spawn(write_loop(Box::new(output), commands, limits.max_frame_bytes, local.clone()));
         StdioTransport {
             reader: Mutex::new(Reader {
                 io: Box::new(input),
@@ -459,9 +496,9 @@ impl StdioTransport {
                 decoder: MessageDecoder::with_max_frame_bytes(limits.max_frame_bytes),
                 queued: VecDeque::new(),
                 eof: false,
-                version_update: version_update.clone(),
+                local: local.clone(),
             }),
-            version_update,
+            local,
             writer,
             malformed: MalformedLines::Report,
             child: None,
@@ -507,7 +544,7 @@ impl StdioTransport {
     /// Takes effect from the next line decoded, even while another task waits in `recv` (which
     /// holds the reader for as long as the peer is silent, so this must not wait for it).
     pub async fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
-        *self.version_update.lock().expect("version lock") = Some(version);
+        self.local.state.lock().expect("stdio local lock").version = Some(version);
     }
 }
 
@@ -716,6 +753,37 @@ mod tests {
             other => panic!("expected the error answer, got {other:?}"),
         }
         assert!(matches!(b.recv().await.unwrap().unwrap(), Message::Response(r) if r.id == Id::Number(8)));
+    }
+
+    #[tokio::test]
+    async fn a_request_over_the_frame_cap_is_not_sent_and_its_sender_reads_the_refusal() {
+        use crate::proto::jsonrpc::Body;
+        let (a_read, b_write) = tokio::io::duplex(4096);
+        let (b_read, a_write) = tokio::io::duplex(4096);
+        let a = Arc::new(StdioTransport::from_io(a_read, a_write, Limits::default().with_max_frame_bytes(100)));
+        let b = StdioTransport::from_io(b_read, b_write, Limits::default());
+        // `a` already waits in `recv` for its silent peer when the refusal is queued.
+        let reader = a.clone();
+        let reading = tokio::spawn(async move { reader.recv().await });
+        let request = |id, text: &str| {
+            let params = Some(Body::typed(serde_json::json!({ "text": text })));
+            Message::Request(Request { id: Id::Number(id), method: "tools/call".into(), params })
+        };
+        a.send(request(7, &"x".repeat(100))).await.unwrap();
+        a.send(request(8, "small")).await.unwrap();
+        match reading.await.unwrap().unwrap().unwrap() {
+            Message::Error(e) => {
+                assert_eq!(e.id, Some(Id::Number(7)));
+                assert_eq!(e.error.code.0, -32600);
+                assert_eq!(
+                    e.error.message,
+                    "request too large: 167 bytes, the limit is 100 (Limits::max_frame_bytes); not sent to the peer"
+                );
+            }
+            other => panic!("expected the refusal, got {other:?}"),
+        }
+        // The peer never saw the large one; the next request (71 bytes) went out.
+        assert_eq!(b.recv().await.unwrap().unwrap().id(), Some(&Id::Number(8)));
     }
 
     #[tokio::test]
