@@ -12,7 +12,7 @@ mod serving;
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -77,20 +77,6 @@ fn assert_clean(env: &BTreeMap<String, String>) {
     assert_eq!(env.get("LC_MESSAGES").map(String::as_str), Some("C"), "LC_* are passed: {env:?}");
 }
 
-/// `GET path` on the bridge at `url` (its MCP URL), with a bearer token when given: the
-/// status and the body.
-fn http_get(url: &str, path: &str, token: Option<&str>) -> (u16, String) {
-    let authority = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
-    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {authority}\r\n{auth}Connection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
-    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
-
 #[test]
 fn an_inline_upstream_gets_no_credential_of_the_bridge() {
     let echo = echo_server();
@@ -142,9 +128,9 @@ fn configured_upstreams_get_their_own_variables_and_no_credential_of_the_bridge(
     assert_eq!(envs[0].get("BRIDGE_TEST_PASSED").map(String::as_str), Some("passed"));
     assert_eq!(envs[0].get("BRIDGE_TEST_LITERAL").map(String::as_str), Some("literal"));
     // /readyz says ready (greedy is not required) and no more; the details want the token.
-    assert_eq!(http_get(&bridge.url, "/readyz", None), (200, r#"{"ready":true}"#.to_owned()));
-    assert_eq!(http_get(&bridge.url, "/readyz/details", None).0, 401);
-    let (_, body) = http_get(&bridge.url, "/readyz/details", Some(SECRET));
+    assert_eq!(serving::http_get(&bridge.url, "/readyz", None), (200, r#"{"ready":true}"#.to_owned()));
+    assert_eq!(serving::http_get(&bridge.url, "/readyz/details", None).0, 401);
+    let (_, body) = serving::http_get(&bridge.url, "/readyz/details", Some(SECRET));
     let ready: Value = serde_json::from_str(&body).unwrap();
     let greedy = ready["servers"].as_array().unwrap().iter().find(|s| s["server"] == "greedy").unwrap().clone();
     assert_eq!(greedy["state"], "failed", "{ready}");

@@ -396,20 +396,6 @@ fn a_2026_client_answers_a_handshake_era_upstreams_elicitation_through_the_bridg
     assert!(line["result"].to_string().contains("from-py"), "the answer reached the upstream: {line}");
 }
 
-/// `GET path` on the bridge at `url` (its MCP URL), with a bearer token when given: the
-/// status and the body.
-fn http_get(url: &str, path: &str, token: Option<&str>) -> (u16, String) {
-    let authority = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
-    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {authority}\r\n{auth}Connection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
-    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
-
 #[test]
 fn health_readiness_and_metrics_and_the_token() {
     let echo = examples::example_path("echo_server");
@@ -427,15 +413,15 @@ fn health_readiness_and_metrics_and_the_token() {
     const TOKEN: &str = "s3cret-token-of-the-test";
     let token = Some(TOKEN);
 
-    assert_eq!(http_get(&url, "/healthz", None), (200, "ok\n".to_owned()));
-    assert_eq!(http_get(&url, "/readyz", None), (200, r#"{"ready":true}"#.to_owned()), "public: no more");
-    let (status, body) = http_get(&url, "/readyz/details", token);
+    assert_eq!(serving::http_get(&url, "/healthz", None), (200, "ok\n".to_owned()));
+    assert_eq!(serving::http_get(&url, "/readyz", None), (200, r#"{"ready":true}"#.to_owned()), "public: no more");
+    let (status, body) = serving::http_get(&url, "/readyz/details", token);
     assert_eq!(status, 200, "{body}");
     let ready: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(ready["ready"], true);
     assert_eq!(ready["servers"][0]["state"], "ready", "{ready}");
-    assert_eq!(http_get(&url, "/readyz/details", None).0, 401, "the details are behind the token");
-    assert_eq!(http_get(&url, "/metrics", None).0, 401, "metrics are behind the token");
+    assert_eq!(serving::http_get(&url, "/readyz/details", None).0, 401, "the details are behind the token");
+    assert_eq!(serving::http_get(&url, "/metrics", None).0, 401, "metrics are behind the token");
 
     // MCP without the token: 401; with it, calls go through and are counted.
     let script = json!([{"call": "echo", "args": {"text": "counted"}}, {"call": "echo", "args": {}}]);
@@ -449,7 +435,7 @@ fn health_readiness_and_metrics_and_the_token() {
     assert!(String::from_utf8_lossy(&refused.stdout).contains("401"), "{}", String::from_utf8_lossy(&refused.stdout));
     let lines_out = drive(&ts_driver(), &url, &script, &[("MCP_BEARER_TOKEN", TOKEN)]);
     assert_eq!(text_of(ok(&lines_out[2])), "counted");
-    let (status, metrics) = http_get(&url, "/metrics", token);
+    let (status, metrics) = serving::http_get(&url, "/metrics", token);
     assert_eq!(status, 200);
     let upstream = echo.rsplit('/').next().unwrap();
     assert!(metrics.contains(&format!("mcp_bridge_calls_total{{server=\"{upstream}\",tool=\"echo\"}} 2")), "{metrics}");

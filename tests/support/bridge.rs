@@ -104,3 +104,21 @@ pub fn alive(pid: u32) -> bool {
         Err(_) => false,
     }
 }
+
+/// `GET path` on the bridge at `url` (its MCP URL), with a bearer token when given: the
+/// status and the body.
+pub fn http_get(url: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let authority = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let mut stream = std::net::TcpStream::connect(&authority).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    std::io::Write::write_fmt(
+        &mut stream,
+        format_args!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n{auth}Connection: close\r\n\r\n"),
+    )
+    .unwrap();
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
