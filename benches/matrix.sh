@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark matrix of BENCHMARKS.md, in one run: every client against every server over
+# The benchmark matrix of docs/benchmarks.md, in one run: every client against every server over
 # stdio, in-process, and Streamable HTTP (sessions and stateless), release builds.
 #
 #   benches/matrix.sh [OUT_DIR] [--pairs-only] [-- extra bench args, e.g. --n 5000]

@@ -16,7 +16,7 @@
 //! `/proc/self/clear_refs`) and for the server child, and bounded: a server's memory must not
 //! grow with the calls a client holds back, only with what its caps let in
 //! ([`server_bound_kib`]). One line per load is printed (`load transport=… calls=… size=…
-//! wall_ms=… client_peak_rss_kib=… server_peak_rss_kib=…`); RELIABILITY.md quotes them.
+//! wall_ms=… client_peak_rss_kib=… server_peak_rss_kib=…`); docs/reliability.md quotes them.
 //!
 //! `#[ignore]`d from the default run (they take a minute in a debug build); `.ci/run` runs
 //! them explicitly, one at a time so the RSS figures are each load's own:

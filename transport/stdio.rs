@@ -16,7 +16,7 @@
 //! [`ChildCommand::env_remove`]): a host that holds credentials in its environment must not
 //! start third-party servers that way. The connection set builds each child's environment from
 //! its configuration by `client::config::ChildEnv`, which `mcp-bridge serve` uses to start every
-//! child from a clean environment and withhold its own credentials (SECURITY.md, "Secrets stay
+//! child from a clean environment and withhold its own credentials (docs/security.md, "Secrets stay
 //! home").
 //!
 //! Not here: MCP semantics, request tracking, reconnecting a crashed child (the client layer
