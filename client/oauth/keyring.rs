@@ -13,9 +13,11 @@
 //! What each platform promises: the Keychain and the Credential Manager keep entries across
 //! reboots, encrypted with the user's login. The kernel keyring keeps them in kernel memory, in
 //! the user's persistent keyring (for `/proc/sys/kernel/keys/persistent_keyring_expiry`
-//! seconds after the last use, three days by default) and the session keyring: never on disk,
-//! so never past a reboot, readable by the user's own processes only. A login lost that way
-//! shows as `needs login`, and a new `login` stores it again.
+//! seconds after the last use, three days by default) and the session keyring (a process
+//! without a login session gets one of its own, gone with it: between runs the persistent
+//! keyring is what keeps a login): never on disk, so never past a reboot, readable by the
+//! user's own processes only. A login lost that way shows as `needs login`, and a new `login`
+//! stores it again.
 //!
 //! Not here: choosing between the keyring and the file ([`AutoTokenStore`](super::AutoTokenStore)),
 //! the Secret Service of Linux desktops (not built in: its D-Bus client is a large dependency,
@@ -84,6 +86,8 @@ impl KeyringTokenStore {
         if !cfg!(any(target_os = "linux", target_os = "macos", target_os = "windows")) {
             return Err(io::Error::new(io::ErrorKind::Unsupported, "keyring: none is built in for this platform"));
         }
+        #[cfg(target_os = "linux")]
+        settle_session_keyring(&self.service);
         ::keyring::Entry::new(&self.service, account).map_err(error)
     }
 
@@ -188,6 +192,24 @@ impl KeyringTokenStore {
         }
         let text = serde_json::to_string(&keys).map_err(io::Error::other)?;
         self.write(&self.index_account(), &text)
+    }
+}
+
+/// Gives this thread the session keyring the keyring crate will then use, once per thread.
+///
+/// The crate's keyutils entry reads the session keyring's id, then links the user's persistent
+/// keyring into "the session keyring". For a process with no login session keyring (a service,
+/// a container, CI: it falls back on the user-session keyring), that link makes the kernel give
+/// the thread a session keyring of its own, with the persistent keyring in it; the id read
+/// before is the old one, where a search finds nothing. So the first entry a thread builds
+/// would miss every stored login. An entry built and dropped first settles the thread's session
+/// keyring, and entries built after it search the one holding the persistent keyring.
+#[cfg(target_os = "linux")]
+fn settle_session_keyring(service: &str) {
+    thread_local!(static SETTLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    if !SETTLED.get() {
+        let _ = ::keyring::Entry::new(service, "session");
+        SETTLED.set(true);
     }
 }
 
