@@ -460,7 +460,8 @@ async fn auto_keeps_the_login_in_the_file_where_the_kernel_keyring_refuses_it() 
     // The keyring store alone cannot keep the login: the kernel says no, and the user is told.
     let refused = bridge.login("prot").await;
     assert!(!refused.success, "{}", refused.stderr);
-    assert!(refused.stderr.contains("keyring"), "{}", refused.stderr);
+    let said = "login to prot failed: token store failed: keyring: the keyring refused to store the entry";
+    assert!(refused.stderr.contains(said), "{}", refused.stderr);
     assert!(!bridge.store().exists());
 
     bridge.store = "auto";
