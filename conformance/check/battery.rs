@@ -220,7 +220,7 @@ impl Run<'_> {
             let mut odd = self.message("tools/list", json!({}));
             odd["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(UNKNOWN_VERSION);
             let answer = wire.request(&odd, self.timeout()).await;
-            self.unsupported_version_error(&odd, answer.reply.error(), "stdio");
+            self.unsupported_version_error(&odd, answer.reply.error(), answer.reply.describe());
         }
         let tools = self.lists(&mut wire, &capabilities).await;
         self.tool_checks(&tools);
@@ -1252,7 +1252,12 @@ impl Run<'_> {
                 )
                 .await;
             let error = x.messages.iter().find_map(|m| m.get("error")).cloned();
-            self.unsupported_version_error(&odd, error.as_ref(), &format!("http {}", x.seen.status));
+            let got = format!(
+                "http {}: {}",
+                x.seen.status,
+                x.messages.first().map(|m| excerpt(&m.to_string())).unwrap_or(x.seen.body_excerpt.clone())
+            );
+            self.unsupported_version_error(&odd, error.as_ref(), got);
             if x.seen.status == 400 {
                 self.pass("http.unsupported-version-400");
             } else {
@@ -1289,7 +1294,7 @@ impl Run<'_> {
         }
     }
 
-    fn unsupported_version_error(&mut self, sent: &Value, error: Option<&Value>, context: &str) {
+    fn unsupported_version_error(&mut self, sent: &Value, error: Option<&Value>, got: String) {
         match error {
             Some(e)
                 if e.get("code") == Some(&json!(-32022))
@@ -1300,7 +1305,10 @@ impl Run<'_> {
             other => self.fail(
                 "lifecycle.unsupported-version",
                 Some(sent),
-                Some(format!("{context}: {}", other.map(|e| excerpt(&e.to_string())).unwrap_or("no error".into()))),
+                Some(match other {
+                    Some(e) => format!("error {}", excerpt(&e.to_string())),
+                    None => got,
+                }),
                 "a request at 1900-01-01 must get -32022 (UnsupportedProtocolVersionError) with data.supported",
             ),
         }

@@ -264,7 +264,15 @@ impl Report {
         let w = &mut out;
         let _ = writeln!(w, "mcp-conformance check: {}", self.target);
         let mut group = String::new();
+        let mut eras_skipped = Vec::new();
         for f in &self.findings {
+            if let Some(why) = self.era_skipped(&f.era) {
+                if !eras_skipped.contains(&f.era) {
+                    let _ = writeln!(w, "== {}: every check skipped — {why}", f.era);
+                    eras_skipped.push(f.era.clone());
+                }
+                continue;
+            }
             let this = format!("{} {}", f.era, f.rule.area());
             if this != group {
                 let _ = writeln!(w, "== {this}");
@@ -320,6 +328,19 @@ impl Report {
         }
         let _ = writeln!(w, "{passed} passed, {failed} failed, {skipped} skipped");
         out
+    }
+
+    /// The one reason every check of `era` was skipped for, if they all were for one.
+    fn era_skipped(&self, era: &str) -> Option<&str> {
+        let mut reason = None;
+        for f in self.findings.iter().filter(|f| f.era == era) {
+            match (&f.status, reason) {
+                (Status::Skip(why), None) => reason = Some(why.as_str()),
+                (Status::Skip(why), Some(r)) if why == r => {}
+                _ => return None,
+            }
+        }
+        reason
     }
 
     /// passed, failed (counted), skipped, warnings.
