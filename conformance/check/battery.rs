@@ -145,6 +145,11 @@ async fn connect(target: &Target, http_version: Option<&str>) -> Result<Wire, St
     }
 }
 
+/// Whether `capability` is in `capabilities` (present and not null).
+fn advertised(capabilities: &Value, capability: &str) -> bool {
+    capabilities.get(capability).is_some_and(|c| !c.is_null())
+}
+
 fn http_wire(wire: &mut Wire) -> Option<&mut HttpWire> {
     match wire {
         Wire::Http(w, _) => Some(w),
@@ -572,7 +577,7 @@ impl Run<'_> {
             ("resources", "resources/list", "resources"),
             ("prompts", "prompts/list", "prompts"),
         ] {
-            let advertised = capabilities.get(capability).is_some_and(|c| !c.is_null());
+            let advertised = advertised(capabilities, capability);
             if !advertised {
                 let message = self.message(method, json!({}));
                 let answer = wire.request(&message, self.timeout()).await;
@@ -615,7 +620,7 @@ impl Run<'_> {
             self.skip("pagination.cursor", "no list had more than one page");
             self.skip("pagination.no-duplicates", "no list had more than one page");
         }
-        if !capabilities.get("tools").is_some_and(|c| !c.is_null()) {
+        if !advertised(capabilities, "tools") {
             for id in [
                 "tools.name-length",
                 "tools.name-charset",
@@ -812,7 +817,7 @@ impl Run<'_> {
     }
 
     async fn resources(&mut self, wire: &mut Wire, capabilities: &Value) {
-        if !capabilities.get("resources").is_some_and(|c| !c.is_null()) {
+        if !advertised(capabilities, "resources") {
             self.skip("resources.read", "resources not advertised");
             self.skip("resources.templates", "resources not advertised");
             return;
@@ -867,7 +872,7 @@ impl Run<'_> {
 
     async fn prompts_and_completion(&mut self, wire: &mut Wire, capabilities: &Value) {
         let mut prompt_for_completion = None;
-        if !capabilities.get("prompts").is_some_and(|c| !c.is_null()) {
+        if !advertised(capabilities, "prompts") {
             self.skip("prompts.get", "prompts not advertised");
         } else {
             let list = self.message("prompts/list", json!({}));
@@ -913,7 +918,7 @@ impl Run<'_> {
                 }
             }
         }
-        if !capabilities.get("completions").is_some_and(|c| !c.is_null()) {
+        if !advertised(capabilities, "completions") {
             self.skip("completion.complete", "completions not advertised");
             return;
         }
@@ -950,7 +955,7 @@ impl Run<'_> {
     }
 
     async fn logging(&mut self, wire: &mut Wire, capabilities: &Value) {
-        if !capabilities.get("logging").is_some_and(|c| !c.is_null()) {
+        if !advertised(capabilities, "logging") {
             self.skip("logging.set-level", "logging not advertised");
             return;
         }

@@ -272,7 +272,7 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         id: "tools.name-charset",
-        title: "tool names use only A-Z a-z 0-9 _ - .",
+        title: "tool names use only ASCII letters, digits, _, - and . (nothing else)",
         level: Should,
         section: "server/tools#tool-names",
         quote: "The following SHOULD be the only allowed characters: uppercase and lowercase ASCII letters (A-Z, a-z), \
