@@ -98,6 +98,9 @@ enum Command {
 }
 
 #[derive(Args)]
+// A repeated option overrides the earlier one, as the hand-written parser had it (the tests pass a
+// default `--timeout-ms` first and a case's own after it).
+#[command(args_override_self = true)]
 struct CheckArgs {
     /// The server to start and speak to over stdio (a command line; quotes group words).
     #[arg(long, value_name = "CMD ARGS", required_unless_present = "url", conflicts_with = "url")]
@@ -106,10 +109,10 @@ struct CheckArgs {
     #[arg(long, value_name = "URL")]
     url: Option<String>,
     /// A header sent with every HTTP request (`K:V`; repeatable).
-    #[arg(long = "header", value_name = "K:V", value_parser = parse_header, requires = "url")]
+    #[arg(long = "header", value_name = "K:V", value_parser = parse_header)]
     headers: Vec<(String, String)>,
     /// Send `Authorization: Bearer $VAR` with every HTTP request (the token is never printed).
-    #[arg(long, value_name = "VAR", requires = "url")]
+    #[arg(long, value_name = "VAR")]
     bearer_env: Option<String>,
     /// The eras to check: `both` (the handshake era at 2025-11-25 and 2026-07-28, each only when
     /// the server speaks it), or one revision (`2026-07-28`, `2025-11-25`, `2025-06-18`, …),
@@ -179,6 +182,9 @@ fn parse_call(text: &str) -> Result<(String, serde_json::Value), String> {
 }
 
 #[derive(Args)]
+// A repeated option overrides the earlier one, as the hand-written parser had it (the tests pass a
+// default `--timeout-ms` first and a case's own after it).
+#[command(args_override_self = true)]
 struct RecordArgs {
     /// What the session does, written into the recording's header.
     #[arg(long, value_name = "TEXT")]
@@ -201,6 +207,9 @@ struct RecordArgs {
 }
 
 #[derive(Args)]
+// A repeated option overrides the earlier one, as the hand-written parser had it (the tests pass a
+// default `--timeout-ms` first and a case's own after it).
+#[command(args_override_self = true)]
 struct ReplayArgs {
     /// Recordings to replay.
     #[arg(required = true, value_name = "FILE")]
@@ -235,6 +244,9 @@ enum ClockArg {
 }
 
 #[derive(Args)]
+// A repeated option overrides the earlier one, as the hand-written parser had it (the tests pass a
+// default `--timeout-ms` first and a case's own after it).
+#[command(args_override_self = true)]
 struct ServeArgs {
     /// The directory standing for the recordings' `/tmp/mcp-fixtures`.
     #[arg(long, value_name = "DIR")]
@@ -266,6 +278,10 @@ fn main() -> ExitCode {
 
 fn check_cmd(args: CheckArgs) -> ExitCode {
     let target = match (args.server, args.url) {
+        (Some(_), None) if !args.headers.is_empty() || args.bearer_env.is_some() => {
+            eprintln!("mcp-conformance check: --header and --bearer-env are for --url");
+            return ExitCode::from(2);
+        }
         (Some(command), None) => {
             let words = mcp_conformance::replay::split_command(&command);
             if words.is_empty() {

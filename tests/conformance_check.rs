@@ -277,16 +277,18 @@ fn junit_report_is_written() {
 /// the report is written.
 #[test]
 fn bad_servers_fail_clearly_in_bounded_time_with_the_report_written() {
+    // The timeout bounds the silent and flooding servers' runs; the others answer, and theirs is
+    // only a hang guard (generous: skipping 50 MB takes a while in a debug build on a busy machine).
     let cases = [
-        ("exit", "2025-11-25/lifecycle.initialize", "the server's stdout ended"),
-        ("silent", "2025-11-25/lifecycle.initialize", "timed out"),
-        ("garbage", "2025-11-25/stdio.stdout-messages-only", "this is not JSON"),
-        ("huge-line", "2025-11-25/stdio.stdout-messages-only", "a line of more than"),
-        ("flood", "2025-11-25/lifecycle.initialize", "timed out"),
+        ("exit", "2025-11-25/lifecycle.initialize", "the server's stdout ended", "2000"),
+        ("silent", "2025-11-25/lifecycle.initialize", "timed out", "2000"),
+        ("garbage", "2025-11-25/stdio.stdout-messages-only", "this is not JSON", "20000"),
+        ("huge-line", "2025-11-25/stdio.stdout-messages-only", "a line of more than", "60000"),
+        ("flood", "2025-11-25/lifecycle.initialize", "timed out", "2000"),
     ];
-    for (rule, key, words) in cases {
+    for (rule, key, words, timeout) in cases {
         let server = stdio_fixture(Some(rule));
-        let (code, text, report) = check_json(rule, &["--server", &server, "--timeout-ms", "2000"]);
+        let (code, text, report) = check_json(rule, &["--server", &server, "--timeout-ms", timeout]);
         assert_eq!(code, Some(1), "--break {rule}: {text}");
         let failed = with_status(&report, "fail");
         assert!(failed.contains(&key.to_owned()), "--break {rule}: {key} did not fail: {text}");
@@ -397,6 +399,25 @@ fn the_command_line() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(bin()).args(["check", "--server", "x", "--header", "a:b"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "--header is for --url");
     let out = Command::new(bin()).args(["replay"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "replay needs recordings");
+}
+
+/// `--call-readonly` calls the tools annotated `readOnlyHint: true` (the fixture's `echo`) with
+/// arguments made up from their schemas, and checks the result against the `outputSchema`;
+/// without it (or `--call`) no tool is called.
+#[test]
+fn call_readonly_calls_the_read_only_tools() {
+    let server = stdio_fixture(None);
+    let (code, text, report) = check_json(
+        "readonly",
+        &["--server", &server, "--era", "2025-11-25", "--timeout-ms", "5000", "--call-readonly"],
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(with_status(&report, "pass").contains(&"2025-11-25/tools.call-result".to_owned()), "{text}");
+    let (_, text, report) =
+        check_json("no-calls", &["--server", &server, "--era", "2025-11-25", "--timeout-ms", "5000"]);
+    assert!(with_status(&report, "skip").contains(&"2025-11-25/tools.call-result".to_owned()), "{text}");
 }

@@ -216,6 +216,18 @@ impl Run<'_> {
         let capabilities = match self.handshake(&mut wire, required).await {
             Ok(c) => c,
             Err(why) => {
+                // What the server wrote instead of an answer is still a finding.
+                if let Wire::Stdio(w) = &wire {
+                    if let Some(first) = w.unsolicited.garbage.first() {
+                        let count = w.unsolicited.garbage.len();
+                        self.fail(
+                            "stdio.stdout-messages-only",
+                            None,
+                            Some(first.clone()),
+                            format!("{count} line(s) on stdout were not JSON-RPC messages"),
+                        );
+                    }
+                }
                 wire.close().await;
                 return Err(why);
             }
