@@ -5,7 +5,8 @@
 //!   the check named for the rule it breaks and by no other MUST check;
 //! - bad servers (exits at once, never answers, garbage, a 50 MB line, a flood) fail the check
 //!   they hit, in bounded time, with the report still written;
-//! - real servers nobody here wrote (server-everything over stdio and Streamable HTTP) and
+//! - real servers nobody here wrote (server-everything over stdio and Streamable HTTP, the Python
+//!   time server in both eras) and
 //!   mcpwire's own servers;
 //! - the command line (`--help`, usage errors, exit codes, `--expected-failures`).
 
@@ -420,4 +421,26 @@ fn call_readonly_calls_the_read_only_tools() {
     let (_, text, report) =
         check_json("no-calls", &["--server", &server, "--era", "2025-11-25", "--timeout-ms", "5000"]);
     assert!(with_status(&report, "skip").contains(&"2025-11-25/tools.call-result".to_owned()), "{text}");
+}
+
+/// mcp-server-time (the Python SDK 2.3) speaks both eras: the 2026-07-28 battery runs against a
+/// real server. Its one finding, in both eras: a malformed line gets no answer.
+#[test]
+fn the_python_time_server_in_both_eras() {
+    let (code, text, report) =
+        check_json("time", &["--server", &support::peer("MCP_SERVER_TIME"), "--timeout-ms", "30000"]);
+    let mut found = findings_against(&report);
+    found.sort();
+    let expected: Vec<(String, String)> = ["2025-11-25", "2026-07-28"]
+        .iter()
+        .map(|era| (format!("{era}/errors.parse-error"), "SHOULD".to_owned()))
+        .collect();
+    assert_eq!(found, expected, "{text}");
+    let passed = with_status(&report, "pass");
+    for key in
+        ["2026-07-28/lifecycle.discover", "2026-07-28/lifecycle.unsupported-version", "2026-07-28/results.schema"]
+    {
+        assert!(passed.contains(&key.to_owned()), "{key} did not pass: {text}");
+    }
+    assert_eq!(code, Some(0), "{text}");
 }
