@@ -6,8 +6,7 @@
 //! - bad servers (exits at once, never answers, garbage, a 50 MB line, a flood) fail the check
 //!   they hit, in bounded time, with the report still written;
 //! - real servers nobody here wrote (server-everything over stdio and Streamable HTTP, the Python
-//!   time server in both eras) and
-//!   mcpwire's own servers;
+//!   time server in both eras) and mcpwire's own servers;
 //! - the command line (`--help`, usage errors, exit codes, `--expected-failures`).
 
 #[path = "support/examples.rs"]
