@@ -136,6 +136,12 @@ struct CheckArgs {
     /// cancelled request is never answered.
     #[arg(long, value_name = "NAME=JSON", value_parser = parse_call)]
     slow_tool: Option<(String, serde_json::Value)>,
+    /// The `schema/` folder of a checkout of the specification's repository
+    /// (modelcontextprotocol/modelcontextprotocol), holding `REV/schema.json` for each
+    /// revision: results and tool definitions are then validated against their revision's
+    /// schema (results.schema, tools.definitions); without it those two checks are skipped.
+    #[arg(long, value_name = "DIR")]
+    spec_schemas: Option<PathBuf>,
     /// Write a JUnit XML report.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
@@ -328,6 +334,7 @@ fn check_cmd(args: CheckArgs) -> ExitCode {
         calls: args.calls,
         slow_tool: args.slow_tool,
         call_readonly: args.call_readonly,
+        spec_schemas: args.spec_schemas,
     };
     let report = runtime().block_on(check::run(&options));
     let verdict = report.verdict(args.strict, &expected);

@@ -107,8 +107,8 @@ impl<'o> Run<'o> {
     /// Checks a result against the revision's schema definition (results.schema), noting the
     /// failure under that check.
     fn check_schema(&mut self, definition: &str, sent: &Value, result: &Value) {
-        if !SpecSchemas::carries(self.era.as_str()) {
-            self.skip("results.schema", format!("this checker carries no schema of {}", self.era.as_str()));
+        if let Err(why) = self.spec.has(self.era.as_str()) {
+            self.skip("results.schema", why);
             return;
         }
         match self.spec.validate_def(self.era.as_str(), definition, result) {
@@ -185,7 +185,7 @@ pub(super) async fn run_era(options: &CheckOptions, era: Era, required: bool) ->
         next_id: 0,
         findings: BTreeMap::new(),
         notes: Vec::new(),
-        spec: SpecSchemas::default(),
+        spec: SpecSchemas::new(options.spec_schemas.clone()),
         sent_ids: HashSet::new(),
     };
     let outcome = run.battery(required).await;
@@ -707,7 +707,7 @@ impl Run<'_> {
                     t.insert("outputSchema".into(), json!({"type": "object"}));
                 }
             }
-            if SpecSchemas::carries(self.era.as_str()) {
+            if self.spec.has(self.era.as_str()).is_ok() {
                 match self.spec.validate_def(self.era.as_str(), "Tool", &bare) {
                     None => self.pass("tools.definitions"),
                     Some(why) => self.fail(
@@ -718,7 +718,8 @@ impl Run<'_> {
                     ),
                 }
             } else {
-                self.skip("tools.definitions", format!("this checker carries no schema of {}", self.era.as_str()));
+                let why = self.spec.has(self.era.as_str()).err().unwrap_or_default();
+                self.skip("tools.definitions", why);
             }
             for (member, check) in
                 [("inputSchema", "tools.input-schema-object"), ("outputSchema", "tools.output-schema-object")]

@@ -99,6 +99,9 @@ pub struct CheckOptions {
     /// Also call every tool annotated `readOnlyHint: true`, with arguments made up from its
     /// input schema (`--call-readonly`).
     pub call_readonly: bool,
+    /// Where each revision's JSON schema is (`DIR/REV/schema.json`, the `schema/` folder of the
+    /// specification's repository, `--spec-schemas`); `None`: the checks that need them skip.
+    pub spec_schemas: Option<std::path::PathBuf>,
 }
 
 impl CheckOptions {
@@ -111,6 +114,7 @@ impl CheckOptions {
             calls: Vec::new(),
             slow_tool: None,
             call_readonly: false,
+            spec_schemas: None,
         }
     }
 }

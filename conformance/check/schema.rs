@@ -4,9 +4,9 @@
 //! JSON schema, `structuredContent` against an `outputSchema`).
 //!
 //! Nothing is fetched: a `$ref` to another document is reported as unresolvable (the
-//! 2026-07-28 text forbids fetching by default), and the revisions' schemas are the copies this
-//! package carries (`check/schemas/REV.json`, from `modelcontextprotocol/modelcontextprotocol`
-//! at b0f60ba).
+//! 2026-07-28 text forbids fetching by default). The revisions' schemas are read from a folder
+//! the user names (`--spec-schemas DIR`: the `schema/` folder of a checkout of
+//! `modelcontextprotocol/modelcontextprotocol`); this package carries no copy of them.
 
 use serde_json::Value;
 
@@ -176,48 +176,61 @@ pub fn validate(schema: &Value, value: &Value) -> Option<String> {
     schemas.validate(value, index).err().map(|e| first_lines(&format!("{e:#}")))
 }
 
-/// The revision schemas this package carries, compiled on demand: `validate_def("2025-11-25",
-/// "ListToolsResult", value)`.
+/// The revisions' schemas, read from `DIR/REV/schema.json` and compiled on demand:
+/// `validate_def("2025-11-25", "ListToolsResult", value)`.
 pub struct SpecSchemas {
+    dir: Option<std::path::PathBuf>,
     compiler: boon::Compiler,
     schemas: boon::Schemas,
-    loaded: Vec<&'static str>,
-}
-
-impl Default for SpecSchemas {
-    fn default() -> Self {
-        SpecSchemas { compiler: boon::Compiler::new(), schemas: boon::Schemas::new(), loaded: Vec::new() }
-    }
-}
-
-/// The schema text of `revision`, if this package carries it.
-fn schema_text(revision: &str) -> Option<(&'static str, &'static str)> {
-    match revision {
-        "2025-11-25" => Some(("2025-11-25", include_str!("schemas/2025-11-25.json"))),
-        "2026-07-28" => Some(("2026-07-28", include_str!("schemas/2026-07-28.json"))),
-        _ => None,
-    }
+    loaded: Vec<String>,
 }
 
 impl SpecSchemas {
-    /// Whether this package carries the schema of `revision`.
-    pub fn carries(revision: &str) -> bool {
-        schema_text(revision).is_some()
+    /// Schemas read from `dir` (`None`: none, every revision is "not available").
+    pub fn new(dir: Option<std::path::PathBuf>) -> SpecSchemas {
+        SpecSchemas { dir, compiler: boon::Compiler::new(), schemas: boon::Schemas::new(), loaded: Vec::new() }
+    }
+
+    /// The schema file of `revision`, or why there is none.
+    fn file(&self, revision: &str) -> Result<std::path::PathBuf, String> {
+        let dir = self.dir.as_ref().ok_or_else(|| {
+            "no revision schemas: pass --spec-schemas DIR (the schema/ folder of the specification's repository)"
+                .to_owned()
+        })?;
+        let file = dir.join(revision).join("schema.json");
+        if file.is_file() {
+            Ok(file)
+        } else {
+            Err(format!("no schema of {revision} in {} ({} is missing)", dir.display(), file.display()))
+        }
+    }
+
+    /// Whether the schema of `revision` is available, or why not.
+    pub fn has(&self, revision: &str) -> Result<(), String> {
+        self.file(revision).map(|_| ())
     }
 
     /// Why `value` is not a valid `definition` of `revision`'s schema, if it is not. `None`
-    /// too when the revision is not carried (see [`SpecSchemas::carries`]).
+    /// too when the revision's schema is not available (see [`SpecSchemas::has`]).
     pub fn validate_def(&mut self, revision: &str, definition: &str, value: &Value) -> Option<String> {
-        let (rev, text) = schema_text(revision)?;
+        let file = self.file(revision).ok()?;
+        let rev = revision;
         let url = format!("http://mcp-conformance.invalid/spec/{rev}.json");
-        if !self.loaded.contains(&rev) {
-            let doc: Value = serde_json::from_str(text).expect("the carried schema is JSON");
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) => return Some(format!("{}: {e}", file.display())),
+        };
+        if !self.loaded.iter().any(|r| r == rev) {
+            let doc: Value = match serde_json::from_str(&text) {
+                Ok(doc) => doc,
+                Err(e) => return Some(format!("{} is not JSON: {e}", file.display())),
+            };
             if let Err(e) = self.compiler.add_resource(&url, doc) {
                 return Some(format!("the {rev} schema cannot be used: {e}"));
             }
-            self.loaded.push(rev);
+            self.loaded.push(rev.to_owned());
         }
-        let defs = if rev >= "2025-11-25" && text.contains("\"$defs\"") { "$defs" } else { "definitions" };
+        let defs = if text.contains("\"$defs\"") { "$defs" } else { "definitions" };
         let index = match self.compiler.compile(&format!("{url}#/{defs}/{definition}"), &mut self.schemas) {
             Ok(i) => i,
             Err(e) => return Some(format!("the {rev} schema has no usable {definition}: {e}")),
@@ -274,9 +287,29 @@ mod tests {
     fn values_against_schemas() {
         assert_eq!(validate(&json!({"type": "object", "required": ["n"]}), &json!({"n": 1})), None);
         assert!(validate(&json!({"type": "object", "required": ["n"]}), &json!({})).is_some());
-        let mut spec = SpecSchemas::default();
-        assert_eq!(spec.validate_def("2025-11-25", "ListToolsResult", &json!({"tools": []})), None);
-        assert!(spec.validate_def("2025-11-25", "ListToolsResult", &json!({"tools": [{"name": 3}]})).is_some());
-        assert_eq!(spec.validate_def("2026-07-28", "EmptyResult", &json!({"resultType": "complete"})), None);
+    }
+
+    #[test]
+    fn revision_schemas_are_read_from_the_folder_named_and_their_absence_is_said() {
+        // A schema of our own in the layout of the specification's schema/ folder.
+        let dir = std::env::temp_dir().join(format!("mcp-conformance-spec-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("2025-11-25")).unwrap();
+        let tool = json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}});
+        let doc = json!({"$defs": {"Tool": tool, "ListToolsResult": {"type": "object", "required": ["tools"],
+            "properties": {"tools": {"type": "array", "items": {"$ref": "#/$defs/Tool"}}}}}});
+        std::fs::write(dir.join("2025-11-25/schema.json"), doc.to_string()).unwrap();
+
+        let mut spec = SpecSchemas::new(Some(dir.clone()));
+        assert_eq!(spec.has("2025-11-25"), Ok(()));
+        assert_eq!(spec.validate_def("2025-11-25", "ListToolsResult", &json!({"tools": [{"name": "a"}]})), None);
+        let why = spec.validate_def("2025-11-25", "ListToolsResult", &json!({"tools": [{"name": 3}]})).unwrap();
+        assert!(why.contains("/tools/0/name"), "{why}");
+        let missing = spec.has("2026-07-28").unwrap_err();
+        assert!(missing.contains("no schema of 2026-07-28"), "{missing}");
+        assert_eq!(spec.validate_def("2026-07-28", "EmptyResult", &json!({})), None);
+
+        let none = SpecSchemas::new(None);
+        assert!(none.has("2025-11-25").unwrap_err().contains("--spec-schemas"));
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
