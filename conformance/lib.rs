@@ -1,8 +1,11 @@
-//! The `mcp-conformance` runner's engines: the checks run over recorded sessions, and the
-//! engines that replay and serve them. The `mcp-conformance` binary (`main.rs`) is a thin
+//! The `mcp-conformance` runner's engines: the live check of a server against the
+//! specification, the checks run over recorded sessions, and the engines that replay and serve
+//! them. The `mcp-conformance` binary (`main.rs`) is a thin
 //! command line on top; `mcp-conformance-client-driver` (`client_driver.rs`) is the client it
 //! drives in the official suite's client scenarios.
 //!
+//! - [`check`]: `mcp-conformance check`, the battery of spec checks run against a live server
+//!   (stdio or Streamable HTTP) in each era it speaks, each finding tied to its rule.
 //! - [`roundtrip`]: decodes every recorded message into mcpwire's types and checks that
 //!   encoding it again gives back the same JSON.
 //! - [`matching`]: what may differ between a recording and a live run (the rules, in one place).
@@ -26,6 +29,7 @@
 //! exchanges, messages and `http` members checked) and for a client under test
 //! ([`replay::replay_with_client`], which starts the client with `serve` as its server).
 
+pub mod check;
 pub mod clock;
 pub mod diff;
 pub mod fixtures;

@@ -1,6 +1,11 @@
-//! `mcp-conformance`: checks MCP implementations against recorded sessions.
+//! `mcp-conformance`: checks MCP implementations, live or against recorded sessions. The
+//! command line is clap's (`--help` on every subcommand).
 //!
 //! Subcommands:
+//! - `check (--server "CMD ARGS" | --url URL) [...]` — runs the battery of spec checks
+//!   ([`mcp_conformance::check`]) against a live server, in each era it speaks: one line per
+//!   check, `--junit`, `--json`, `--expected-failures`; exit 1 when a MUST-level check fails
+//!   (`--strict`: a SHOULD-level one too).
 //! - `roundtrip FILE...` — every message of each recording must survive a decode/encode round
 //!   trip through mcpwire's types.
 //! - `record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...` — a stdio wrapper a client
@@ -44,10 +49,13 @@
 //!
 //! Exit status: 0 when everything passed, 1 on failures, 2 on usage errors.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use mcp_conformance::check::{self, CheckOptions, Era, Target};
 use mcp_conformance::clock::ClockMode;
 use mcp_conformance::matching::{Matcher, Rules};
 use mcp_conformance::replay::{replay_stdio, replay_with_client, ReplayOptions, ServeReportLine};
@@ -59,15 +67,205 @@ use mcpwire::recording::Recording;
 use mcpwire::transport::stdio::StdioTransport;
 use mcpwire::transport::{Limits, Transport};
 
-const USAGE: &str = "usage: mcp-conformance roundtrip FILE...
-       mcp-conformance record [--description TEXT] OUT.jsonl -- SERVER_CMD ARGS...
-       mcp-conformance record [--description TEXT] [--ready-file FILE] OUT.jsonl --listen ADDR:PORT --target URL
-       mcp-conformance replay FILE... (--server \"CMD ARGS\" [--clock recorded|system] | --server-url URL | --client \"CMD ARGS\") [--timeout-ms N] [--junit FILE] [--expected-failures FILE]
-       mcp-conformance serve [--fixtures DIR] [--report FILE] [--listen ADDR:PORT] FILE";
+#[derive(Parser)]
+#[command(
+    name = "mcp-conformance",
+    version,
+    about = "Check MCP servers and clients: a live check against the spec, and recorded sessions (round trip, record, replay, serve)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-fn usage_error(why: &str) -> ExitCode {
-    eprintln!("mcp-conformance: {why}\n{USAGE}");
-    ExitCode::from(2)
+#[derive(Subcommand)]
+enum Command {
+    /// Run the spec checks against a live server (stdio or Streamable HTTP), in each era it speaks.
+    Check(CheckArgs),
+    /// Decode and re-encode every message of each recording through mcpwire's types.
+    Roundtrip {
+        /// Recordings (JSON Lines).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Record a session: a stdio wrapper (`OUT -- SERVER_CMD ARGS`) or an HTTP capture proxy
+    /// (`OUT --listen ADDR:PORT --target URL`).
+    Record(RecordArgs),
+    /// Play recordings' client side against a server, or their server side to a client.
+    Replay(ReplayArgs),
+    /// Become the recorded server of one recording, on stdin/stdout or over HTTP.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+// A repeated option overrides the earlier one, as the hand-written parser had it (the tests pass a
+// default `--timeout-ms` first and a case's own after it).
+#[command(args_override_self = true)]
+struct CheckArgs {
+    /// The server to start and speak to over stdio (a command line; quotes group words).
+    #[arg(long, value_name = "CMD ARGS", required_unless_present = "url", conflicts_with = "url")]
+    server: Option<String>,
+    /// The Streamable HTTP endpoint of a running server (`http://127.0.0.1:3001/mcp`).
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// A header sent with every HTTP request (`K:V`; repeatable).
+    #[arg(long = "header", value_name = "K:V", value_parser = parse_header)]
+    headers: Vec<(String, String)>,
+    /// Send `Authorization: Bearer $VAR` with every HTTP request (the token is never printed).
+    #[arg(long, value_name = "VAR")]
+    bearer_env: Option<String>,
+    /// The eras to check: `both` (the handshake era at 2025-11-25 and 2026-07-28, each only when
+    /// the server speaks it), or one revision (`2026-07-28`, `2025-11-25`, `2025-06-18`, …),
+    /// which the server must speak.
+    #[arg(long, value_name = "both|REV", default_value = "both", value_parser = parse_era)]
+    era: EraChoice,
+    /// How long to wait for each answer, in milliseconds.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Count SHOULD-level findings as failures too.
+    #[arg(long)]
+    strict: bool,
+    /// Call tool NAME with these arguments and check its result (repeatable).
+    #[arg(long = "call", value_name = "NAME=JSON", value_parser = parse_call)]
+    calls: Vec<(String, serde_json::Value)>,
+    /// Also call every tool annotated `readOnlyHint: true`, with arguments made up from its
+    /// input schema, and check its result.
+    #[arg(long)]
+    call_readonly: bool,
+    /// A tool call that takes long enough to be cancelled (`NAME=JSON`): checks that a
+    /// cancelled request is never answered.
+    #[arg(long, value_name = "NAME=JSON", value_parser = parse_call)]
+    slow_tool: Option<(String, serde_json::Value)>,
+    /// The `schema/` folder of a checkout of the specification's repository
+    /// (modelcontextprotocol/modelcontextprotocol), holding `REV/schema.json` for each
+    /// revision: results and tool definitions are then validated against their revision's
+    /// schema (results.schema, tools.definitions); without it those two checks are skipped.
+    #[arg(long, value_name = "DIR")]
+    spec_schemas: Option<PathBuf>,
+    /// Write a JUnit XML report.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Write a JSON report.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Check ids (`ID` or `ERA/ID`, one per line, `#` comments) expected to fail: they do not
+    /// fail the run, and one that passes does (the entry is stale).
+    #[arg(long, value_name = "FILE")]
+    expected_failures: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+enum EraChoice {
+    Both,
+    One(Era),
+}
+
+fn parse_era(text: &str) -> Result<EraChoice, String> {
+    if text == "both" {
+        return Ok(EraChoice::Both);
+    }
+    Era::parse(text)
+        .map(EraChoice::One)
+        .ok_or_else(|| format!("{text}: not `both` nor a revision this checker knows ({})", Era::known().join(", ")))
+}
+
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text.split_once(':').ok_or("K:V expected")?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err("an empty header name".into());
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
+}
+
+fn parse_call(text: &str) -> Result<(String, serde_json::Value), String> {
+    let (name, json) = text.split_once('=').ok_or("NAME=JSON expected")?;
+    let args: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("the arguments of {name}: {e}"))?;
+    if !args.is_object() {
+        return Err(format!("the arguments of {name} must be a JSON object"));
+    }
+    Ok((name.to_owned(), args))
+}
+
+#[derive(Args)]
+// A repeated option overrides the earlier one, as the hand-written parser had it (the tests pass a
+// default `--timeout-ms` first and a case's own after it).
+#[command(args_override_self = true)]
+struct RecordArgs {
+    /// What the session does, written into the recording's header.
+    #[arg(long, value_name = "TEXT")]
+    description: Option<String>,
+    /// HTTP proxy: once listening, write its URL to this file (written whole, then renamed).
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    ready_file: Option<PathBuf>,
+    /// HTTP proxy: where clients connect (`127.0.0.1:0` picks a free port).
+    #[arg(long, value_name = "ADDR:PORT", requires = "target", conflicts_with = "command")]
+    listen: Option<SocketAddr>,
+    /// HTTP proxy: the server behind it (`http://HOST:PORT`).
+    #[arg(long, value_name = "URL", requires = "listen")]
+    target: Option<String>,
+    /// The recording to write.
+    #[arg(value_name = "OUT.jsonl")]
+    out: PathBuf,
+    /// stdio wrapper: the server command, after `--`.
+    #[arg(last = true, value_name = "SERVER_CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Args)]
+// A repeated option overrides the earlier one, as the hand-written parser had it (the tests pass a
+// default `--timeout-ms` first and a case's own after it).
+#[command(args_override_self = true)]
+struct ReplayArgs {
+    /// Recordings to replay.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Replay the client side against this server, started over stdio.
+    #[arg(long, value_name = "CMD ARGS", required_unless_present_any = ["server_url", "client"], conflicts_with_all = ["server_url", "client"])]
+    server: Option<String>,
+    /// Replay the client side as raw HTTP exchanges against the server at this URL.
+    #[arg(long, value_name = "URL", conflicts_with = "client")]
+    server_url: Option<String>,
+    /// Play the server side to this client.
+    #[arg(long, value_name = "CMD ARGS")]
+    client: Option<String>,
+    /// Whose clock a replayed stdio server reads (default: what each recording's sidecar says).
+    #[arg(long, value_enum)]
+    clock: Option<ClockArg>,
+    /// How long each expected message is waited for, in milliseconds (plus twice its recorded gap).
+    #[arg(long, value_name = "N")]
+    timeout_ms: Option<u64>,
+    /// Write a JUnit XML report.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Session names expected to fail (one per line, `#` comments); a listed one that passes fails the run.
+    #[arg(long, value_name = "FILE")]
+    expected_failures: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ClockArg {
+    Recorded,
+    System,
+}
+
+#[derive(Args)]
+// A repeated option overrides the earlier one, as the hand-written parser had it (the tests pass a
+// default `--timeout-ms` first and a case's own after it).
+#[command(args_override_self = true)]
+struct ServeArgs {
+    /// The directory standing for the recordings' `/tmp/mcp-fixtures`.
+    #[arg(long, value_name = "DIR")]
+    fixtures: Option<PathBuf>,
+    /// Append every matched client message and every difference to this file (JSON lines).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Serve over HTTP on this address instead of stdin/stdout.
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<SocketAddr>,
+    /// The recording whose server side to play.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -75,24 +273,93 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    match args.next().as_deref() {
-        Some("roundtrip") => roundtrip(args.map(PathBuf::from).collect()),
-        Some("record") => record_cmd(args.collect()),
-        Some("replay") => replay_cmd(args.collect()),
-        Some("serve") => serve_cmd(args.collect()),
-        Some("-h" | "--help") => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
+    match Cli::parse().command {
+        Command::Check(args) => check_cmd(args),
+        Command::Roundtrip { files } => roundtrip(files),
+        Command::Record(args) => record_cmd(args),
+        Command::Replay(args) => replay_cmd(args),
+        Command::Serve(args) => serve_cmd(args),
+    }
+}
+
+fn check_cmd(args: CheckArgs) -> ExitCode {
+    let target = match (args.server, args.url) {
+        (Some(_), None) if !args.headers.is_empty() || args.bearer_env.is_some() => {
+            eprintln!("mcp-conformance check: --header and --bearer-env are for --url");
+            return ExitCode::from(2);
         }
-        _ => usage_error("which subcommand?"),
+        (Some(command), None) => {
+            let words = mcp_conformance::replay::split_command(&command);
+            if words.is_empty() {
+                eprintln!("mcp-conformance check: --server needs a command");
+                return ExitCode::from(2);
+            }
+            Target::Stdio(words)
+        }
+        (None, Some(url)) => {
+            let mut headers = args.headers;
+            if let Some(var) = &args.bearer_env {
+                match std::env::var(var) {
+                    Ok(token) if !token.is_empty() => headers.push(("authorization".into(), format!("Bearer {token}"))),
+                    _ => {
+                        eprintln!("mcp-conformance check: --bearer-env {var}: the variable is not set");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            Target::Http { url, headers }
+        }
+        _ => {
+            eprintln!("mcp-conformance check: one of --server and --url");
+            return ExitCode::from(2);
+        }
+    };
+    let expected = match &args.expected_failures {
+        None => check::Expected::default(),
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => check::Expected::parse(&text),
+            Err(e) => {
+                eprintln!("mcp-conformance check: {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let options = CheckOptions {
+        target,
+        eras: match args.era {
+            EraChoice::Both => None,
+            EraChoice::One(era) => Some(era),
+        },
+        timeout: Duration::from_millis(args.timeout_ms.max(1)),
+        calls: args.calls,
+        slow_tool: args.slow_tool,
+        call_readonly: args.call_readonly,
+        spec_schemas: args.spec_schemas,
+    };
+    let report = runtime().block_on(check::run(&options));
+    let verdict = report.verdict(args.strict, &expected);
+    print!("{}", report.render(args.strict, &expected));
+    let mut ok = verdict;
+    if let Some(path) = &args.junit {
+        if let Err(e) = std::fs::write(path, report.junit(args.strict)) {
+            eprintln!("mcp-conformance check: {}: {e}", path.display());
+            ok = false;
+        }
+    }
+    if let Some(path) = &args.json {
+        if let Err(e) = std::fs::write(path, report.json(args.strict)) {
+            eprintln!("mcp-conformance check: {}: {e}", path.display());
+            ok = false;
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 
 fn roundtrip(files: Vec<PathBuf>) -> ExitCode {
-    if files.is_empty() {
-        return usage_error("roundtrip needs files");
-    }
     let mut checks = Vec::new();
     for path in &files {
         match Recording::read(path) {
@@ -113,38 +380,15 @@ fn roundtrip(files: Vec<PathBuf>) -> ExitCode {
     }
 }
 
-fn record_cmd(args: Vec<String>) -> ExitCode {
-    let (before, command) = match args.iter().position(|a| a == "--") {
-        Some(split) => (&args[..split], args[split + 1..].to_vec()),
-        None => (&args[..], Vec::new()),
-    };
-    let mut description = None;
-    let mut out = None;
-    let mut listen = None;
-    let mut target = None;
-    let mut ready_file = None;
-    let mut it = before.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--description" => description = it.next().cloned(),
-            "--listen" => match it.next().and_then(|a| a.parse::<std::net::SocketAddr>().ok()) {
-                Some(addr) => listen = Some(addr),
-                None => return usage_error("--listen needs ADDR:PORT"),
-            },
-            "--target" => target = it.next().cloned(),
-            "--ready-file" => ready_file = it.next().map(PathBuf::from),
-            _ if a.starts_with("--") => return usage_error(&format!("unknown option {a}")),
-            _ if out.is_none() => out = Some(PathBuf::from(a)),
-            _ => return usage_error(&format!("unexpected argument {a}")),
+fn record_cmd(args: RecordArgs) -> ExitCode {
+    let RecordArgs { description, ready_file, listen, target, out, command } = args;
+    match (listen, target) {
+        (Some(listen), Some(target)) => return record_http_cmd(out, description, listen, target, ready_file),
+        (None, None) if !command.is_empty() => {}
+        _ => {
+            eprintln!("mcp-conformance record: either -- SERVER_CMD or --listen ADDR:PORT --target URL");
+            return ExitCode::from(2);
         }
-    }
-    let Some(out) = out else { return usage_error("record needs OUT.jsonl") };
-    match (listen, target, command.is_empty()) {
-        (Some(listen), Some(target), true) => {
-            return record_http_cmd(out, description, listen, target, ready_file);
-        }
-        (None, None, false) if ready_file.is_none() => {}
-        _ => return usage_error("record needs either -- SERVER_CMD or --listen ADDR:PORT --target URL"),
     }
     let options = RecordOptions { out, description, command };
     match runtime().block_on(record(&options)) {
@@ -220,45 +464,27 @@ fn record_http_cmd(
     }
 }
 
-fn replay_cmd(args: Vec<String>) -> ExitCode {
-    let mut files = Vec::new();
-    let mut server = None;
-    let mut client = None;
-    let mut server_url = None;
-    let mut junit_out = None;
-    let mut expected = ExpectedFailures::default();
+fn replay_cmd(args: ReplayArgs) -> ExitCode {
+    let ReplayArgs { files, server, server_url, client, clock, timeout_ms, junit: junit_out, expected_failures } = args;
     let mut options = ReplayOptions::default();
-    let mut it = args.into_iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--server" => server = it.next(),
-            "--client" => client = it.next(),
-            "--server-url" => server_url = it.next(),
-            "--junit" => junit_out = it.next().map(PathBuf::from),
-            "--clock" => match it.next().as_deref().and_then(ClockMode::parse) {
-                Some(mode) => options.clock = Some(mode),
-                None => return usage_error("--clock needs recorded or system"),
-            },
-            "--timeout-ms" => match it.next().and_then(|v| v.parse::<u64>().ok()) {
-                Some(ms) => options.timeout = Duration::from_millis(ms),
-                None => return usage_error("--timeout-ms needs a number"),
-            },
-            "--expected-failures" => {
-                let Some(path) = it.next() else { return usage_error("--expected-failures needs a file") };
-                match std::fs::read_to_string(&path) {
-                    Ok(text) => expected = ExpectedFailures::parse(&text),
-                    Err(e) => {
-                        eprintln!("mcp-conformance: {path}: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
-            }
-            _ if a.starts_with("--") => return usage_error(&format!("unknown option {a}")),
-            _ => files.push(PathBuf::from(a)),
-        }
+    if let Some(clock) = clock {
+        options.clock = Some(match clock {
+            ClockArg::Recorded => ClockMode::Recorded,
+            ClockArg::System => ClockMode::System,
+        });
     }
-    if files.is_empty() {
-        return usage_error("replay needs recordings");
+    if let Some(ms) = timeout_ms {
+        options.timeout = Duration::from_millis(ms);
+    }
+    let mut expected = ExpectedFailures::default();
+    if let Some(path) = expected_failures {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => expected = ExpectedFailures::parse(&text),
+            Err(e) => {
+                eprintln!("mcp-conformance: {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
     }
     let rt = runtime();
     let mut outcomes = Vec::new();
@@ -287,7 +513,10 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
             }
         }
         _ => {
-            return usage_error("replay needs one of --server \"CMD ARGS\", --server-url URL and --client \"CMD ARGS\"")
+            eprintln!(
+                "mcp-conformance replay: one of --server \"CMD ARGS\", --server-url URL and --client \"CMD ARGS\""
+            );
+            return ExitCode::from(2);
         }
     }
     let (text, ok) = render(&outcomes, &expected);
@@ -305,26 +534,8 @@ fn replay_cmd(args: Vec<String>) -> ExitCode {
     }
 }
 
-fn serve_cmd(args: Vec<String>) -> ExitCode {
-    let mut fixtures = None;
-    let mut report = None;
-    let mut listen = None;
-    let mut file = None;
-    let mut it = args.into_iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--fixtures" => fixtures = it.next().map(PathBuf::from),
-            "--report" => report = it.next().map(PathBuf::from),
-            "--listen" => match it.next().and_then(|a| a.parse::<std::net::SocketAddr>().ok()) {
-                Some(addr) => listen = Some(addr),
-                None => return usage_error("--listen needs ADDR:PORT"),
-            },
-            _ if a.starts_with("--") => return usage_error(&format!("unknown option {a}")),
-            _ if file.is_none() => file = Some(PathBuf::from(a)),
-            _ => return usage_error("serve needs exactly one recording"),
-        }
-    }
-    let Some(path) = file else { return usage_error("serve needs exactly one recording") };
+fn serve_cmd(args: ServeArgs) -> ExitCode {
+    let ServeArgs { fixtures, report, listen, file: path } = args;
     let report = match report.map(|p| std::fs::OpenOptions::new().create(true).append(true).open(&p).map(|f| (p, f))) {
         None => None,
         Some(Ok((_, f))) => Some(std::sync::Mutex::new(f)),

@@ -21,7 +21,7 @@ AREAS = {
                "typed_tools", "examples", "agent"],
     "gateway": ["bridge_bounds", "bridge_cli", "bridge_config_cli", "bridge_faults", "bridge_login",
                 "bridge_oauth", "bridge_reload", "bridge_serve", "recording_tee"],
-    "conformance": ["conformance_client", "conformance_client_http", "conformance_http",
+    "conformance": ["conformance_check", "conformance_client", "conformance_client_http", "conformance_http",
                     "conformance_record_http", "conformance_replay"],
     "interop": ["http_interop", "interop_clients", "interop_eras"],
     # Tests that count what the process holds (fds, children) take turns through
@@ -122,7 +122,7 @@ for name in ALONE:
     text = open(f"tests/{name}.rs").read()
     for module, path in [("http_support", "support/http.rs"), ("oauth_support", "support/oauth.rs"),
                          ("reliability", "support/reliability.rs")]:
-        text = re.sub(rf"^mod {module};$", f'#[path = "{path}"]\nmod {module};', text, flags=re.M)
+        text = re.sub(rf"^(?:#\[path = [^\n]*\n)*mod {module};$", f'#[path = "{path}"]\nmod {module};', text, flags=re.M)
     open(f"tests/{name}.rs", "w").write(text)
 for area in AREAS:
     if os.path.isdir(f"tests/{area}"):

@@ -3,9 +3,12 @@
 
 #[path = "../support/examples.rs"]
 mod examples;
+#[path = "../support/bridge.rs"]
+mod serving;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod conformance_check;
 mod conformance_client;
 mod conformance_client_http;
 mod conformance_http;
