@@ -1,4 +1,4 @@
-"""The goals table of BENCHMARKS.md from several matrix runs (benches/matrix.sh results):
+"""The ratios table of docs/benchmarks.md from several matrix runs (benches/matrix.sh results):
 each cell's ratio is taken within one run, and the median of the runs' ratios is compared
 with the goal.
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The benchmark matrix of BENCHMARKS.md, in one run: every client against every server over
+# The benchmark matrix of docs/benchmarks.md, in one run: every client against every server over
 # stdio, in-process, and Streamable HTTP (sessions and stateless), release builds.
 #
-#   benches/matrix.sh [OUT_DIR] [-- extra bench args, e.g. --n 5000]
+#   benches/matrix.sh [OUT_DIR] [--pairs-only] [-- extra bench args, e.g. --n 5000]
 #
 # Peers: rmcp-bench, rmcp-echo-server, floor-bench and floor-echo-server from the rmcp peer
 # project (../shared/peers/rmcp-peer; build it once outside the repo:
@@ -13,10 +13,13 @@
 # same extra bench args): OUT_DIR/bridge.jsonl, its table appended to OUT_DIR/table.md. Last,
 # scale-out (benches/scaleout.sh: 1-3 replicas behind HAProxy, memory and Redis stores, both
 # eras; it rebuilds mcp-bench and echo_server with --features redis): OUT_DIR/scaleout.jsonl,
-# its table appended too.
+# its table appended too. `--pairs-only` stops after the client × server tables (no gateways, no
+# scale-out): the few minutes to run when only the pairs are compared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-out}; shift || true
+PAIRS_ONLY=false
+[ "${1:-}" = "--pairs-only" ] && { PAIRS_ONLY=true; shift; }
 [ "${1:-}" = "--" ] && shift
 EXTRA=("$@")
 P=${RMCP_PEER_BIN:-/tmp/rmcp-peer/release}
@@ -88,6 +91,7 @@ sleep 0.5
 kill $pid; wait $pid 2>/dev/null || true
 
 python3 benches/table.py "$OUT/results.jsonl" > "$OUT/table.md"
+if $PAIRS_ONLY; then cat "$OUT/table.md"; exit 0; fi
 { echo; echo "## Gateways (benches/bridge.sh)"; echo; } >> "$OUT/table.md"
 benches/bridge.sh --no-build --out "$OUT/bridge.jsonl" -- "${EXTRA[@]}" >> "$OUT/table.md"
 { echo; echo "## Scale-out (benches/scaleout.sh)"; echo; } >> "$OUT/table.md"

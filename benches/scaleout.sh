@@ -29,7 +29,7 @@
 # per call (p50 and p99, µs: Redis 1 replica minus memory 1 replica, both through HAProxy).
 # Every process it starts runs in its own process group, killed on exit. The machine's cores
 # are shared by the replicas, HAProxy, Redis and the client: more replicas than cores measure
-# contention, not capacity; BENCHMARKS.md says how the figures were taken.
+# contention, not capacity; docs/benchmarks.md says how the figures were taken.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

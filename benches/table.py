@@ -1,4 +1,4 @@
-"""Turns benches/matrix.sh results into the tables of BENCHMARKS.md (calls/s, client x server)."""
+"""Turns benches/matrix.sh results into the tables of docs/benchmarks.md (calls/s, client x server)."""
 import json
 import sys
 from collections import defaultdict

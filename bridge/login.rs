@@ -3,33 +3,50 @@
 //!
 //! `login` runs discovery and the authorization code flow with a loopback redirect on
 //! 127.0.0.1 (the server's `oauth.callback_port`, else any free port): the authorization URL is
-//! printed on stderr, and opened in a browser only with `--open`. The tokens go to the user's
-//! file store ([`FileTokenStore::in_config_dir`]: `$MCPWIRE_CONFIG_DIR`, else
-//! `$XDG_CONFIG_HOME/mcpwire`, else `~/.config/mcpwire`; mode 0600). `logout` forgets every
-//! stored credential of the server. No token, code or secret is ever printed.
+//! printed on stderr, and opened in a browser only with `--open`. The tokens go to the store of
+//! the [mode](CredentialsStoreMode) set by `--credentials-store`, else by the config file's
+//! `mcp_oauth_credentials_store`, else `auto` (codex's default): the operating system's keyring
+//! where it answers (the kernel keyring on a headless Linux), else the file
+//! `oauth-credentials.json` (mode 0600) in the configuration directory (`$MCPWIRE_CONFIG_DIR`,
+//! else `$XDG_CONFIG_HOME/mcpwire`, else `~/.config/mcpwire`). `logout` forgets every stored
+//! credential of the server, in the keyring and in the file. No token, code or secret is ever
+//! printed.
 //!
 //! Not here: the flow itself (`mcpwire::client::oauth`), using the stored token
 //! (`mcpwire::client::login`, through the connection set).
 
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpwire::client::config::TransportConfig;
 use mcpwire::client::config::{McpConfig, ServerConfig};
 use mcpwire::client::login::{uses_login, Logins};
-use mcpwire::client::oauth::{FileTokenStore, LoopbackRedirect};
+use mcpwire::client::oauth::{credentials_store, CredentialsStoreMode, LoopbackRedirect};
 
 /// What users run to log in, for messages.
 pub(crate) const LOGIN_COMMAND: &str = "mcp-bridge login";
 
-/// The logins of the user's file store.
+static STORE_MODE: OnceLock<CredentialsStoreMode> = OnceLock::new();
+
+/// Sets where logins are kept for this process (once, before any command runs).
+pub(crate) fn set_store_mode(mode: CredentialsStoreMode) {
+    let _ = STORE_MODE.set(mode);
+}
+
+fn store_mode() -> CredentialsStoreMode {
+    STORE_MODE.get().copied().unwrap_or_default()
+}
+
+/// The logins of the user's store, of the mode set (default `auto`).
 ///
 /// # Errors
-/// When no configuration directory can be found.
+/// When no configuration directory can be found, or the mode is `keyring` in a build without
+/// one.
 pub(crate) fn logins() -> Result<Logins, String> {
-    let store = FileTokenStore::in_config_dir().map_err(|e| format!("no place for OAuth credentials: {e}"))?;
-    Ok(Logins::new(Arc::new(store), LOGIN_COMMAND).client_name("mcp-bridge"))
+    let mode = store_mode();
+    let store = credentials_store(mode).map_err(|e| format!("no place for OAuth credentials ({mode}): {e}"))?;
+    Ok(Logins::new(store, LOGIN_COMMAND).client_name("mcp-bridge"))
 }
 
 /// `login` or `logout`, checked by clap.
@@ -66,6 +83,8 @@ async fn login(server: ServerConfig, open: bool, timeout: Duration) -> Result<St
             "{name} has credentials of its own (bearer_token_env_var or an Authorization header): there is nothing to log in to"
         ));
     }
+    // A store that cannot be read fails now, not after the user's trip to the browser.
+    logins.store().keys().map_err(|e| format!("the {} credentials store cannot be used: {e}", store_mode()))?;
     let port = server.oauth.callback_port.unwrap_or(0);
     let shown = name.clone();
     let listener = LoopbackRedirect::bind(port, "/callback", move |url| {
@@ -82,7 +101,8 @@ async fn login(server: ServerConfig, open: bool, timeout: Duration) -> Result<St
         .await
         .map_err(|_| format!("login to {name} timed out after {} s", timeout.as_secs()))?
         .map_err(|e| format!("login to {name} failed: {e}"))?;
-    Ok(format!("logged in to {name} (authorization server {})", key.issuer))
+    let kept = logins.store().location(&key).map(|at| format!("; kept in the {at}")).unwrap_or_default();
+    Ok(format!("logged in to {name} (authorization server {}){kept}", key.issuer))
 }
 
 fn logout(server: &ServerConfig) -> Result<String, String> {

@@ -19,7 +19,9 @@
 //! ```
 //!
 //! `login` / `logout` keep an OAuth login to one configured HTTP server (see login.rs); the
-//! client commands use it, never starting a login themselves.
+//! client commands use it, never starting a login themselves. Where logins are kept is
+//! `--credentials-store keyring|file|auto` (any command), else the config file's
+//! `mcp_oauth_credentials_store`, else `auto`.
 //!
 //! The command line is clap's (`--help` on every subcommand); logs are `tracing`'s, filtered
 //! by `RUST_LOG` (default `info` for `serve`, `warn` otherwise), always on stderr: in stdio mode
@@ -42,11 +44,18 @@ mod login;
 mod serve;
 mod shell;
 
+use mcpwire::client::oauth::CredentialsStoreMode;
 use mcpwire::gateway::PrefixMode;
 
 #[derive(Parser, Debug)]
 #[command(name = "mcp-bridge", version, about = "Many MCP servers as one, and an MCP client for the shell")]
 struct Cli {
+    /// Where OAuth logins are kept: `keyring` (the system's: Keychain, Credential Manager, the
+    /// Linux kernel keyring), `file` (oauth-credentials.json, mode 0600, in the config
+    /// directory) or `auto` (the keyring where it answers, else the file). Default: the
+    /// config file's mcp_oauth_credentials_store, else auto.
+    #[arg(long, global = true, value_name = "keyring|file|auto", value_parser = parse_store_mode)]
+    credentials_store: Option<CredentialsStoreMode>,
     #[command(subcommand)]
     command: Command,
 }
@@ -147,8 +156,9 @@ enum Command {
     /// Log in to a configured HTTP server with OAuth and keep the tokens for the other commands.
     ///
     /// Prints the authorization URL on stderr and waits for the browser's redirect to
-    /// 127.0.0.1. Tokens go to $MCPWIRE_CONFIG_DIR, else $XDG_CONFIG_HOME/mcpwire, else
-    /// ~/.config/mcpwire (oauth-credentials.json, mode 0600).
+    /// 127.0.0.1. Tokens go to the --credentials-store: by default (auto) the system's keyring
+    /// where it answers, else oauth-credentials.json (mode 0600) in $MCPWIRE_CONFIG_DIR, else
+    /// $XDG_CONFIG_HOME/mcpwire, else ~/.config/mcpwire.
     Login {
         /// The server's name in --config.
         name: String,
@@ -376,6 +386,32 @@ fn parse_object(text: &str) -> Result<serde_json::Map<String, serde_json::Value>
     }
 }
 
+fn parse_store_mode(text: &str) -> Result<CredentialsStoreMode, String> {
+    text.parse()
+}
+
+/// The config file a command reads, for its `mcp_oauth_credentials_store`.
+fn config_of(command: &Command) -> Option<&std::path::Path> {
+    match command {
+        Command::Serve(args) => args.config.as_deref(),
+        Command::Tools { source, .. } | Command::Call { source, .. } => source.config.as_deref(),
+        Command::Check { config, .. } | Command::Login { config, .. } | Command::Logout { config, .. } => {
+            Some(config.as_path())
+        }
+        Command::List { .. } | Command::Get { .. } | Command::Add { .. } | Command::Remove { .. } => None,
+    }
+}
+
+/// The flag's mode, else the config file's, else `auto`. A file that cannot be read says
+/// nothing here: the command reports it.
+fn store_mode(flag: Option<CredentialsStoreMode>, command: &Command) -> CredentialsStoreMode {
+    flag.or_else(|| {
+        let config = mcpwire::client::config::McpConfig::load(config_of(command)?).ok()?;
+        config.oauth_credentials_store?.parse().ok()
+    })
+    .unwrap_or_default()
+}
+
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     let secs: f64 = text.parse().map_err(|_| format!("not a number of seconds: {text}"))?;
     if !(secs.is_finite() && secs > 0.0) {
@@ -405,6 +441,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    login::set_store_mode(store_mode(cli.credentials_store, &cli.command));
     match cli.command {
         Command::Serve(args) => {
             init_logs("info");
@@ -468,7 +505,7 @@ mod tests {
 
     #[test]
     fn options_before_the_separator_are_ours_and_after_it_the_servers() {
-        let Ok(Cli { command: Command::Call { tool, args, common, source, .. } }) =
+        let Ok(Cli { command: Command::Call { tool, args, common, source, .. }, .. }) =
             parse("call echo --verbose --args {\"message\":\"hi\"} --json -- node s.js --json")
         else {
             panic!("call did not parse")
@@ -477,7 +514,9 @@ mod tests {
         assert_eq!(args.unwrap()["message"], "hi");
         assert!(common.json && common.verbose);
         assert_eq!(source.command, ["node", "s.js", "--json"]);
-        let Ok(Cli { command: Command::Tools { common, .. } }) = parse("tools --timeout 1.5 -- srv") else { panic!() };
+        let Ok(Cli { command: Command::Tools { common, .. }, .. }) = parse("tools --timeout 1.5 -- srv") else {
+            panic!()
+        };
         assert_eq!(common.timeout, Some(std::time::Duration::from_millis(1500)));
     }
 
@@ -497,6 +536,7 @@ mod tests {
             "login prot",
             "logout --config a.toml",
             "login prot --config a.toml --timeout 0",
+            "login prot --config a.toml --credentials-store vault",
         ] {
             let e = parse(line).expect_err(line);
             assert!(e.use_stderr(), "{line}: {e}");
@@ -510,24 +550,46 @@ mod tests {
 
     #[test]
     fn login_and_logout_take_a_server_and_a_config() {
-        let Ok(Cli { command: Command::Login { name, config, open, timeout } }) =
+        let Ok(Cli { command: Command::Login { name, config, open, timeout }, .. }) =
             parse("login prot --config a.toml --open --timeout 30")
         else {
             panic!("login did not parse")
         };
         assert_eq!((name.as_str(), config.to_str(), open), ("prot", Some("a.toml"), true));
         assert_eq!(timeout, Some(std::time::Duration::from_secs(30)));
-        let Ok(Cli { command: Command::Logout { name, .. } }) = parse("logout prot --config a.json") else { panic!() };
+        let Ok(Cli { command: Command::Logout { name, .. }, .. }) = parse("logout prot --config a.json") else {
+            panic!()
+        };
         assert_eq!(name, "prot");
     }
 
     #[test]
+    fn the_credentials_store_comes_from_the_flag_else_the_config_else_auto() {
+        use mcpwire::client::oauth::CredentialsStoreMode;
+        let dir = std::env::temp_dir().join(format!("mcp-bridge-store-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("mcp.toml");
+        std::fs::write(&config, "mcp_oauth_credentials_store = \"file\"\n").unwrap();
+        let line = format!("logout prot --config {}", config.display());
+        let cli = parse(&line).unwrap();
+        assert_eq!(super::store_mode(cli.credentials_store, &cli.command), CredentialsStoreMode::File);
+        let cli = parse(&format!("tools --credentials-store keyring --config {}", config.display())).unwrap();
+        assert_eq!(super::store_mode(cli.credentials_store, &cli.command), CredentialsStoreMode::Keyring);
+        let cli = parse(&format!("{line} --credentials-store auto")).unwrap();
+        assert_eq!(cli.credentials_store, Some(CredentialsStoreMode::Auto), "after the subcommand too");
+        std::fs::write(&config, "[mcp_servers.a]\ncommand = \"x\"\n").unwrap();
+        let cli = parse(&line).unwrap();
+        assert_eq!(super::store_mode(cli.credentials_store, &cli.command), CredentialsStoreMode::Auto);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn serve_defaults_to_the_embedded_servers_on_loopback() {
-        let Ok(Cli { command: Command::Serve(args) }) = parse("serve") else { panic!() };
+        let Ok(Cli { command: Command::Serve(args), .. }) = parse("serve") else { panic!() };
         assert_eq!(args.listen, "http://127.0.0.1:8000/mcp");
         assert!(args.config.is_none() && args.url.is_none() && args.command.is_empty());
         assert_eq!(args.prefix, None);
-        let Ok(Cli { command: Command::Serve(args) }) =
+        let Ok(Cli { command: Command::Serve(args), .. }) =
             parse("serve --listen stdio --prefix on-collision --url http://h/mcp")
         else {
             panic!()

@@ -16,7 +16,7 @@
 //! the stored login of `mcp-bridge login`); no secret in any log line. Upstream children get an
 //! environment built from their config, the system basics and `--pass-env`, never the
 //! variables holding the bridge's own credentials ([`child_env`]), and cannot read the
-//! bridge's own environment or memory ([`forbid_reading_us`]; SECURITY.md, "Secrets stay home").
+//! bridge's own environment or memory ([`forbid_reading_us`]; docs/security.md, "Secrets stay home").
 //!
 //! OAuth (`--auth-issuer`, with `--auth-jwks`, `--auth-introspect`, or neither: the `jwks_uri`
 //! then comes from the issuer's metadata): the listener becomes a

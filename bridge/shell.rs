@@ -6,7 +6,8 @@
 //! key) and starts the servers as a [`ConnectionSet`]: `tools` lists the aggregated tools under
 //! their qualified names, `call` calls one tool of one server, `check` starts every server and
 //! prints one status line each, with its OAuth login state (`auth`: `not_needed`, `logged_in`,
-//! `needs_login`, `expired`). HTTP servers without credentials of their own get the stored
+//! `needs_login`, `expired`; `authStore`: where a login is kept, `keyring (SERVICE)` or `file
+//! PATH`). HTTP servers without credentials of their own get the stored
 //! login of `mcp-bridge login` (login.rs); `tools` names on stderr each server that failed.
 //!
 //! Not here: the command line itself (main.rs), serving (serve.rs).
@@ -229,9 +230,10 @@ impl AuthView<'_> {
                 logins.status(server, status.error.as_deref()).unwrap_or_else(|e| AuthReport {
                     status: AuthStatus::NeedsLogin,
                     note: Some(format!("the stored login cannot be read: {e}")),
+                    location: None,
                 })
             }
-            _ => AuthReport { status: AuthStatus::NotNeeded, note: None },
+            _ => AuthReport { status: AuthStatus::NotNeeded, note: None, location: None },
         }
     }
 }
@@ -355,6 +357,7 @@ fn print_statuses(
                 "error": s.error,
                 "auth": login.status.as_str(),
                 "authNote": login.note,
+                "authStore": login.location,
             });
             if let (Some(resolution), Value::Object(line)) = (resolution, &mut line) {
                 if let Value::Object(source) = source_json(resolution) {
@@ -368,10 +371,11 @@ fn print_statuses(
             writeln!(out, "{resolution}")?;
         }
         let required = if s.required { " (required)" } else { "" };
+        let kept = login.location.map(|at| format!(", in the {at}")).unwrap_or_default();
         let login = match (login.status, login.note) {
             (AuthStatus::NotNeeded, _) => String::new(),
-            (status, None) => format!(", auth {}", status.as_str()),
-            (status, Some(note)) => format!(", auth {} ({note})", status.as_str()),
+            (status, None) => format!(", auth {}{kept}", status.as_str()),
+            (status, Some(note)) => format!(", auth {}{kept} ({note})", status.as_str()),
         };
         match (s.state, s.protocol_version) {
             (ServerState::Ready, Some(version)) => {

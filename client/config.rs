@@ -481,6 +481,10 @@ impl ServerConfig {
 pub struct McpConfig {
     /// The servers.
     pub servers: BTreeMap<String, ServerConfig>,
+    /// Where OAuth logins are kept: `keyring`, `file` or `auto` (codex's top-level
+    /// `mcp_oauth_credentials_store`; see `client::oauth::CredentialsStoreMode`), if the file
+    /// says.
+    pub oauth_credentials_store: Option<String>,
 }
 
 impl McpConfig {
@@ -591,6 +595,12 @@ impl McpConfig {
         let root = toml_to_json(toml::Value::Table(table));
         let Value::Object(root) = root else { unreachable!("a table converts to an object") };
         let mut config = McpConfig::default();
+        if let Some(store) = root.get(STORE_KEY) {
+            match store.as_str() {
+                Some(mode @ ("keyring" | "file" | "auto")) => config.oauth_credentials_store = Some(mode.to_owned()),
+                _ => return Err(error(file, STORE_KEY, "expected \"keyring\", \"file\" or \"auto\"")),
+            }
+        }
         let Some(servers) = root.get("mcp_servers") else { return Ok(config) };
         let Value::Object(servers) = servers else { return Err(error(file, "mcp_servers", "expected a table")) };
         for (name, server) in servers {
@@ -743,6 +753,10 @@ fn toml_to_json(v: toml::Value) -> Value {
         toml::Value::Table(t) => Value::Object(t.into_iter().map(|(k, v)| (k, toml_to_json(v))).collect()),
     }
 }
+
+/// codex's top-level key naming where OAuth logins are kept.
+#[cfg(feature = "config")]
+const STORE_KEY: &str = "mcp_oauth_credentials_store";
 
 #[cfg(feature = "config")]
 const CODEX_FIELDS: &[&str] = &[

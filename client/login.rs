@@ -68,6 +68,9 @@ pub struct AuthReport {
     pub status: AuthStatus,
     /// E.g. `access token expired; it is refreshed on the next use`.
     pub note: Option<String>,
+    /// Where the login is kept ([`TokenStore::location`]: `file PATH`, `keyring (SERVICE)`),
+    /// when one is.
+    pub location: Option<String>,
 }
 
 /// Whether `server` is one whose credentials come from a login: an HTTP server with no
@@ -148,15 +151,17 @@ impl Logins {
     /// # Errors
     /// When the store cannot be read.
     pub fn status(&self, server: &ServerConfig, start_error: Option<&str>) -> Result<AuthReport, AuthError> {
-        let report = |status, note: Option<&str>| AuthReport { status, note: note.map(str::to_owned) };
+        let report = |status, note: Option<&str>| AuthReport { status, note: note.map(str::to_owned), location: None };
         if !uses_login(server) {
             return Ok(report(AuthStatus::NotNeeded, None));
         }
         let client = self.client(server, None).map_err(AuthError::Config)?;
-        let Some((_, tokens)) = client.stored_tokens()? else {
+        let Some((key, tokens)) = client.stored_tokens()? else {
             let wants_login = start_error.is_some_and(|e| e.contains("needs login"));
             return Ok(report(if wants_login { AuthStatus::NeedsLogin } else { AuthStatus::NotNeeded }, None));
         };
+        let location = self.store.location(&key);
+        let report = |status, note| AuthReport { location: location.clone(), ..report(status, note) };
         if !tokens.expires_within(super::oauth::unix_now(), 0) {
             return Ok(report(AuthStatus::LoggedIn, None));
         }

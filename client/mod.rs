@@ -1160,14 +1160,14 @@ impl<T: Transport> Client<T> {
 
     /// Keeps the tools a stateless HTTP connection may call: those whose `x-mcp-header`
     /// declarations are valid (Streamable HTTP, "Custom Headers from Tool Parameters"); each
-    /// one left out is named on stderr.
+    /// one left out is named through `tracing` (a warning).
     fn admit_tools(&self, tools: &mut Vec<Tool>) {
         #[cfg(feature = "http")]
         if self.inner.session_meta.is_some() {
             let transport = self.inner.peer.transport();
             if let Some(http) = downcast::<crate::transport::sse_http::HttpClientTransport, _>(transport) {
                 for (name, why) in http.admit_tools(tools) {
-                    eprintln!("mcpwire: warning: tool {name:?} left out of tools/list: {why}");
+                    tracing::warn!(tool = ?name, reason = ?why, "mcpwire: a tool left out of tools/list");
                 }
             }
         }

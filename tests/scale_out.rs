@@ -25,7 +25,13 @@
 
 #[path = "support/examples.rs"]
 mod examples;
+#[path = "support/http.rs"]
+#[path = "support/http.rs"]
+#[path = "support/http.rs"]
 mod http_support;
+#[path = "support/reliability.rs"]
+#[path = "support/reliability.rs"]
+#[path = "support/reliability.rs"]
 mod reliability;
 mod support;
 

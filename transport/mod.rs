@@ -135,6 +135,37 @@ pub(crate) fn oversized_request(message: &Message, encoded: usize, max: usize) -
     }
 }
 
+/// What becomes of `message` when its body cannot be serialized (`why`): a response of ours
+/// becomes an internal error answer to the peer, which would otherwise wait for it; a request of
+/// ours becomes the error its caller reads at once (-32603, naming serde_json's error), never
+/// sent; a notification is dropped, said through `tracing`, as nothing waits on it.
+pub(crate) enum Unserializable {
+    /// Send this to the peer instead.
+    AnswerPeer(Message),
+    /// Hand this to our own reader, as if the peer had answered.
+    AnswerCaller(Message),
+    /// Nothing to send.
+    Dropped,
+}
+
+pub(crate) fn unserializable(message: &Message, why: &serde_json::Error) -> Unserializable {
+    use crate::proto::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse};
+    let error = |id| {
+        Message::Error(ErrorResponse::new(
+            Some(id),
+            ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("the message could not be serialized: {why}")),
+        ))
+    };
+    match message {
+        Message::Response(response) => Unserializable::AnswerPeer(error(response.id.clone())),
+        Message::Request(request) => Unserializable::AnswerCaller(error(request.id.clone())),
+        _ => {
+            tracing::warn!(error = %why, "mcpwire: dropped an outgoing message whose body cannot be serialized");
+            Unserializable::Dropped
+        }
+    }
+}
+
 /// Why a transport could not send or receive.
 #[derive(Debug)]
 #[non_exhaustive]

@@ -16,7 +16,7 @@
 //! [`ChildCommand::env_remove`]): a host that holds credentials in its environment must not
 //! start third-party servers that way. The connection set builds each child's environment from
 //! its configuration by `client::config::ChildEnv`, which `mcp-bridge serve` uses to start every
-//! child from a clean environment and withhold its own credentials (SECURITY.md, "Secrets stay
+//! child from a clean environment and withhold its own credentials (docs/security.md, "Secrets stay
 //! home").
 //!
 //! Not here: MCP semantics, request tracking, reconnecting a crashed child (the client layer
@@ -259,12 +259,20 @@ struct Local {
     answered: tokio::sync::Notify,
 }
 
+impl Local {
+    /// Queues the error answer to a request of ours that was not sent, for `recv`.
+    fn answer(&self, refusal: Message) {
+        self.state.lock().expect("stdio local lock").answers.push_back(refusal);
+        self.answered.notify_one();
+    }
+}
+
 #[derive(Default)]
 struct LocalState {
     /// A protocol version set while a `recv` held the reader, applied before the next decode.
     version: Option<Option<ProtocolVersion>>,
-    /// Error answers to our own requests that were never sent (over the frame cap), handed
-    /// out by `recv` as if the peer had sent them.
+    /// Error answers to our own requests that were never sent (over the frame cap, or not
+    /// serializable), handed out by `recv` as if the peer had sent them.
     answers: VecDeque<Message>,
 }
 
@@ -331,16 +339,24 @@ async fn write_loop(
             match command {
                 WriterCommand::Send(message) => {
                     let start = buf.len();
-                    encode_message(&message, &mut buf);
-                    // The line's length without its newline, as the peer's decoder counts it.
-                    let encoded = (buf.len() - start).saturating_sub(1);
-                    if let Some(answer) = super::oversized_answer(&message, encoded, max_frame_bytes) {
-                        buf.truncate(start);
-                        encode_message(&answer, &mut buf);
-                    } else if let Some(refusal) = super::oversized_request(&message, encoded, max_frame_bytes) {
-                        buf.truncate(start);
-                        local.state.lock().expect("stdio local lock").answers.push_back(refusal);
-                        local.answered.notify_one();
+                    if let Err(why) = encode_message(&message, &mut buf) {
+                        match super::unserializable(&message, &why) {
+                            super::Unserializable::AnswerPeer(answer) => {
+                                let _ = encode_message(&answer, &mut buf);
+                            }
+                            super::Unserializable::AnswerCaller(refusal) => local.answer(refusal),
+                            super::Unserializable::Dropped => {}
+                        }
+                    } else {
+                        // The line's length without its newline, as the peer's decoder counts it.
+                        let encoded = (buf.len() - start).saturating_sub(1);
+                        if let Some(answer) = super::oversized_answer(&message, encoded, max_frame_bytes) {
+                            buf.truncate(start);
+                            let _ = encode_message(&answer, &mut buf);
+                        } else if let Some(refusal) = super::oversized_request(&message, encoded, max_frame_bytes) {
+                            buf.truncate(start);
+                            local.answer(refusal);
+                        }
                     }
                 }
                 WriterCommand::Close(done) => close = Some(done),
@@ -784,6 +800,52 @@ mod tests {
         }
         // The peer never saw the large one; the next request (71 bytes) went out.
         assert_eq!(b.recv().await.unwrap().unwrap().id(), Some(&Id::Number(8)));
+    }
+
+    /// A body JSON cannot hold: a map whose keys are not strings.
+    fn unserializable() -> crate::proto::jsonrpc::Body {
+        let map: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into_iter().collect();
+        crate::proto::jsonrpc::Body::typed(map)
+    }
+
+    #[tokio::test]
+    async fn a_request_that_cannot_be_serialized_is_answered_to_its_sender_and_the_next_goes_out() {
+        let (a_read, b_write) = tokio::io::duplex(4096);
+        let (b_read, a_write) = tokio::io::duplex(4096);
+        let a = Arc::new(StdioTransport::from_io(a_read, a_write, Limits::default()));
+        let b = StdioTransport::from_io(b_read, b_write, Limits::default());
+        let reader = a.clone();
+        let reading = tokio::spawn(async move { reader.recv().await });
+        let request = Request { id: Id::Number(7), method: "tools/call".into(), params: Some(unserializable()) };
+        a.send(Message::Request(request)).await.unwrap();
+        a.send(ping(8)).await.unwrap();
+        match reading.await.unwrap().unwrap().unwrap() {
+            Message::Error(e) => {
+                assert_eq!(e.id, Some(Id::Number(7)));
+                assert_eq!(e.error.code.0, -32603);
+                assert!(e.error.message.starts_with("the message could not be serialized: "), "{}", e.error.message);
+            }
+            other => panic!("expected the error answer, got {other:?}"),
+        }
+        assert_eq!(b.recv().await.unwrap().unwrap().id(), Some(&Id::Number(8)));
+    }
+
+    #[tokio::test]
+    async fn a_response_that_cannot_be_serialized_reaches_the_peer_as_an_internal_error() {
+        use crate::proto::jsonrpc::Response;
+        let (a_read, b_write) = tokio::io::duplex(4096);
+        let (b_read, a_write) = tokio::io::duplex(4096);
+        let a = StdioTransport::from_io(a_read, a_write, Limits::default());
+        let b = StdioTransport::from_io(b_read, b_write, Limits::default());
+        a.send(Message::Response(Response { id: Id::Number(3), result: unserializable() })).await.unwrap();
+        match b.recv().await.unwrap().unwrap() {
+            Message::Error(e) => {
+                assert_eq!(e.id, Some(Id::Number(3)));
+                assert_eq!(e.error.code.0, -32603);
+                assert!(e.error.message.contains("could not be serialized"), "{}", e.error.message);
+            }
+            other => panic!("expected the internal error, got {other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -1,4 +1,4 @@
-//! The HTTP floor instrument of BENCHMARKS.md answers real echo calls over loopback TCP.
+//! The HTTP floor instrument of docs/benchmarks.md answers real echo calls over loopback TCP.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

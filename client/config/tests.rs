@@ -303,3 +303,15 @@ fn bad_oauth_settings_are_refused_naming_the_field() {
         "c.json: mcpServers.r.oauth.scopes: expected a space-separated string or an array of strings"
     );
 }
+
+#[test]
+fn the_oauth_credentials_store_is_codex_top_level_key() {
+    let config = McpConfig::from_toml("mcp_oauth_credentials_store = \"keyring\"\n", "mcp.toml").unwrap();
+    assert_eq!(config.oauth_credentials_store.as_deref(), Some("keyring"));
+    let config = McpConfig::from_toml("[mcp_servers.a]\ncommand = \"x\"\n", "mcp.toml").unwrap();
+    assert_eq!(config.oauth_credentials_store, None, "unset unless the file says");
+    assert_eq!(
+        toml_err("mcp_oauth_credentials_store = \"vault\"\n"),
+        "mcp.toml: mcp_oauth_credentials_store: expected \"keyring\", \"file\" or \"auto\""
+    );
+}

@@ -56,6 +56,8 @@ pub mod authorization;
 pub mod discovery;
 mod dpop;
 mod http;
+#[cfg(feature = "keyring")]
+pub mod keyring;
 pub mod loopback;
 pub mod registration;
 pub mod store;
@@ -63,10 +65,13 @@ pub mod token;
 
 pub use authorization::{AuthorizationHandler, AuthorizationRequest, AuthorizationResponse, Pkce, RedirectFollower};
 pub use discovery::{AuthorizationServerMetadata, BearerChallenge, Discovered, ResourceMetadata};
+#[cfg(feature = "keyring")]
+pub use keyring::KeyringTokenStore;
 pub use loopback::LoopbackRedirect;
 pub use registration::{metadata_document_json, PreRegistered};
 pub use store::{
-    ClientRegistration, CredentialKey, FileTokenStore, MemoryTokenStore, StoredCredentials, TokenSet, TokenStore,
+    config_dir, credentials_store, AutoTokenStore, ClientRegistration, CredentialKey, CredentialsStoreMode,
+    FileTokenStore, MemoryTokenStore, StoredCredentials, TokenSet, TokenStore,
 };
 pub use token::{EnterpriseGrant, JwtAlgorithm, SigningKey};
 

@@ -8,13 +8,20 @@
 //!   whole through a temporary file of the same mode, by default
 //!   `$MCPWIRE_CONFIG_DIR/oauth-credentials.json` when that variable is set (tests, several
 //!   profiles), else `$XDG_CONFIG_HOME/mcpwire/oauth-credentials.json` (else `~/.config/…`).
+//! - [`KeyringTokenStore`](super::keyring::KeyringTokenStore) (feature `keyring`): the
+//!   operating system's credential store.
+//! - [`AutoTokenStore`]: the keyring where it answers, else the file.
+//!
+//! [`CredentialsStoreMode`] names the three choices a host offers its users (codex's
+//! `mcp_oauth_credentials_store`: `keyring`, `file`, `auto`), and [`credentials_store`] opens
+//! the store of a mode in the user's configuration directory.
 //!
 //! Keys are issuer + resource ([`CredentialKey`]): a token or a registration from one
 //! authorization server is never offered to another (an authorization-server migration starts
 //! a new flow). `Debug` of anything here shows no token or secret.
 //!
-//! Not here: obtaining or refreshing tokens, encryption at rest (the file's mode is the
-//! protection, as for SSH keys).
+//! Not here: obtaining or refreshing tokens, encryption of the file (the file's mode is the
+//! protection, as for SSH keys; the keyring encrypts where the platform does).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -128,6 +135,13 @@ pub trait TokenStore: Send + Sync + 'static {
     /// # Errors
     /// When the store cannot be read.
     fn keys(&self) -> io::Result<Vec<CredentialKey>>;
+
+    /// Where `key`'s credentials are kept, for a user to read (`file /path`, `keyring
+    /// (SERVICE)`); `None` when the store does not say (in memory).
+    fn location(&self, key: &CredentialKey) -> Option<String> {
+        let _ = key;
+        None
+    }
 }
 
 /// A [`TokenStore`] in memory, for one process.
@@ -211,8 +225,9 @@ impl FileTokenStore {
     fn read(&self) -> io::Result<FileContents> {
         match std::fs::read(&self.path) {
             Ok(bytes) if bytes.is_empty() => Ok(FileContents::default()),
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", self.path.display()))),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map_err(|e| not_credentials(&self.path.display().to_string(), &e))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(FileContents::default()),
             Err(e) => Err(e),
         }
@@ -241,6 +256,16 @@ impl FileTokenStore {
     }
 }
 
+/// A stored value that does not parse, said without its text: serde's message quotes the
+/// string it met, which may be a token.
+pub(super) fn not_credentials(what: &str, e: &serde_json::Error) -> io::Error {
+    let kind = match e.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "not JSON",
+        _ => "not stored credentials",
+    };
+    io::Error::new(io::ErrorKind::InvalidData, format!("{what}: {kind} (line {}, column {})", e.line(), e.column()))
+}
+
 /// Creates (or truncates) `path` readable and writable by its owner only.
 fn open_private(path: &Path) -> io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
@@ -264,8 +289,18 @@ pub const CONFIG_DIR_VAR: &str = "MCPWIRE_CONFIG_DIR";
 const STORE_FILE: &str = "oauth-credentials.json";
 
 fn default_path() -> io::Result<PathBuf> {
+    Ok(config_dir()?.join(STORE_FILE))
+}
+
+/// The user's configuration directory: `$MCPWIRE_CONFIG_DIR` when [`CONFIG_DIR_VAR`] is set,
+/// else `$XDG_CONFIG_HOME/mcpwire`, else `$HOME/.config/mcpwire`. It holds the file store, and
+/// names the keyring store's entries (one profile's logins are not another's).
+///
+/// # Errors
+/// When none of the variables is set.
+pub fn config_dir() -> io::Result<PathBuf> {
     if let Some(dir) = std::env::var_os(CONFIG_DIR_VAR).filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(dir).join(STORE_FILE));
+        return Ok(PathBuf::from(dir));
     }
     let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
@@ -274,7 +309,7 @@ fn default_path() -> io::Result<PathBuf> {
             None => return Err(io::Error::new(io::ErrorKind::NotFound, "neither XDG_CONFIG_HOME nor HOME is set")),
         },
     };
-    Ok(base.join("mcpwire").join(STORE_FILE))
+    Ok(base.join("mcpwire"))
 }
 
 impl TokenStore for FileTokenStore {
@@ -295,6 +330,165 @@ impl TokenStore for FileTokenStore {
 
     fn keys(&self) -> io::Result<Vec<CredentialKey>> {
         Ok(self.read()?.credentials.into_iter().map(|e| e.key).collect())
+    }
+
+    fn location(&self, _key: &CredentialKey) -> Option<String> {
+        Some(format!("file {}", self.path.display()))
+    }
+}
+
+/// Where a host keeps its users' OAuth credentials (codex's `mcp_oauth_credentials_store`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CredentialsStoreMode {
+    /// The operating system's credential store (feature `keyring`): the macOS Keychain, the
+    /// Windows Credential Manager, on Linux the Secret Service where a desktop runs one, else
+    /// the kernel keyring. Fails where none answers.
+    Keyring,
+    /// [`FileTokenStore`] in the configuration directory (mode 0600).
+    File,
+    /// The keyring where it answers, else the file ([`AutoTokenStore`]); the file alone in a
+    /// build without the `keyring` feature. The default, as codex's.
+    #[default]
+    Auto,
+}
+
+impl CredentialsStoreMode {
+    /// `keyring`, `file` or `auto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CredentialsStoreMode::Keyring => "keyring",
+            CredentialsStoreMode::File => "file",
+            CredentialsStoreMode::Auto => "auto",
+        }
+    }
+}
+
+impl std::fmt::Display for CredentialsStoreMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for CredentialsStoreMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<CredentialsStoreMode, String> {
+        match text {
+            "keyring" => Ok(CredentialsStoreMode::Keyring),
+            "file" => Ok(CredentialsStoreMode::File),
+            "auto" => Ok(CredentialsStoreMode::Auto),
+            other => Err(format!("unknown credentials store {other:?} (expected keyring, file or auto)")),
+        }
+    }
+}
+
+/// The store of `mode` in the user's [configuration directory](config_dir): the file
+/// `oauth-credentials.json` there, or keyring entries named after it.
+///
+/// # Errors
+/// When no configuration directory can be found; [`CredentialsStoreMode::Keyring`] in a build
+/// without the `keyring` feature (`Unsupported`). A keyring that does not answer is found on
+/// first use (see [`TokenStore::keys`] to find it sooner).
+pub fn credentials_store(mode: CredentialsStoreMode) -> io::Result<std::sync::Arc<dyn TokenStore>> {
+    let dir = config_dir()?;
+    let file = FileTokenStore::new(dir.join(STORE_FILE));
+    Ok(match mode {
+        CredentialsStoreMode::File => std::sync::Arc::new(file),
+        #[cfg(feature = "keyring")]
+        CredentialsStoreMode::Keyring => std::sync::Arc::new(super::keyring::KeyringTokenStore::for_dir(&dir)),
+        #[cfg(feature = "keyring")]
+        CredentialsStoreMode::Auto => {
+            std::sync::Arc::new(AutoTokenStore::new(super::keyring::KeyringTokenStore::for_dir(&dir), file))
+        }
+        #[cfg(not(feature = "keyring"))]
+        CredentialsStoreMode::Keyring => {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this build has no keyring support (mcpwire's `keyring` feature)",
+            ))
+        }
+        #[cfg(not(feature = "keyring"))]
+        CredentialsStoreMode::Auto => std::sync::Arc::new(file),
+    })
+}
+
+/// A keyring store with a file store behind it, as codex's `auto`: reads look in the keyring
+/// first and in the file when the keyring has nothing or does not answer; writes go to the
+/// keyring, and to the file only when the keyring does not answer — a write that reaches the
+/// keyring removes the key's entry from the file, so a login moves out of the file on its next
+/// refresh. `remove` clears both.
+///
+/// The two are any [`TokenStore`]s (the file behind a keyring, in practice).
+#[derive(Debug)]
+pub struct AutoTokenStore<K, F> {
+    keyring: K,
+    file: F,
+}
+
+impl<K: TokenStore, F: TokenStore> AutoTokenStore<K, F> {
+    /// `keyring` first, `file` behind it.
+    pub fn new(keyring: K, file: F) -> AutoTokenStore<K, F> {
+        AutoTokenStore { keyring, file }
+    }
+
+    /// The keyring store.
+    pub fn keyring(&self) -> &K {
+        &self.keyring
+    }
+
+    /// The file store.
+    pub fn file(&self) -> &F {
+        &self.file
+    }
+}
+
+impl<K: TokenStore, F: TokenStore> TokenStore for AutoTokenStore<K, F> {
+    fn load(&self, key: &CredentialKey) -> io::Result<Option<StoredCredentials>> {
+        match self.keyring.load(key) {
+            Ok(Some(found)) => Ok(Some(found)),
+            Ok(None) | Err(_) => self.file.load(key),
+        }
+    }
+
+    fn save(&self, key: &CredentialKey, credentials: &StoredCredentials) -> io::Result<()> {
+        match self.keyring.save(key, credentials) {
+            Ok(()) => {
+                // Only when there is something to remove: no empty file written for nothing.
+                if self.file.load(key)?.is_some() {
+                    self.file.remove(key)?;
+                }
+                Ok(())
+            }
+            Err(_) => self.file.save(key, credentials),
+        }
+    }
+
+    fn remove(&self, key: &CredentialKey) -> io::Result<()> {
+        // A keyring that answers must forget; one that does not holds nothing of ours.
+        if self.keyring.keys().is_ok() {
+            self.keyring.remove(key)?;
+        }
+        if self.file.load(key)?.is_some() {
+            self.file.remove(key)?;
+        }
+        Ok(())
+    }
+
+    fn location(&self, key: &CredentialKey) -> Option<String> {
+        match self.keyring.load(key) {
+            Ok(Some(_)) => self.keyring.location(key),
+            _ => self.file.location(key),
+        }
+    }
+
+    fn keys(&self) -> io::Result<Vec<CredentialKey>> {
+        let mut keys = self.keyring.keys().unwrap_or_default();
+        for key in self.file.keys()? {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        Ok(keys)
     }
 }
 
@@ -382,6 +576,55 @@ mod tests {
         let err = FileTokenStore::new(&path).load(&CredentialKey::new("i", "r")).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_credentials_is_an_error_that_shows_no_value() {
+        let dir = temp_dir("wrong");
+        let path = dir.join("creds.json");
+        std::fs::write(&path, br#"{"credentials": [{"issuer": "i", "resource": "r", "tokens": "s3cret"}]}"#).unwrap();
+        let err = FileTokenStore::new(&path).load(&CredentialKey::new("i", "r")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("not stored credentials (line 1"), "{err}");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn auto_prefers_the_keyring_and_moves_a_file_login_into_it() {
+        let dir = temp_dir("auto");
+        let path = dir.join("creds.json");
+        let key = CredentialKey::new("https://as", "https://mcp/mcp");
+        let old = CredentialKey::new("https://as", "https://old/mcp");
+        FileTokenStore::new(&path).save(&old, &sample()).unwrap();
+        let auto = AutoTokenStore::new(MemoryTokenStore::new(), FileTokenStore::new(&path));
+        assert_eq!(auto.load(&old).unwrap(), Some(sample()), "a login kept in the file is found");
+        assert_eq!(auto.location(&old), Some(format!("file {}", path.display())));
+        auto.save(&key, &sample()).unwrap();
+        assert_eq!(auto.keyring().load(&key).unwrap(), Some(sample()));
+        assert_eq!(auto.file().load(&key).unwrap(), None, "the file is left alone");
+        assert_eq!(auto.location(&key), None, "the memory store does not say where");
+        assert_eq!(auto.keys().unwrap(), vec![key.clone(), old.clone()]);
+        // A refresh of the file's login goes to the keyring and leaves the file.
+        auto.save(&old, &StoredCredentials::default()).unwrap();
+        assert_eq!(auto.file().keys().unwrap(), vec![]);
+        assert_eq!(auto.load(&old).unwrap(), Some(StoredCredentials::default()));
+        auto.file().save(&key, &sample()).unwrap();
+        auto.remove(&key).unwrap();
+        assert_eq!((auto.keyring().load(&key).unwrap(), auto.file().load(&key).unwrap()), (None, None));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_modes_are_codex_names_and_auto_is_the_default() {
+        for mode in [CredentialsStoreMode::Keyring, CredentialsStoreMode::File, CredentialsStoreMode::Auto] {
+            assert_eq!(mode.as_str().parse::<CredentialsStoreMode>(), Ok(mode));
+        }
+        assert_eq!(CredentialsStoreMode::default(), CredentialsStoreMode::Auto);
+        assert_eq!(
+            "vault".parse::<CredentialsStoreMode>(),
+            Err("unknown credentials store \"vault\" (expected keyring, file or auto)".to_owned())
+        );
     }
 
     #[test]

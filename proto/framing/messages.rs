@@ -118,15 +118,15 @@ impl MessageDecoder {
 }
 
 /// Appends `message` to `dst` as one line, serializing straight into `dst` (no intermediate
-/// buffer). A message whose typed body fails to serialize (a programming error) is dropped and
-/// reported on stderr, leaving `dst` as it was.
-pub fn encode_message(message: &Message, dst: &mut BytesMut) {
+/// buffer). A message whose typed body fails to serialize (a `Serialize` impl that refuses,
+/// a map with keys JSON cannot have) leaves `dst` as it was and returns serde_json's error: the
+/// caller decides what its sender learns.
+pub fn encode_message(message: &Message, dst: &mut BytesMut) -> Result<(), serde_json::Error> {
     use bytes::BufMut;
     let start = dst.len();
     if let Err(e) = message.write_json(&mut dst.writer()) {
         dst.truncate(start);
-        eprintln!("mcpwire: dropped an outgoing message whose body cannot be serialized: {e}");
-        return;
+        return Err(e);
     }
     // serde_json escapes line breaks inside strings and writes no whitespace of its own, but raw
     // bodies passed through from elsewhere may hold insignificant line breaks: they become
@@ -136,6 +136,7 @@ pub fn encode_message(message: &Message, dst: &mut BytesMut) {
         dst[start + at] = b' ';
     }
     dst.extend_from_slice(b"\n");
+    Ok(())
 }
 
 #[cfg(test)]
@@ -199,8 +200,8 @@ mod tests {
         let pretty = "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 1,\n  \"result\": {\n    \"a\": [1,\n 2]\n  }\n}";
         let message = Message::from_str(pretty).unwrap();
         let mut buf = BytesMut::new();
-        encode_message(&message, &mut buf);
-        encode_message(&message, &mut buf);
+        encode_message(&message, &mut buf).unwrap();
+        encode_message(&message, &mut buf).unwrap();
         assert_eq!(buf.iter().filter(|b| **b == b'\n').count(), 2);
         let out = decode_all(&buf, &mut MessageDecoder::new());
         assert_eq!(out.len(), 2);

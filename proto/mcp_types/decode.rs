@@ -5,7 +5,7 @@
 //! Why not `#[serde(flatten)]`: serde buffers a struct with a flattened member into its
 //! intermediate `Content` tree before building it, an allocation per node on the way. The macro
 //! decodes each member straight into its type. (Measured: small results decode ~7% faster; from
-//! 4 KiB up the unescaping and allocation of the text dominate either way — BENCHMARKS.md.)
+//! 4 KiB up the unescaping and allocation of the text dominate either way — docs/benchmarks.md.)
 //!
 //! Semantics match the derived impls: a missing required member, a member of the wrong type and
 //! a known member given twice are errors; an optional member that is `null` is absent; an

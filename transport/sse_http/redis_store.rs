@@ -1,6 +1,6 @@
 //! [`RedisStore`]: the [`SessionStore`] and the [`EventStore`] on Redis (feature `redis`), so
 //! that N replicas of a server behind a load balancer without sticky sessions serve every
-//! handshake-era session and resume every stream (see SCALING.md).
+//! handshake-era session and resume every stream (see docs/scaling.md).
 //!
 //! Layout, under a key prefix (`mcpwire:` by default):
 //! - `<prefix>session:<id>`: a hash (`initialize`: the params as JSON text, `replayed`: a JSON

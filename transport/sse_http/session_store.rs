@@ -1,6 +1,6 @@
 //! Where a Streamable HTTP server keeps what a handshake-era session needs so that a replica
 //! that did not see its `initialize` can serve it: N server processes behind a load balancer
-//! without sticky sessions (see SCALING.md).
+//! without sticky sessions (see docs/scaling.md).
 //!
 //! A [`SessionRecord`] holds the client's `initialize` params and the later requests that
 //! changed the session's state (`logging/setLevel`, `resources/subscribe` and

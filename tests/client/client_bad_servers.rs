@@ -1,0 +1,209 @@
+//! The client against small misbehaving servers (`tests/fixtures/fake_server.py`) over real
+//! pipes: malformed lines, stray responses, a child that exits mid-call, one that never
+//! answers, an unsupported version, pagination, and the server's own requests.
+
+use crate::support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcpwire::client::{Client, ClientError, ClientOptions};
+use mcpwire::proto::jsonrpc::Notification;
+use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock};
+use mcpwire::proto::version::ProtocolVersion;
+use mcpwire::transport::stdio::{ChildCommand, StdioTransport};
+use serde_json::{json, Map, Value};
+
+fn fake(mode: &str) -> ChildCommand {
+    let script = support::repo_path("tests/fixtures/fake_server.py");
+    ChildCommand::new("python3").arg(script.to_string_lossy()).arg(mode)
+}
+
+async fn connect(mode: &str) -> Client<StdioTransport> {
+    Client::spawn(fake(mode), ClientOptions::default()).await.expect("connects to the fake server")
+}
+
+fn args(value: Value) -> Option<Map<String, Value>> {
+    value.as_object().cloned()
+}
+
+fn text(result: &CallToolResult) -> String {
+    match result.content.as_slice() {
+        [ContentBlock::Text(t)] => t.text.clone(),
+        other => panic!("expected one text block, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_handshake_records_what_the_server_said() {
+    let client = connect("plain").await;
+    assert_eq!(client.server_info().name, "fake");
+    assert_eq!(client.instructions(), Some("mode plain"));
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert!(client.capabilities().tools.is_some());
+    client.ping().await.unwrap();
+}
+
+#[tokio::test]
+async fn malformed_lines_from_the_server_are_skipped_and_the_call_completes() {
+    let client = connect("malformed").await;
+    let result = client.call_tool("echo", args(json!({"n": 1}))).await.unwrap();
+    assert_eq!(text(&result), r#"echo {"n": 1}"#);
+    // The connection is still usable.
+    let result = client.call_tool("echo", args(json!({"n": 2}))).await.unwrap();
+    assert_eq!(text(&result), r#"echo {"n": 2}"#);
+}
+
+#[tokio::test]
+async fn responses_to_unknown_ids_are_ignored() {
+    let client = connect("unknown-id").await;
+    let result = client.call_tool("echo", None).await.unwrap();
+    assert_eq!(text(&result), "echo {}");
+    assert_eq!(result.is_error, None);
+    let result = client.call_tool("echo", args(json!({"again": true}))).await.unwrap();
+    assert_eq!(text(&result), r#"echo {"again": true}"#);
+}
+
+#[tokio::test]
+async fn a_child_that_exits_mid_call_fails_its_calls_with_its_exit_status() {
+    let dying = connect("plain").await;
+    let other = connect("plain").await;
+    // A call waiting on the same connection when the child dies.
+    let waiting = {
+        let dying = dying.clone();
+        tokio::spawn(async move { dying.call_tool("hang", None).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    let err = dying.call_tool("die", None).await.unwrap_err();
+    assert!(err.is_server_exit(), "{err:?}");
+    assert_eq!(err.to_string(), "server exited during tools/call (exit status: 7)");
+    let err = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("no hang").unwrap().unwrap_err();
+    assert_eq!(err.to_string(), "server exited during tools/call (exit status: 7)");
+    // Later calls on the dead connection fail at once.
+    let err = tokio::time::timeout(Duration::from_secs(5), dying.ping()).await.expect("no hang").unwrap_err();
+    assert!(err.is_disconnected(), "{err:?}");
+    assert_eq!(err.to_string(), "server exited during ping (exit status: 7)");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(dying.exit_status().and_then(|s| s.code()), Some(7));
+    // Another connection does not notice.
+    let result = other.call_tool("echo", args(json!({"still": "here"}))).await.unwrap();
+    assert_eq!(text(&result), r#"echo {"still": "here"}"#);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out_and_is_told() {
+    let client = connect("plain").await;
+    let started = Instant::now();
+    let err = client.call_tool_with_timeout("hang", None, Duration::from_millis(200)).await.unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    assert_eq!(err.to_string(), "tools/call timed out after 200 ms");
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    // The server got notifications/cancelled for it (request 2: the `auto` era's server/discover
+    // probe was 0, initialize 1).
+    let report = text(&client.call_tool("report", None).await.unwrap());
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["cancelled"], json!([2]));
+}
+
+#[tokio::test]
+async fn the_default_timeout_comes_from_the_options() {
+    let options = ClientOptions::default().with_request_timeout(Some(Duration::from_millis(1000)));
+    let client = Client::spawn(fake("plain"), options).await.unwrap();
+    let err = client.call_tool("hang", None).await.unwrap_err();
+    assert_eq!(err.to_string(), "tools/call timed out after 1000 ms");
+}
+
+#[tokio::test]
+async fn a_counter_offer_we_do_not_speak_is_refused_clearly() {
+    let err = Client::spawn(fake("bad-version"), ClientOptions::default()).await.unwrap_err();
+    assert!(matches!(&err, ClientError::UnsupportedVersion { answered, .. } if answered == "1999-01-01"), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "server chose protocol version \"1999-01-01\", which this client does not support (offered 2025-11-25)"
+    );
+}
+
+#[tokio::test]
+async fn a_counter_offer_outside_the_configured_versions_is_refused() {
+    // The fake echoes the offer; accepting only older versions makes it unacceptable.
+    let options = ClientOptions::default()
+        .with_protocol_version(ProtocolVersion::V2025_06_18)
+        .with_supported_versions([ProtocolVersion::V2024_11_05]);
+    let err = Client::spawn(fake("plain"), options).await.unwrap_err();
+    assert!(matches!(&err, ClientError::UnsupportedVersion { answered, .. } if answered == "2025-06-18"), "{err:?}");
+    // An offer of an older version that is accepted is used.
+    let options = ClientOptions::default().with_protocol_version(ProtocolVersion::V2024_11_05);
+    let client = Client::spawn(fake("plain"), options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2024_11_05);
+}
+
+#[tokio::test]
+async fn list_tools_follows_every_page() {
+    let client = connect("paginate").await;
+    let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+    let first = client.list_tools_page(None).await.unwrap();
+    assert_eq!(first.next_cursor.as_deref(), Some("p2"));
+}
+
+#[tokio::test]
+async fn a_repeated_cursor_ends_the_listing_with_an_error() {
+    let client = connect("loop").await;
+    let err = tokio::time::timeout(Duration::from_secs(5), client.list_tools()).await.expect("no endless loop");
+    let err = err.unwrap_err();
+    assert_eq!(err.to_string(), "tools/list did not end after 2 pages (cursor \"again\")");
+}
+
+#[tokio::test]
+async fn server_requests_are_answered_and_notifications_reach_the_handler() {
+    let notes: Arc<Mutex<Vec<Notification>>> = Arc::default();
+    let sink = notes.clone();
+    let options = ClientOptions::default().with_handler(move |n: Notification| sink.lock().unwrap().push(n));
+    let client = Client::spawn(fake("ask"), options).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let report = loop {
+        let report: Value = serde_json::from_str(&text(&client.call_tool("report", None).await.unwrap())).unwrap();
+        if report["responses"].as_object().is_some_and(|r| r.len() == 2) || Instant::now() > deadline {
+            break report;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(report["responses"]["s1"], json!({}), "ping is answered with an empty result");
+    assert_eq!(report["responses"]["s2"]["code"], -32601, "other requests are refused for now");
+    let notes = notes.lock().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0].method, "notifications/message");
+    let params: Value = notes[0].params_as().unwrap();
+    assert_eq!(params["data"], "hello from fake");
+}
+
+#[tokio::test]
+async fn many_calls_in_flight_on_one_connection() {
+    let client = connect("plain").await;
+    let calls: Vec<_> = (0..40)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move { client.call_tool("echo", args(json!({"i": i}))).await })
+        })
+        .collect();
+    for (i, call) in calls.into_iter().enumerate() {
+        assert_eq!(text(&call.await.unwrap().unwrap()), format!("echo {{\"i\": {i}}}"));
+    }
+}
+
+#[tokio::test]
+async fn a_program_that_cannot_start_is_a_transport_error() {
+    let err = Client::spawn(ChildCommand::new("/nonexistent/server"), ClientOptions::default()).await.unwrap_err();
+    assert!(matches!(err, ClientError::Transport(_)), "{err:?}");
+    assert!(err.to_string().starts_with("cannot start /nonexistent/server: "), "{err}");
+}
+
+#[tokio::test]
+async fn closing_the_client_stops_the_child_and_fails_later_calls() {
+    let client = connect("plain").await;
+    client.close().await.unwrap();
+    assert!(client.exit_status().is_some(), "the child was stopped and reaped");
+    let err = client.ping().await.unwrap_err();
+    assert!(matches!(err, ClientError::Closed { .. }), "closed by us, not a server exit: {err:?}");
+}

@@ -1,0 +1,249 @@
+//! `mcp-bridge serve` where an answer cannot come, over real processes and loopback HTTP: a
+//! downstream client that drops each call's stream right after the upstream's elicitation
+//! reached it (the session still serves calls); a call just under the HTTP body cap that the
+//! forwarding takes over the upstream's frame cap (refused at once, naming the limit); an
+//! upstream whose dependency is not there yet when the bridge starts (retried, its state and
+//! last error in `/readyz/details` and `/metrics`, served once it starts).
+//!
+//! Elsewhere: faults of the library's own transports, `tests/faults.rs`; hostile HTTP
+//! clients, `tests/hostile_input.rs`.
+
+use crate::examples;
+use crate::http_support;
+use crate::serving;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http_support::{raw, BOTH, JSON};
+use serde_json::{json, Value};
+use serving::ServingBridge;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A generous bound for what must happen "soon" on a loaded machine: a test that fails by it
+/// fails rather than hangs.
+const BOUND: Duration = Duration::from_secs(30);
+
+fn addr_of(bridge: &ServingBridge) -> SocketAddr {
+    ([127, 0, 0, 1], bridge.port()).into()
+}
+
+/// A 2025-11-25 session whose client declares form elicitation; returns its id.
+async fn session_with_elicitation(addr: SocketAddr) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+        "clientInfo": {"name": "abandoning", "version": "1"}}});
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], &initialize.to_string(), BOUND).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let id = r.header("mcp-session-id").expect("a session id").to_owned();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let r = raw(addr, "POST", "/mcp", &session_headers(&id), &note, BOUND).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    id
+}
+
+fn session_headers(id: &str) -> [(&str, &str); 4] {
+    [BOTH, JSON, ("Mcp-Session-Id", id), ("MCP-Protocol-Version", "2025-11-25")]
+}
+
+/// POSTs `body` in session `id` and reads the response until `until` appears in it; then the
+/// connection is dropped. Returns what was read.
+async fn post_until(addr: SocketAddr, id: &str, body: &str, until: &str) -> String {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in session_headers(id) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    tcp.write_all(format!("{head}\r\n{body}").as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    tokio::time::timeout(BOUND, async {
+        let mut chunk = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains(until) {
+            match tcp.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => seen.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {until:?} within {BOUND:?}: {}", String::from_utf8_lossy(&seen)));
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+        .to_string()
+}
+
+#[tokio::test]
+async fn abandoned_elicitations_release_the_session_that_relayed_them() {
+    let echo = examples::example_path("echo_server");
+    let echo = echo.to_str().unwrap();
+    // The upstream (a 2026-07-28 server: its elicitation is an input request of the call's
+    // result, answered by the bridge between two round trips, outside the call's own timeout)
+    // asks through the bridge, whose relayed requests wait one second downstream.
+    let bridge = ServingBridge::start(&["--client-request-timeout", "1", "--", echo]);
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    // More abandoned calls than the session may run at once (64): each stream is dropped as
+    // soon as the upstream's elicitation reached it, and nobody ever answers.
+    for n in 1..=65 {
+        let seen = post_until(addr, &session, &call(n, "greet", json!({})), "elicitation/create").await;
+        assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    }
+    // A client that stays but does not answer gets its call failed, naming the deadline.
+    let r = raw(addr, "POST", "/mcp", &session_headers(&session), &call(99, "greet", json!({})), BOUND).await;
+    let answers = r.sse_messages();
+    let answer = answers.iter().find(|m| m["id"] == 99).unwrap_or_else(|| panic!("no answer to the call: {r:?}"));
+    let text = answer.to_string();
+    assert!(text.contains("did not answer elicitation/create within 1000 ms"), "{answer}");
+    // The same session still serves a call.
+    let r =
+        raw(addr, "POST", "/mcp", &session_headers(&session), &call(100, "echo", json!({"text": "still here"})), BOUND)
+            .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let answers = r.sse_messages();
+    let answer = answers.iter().find(|m| m["id"] == 100).unwrap_or_else(|| panic!("no answer to the call: {r:?}"));
+    assert_eq!(answer["result"]["content"][0]["text"], "still here", "{answer}");
+}
+
+#[tokio::test]
+async fn a_call_just_under_the_body_cap_fails_at_once_naming_the_upstreams_frame_cap() {
+    let echo = examples::example_path("echo_server");
+    // A short call timeout: a regression fails by it rather than hangs.
+    let bridge = ServingBridge::start(&["--timeout", "10", "--", echo.to_str().unwrap()]);
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    // 4 MiB less 200 bytes on the wire: accepted by the bridge (its body cap is 4 MiB), over
+    // the upstream's 4 MiB frames once forwarded with the bridge's own `_meta`.
+    let cap = 4 * 1024 * 1024;
+    let envelope = call(1, "echo", json!({"text": ""})).len();
+    let body = call(1, "echo", json!({"text": "x".repeat(cap - 200 - envelope)}));
+    assert_eq!(body.len(), cap - 200);
+    let r = raw(addr, "POST", "/mcp", &session_headers(&session), &body, BOUND).await;
+    assert_eq!(r.status, 200, "{}", r.body.chars().take(300).collect::<String>());
+    let answers = r.sse_messages();
+    let answer = answers.iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no answer: {r:?}"));
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("not an error: {answer}"));
+    assert!(message.starts_with("request too large: "), "{message}");
+    assert!(message.contains(&format!("the limit is {cap} (Limits::max_frame_bytes)")), "{message}");
+    // The upstream still serves the session.
+    let r =
+        raw(addr, "POST", "/mcp", &session_headers(&session), &call(2, "echo", json!({"text": "next"})), BOUND).await;
+    let answers = r.sse_messages();
+    let answer = answers.iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("no answer: {r:?}"));
+    assert_eq!(answer["result"]["content"][0]["text"], "next", "{answer}");
+}
+
+/// `tools/list` in session `id`: the tools' names.
+async fn tool_names(addr: SocketAddr, id: &str) -> Vec<String> {
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let r = raw(addr, "POST", "/mcp", &session_headers(id), &list, BOUND).await;
+    let answers = r.sse_messages();
+    let answer = answers.iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no answer: {r:?}"));
+    let tools = answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("no tools: {answer}"));
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+/// The answer to `tools/call` of `tool` with `arguments` in session `id`.
+async fn call_in(addr: SocketAddr, id: &str, tool: &str, arguments: Value) -> Value {
+    let r = raw(addr, "POST", "/mcp", &session_headers(id), &call(7, tool, arguments), BOUND).await;
+    let answers = r.sse_messages();
+    answers.iter().find(|m| m["id"] == 7).unwrap_or_else(|| panic!("no answer: {r:?}")).clone()
+}
+
+/// The upstream `server`'s entry in `/readyz/details`.
+fn details_of(bridge: &ServingBridge, server: &str) -> Value {
+    let (status, body) = serving::http_get(&bridge.url, "/readyz/details", None);
+    assert_eq!(status, 200, "{body}");
+    let details: Value = serde_json::from_str(&body).unwrap();
+    let servers = details["servers"].as_array().unwrap_or_else(|| panic!("{details}"));
+    servers.iter().find(|s| s["server"] == server).unwrap_or_else(|| panic!("no {server} in {details}")).clone()
+}
+
+#[tokio::test]
+async fn an_upstream_that_fails_at_start_is_retried_and_served_once_it_starts() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-faults-{}-late", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("dependency-up");
+    let echo = examples::example_path("echo_server");
+    // `late` fails (exits 3 before answering) until the marker exists, then is the echo server;
+    // `ghost` never starts, and its command holds control characters that must not reach a
+    // terminal or a log reader raw.
+    let late = "if [ -e \"$1\" ]; then exec \"$2\"; fi; exit 3";
+    let toml = format!(
+        "[mcp_servers.late]\ncommand = \"/bin/sh\"\nargs = [\"-c\", {late:?}, \"sh\", {marker:?}, {echo:?}]\n\n\
+         [mcp_servers.ghost]\ncommand = \"/nonexistent/\\u001b]0;pwned\\u0007\"\n",
+    );
+    std::fs::write(dir.join("config.toml"), toml).unwrap();
+    let config = dir.join("config.toml").display().to_string();
+    let bridge = ServingBridge::start(&["--config", &config]);
+    let addr = addr_of(&bridge);
+
+    // Up, without `late`'s tools: a call is refused, saying why.
+    assert_eq!(serving::http_get(&bridge.url, "/readyz", None), (200, r#"{"ready":true}"#.to_owned()));
+    let session = session_with_elicitation(addr).await;
+    assert!(!tool_names(addr, &session).await.iter().any(|t| t.starts_with("mcp__late__")));
+    let refused = call_in(addr, &session, "mcp__late__echo", json!({"text": "early"})).await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let message = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(message.starts_with("Tool mcp__late__echo not found: its upstream late is retrying"), "{message}");
+    // Its state, tries and last error in the details and the metrics.
+    let late_state = details_of(&bridge, "late");
+    assert_eq!(late_state["state"], "retrying", "{late_state}");
+    assert!(late_state["failed_attempts"].as_u64().unwrap() >= 1, "{late_state}");
+    assert!(late_state["error"].as_str().is_some_and(|e| !e.is_empty()), "{late_state}");
+    let ghost = details_of(&bridge, "ghost");
+    assert_eq!(ghost["state"], "retrying", "{ghost}");
+    let error = ghost["error"].as_str().unwrap();
+    assert!(error.contains(r"/nonexistent/\u{1b}]0;pwned\u{7}"), "escaped: {error:?}");
+    assert!(!error.contains(['\x1b', '\x07']), "raw control characters: {error:?}");
+    let (_, metrics) = serving::http_get(&bridge.url, "/metrics", None);
+    assert!(metrics.contains("mcp_bridge_upstream_state{server=\"late\",state=\"retrying\"} 1\n"), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_upstream_state{server=\"late\",state=\"ready\"} 0\n"), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_upstream_failed_attempts{server=\"late\"} "), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_upstream_up{server=\"late\"} 0\n"), "{metrics}");
+
+    // The dependency comes up: `late` is served through the bridge, in the same session.
+    std::fs::write(&marker, "").unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !tool_names(addr, &session).await.iter().any(|t| t == "mcp__late__echo") {
+        assert!(tokio::time::Instant::now() < deadline, "late not listed: {}", details_of(&bridge, "late"));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let answer = call_in(addr, &session, "mcp__late__echo", json!({"text": "late but here"})).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "late but here", "{answer}");
+    let late_state = details_of(&bridge, "late");
+    assert_eq!((&late_state["state"], &late_state["failed_attempts"]), (&json!("ready"), &json!(0)), "{late_state}");
+    let (_, metrics) = serving::http_get(&bridge.url, "/metrics", None);
+    assert!(metrics.contains("mcp_bridge_upstream_state{server=\"late\",state=\"ready\"} 1\n"), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_upstream_up{server=\"late\"} 1\n"), "{metrics}");
+    // `ghost` is still being tried.
+    assert_eq!(details_of(&bridge, "ghost")["state"], "retrying");
+}
+
+#[test]
+fn a_required_upstream_that_fails_at_start_still_stops_the_bridge() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-faults-{}-required", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[mcp_servers.needed]\ncommand = \"/nonexistent/needed\"\nrequired = true\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(examples::bin_path("mcp-bridge"))
+        .args(["serve", "--listen", "http://127.0.0.1:0/mcp", "--config"])
+        .arg(dir.join("config.toml"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("required MCP servers failed to start: needed (cannot start /nonexistent/needed"),
+        "{stderr}"
+    );
+}
