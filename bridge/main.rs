@@ -342,6 +342,13 @@ pub struct ServeArgs {
     /// at once; a session past it gets a JSON-RPC error naming the limit for its calls to them.
     #[arg(long, value_name = "N", default_value_t = mcpwire::gateway::DEFAULT_MAX_PER_SESSION_SETS)]
     pub max_per_session_sets: usize,
+    /// How many times an upstream is tried again, one after another, when it fails to start or
+    /// its connection ends (waiting 100 ms before the first try, doubling up to 5 s between
+    /// tries); past it the upstream is failed until a reload or a restart of the bridge
+    /// (default: no limit). A `required` upstream that fails at start is not retried: the
+    /// bridge refuses to start.
+    #[arg(long, value_name = "N")]
+    pub restart_attempts: Option<u32>,
     /// Write each downstream session as a recording (conformance format) in DIR.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,

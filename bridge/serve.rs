@@ -25,6 +25,11 @@
 //! the metadata at the endpoint's well-known path. The downstream token is verified and
 //! dropped there; upstream requests carry only the upstream's own credentials.
 //!
+//! Upstreams that fail at start, and those whose connection ends, are tried again with the same
+//! backoff until they start (`--restart-attempts N` bounds the tries); their state is at
+//! `/readyz/details` and in `/metrics`. A `required` one (an inline upstream is) that fails at
+//! start stops `serve` instead.
+//!
 //! Not here: the names and the routing (gateway.rs), the embedded servers (embedded.rs).
 
 use std::net::SocketAddr;
@@ -171,8 +176,16 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         Some(deadline) => Callers::with_deadline(deadline),
         None => Callers::default(),
     });
-    let mut options =
-        SetOptions::default().with_client_options(client).with_stderr(Stderr::Inherit).with_child_env(child_env);
+    // Upstreams that fail at start are retried as those whose connection ends are: with the
+    // same backoff, until they start (unless --restart-attempts says otherwise).
+    let attempts = args.restart_attempts.unwrap_or(u32::MAX);
+    let defaults = SetOptions::default();
+    let mut options = SetOptions::default()
+        .with_client_options(client)
+        .with_stderr(Stderr::Inherit)
+        .with_child_env(child_env)
+        .with_backoff(defaults.initial_backoff, defaults.max_backoff, attempts)
+        .with_startup_retries(attempts);
     // Upstreams behind OAuth use the login of `mcp-bridge login` (never a flow of their own).
     if let Ok(logins) = super::login::logins() {
         options = options.with_logins(logins);
@@ -192,13 +205,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         _ = interrupt.recv() => Err(SetError::StartupCancelled { summary: set.summary() }),
         _ = terminate.recv() => Err(SetError::StartupCancelled { summary: set.summary() }),
     };
-    let summary = match started {
-        Ok(summary) => summary,
-        Err(e) => {
-            set.shutdown().await;
-            return Err(e.to_string());
-        }
-    };
+    if let Err(e) = started {
+        set.shutdown().await;
+        return Err(e.to_string());
+    }
     let gateway = match Gateway::new(set.clone(), callers, per_session, prefix, args.timeout) {
         Ok(gateway) => Arc::new(gateway),
         Err(e) => {
@@ -208,7 +218,8 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     };
     let builder = Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
     let server = gateway.server(builder)?;
-    for status in &summary.servers {
+    // As they stand now: those that failed are being retried.
+    for status in &set.summary().servers {
         tracing::info!(server = %mcpwire::gateway::printable(&status.name), state = %status.state, tools = status.tools, "upstream");
         gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
     }
@@ -451,11 +462,11 @@ async fn with_session_store(_http: HttpServerConfig, _url: &str) -> Result<HttpS
 
 /// `/healthz` (the process answers) and `/readyz` (`{"ready": true}` with 200, or `false` with
 /// 503 until every required upstream is ready; no more), both public; `/readyz/details` (the
-/// same with every upstream's state and last error) and `/metrics` (Prometheus text), behind
+/// same with every upstream's state, failed tries since it was last ready and last error, its
+/// control characters escaped) and `/metrics` (Prometheus text, with each upstream's state), behind
 /// the token or OAuth when the listener has either.
 fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerConfig {
-    let (ready, details) = (gateway.clone(), gateway.clone());
-    let metrics = gateway.metrics().clone();
+    let (ready, details, metrics) = (gateway.clone(), gateway.clone(), gateway.clone());
     http.route_public("/healthz", || async { RouteResponse::text(200, "ok\n") })
         .route_public("/readyz", move || {
             // Public: ready or not, no more (upstream names and errors name commands and paths).
@@ -472,7 +483,8 @@ fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerCo
                         "server": s.name,
                         "state": s.state.as_str(),
                         "required": s.required,
-                        "error": s.error,
+                        "failed_attempts": s.failed_attempts,
+                        "error": s.error.as_deref().map(mcpwire::gateway::printable),
                     })
                 })
                 .collect();
@@ -480,7 +492,7 @@ fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerCo
             async move { readiness(ready, Some(servers)) }
         })
         .route("/metrics", move || {
-            let text = metrics.render();
+            let text = metrics.render_metrics();
             async move { RouteResponse::new(200, mcpwire::gateway::metrics::CONTENT_TYPE, text) }
         })
 }

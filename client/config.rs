@@ -127,6 +127,14 @@ impl ChildEnv {
         self.withheld.iter().any(|w| w == var)
     }
 
+    /// Why a server whose recipe names `env_vars` is refused under this rule (`env_vars`, or
+    /// [`pass`](ChildEnv::pass), names a withheld variable; the message names the variable),
+    /// or `None`.
+    pub fn refusal(&self, env_vars: &[String]) -> Option<String> {
+        let var = self.pass.iter().chain(env_vars).find(|v| self.is_withheld(v))?;
+        Some(format!("env_vars: {var} holds a credential of this host, never passed to a server's environment"))
+    }
+
     /// `child` with the environment of a server whose recipe says `inherit_env`, `env_vars`
     /// and `env`, under this rule, with the values of our environment.
     ///
@@ -140,12 +148,10 @@ impl ChildEnv {
         env_vars: &[String],
         env: &BTreeMap<String, String>,
     ) -> Result<crate::transport::stdio::ChildCommand, String> {
-        let asked = self.pass.iter().chain(env_vars);
-        if let Some(var) = asked.clone().find(|v| self.is_withheld(v)) {
-            return Err(format!(
-                "env_vars: {var} holds a credential of this host, never passed to a server's environment"
-            ));
+        if let Some(refusal) = self.refusal(env_vars) {
+            return Err(refusal);
         }
+        let asked = self.pass.iter().chain(env_vars);
         if inherit_env && !self.clean {
             for var in &self.withheld {
                 child = child.env_remove(var);

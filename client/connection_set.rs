@@ -139,8 +139,11 @@ pub enum ServerState {
     Starting,
     /// Connected and listed.
     Ready,
-    /// Could not start (or could not be restarted).
+    /// Could not start (or could not be restarted), and is not being tried again.
     Failed,
+    /// Could not start, and is being tried again in the background
+    /// ([`SetOptions::startup_retries`]).
+    Retrying,
     /// Its startup was cancelled.
     Cancelled,
     /// `enabled = false`: skipped.
@@ -155,6 +158,20 @@ pub enum ServerState {
 }
 
 impl ServerState {
+    /// Every state, in declaration order.
+    pub const ALL: [ServerState; 10] = [
+        ServerState::Pending,
+        ServerState::Starting,
+        ServerState::Ready,
+        ServerState::Failed,
+        ServerState::Retrying,
+        ServerState::Cancelled,
+        ServerState::Disabled,
+        ServerState::Reconnecting,
+        ServerState::Closed,
+        ServerState::Deferred,
+    ];
+
     /// A lowercase word: `ready`, `failed` …
     pub fn as_str(self) -> &'static str {
         match self {
@@ -162,6 +179,7 @@ impl ServerState {
             ServerState::Starting => "starting",
             ServerState::Ready => "ready",
             ServerState::Failed => "failed",
+            ServerState::Retrying => "retrying",
             ServerState::Cancelled => "cancelled",
             ServerState::Disabled => "disabled",
             ServerState::Reconnecting => "reconnecting",
@@ -197,8 +215,11 @@ pub struct ServerStatus {
     pub tools: usize,
     /// How long its (last) start took.
     pub elapsed: Duration,
-    /// Why it failed, when it did.
+    /// Why it failed, when it did (the last try's reason while it is retrying or reconnecting).
     pub error: Option<String>,
+    /// How many tries to start it failed since it was last ready (0 once it is): its start and
+    /// every restart tried after it.
+    pub failed_attempts: u32,
     /// How many connections were made to it so far: 1 after its start, one more for each
     /// restart (a reconnect, or a reload that changed it); a reload that kept it adds none.
     pub connections: u64,
@@ -445,7 +466,8 @@ pub struct SetOptions {
     pub refresh_debounce: Duration,
     /// Whether a server whose connection ends is restarted: default true.
     pub reconnect: bool,
-    /// Restart attempts before the server is marked failed: default 5.
+    /// Restart attempts before the server is marked failed: default 5; `u32::MAX`: until it
+    /// starts again (or the set shuts down).
     pub max_reconnect_attempts: u32,
     /// The first wait before a restart, doubled each attempt: default 100 ms.
     pub initial_backoff: Duration,
@@ -469,7 +491,7 @@ pub struct SetOptions {
     /// nobody. Takes precedence over [`SetOptions::roots`].
     pub roots_handler: Option<Arc<dyn SetRootsHandler>>,
     /// How many times a server that is not `required` and fails at startup is tried again in
-    /// the background: default 0 (never).
+    /// the background: default 0 (never); `u32::MAX`: until it starts (or the set shuts down).
     pub startup_retries: u32,
     /// Where every server's listing is kept after each successful listing, and where
     /// `startup = "lazy"` servers are listed from at start: default nowhere (lazy servers then
@@ -1027,6 +1049,8 @@ struct SlotState {
     /// Bumped by every new connection: a stale watcher or refresh can tell it is stale.
     generation: u64,
     error: Option<String>,
+    /// Failed tries to start since it was last ready.
+    failed_attempts: u32,
     protocol_version: Option<ProtocolVersion>,
     server_info: Option<Implementation>,
     listing: Listing,
@@ -1062,6 +1086,7 @@ impl Slot {
                 conn: None,
                 generation: 0,
                 error: None,
+                failed_attempts: 0,
                 protocol_version: None,
                 server_info: None,
                 listing: Listing::default(),
@@ -1102,6 +1127,7 @@ impl Slot {
             tools: s.listing.tools.len(),
             elapsed: s.elapsed,
             error: s.error.clone(),
+            failed_attempts: s.failed_attempts,
             connections: s.generation,
         }
     }
@@ -1301,15 +1327,19 @@ impl ConnectionSet {
     /// A server that fails is reported ([`SetEvent::Failed`] with the reason, and in the
     /// summary); with [`SetOptions::with_startup_retries`], a failed server that is not
     /// `required` is then tried again in the background (see the policy below). Required
-    /// servers are never retried: `start` fails naming them and the host decides.
+    /// servers are never retried: `start` fails naming them and the host decides. Nor is a
+    /// server our [`ChildEnv`] refuses (it names a withheld variable): no try would differ.
     ///
     /// Retry policy: up to [`SetOptions::startup_retries`] more tries (default 0), waiting
     /// [`SetOptions::initial_backoff`] before the first and doubling up to
-    /// [`SetOptions::max_backoff`], each within the server's `startup_timeout`. Meanwhile the
-    /// server stays [`ServerState::Failed`] (calls get [`SetError::Unavailable`]); each try emits
-    /// [`SetEvent::Reconnecting`], success [`SetEvent::Reconnected`] and
-    /// [`SetEvent::CatalogChanged`], and giving up [`SetEvent::Failed`] once more. Shutdown
-    /// stops the retries.
+    /// [`SetOptions::max_backoff`], each within the server's `startup_timeout`: the backoff of a
+    /// server whose connection ended. Meanwhile the server is [`ServerState::Retrying`] with the
+    /// last try's error and [`ServerStatus::failed_attempts`] (calls get
+    /// [`SetError::Unavailable`]); each try emits [`SetEvent::Reconnecting`], success
+    /// [`SetEvent::Reconnected`] and [`SetEvent::CatalogChanged`], and giving up
+    /// [`SetEvent::Failed`] once more (the server is then [`ServerState::Failed`]). A server a
+    /// reload adds or changes, and that fails to start, is retried the same way. Shutdown stops
+    /// the retries.
     ///
     /// # Cancel safety
     /// Dropping the future aborts the starts still running (their children are killed).
@@ -1411,18 +1441,8 @@ impl ConnectionSet {
 
     /// Starts the retries of failed non-required servers (the policy of [`ConnectionSet::start`]).
     fn retry_failed_starts(&self) {
-        let shared = &self.shared;
-        let attempts = shared.options.startup_retries;
-        if attempts == 0 {
-            return;
-        }
-        for slot in shared.slots() {
-            if slot.config().required || slot.lock().state != ServerState::Failed {
-                continue;
-            }
-            let (task_shared, slot) = (shared.clone(), slot.clone());
-            let handle = crate::transport::task::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
-            shared.track(handle.abort_handle());
+        for slot in self.shared.slots() {
+            retry_failed_start(&self.shared, &slot);
         }
     }
 
@@ -1825,6 +1845,7 @@ async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>, announce: bool) -> St
             s.state = ServerState::Failed;
             s.elapsed = elapsed;
             s.error = Some(reason.clone());
+            s.failed_attempts = s.failed_attempts.saturating_add(1);
             drop(s);
             shared.emit(SetEvent::Failed { server: name, required: config.required, reason });
             return StartEnd::Settled;
@@ -1840,6 +1861,33 @@ async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>, announce: bool) -> St
     }
     shared.emit(SetEvent::Cancelled { server: name });
     end
+}
+
+/// Tries `slot` again in the background when it failed at start, is not `required`, and
+/// [`SetOptions::startup_retries`] allows (the policy of [`ConnectionSet::start`]); it is
+/// [`ServerState::Retrying`] meanwhile.
+fn retry_failed_start(shared: &Arc<Shared>, slot: &Arc<Slot>) {
+    let attempts = shared.options.startup_retries;
+    let config = slot.config();
+    if attempts == 0 || config.required || shared.shut_down.load(Ordering::Acquire) {
+        return;
+    }
+    // A server our environment rule refuses would be refused by every try.
+    if let TransportConfig::Stdio { env_vars, .. } = &config.transport {
+        if shared.options.child_env.refusal(env_vars).is_some() {
+            return;
+        }
+    }
+    {
+        let mut s = slot.lock();
+        if s.state != ServerState::Failed {
+            return;
+        }
+        s.state = ServerState::Retrying;
+    }
+    let (task_shared, slot) = (shared.clone(), slot.clone());
+    let handle = crate::transport::task::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
+    shared.track(handle.abort_handle());
 }
 
 /// Makes `conn` the slot's connection and watches it, and its listen stream when it has one:
@@ -1877,6 +1925,7 @@ fn install(
     let generation = s.generation;
     s.state = ServerState::Ready;
     s.error = None;
+    s.failed_attempts = 0;
     s.elapsed = elapsed;
     s.protocol_version = Some(conn.protocol_version());
     s.server_info = Some(conn.server_info().clone());
@@ -1983,8 +2032,9 @@ fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reas
     shared.track(handle.abort_handle());
 }
 
-/// Tries to start the server again, up to `attempts` times with exponential backoff: after its
-/// connection ended, or after it failed at startup ([`SetOptions::startup_retries`]).
+/// Tries to start the server again, up to `attempts` times (`u32::MAX`: until it starts) with
+/// exponential backoff: after its connection ended, or after it failed at startup
+/// ([`SetOptions::startup_retries`]).
 async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
     let name = slot.name.clone();
     let options = &shared.options;
@@ -2014,6 +2064,15 @@ async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
             }
             Ok(Err(reason)) => last = reason,
             Err(_) => last = format!("did not start within {} ms", config.startup_timeout.as_millis()),
+        }
+        {
+            // The last try's reason is the server's error while the tries go on.
+            let mut s = slot.lock();
+            if superseded() {
+                return;
+            }
+            s.error = Some(last.clone());
+            s.failed_attempts = s.failed_attempts.saturating_add(1);
         }
         delay = (delay * 2).min(options.max_backoff);
     }
@@ -2334,6 +2393,7 @@ mod tests {
             tools: 0,
             elapsed: Duration::ZERO,
             error: error.map(str::to_owned),
+            failed_attempts: u32::from(error.is_some()),
             connections: 0,
         };
         let summary = StartupSummary {

@@ -41,7 +41,9 @@ use std::time::{Duration, Instant};
 
 use self::metrics::bridge::{BridgeMetrics, CallOutcome};
 use crate::client::config::{InProcess, McpConfig, ServerConfig};
-use crate::client::connection_set::{qualify, Catalog, ConnectionSet, SetCallOptions, SetError, SetEvent, SetOptions};
+use crate::client::connection_set::{
+    qualify, Catalog, ConnectionSet, ServerState, SetCallOptions, SetError, SetEvent, SetOptions,
+};
 use crate::client::{
     current_caller, decode_tool_result, with_caller, CallerId, ClientError, ElicitationModes, ServerNotification,
 };
@@ -649,6 +651,16 @@ impl Gateway {
         &self.metrics
     }
 
+    /// The metrics as text (see [`BridgeMetrics::render`]), with every shared upstream's state
+    /// and failed tries as they are now.
+    pub fn render_metrics(&self) -> String {
+        for status in self.set.summary().servers {
+            self.metrics.set_upstream_state(&status.name, status.state, status.failed_attempts);
+            self.metrics.set_upstream_up(&status.name, status.state == ServerState::Ready);
+        }
+        self.metrics.render()
+    }
+
     /// The shared upstreams.
     pub fn set(&self) -> &ConnectionSet {
         &self.set
@@ -811,8 +823,7 @@ impl Gateway {
         let params: CallToolRequestParams = decode(params, "tools/call")?;
         let view = self.view();
         let Some((server, tool)) = view.tool_route(&params.name) else {
-            let result = crate::server::error_result(format!("Tool {} not found", params.name));
-            return Ok(Body::typed(result));
+            return Ok(Body::typed(crate::server::error_result(self.not_found(&params.name))));
         };
         let set = self.set_for(server, &context).await?;
         let _caller = self.callers.enter(&context);
@@ -839,6 +850,28 @@ impl Gateway {
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
         self.metrics.record_call(server, tool, started.elapsed(), counted);
         passed.map(|(body, _)| body).map_err(|e| upstream_error(server, e))
+    }
+
+    /// Why no tool is named `name`: not found, and when the name is qualified with an upstream
+    /// that is not ready (say one that failed to start and is retried), that upstream's state
+    /// and last error.
+    fn not_found(&self, name: &str) -> String {
+        let not_found = format!("Tool {name} not found");
+        let Some(rest) = name.strip_prefix("mcp__") else { return not_found };
+        let summary = self.set.summary();
+        let down = summary.servers.iter().find(|s| {
+            rest.strip_prefix(s.name.as_str()).is_some_and(|tool| tool.starts_with("__"))
+                && !matches!(s.state, ServerState::Ready | ServerState::Deferred)
+        });
+        let Some(status) = down else { return not_found };
+        let mut message = format!("{not_found}: its upstream {} is {}", status.name, status.state);
+        if status.failed_attempts > 0 {
+            message.push_str(&format!(" after {} failed tries", status.failed_attempts));
+        }
+        if let Some(error) = &status.error {
+            message.push_str(&format!(" (last error: {})", printable(error)));
+        }
+        message
     }
 
     async fn read_resource(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {

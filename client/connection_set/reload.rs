@@ -19,6 +19,9 @@
 //! - new: added, and started when the set has been started (a `startup = "lazy"` one whose
 //!   listing is in the catalog cache is deferred instead, as at start).
 //!
+//! A server started afresh that fails is retried as a failed start is
+//! ([`SetOptions::startup_retries`](super::SetOptions::startup_retries)).
+//!
 //! The catalog is rebuilt and [`SetEvent::CatalogChanged`] emitted for every server that
 //! changed, so a gateway tells its clients (`list_changed`).
 //!
@@ -33,7 +36,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{connect, install, lease, start_one, ConnectionSet, Held, ServerState, SetEvent, Shared, Slot};
+use super::{
+    connect, install, lease, retry_failed_start, start_one, ConnectionSet, Held, ServerState, SetEvent, Shared, Slot,
+};
 use crate::client::config::{McpConfig, ServerConfig};
 
 /// What a [`ConnectionSet::reload`] did, each list in name order.
@@ -202,6 +207,7 @@ impl ConnectionSet {
                 let (slot, failure) = match restart {
                     Restart::Fresh(slot) => {
                         start_one(&shared, &slot, true).await;
+                        retry_failed_start(&shared, &slot);
                         (slot, None)
                     }
                     Restart::MakeBeforeBreak(slot, config) => {

@@ -1,7 +1,7 @@
 //! The metrics `mcp-bridge serve` records, registered under their names, with one method per
 //! thing that happens: a tool call forwarded (count, errors, latency per `server` and `tool`),
-//! an upstream restarted, an upstream going up or down, a downstream session opened and
-//! closed.
+//! an upstream restarted, an upstream going up or down, an upstream's state and failed tries,
+//! a downstream session opened and closed.
 //!
 //! Not here: deciding when these happen (the gateway calls them) or serving the text (a
 //! `/metrics` route on the HTTP server renders [`BridgeMetrics::render`]).
@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{CounterVec, GaugeVec, HistogramVec, Registry, LATENCY_BUCKETS};
+use crate::client::connection_set::ServerState;
 
 /// The bridge's metrics and the registry they live in (more may be registered there).
 #[derive(Debug)]
@@ -27,6 +28,12 @@ pub struct BridgeMetrics {
     pub downstream_sessions: Arc<GaugeVec<0>>,
     /// `mcp_bridge_upstream_up{server}`.
     pub upstream_up: Arc<GaugeVec<1>>,
+    /// `mcp_bridge_upstream_state{server,state}`: 1 for the state the upstream is in, 0 for
+    /// every other ([`ServerState::as_str`]: `starting`, `ready`, `retrying`, `failed` …).
+    pub upstream_state: Arc<GaugeVec<2>>,
+    /// `mcp_bridge_upstream_failed_attempts{server}`: tries to start the upstream that failed
+    /// since it was last ready.
+    pub upstream_failed_attempts: Arc<GaugeVec<1>>,
 }
 
 impl Default for BridgeMetrics {
@@ -83,6 +90,20 @@ impl BridgeMetrics {
                 ["server"],
             )
             .expect(taken);
+        let upstream_state = registry
+            .gauge(
+                "mcp_bridge_upstream_state",
+                "The state an upstream server is in (1), and those it is not in (0).",
+                ["server", "state"],
+            )
+            .expect(taken);
+        let upstream_failed_attempts = registry
+            .gauge(
+                "mcp_bridge_upstream_failed_attempts",
+                "Tries to start an upstream server that failed since it was last ready.",
+                ["server"],
+            )
+            .expect(taken);
         BridgeMetrics {
             registry,
             calls,
@@ -91,6 +112,8 @@ impl BridgeMetrics {
             upstream_restarts,
             downstream_sessions,
             upstream_up,
+            upstream_state,
+            upstream_failed_attempts,
         }
     }
 
@@ -120,12 +143,25 @@ impl BridgeMetrics {
         self.upstream_up.set([server], i64::from(up));
     }
 
-    /// An upstream server left the configuration: its `up` and restart series are forgotten
-    /// (its call series stay, as counters a scraper has seen should not vanish while tools of
-    /// that name may come back).
+    /// An upstream server is in `state`, after `failed_attempts` failed tries to start it since
+    /// it was last ready.
+    pub fn set_upstream_state(&self, server: &str, state: ServerState, failed_attempts: u32) {
+        for each in ServerState::ALL {
+            self.upstream_state.set([server, each.as_str()], i64::from(each == state));
+        }
+        self.upstream_failed_attempts.set([server], i64::from(failed_attempts));
+    }
+
+    /// An upstream server left the configuration: its `up`, state and restart series are
+    /// forgotten (its call series stay, as counters a scraper has seen should not vanish while
+    /// tools of that name may come back).
     pub fn forget_upstream(&self, server: &str) {
         self.upstream_up.remove([server]);
         self.upstream_restarts.remove([server]);
+        for each in ServerState::ALL {
+            self.upstream_state.remove([server, each.as_str()]);
+        }
+        self.upstream_failed_attempts.remove([server]);
     }
 
     /// A downstream session opened; the session count goes down again when the guard drops.

@@ -83,6 +83,7 @@ fn the_bridge_metrics_have_their_names() {
     metrics.upstream_restarted("git");
     metrics.set_upstream_up("fs", true);
     metrics.set_upstream_up("git", false);
+    metrics.set_upstream_state("git", crate::client::connection_set::ServerState::Retrying, 3);
     let one = metrics.session_opened();
     let two = metrics.session_opened();
     drop(one);
@@ -106,6 +107,9 @@ fn the_bridge_metrics_have_their_names() {
         "mcp_bridge_downstream_sessions 1",
         "mcp_bridge_upstream_up{server=\"fs\"} 1",
         "mcp_bridge_upstream_up{server=\"git\"} 0",
+        "mcp_bridge_upstream_state{server=\"git\",state=\"retrying\"} 1",
+        "mcp_bridge_upstream_state{server=\"git\",state=\"ready\"} 0",
+        "mcp_bridge_upstream_failed_attempts{server=\"git\"} 3",
     ] {
         assert!(lines.contains(&line), "{line:?} missing from\n{text}");
     }

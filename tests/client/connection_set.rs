@@ -624,6 +624,9 @@ async fn an_optional_server_that_fails_at_startup_is_retried_in_the_background()
         [("flaky", ServerState::Failed), ("gone", ServerState::Failed), ("needed", ServerState::Failed)]
     );
     assert!(summary.servers[0].error.is_some(), "{:?}", summary.servers[0]);
+    assert!(summary.servers.iter().all(|s| s.failed_attempts == 1), "{summary:?}");
+    // The required one is not tried again.
+    assert_eq!(set.status("needed").unwrap().state, ServerState::Failed);
 
     // flaky comes up on its first retry and joins the catalog; gone is given up on after two
     // more tries, with the reason; needed is never retried.
@@ -655,6 +658,9 @@ async fn an_optional_server_that_fails_at_startup_is_retried_in_the_background()
         .unwrap();
     assert!(reason.starts_with("gave up restarting after 2 attempts: cannot start /nonexistent/server"), "{reason}");
     assert_eq!(set.status("gone").unwrap().state, ServerState::Failed);
+    // Its start and both retries failed; flaky's count went back to 0 when it started.
+    assert_eq!(set.status("gone").unwrap().failed_attempts, 3);
+    assert_eq!(set.status("flaky").unwrap().failed_attempts, 0);
     tokio::time::sleep(Duration::from_millis(300)).await;
     seen.extend(drain(&mut events));
     let retried: Vec<String> = seen

@@ -1,7 +1,9 @@
 //! `mcp-bridge serve` where an answer cannot come, over real processes and loopback HTTP: a
 //! downstream client that drops each call's stream right after the upstream's elicitation
 //! reached it (the session still serves calls); a call just under the HTTP body cap that the
-//! forwarding takes over the upstream's frame cap (refused at once, naming the limit).
+//! forwarding takes over the upstream's frame cap (refused at once, naming the limit); an
+//! upstream whose dependency is not there yet when the bridge starts (retried, its state and
+//! last error in `/readyz/details` and `/metrics`, served once it starts).
 //!
 //! Elsewhere: faults of the library's own transports, `tests/faults.rs`; hostile HTTP
 //! clients, `tests/hostile_input.rs`.
@@ -132,4 +134,116 @@ async fn a_call_just_under_the_body_cap_fails_at_once_naming_the_upstreams_frame
     let answers = r.sse_messages();
     let answer = answers.iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("no answer: {r:?}"));
     assert_eq!(answer["result"]["content"][0]["text"], "next", "{answer}");
+}
+
+/// `tools/list` in session `id`: the tools' names.
+async fn tool_names(addr: SocketAddr, id: &str) -> Vec<String> {
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let r = raw(addr, "POST", "/mcp", &session_headers(id), &list, BOUND).await;
+    let answers = r.sse_messages();
+    let answer = answers.iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no answer: {r:?}"));
+    let tools = answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("no tools: {answer}"));
+    tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+}
+
+/// The answer to `tools/call` of `tool` with `arguments` in session `id`.
+async fn call_in(addr: SocketAddr, id: &str, tool: &str, arguments: Value) -> Value {
+    let r = raw(addr, "POST", "/mcp", &session_headers(id), &call(7, tool, arguments), BOUND).await;
+    let answers = r.sse_messages();
+    answers.iter().find(|m| m["id"] == 7).unwrap_or_else(|| panic!("no answer: {r:?}")).clone()
+}
+
+/// The upstream `server`'s entry in `/readyz/details`.
+fn details_of(bridge: &ServingBridge, server: &str) -> Value {
+    let (status, body) = serving::http_get(&bridge.url, "/readyz/details", None);
+    assert_eq!(status, 200, "{body}");
+    let details: Value = serde_json::from_str(&body).unwrap();
+    let servers = details["servers"].as_array().unwrap_or_else(|| panic!("{details}"));
+    servers.iter().find(|s| s["server"] == server).unwrap_or_else(|| panic!("no {server} in {details}")).clone()
+}
+
+#[tokio::test]
+async fn an_upstream_that_fails_at_start_is_retried_and_served_once_it_starts() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-faults-{}-late", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("dependency-up");
+    let echo = examples::example_path("echo_server");
+    // `late` fails (exits 3 before answering) until the marker exists, then is the echo server;
+    // `ghost` never starts, and its command holds control characters that must not reach a
+    // terminal or a log reader raw.
+    let late = "if [ -e \"$1\" ]; then exec \"$2\"; fi; exit 3";
+    let toml = format!(
+        "[mcp_servers.late]\ncommand = \"/bin/sh\"\nargs = [\"-c\", {late:?}, \"sh\", {marker:?}, {echo:?}]\n\n\
+         [mcp_servers.ghost]\ncommand = \"/nonexistent/\\u001b]0;pwned\\u0007\"\n",
+    );
+    std::fs::write(dir.join("config.toml"), toml).unwrap();
+    let config = dir.join("config.toml").display().to_string();
+    let bridge = ServingBridge::start(&["--config", &config]);
+    let addr = addr_of(&bridge);
+
+    // Up, without `late`'s tools: a call is refused, saying why.
+    assert_eq!(serving::http_get(&bridge.url, "/readyz", None), (200, r#"{"ready":true}"#.to_owned()));
+    let session = session_with_elicitation(addr).await;
+    assert!(!tool_names(addr, &session).await.iter().any(|t| t.starts_with("mcp__late__")));
+    let refused = call_in(addr, &session, "mcp__late__echo", json!({"text": "early"})).await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let message = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(message.starts_with("Tool mcp__late__echo not found: its upstream late is retrying"), "{message}");
+    // Its state, tries and last error in the details and the metrics.
+    let late_state = details_of(&bridge, "late");
+    assert_eq!(late_state["state"], "retrying", "{late_state}");
+    assert!(late_state["failed_attempts"].as_u64().unwrap() >= 1, "{late_state}");
+    assert!(late_state["error"].as_str().is_some_and(|e| !e.is_empty()), "{late_state}");
+    let ghost = details_of(&bridge, "ghost");
+    assert_eq!(ghost["state"], "retrying", "{ghost}");
+    let error = ghost["error"].as_str().unwrap();
+    assert!(error.contains(r"/nonexistent/\u{1b}]0;pwned\u{7}"), "escaped: {error:?}");
+    assert!(!error.contains(['\x1b', '\x07']), "raw control characters: {error:?}");
+    let (_, metrics) = serving::http_get(&bridge.url, "/metrics", None);
+    assert!(metrics.contains("mcp_bridge_upstream_state{server=\"late\",state=\"retrying\"} 1\n"), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_upstream_state{server=\"late\",state=\"ready\"} 0\n"), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_upstream_failed_attempts{server=\"late\"} "), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_upstream_up{server=\"late\"} 0\n"), "{metrics}");
+
+    // The dependency comes up: `late` is served through the bridge, in the same session.
+    std::fs::write(&marker, "").unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !tool_names(addr, &session).await.iter().any(|t| t == "mcp__late__echo") {
+        assert!(tokio::time::Instant::now() < deadline, "late not listed: {}", details_of(&bridge, "late"));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let answer = call_in(addr, &session, "mcp__late__echo", json!({"text": "late but here"})).await;
+    assert_eq!(answer["result"]["content"][0]["text"], "late but here", "{answer}");
+    let late_state = details_of(&bridge, "late");
+    assert_eq!((&late_state["state"], &late_state["failed_attempts"]), (&json!("ready"), &json!(0)), "{late_state}");
+    let (_, metrics) = serving::http_get(&bridge.url, "/metrics", None);
+    assert!(metrics.contains("mcp_bridge_upstream_state{server=\"late\",state=\"ready\"} 1\n"), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_upstream_up{server=\"late\"} 1\n"), "{metrics}");
+    // `ghost` is still being tried.
+    assert_eq!(details_of(&bridge, "ghost")["state"], "retrying");
+}
+
+#[test]
+fn a_required_upstream_that_fails_at_start_still_stops_the_bridge() {
+    let dir = std::env::temp_dir().join(format!("mcpwire-faults-{}-required", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        "[mcp_servers.needed]\ncommand = \"/nonexistent/needed\"\nrequired = true\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(examples::bin_path("mcp-bridge"))
+        .args(["serve", "--listen", "http://127.0.0.1:0/mcp", "--config"])
+        .arg(dir.join("config.toml"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("required MCP servers failed to start: needed (cannot start /nonexistent/needed"),
+        "{stderr}"
+    );
 }

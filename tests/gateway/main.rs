@@ -22,4 +22,5 @@ mod bridge_login;
 mod bridge_oauth;
 mod bridge_reload;
 mod bridge_serve;
+mod bridge_soak;
 mod recording_tee;
