@@ -19,7 +19,7 @@ AREAS = {
                "catalog_reload", "catalog_scopes", "catalog_sources"],
     "server": ["server_backpressure", "server_context", "server_features", "server_stdio",
                "typed_tools", "examples", "agent"],
-    "gateway": ["bridge_bounds", "bridge_cli", "bridge_config_cli", "bridge_faults", "bridge_login",
+    "gateway": ["bridge_bounds", "bridge_soak", "bridge_cli", "bridge_config_cli", "bridge_faults", "bridge_login",
                 "bridge_oauth", "bridge_reload", "bridge_serve", "recording_tee"],
     "conformance": ["conformance_check", "conformance_client", "conformance_client_http", "conformance_http",
                     "conformance_record_http", "conformance_replay"],
