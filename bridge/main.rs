@@ -280,7 +280,8 @@ pub struct ServeArgs {
     /// one upstream given inline, which is served as it is).
     #[arg(long, value_enum)]
     pub prefix: Option<Prefix>,
-    /// The variable holding the bearer token every downstream request must carry.
+    /// The variable holding the bearer token every downstream request must carry (at least 32
+    /// bytes on a non-loopback listen).
     #[arg(long, value_name = "VAR", conflicts_with = "auth_issuer")]
     pub auth_token_env: Option<String>,
     /// Protect the HTTP listener with OAuth 2.1: access tokens issued by this authorization

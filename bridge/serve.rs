@@ -140,6 +140,11 @@ pub fn main(args: ServeArgs) -> ExitCode {
     }
 }
 
+/// The shortest bearer token a listener on a non-loopback address accepts: 32 bytes, 128 bits of
+/// hex or more of anything else, beyond what guessing over the network can reach. A loopback
+/// listener takes any non-empty token (only this machine's processes reach it).
+const MIN_PUBLIC_TOKEN_BYTES: usize = 32;
+
 async fn run(args: ServeArgs) -> Result<(), String> {
     let listen = parse_listen(&args.listen)?;
     if let Listen::Http { addr, .. } = &listen {
@@ -156,7 +161,14 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         protected_resource(&args, "http://127.0.0.1/mcp")?;
     }
     let token = match (&args.auth_token_env, &listen) {
-        (Some(var), Listen::Http { .. }) => match std::env::var(var) {
+        (Some(var), Listen::Http { addr, .. }) => match std::env::var(var) {
+            Ok(token) if !addr.ip().is_loopback() && token.len() < MIN_PUBLIC_TOKEN_BYTES => {
+                return Err(format!(
+                    "--auth-token-env {var}: the token is {} bytes; a listener on {addr}, which is not a loopback \
+                     address, needs one of at least {MIN_PUBLIC_TOKEN_BYTES} (e.g. `openssl rand -hex 32`)",
+                    token.len()
+                ))
+            }
             Ok(token) if !token.is_empty() => Some(token),
             _ => return Err(format!("--auth-token-env {var}: the variable is not set, or empty")),
         },

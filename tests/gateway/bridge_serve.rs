@@ -371,6 +371,36 @@ fn a_non_loopback_listen_needs_a_token() {
     assert!(output.stdout.is_empty());
 }
 
+/// A public listener refuses a guessable token, naming its length and the minimum and never
+/// the token; the same token is enough on loopback.
+#[test]
+fn a_non_loopback_listen_refuses_a_short_token_without_printing_it() {
+    let short = "hunter2-hunter2-hunter2-hunter2"; // 31 bytes
+    let output = Command::new(examples::bin_path("mcp-bridge"))
+        .args(["serve", "--listen", "http://0.0.0.0:0/mcp", "--auth-token-env", "SHORT_TOKEN", "--", "true"])
+        .env("SHORT_TOKEN", short)
+        .output()
+        .expect("mcp-bridge runs");
+    assert_eq!(output.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("the token is 31 bytes") && err.contains("at least 32"), "{err}");
+    assert!(!err.contains(short), "the token was printed: {err}");
+
+    let mut loopback = Command::new(examples::bin_path("mcp-bridge"))
+        .args(["serve", "--listen", "http://127.0.0.1:0/mcp", "--auth-token-env", "SHORT_TOKEN", "--"])
+        .arg(examples::example_path("echo_server"))
+        .env("SHORT_TOKEN", short)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcp-bridge runs");
+    let mut lines = BufReader::new(loopback.stdout.take().unwrap()).lines();
+    let started = lines.by_ref().map_while(Result::ok).any(|line| line.contains("serving MCP on"));
+    loopback.kill().unwrap();
+    loopback.wait().unwrap();
+    assert!(started, "the loopback listener did not start with the same token");
+}
+
 /// A 2026-07-28 client (the Python SDK, multi-round-trip) through the bridge to a handshake-era
 /// upstream whose tool elicits: the upstream's `elicitation/create` becomes the bridge's
 /// `InputRequiredResult`, the client's answer on the retry goes back as the upstream's answer.
