@@ -437,6 +437,8 @@ pub enum DecodeError {
     },
     /// An empty JSON array.
     EmptyBatch,
+    /// Two requests of one batch carry the same id: their answers could not be told apart.
+    DuplicateIdInBatch(Id),
 }
 
 impl DecodeError {
@@ -484,6 +486,9 @@ impl fmt::Display for DecodeError {
                 f.write_str("json-rpc batches are not allowed before a 2025-03-26 session is established")
             }
             DecodeError::EmptyBatch => f.write_str("empty json-rpc batch"),
+            DecodeError::DuplicateIdInBatch(id) => {
+                write!(f, "two requests of one json-rpc batch carry the id {id}: each request needs its own")
+            }
         }
     }
 }
@@ -926,8 +931,9 @@ struct Typed {
 ///
 /// # Errors
 /// [`DecodeError::BatchNotAllowed`] for an array in any other revision (or before the
-/// revision is known), [`DecodeError::EmptyBatch`] for `[]`, or the first violation found in
-/// the message (for a batch: in the first invalid element).
+/// revision is known), [`DecodeError::EmptyBatch`] for `[]`,
+/// [`DecodeError::DuplicateIdInBatch`] for two requests of one batch with the same id, or the
+/// first violation found in the message (for a batch: in the first invalid element).
 pub fn decode(bytes: &[u8], version: Option<ProtocolVersion>) -> Result<Payload, DecodeError> {
     if first_significant_byte(bytes) != Some(b'[') {
         return Message::from_slice(bytes).map(Payload::Single);
@@ -942,7 +948,16 @@ pub fn decode(bytes: &[u8], version: Option<ProtocolVersion>) -> Result<Payload,
     if items.is_empty() {
         return Err(DecodeError::EmptyBatch);
     }
-    items.into_iter().map(|item| Message::from_str(item.get())).collect::<Result<Vec<_>, _>>().map(Payload::Batch)
+    let messages = items.into_iter().map(|item| Message::from_str(item.get())).collect::<Result<Vec<_>, _>>()?;
+    let mut ids = std::collections::HashSet::new();
+    for message in &messages {
+        if let Message::Request(request) = message {
+            if !ids.insert(&request.id) {
+                return Err(DecodeError::DuplicateIdInBatch(request.id.clone()));
+            }
+        }
+    }
+    Ok(Payload::Batch(messages))
 }
 
 /// The wire form of a message, borrowing everything.
@@ -1248,6 +1263,17 @@ mod tests {
             assert!(matches!(err, DecodeError::BatchNotAllowed { version } if version == v), "{err:?}");
         }
         assert!(matches!(decode(b"[]", Some(ProtocolVersion::V2025_03_26)), Err(DecodeError::EmptyBatch)));
+        let twice = br#"[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","id":"a","method":"tools/list"}]"#;
+        let err = decode(twice, Some(ProtocolVersion::V2025_03_26)).unwrap_err();
+        assert!(matches!(&err, DecodeError::DuplicateIdInBatch(Id::String(s)) if s == "a"), "{err:?}");
+        assert_eq!(err.code(), ErrorCode::INVALID_REQUEST);
+        assert_eq!(
+            err.to_string(),
+            r#"two requests of one json-rpc batch carry the id "a": each request needs its own"#
+        );
+        // The same id on a request and on a response is not a clash: they travel in opposite directions.
+        let crossing = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"result":{}}]"#;
+        assert!(decode(crossing, Some(ProtocolVersion::V2025_03_26)).is_ok());
         assert!(matches!(decode(b"[1,", Some(ProtocolVersion::V2025_11_25)), Err(DecodeError::InvalidJson(_))));
         let bad_item = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"id":2}]"#;
         assert!(matches!(decode(bad_item, Some(ProtocolVersion::V2025_03_26)), Err(DecodeError::MissingVersion)));

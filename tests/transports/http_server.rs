@@ -193,6 +193,14 @@ async fn json_response_mode_and_batches_at_2025_03_26() {
         answers,
         [json!({"jsonrpc": "2.0", "id": 1, "result": {}}), json!({"jsonrpc": "2.0", "id": 2, "result": {}})]
     );
+    // Two requests with one id: refused whole, naming the id; the session serves the next batch.
+    let twice = format!("[{},{}]", ping(3), ping(3));
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, session], &twice, SHORT).await;
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(r.json()["error"]["code"], -32600);
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("carry the id 3"), "{r:?}");
+    let r = raw(addr, "POST", "/mcp", &[BOTH, JSON, session], &batch, SHORT).await;
+    assert_eq!(r.status, 200, "{r:?}");
     server.shutdown().await;
 
     // At 2025-11-25 a batch is refused.
