@@ -37,7 +37,8 @@
 //!   call's task and no response is sent.
 //! - Typed tools (feature `schema`): `derived_tool` derives the input and output schemas from
 //!   Rust types (schemars) and decodes the arguments; a `Json` result fills
-//!   `structuredContent`.
+//!   `structuredContent`; `Form` derives an elicitation form from a flat type and
+//!   `Context::elicit_form` decodes the answer.
 //! - Each tool's schemas are compiled once, when it is registered (one that does not compile is
 //!   [`ServerError::InvalidSchema`]). Tool arguments are checked against the input schema
 //!   ([`schema`]: full JSON Schema 2020-12 with feature `validation`, a subset without) before
@@ -126,6 +127,8 @@ mod task_extension;
 mod tasks;
 mod tool;
 #[cfg(feature = "schema")]
+mod form;
+#[cfg(feature = "schema")]
 mod typed;
 
 #[cfg(test)]
@@ -142,6 +145,8 @@ pub use resources::{blob_contents, resource, resource_not_found, resource_templa
 pub use task_extension::TASKS_EXTENSION;
 pub use tasks::{DEFAULT_TTL_MS, MAX_TTL_MS, POLL_INTERVAL_MS};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
+#[cfg(feature = "schema")]
+pub use form::{Elicited, Form, NotAForm};
 #[cfg(feature = "schema")]
 pub use typed::{Json, TypedOutput};
 
