@@ -84,6 +84,7 @@ mod era;
 mod error;
 mod handlers;
 mod listen;
+mod typed;
 #[cfg(feature = "oauth")]
 pub mod login;
 #[cfg(feature = "oauth")]
@@ -424,10 +425,12 @@ struct ClientPeerHandler {
     acks: Arc<listen::AwaitedAcks>,
 }
 
-/// List pages kept while their `ttlMs` lasts, by method and cursor.
+/// List pages kept while their `ttlMs` lasts, by method and cursor; and the output schema of
+/// each tool listed (for typed calls).
 #[derive(Default)]
 struct ListCache {
     pages: HashMap<(&'static str, Option<String>), CachedPage>,
+    outputs: HashMap<String, Option<Arc<typed::KnownOutput>>>,
 }
 
 struct CachedPage {
@@ -445,6 +448,9 @@ impl ListCache {
             _ => return,
         };
         self.pages.retain(|(method, _), _| !methods.contains(method));
+        if methods.contains(&"tools/list") {
+            self.outputs.clear();
+        }
     }
 }
 
@@ -1171,7 +1177,8 @@ impl<T: Transport> Client<T> {
                 }
             }
         }
-        let _ = tools;
+        // Remembered for typed calls (`typed`).
+        self.inner.cache.lock().expect("never poisoned").outputs.extend(typed::KnownOutput::of(tools));
     }
 
     /// Sends request `method` with `params` as written, typed or not (an extension method,
