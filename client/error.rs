@@ -189,7 +189,9 @@ impl fmt::Display for ClientError {
             ClientError::InputRounds { method, rounds } => {
                 write!(f, "{method} still needed input after {rounds} retries")
             }
-            ClientError::Arguments { tool, reason } => write!(f, "the arguments of {tool} are no JSON object: {reason}"),
+            ClientError::Arguments { tool, reason } => {
+                write!(f, "the arguments of {tool} are no JSON object: {reason}")
+            }
             ClientError::Structured { tool, error } => write!(f, "tool {tool}: {error}"),
             ClientError::Session(e) => e.fmt(f),
             ClientError::Transport(e) => e.fmt(f),

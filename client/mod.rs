@@ -84,11 +84,11 @@ mod era;
 mod error;
 mod handlers;
 mod listen;
-mod typed;
 #[cfg(feature = "oauth")]
 pub mod login;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+mod typed;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;

@@ -43,7 +43,10 @@ impl KnownOutput {
     }
 
     fn validator(&self) -> Result<&Validator, StructuredError> {
-        self.compiled.get_or_init(|| Validator::new(&self.schema)).as_ref().map_err(|e| StructuredError::Schema(e.clone()))
+        self.compiled
+            .get_or_init(|| Validator::new(&self.schema))
+            .as_ref()
+            .map_err(|e| StructuredError::Schema(e.clone()))
     }
 }
 

@@ -451,8 +451,11 @@ impl Dispatcher {
             }
             _ => {}
         }
-        let args = match schema::check_arguments(&registered.tool, &registered.schemas, params.arguments.unwrap_or_default())
-        {
+        let args = match schema::check_arguments(
+            &registered.tool,
+            &registered.schemas,
+            params.arguments.unwrap_or_default(),
+        ) {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
@@ -503,8 +506,9 @@ impl Dispatcher {
                 Err(payload) => Err(panicked(&name, payload)),
             };
             // Typed as the method's output type, so an in-process client takes it as is.
-            let outcome = outcome
-                .map(|result| Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, &registered.schemas, result))));
+            let outcome = outcome.map(|result| {
+                Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, &registered.schemas, result)))
+            });
             let _ = peer.respond(&request_id, finish.finish(outcome)).await;
             drop(guard);
         });
@@ -673,8 +677,11 @@ impl Dispatcher {
         registered: Arc<super::Registered>,
         era: &Era,
     ) {
-        let args = match schema::check_arguments(&registered.tool, &registered.schemas, params.arguments.unwrap_or_default())
-        {
+        let args = match schema::check_arguments(
+            &registered.tool,
+            &registered.schemas,
+            params.arguments.unwrap_or_default(),
+        ) {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };

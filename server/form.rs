@@ -102,11 +102,14 @@ impl<T: DeserializeOwned + JsonSchema> Form<T> {
             schema.insert("required".into(), required.clone());
         }
         let schema = Value::Object(schema);
-        let decoded: ElicitationSchema =
-            serde_json::from_value(schema.clone()).map_err(|e| refuse("", format!("its schema does not decode: {e}")))?;
+        let decoded: ElicitationSchema = serde_json::from_value(schema.clone())
+            .map_err(|e| refuse("", format!("its schema does not decode: {e}")))?;
         for (name, field) in &decoded.properties {
             if let PrimitiveSchemaDefinition::Other(other) = field {
-                return Err(refuse(name, format!("is no primitive, enum or format field: {}", Value::Object(other.clone()))));
+                return Err(refuse(
+                    name,
+                    format!("is no primitive, enum or format field: {}", Value::Object(other.clone())),
+                ));
             }
         }
         let check = Validator::new(&schema).map_err(|e| refuse("", e.to_string()))?;
@@ -127,7 +130,9 @@ fn flat_field(field: &Value, defs: &Value) -> Result<Value, String> {
     // `Option<T>`: `type: [T, "null"]`, not required.
     if let Some(Value::Array(types)) = object.get("type") {
         let kinds: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
-        let [kind] = kinds.as_slice() else { return Err(format!("has several types: {}", Value::Array(types.clone()))) };
+        let [kind] = kinds.as_slice() else {
+            return Err(format!("has several types: {}", Value::Array(types.clone())));
+        };
         let kind = (*kind).clone();
         object.insert("type".into(), kind);
     }
@@ -215,7 +220,8 @@ impl Context {
             _ => return Ok(Elicited::Cancel),
         }
         let invalid = |reason: String| ClientRequestError::InvalidResult(serde::de::Error::custom(reason));
-        let content = serde_json::to_value(answer.content.unwrap_or_default()).map_err(ClientRequestError::InvalidResult)?;
+        let content =
+            serde_json::to_value(answer.content.unwrap_or_default()).map_err(ClientRequestError::InvalidResult)?;
         form.check.check(&content).map_err(|e| invalid(format!("the answer does not fit the form: {e}")))?;
         decode_value(content).map(Elicited::Accept).map_err(|e| invalid(format!("the answer does not decode: {e}")))
     }
@@ -315,7 +321,10 @@ mod tests {
     fn a_nested_or_listed_field_is_refused_naming_it() {
         let err = Form::<Nested>::new().unwrap_err();
         assert_eq!(err.field, "address", "{err}");
-        assert!(err.to_string().contains("cannot be an elicitation form: field \"address\" is a nested object"), "{err}");
+        assert!(
+            err.to_string().contains("cannot be an elicitation form: field \"address\" is a nested object"),
+            "{err}"
+        );
         let err = Form::<Listed>::new().unwrap_err();
         assert_eq!(err.field, "names", "{err}");
         let err = Form::<u32>::new().unwrap_err();

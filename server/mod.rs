@@ -115,6 +115,8 @@ pub mod completion;
 mod context;
 mod dispatch;
 mod features;
+#[cfg(feature = "schema")]
+mod form;
 pub mod forward;
 mod pagination;
 pub mod prompts;
@@ -127,8 +129,6 @@ mod task_extension;
 mod tasks;
 mod tool;
 #[cfg(feature = "schema")]
-mod form;
-#[cfg(feature = "schema")]
 mod typed;
 
 #[cfg(test)]
@@ -139,14 +139,14 @@ use crate::proto::jsonrpc::Body;
 
 pub use client_requests::{url_elicitation_required, ClientRequestError};
 pub use completion::{prefix_matches, CompletionRequest};
+#[cfg(feature = "schema")]
+pub use form::{Elicited, Form, NotAForm};
 pub use prompts::{prompt, prompt_argument, prompt_message, prompt_result, PromptRequest};
 pub use registry::NOTIFY_QUEUE;
 pub use resources::{blob_contents, resource, resource_not_found, resource_template, text_contents, ResourceRequest};
 pub use task_extension::TASKS_EXTENSION;
 pub use tasks::{DEFAULT_TTL_MS, MAX_TTL_MS, POLL_INTERVAL_MS};
 pub use tool::{arguments, error_result, text_result, Context, ToolError, ToolFuture};
-#[cfg(feature = "schema")]
-pub use form::{Elicited, Form, NotAForm};
 #[cfg(feature = "schema")]
 pub use typed::{Json, TypedOutput};
 

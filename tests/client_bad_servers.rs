@@ -232,7 +232,10 @@ async fn a_typed_call_checks_structured_content_against_the_listed_output_schema
     let ClientError::Structured { tool, error } = &err else { panic!("{err:?}") };
     assert_eq!(tool, "count");
     assert!(matches!(error, mcpwire::proto::mcp_types::StructuredError::Invalid(_)), "{error:?}");
-    assert!(err.to_string().starts_with("tool count: the structured content does not match the output schema: /n: "), "{err}");
+    assert!(
+        err.to_string().starts_with("tool count: the structured content does not match the output schema: /n: "),
+        "{err}"
+    );
     // A value that passes the schema but not the type names the path too.
     let err = client.call_tool_typed::<Counted, _>("count", &Count { n: 1 << 40 }).await.unwrap_err();
     assert!(err.to_string().contains("does not fit: /n: "), "{err}");

@@ -12,9 +12,9 @@
 //! `minimum: 0` (and the annotation `format: uint`): a negative count is now refused by the
 //! schema, which no run ever produced.
 
-mod support;
 #[path = "support/examples.rs"]
 mod examples;
+mod support;
 
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::transport::stdio::ChildCommand;

@@ -464,9 +464,17 @@ async fn tool_schemas_are_enforced_on_input_and_output() {
     // the full one with feature `validation`, else the subset.
     let full = cfg!(feature = "validation");
     let (wrong_type, missing, extra) = if full {
-        ("/celsius: \"warm\" is not of type \"number\"", "\"city\" is a required property", "Additional properties are not allowed ('extra' was unexpected)")
+        (
+            "/celsius: \"warm\" is not of type \"number\"",
+            "\"city\" is a required property",
+            "Additional properties are not allowed ('extra' was unexpected)",
+        )
     } else {
-        ("/celsius: expected type \"number\", got string", "missing required property \"city\"", "property \"extra\" is not allowed")
+        (
+            "/celsius: expected type \"number\", got string",
+            "missing required property \"city\"",
+            "property \"extra\" is not allowed",
+        )
     };
     assert_eq!(
         wire.result("tools/call", json!({"name": "bad", "arguments": {"city": "Oslo"}})).await,

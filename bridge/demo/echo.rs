@@ -70,11 +70,9 @@ pub fn echo_builder() -> ServerBuilder {
         .derived_tool("add", "Return a + b", |AddArgs { a, b }, _ctx| async move {
             Ok(text_result(sum(&a, &b)?.to_string()))
         })
-        .derived_tool(
-            "echo",
-            "Return the `text` argument as text content",
-            |EchoArgs { text }, _ctx| async move { Ok(text_result(text)) },
-        )
+        .derived_tool("echo", "Return the `text` argument as text content", |EchoArgs { text }, _ctx| async move {
+            Ok(text_result(text))
+        })
         .derived_tool(
             "greet",
             "Ask the user for their name (an elicitation), then greet them",

@@ -18,10 +18,7 @@ use super::{InvalidSchema, SchemaError, Violations, MAX_REPORTED};
 const QUOTED: usize = 64;
 
 pub(super) fn compile(schema: &Value) -> Result<jsonschema::Validator, InvalidSchema> {
-    jsonschema::options()
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| InvalidSchema { reason: message(&e) })
+    jsonschema::options().should_validate_formats(true).build(schema).map_err(|e| InvalidSchema { reason: message(&e) })
 }
 
 pub(super) fn check(validator: &jsonschema::Validator, value: &Value) -> Result<(), Violations> {
