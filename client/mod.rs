@@ -1167,6 +1167,7 @@ impl<T: Transport> Client<T> {
     /// Keeps the tools a stateless HTTP connection may call: those whose `x-mcp-header`
     /// declarations are valid (Streamable HTTP, "Custom Headers from Tool Parameters"); each
     /// one left out is named on stderr.
+    #[cfg_attr(not(feature = "http"), allow(clippy::ptr_arg))]
     fn admit_tools(&self, tools: &mut Vec<Tool>) {
         #[cfg(feature = "http")]
         if self.inner.session_meta.is_some() {

@@ -28,6 +28,7 @@ mod builtin;
 #[cfg(feature = "validation")]
 mod full;
 
+#[cfg(feature = "server")]
 pub(crate) use builtin::has_type;
 pub use builtin::{validate, SchemaError};
 
