@@ -1,7 +1,7 @@
 //! The server's checks of a tool call against the tool's schemas: the arguments against its
 //! `inputSchema` before the handler runs, `structuredContent` against its `outputSchema` before
 //! the result leaves, and the text mirror of `structuredContent`. Each tool's schemas are
-//! compiled once, when it is registered ([`ToolSchemas`]); a schema that does not compile is a
+//! compiled once, when it is registered (`ToolSchemas`); a schema that does not compile is a
 //! [`ServerError::InvalidSchema`] then, never a failure at call time.
 //!
 //! The validator is [`crate::proto::validate`]'s: with feature `validation` (which `schema`
