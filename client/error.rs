@@ -103,6 +103,23 @@ pub enum ClientError {
         /// Retries sent.
         rounds: usize,
     },
+    /// Typed arguments that do not serialize as a JSON object (a tool's or a prompt's
+    /// arguments are one); nothing was sent.
+    Arguments {
+        /// The tool or prompt.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A typed call's result gave no value of the type: the tool failed, sent no
+    /// `structuredContent`, sent one that breaks the tool's `outputSchema`, or one that does not
+    /// decode.
+    Structured {
+        /// The tool.
+        tool: String,
+        /// What went wrong.
+        error: crate::proto::mcp_types::StructuredError,
+    },
     /// The session refused to send the request (too many in flight, …).
     Session(SessionError),
     /// The transport failed (the server could not be started, a pipe broke, …).
@@ -172,6 +189,10 @@ impl fmt::Display for ClientError {
             ClientError::InputRounds { method, rounds } => {
                 write!(f, "{method} still needed input after {rounds} retries")
             }
+            ClientError::Arguments { tool, reason } => {
+                write!(f, "the arguments of {tool} are no JSON object: {reason}")
+            }
+            ClientError::Structured { tool, error } => write!(f, "tool {tool}: {error}"),
             ClientError::Session(e) => e.fmt(f),
             ClientError::Transport(e) => e.fmt(f),
         }
@@ -186,7 +207,9 @@ impl std::error::Error for ClientError {
             ClientError::InvalidResult { source, .. } => Some(source),
             ClientError::Session(e) => Some(e),
             ClientError::Transport(e) => Some(e),
-            ClientError::Timeout { .. }
+            ClientError::Structured { error, .. } => Some(error),
+            ClientError::Arguments { .. }
+            | ClientError::Timeout { .. }
             | ClientError::ServerExited { .. }
             | ClientError::Closed { .. }
             | ClientError::UnsupportedVersion { .. }

@@ -88,6 +88,7 @@ mod listen;
 pub mod login;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+mod typed;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -424,10 +425,12 @@ struct ClientPeerHandler {
     acks: Arc<listen::AwaitedAcks>,
 }
 
-/// List pages kept while their `ttlMs` lasts, by method and cursor.
+/// List pages kept while their `ttlMs` lasts, by method and cursor; and the output schema of
+/// each tool listed (for typed calls).
 #[derive(Default)]
 struct ListCache {
     pages: HashMap<(&'static str, Option<String>), CachedPage>,
+    outputs: HashMap<String, Option<Arc<typed::KnownOutput>>>,
 }
 
 struct CachedPage {
@@ -445,6 +448,9 @@ impl ListCache {
             _ => return,
         };
         self.pages.retain(|(method, _), _| !methods.contains(method));
+        if methods.contains(&"tools/list") {
+            self.outputs.clear();
+        }
     }
 }
 
@@ -1161,6 +1167,7 @@ impl<T: Transport> Client<T> {
     /// Keeps the tools a stateless HTTP connection may call: those whose `x-mcp-header`
     /// declarations are valid (Streamable HTTP, "Custom Headers from Tool Parameters"); each
     /// one left out is named through `tracing` (a warning).
+    #[cfg_attr(not(feature = "http"), allow(clippy::ptr_arg))]
     fn admit_tools(&self, tools: &mut Vec<Tool>) {
         #[cfg(feature = "http")]
         if self.inner.session_meta.is_some() {
@@ -1171,7 +1178,8 @@ impl<T: Transport> Client<T> {
                 }
             }
         }
-        let _ = tools;
+        // Remembered for typed calls (`typed`).
+        self.inner.cache.lock().expect("never poisoned").outputs.extend(typed::KnownOutput::of(tools));
     }
 
     /// Sends request `method` with `params` as written, typed or not (an extension method,

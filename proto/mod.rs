@@ -10,6 +10,8 @@
 //! - [`session`]: the sans-IO session core: ids, pending requests, lifecycle, cancellation,
 //!   progress, timeouts.
 //! - [`timestamp`]: UTC timestamps as MCP writes them, and the calendar behind them.
+//! - [`validate`]: values checked against a JSON Schema compiled once (full 2020-12 with feature
+//!   `validation`, a built-in subset without).
 //! - `json_schema` (feature `schema`): JSON Schemas derived from Rust types, for typed tools.
 //! - `framing` (feature `framing`): newline-delimited and SSE framing on `bytes::BytesMut`.
 
@@ -20,6 +22,7 @@ pub mod jsonrpc;
 pub mod mcp_types;
 pub mod session;
 pub mod timestamp;
+pub mod validate;
 pub mod version;
 
 #[cfg(feature = "framing")]

@@ -18,7 +18,7 @@ AREAS = {
                "client_listen", "client_stdio", "connection_set", "catalog_lazy", "catalog_limits",
                "catalog_reload", "catalog_scopes", "catalog_sources"],
     "server": ["server_backpressure", "server_context", "server_features", "server_stdio",
-               "typed_tools", "examples", "agent"],
+               "typed_tools", "examples", "agent", "demo_schemas"],
     "gateway": ["bridge_bounds", "bridge_soak", "bridge_cli", "bridge_config_cli", "bridge_faults", "bridge_login",
                 "bridge_oauth", "bridge_reload", "bridge_serve", "recording_tee"],
     "conformance": ["conformance_check", "conformance_client", "conformance_client_http", "conformance_http",

@@ -339,8 +339,7 @@ impl Dispatcher {
         peer: &Peer<T>,
         id: Id,
         params: CallToolRequestParams,
-        tool: crate::proto::mcp_types::Tool,
-        handler: super::tool::ToolFn,
+        registered: Arc<super::Registered>,
     ) {
         let outgoing: Arc<dyn Outgoing> = Arc::new(peer.clone());
         self.tasks.attach(outgoing);
@@ -350,7 +349,8 @@ impl Dispatcher {
         let (context, canceller) = self.context(peer, &id, params.meta, Some(link), &Era::Handshake);
         // Checked as for a plain call; a task whose arguments fail the input schema ends at once
         // with that tool error as its result, and the handler never runs.
-        let checked = schema::check_arguments(&tool, params.arguments.unwrap_or_default());
+        let checked =
+            schema::check_arguments(&registered.tool, &registered.schemas, params.arguments.unwrap_or_default());
         let semaphore = self.semaphore.clone();
         let work = tokio::spawn(async move {
             let args = match checked {
@@ -358,8 +358,8 @@ impl Dispatcher {
                 Err(result) => return Ok(*result),
             };
             let _permit = semaphore.acquire_owned().await;
-            let result = handler(args, context).await?;
-            Ok(schema::check_output(&tool, result))
+            let result = (registered.handler)(args, context).await?;
+            Ok(schema::check_output(&registered.tool, &registered.schemas, result))
         });
         self.tasks.set_running(&task_id, work.abort_handle(), canceller);
         let tasks = self.tasks.clone();
@@ -432,7 +432,7 @@ impl Dispatcher {
                     return self.answer(peer, id, era, Err(error));
                 }
                 TaskSupport::Required | TaskSupport::Optional if declared => {
-                    return self.start_extension_task(peer, id, params, registered.tool.clone(), handler, era);
+                    return self.start_extension_task(peer, id, params, registered, era);
                 }
                 _ => {}
             }
@@ -443,7 +443,7 @@ impl Dispatcher {
                 return self.answer(peer, id, era, Err(ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)));
             }
             (TaskSupport::Required | TaskSupport::Optional, true) => {
-                return self.start_task(peer, id, params, registered.tool.clone(), handler)
+                return self.start_task(peer, id, params, registered)
             }
             (_, true) => {
                 let message = format!("Tool {} does not support task-augmented execution", params.name);
@@ -451,7 +451,11 @@ impl Dispatcher {
             }
             _ => {}
         }
-        let args = match schema::check_arguments(&registered.tool, params.arguments.unwrap_or_default()) {
+        let args = match schema::check_arguments(
+            &registered.tool,
+            &registered.schemas,
+            params.arguments.unwrap_or_default(),
+        ) {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
@@ -502,8 +506,9 @@ impl Dispatcher {
                 Err(payload) => Err(panicked(&name, payload)),
             };
             // Typed as the method's output type, so an in-process client takes it as is.
-            let outcome = outcome
-                .map(|result| Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, result))));
+            let outcome = outcome.map(|result| {
+                Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, &registered.schemas, result)))
+            });
             let _ = peer.respond(&request_id, finish.finish(outcome)).await;
             drop(guard);
         });
@@ -669,11 +674,14 @@ impl Dispatcher {
         peer: &Peer<T>,
         id: Id,
         params: CallToolRequestParams,
-        tool: crate::proto::mcp_types::Tool,
-        handler: super::tool::ToolFn,
+        registered: Arc<super::Registered>,
         era: &Era,
     ) {
-        let args = match schema::check_arguments(&tool, params.arguments.unwrap_or_default()) {
+        let args = match schema::check_arguments(
+            &registered.tool,
+            &registered.schemas,
+            params.arguments.unwrap_or_default(),
+        ) {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
@@ -691,7 +699,7 @@ impl Dispatcher {
         let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
         context.input = Some(round.clone());
         context.task_ask = Some(slot.clone());
-        let mut work = handler(args, context);
+        let mut work = (registered.handler)(args, context);
         let (inner, peer, era, guard, name) =
             (self.inner.clone(), peer.clone(), era.clone(), self.tracker.enter(), params.name);
         crate::transport::task::spawn(async move {
@@ -713,7 +721,11 @@ impl Dispatcher {
             .await;
             let outcome = match phase {
                 Phase::Done(done) => match *done {
-                    Ok(result) => Ok(Body::typed(CallToolOutput::Result(schema::check_output(&tool, result)))),
+                    Ok(result) => Ok(Body::typed(CallToolOutput::Result(schema::check_output(
+                        &registered.tool,
+                        &registered.schemas,
+                        result,
+                    )))),
                     Err(error) => error.into_outcome(&name).map(|result| Body::typed(CallToolOutput::Result(result))),
                 },
                 Phase::Panicked(payload) => Err(panicked(&name, payload)),
@@ -734,7 +746,7 @@ impl Dispatcher {
                     let _ = slot.set(ask);
                     let running = tokio::spawn(async move {
                         let result = work.await?;
-                        Ok(schema::check_output(&tool, result))
+                        Ok(schema::check_output(&registered.tool, &registered.schemas, result))
                     });
                     registry.set_running(&task_id, running.abort_handle(), canceller);
                     crate::transport::task::spawn(async move {

@@ -37,11 +37,15 @@
 //!   call's task and no response is sent.
 //! - Typed tools (feature `schema`): `derived_tool` derives the input and output schemas from
 //!   Rust types (schemars) and decodes the arguments; a `Json` result fills
-//!   `structuredContent`.
-//! - Tool arguments are checked against the tool's input schema ([`schema`]) before the
-//!   handler runs (a mismatch is a tool error); `structuredContent` is checked against the
-//!   output schema before it leaves (a mismatch becomes a tool error) and mirrored into a text
-//!   block when the handler gave no content.
+//!   `structuredContent`; `Form` derives an elicitation form from a flat type and
+//!   `Context::elicit_form` decodes the answer.
+//! - Each tool's schemas are compiled once, when it is registered (one that does not compile is
+//!   [`ServerError::InvalidSchema`]). Tool arguments are checked against the input schema
+//!   ([`schema`]: full JSON Schema 2020-12 with feature `validation`, a subset without) before
+//!   the handler runs (a mismatch is a tool error naming the path of each violation);
+//!   `structuredContent` is checked against the output schema before it leaves (a mismatch
+//!   becomes a tool error; a typed result is checked in debug builds only) and mirrored into a
+//!   text block when the handler gave no content.
 //! - Resources ([`resources`]: static, templates, `resources/read` with -32002, per-session
 //!   subscriptions and [`Server::resource_updated`]), prompts ([`prompts`]), completion
 //!   ([`completion`]), `logging/setLevel` per session with [`Server::log`] (everything goes
@@ -111,6 +115,8 @@ pub mod completion;
 mod context;
 mod dispatch;
 mod features;
+#[cfg(feature = "schema")]
+mod form;
 pub mod forward;
 mod pagination;
 pub mod prompts;
@@ -133,6 +139,8 @@ use crate::proto::jsonrpc::Body;
 
 pub use client_requests::{url_elicitation_required, ClientRequestError};
 pub use completion::{prefix_matches, CompletionRequest};
+#[cfg(feature = "schema")]
+pub use form::{Elicited, Form, NotAForm};
 pub use prompts::{prompt, prompt_argument, prompt_message, prompt_result, PromptRequest};
 pub use registry::NOTIFY_QUEUE;
 pub use resources::{blob_contents, resource, resource_not_found, resource_template, text_contents, ResourceRequest};
@@ -213,8 +221,9 @@ pub enum ServerError {
         /// The tool.
         name: String,
     },
-    /// A typed tool's derived schema cannot serve as its input or output schema (feature
-    /// `schema`: the type is not an object).
+    /// A tool's input or output schema does not compile (not a valid JSON Schema of its
+    /// dialect, an unknown dialect, a `$ref` that does not resolve within it), or a typed
+    /// tool's derived schema cannot serve as one (feature `schema`: the type is not an object).
     InvalidSchema {
         /// The tool.
         name: String,
@@ -257,10 +266,27 @@ impl std::error::Error for ServerError {
 /// What [`ServerBuilder::on_session_closed`] calls.
 pub(crate) type SessionClosed = Arc<dyn Fn(u64) + Send + Sync>;
 
-/// A registered tool: its definition and its handler.
+/// A registered tool: its definition, its compiled schemas and its handler.
 pub(crate) struct Registered {
     pub(crate) tool: Tool,
+    pub(crate) schemas: schema::ToolSchemas,
     pub(crate) handler: tool::ToolFn,
+}
+
+impl Registered {
+    /// `tool` with its schemas compiled; `typed_output` when its results come from a type whose
+    /// derived schema is the output schema.
+    ///
+    /// # Errors
+    /// [`ServerError::InvalidInputSchema`] when the input schema is not an object,
+    /// [`ServerError::InvalidSchema`] when a schema does not compile.
+    pub(crate) fn new(tool: Tool, handler: tool::ToolFn, typed_output: bool) -> Result<Registered, ServerError> {
+        if !tool.input_schema.is_object() {
+            return Err(ServerError::InvalidInputSchema { name: tool.name });
+        }
+        let schemas = schema::ToolSchemas::compile(&tool, typed_output)?;
+        Ok(Registered { tool, schemas, handler })
+    }
 }
 
 /// What a server offers; shared by every connection it serves.
@@ -314,8 +340,7 @@ pub struct ServerBuilder {
     cache_hints: Vec<(String, CacheHint)>,
     request_state_secret: Option<Vec<u8>>,
     forwarder: Option<(Arc<dyn forward::Forwarder>, forward::Forwarding)>,
-    /// Typed tools whose derived schemas cannot be used, reported by `build`.
-    #[cfg_attr(not(feature = "schema"), allow(dead_code))]
+    /// Tools whose schemas cannot be used, reported by `build`.
     schema_errors: Vec<ServerError>,
 }
 
@@ -512,8 +537,16 @@ impl ServerBuilder {
         Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
     {
         let handler: tool::ToolFn = Arc::new(move |args, ctx| Box::pin(handler(args, ctx)) as ToolFuture);
-        self.tools.push(Registered { tool, handler });
+        self.register(Registered::new(tool, handler, false));
         self
+    }
+
+    /// Keeps a tool, or the reason it cannot be served for [`build`](Self::build) to report.
+    pub(crate) fn register(&mut self, registered: Result<Registered, ServerError>) {
+        match registered {
+            Ok(registered) => self.tools.push(registered),
+            Err(e) => self.schema_errors.push(e),
+        }
     }
 
     /// How many tool calls may run at once per connection (at least 1); default
@@ -598,9 +631,6 @@ impl ServerBuilder {
         {
             let mut tools = registry.tools.write().expect("tools lock");
             for r in self.tools {
-                if !r.tool.input_schema.is_object() {
-                    return Err(ServerError::InvalidInputSchema { name: r.tool.name });
-                }
                 if !names.insert(r.tool.name.clone()) {
                     return Err(ServerError::DuplicateTool { name: r.tool.name });
                 }

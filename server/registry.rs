@@ -362,7 +362,8 @@ impl Server {
     ///
     /// # Errors
     /// [`ServerError::InvalidInputSchema`](super::ServerError::InvalidInputSchema) when its
-    /// input schema is not a JSON object; nothing changes then.
+    /// input schema is not a JSON object, [`ServerError::InvalidSchema`](super::ServerError::InvalidSchema)
+    /// when a schema does not compile; nothing changes then.
     pub fn add_tool<F, Fut>(&self, tool: crate::proto::mcp_types::Tool, handler: F) -> Result<(), super::ServerError>
     where
         F: Fn(serde_json::Map<String, Value>, super::Context) -> Fut + Send + Sync + 'static,
@@ -370,11 +371,8 @@ impl Server {
             + Send
             + 'static,
     {
-        if !tool.input_schema.is_object() {
-            return Err(super::ServerError::InvalidInputSchema { name: tool.name });
-        }
         let handler: super::tool::ToolFn = Arc::new(move |args, ctx| Box::pin(handler(args, ctx)) as super::ToolFuture);
-        self.add_registered(Registered { tool, handler });
+        self.add_registered(Registered::new(tool, handler, false)?);
         Ok(())
     }
 

@@ -1,285 +1,52 @@
-//! A small JSON Schema validator for tool arguments and structured tool output: the keywords
-//! that carry most schemas in practice.
+//! The server's checks of a tool call against the tool's schemas: the arguments against its
+//! `inputSchema` before the handler runs, `structuredContent` against its `outputSchema` before
+//! the result leaves, and the text mirror of `structuredContent`. Each tool's schemas are
+//! compiled once, when it is registered (`ToolSchemas`); a schema that does not compile is a
+//! [`ServerError::InvalidSchema`] then, never a failure at call time.
 //!
-//! Checked: `type` (a name or a list; `integer` is a number with no fraction), `enum`, `const`,
-//! `properties`, `required`, `additionalProperties` (`false` or a schema), `items` (one schema),
-//! `minItems`/`maxItems`, `minLength`/`maxLength` (in characters), `minimum`/`maximum`,
-//! `allOf`/`anyOf`/`oneOf`/`not`, and `$ref` to a local JSON pointer (`#/$defs/x`,
-//! `#/definitions/x`, `#`). A boolean schema is `true` (anything) or `false` (nothing).
+//! The validator is [`crate::proto::validate`]'s: with feature `validation` (which `schema`
+//! brings) full JSON Schema 2020-12, formats included; without it the built-in subset, no
+//! dependency. A typed tool's result (`Json<T>`, feature `schema`) is checked against the
+//! schema derived from `T` only in debug builds: a mismatch there is the tool author's bug
+//! (serde and schemars attributes that disagree), reported as a tool error naming the path.
 //!
-//! Not checked (accepted as if absent, so an unknown keyword never rejects valid data):
-//! `pattern`, `format`, `if`/`then`/`else`, `dependentRequired`, `prefixItems`,
-//! `patternProperties`, `$anchor` references, remote `$ref`s, and the rest of the vocabulary.
-//! The first violation found is reported, with the JSON pointer of the offending value.
+//! Not here: the validator itself, the wire handling of `tools/call` (the dispatch).
 
 use serde_json::{Map, Value};
 
+use super::ServerError;
 use crate::proto::mcp_types::{CallToolResult, ContentBlock, TextContent, Tool};
+use crate::proto::validate::{has_type, Validator};
+pub use crate::proto::validate::{validate, SchemaError};
 
-/// Why a value does not match a schema: where (a JSON pointer into the value) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SchemaError {
-    /// A JSON pointer to the offending value (`""` for the whole value).
-    pub path: String,
-    /// What is wrong, in lowercase.
-    pub message: String,
+/// A tool's schemas, compiled.
+#[derive(Debug)]
+pub(crate) struct ToolSchemas {
+    input: Validator,
+    /// `None` when the tool has no output schema, or when its output is typed and this is a
+    /// release build.
+    output: Option<Validator>,
 }
 
-impl std::fmt::Display for SchemaError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
-
-impl std::error::Error for SchemaError {}
-
-/// Checks `value` against `schema` (the schema is its own root for `$ref`).
-///
-/// # Errors
-/// The first violation found.
-pub fn validate(schema: &Value, value: &Value) -> Result<(), SchemaError> {
-    Validator { root: schema, depth: 0 }.check(schema, value, &mut String::new())
-}
-
-struct Validator<'a> {
-    root: &'a Value,
-    depth: usize,
-}
-
-/// `$ref` chains deeper than this are refused (a self-referencing schema would loop).
-const MAX_DEPTH: usize = 64;
-
-fn fail(path: &str, message: impl Into<String>) -> Result<(), SchemaError> {
-    Err(SchemaError { path: path.to_owned(), message: message.into() })
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-fn has_type(value: &Value, ty: &str) -> bool {
-    match ty {
-        "integer" => value.as_f64().is_some_and(|x| x.fract() == 0.0),
-        "number" => value.is_number(),
-        other => type_name(value) == other,
-    }
-}
-
-/// JSON equality where numbers compare by value (`1` equals `1.0`).
-fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b)),
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
-        _ => a == b,
-    }
-}
-
-/// Appends `key` to a JSON pointer (`~` and `/` escaped; most keys need neither, and are
-/// copied without an allocation).
-fn push_key(path: &mut String, key: &str) {
-    path.push('/');
-    if key.contains(['~', '/']) {
-        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-    } else {
-        path.push_str(key);
-    }
-}
-
-impl<'a> Validator<'a> {
-    fn resolve(&self, reference: &str) -> Option<&'a Value> {
-        let pointer = reference.strip_prefix('#')?;
-        if pointer.is_empty() {
-            return Some(self.root);
-        }
-        self.root.pointer(pointer)
-    }
-
-    fn check(&mut self, schema: &Value, value: &Value, path: &mut String) -> Result<(), SchemaError> {
-        let schema = match schema {
-            Value::Bool(true) => return Ok(()),
-            Value::Bool(false) => return fail(path, "no value is allowed here"),
-            Value::Object(schema) => schema,
-            // Not a schema: nothing to check.
-            _ => return Ok(()),
+impl ToolSchemas {
+    /// Compiles `tool`'s schemas; `typed_output` when its results are made from a type whose
+    /// schema is the output schema (checked in debug builds only).
+    ///
+    /// # Errors
+    /// [`ServerError::InvalidSchema`] naming the tool and the schema that does not compile.
+    pub(crate) fn compile(tool: &Tool, typed_output: bool) -> Result<ToolSchemas, ServerError> {
+        let invalid = |which: &str, e: crate::proto::validate::InvalidSchema| ServerError::InvalidSchema {
+            name: tool.name.clone(),
+            reason: format!("its {which} schema: {e}"),
         };
-        if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
-            if self.depth >= MAX_DEPTH {
-                return fail(path, format!("$ref {reference} nests too deep"));
+        let input = Validator::new(&tool.input_schema).map_err(|e| invalid("input", e))?;
+        let output = match &tool.output_schema {
+            Some(schema) if !typed_output || cfg!(debug_assertions) => {
+                Some(Validator::new(schema).map_err(|e| invalid("output", e))?)
             }
-            if let Some(target) = self.resolve(reference) {
-                self.depth += 1;
-                let outcome = self.check(target, value, path);
-                self.depth -= 1;
-                outcome?;
-            }
-        }
-        self.check_type(schema, value, path)?;
-        if let Some(options) = schema.get("enum").and_then(Value::as_array) {
-            if !options.iter().any(|o| json_eq(o, value)) {
-                return fail(path, format!("{value} is not one of {}", Value::Array(options.clone())));
-            }
-        }
-        if let Some(constant) = schema.get("const") {
-            if !json_eq(constant, value) {
-                return fail(path, format!("{value} is not {constant}"));
-            }
-        }
-        match value {
-            Value::Object(object) => self.check_object(schema, object, path)?,
-            Value::Array(items) => self.check_array(schema, items, path)?,
-            Value::String(s) => {
-                let min = schema.get("minLength").and_then(Value::as_u64);
-                let max = schema.get("maxLength").and_then(Value::as_u64);
-                // Counting characters walks the whole string: only when a bound asks for it.
-                if min.is_some() || max.is_some() {
-                    let len = s.chars().count() as u64;
-                    if let Some(min) = min.filter(|&min| len < min) {
-                        return fail(path, format!("shorter than {min} characters"));
-                    }
-                    if let Some(max) = max.filter(|&max| len > max) {
-                        return fail(path, format!("longer than {max} characters"));
-                    }
-                }
-            }
-            Value::Number(n) => {
-                let x = n.as_f64().unwrap_or(f64::NAN);
-                if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
-                    if x < min {
-                        return fail(path, format!("{n} is less than {min}"));
-                    }
-                }
-                if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
-                    if x > max {
-                        return fail(path, format!("{n} is greater than {max}"));
-                    }
-                }
-            }
-            Value::Null | Value::Bool(_) => {}
-        }
-        self.check_combinators(schema, value, path)
-    }
-
-    fn check_type(&self, schema: &Map<String, Value>, value: &Value, path: &str) -> Result<(), SchemaError> {
-        let ok = match schema.get("type") {
-            Some(Value::String(ty)) => has_type(value, ty),
-            Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).any(|ty| has_type(value, ty)),
-            _ => true,
+            _ => None,
         };
-        if ok {
-            Ok(())
-        } else {
-            let expected = schema.get("type").map(Value::to_string).unwrap_or_default();
-            fail(path, format!("expected type {expected}, got {}", type_name(value)))
-        }
-    }
-
-    fn check_object(
-        &mut self,
-        schema: &Map<String, Value>,
-        object: &Map<String, Value>,
-        path: &mut String,
-    ) -> Result<(), SchemaError> {
-        if let Some(required) = schema.get("required").and_then(Value::as_array) {
-            for name in required.iter().filter_map(Value::as_str) {
-                if !object.contains_key(name) {
-                    return fail(path, format!("missing required property {name:?}"));
-                }
-            }
-        }
-        let properties = schema.get("properties").and_then(Value::as_object);
-        let additional = schema.get("additionalProperties");
-        for (key, item) in object {
-            let len = path.len();
-            push_key(path, key);
-            let outcome = match properties.and_then(|p| p.get(key)) {
-                Some(sub) => self.check(sub, item, path),
-                None => match additional {
-                    Some(Value::Bool(false)) => {
-                        path.truncate(len);
-                        return fail(path, format!("property {key:?} is not allowed"));
-                    }
-                    Some(sub) => self.check(sub, item, path),
-                    None => Ok(()),
-                },
-            };
-            path.truncate(len);
-            outcome?;
-        }
-        Ok(())
-    }
-
-    fn check_array(
-        &mut self,
-        schema: &Map<String, Value>,
-        items: &[Value],
-        path: &mut String,
-    ) -> Result<(), SchemaError> {
-        let len = items.len() as u64;
-        if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
-            if len < min {
-                return fail(path, format!("fewer than {min} items"));
-            }
-        }
-        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
-            if len > max {
-                return fail(path, format!("more than {max} items"));
-            }
-        }
-        if let Some(sub) = schema.get("items").filter(|s| s.is_object() || s.is_boolean()) {
-            for (i, item) in items.iter().enumerate() {
-                let at = path.len();
-                path.push('/');
-                path.push_str(&i.to_string());
-                let outcome = self.check(sub, item, path);
-                path.truncate(at);
-                outcome?;
-            }
-        }
-        Ok(())
-    }
-
-    fn check_combinators(
-        &mut self,
-        schema: &Map<String, Value>,
-        value: &Value,
-        path: &mut String,
-    ) -> Result<(), SchemaError> {
-        if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
-            for sub in all {
-                self.check(sub, value, path)?;
-            }
-        }
-        if let Some(any) = schema.get("anyOf").and_then(Value::as_array) {
-            if !any.iter().any(|sub| self.check(sub, value, &mut path.clone()).is_ok()) {
-                return fail(path, "matches none of anyOf");
-            }
-        }
-        if let Some(one) = schema.get("oneOf").and_then(Value::as_array) {
-            let matches = one.iter().filter(|sub| self.check(sub, value, &mut path.clone()).is_ok()).count();
-            if matches != 1 {
-                return fail(path, format!("matches {matches} of oneOf, not exactly one"));
-            }
-        }
-        if let Some(not) = schema.get("not") {
-            if self.check(not, value, &mut path.clone()).is_ok() {
-                return fail(path, "matches the schema under not");
-            }
-        }
-        Ok(())
+        Ok(ToolSchemas { input, output })
     }
 }
 
@@ -297,7 +64,9 @@ fn flat_object_schema_accepts(schema: &Value, args: &Map<String, Value>) -> Opti
             ("properties", Value::Object(p)) => properties = Some(p),
             ("required", Value::Array(r)) => required = Some(r),
             ("additionalProperties", Value::Bool(allowed)) => closed = !allowed,
-            ("$schema" | "description" | "title", _) => {}
+            // Draft 4 alone counts 1.0 as no integer.
+            ("$schema", Value::String(dialect)) if !dialect.contains("draft-04") => {}
+            ("description" | "title", _) => {}
             _ => return None,
         }
     }
@@ -332,19 +101,20 @@ fn flat_object_schema_accepts(schema: &Value, args: &Map<String, Value>) -> Opti
 /// fit (they are moved into a `Value` for the check, never copied).
 ///
 /// # Errors
-/// The tool-error result (`isError: true`) to answer with: bad arguments are something the
-/// model can read and correct (2025-11-25 `server/tools`, "Error Handling").
+/// The tool-error result (`isError: true`) to answer with, naming the JSON pointer of each
+/// violation: bad arguments are something the model can read and correct (2025-11-25
+/// `server/tools`, "Error Handling": input validation errors are tool execution errors).
 pub(crate) fn check_arguments(
     tool: &Tool,
+    schemas: &ToolSchemas,
     args: Map<String, Value>,
 ) -> Result<Map<String, Value>, Box<CallToolResult>> {
-    let schema = &tool.input_schema;
     // The empty schema and the usual flat one are decided in one walk.
-    if flat_object_schema_accepts(schema, &args) == Some(true) {
+    if flat_object_schema_accepts(&tool.input_schema, &args) == Some(true) {
         return Ok(args);
     }
     let args = Value::Object(args);
-    match validate(schema, &args) {
+    match schemas.input.check(&args) {
         Ok(()) => match args {
             Value::Object(args) => Ok(args),
             _ => unreachable!("wrapped as an object above"),
@@ -359,19 +129,19 @@ pub(crate) fn check_arguments(
 ///
 /// A result that is already a tool error passes untouched. A tool with an output schema whose
 /// result has no `structuredContent`, or one that does not match, becomes a tool error naming
-/// the violation: the client never sees output that breaks the declared schema.
-pub(crate) fn check_output(tool: &Tool, mut result: CallToolResult) -> CallToolResult {
+/// the path of each violation: the client never sees output that breaks the declared schema.
+pub(crate) fn check_output(tool: &Tool, schemas: &ToolSchemas, mut result: CallToolResult) -> CallToolResult {
     if result.is_error == Some(true) {
         return result;
     }
-    if let Some(schema) = &tool.output_schema {
+    if tool.output_schema.is_some() {
         let Some(structured) = &result.structured_content else {
             return super::error_result(format!(
                 "Tool {} has an output schema but returned no structured content",
                 tool.name
             ));
         };
-        if let Err(e) = validate(schema, structured) {
+        if let Some(Err(e)) = schemas.output.as_ref().map(|v| v.check(structured)) {
             return super::error_result(format!("Output of tool {} does not match its output schema: {e}", tool.name));
         }
     }
@@ -389,10 +159,6 @@ pub(crate) fn check_output(tool: &Tool, mut result: CallToolResult) -> CallToolR
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn err(schema: Value, value: Value) -> String {
-        validate(&schema, &value).unwrap_err().to_string()
-    }
 
     #[test]
     fn the_flat_object_fast_path_agrees_with_the_validator() {
@@ -424,7 +190,13 @@ mod tests {
         for schema in &schemas {
             for arg in &args {
                 let arg = arg.as_object().unwrap();
-                let full = validate(schema, &Value::Object(arg.clone())).is_ok();
+                let value = Value::Object(arg.clone());
+                // What the server runs; the built-in subset for the two schemas the full
+                // validator refuses to compile (a number in `required`, a dangling `$ref`).
+                let full = match Validator::new(schema) {
+                    Ok(validator) => validator.is_valid(&value),
+                    Err(_) => validate(schema, &value).is_ok(),
+                };
                 if let Some(accepted) = flat_object_schema_accepts(schema, arg) {
                     fast += 1;
                     assert_eq!(accepted, full, "{schema} with {arg:?}");
@@ -437,76 +209,87 @@ mod tests {
     }
 
     #[test]
-    fn types_and_required() {
-        let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
-        assert!(validate(&schema, &json!({"a": 3})).is_ok());
-        assert!(validate(&schema, &json!({"a": 3.0})).is_ok());
-        assert_eq!(err(schema.clone(), json!({"a": 3.5})), "/a: expected type \"integer\", got number");
-        assert_eq!(err(schema.clone(), json!({})), "missing required property \"a\"");
-        assert_eq!(err(schema, json!([1])), "expected type \"object\", got array");
-        assert!(validate(&json!({"type": ["string", "null"]}), &json!(null)).is_ok());
-    }
-
-    #[test]
-    fn enums_items_additional() {
-        let schema = json!({
-            "type": "object",
-            "properties": {"tags": {"type": "array", "items": {"enum": ["x", "y"]}, "maxItems": 2}},
-            "additionalProperties": false
-        });
-        assert!(validate(&schema, &json!({"tags": ["x", "y"]})).is_ok());
-        assert_eq!(err(schema.clone(), json!({"tags": ["x", "z"]})), "/tags/1: \"z\" is not one of [\"x\",\"y\"]");
-        assert_eq!(err(schema.clone(), json!({"tags": ["x", "x", "x"]})), "/tags: more than 2 items");
-        assert_eq!(err(schema, json!({"other": 1})), "property \"other\" is not allowed");
-        let typed_extra = json!({"additionalProperties": {"type": "number"}});
-        assert_eq!(err(typed_extra, json!({"a/b": "s"})), "/a~1b: expected type \"number\", got string");
-    }
-
-    #[test]
-    fn string_lengths_count_characters() {
-        let schema = json!({"type": "string", "minLength": 2, "maxLength": 3});
-        assert!(validate(&schema, &json!("éé")).is_ok(), "two characters, four bytes");
-        assert!(validate(&schema, &json!("ééé")).is_ok());
-        assert_eq!(err(schema.clone(), json!("é")), "shorter than 2 characters");
-        assert_eq!(err(schema, json!("abcd")), "longer than 3 characters");
-        assert!(validate(&json!({"type": "string"}), &json!("x".repeat(1 << 16))).is_ok());
-        assert_eq!(err(json!({"maxLength": 1}), json!("ab")), "longer than 1 characters");
-    }
-
-    #[test]
     fn checked_arguments_come_back_unchanged() {
         let tool =
             Tool::new("t", json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}));
+        let schemas = ToolSchemas::compile(&tool, false).unwrap();
         let args = json!({"text": "hi", "more": [1, 2]}).as_object().unwrap().clone();
-        assert_eq!(check_arguments(&tool, args.clone()).unwrap(), args);
+        assert_eq!(check_arguments(&tool, &schemas, args.clone()).unwrap(), args);
         let bad = json!({"text": 1}).as_object().unwrap().clone();
-        let result = check_arguments(&tool, bad).unwrap_err();
+        let result = check_arguments(&tool, &schemas, bad).unwrap_err();
         assert_eq!(result.is_error, Some(true));
         let ContentBlock::Text(text) = &result.content[0] else { panic!("a text block") };
-        assert_eq!(text.text, "Invalid arguments for tool t: /text: expected type \"string\", got number");
+        let expected = if cfg!(feature = "validation") {
+            "Invalid arguments for tool t: /text: 1 is not of type \"string\""
+        } else {
+            "Invalid arguments for tool t: /text: expected type \"string\", got number"
+        };
+        assert_eq!(text.text, expected);
     }
 
     #[test]
-    fn refs_and_combinators() {
-        let schema = json!({
-            "$defs": {"address": {"type": "object", "properties": {"city": {"type": "string"}}}},
-            "type": "object",
-            "properties": {"address": {"$ref": "#/$defs/address"}},
-            "anyOf": [{"required": ["phone"]}, {"required": ["email"]}],
-            "if": {"required": ["x"]}, "then": {"required": ["never"]}
-        });
-        assert!(validate(&schema, &json!({"email": "e", "x": 1, "address": {"city": "Paris"}})).is_ok());
-        assert_eq!(
-            err(schema.clone(), json!({"email": "e", "address": {"city": 1}})),
-            "/address/city: expected type \"string\", got number"
+    fn a_schema_that_does_not_compile_names_the_tool() {
+        let tool = Tool::new("t", json!({"type": "object"})).output_schema(json!(7));
+        let Err(ServerError::InvalidSchema { name, reason }) = ToolSchemas::compile(&tool, false) else {
+            panic!("refused")
+        };
+        assert_eq!(name, "t");
+        assert!(reason.starts_with("its output schema: invalid JSON Schema: "), "{reason}");
+    }
+
+    #[cfg(feature = "validation")]
+    #[test]
+    fn full_validation_checks_what_the_subset_skipped_and_names_every_path() {
+        let tool = Tool::new(
+            "t",
+            json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "pattern": "^[a-z]+$"},
+                    "mail": {"type": "string", "format": "email"},
+                    "n": {"type": "integer", "minimum": 1, "maximum": 9}
+                },
+                "if": {"required": ["n"]}, "then": {"required": ["name"]},
+                "additionalProperties": false
+            }),
         );
-        assert_eq!(err(schema, json!({})), "matches none of anyOf");
-        assert_eq!(
-            err(json!({"oneOf": [{"type": "number"}, {"type": "integer"}]}), json!(1)),
-            "matches 2 of oneOf, not exactly one"
-        );
-        assert!(validate(&json!({"$ref": "#"}), &json!(1)).is_err());
-        assert!(validate(&json!(true), &json!(1)).is_ok());
-        assert!(validate(&json!(false), &json!(1)).is_err());
+        let schemas = ToolSchemas::compile(&tool, false).unwrap();
+        let check = |v: Value| check_arguments(&tool, &schemas, v.as_object().unwrap().clone());
+        assert!(check(json!({"name": "ada", "mail": "ada@example.com", "n": 3})).is_ok());
+        let result = check(json!({"name": "Ada!", "mail": "nope", "n": 10, "x": 1})).unwrap_err();
+        let ContentBlock::Text(text) = &result.content[0] else { panic!("a text block") };
+        for part in ["/name: \"Ada!\" does not match", "/mail: \"nope\" is not a \"email\"", "/n: 10 is greater than"] {
+            assert!(text.text.contains(part), "{} has {part}", text.text);
+        }
+        assert!(text.text.contains("'x' was unexpected"), "{}", text.text);
+        let result = check(json!({"n": 3})).unwrap_err();
+        let ContentBlock::Text(text) = &result.content[0] else { panic!("a text block") };
+        assert!(text.text.contains("\"name\" is a required property"), "if/then: {}", text.text);
+    }
+
+    #[cfg(feature = "validation")]
+    #[test]
+    fn remote_refs_and_unknown_dialects_are_refused_when_compiled() {
+        for schema in [
+            json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}),
+            json!({"type": "object", "properties": {"a": {"$ref": "file:///etc/passwd"}}}),
+            json!({"$schema": "https://example.com/my-dialect", "type": "object"}),
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}),
+            json!({"type": "object", "properties": {"a": {"type": "strin"}}}),
+        ] {
+            let tool = Tool::new("t", schema.clone());
+            assert!(matches!(ToolSchemas::compile(&tool, false), Err(ServerError::InvalidSchema { .. })), "{schema}");
+        }
+    }
+
+    #[test]
+    fn a_long_value_is_not_copied_into_the_message() {
+        let tool = Tool::new("t", json!({"type": "object", "properties": {"s": {"type": "string", "maxLength": 10}}}));
+        let schemas = ToolSchemas::compile(&tool, false).unwrap();
+        let args = json!({"s": "x".repeat(1 << 20)}).as_object().unwrap().clone();
+        let result = check_arguments(&tool, &schemas, args).unwrap_err();
+        let ContentBlock::Text(text) = &result.content[0] else { panic!("a text block") };
+        assert!(text.text.len() < 200, "{}", &text.text[..200]);
+        assert!(text.text.contains("/s: "), "{}", text.text);
     }
 }

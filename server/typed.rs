@@ -5,8 +5,10 @@
 //! result, and everything else (argument validation against the schema before the handler,
 //! the output check, cancellation, tasks) is the untyped path's.
 //!
-//! Not here: validation beyond the server's own partial validator ([`super::schema`]), typed
-//! prompts and elicitation.
+//! A typed result is checked against its derived output schema in debug builds only (see
+//! [`super::schema`]): in release the type is trusted to write what its schema says.
+//!
+//! Not here: the validator ([`crate::proto::validate`]), typed prompts and elicitation.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -75,9 +77,11 @@ impl ServerBuilder {
     /// and its handler returns a [`CallToolResult`] or a [`Json`] value, whose schema is the
     /// `outputSchema` (see [`TypedOutput`]).
     ///
-    /// Arguments are checked against the derived schema, then decoded; either failing is a tool
-    /// error (`isError: true`) naming the JSON pointer of the offending value, and the handler
-    /// is not called. A type whose schema is not an object schema makes
+    /// Arguments are checked against the derived schema (full JSON Schema 2020-12: the
+    /// constraints the type declares, `#[schemars(regex, range, length, email …)]`, hold), then
+    /// decoded; either failing is a tool error (`isError: true`) naming the JSON pointer of each
+    /// offending value, and the handler is not called. A [`Json`] result is checked against the
+    /// derived output schema in debug builds. A type whose schema is not an object schema makes
     /// [`build`](Self::build) fail with [`ServerError::InvalidSchema`].
     ///
     /// ```
@@ -129,9 +133,8 @@ impl ServerBuilder {
         F: Fn(A, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
     {
-        let (tool, handler, error) = typed(tool, handler);
-        self.schema_errors.extend(error);
-        self.tools.push(Registered { tool, handler });
+        let registered = typed(tool, handler);
+        self.register(registered);
         self
     }
 }
@@ -150,43 +153,36 @@ impl Server {
         F: Fn(A, Context) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
     {
-        match typed(tool, handler) {
-            (_, _, Some(error)) => Err(error),
-            (tool, handler, None) => {
-                self.add_registered(Registered { tool, handler });
-                Ok(())
-            }
-        }
+        self.add_registered(typed(tool, handler)?);
+        Ok(())
     }
 }
 
-/// `tool` with the derived schemas, its handler wrapped (arguments decoded, the output encoded),
-/// and the first schema that could not be derived.
-fn typed<A, O, F, Fut>(mut tool: Tool, handler: F) -> (Tool, ToolFn, Option<ServerError>)
+/// `tool` with the derived schemas compiled and its handler wrapped (arguments decoded, the
+/// output encoded), or the first schema that could not be derived or compiled.
+fn typed<A, O, F, Fut>(mut tool: Tool, handler: F) -> Result<Registered, ServerError>
 where
     A: DeserializeOwned + JsonSchema + Send + 'static,
     O: TypedOutput,
     F: Fn(A, Context) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
-    let mut error = None;
     let refused =
         |e: json_schema::NotAnObject| ServerError::InvalidSchema { name: tool.name.clone(), reason: e.to_string() };
-    match json_schema::input_schema::<A>() {
-        Ok(schema) => tool.input_schema = schema,
-        Err(e) => error = Some(refused(e)),
-    }
-    match O::output_schema() {
-        Some(Ok(schema)) => tool.output_schema = Some(schema),
-        Some(Err(e)) => error = error.or(Some(refused(e))),
-        None => {}
-    }
+    tool.input_schema = json_schema::input_schema::<A>().map_err(refused)?;
+    let typed_output = match O::output_schema() {
+        Some(schema) => {
+            tool.output_schema = Some(schema.map_err(refused)?);
+            true
+        }
+        None => false,
+    };
     let handler = Arc::new(handler);
     let handler: ToolFn = Arc::new(move |args, ctx| {
         let handler = handler.clone();
         Box::pin(async move { handler(arguments::<A>(args)?, ctx).await?.into_result() }) as ToolFuture
     });
-    (tool, handler, error)
+    Registered::new(tool, handler, typed_output)
 }
 
 #[cfg(test)]

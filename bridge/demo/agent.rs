@@ -5,7 +5,8 @@
 //! `root` (paths that escape it are refused), every write is approved by the user first
 //! (`elicitation/create`, a boolean `approve`), progress and log notifications stream while it
 //! works, a cancelled call stops at once, and the result is structured (`steps`,
-//! `filesTouched`, `answer`, with an output schema).
+//! `filesTouched`, `answer`, with an output schema). A typed tool: both schemas are derived from
+//! `AgentArgs` and `Outcome`, the approval form from `Approval`.
 //!
 //! Each call is its own run: its sampling and elicitation requests are made on behalf of the
 //! call's request id (over HTTP they travel on that request's stream), so concurrent runs
@@ -20,8 +21,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use mcpwire::proto::mcp_types::{CallToolResult, CreateMessageRequestParams, ElicitAction, ElicitValue, Tool};
-use mcpwire::server::{Context, Server, ToolError};
+use mcpwire::proto::mcp_types::{CreateMessageRequestParams, Tool};
+use mcpwire::schemars::{self, JsonSchema};
+use mcpwire::server::{ClientRequestError, Context, Elicited, Form, Json, Server, ToolError};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 /// The most model turns one run may take.
@@ -86,6 +89,7 @@ fn search(root: &Path, dir: &Path, query: &str, hits: &mut Vec<String>) {
 /// A run in progress.
 struct Run {
     ctx: Context,
+    approval: Form<Approval>,
     root: PathBuf,
     touched: Vec<String>,
 }
@@ -136,19 +140,13 @@ impl Run {
                 let rel = arg("path").ok_or("write_file needs a path")?;
                 let content = arg("content").ok_or("write_file needs content")?;
                 let path = resolve(&self.root, rel)?;
-                let schema = serde_json::from_value(json!({
-                    "type": "object",
-                    "properties": {"approve": {"type": "boolean", "title": "Approve", "description": "Allow this write", "default": false}},
-                    "required": ["approve"]
-                }))
-                .expect("a valid schema");
                 let message = format!("The agent wants to write {} bytes to {rel}. Approve?", content.len());
-                let answer = self.ctx.elicit(message, schema).await.map_err(|e| format!("approval failed: {e}"))?;
-                let approved = answer.action == ElicitAction::Accept
-                    && matches!(
-                        answer.content.as_ref().and_then(|c| c.get("approve")),
-                        Some(ElicitValue::Boolean(true))
-                    );
+                let approved = match self.ctx.elicit_form(message, &self.approval).await {
+                    Ok(Elicited::Accept(Approval { approve })) => approve,
+                    // Declined, cancelled, or an answer that is no approval.
+                    Ok(_) | Err(ClientRequestError::InvalidResult(_)) => false,
+                    Err(e) => return Err(format!("approval failed: {e}")),
+                };
                 if !approved {
                     let _ = self.ctx.info(format!("write to {rel} declined")).await;
                     return Err(format!("the user declined the write to {rel}"));
@@ -167,18 +165,46 @@ impl Run {
     }
 }
 
-async fn run_agent(args: Map<String, Value>, ctx: Context) -> Result<CallToolResult, ToolError> {
-    let goal = args
-        .get("goal")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ToolError::invalid_arguments("goal must be a string"))?
-        .to_owned();
-    let root = match args.get("root").and_then(Value::as_str) {
+// `run_agent`'s arguments (no doc comment: it would be the schema's description).
+#[derive(Deserialize, JsonSchema)]
+struct AgentArgs {
+    /// What to achieve
+    goal: String,
+    /// The directory to work in (default: the server's)
+    // Described as a string that may be left out, as it always was (not `null`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    root: Option<String>,
+}
+
+// What a run did.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Outcome {
+    steps: usize,
+    files_touched: Vec<String>,
+    answer: String,
+}
+
+/// What the user is asked before a write.
+#[derive(Deserialize, JsonSchema)]
+struct Approval {
+    /// Allow this write
+    #[schemars(title = "Approve", extend("default" = false))]
+    approve: bool,
+}
+
+async fn run_agent(
+    AgentArgs { goal, root }: AgentArgs,
+    ctx: Context,
+    approval: Form<Approval>,
+) -> Result<Json<Outcome>, ToolError> {
+    let root = match root {
         Some(root) => PathBuf::from(root),
         None => std::env::current_dir().map_err(|e| ToolError::failed(e.to_string()))?,
     };
     let root = root.canonicalize().map_err(|e| ToolError::failed(format!("root {}: {e}", root.display())))?;
-    let mut run = Run { ctx: ctx.clone(), root, touched: Vec::new() };
+    let mut run = Run { ctx: ctx.clone(), approval, root, touched: Vec::new() };
     let mut messages = vec![json!({"role": "user", "content": {"type": "text", "text": goal}})];
     let _ = ctx.info(format!("agent started: {goal}")).await;
     for step in 1..=MAX_STEPS {
@@ -204,13 +230,7 @@ async fn run_agent(args: Map<String, Value>, ctx: Context) -> Result<CallToolRes
         if uses.is_empty() {
             let answer: String = blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("");
             let _ = ctx.info(format!("agent finished after {step} steps")).await;
-            let structured = json!({"steps": step, "filesTouched": run.touched, "answer": answer});
-            return Ok(CallToolResult {
-                content: vec![serde_json::from_value(json!({"type": "text", "text": structured.to_string()}))
-                    .expect("text block")],
-                structured_content: Some(structured),
-                ..CallToolResult::default()
-            });
+            return Ok(Json(Outcome { steps: step, files_touched: run.touched, answer }));
         }
         messages.push(json!({"role": "assistant", "content": content}));
         let mut results = Vec::new();
@@ -236,37 +256,17 @@ async fn run_agent(args: Map<String, Value>, ctx: Context) -> Result<CallToolRes
 
 /// The agent server: one tool, `run_agent`.
 pub fn agent_server() -> Server {
-    let tool = Tool::new(
-        "run_agent",
-        json!({
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string", "description": "What to achieve"},
-                "root": {"type": "string", "description": "The directory to work in (default: the server's)"}
-            },
-            "required": ["goal"]
-        }),
-    )
-    .title("Run the agent")
-    .description(
+    let approval = Form::<Approval>::new().expect("an approval is a flat form");
+    let tool = Tool::new("run_agent", json!({})).title("Run the agent").description(
         "Works towards a goal on the files under root, step by step, with the host's model; asks before writing",
-    )
-    .output_schema(json!({
-        "type": "object",
-        "properties": {
-            "steps": {"type": "integer"},
-            "filesTouched": {"type": "array", "items": {"type": "string"}},
-            "answer": {"type": "string"}
-        },
-        "required": ["steps", "filesTouched", "answer"]
-    }));
+    );
     Server::builder()
         .name("mcpwire-agent")
         .version(env!("CARGO_PKG_VERSION"))
         .instructions(
             "run_agent works on local files with your model (sampling) and asks before any write (elicitation)",
         )
-        .tool_with(tool, run_agent)
+        .derived_tool_with(tool, move |args, ctx| run_agent(args, ctx, approval.clone()))
         .build()
         .expect("a valid server")
 }

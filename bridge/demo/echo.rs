@@ -3,26 +3,40 @@
 //! `greet` (asks the user's name with a form elicitation, then answers `Hello, NAME!`: a
 //! server-to-client request in the handshake era, a multi-round-trip request in 2026-07-28).
 //!
+//! Typed tools: each input schema is derived from its argument type (`derived_tool`), and
+//! `greet`'s form from the type of its answer (`Form`).
+//!
 //! Our counterpart of rmcp's `rmcp-echo-server`: the `echo_server` example serves it over
 //! stdio, `mcp-bench` runs it in process, and the tests drive it. Nothing else lives here.
 
 // Shared by the bridge, its examples, the tests and the benches, each using a part of it.
 #![allow(dead_code)]
 
-use mcpwire::proto::mcp_types::ElicitAction;
-use mcpwire::server::{arguments, text_result, Server, ServerBuilder, ToolError};
+use mcpwire::schemars::{self, JsonSchema};
+use mcpwire::server::{text_result, ClientRequestError, Elicited, Form, Server, ServerBuilder, ToolError};
 use serde::Deserialize;
-use serde_json::{json, Number, Value};
+use serde_json::{Number, Value};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct EchoArgs {
+    /// Text to send back unchanged.
     text: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 struct AddArgs {
     a: Number,
     b: Number,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[schemars(extend("properties" = {}))]
+struct NoArgs {}
+
+/// What `greet` asks the user for.
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    name: String,
 }
 
 /// `a + b`, exact for integers (falling back to floats past `i64`/`u64`).
@@ -49,52 +63,30 @@ pub fn echo_server() -> Server {
 /// The echo server's builder, for a host that sets more (a `requestState` secret shared by
 /// several processes, limits) before building it.
 pub fn echo_builder() -> ServerBuilder {
+    let name = Form::<Name>::new().expect("a name is a flat form");
     Server::builder()
         .name("mcpwire-echo-server")
         .version(env!("CARGO_PKG_VERSION"))
-        .tool(
-            "add",
-            "Return a + b",
-            json!({
-                "type": "object",
-                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-                "required": ["a", "b"]
-            }),
-            |args, _ctx| async move {
-                let AddArgs { a, b } = arguments(args)?;
-                Ok(text_result(sum(&a, &b)?.to_string()))
-            },
-        )
-        .tool(
-            "echo",
-            "Return the `text` argument as text content",
-            json!({
-                "type": "object",
-                "properties": {"text": {"type": "string", "description": "Text to send back unchanged."}},
-                "required": ["text"]
-            }),
-            |args, _ctx| async move {
-                let EchoArgs { text } = arguments(args)?;
-                Ok(text_result(text))
-            },
-        )
-        .tool(
+        .derived_tool("add", "Return a + b", |AddArgs { a, b }, _ctx| async move {
+            Ok(text_result(sum(&a, &b)?.to_string()))
+        })
+        .derived_tool("echo", "Return the `text` argument as text content", |EchoArgs { text }, _ctx| async move {
+            Ok(text_result(text))
+        })
+        .derived_tool(
             "greet",
             "Ask the user for their name (an elicitation), then greet them",
-            json!({"type": "object", "properties": {}}),
-            |_args, ctx| async move {
-                let form = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
-                let form = serde_json::from_value(form).expect("a valid elicitation form");
-                let answer = ctx.elicit("What is your name?", form).await?;
-                let name = answer
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get("name"))
-                    .and_then(|v| serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)));
-                Ok(text_result(match name {
-                    Some(name) if answer.action == ElicitAction::Accept => format!("Hello, {name}!"),
-                    _ => "Hello, whoever you are!".to_owned(),
-                }))
+            move |NoArgs {}, ctx| {
+                let form = name.clone();
+                async move {
+                    let greeting = match ctx.elicit_form("What is your name?", &form).await {
+                        Ok(Elicited::Accept(Name { name })) => format!("Hello, {name}!"),
+                        // Declined, cancelled, or an answer that is no name.
+                        Ok(_) | Err(ClientRequestError::InvalidResult(_)) => "Hello, whoever you are!".to_owned(),
+                        Err(e) => return Err(e.into()),
+                    };
+                    Ok(text_result(greeting))
+                }
             },
         )
 }

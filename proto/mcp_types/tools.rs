@@ -365,6 +365,11 @@ pub enum StructuredError {
     ToolFailed(String),
     /// `structuredContent` does not fit the type.
     Decode(DecodeError),
+    /// `structuredContent` breaks the tool's `outputSchema`.
+    Invalid(crate::proto::validate::Violations),
+    /// The tool's `outputSchema` does not compile, so nothing can be checked against it (a
+    /// schema that cannot be checked is not taken as permissive: 2026-07-28 `basic/index`).
+    Schema(crate::proto::validate::InvalidSchema),
 }
 
 impl std::fmt::Display for StructuredError {
@@ -373,6 +378,8 @@ impl std::fmt::Display for StructuredError {
             StructuredError::Missing => f.write_str("the tool result has no structured content"),
             StructuredError::ToolFailed(text) => write!(f, "the tool failed: {text}"),
             StructuredError::Decode(e) => write!(f, "the structured content does not fit: {e}"),
+            StructuredError::Invalid(e) => write!(f, "the structured content does not match the output schema: {e}"),
+            StructuredError::Schema(e) => write!(f, "the output schema cannot be checked: {e}"),
         }
     }
 }
@@ -381,6 +388,8 @@ impl std::error::Error for StructuredError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StructuredError::Decode(e) => Some(e),
+            StructuredError::Invalid(e) => Some(e),
+            StructuredError::Schema(e) => Some(e),
             StructuredError::Missing | StructuredError::ToolFailed(_) => None,
         }
     }
@@ -443,20 +452,45 @@ impl CallToolResult {
     /// `structuredContent`, [`StructuredError::Decode`] (with the JSON pointer of the part that
     /// does not fit) when it is not a `T`.
     pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, StructuredError> {
-        if self.is_error == Some(true) {
-            let text = self
-                .content
-                .iter()
-                .filter_map(|block| match block {
-                    ContentBlock::Text(t) => Some(t.text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            return Err(StructuredError::ToolFailed(text));
-        }
+        self.failure()?;
         let value = self.structured_content.clone().ok_or(StructuredError::Missing)?;
         decode_value(value).map_err(StructuredError::Decode)
+    }
+
+    /// As [`structured`](Self::structured), taking the result (`structuredContent` is not
+    /// copied), and checking `structuredContent` against `output_schema` first when given: the
+    /// check a client makes of a tool's declared `outputSchema`.
+    ///
+    /// # Errors
+    /// As [`structured`](Self::structured); [`StructuredError::Invalid`] naming the path of each
+    /// violation of the schema.
+    pub fn into_structured<T: serde::de::DeserializeOwned>(
+        self,
+        output_schema: Option<&crate::proto::validate::Validator>,
+    ) -> Result<T, StructuredError> {
+        self.failure()?;
+        let value = self.structured_content.ok_or(StructuredError::Missing)?;
+        if let Some(schema) = output_schema {
+            schema.check(&value).map_err(StructuredError::Invalid)?;
+        }
+        decode_value(value).map_err(StructuredError::Decode)
+    }
+
+    /// [`StructuredError::ToolFailed`] with the text of the content when this is a tool error.
+    fn failure(&self) -> Result<(), StructuredError> {
+        if self.is_error != Some(true) {
+            return Ok(());
+        }
+        let text = self
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        Err(StructuredError::ToolFailed(text))
     }
 }
 

@@ -207,3 +207,46 @@ async fn closing_the_client_stops_the_child_and_fails_later_calls() {
     let err = client.ping().await.unwrap_err();
     assert!(matches!(err, ClientError::Closed { .. }), "closed by us, not a server exit: {err:?}");
 }
+
+#[tokio::test]
+async fn a_typed_call_checks_structured_content_against_the_listed_output_schema() {
+    #[derive(serde::Serialize)]
+    struct Count {
+        n: i64,
+    }
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Counted {
+        n: u32,
+    }
+    let client = connect("structured").await;
+    // Not listed yet: nothing to check against, the value is only decoded.
+    let unchecked: Counted = client.call_tool_typed("count", &Count { n: 0 }).await.unwrap();
+    assert_eq!(unchecked, Counted { n: 0 });
+    assert_eq!(client.output_schema("count"), None);
+
+    client.list_tools().await.unwrap();
+    assert_eq!(client.output_schema("count").unwrap()["properties"]["n"]["minimum"], 1);
+    let good: Counted = client.call_tool_typed("count", &Count { n: 2 }).await.unwrap();
+    assert_eq!(good, Counted { n: 2 });
+    let err = client.call_tool_typed::<Counted, _>("count", &Count { n: 0 }).await.unwrap_err();
+    let ClientError::Structured { tool, error } = &err else { panic!("{err:?}") };
+    assert_eq!(tool, "count");
+    assert!(matches!(error, mcpwire::proto::mcp_types::StructuredError::Invalid(_)), "{error:?}");
+    assert!(
+        err.to_string().starts_with("tool count: the structured content does not match the output schema: /n: "),
+        "{err}"
+    );
+    // A value that passes the schema but not the type names the path too.
+    let err = client.call_tool_typed::<Counted, _>("count", &Count { n: 1 << 40 }).await.unwrap_err();
+    assert!(err.to_string().contains("does not fit: /n: "), "{err}");
+    // Arguments that are no object are refused before anything is sent.
+    let err = client.call_tool_with_args("count", &[1, 2]).await.unwrap_err();
+    assert!(matches!(err, ClientError::Arguments { .. }), "{err:?}");
+    assert_eq!(err.to_string(), "the arguments of count are no JSON object: they serialize as an array");
+    // With the full validator, a schema whose `$ref` would need the network is no schema to
+    // trust: the call fails rather than pass unchecked.
+    if cfg!(feature = "validation") {
+        let err = client.call_tool_typed::<Counted, _>("remote", &Count { n: 3 }).await.unwrap_err();
+        assert!(err.to_string().starts_with("tool remote: the output schema cannot be checked: "), "{err}");
+    }
+}

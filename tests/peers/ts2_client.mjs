@@ -8,9 +8,11 @@
 // The client declares elicitation, sampling and roots and answers them with canned data (an
 // elicitation: accept, every form field "from-ts2"); in the 2026-07-28 era those answers feed the
 // SDK's multi-round-trip loop. First output line: {"step":"connect","protocolVersion":...}; then
-// tools/list and the steps of env MCP_SCRIPT (a JSON array of {"call": NAME, "args": {...}}), one
-// JSON line each, {"step","name","ok","result"|"error"}, and last {"step":"asked","count":N} (how
-// many elicitations the handler answered). Exit 0 when the script ran, 1 when it could not connect.
+// tools/list ({"result": sorted names, "tools": the tools as listed}) and the steps of env MCP_SCRIPT
+// (a JSON array of {"call": NAME, "args": {...}}), one JSON line each,
+// {"step","name","ok","result"|"error","structured"} ("structured": structuredContent, which the
+// SDK has checked against the listed outputSchema), and last {"step":"asked","count":N} (how many
+// elicitations the handler answered). Exit 0 when the script ran, 1 when it could not connect.
 //
 // The SDK is loaded from MCP_TS2_DIR (node_modules holding @modelcontextprotocol/client; see
 // peers.env), by file: its package exports are ESM and this script does not live beside it.
@@ -71,12 +73,12 @@ try {
 emit({ step: 'connect', ok: true, protocolVersion: client.getNegotiatedProtocolVersion() ?? null });
 try {
   const tools = await client.listTools();
-  emit({ step: 'tools/list', ok: true, result: tools.tools.map(t => t.name).sort() });
+  emit({ step: 'tools/list', ok: true, result: tools.tools.map(t => t.name).sort(), tools: tools.tools });
   for (const step of script) {
     try {
       const result = await client.callTool({ name: step.call, arguments: step.args ?? {} });
       const text = (result.content ?? []).filter(c => c.type === 'text').map(c => c.text).join(' ');
-      emit({ step: 'tools/call', name: step.call, ok: !result.isError, result: text });
+      emit({ step: 'tools/call', name: step.call, ok: !result.isError, result: text, structured: result.structuredContent ?? null });
     } catch (e) {
       emit({ step: 'tools/call', name: step.call, ok: false, error: String(e?.message ?? e) });
     }

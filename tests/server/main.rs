@@ -11,6 +11,7 @@ mod http_support;
 mod support;
 
 mod agent;
+mod demo_schemas;
 mod example_programs;
 mod server_backpressure;
 mod server_context;
