@@ -30,7 +30,7 @@ mod full;
 
 #[cfg(feature = "server")]
 pub(crate) use builtin::has_type;
-pub use builtin::{validate, SchemaError};
+pub use builtin::{unenforced, validate, SchemaError};
 
 /// The most violations one [`Violations`] lists; the others are counted.
 pub const MAX_REPORTED: usize = 8;

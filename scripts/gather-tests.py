@@ -52,7 +52,7 @@ PATHS = {
 }
 # Support modules that use others.
 NEEDS = {"serving": {"examples"}, "oauth_support": {"http_support", "support"}}
-FEATURES = {"http_tls": 'feature = "tls"', "typed_tools": 'feature = "schema"'}
+FEATURES = {"http_tls": 'feature = "tls"', "typed_tools": 'all(feature = "schema", feature = "validation")'}
 
 area_of = {name: area for area, names in AREAS.items() for name in names}
 DECL = re.compile(r'^(?:#\[path = "([^"]+)"\]\n)?mod (\w+);\n', re.M)

@@ -77,12 +77,15 @@ impl ServerBuilder {
     /// and its handler returns a [`CallToolResult`] or a [`Json`] value, whose schema is the
     /// `outputSchema` (see [`TypedOutput`]).
     ///
-    /// Arguments are checked against the derived schema (full JSON Schema 2020-12: the
-    /// constraints the type declares, `#[schemars(regex, range, length, email …)]`, hold), then
-    /// decoded; either failing is a tool error (`isError: true`) naming the JSON pointer of each
-    /// offending value, and the handler is not called. A [`Json`] result is checked against the
-    /// derived output schema in debug builds. A type whose schema is not an object schema makes
-    /// [`build`](Self::build) fail with [`ServerError::InvalidSchema`].
+    /// Arguments are checked against the derived schema (the constraints the type declares,
+    /// `#[schemars(regex, range, length, email …)]`, hold), then decoded; either failing is a
+    /// tool error (`isError: true`) naming the JSON pointer of each offending value, and the
+    /// handler is not called. A [`Json`] result is checked against the derived output schema in
+    /// debug builds. A type whose schema is not an object schema makes [`build`](Self::build)
+    /// fail with [`ServerError::InvalidSchema`]; so does, without feature `validation`, a type
+    /// that declares a constraint the built-in validator does not check (`regex`, `email`,
+    /// `url` …; see [`crate::proto::validate::unenforced`]): it is refused, never served
+    /// unenforced.
     ///
     /// ```
     /// use mcpwire::server::{Json, Server};
@@ -177,6 +180,18 @@ where
         }
         None => false,
     };
+    #[cfg(not(feature = "validation"))]
+    for schema in std::iter::once(&tool.input_schema).chain(tool.output_schema.as_ref()) {
+        if let Some(what) = crate::proto::validate::unenforced(schema) {
+            return Err(ServerError::InvalidSchema {
+                name: tool.name.clone(),
+                reason: format!(
+                    "its type constrains values with {what}, which only feature `validation` enforces: \
+                     turn that feature on, or drop the constraint"
+                ),
+            });
+        }
+    }
     let handler = Arc::new(handler);
     let handler: ToolFn = Arc::new(move |args, ctx| {
         let handler = handler.clone();
@@ -237,6 +252,38 @@ mod tests {
         let Err(ServerError::InvalidSchema { name, reason }) = result else { panic!("refused") };
         assert_eq!(name, "n");
         assert!(reason.contains("is not an object schema"), "{reason}");
+    }
+
+    /// Without the full validator, a declared `regex` would go unchecked: refused at build.
+    #[cfg(not(feature = "validation"))]
+    #[test]
+    fn without_full_validation_a_constraint_the_builtin_validator_skips_is_refused_at_build() {
+        #[derive(serde::Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Login {
+            #[schemars(regex(pattern = r"^[a-z]+$"))]
+            login: String,
+        }
+        let result = Server::builder()
+            .derived_tool("login", "Log in", |_: Login, _| async move { Ok(Json(Said { said: String::new() })) })
+            .build();
+        let Err(ServerError::InvalidSchema { name, reason }) = result else { panic!("refused") };
+        assert_eq!(name, "login");
+        assert!(
+            reason.contains("`pattern` at /properties/login") && reason.contains("feature `validation`"),
+            "{reason}"
+        );
+        // Ranges and lengths are the built-in validator's own: accepted.
+        #[derive(serde::Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Page {
+            #[schemars(range(min = 1, max = 100))]
+            size: u32,
+        }
+        assert!(Server::builder()
+            .derived_tool("page", "A page", |_: Page, _| async move { Ok(Json(Said { said: String::new() })) })
+            .build()
+            .is_ok());
     }
 
     #[test]

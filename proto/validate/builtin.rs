@@ -281,8 +281,130 @@ impl<'a> Validator<'a> {
     }
 }
 
+/// Where `schema` constrains values with a keyword this validator does not check (`pattern`,
+/// an assertion `format` such as `email`, `if`/`then`/`else` …): the keyword and the JSON
+/// pointer of the schema that holds it. A schema derived from a type that declares such a
+/// constraint is refused rather than served unenforced when feature `validation` is off.
+/// `None` when every constraint of the schema is one this validator checks. Annotations
+/// (`description`, `title`, `default`, `examples`) and formats that assert nothing (schemars'
+/// `uint32`, `int64`, `double` …) are not constraints.
+pub fn unenforced(schema: &Value) -> Option<String> {
+    unenforced_at(schema, &mut String::new())
+}
+
+/// Keywords that assert something about a value and that [`validate`] does not check.
+const UNCHECKED: &[&str] = &[
+    "pattern",
+    "patternProperties",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "prefixItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "uniqueItems",
+    "multipleOf",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minProperties",
+    "maxProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
+
+/// The formats of JSON Schema 2020-12's format vocabulary: each asserts a shape when a full
+/// validator checks formats.
+const ASSERTED_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+fn unenforced_at(schema: &Value, path: &mut String) -> Option<String> {
+    let Value::Object(members) = schema else { return None };
+    for (key, value) in members {
+        let len = path.len();
+        let at = if len == 0 { "the root".to_owned() } else { path.clone() };
+        path.push('/');
+        path.push_str(key);
+        let found = if UNCHECKED.contains(&key.as_str()) {
+            Some(format!("`{key}` at {at}"))
+        } else if let Some(format) = value.as_str().filter(|f| key == "format" && ASSERTED_FORMATS.contains(f)) {
+            Some(format!("`format: {format}` at {at}"))
+        } else {
+            match key.as_str() {
+                // Maps of names to schemas.
+                "properties" | "$defs" | "definitions" => value.as_object().and_then(|map| {
+                    map.iter().find_map(|(name, sub)| {
+                        let len = path.len();
+                        path.push('/');
+                        path.push_str(name);
+                        let found = unenforced_at(sub, path);
+                        path.truncate(len);
+                        found
+                    })
+                }),
+                // One schema.
+                "items" | "not" | "additionalProperties" => unenforced_at(value, path),
+                // Lists of schemas.
+                "allOf" | "anyOf" | "oneOf" => value.as_array().and_then(|list| {
+                    list.iter().enumerate().find_map(|(i, sub)| {
+                        let len = path.len();
+                        path.push_str(&format!("/{i}"));
+                        let found = unenforced_at(sub, path);
+                        path.truncate(len);
+                        found
+                    })
+                }),
+                _ => None,
+            }
+        };
+        path.truncate(len);
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn unenforced_names_the_first_constraint_this_validator_skips_and_where() {
+        use serde_json::json;
+        let checked = json!({"type": "object", "required": ["a"], "properties": {
+            "a": {"type": "integer", "format": "uint32", "minimum": 0, "description": "x"},
+            "pattern": {"type": "string", "maxLength": 3},
+            "list": {"type": "array", "items": {"$ref": "#/$defs/p"}}},
+            "$defs": {"p": {"anyOf": [{"type": "string"}, {"type": "null"}]}}});
+        assert_eq!(unenforced(&checked), None, "property names are not keywords, annotations assert nothing");
+        let login = json!({"type": "object", "properties": {"login": {"type": "string", "pattern": "^[a-z]+$"}}});
+        assert_eq!(unenforced(&login).as_deref(), Some("`pattern` at /properties/login"));
+        let email = json!({"$defs": {"c": {"anyOf": [{"type": "string", "format": "email"}]}}});
+        assert_eq!(unenforced(&email).as_deref(), Some("`format: email` at /$defs/c/anyOf/0"));
+        assert_eq!(unenforced(&json!({"if": {}, "then": {}})).as_deref(), Some("`if` at the root"));
+    }
+
     use super::*;
     use serde_json::json;
 

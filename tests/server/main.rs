@@ -17,5 +17,5 @@ mod server_backpressure;
 mod server_context;
 mod server_features;
 mod server_stdio;
-#[cfg(feature = "schema")]
+#[cfg(all(feature = "schema", feature = "validation"))]
 mod typed_tools;
