@@ -823,7 +823,8 @@ impl Gateway {
         let params: CallToolRequestParams = decode(params, "tools/call")?;
         let view = self.view();
         let Some((server, tool)) = view.tool_route(&params.name) else {
-            return Ok(Body::typed(crate::server::error_result(self.not_found(&params.name))));
+            // A protocol error, as for any server (server/tools, "Error Handling").
+            return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, self.not_found(&params.name)));
         };
         let set = self.set_for(server, &context).await?;
         let _caller = self.callers.enter(&context);

@@ -399,8 +399,10 @@ impl Dispatcher {
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
         let Some(registered) = self.inner.registry.tools.read().expect("tools lock").get(&params.name) else {
-            let result = super::error_result(format!("Tool {} not found", params.name));
-            return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(result))));
+            // A protocol error, not a tool result: the spec lists an unknown tool among the
+            // protocol errors (server/tools, "Error Handling": -32602 in its example).
+            let unknown = ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Tool {} not found", params.name));
+            return self.answer(peer, id, era, Err(unknown));
         };
         let param_headers = match era {
             Era::PerRequest(_) => peer.transport().param_headers(&id),

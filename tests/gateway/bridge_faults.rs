@@ -187,8 +187,8 @@ async fn an_upstream_that_fails_at_start_is_retried_and_served_once_it_starts() 
     let session = session_with_elicitation(addr).await;
     assert!(!tool_names(addr, &session).await.iter().any(|t| t.starts_with("mcp__late__")));
     let refused = call_in(addr, &session, "mcp__late__echo", json!({"text": "early"})).await;
-    assert_eq!(refused["result"]["isError"], true, "{refused}");
-    let message = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.starts_with("Tool mcp__late__echo not found: its upstream late is retrying"), "{message}");
     // Its state, tries and last error in the details and the metrics.
     let late_state = details_of(&bridge, "late");

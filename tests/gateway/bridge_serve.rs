@@ -128,7 +128,9 @@ fn the_typescript_client_reaches_three_upstreams_through_one_endpoint() {
     assert_eq!(progressed["progress"].as_array().unwrap().len(), 3, "{progressed}");
     assert_eq!(lines[12]["ok"], false, "the cancelled call must not succeed: {}", lines[12]);
     assert!(text_of(ok(&lines[13])).contains("after the cancel"), "{}", lines[13]);
-    assert!(text_of(ok(&lines[14])).contains("not found"), "{}", lines[14]);
+    // An unknown tool is a protocol error (server/tools, "Error Handling").
+    assert_eq!((&lines[14]["ok"], &lines[14]["error"]["code"]), (&json!(false), &json!(-32602)), "{}", lines[14]);
+    assert!(lines[14]["error"]["message"].as_str().unwrap().contains("not found"), "{}", lines[14]);
     // A result's resource links and embedded resources come with their mapped URIs (the
     // gateway edits those results; it passes the others on as the upstream wrote them).
     let links: Vec<&Value> =

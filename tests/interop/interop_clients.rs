@@ -67,10 +67,10 @@ fn assert_tool_steps(steps: &[Value], echoed: &str) {
     assert_eq!(steps[3]["name"], "add");
     assert_eq!(steps[3]["result"]["content"], json!([{"type": "text", "text": "5"}]));
 
+    // An unknown tool is a protocol error (server/tools, "Error Handling"), as the SDK reports it.
     assert_eq!(steps[4]["name"], "no_such_tool");
-    assert_eq!(steps[4]["ok"], true, "an unknown tool is a result, not a JSON-RPC error: {}", steps[4]);
-    assert_eq!(steps[4]["result"]["isError"], true);
-    assert_eq!(steps[4]["result"]["content"][0]["text"], "Tool no_such_tool not found");
+    assert_eq!(steps[4]["ok"], false, "{}", steps[4]);
+    assert_eq!(steps[4]["error"], json!({"code": -32602, "message": "Tool no_such_tool not found"}));
 }
 
 #[test]

@@ -194,7 +194,7 @@ async fn tools_answer_with_exact_wire_shapes() {
     }
     assert_eq!(
         wire.ask(&call(3, "no_such_tool", json!({}))).await,
-        r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"Tool no_such_tool not found"}],"isError":true}}"#
+        r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Tool no_such_tool not found"}}"#
     );
     // The message is the validator's: the full one with feature `validation`, else the subset.
     let why = if cfg!(feature = "validation") {
