@@ -180,16 +180,9 @@ where
         }
         None => false,
     };
-    #[cfg(not(feature = "validation"))]
-    for schema in std::iter::once(&tool.input_schema).chain(tool.output_schema.as_ref()) {
-        if let Some(what) = crate::proto::validate::unenforced(schema) {
-            return Err(ServerError::InvalidSchema {
-                name: tool.name.clone(),
-                reason: format!(
-                    "its type constrains values with {what}, which only feature `validation` enforces: \
-                     turn that feature on, or drop the constraint"
-                ),
-            });
+    if !cfg!(feature = "validation") {
+        if let Some(refusal) = unenforced_refusal(&tool) {
+            return Err(refusal);
         }
     }
     let handler = Arc::new(handler);
@@ -198,6 +191,21 @@ where
         Box::pin(async move { handler(arguments::<A>(args)?, ctx).await?.into_result() }) as ToolFuture
     });
     Registered::new(tool, handler, typed_output)
+}
+
+/// Why `tool` cannot be served by the built-in validator: a derived schema of it constrains
+/// values with a keyword that validator does not check (see
+/// [`crate::proto::validate::unenforced`]). Checked when feature `validation` is off.
+fn unenforced_refusal(tool: &Tool) -> Option<ServerError> {
+    std::iter::once(&tool.input_schema).chain(tool.output_schema.as_ref()).find_map(|schema| {
+        crate::proto::validate::unenforced(schema).map(|what| ServerError::InvalidSchema {
+            name: tool.name.clone(),
+            reason: format!(
+                "its type constrains values with {what}, which only feature `validation` enforces: \
+                 turn that feature on, or drop the constraint"
+            ),
+        })
+    })
 }
 
 #[cfg(test)]
@@ -254,36 +262,37 @@ mod tests {
         assert!(reason.contains("is not an object schema"), "{reason}");
     }
 
-    /// Without the full validator, a declared `regex` would go unchecked: refused at build.
-    #[cfg(not(feature = "validation"))]
+    /// Without the full validator, a declared `regex` would go unchecked: such a tool is refused
+    /// at build (what `typed` does when feature `validation` is off); a range is the built-in
+    /// validator's own.
     #[test]
-    fn without_full_validation_a_constraint_the_builtin_validator_skips_is_refused_at_build() {
+    fn a_constraint_the_builtin_validator_skips_refuses_the_tool_without_full_validation() {
         #[derive(serde::Deserialize, JsonSchema)]
         #[allow(dead_code)]
         struct Login {
             #[schemars(regex(pattern = r"^[a-z]+$"))]
             login: String,
         }
-        let result = Server::builder()
-            .derived_tool("login", "Log in", |_: Login, _| async move { Ok(Json(Said { said: String::new() })) })
-            .build();
-        let Err(ServerError::InvalidSchema { name, reason }) = result else { panic!("refused") };
-        assert_eq!(name, "login");
-        assert!(
-            reason.contains("`pattern` at /properties/login") && reason.contains("feature `validation`"),
-            "{reason}"
-        );
-        // Ranges and lengths are the built-in validator's own: accepted.
         #[derive(serde::Deserialize, JsonSchema)]
         #[allow(dead_code)]
         struct Page {
             #[schemars(range(min = 1, max = 100))]
             size: u32,
         }
-        assert!(Server::builder()
-            .derived_tool("page", "A page", |_: Page, _| async move { Ok(Json(Said { said: String::new() })) })
-            .build()
-            .is_ok());
+        let login = Tool::new("login", json_schema::input_schema::<Login>().unwrap());
+        let Some(ServerError::InvalidSchema { name, reason }) = unenforced_refusal(&login) else { panic!("refused") };
+        assert_eq!(name, "login");
+        assert!(
+            reason.contains("`pattern` at /properties/login") && reason.contains("feature `validation`"),
+            "{reason}"
+        );
+        let page = Tool::new("page", json_schema::input_schema::<Page>().unwrap());
+        assert!(unenforced_refusal(&page).is_none());
+        // With the full validator the regex holds: the tool is built.
+        let built = Server::builder()
+            .derived_tool("login", "Log in", |_: Login, _| async move { Ok(Json(Said { said: String::new() })) })
+            .build();
+        assert_eq!(built.is_ok(), cfg!(feature = "validation"), "{:?}", built.err());
     }
 
     #[test]
