@@ -37,7 +37,7 @@ fn args(value: Value) -> Option<Map<String, Value>> {
     value.as_object().cloned()
 }
 
-/// A few calls of every kind the echo server answers: tools/list, two tools, a tool error,
+/// A few calls of every kind the echo server answers: tools/list, two tools, an unknown tool,
 /// and in the handshake era ping (2026-07-28 has none). Not `greet`: at 2026-07-28 it asks the
 /// client to elicit, which this client does not.
 async fn exercise<T: Transport>(client: &Client<T>, handshake_era: bool) {
@@ -47,8 +47,9 @@ async fn exercise<T: Transport>(client: &Client<T>, handshake_era: bool) {
     assert_eq!(serde_json::to_value(&echoed).unwrap()["content"][0]["text"], "recorded");
     let sum = client.call_tool("add", args(json!({"a": 2, "b": 40}))).await.unwrap();
     assert_eq!(serde_json::to_value(&sum).unwrap()["content"][0]["text"], "42");
-    let unknown = client.call_tool("no-such-tool", None).await.unwrap();
-    assert_eq!(unknown.is_error, Some(true));
+    // An unknown tool is a protocol error (server/tools, "Error Handling"): recorded as one.
+    let unknown = client.call_tool("no-such-tool", None).await.unwrap_err().to_string();
+    assert!(unknown.contains("-32602") && unknown.contains("Tool no-such-tool not found"), "{unknown}");
     if handshake_era {
         client.ping().await.unwrap();
     }
