@@ -62,7 +62,9 @@ pub fn render(outcomes: &[SessionOutcome], expected: &ExpectedFailures) -> (Stri
     (out, run_ok)
 }
 
-fn escape(text: &str) -> String {
+/// `text` as XML character data or attribute value: the five special characters escaped, the
+/// control characters XML 1.0 cannot carry dropped (JUnit reports).
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -24,6 +24,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::report::escape;
+
 pub use rules::{Level, Rule, RULES};
 
 /// The revisions the checker knows, oldest first.
@@ -456,22 +458,6 @@ fn failure_text(f: &Finding, failure: &Failure) -> String {
         let _ = writeln!(text, "and: {more}");
     }
     text
-}
-
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
