@@ -11,7 +11,9 @@
 //!
 //! One JSON line per scenario on stdout, with the ratio of each to the floor's throughput
 //! (1.0 = as fast as the floor). `cargo bench --bench envelope` measures for about a second per
-//! cell (15 interleaved rounds, best of each); `-- --quick` runs each cell briefly, only to prove the bench works (CI does that).
+//! cell (15 interleaved rounds, best of each); `-- --quick`, or a run without `--bench` (as
+//! `cargo test --bench envelope` runs it: CI does that), runs each cell briefly, only to prove
+//! the bench works.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
