@@ -54,7 +54,15 @@ pub fn output_schema<T: JsonSchema + ?Sized>() -> Result<Value, NotAnObject> {
 }
 
 fn object<T: JsonSchema + ?Sized>(settings: SchemaSettings) -> Result<Value, NotAnObject> {
-    let schema = settings.into_generator().into_root_schema_for::<T>().to_value();
+    let mut schema = settings.into_generator().into_root_schema_for::<T>().to_value();
+    // schemars titles the root with the Rust type's name (`AddArgs`): a detail of the server's
+    // code, not a title for a user. A title the type sets itself (`#[schemars(title = …)]`)
+    // stays.
+    if let Some(map) = schema.as_object_mut() {
+        if map.get("title").and_then(Value::as_str) == Some(T::schema_name().as_ref()) {
+            map.remove("title");
+        }
+    }
     match schema.get("type") {
         Some(Value::String(t)) if t == "object" => Ok(schema),
         other => Err(NotAnObject {
@@ -176,7 +184,6 @@ mod tests {
         });
         let expected = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "Trip",
             "description": "A trip to plan.",
             "type": "object",
             "properties": {
@@ -208,5 +215,17 @@ mod tests {
         assert_eq!(err.found, "\"array\"");
         assert!(err.to_string().contains("is not an object schema"), "{err}");
         assert_eq!(output_schema::<Mode>().unwrap_err().found, "absent");
+    }
+
+    #[test]
+    fn the_root_has_no_title_but_the_one_a_type_sets() {
+        #[derive(Deserialize, JsonSchema)]
+        #[schemars(title = "Search options")]
+        #[allow(dead_code)]
+        struct Options {
+            query: String,
+        }
+        assert!(input_schema::<Place>().unwrap().get("title").is_none());
+        assert_eq!(input_schema::<Options>().unwrap()["title"], "Search options");
     }
 }

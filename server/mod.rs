@@ -130,6 +130,8 @@ mod tasks;
 mod tool;
 #[cfg(feature = "schema")]
 mod typed;
+#[cfg(feature = "schema")]
+mod typed_prompt;
 
 #[cfg(test)]
 mod tests;
@@ -230,6 +232,14 @@ pub enum ServerError {
         /// Why.
         reason: String,
     },
+    /// A typed prompt's type cannot describe its arguments (feature `schema`: a field that is
+    /// no string, or a schema that does not compile).
+    InvalidPromptArguments {
+        /// The prompt.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// The input failed (not a clean end of stream).
     Input(String),
     /// Flushing and closing the transport failed.
@@ -245,6 +255,7 @@ impl fmt::Display for ServerError {
                 write!(f, "the input schema of tool {name:?} is not a JSON object")
             }
             ServerError::InvalidSchema { name, reason } => write!(f, "tool {name:?}: {reason}"),
+            ServerError::InvalidPromptArguments { name, reason } => write!(f, "prompt {name:?}: {reason}"),
             ServerError::NotCacheable { method } => {
                 write!(f, "{method} has no cacheable result (see CACHEABLE_METHODS)")
             }

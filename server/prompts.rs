@@ -112,7 +112,11 @@ impl Server {
         F: Fn(PromptRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<GetPromptResult, ErrorObject>> + Send + 'static,
     {
-        let entry = PromptEntry { get: boxed(handler), prompt };
+        self.insert_prompt(PromptEntry { get: boxed(handler), prompt });
+    }
+
+    /// Adds (or replaces) `entry` and sends `notifications/prompts/list_changed`.
+    pub(crate) fn insert_prompt(&self, entry: PromptEntry) {
         self.inner.registry.prompts.write().expect("prompts lock").insert(entry.prompt.name.clone(), entry);
         self.inner.registry.broadcast("notifications/prompts/list_changed");
     }

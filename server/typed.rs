@@ -236,7 +236,6 @@ mod tests {
             tool.input_schema,
             json!({
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "title": "Args",
                 "type": "object",
                 "properties": {"text": {"type": "string", "description": "What to say."}},
                 "required": ["text"]
@@ -246,7 +245,6 @@ mod tests {
             tool.output_schema,
             Some(json!({
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "title": "Said",
                 "type": "object",
                 "properties": {"said": {"type": "string"}},
                 "required": ["said"]

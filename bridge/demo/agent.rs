@@ -21,7 +21,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use mcpwire::proto::mcp_types::{CreateMessageRequestParams, Tool};
+use mcpwire::proto::mcp_types::{
+    ContentBlock, CreateMessageRequestParams, Role, SamplingMessage, SamplingMessageContentBlock, Tool, ToolChoiceMode,
+    ToolUseContent,
+};
 use mcpwire::schemars::{self, JsonSchema};
 use mcpwire::server::{ClientRequestError, Context, Elicited, Form, Json, Server, ToolError};
 use serde::{Deserialize, Serialize};
@@ -32,17 +35,25 @@ const MAX_STEPS: usize = 16;
 /// The most bytes `read_file` returns.
 const MAX_READ: usize = 64 * 1024;
 
-fn action_tools() -> Value {
-    json!([
-        {"name": "list_dir", "description": "List the entries of a directory under the root",
-         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
-        {"name": "read_file", "description": "Read a UTF-8 text file under the root",
-         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
-        {"name": "search_text", "description": "Find lines containing a text in the files under the root",
-         "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}, "path": {"type": "string"}}, "required": ["query"]}},
-        {"name": "write_file", "description": "Write a text file under the root (the user approves it first)",
-         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}}
-    ])
+fn action_tools() -> Vec<Tool> {
+    let path = json!({"type": "string"});
+    let schema = |properties: Value, required: &[&str]| {
+        let mut schema = json!({"type": "object", "properties": properties});
+        if !required.is_empty() {
+            schema["required"] = json!(required);
+        }
+        schema
+    };
+    vec![
+        Tool::new("list_dir", schema(json!({"path": path}), &[]))
+            .description("List the entries of a directory under the root"),
+        Tool::new("read_file", schema(json!({"path": path}), &["path"]))
+            .description("Read a UTF-8 text file under the root"),
+        Tool::new("search_text", schema(json!({"query": {"type": "string"}, "path": path}), &["query"]))
+            .description("Find lines containing a text in the files under the root"),
+        Tool::new("write_file", schema(json!({"path": path, "content": {"type": "string"}}), &["path", "content"]))
+            .description("Write a text file under the root (the user approves it first)"),
+    ]
 }
 
 /// `relative` under `root`, refusing absolute paths, `..` and symlinks that lead outside.
@@ -205,51 +216,37 @@ async fn run_agent(
     };
     let root = root.canonicalize().map_err(|e| ToolError::failed(format!("root {}: {e}", root.display())))?;
     let mut run = Run { ctx: ctx.clone(), approval, root, touched: Vec::new() };
-    let mut messages = vec![json!({"role": "user", "content": {"type": "text", "text": goal}})];
+    let mut messages = vec![SamplingMessage::user_text(goal.as_str())];
     let _ = ctx.info(format!("agent started: {goal}")).await;
     for step in 1..=MAX_STEPS {
         if ctx.is_cancelled() {
             return Err(ToolError::failed("cancelled"));
         }
         let _ = ctx.progress(step as f64, Some(MAX_STEPS as f64), Some(format!("step {step}: asking the model"))).await;
-        let params: CreateMessageRequestParams = serde_json::from_value(json!({
-            "messages": messages,
-            "systemPrompt": format!("You are a coding agent working under {}. Use the tools, then answer.", run.root.display()),
-            "maxTokens": 2000,
-            "tools": action_tools(),
-            "toolChoice": {"mode": "auto"}
-        }))
-        .expect("valid sampling params");
+        let params = CreateMessageRequestParams::new(messages.clone(), 2000)
+            .system_prompt(format!(
+                "You are a coding agent working under {}. Use the tools, then answer.",
+                run.root.display()
+            ))
+            .tools(action_tools())
+            .tool_choice(ToolChoiceMode::Auto);
         let reply = ctx.create_message(params).await?;
-        let content = serde_json::to_value(&reply.content).expect("content serializes");
-        let blocks: Vec<Value> = match &content {
-            Value::Array(blocks) => blocks.clone(),
-            block => vec![block.clone()],
-        };
-        let uses: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "tool_use").collect();
+        let uses: Vec<ToolUseContent> = reply.tool_uses().cloned().collect();
         if uses.is_empty() {
-            let answer: String = blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("");
             let _ = ctx.info(format!("agent finished after {step} steps")).await;
-            return Ok(Json(Outcome { steps: step, files_touched: run.touched, answer }));
+            return Ok(Json(Outcome { steps: step, files_touched: run.touched, answer: reply.text() }));
         }
-        messages.push(json!({"role": "assistant", "content": content}));
+        messages.push(SamplingMessage::new(Role::Assistant, reply.content));
         let mut results = Vec::new();
         for call in uses {
-            let name = call["name"].as_str().unwrap_or_default();
-            let input = call["input"].as_object().cloned().unwrap_or_default();
-            let _ = ctx.info(format!("step {step}: {name} {}", Value::Object(input.clone()))).await;
-            let (text, is_error) = match run.act(name, &input).await {
+            let _ = ctx.info(format!("step {step}: {} {}", call.name, Value::Object(call.input.clone()))).await;
+            let (text, is_error) = match run.act(&call.name, &call.input).await {
                 Ok(text) => (text, false),
                 Err(text) => (text, true),
             };
-            results.push(json!({
-                "type": "tool_result",
-                "toolUseId": call["id"],
-                "content": [{"type": "text", "text": text}],
-                "isError": is_error
-            }));
+            results.push(SamplingMessageContentBlock::tool_result(call.id, vec![ContentBlock::text(text)], is_error));
         }
-        messages.push(json!({"role": "user", "content": results}));
+        messages.push(SamplingMessage::new(Role::User, results));
     }
     Err(ToolError::failed(format!("no answer after {MAX_STEPS} steps")))
 }

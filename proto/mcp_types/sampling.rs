@@ -188,6 +188,196 @@ pub struct CreateMessageResult {
     pub extra: Extra,
 }
 
+impl From<SamplingMessageContentBlock> for SamplingContent {
+    fn from(block: SamplingMessageContentBlock) -> Self {
+        SamplingContent::Single(block)
+    }
+}
+
+impl From<Vec<SamplingMessageContentBlock>> for SamplingContent {
+    fn from(blocks: Vec<SamplingMessageContentBlock>) -> Self {
+        SamplingContent::Multiple(blocks)
+    }
+}
+
+impl SamplingContent {
+    /// The blocks, one or several.
+    pub fn blocks(&self) -> &[SamplingMessageContentBlock] {
+        match self {
+            SamplingContent::Multiple(blocks) => blocks,
+            SamplingContent::Single(block) => std::slice::from_ref(block),
+        }
+    }
+
+    /// The text of the text blocks, joined.
+    pub fn text(&self) -> String {
+        self.blocks()
+            .iter()
+            .filter_map(|b| match b {
+                SamplingMessageContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The tool uses the model asks for (2025-11-25 on), in order.
+    pub fn tool_uses(&self) -> impl Iterator<Item = &ToolUseContent> {
+        self.blocks().iter().filter_map(|b| match b {
+            SamplingMessageContentBlock::ToolUse(u) => Some(u),
+            _ => None,
+        })
+    }
+}
+
+impl SamplingMessageContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        SamplingMessageContentBlock::Text(TextContent { text: text.into(), ..TextContent::default() })
+    }
+
+    /// The result of the tool use `tool_use_id` (2025-11-25 on), an error result when
+    /// `is_error`.
+    pub fn tool_result(tool_use_id: impl Into<String>, content: Vec<ContentBlock>, is_error: bool) -> Self {
+        SamplingMessageContentBlock::ToolResult(ToolResultContent {
+            tool_use_id: tool_use_id.into(),
+            content,
+            is_error: is_error.then_some(true),
+            ..ToolResultContent::default()
+        })
+    }
+}
+
+impl SamplingMessage {
+    /// A message from `role` holding `content` (a block or several).
+    pub fn new(role: Role, content: impl Into<SamplingContent>) -> Self {
+        SamplingMessage { role, content: content.into(), meta: None, extra: Extra::new() }
+    }
+
+    /// A user message of plain text.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        SamplingMessage::new(Role::User, SamplingMessageContentBlock::text(text))
+    }
+
+    /// An assistant message of plain text.
+    pub fn assistant_text(text: impl Into<String>) -> Self {
+        SamplingMessage::new(Role::Assistant, SamplingMessageContentBlock::text(text))
+    }
+}
+
+impl CreateMessageRequestParams {
+    /// A request for a completion of `messages` of at most `max_tokens` tokens; the other
+    /// members absent (set them with the methods below).
+    ///
+    /// ```
+    /// use mcpwire::proto::mcp_types::{CreateMessageRequestParams, SamplingMessage, ToolChoiceMode};
+    ///
+    /// let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text("Hello?")], 200)
+    ///     .system_prompt("Answer briefly.")
+    ///     .temperature(0.2)
+    ///     .tool_choice(ToolChoiceMode::None);
+    /// assert_eq!(
+    ///     serde_json::to_value(&params).unwrap(),
+    ///     serde_json::json!({
+    ///         "messages": [{"role": "user", "content": {"type": "text", "text": "Hello?"}}],
+    ///         "maxTokens": 200,
+    ///         "systemPrompt": "Answer briefly.",
+    ///         "temperature": 0.2,
+    ///         "toolChoice": {"mode": "none"}
+    ///     })
+    /// );
+    /// ```
+    pub fn new(messages: Vec<SamplingMessage>, max_tokens: u32) -> Self {
+        CreateMessageRequestParams {
+            messages,
+            model_preferences: None,
+            system_prompt: None,
+            include_context: None,
+            temperature: None,
+            max_tokens: Number::from(max_tokens),
+            stop_sequences: None,
+            metadata: None,
+            tools: None,
+            tool_choice: None,
+            task: None,
+            meta: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// The sampling temperature; a value that is no finite number is left out.
+    pub fn temperature(mut self, temperature: f64) -> Self {
+        self.temperature = Number::from_f64(temperature);
+        self
+    }
+
+    /// The model preferences.
+    pub fn model_preferences(mut self, preferences: ModelPreferences) -> Self {
+        self.model_preferences = Some(preferences);
+        self
+    }
+
+    /// Which servers' context to include.
+    pub fn include_context(mut self, context: IncludeContext) -> Self {
+        self.include_context = Some(context);
+        self
+    }
+
+    /// Sequences that end generation.
+    pub fn stop_sequences(mut self, sequences: Vec<String>) -> Self {
+        self.stop_sequences = Some(sequences);
+        self
+    }
+
+    /// Tools the model may ask to call (2025-11-25 on).
+    pub fn tools(mut self, tools: Vec<Tool>) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// How the model may use the tools (2025-11-25 on).
+    pub fn tool_choice(mut self, mode: ToolChoiceMode) -> Self {
+        self.tool_choice = Some(ToolChoice { mode: Some(mode), extra: Extra::new() });
+        self
+    }
+}
+
+impl CreateMessageResult {
+    /// An `assistant` result of `content` (a block or several) written by `model`, with no stop
+    /// reason (set one with [`stop_reason`](Self::stop_reason)).
+    pub fn new(model: impl Into<String>, content: impl Into<SamplingContent>) -> Self {
+        CreateMessageResult {
+            role: Role::Assistant,
+            content: content.into(),
+            model: model.into(),
+            stop_reason: None,
+            meta: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// Why generation stopped.
+    pub fn stop_reason(mut self, reason: StopReason) -> Self {
+        self.stop_reason = Some(reason);
+        self
+    }
+
+    /// The text of the result's text blocks, joined.
+    pub fn text(&self) -> String {
+        self.content.text()
+    }
+
+    /// The tool uses the model asks for (2025-11-25 on), in order.
+    pub fn tool_uses(&self) -> impl Iterator<Item = &ToolUseContent> {
+        self.content.tool_uses()
+    }
+}
+
 method!(
     /// `sampling/createMessage`: the server asks the client for an LLM completion. From
     /// 2026-07-28 it is an input request inside a result instead.
@@ -294,6 +484,63 @@ mod tests {
         assert!(c.mode.is_none());
         let i: IncludeContext = rt(json!("everything"));
         assert_eq!(i.as_str(), "everything");
+    }
+
+    #[test]
+    fn builders_write_what_the_spec_shows() {
+        let weather = Tool::new("get_weather", json!({"type": "object"}));
+        let params = CreateMessageRequestParams::new(
+            vec![
+                SamplingMessage::user_text("Weather in Paris?"),
+                SamplingMessage::new(
+                    Role::Assistant,
+                    vec![SamplingMessageContentBlock::ToolUse(ToolUseContent {
+                        id: "c1".into(),
+                        name: "get_weather".into(),
+                        input: Map::new(),
+                        meta: None,
+                        extra: Extra::new(),
+                    })],
+                ),
+                SamplingMessage::new(
+                    Role::User,
+                    vec![SamplingMessageContentBlock::tool_result("c1", vec![ContentBlock::text("18C")], false)],
+                ),
+            ],
+            1000,
+        )
+        .tools(vec![weather])
+        .tool_choice(ToolChoiceMode::Auto)
+        .temperature(f64::NAN);
+        assert_eq!(
+            serde_json::to_value(&params).unwrap(),
+            json!({
+                "messages": [
+                    {"role": "user", "content": {"type": "text", "text": "Weather in Paris?"}},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "get_weather", "input": {}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "toolUseId": "c1", "content": [{"type": "text", "text": "18C"}]}]}
+                ],
+                "maxTokens": 1000,
+                "tools": [{"name": "get_weather", "inputSchema": {"type": "object"}}],
+                "toolChoice": {"mode": "auto"}
+            })
+        );
+        let result = CreateMessageResult::new(
+            "m",
+            vec![SamplingMessageContentBlock::text("Let me look. "), SamplingMessageContentBlock::text("One moment.")],
+        )
+        .stop_reason(StopReason::ToolUse);
+        assert_eq!(result.text(), "Let me look. One moment.");
+        assert_eq!(result.tool_uses().count(), 0);
+        let decoded: CreateMessageResult = serde_json::from_value(json!({
+            "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "c2", "name": "f", "input": {"x": 1}}]
+        }))
+        .unwrap();
+        assert_eq!(
+            (decoded.text().as_str(), decoded.tool_uses().map(|u| u.name.as_str()).collect::<Vec<_>>()),
+            ("ok", vec!["f"])
+        );
     }
 
     #[test]

@@ -19,8 +19,9 @@ use mcpwire::client::{Client, ClientOptions};
 use mcpwire::transport::stdio::ChildCommand;
 use serde_json::Value;
 
-/// `tools/list` as the example `name` answers it now, each schema without the annotations
-/// derivation adds.
+/// `tools/list` as the example `name` answers it now, each schema without the `$schema` derivation
+/// adds (the dialect a schema without one is read in anyway). No root `title`: the Rust type's
+/// name stays in the server.
 async fn listed(name: &str) -> Value {
     let path = examples::example_path(name);
     let client = Client::spawn(ChildCommand::new(path.to_str().unwrap()), ClientOptions::default()).await.unwrap();
@@ -35,7 +36,7 @@ async fn listed(name: &str) -> Value {
                     Some(Value::from("https://json-schema.org/draft/2020-12/schema")),
                     "{key} names its dialect"
                 );
-                assert!(schema.remove("title").is_some_and(|t| t.is_string()), "{key} has a title");
+                assert!(!schema.contains_key("title"), "{key} has no title: {schema:?}");
             }
         }
     }

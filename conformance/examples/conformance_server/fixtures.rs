@@ -1,15 +1,18 @@
 //! The fixtures of the conformance suite's server scenarios (its reference is
 //! `examples/servers/typescript/everything-server.ts` in `modelcontextprotocol/conformance`),
-//! built with the public server API only.
+//! built with the public server API only. The prompts with arguments are typed
+//! (`derived_prompt_with`): their arguments are derived from a Rust type.
 
 use mcpwire::proto::mcp_types::{
-    AudioContent, CallToolResult, ContentBlock, EmbeddedResource, ImageContent, ResourceContents, Role, TextContent,
-    TextResourceContents, Tool,
+    AudioContent, CallToolResult, ContentBlock, EmbeddedResource, ImageContent, Prompt, ResourceContents, Role,
+    TextContent, TextResourceContents, Tool,
 };
+use mcpwire::schemars::{self, JsonSchema};
 use mcpwire::server::{
-    prefix_matches, prompt, prompt_argument, prompt_message, prompt_result, resource, resource_template, text_contents,
-    Server, ServerBuilder, ToolError,
+    prefix_matches, prompt, prompt_message, prompt_result, resource, resource_template, text_contents, Server,
+    ServerBuilder, ToolError,
 };
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 /// The resource that "changes" every 3 seconds.
@@ -177,29 +180,27 @@ fn resources(builder: ServerBuilder) -> ServerBuilder {
         })
 }
 
+/// The arguments of `test_prompt_with_arguments`.
+#[derive(Deserialize, JsonSchema)]
+struct PromptArgs {
+    /// First test argument
+    arg1: String,
+    /// Second test argument
+    arg2: String,
+}
+
+/// The argument of `test_prompt_with_embedded_resource`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct EmbedArgs {
+    /// URI of the resource to embed
+    resource_uri: String,
+}
+
 fn prompts(builder: ServerBuilder) -> ServerBuilder {
     let simple = mcpwire::proto::mcp_types::Prompt {
         title: Some("Simple Test Prompt".into()),
         ..prompt("test_simple_prompt", "A simple prompt without arguments", vec![])
-    };
-    let with_arguments = mcpwire::proto::mcp_types::Prompt {
-        title: Some("Prompt With Arguments".into()),
-        ..prompt(
-            "test_prompt_with_arguments",
-            "A prompt with required arguments",
-            vec![
-                prompt_argument("arg1", "First test argument", true),
-                prompt_argument("arg2", "Second test argument", true),
-            ],
-        )
-    };
-    let with_resource = mcpwire::proto::mcp_types::Prompt {
-        title: Some("Prompt With Embedded Resource".into()),
-        ..prompt(
-            "test_prompt_with_embedded_resource",
-            "A prompt that includes an embedded resource",
-            vec![prompt_argument("resourceUri", "URI of the resource to embed", true)],
-        )
     };
     let with_image = mcpwire::proto::mcp_types::Prompt {
         title: Some("Prompt With Image".into()),
@@ -209,18 +210,29 @@ fn prompts(builder: ServerBuilder) -> ServerBuilder {
         .prompt(simple, |_| async {
             Ok(prompt_result(vec![prompt_message(Role::User, text("This is a simple prompt for testing."))]))
         })
-        .prompt(with_arguments, |request| async move {
-            let arg = |name: &str| request.arguments.get(name).cloned().unwrap_or_default();
-            let line = format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"));
-            Ok(prompt_result(vec![prompt_message(Role::User, text(line))]))
-        })
-        .prompt(with_resource, |request| async move {
-            let uri = request.arguments.get("resourceUri").cloned().unwrap_or_default();
-            Ok(prompt_result(vec![
-                prompt_message(Role::User, embedded(&uri, "text/plain", "Embedded resource content for testing.")),
-                prompt_message(Role::User, text("Please process the embedded resource above.")),
-            ]))
-        })
+        .derived_prompt_with(
+            Prompt::new("test_prompt_with_arguments")
+                .title("Prompt With Arguments")
+                .description("A prompt with required arguments"),
+            |PromptArgs { arg1, arg2 }, _| async move {
+                let line = format!("Prompt with arguments: arg1='{arg1}', arg2='{arg2}'");
+                Ok(prompt_result(vec![prompt_message(Role::User, text(line))]))
+            },
+        )
+        .derived_prompt_with(
+            Prompt::new("test_prompt_with_embedded_resource")
+                .title("Prompt With Embedded Resource")
+                .description("A prompt that includes an embedded resource"),
+            |EmbedArgs { resource_uri }, _| async move {
+                Ok(prompt_result(vec![
+                    prompt_message(
+                        Role::User,
+                        embedded(&resource_uri, "text/plain", "Embedded resource content for testing."),
+                    ),
+                    prompt_message(Role::User, text("Please process the embedded resource above.")),
+                ]))
+            },
+        )
         .prompt(with_image, |_| async {
             Ok(prompt_result(vec![
                 prompt_message(Role::User, image()),

@@ -6,9 +6,7 @@
 
 use std::time::Duration;
 
-use mcpwire::proto::mcp_types::{
-    CreateMessageRequestParams, ElicitationSchema, LoggingLevel, SamplingContent, SamplingMessageContentBlock,
-};
+use mcpwire::proto::mcp_types::{CreateMessageRequestParams, ElicitationSchema, LoggingLevel, SamplingMessage};
 use mcpwire::server::{text_result, ServerBuilder, ToolError};
 use serde_json::{json, Map, Value};
 
@@ -64,17 +62,9 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             json!({"type": "object", "properties": {"prompt": {"type": "string", "description": "The prompt to send to the LLM"}}, "required": ["prompt"]}),
             |args, ctx| async move {
                 let prompt = string_arg(&args, "prompt")?;
-                let params: CreateMessageRequestParams = serde_json::from_value(json!({
-                    "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
-                    "maxTokens": 100
-                }))
-                .expect("valid sampling params");
+                let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
                 let result = ctx.create_message(params).await?;
-                let text = match &result.content {
-                    SamplingContent::Single(block) => block_text(block),
-                    SamplingContent::Multiple(blocks) => blocks.iter().map(block_text).collect::<Vec<_>>().join(""),
-                };
-                Ok(text_result(format!("LLM response: {text}")))
+                Ok(text_result(format!("LLM response: {}", result.text())))
             },
         )
         .tool(
@@ -158,11 +148,4 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
 fn completed(result: mcpwire::proto::mcp_types::ElicitResult) -> mcpwire::proto::mcp_types::CallToolResult {
     let content = serde_json::to_string(&result.content.unwrap_or_default()).unwrap_or_default();
     text_result(format!("Elicitation completed: action={}, content={content}", result.action.as_str()))
-}
-
-fn block_text(block: &SamplingMessageContentBlock) -> String {
-    match serde_json::to_value(block) {
-        Ok(v) => v.get("text").and_then(Value::as_str).map(str::to_owned).unwrap_or_else(|| v.to_string()),
-        Err(_) => String::new(),
-    }
 }

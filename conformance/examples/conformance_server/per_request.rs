@@ -9,7 +9,8 @@
 use std::sync::OnceLock;
 
 use mcpwire::proto::mcp_types::{
-    ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel, Role, TaskSupport, TextContent, Tool,
+    ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel, Role, SamplingMessage, TaskSupport,
+    TextContent, Tool,
 };
 use mcpwire::server::{prompt, prompt_message, prompt_result, text_result, Server, ServerBuilder, ToolError};
 use serde_json::{json, Map, Value};
@@ -26,11 +27,7 @@ fn server() -> Result<&'static Server, ToolError> {
 }
 
 fn sampling(text: &str, max_tokens: u32) -> CreateMessageRequestParams {
-    serde_json::from_value(json!({
-        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
-        "maxTokens": max_tokens
-    }))
-    .expect("valid sampling params")
+    CreateMessageRequestParams::new(vec![SamplingMessage::user_text(text)], max_tokens)
 }
 
 fn form(property: &str, kind: &str) -> ElicitationSchema {
@@ -273,12 +270,7 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             "Asks the client's model for a message: needs the sampling capability",
             no_arguments(),
             |_args, ctx| async move {
-                let params: CreateMessageRequestParams = serde_json::from_value(json!({
-                    "messages": [{"role": "user", "content": {"type": "text", "text": "hello"}}],
-                    "maxTokens": 10
-                }))
-                .expect("valid sampling params");
-                ctx.create_message(params).await?;
+                ctx.create_message(sampling("hello", 10)).await?;
                 Ok(text_result("sampled"))
             },
         )
