@@ -1,6 +1,7 @@
 //! The echo server: tools `echo {text}` (answers that text as one text block), `add {a, b}`
 //! (answers the sum as text; integers stay integers: `2 + 3` is `5`, `2.5 + 3` is `5.5`) and
-//! `greet` (asks the user's name with a form elicitation, then answers `Hello, NAME!`: a
+//! `greet` (asks the user's name with a form elicitation, then answers `Hello, NAME!`, or
+//! `Hello, whoever you are!` when the user declines, `Greeting cancelled.` when they cancel: a
 //! server-to-client request in the handshake era, a multi-round-trip request in 2026-07-28).
 //!
 //! Typed tools: each input schema is derived from its argument type (`derived_tool`), and
@@ -81,8 +82,11 @@ pub fn echo_builder() -> ServerBuilder {
                 async move {
                     let greeting = match ctx.elicit_form("What is your name?", &form).await {
                         Ok(Elicited::Accept(Name { name })) => format!("Hello, {name}!"),
-                        // Declined, cancelled, or an answer that is no name.
-                        Ok(_) | Err(ClientRequestError::InvalidResult(_)) => "Hello, whoever you are!".to_owned(),
+                        Ok(Elicited::Cancel) => "Greeting cancelled.".to_owned(),
+                        // Declined, or an answer that is no name.
+                        Ok(Elicited::Decline) | Err(ClientRequestError::InvalidResult(_)) => {
+                            "Hello, whoever you are!".to_owned()
+                        }
                         Err(e) => return Err(e.into()),
                     };
                     Ok(text_result(greeting))

@@ -5,6 +5,8 @@
 //!   for, calls tools, and answers the elicitation of `greet`, in the 2026-07-28 era through its
 //!   multi-round-trip loop (`InputRequiredResult`, retried with the answer), in the handshake era
 //!   as a server-to-client request;
+//! - the typed form of `greet` answered accept, decline and cancel by both SDK clients in both
+//!   eras: each answer reaches the tool as its own outcome;
 //! - our client, `auto` and `legacy`, against the TypeScript SDK v2 server over both transports
 //!   (the Python SDK servers are in `tests/client_eras.rs`).
 
@@ -115,6 +117,68 @@ fn python_greet(target: &str) -> Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_str(stdout.trim()).unwrap()
+}
+
+/// `greet` over stdio through the TypeScript SDK v2 client in `mode` (`None`: its default,
+/// the handshake era), its elicitation handler answering `action`: the negotiated version and
+/// the greeting.
+fn ts2_greet(mode: Option<&str>, action: &str) -> (String, String) {
+    let server = examples::example_path("echo_server");
+    let mut args = mode.map_or_else(Vec::new, |m| vec!["--mode", m]);
+    args.extend(["--", server.to_str().unwrap()]);
+    let out = Command::new(peer("MCP_NODE"))
+        .arg(repo_path("tests/peers/ts2_client.mjs"))
+        .args(&args)
+        .env("MCP_TS2_DIR", peer("MCP_TS2_DIR"))
+        .env("MCP_SCRIPT", r#"[{"call":"greet","args":{}}]"#)
+        .env("MCP_ELICIT_ACTION", action)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[3], serde_json::json!({"step": "asked", "count": 1}), "{lines:?}");
+    assert_eq!(lines[2]["ok"], true, "{lines:?}");
+    (lines[0]["protocolVersion"].as_str().unwrap().to_owned(), lines[2]["result"].as_str().unwrap().to_owned())
+}
+
+/// `greet` over stdio through the Python SDK client in `mode`, its callback answering
+/// `action`: the negotiated version and the greeting.
+fn python_greet_with(mode: &str, action: &str) -> (String, String) {
+    let server = examples::example_path("echo_server");
+    let out = Command::new(peer("MCP_PYTHON"))
+        .arg(repo_path("tests/peers/py_mrtr_client.py"))
+        .args([server.to_str().unwrap(), "greet"])
+        .env("MCP_PY_MODE", mode)
+        .env("MCP_ELICIT_ACTION", action)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let line: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(line["asked"], serde_json::json!(["What is your name?"]), "{line}");
+    let text = line["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{line}")).to_owned();
+    (line["protocolVersion"].as_str().unwrap().to_owned(), text)
+}
+
+/// The typed form of `greet` (`Form<Name>`, `Elicited`): accept, decline and cancel, as each SDK
+/// client answers them, reach the tool as three outcomes, in the handshake era (a
+/// server-to-client request) and in 2026-07-28 (a multi-round-trip round).
+#[test]
+fn both_sdk_clients_accept_decline_and_cancel_the_typed_form_in_both_eras() {
+    let expected = [("decline", "Hello, whoever you are!"), ("cancel", "Greeting cancelled.")];
+    for (mode, version) in [(None, "2025-11-25"), (Some("auto"), "2026-07-28")] {
+        assert_eq!(ts2_greet(mode, "accept"), (version.to_owned(), "Hello, from-ts2!".to_owned()), "{mode:?}");
+        for (action, greeting) in expected {
+            assert_eq!(ts2_greet(mode, action), (version.to_owned(), greeting.to_owned()), "{mode:?} {action}");
+        }
+    }
+    for (mode, version) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        assert_eq!(python_greet_with(mode, "accept"), (version.to_owned(), "Hello, from-py!".to_owned()), "{mode}");
+        for (action, greeting) in expected {
+            assert_eq!(python_greet_with(mode, action), (version.to_owned(), greeting.to_owned()), "{mode} {action}");
+        }
+    }
 }
 
 #[test]

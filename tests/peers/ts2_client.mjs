@@ -6,7 +6,8 @@
 //
 // --mode: the SDK's versionNegotiation mode; without it the SDK's own default (legacy: initialize).
 // The client declares elicitation, sampling and roots and answers them with canned data (an
-// elicitation: accept, every form field "from-ts2"); in the 2026-07-28 era those answers feed the
+// elicitation: accept, every form field "from-ts2"; or, with env MCP_ELICIT_ACTION=decline|cancel,
+// that action and no content); in the 2026-07-28 era those answers feed the
 // SDK's multi-round-trip loop. First output line: {"step":"connect","protocolVersion":...}; then
 // tools/list ({"result": sorted names, "tools": the tools as listed}) and the steps of env MCP_SCRIPT
 // (a JSON array of {"call": NAME, "args": {...}}), one JSON line each,
@@ -54,6 +55,8 @@ const client = new Client({ name: 'ts2-driver', version: '2.4.0' }, options);
 let asked = 0;
 client.setRequestHandler('elicitation/create', async request => {
   asked += 1;
+  const action = process.env.MCP_ELICIT_ACTION ?? 'accept';
+  if (action !== 'accept') return { action };
   const fields = Object.keys(request.params.requestedSchema?.properties ?? {});
   return { action: 'accept', content: Object.fromEntries(fields.map(f => [f, 'from-ts2'])) };
 });
