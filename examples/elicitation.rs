@@ -6,7 +6,7 @@
 //! Run: `cargo run --example elicitation` (MCP on stdin/stdout), with a client that answers
 //! elicitation and sampling; call `plan_trip` with `{"city": "Lisbon"}`.
 
-use mcpwire::proto::mcp_types::{ElicitAction, ElicitValue, SamplingContent, SamplingMessageContentBlock};
+use mcpwire::proto::mcp_types::{CreateMessageRequestParams, ElicitAction, ElicitValue, SamplingMessage};
 use mcpwire::server::{error_result, text_result, Server, ToolError};
 use serde::Deserialize;
 use serde_json::json;
@@ -26,7 +26,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = Server::builder()
         .name("elicitation")
         .typed_tool("plan_trip", "Plans a trip with the user and the model", schema, |trip: Trip, ctx| async move {
-            // The form's schema and the sampling params are protocol types, written as JSON.
+            // The form's schema is a protocol type, written as JSON here (with feature `schema`,
+            // `server::Form` derives it from a Rust type instead).
             let form = serde_json::from_value(json!({
                 "type": "object",
                 "properties": {"travellers": {"type": "integer", "minimum": 1}},
@@ -37,16 +38,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 (ElicitAction::Accept, Some(ElicitValue::Number(n))) => n.to_string(),
                 _ => return Ok(error_result("the user did not say")),
             };
-            let request = serde_json::from_value(json!({
-                "messages": [{"role": "user", "content": {"type": "text",
-                    "text": format!("Plan a day in {} for {travellers} people, in one line.", trip.city)}}],
-                "maxTokens": 100
-            }))?;
+            let ask = format!("Plan a day in {} for {travellers} people, in one line.", trip.city);
+            let request = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(ask)], 100);
             let reply = ctx.create_message(request).await.map_err(failed)?;
-            let plan = match reply.content {
-                SamplingContent::Single(SamplingMessageContentBlock::Text(t)) => t.text,
-                other => format!("{other:?}"),
-            };
+            let plan = reply.text();
             Ok(text_result(format!("{travellers} travellers: {plan} (model {})", reply.model)))
         })
         .build()?;
