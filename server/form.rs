@@ -79,7 +79,10 @@ pub enum Elicited<T> {
 }
 
 impl<T: DeserializeOwned + JsonSchema> Form<T> {
-    /// The form of `T`.
+    /// The form of `T`. Make it once, where the server is assembled, and move it into the
+    /// handler (as the echo demo's `greet` does): a type outside the subset is then refused when
+    /// the program starts, beside the tools [`ServerBuilder::build`](super::ServerBuilder::build)
+    /// refuses, never in the middle of a call.
     ///
     /// # Errors
     /// [`NotAForm`] naming the first field outside the elicitation subset (a nested object, a
