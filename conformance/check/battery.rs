@@ -1151,54 +1151,86 @@ impl Run<'_> {
         let probe = if modern { self.message("server/discover", json!({})) } else { self.message("ping", json!({})) };
         let Some(w) = http_wire(wire) else { return };
         let w = w.clone();
-        let body = probe.to_string();
         let meta: Vec<(&str, Option<String>)> = if modern {
             vec![("mcp-method", Some(probe["method"].as_str().unwrap_or_default().to_owned()))]
         } else {
             Vec::new()
         };
         let deadline = || Instant::now() + timeout;
-        // Origin.
-        let mut extra = meta.clone();
-        extra.push(("origin", Some("http://mcp-conformance.invalid".into())));
-        let x = w.exchange("POST", Some(body.as_bytes()), &extra, probe.get("id"), deadline()).await;
-        if x.seen.status == 403 {
-            self.pass("http.origin");
-        } else {
-            self.fail(
-                "http.origin",
-                Some(&probe),
-                Some(format!("http {} (Origin: http://mcp-conformance.invalid)", x.seen.status)),
-                "a foreign Origin must get 403 Forbidden (DNS rebinding)",
-            );
+        let with = |header: &'static str, value: &str| {
+            let mut extra = meta.clone();
+            extra.retain(|(k, _)| *k != header);
+            extra.push((header, Some(value.to_owned())));
+            extra
+        };
+        let status_is = |want: u16| move |status: u16, _: Option<i64>| status == want;
+        let mismatch = |status: u16, code: Option<i64>| status == 400 && code == Some(-32020);
+        let foreign = "http://mcp-conformance.invalid";
+        let probes = [
+            HttpProbe {
+                id: "http.origin",
+                sent: probe.clone(),
+                headers: with("origin", foreign),
+                ok: Box::new(status_is(403)),
+                shown: format!("Origin: {foreign}"),
+                why: "a foreign Origin must get 403 Forbidden (DNS rebinding)",
+            },
+            HttpProbe {
+                id: "http.accept",
+                sent: probe.clone(),
+                headers: with("accept", "text/plain"),
+                ok: Box::new(status_is(406)),
+                shown: "Accept: text/plain".into(),
+                why: "a client that accepts neither JSON nor SSE should get 406 Not Acceptable",
+            },
+            HttpProbe {
+                id: "http.content-type",
+                sent: probe.clone(),
+                headers: with("content-type", "text/plain"),
+                ok: Box::new(status_is(415)),
+                shown: "Content-Type: text/plain".into(),
+                why: "a body that is not application/json should get 415 Unsupported Media Type",
+            },
+        ];
+        for p in probes {
+            self.expect_http(&w, p, deadline()).await;
         }
-        // Accept.
-        let mut extra = meta.clone();
-        extra.push(("accept", Some("text/plain".into())));
-        let x = w.exchange("POST", Some(body.as_bytes()), &extra, probe.get("id"), deadline()).await;
-        if x.seen.status == 406 {
-            self.pass("http.accept");
-        } else {
-            self.fail(
-                "http.accept",
-                Some(&probe),
-                Some(format!("http {} (Accept: text/plain)", x.seen.status)),
-                "a client that accepts neither JSON nor SSE should get 406 Not Acceptable",
-            );
-        }
-        // Content-Type.
-        let mut extra = meta.clone();
-        extra.push(("content-type", Some("text/plain".into())));
-        let x = w.exchange("POST", Some(body.as_bytes()), &extra, probe.get("id"), deadline()).await;
-        if x.seen.status == 415 {
-            self.pass("http.content-type");
-        } else {
-            self.fail(
-                "http.content-type",
-                Some(&probe),
-                Some(format!("http {} (Content-Type: text/plain)", x.seen.status)),
-                "a body that is not application/json should get 415 Unsupported Media Type",
-            );
+        if modern {
+            // No tool of that name exists: a server that skips the header check answers
+            // "unknown tool", and nothing is ever run.
+            let call = self.message("tools/call", json!({"name": "mcp-conformance-no-such-tool", "arguments": {}}));
+            let mut headers = meta_for(&call);
+            headers.push(("mcp-name", Some("mcp-conformance-other-tool".into())));
+            self.expect_http(
+                &w,
+                HttpProbe {
+                    id: "http.name-mismatch",
+                    sent: call,
+                    headers,
+                    ok: Box::new(mismatch),
+                    shown: "Mcp-Name: mcp-conformance-other-tool".into(),
+                    why: "Mcp-Name differs from the body's params.name: 400 with -32020 (HeaderMismatch) is required",
+                },
+                deadline(),
+            )
+            .await;
+            let list = self.message("tools/list", json!({}));
+            let mut headers = meta_for(&list);
+            headers.push(("mcp-protocol-version", Some("2025-11-25".into())));
+            self.expect_http(
+                &w,
+                HttpProbe {
+                    id: "http.version-header-mismatch",
+                    sent: list,
+                    headers,
+                    ok: Box::new(mismatch),
+                    shown: "MCP-Protocol-Version: 2025-11-25, the body's _meta 2026-07-28".into(),
+                    why: "the MCP-Protocol-Version header differs from the body's protocolVersion: 400 with -32020 \
+                          (HeaderMismatch) is required",
+                },
+                deadline(),
+            )
+            .await;
         }
         // Malformed body.
         let broken = "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ";
@@ -1234,26 +1266,19 @@ impl Run<'_> {
                 );
             }
             let list = self.message("tools/list", json!({}));
-            let x = w
-                .exchange(
-                    "POST",
-                    Some(list.to_string().as_bytes()),
-                    &[("mcp-method", Some("prompts/list".into()))],
-                    list.get("id"),
-                    deadline(),
-                )
-                .await;
-            let code = x.messages.iter().find_map(|m| m.pointer("/error/code").and_then(Value::as_i64));
-            if x.seen.status == 400 && code == Some(-32020) {
-                self.pass("http.header-mismatch");
-            } else {
-                self.fail(
-                    "http.header-mismatch",
-                    Some(&list),
-                    Some(format!("http {} {:?} (Mcp-Method: prompts/list)", x.seen.status, code)),
-                    "Mcp-Method differs from the body's method: 400 with -32020 (HeaderMismatch) is required",
-                );
-            }
+            self.expect_http(
+                &w,
+                HttpProbe {
+                    id: "http.header-mismatch",
+                    sent: list,
+                    headers: vec![("mcp-method", Some("prompts/list".into()))],
+                    ok: Box::new(mismatch),
+                    shown: "Mcp-Method: prompts/list".into(),
+                    why: "Mcp-Method differs from the body's method: 400 with -32020 (HeaderMismatch) is required",
+                },
+                deadline(),
+            )
+            .await;
             let mut odd = self
                 .message("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": UNKNOWN_VERSION}}));
             odd["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(UNKNOWN_VERSION);
@@ -1312,6 +1337,20 @@ impl Run<'_> {
         }
     }
 
+    /// Sends `probe` and judges the answer by its status and JSON-RPC error code.
+    async fn expect_http(&mut self, w: &HttpWire, probe: HttpProbe, deadline: Instant) {
+        let body = probe.sent.to_string();
+        let x = w.exchange("POST", Some(body.as_bytes()), &probe.headers, probe.sent.get("id"), deadline).await;
+        let code = x.messages.iter().find_map(|m| m.pointer("/error/code").and_then(Value::as_i64));
+        if (probe.ok)(x.seen.status, code) {
+            self.pass(probe.id);
+        } else {
+            let code = code.map_or_else(String::new, |c| format!(", error {c}"));
+            let got = format!("http {}{code} ({})", x.seen.status, probe.shown);
+            self.fail(probe.id, Some(&probe.sent), Some(got), probe.why);
+        }
+    }
+
     fn unsupported_version_error(&mut self, sent: &Value, error: Option<&Value>, got: String) {
         match error {
             Some(e)
@@ -1366,6 +1405,23 @@ impl Run<'_> {
             ),
         }
     }
+}
+
+/// One HTTP request of the transport checks: the message, the headers that make it a probe,
+/// and what a conforming server answers.
+struct HttpProbe {
+    id: &'static str,
+    sent: Value,
+    headers: Vec<(&'static str, Option<String>)>,
+    ok: Box<dyn Fn(u16, Option<i64>) -> bool + Send>,
+    /// The probe's headers, as the report shows them.
+    shown: String,
+    why: &'static str,
+}
+
+/// The `Mcp-Method` header of a 2026-07-28 `message`.
+fn meta_for(message: &Value) -> Vec<(&'static str, Option<String>)> {
+    vec![("mcp-method", message["method"].as_str().map(str::to_owned))]
 }
 
 /// Arguments that satisfy `schema`'s required properties, made up from their types (the first

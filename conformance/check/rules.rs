@@ -497,6 +497,26 @@ pub static RULES: &[Rule] = &[
         scope: Scope::HttpModern,
     },
     Rule {
+        id: "http.name-mismatch",
+        title: "an Mcp-Name header that differs from the body's params.name gets 400 with -32020",
+        level: Must,
+        section: "basic/transports/streamable-http#server-validation",
+        quote: "When rejecting a request due to header validation failure, servers MUST return HTTP status 400 Bad \
+                Request and MUST include a JSON-RPC error response (-32020 HeaderMismatch); failure conditions \
+                include: a header value does not match the corresponding request body value",
+        scope: Scope::HttpModern,
+    },
+    Rule {
+        id: "http.version-header-mismatch",
+        title: "an MCP-Protocol-Version header that differs from the body's protocolVersion gets 400 with -32020",
+        level: Must,
+        section: "basic/transports/streamable-http#protocol-version-header",
+        quote: "The header value MUST match the io.modelcontextprotocol/protocolVersion field carried in the request \
+                body's _meta. If the values do not match, the server MUST reject the request with 400 Bad Request \
+                and a HeaderMismatch JSON-RPC error",
+        scope: Scope::HttpModern,
+    },
+    Rule {
         id: "http.unsupported-version-400",
         title: "a request at an unknown protocol version gets 400",
         level: Must,

@@ -195,7 +195,7 @@ fn the_fixture_passes_every_check_in_both_eras_over_http() {
 /// warning for a SHOULD), in every era it applies to, and no other MUST check fails.
 #[test]
 fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
-    let cases: [(&str, bool, &str, &[&str]); 11] = [
+    let cases: [(&str, bool, &str, &[&str]); 13] = [
         ("name-spaces", false, "tools.name-charset", &["2025-11-25", "2026-07-28"]),
         ("name-long", false, "tools.name-length", &["2025-11-25", "2026-07-28"]),
         ("duplicate-tool", false, "tools.name-unique", &["2025-11-25", "2026-07-28"]),
@@ -207,6 +207,8 @@ fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
         ("unknown-tool-success", false, "errors.unknown-tool", &["2025-11-25", "2026-07-28"]),
         ("answer-cancelled", false, "cancellation.no-response", &["2025-11-25", "2026-07-28"]),
         ("any-origin", true, "http.origin", &["2025-11-25", "2026-07-28"]),
+        ("any-name", true, "http.name-mismatch", &["2026-07-28"]),
+        ("any-version-header", true, "http.version-header-mismatch", &["2026-07-28"]),
     ];
     let mut problems = Vec::new();
     for (rule, http, id, eras) in cases {
