@@ -439,3 +439,43 @@ fn the_python_time_server_in_both_eras() {
     }
     assert_eq!(code, Some(0), "{text}");
 }
+
+/// A server behind a bearer token (`mcp-bridge serve --auth-token-env` in front of the echo
+/// server): without the token the handshake fails clearly naming the 401; with `--bearer-env`
+/// (or the same header through `--header`) every check passes, and the token is in no output.
+#[test]
+fn a_protected_server_is_checked_with_its_token_and_refused_without_it() {
+    let token = "conformance-check-token-0123456789abcdef";
+    let echo = examples::example_path("echo_server").display().to_string();
+    let bridge = serving::ServingBridge::start_with(&["--auth-token-env", "MCP_CHECK_TOKEN", "--", &echo], |c| {
+        c.env("MCP_CHECK_TOKEN", token);
+    });
+    let (code, text, _) = check_json("protected-no-token", &["--url", &bridge.url, "--era", "2025-11-25"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("FAIL  lifecycle.initialize") && text.contains("401"), "{text}");
+
+    let run = |name: &str, extra: &[&str]| {
+        let dir = scratch(name);
+        let json = dir.join("report.json").display().to_string();
+        let mut child = Command::new(bin());
+        child
+            .args(["check", "--url", &bridge.url, "--strict", "--timeout-ms", "20000", "--json", &json])
+            .args(extra)
+            .env("MCP_CHECK_TOKEN", token);
+        let out = child.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        let report = std::fs::read_to_string(&json).unwrap_or_default();
+        (out.status.code(), text, report)
+    };
+    let header = format!("Authorization:Bearer {token}");
+    for (name, extra) in
+        [("bearer-env", vec!["--bearer-env", "MCP_CHECK_TOKEN"]), ("header", vec!["--header", &header])]
+    {
+        let (code, text, report) = run(name, &extra);
+        assert_eq!(code, Some(0), "{name}: {text}");
+        assert!(text.contains(" 0 failed"), "{name}: {text}");
+        if name == "bearer-env" {
+            assert!(!text.contains(token) && !report.contains(token), "{name}: the token was written out");
+        }
+    }
+}
