@@ -32,6 +32,7 @@
 pub mod check;
 pub mod clock;
 pub mod diff;
+pub mod endpoint;
 pub mod fixtures;
 pub mod http_body;
 pub mod matching;

@@ -33,11 +33,11 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::{timeout_at, Instant};
 
+use super::endpoint::Endpoint;
 use super::matching::{kind_of, would_match, Kind, Matcher};
 use super::replay::{abbreviate, describe, outgoing, Failure, ReplayOptions};
 use mcpwire::proto::framing::{SseDecoder, SseEvent};
@@ -253,74 +253,25 @@ pub fn assign_exchanges(entries: &[Entry]) -> Vec<Option<usize>> {
     out
 }
 
-/// Where the server under test is: scheme, host, port, and the path standing for the
-/// recording's first path (when the URL has one).
+/// Where the server under test is, and the path standing for the recording's first path (when
+/// the URL has one).
 #[derive(Debug, Clone)]
 struct Target {
-    https: bool,
-    host: String,
-    port: u16,
-    authority: String,
+    endpoint: Endpoint,
     /// Recorded first path → the URL's path.
     path_map: Option<(String, String)>,
-    #[cfg(feature = "tls")]
-    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl Target {
     fn new(url: &str, recorded_first_path: &str) -> Result<Target, String> {
-        let uri: hyper::Uri = url.parse().map_err(|e| format!("--server-url {url}: {e}"))?;
-        let https = match uri.scheme_str() {
-            Some("http") => false,
-            Some("https") => true,
-            _ => return Err(format!("--server-url {url}: http:// or https:// expected")),
-        };
-        let authority = uri.authority().ok_or_else(|| format!("--server-url {url}: no host"))?;
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
-        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("");
+        let endpoint = Endpoint::parse(url, "--server-url")?;
+        let path = endpoint.path.as_str();
         let path_map = (!path.is_empty() && path != "/").then(|| (recorded_first_path.to_owned(), path.to_owned()));
-        #[cfg(feature = "tls")]
-        let tls = if https {
-            Some(mcpwire::transport::sse_http::tls::client_config(&[]).map_err(|e| e.to_string())?)
-        } else {
-            None
-        };
-        #[cfg(not(feature = "tls"))]
-        if https {
-            return Err("https needs the `tls` feature".into());
-        }
-        Ok(Target {
-            https,
-            host,
-            port,
-            authority: authority.as_str().to_owned(),
-            path_map,
-            #[cfg(feature = "tls")]
-            tls,
-        })
+        Ok(Target { endpoint, path_map })
     }
 
     async fn connect(&self) -> Result<(SendRequest<Full<Bytes>>, AbortHandle), String> {
-        let tcp = TcpStream::connect((self.host.as_str(), self.port))
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", self.authority))?;
-        let _ = tcp.set_nodelay(true);
-        if self.https {
-            #[cfg(feature = "tls")]
-            {
-                let config = self.tls.clone().ok_or("https without a tls configuration")?;
-                let name = rustls_pki_types::ServerName::try_from(self.host.clone()).map_err(|e| e.to_string())?;
-                let stream = tokio_rustls::TlsConnector::from(config)
-                    .connect(name, tcp)
-                    .await
-                    .map_err(|e| format!("tls with {}: {e}", self.authority))?;
-                return handshake(stream).await;
-            }
-            #[cfg(not(feature = "tls"))]
-            return Err("https needs the `tls` feature".into());
-        }
-        handshake(tcp).await
+        handshake(self.endpoint.open().await?).await
     }
 }
 
@@ -770,7 +721,7 @@ impl RawReplay<'_> {
         let mut builder = hyper::Request::builder()
             .method(method.as_str())
             .uri(self.live_path(&path))
-            .header("host", &self.target.authority);
+            .header("host", &self.target.endpoint.authority);
         for (name, value) in &recorded_headers {
             let Some(value) = value.as_str() else { continue };
             let value = match name.as_str() {

@@ -17,10 +17,10 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{timeout_at, Instant};
 
+use crate::endpoint::Endpoint;
 use mcpwire::proto::framing::SseDecoder;
 
 /// Largest line, body or SSE event read: 16 MiB. Larger ones are skipped and reported.
@@ -383,18 +383,13 @@ async fn read_lines(mut stdout: tokio::process::ChildStdout, tx: mpsc::Sender<In
 /// A Streamable HTTP endpoint.
 #[derive(Clone)]
 pub struct HttpWire {
-    https: bool,
-    host: String,
-    port: u16,
-    authority: String,
+    endpoint: Endpoint,
     path: String,
     headers: Vec<(String, String)>,
     /// The session id the server issued, sent with every request.
     pub session: Option<String>,
     /// The `MCP-Protocol-Version` header sent after the handshake.
     pub protocol_version: Option<String>,
-    #[cfg(feature = "tls")]
-    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 /// One HTTP exchange: what came back at the HTTP level, and the messages it carried.
@@ -414,65 +409,18 @@ impl HttpWire {
     /// # Errors
     /// A URL that is not `http://` or `https://` with a host.
     pub fn new(url: &str, headers: Vec<(String, String)>) -> Result<HttpWire, String> {
-        let uri: hyper::Uri = url.parse().map_err(|e| format!("--url {url}: {e}"))?;
-        let https = match uri.scheme_str() {
-            Some("http") => false,
-            Some("https") => true,
-            _ => return Err(format!("--url {url}: http:// or https:// expected")),
-        };
-        let authority = uri.authority().ok_or_else(|| format!("--url {url}: no host"))?;
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
-        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let path = uri.path_and_query().map(|p| p.as_str().to_owned()).filter(|p| !p.is_empty()).unwrap_or("/".into());
-        #[cfg(feature = "tls")]
-        let tls = if https {
-            Some(mcpwire::transport::sse_http::tls::client_config(&[]).map_err(|e| e.to_string())?)
-        } else {
-            None
-        };
-        #[cfg(not(feature = "tls"))]
-        if https {
-            return Err("https needs the `tls` feature".into());
-        }
-        Ok(HttpWire {
-            https,
-            host,
-            port,
-            authority: authority.as_str().to_owned(),
-            path,
-            headers,
-            session: None,
-            protocol_version: None,
-            #[cfg(feature = "tls")]
-            tls,
-        })
+        let endpoint = Endpoint::parse(url, "--url")?;
+        let path = if endpoint.path.is_empty() { "/".to_owned() } else { endpoint.path.clone() };
+        Ok(HttpWire { endpoint, path, headers, session: None, protocol_version: None })
     }
 
     /// The URL's origin (`http://host:port`), the one a same-origin page would send.
     pub fn origin(&self) -> String {
-        format!("{}://{}", if self.https { "https" } else { "http" }, self.authority)
+        self.endpoint.origin()
     }
 
     async fn connect(&self) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String> {
-        let tcp = TcpStream::connect((self.host.as_str(), self.port))
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", self.authority))?;
-        let _ = tcp.set_nodelay(true);
-        if self.https {
-            #[cfg(feature = "tls")]
-            {
-                let config = self.tls.clone().ok_or("https without a tls configuration")?;
-                let name = rustls_pki_types::ServerName::try_from(self.host.clone()).map_err(|e| e.to_string())?;
-                let stream = tokio_rustls::TlsConnector::from(config)
-                    .connect(name, tcp)
-                    .await
-                    .map_err(|e| format!("tls with {}: {e}", self.authority))?;
-                return handshake(stream).await;
-            }
-            #[cfg(not(feature = "tls"))]
-            return Err("https needs the `tls` feature".into());
-        }
-        handshake(tcp).await
+        handshake(self.endpoint.open().await?).await
     }
 
     /// Sends one HTTP request to the endpoint: `method`, `body` (JSON when not empty), our
@@ -488,7 +436,7 @@ impl HttpWire {
         deadline: Instant,
     ) -> HttpExchange {
         let mut headers: Vec<(String, String)> = vec![
-            ("host".into(), self.authority.clone()),
+            ("host".into(), self.endpoint.authority.clone()),
             ("accept".into(), "application/json, text/event-stream".into()),
         ];
         if body.is_some() {
