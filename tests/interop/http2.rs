@@ -89,7 +89,8 @@ async fn session_over(protocol: &str, addr: SocketAddr) -> (Answer, Answer) {
     let id = initialized.header("mcp-session-id").unwrap_or_else(|| panic!("{:?}", initialized.headers)).to_owned();
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     let accepted = curl(protocol, addr, Some(&id), &note).await;
-    assert!(accepted.status_line.ends_with("202"), "{}", accepted.status_line);
+    let expected = if protocol == "--http1.1" { "HTTP/1.1 202 Accepted" } else { "HTTP/2 202" };
+    assert_eq!(accepted.status_line, expected);
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"text": "over either protocol"}}});
     let called = curl(protocol, addr, Some(&id), &call).await;
@@ -141,4 +142,28 @@ async fn node_http2_runs_a_hundred_concurrent_calls_over_one_connection() {
     assert_eq!(report["sse"], 100, "{report}");
     // initialize, notifications/initialized and the 100 calls: 102 streams of one connection.
     assert_eq!(report["nextStreamId"], 2 * 102 + 1, "{report}");
+    // The documented default, as the server announced it.
+    assert_eq!(report["maxConcurrentStreams"], 256, "{report}");
+}
+
+#[tokio::test]
+async fn an_http2_header_list_over_the_limit_is_refused_and_the_listener_serves_on() {
+    let (_server, addr) = echo_http().await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}});
+    let with_header = |bytes: usize| {
+        let mut command = Command::new("curl");
+        command.args(["-sS", "-v", "-i", "--retry", "0", "--http2-prior-knowledge"]);
+        command.args(["-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream"]);
+        command.args(["-H", &format!("X-Big: {}", "x".repeat(bytes)), "--data-binary", &init.to_string()]);
+        command.arg(format!("http://{addr}/mcp")).kill_on_drop(true).output()
+    };
+    // 70 KB of header against the 64 KiB default: the stream is refused.
+    let refused = tokio::time::timeout(Duration::from_secs(30), with_header(70_000)).await.unwrap().unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("REFUSED_STREAM"));
+    // 30 KB is under it: served.
+    let served = tokio::time::timeout(Duration::from_secs(30), with_header(30_000)).await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&served.stdout);
+    assert!(text.starts_with("HTTP/2 200"), "{text}");
 }

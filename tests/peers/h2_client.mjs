@@ -8,7 +8,8 @@
 // at once, each on its own stream of the same connection, each answered as an SSE stream. Prints one
 // JSON line: {initStatus, protocol, session, calls, answered, sse, mismatched, nextStreamId} where
 // `answered` counts 200 answers whose SSE data carried the call's own id and text, and `nextStreamId`
-// is the connection's own HTTP/2 state (2k + 1 after k streams: every request went over it).
+// is the connection's own HTTP/2 state (2k + 1 after k streams: every request went over it), and
+// `maxConcurrentStreams` the limit the server announced in its SETTINGS.
 // Exit 0 when it ran (the counts are the result), 1 on a connection error.
 import http2 from 'node:http2';
 
@@ -88,6 +89,7 @@ process.stdout.write(
     sse,
     mismatched: n - answered,
     nextStreamId: session.state.nextStreamID,
+    maxConcurrentStreams: session.remoteSettings.maxConcurrentStreams,
   }) + '\n',
 );
 session.close();

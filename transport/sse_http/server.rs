@@ -245,7 +245,10 @@ pub struct HttpServerConfig {
     /// flow, not an error).
     pub http2_max_concurrent_streams: u32,
     /// The largest header list (decoded, names and values plus 32 bytes each, RFC 9113
-    /// §6.5.2) an HTTP/2 request may carry: 64 KiB; a larger one is refused with 431.
+    /// §6.5.2) an HTTP/2 request may carry: 64 KiB, announced in the server's SETTINGS. A
+    /// larger one's stream is refused (`RST_STREAM` `REFUSED_STREAM`, before anything of it
+    /// is handled); the connection's other streams go on. (HTTP/1.1's limit is hyper's: 100
+    /// headers, a 408 KiB head, else 431.)
     pub http2_max_header_list_size: u32,
     /// Where events are kept for resumption; `None` (the default) makes a
     /// [`MemoryEventStore`] of `event_store_capacity`.
