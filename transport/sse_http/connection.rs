@@ -159,10 +159,11 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_connection_that_says_nothing_or_ends_early_is_refused() {
+        // The client never writes: whatever the limit, it passes.
         let (_client, server) = tokio::io::duplex(64);
-        let error = sniff(server, Some(Duration::from_secs(30))).await.err().unwrap();
+        let error = sniff(server, Some(Duration::from_millis(20))).await.err().unwrap();
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
         let (mut client, server) = tokio::io::duplex(64);
         client.write_all(b"PRI * HT").await.unwrap();
