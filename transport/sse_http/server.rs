@@ -1331,10 +1331,8 @@ impl Transport for ServerTransport {
 
     fn principal(&self, request: &Id) -> Option<Arc<Principal>> {
         let held = self.session.routes.lock().expect("session lock").http_requests.get(request).cloned();
-        match held {
-            Some(parts) if parts.principal().is_some() => parts.principal_arc(),
-            _ => self.session.principal.lock().expect("session lock").clone(),
-        }
+        held.and_then(|parts| parts.principal_arc())
+            .or_else(|| self.session.principal.lock().expect("session lock").clone())
     }
 
     fn http_request(&self, request: &Id) -> Option<Arc<HttpRequestParts>> {

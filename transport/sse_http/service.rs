@@ -24,7 +24,7 @@
 //! does it): accept connections, TLS, HTTP/2, the head read timeout, the graceful wait for
 //! requests in flight at [`HttpServer::shutdown`](super::HttpServer::shutdown).
 //!
-//! The peer's address reaches handlers ([`HttpRequestParts::remote_addr`]) from a
+//! The peer's address reaches handlers ([`HttpRequestParts::remote_addr`](super::HttpRequestParts::remote_addr)) from a
 //! [`RemoteAddr`] in the request's extensions: [`HttpServer`](super::HttpServer) puts it there
 //! for each request; an application that mounts the Service inserts it itself (with axum:
 //! copy `ConnectInfo<SocketAddr>` into a `RemoteAddr` in a middleware, as examples/axum.rs
@@ -48,7 +48,7 @@ use super::server::{HttpServerConfig, ServerTransport, Shared};
 use super::HttpBody;
 
 /// The address of the peer that sent a request, as a request extension: the HTTP request
-/// context of handlers reads it ([`HttpRequestParts::remote_addr`]).
+/// context of handlers reads it ([`HttpRequestParts::remote_addr`](super::HttpRequestParts::remote_addr)).
 ///
 /// [`HttpServer`](super::HttpServer) inserts it into every request; a mounted
 /// [`HttpService`] sees one only if the application's stack inserted it.
