@@ -4,7 +4,8 @@
 //! address and the verified principal, and never the `Authorization` header; on a mounted
 //! `HttpService` driven with a body type of the caller's (no socket), the handler sees the
 //! extensions the application inserted, the address only when the application gave one, and
-//! the body cap holds for that body type.
+//! the body cap holds for that body type; resource, prompt and completion handlers see the
+//! headers of their request as tool handlers do.
 
 use crate::http_support;
 
@@ -170,4 +171,58 @@ async fn a_mounted_service_hands_the_apps_extensions_to_handlers_and_keeps_its_b
     foreign.headers_mut().insert("host", "evil.example".parse().unwrap());
     assert_eq!(service.handle(foreign).await.status(), 403);
     service.shutdown().await;
+}
+
+/// The `X-Tenant` header of a handler's HTTP request.
+fn tenant(http: Option<&mcpwire::transport::sse_http::HttpRequestParts>) -> String {
+    let value = http.and_then(|h| h.headers().get("x-tenant")).and_then(|v| v.to_str().ok());
+    value.unwrap_or("none").to_owned()
+}
+
+#[tokio::test]
+async fn resource_prompt_and_completion_handlers_see_the_request_too() {
+    use mcpwire::proto::mcp_types::{ContentBlock, Role};
+    use mcpwire::server::{prompt, prompt_argument, prompt_message, prompt_result, resource, text_contents};
+    use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+
+    let server = Server::builder()
+        .name("request-context")
+        .resource(resource("tenant://mine", "mine"), |req| {
+            let text = tenant(req.context().and_then(|c| c.http_request()));
+            async move { Ok(text_contents("tenant://mine", None, text)) }
+        })
+        .prompt(prompt("p", "", vec![prompt_argument("who", "", false)]), |req| {
+            let text = tenant(req.context().and_then(|c| c.http_request()));
+            async move { Ok(prompt_result(vec![prompt_message(Role::User, ContentBlock::text(text))])) }
+        })
+        .complete_prompt_argument("p", "who", |req| {
+            let text = tenant(req.http_request());
+            async move { Ok(vec![text]) }
+        })
+        .build()
+        .unwrap();
+    let http = server.serve_http(HttpServerConfig::default()).await.unwrap();
+    let config = HttpClientConfig::new(http.url()).header("X-Tenant", "acme");
+    let (peer, _) = http_support::client_peer(HttpClientTransport::new(config).unwrap(), "2025-11-25").await;
+    let ask = |method: &'static str, params: Value| {
+        let peer = peer.clone();
+        async move {
+            let body = mcpwire::proto::jsonrpc::Body::typed(params);
+            let answer = peer.request(method, Some(body), Default::default()).await.unwrap();
+            answer.decode::<Value>().unwrap()
+        }
+    };
+    let read = ask("resources/read", json!({"uri": "tenant://mine"})).await;
+    assert_eq!(read["contents"][0]["text"], "acme", "{read}");
+    let got = ask("prompts/get", json!({"name": "p", "arguments": {}})).await;
+    assert_eq!(got["messages"][0]["content"]["text"], "acme", "{got}");
+    let completed = ask(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "p"},
+        "argument": {"name": "who", "value": ""}}),
+    )
+    .await;
+    assert_eq!(completed["completion"]["values"], json!(["acme"]), "{completed}");
+    peer.close().await.unwrap();
+    http.shutdown().await;
 }
