@@ -443,6 +443,11 @@ impl<T: Transport> Transport for RecordingTransport<T> {
         self.inner.principal(request)
     }
 
+    #[cfg(feature = "http")]
+    fn http_request(&self, request: &Id) -> Option<std::sync::Arc<crate::transport::sse_http::HttpRequestParts>> {
+        self.inner.http_request(request)
+    }
+
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;
         if let Ok(Some(message)) = &received {

@@ -28,7 +28,7 @@ pub type CompleteFuture = Pin<Box<dyn Future<Output = Result<Vec<String>, ErrorO
 pub(crate) type CompleteFn = Arc<dyn Fn(CompletionRequest) -> CompleteFuture + Send + Sync>;
 
 /// What a completer is asked to complete.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CompletionRequest {
     /// The argument (or template variable) being completed.
@@ -37,6 +37,24 @@ pub struct CompletionRequest {
     pub value: String,
     /// The other arguments already resolved (`context.arguments`).
     pub context: BTreeMap<String, String>,
+    #[cfg(feature = "http")]
+    pub(crate) http: Option<std::sync::Arc<crate::transport::sse_http::HttpRequestParts>>,
+}
+
+impl PartialEq for CompletionRequest {
+    /// Equal argument, value and context (the HTTP request is no value).
+    fn eq(&self, other: &Self) -> bool {
+        (&self.argument, &self.value, &self.context) == (&other.argument, &other.value, &other.context)
+    }
+}
+
+impl CompletionRequest {
+    /// The HTTP request the `completion/complete` request arrived in, as
+    /// [`Context::http_request`](super::Context::http_request) gives it.
+    #[cfg(feature = "http")]
+    pub fn http_request(&self) -> Option<&crate::transport::sse_http::HttpRequestParts> {
+        self.http.as_deref()
+    }
 }
 
 /// The `candidates` that start with `value`, ignoring ASCII case, in their order.
@@ -136,6 +154,8 @@ pub(crate) fn resolve(
         argument: params.argument.name.clone(),
         value: params.argument.value.clone(),
         context: params.context.as_ref().and_then(|c| c.arguments.clone()).unwrap_or_default(),
+        #[cfg(feature = "http")]
+        http: None,
     };
     Ok((completer, request))
 }

@@ -282,6 +282,9 @@ pub struct Context {
     pub(crate) task: Option<TaskLink>,
     /// Who the request's verified access token speaks for (a protected HTTP server only).
     pub(crate) principal: Option<Arc<crate::auth::Principal>>,
+    /// The HTTP request the request arrived in (the HTTP server's transports only).
+    #[cfg(feature = "http")]
+    pub(crate) http: Option<Arc<crate::transport::sse_http::HttpRequestParts>>,
 }
 
 impl fmt::Debug for Context {
@@ -303,6 +306,18 @@ impl Context {
     /// The token itself is never kept.
     pub fn principal(&self) -> Option<&crate::auth::Principal> {
         self.principal.as_deref()
+    }
+
+    /// The HTTP request this request arrived in: its headers, the extensions the
+    /// application's middleware inserted (`ctx.http_request()?.extensions().get::<User>()`),
+    /// the peer's address where known and the verified principal. `Some` on the HTTP server's
+    /// transports (Streamable HTTP in every era, the legacy HTTP+SSE transport, a mounted
+    /// [`HttpService`](crate::transport::sse_http::HttpService)); `None` over stdio and in
+    /// process. A 2026-07-28 request carries its own POST; a request of a handshake-era
+    /// session the POST it arrived on (see [`crate::transport::sse_http::request_context`]).
+    #[cfg(feature = "http")]
+    pub fn http_request(&self) -> Option<&crate::transport::sse_http::HttpRequestParts> {
+        self.http.as_deref()
     }
 
     /// The id of the `tools/call` request.

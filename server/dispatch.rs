@@ -305,6 +305,8 @@ impl Dispatcher {
             cancel,
             task,
             principal: peer.transport().principal(id),
+            #[cfg(feature = "http")]
+            http: peer.transport().http_request(id),
         };
         (context, canceller)
     }

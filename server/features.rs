@@ -244,6 +244,8 @@ impl Dispatcher {
             Ok(resolved) => resolved,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
+        #[cfg(feature = "http")]
+        let request = completion::CompletionRequest { http: peer.transport().http_request(&id), ..request };
         self.answer_later(peer, id, era, async move {
             let values = match completer {
                 Some(completer) => completer(request).await?,

@@ -465,6 +465,21 @@ impl Server {
         HttpServer::serve_on(listener, config, self.session_app()).await
     }
 
+    /// This server as a `tower` Service an application mounts in its own HTTP stack (axum,
+    /// hyper-util, tower layers): every HTTP session served by this server, with the guards of
+    /// `config` (see [`HttpService`](crate::transport::sse_http::HttpService)). Handlers
+    /// read the request through [`Context::http_request`].
+    ///
+    /// # Errors
+    /// When the configuration is invalid, or its session store cannot be reached.
+    #[cfg(feature = "http")]
+    pub async fn http_service(
+        &self,
+        config: HttpServerConfig,
+    ) -> std::io::Result<crate::transport::sse_http::HttpService> {
+        crate::transport::sse_http::HttpService::new(config, self.session_app()).await
+    }
+
     #[cfg(feature = "http")]
     fn session_app(&self) -> impl Fn(ServerTransport) -> crate::transport::task::TaskFuture + Send + Sync + 'static {
         let server = self.clone();

@@ -35,6 +35,8 @@ trait ErasedTransport: Send + Sync + 'static {
     fn outlives_its_input(&self) -> bool;
     fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>>;
     fn principal(&self, request: &Id) -> Option<Arc<Principal>>;
+    #[cfg(feature = "http")]
+    fn http_request(&self, request: &Id) -> Option<Arc<super::sse_http::HttpRequestParts>>;
     fn related_request(&self, incoming: &Id) -> Option<Id>;
     fn recv(&self) -> BoxFuture<'_, Result<Option<Message>, TransportError>>;
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>>;
@@ -64,6 +66,11 @@ impl<T: Transport> ErasedTransport for T {
 
     fn principal(&self, request: &Id) -> Option<Arc<Principal>> {
         Transport::principal(self, request)
+    }
+
+    #[cfg(feature = "http")]
+    fn http_request(&self, request: &Id) -> Option<Arc<super::sse_http::HttpRequestParts>> {
+        Transport::http_request(self, request)
     }
 
     fn related_request(&self, incoming: &Id) -> Option<Id> {
@@ -144,6 +151,11 @@ impl Transport for BoxTransport {
 
     fn principal(&self, request: &Id) -> Option<Arc<Principal>> {
         self.0.principal(request)
+    }
+
+    #[cfg(feature = "http")]
+    fn http_request(&self, request: &Id) -> Option<Arc<super::sse_http::HttpRequestParts>> {
+        self.0.http_request(request)
     }
 
     fn related_request(&self, incoming: &Id) -> Option<Id> {

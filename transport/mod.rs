@@ -310,6 +310,16 @@ pub trait Transport: Send + Sync + 'static {
         None
     }
 
+    /// The HTTP request that carried the peer's request `request` (its headers, the
+    /// application's extensions, the peer's address, the verified principal), on the HTTP
+    /// server's transports until `request` is answered; `None` for the others. Which request
+    /// that is in each era: [`sse_http::request_context`].
+    #[cfg(feature = "http")]
+    fn http_request(&self, request: &crate::proto::jsonrpc::Id) -> Option<std::sync::Arc<sse_http::HttpRequestParts>> {
+        let _ = request;
+        None
+    }
+
     /// Our request that the peer's request `incoming` was sent on behalf of, when the transport
     /// can tell: Streamable HTTP, for a request that arrived on the SSE stream answering the
     /// POST of one of ours (servers send requests related to a client request on that

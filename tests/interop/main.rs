@@ -8,6 +8,8 @@ mod http_support;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod axum_app;
+mod http2;
 mod http_interop;
 mod interop_clients;
 mod interop_eras;

@@ -12,7 +12,8 @@ falls back to `initialize` on an error, so the first output line tells which han
 "capabilities":...}. Then it lists tools and runs the steps in env MCP_SCRIPT (a JSON array) or the
 default steps (echo {text}, add {a,b}, a tool that does not exist); step syntax and output lines are
 those of ts_client.mjs. Exit 0 when the script ran (errors from the server are data), 1 when it could
-not connect, 2 on bad usage.
+not connect, 2 on bad usage. With env MCP_HTTP_HEADERS (a JSON object), Streamable HTTP requests carry
+those headers too.
 """
 
 import json
@@ -63,6 +64,13 @@ def server_target(argv: list[str]):
     StdioServerParameters (spawned with stdio_client)."""
     opts, cmd = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
     if len(opts) == 2 and opts[0] == "--url":
+        if os.environ.get("MCP_HTTP_HEADERS"):
+            # Extra request headers (a JSON object), e.g. what an app's own auth middleware reads.
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            http = create_mcp_http_client(headers=json.loads(os.environ["MCP_HTTP_HEADERS"]))
+            return streamable_http_client(opts[1], http_client=http)
         return opts[1]
     if len(opts) == 2 and opts[0] == "--sse":
         return sse_client(opts[1])

@@ -25,7 +25,8 @@
 // sampled text is "sampled by L", the elicitation answer {"action":"accept","content":{"name":L}}.
 // One JSON line per step: {"step":...,"ok":true,"result":...} or {"step":...,"ok":false,"error":{code,message}}.
 // Exit 0 when the script ran (errors from the server are data), 1 when it could not connect, 2 on bad usage.
-// With env MCP_BEARER_TOKEN set, HTTP requests carry `Authorization: Bearer <token>` (requestInit).
+// With env MCP_BEARER_TOKEN set, HTTP requests carry `Authorization: Bearer <token>` (requestInit);
+// with env MCP_HTTP_HEADERS (a JSON object) they carry those headers too.
 // The SDK is loaded from MCP_TS_SDK_DIR (node_modules holding @modelcontextprotocol/sdk; see peers.env).
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
@@ -72,7 +73,9 @@ function resumptionTrackingFetch(url, init) {
 
 function makeTransport(argv, trackResumption) {
   const token = process.env.MCP_BEARER_TOKEN;
-  let options = token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined;
+  // MCP_HTTP_HEADERS: extra request headers (a JSON object), e.g. what an app's own auth middleware reads.
+  const headers = { ...JSON.parse(process.env.MCP_HTTP_HEADERS || '{}'), ...(token ? { Authorization: `Bearer ${token}` } : {}) };
+  let options = Object.keys(headers).length ? { requestInit: { headers } } : undefined;
   if (trackResumption) options = { ...options, fetch: resumptionTrackingFetch };
   const i = argv.indexOf('--');
   const opts = i < 0 ? argv : argv.slice(0, i);

@@ -30,3 +30,42 @@ async fn https_round_trip_with_a_generated_certificate() {
     assert!(untrusting.send(init.into()).await.is_err());
     server.shutdown().await;
 }
+
+/// curl's status line for an initialize POSTed over https, letting ALPN choose the protocol.
+async fn curl_status_over_tls(port: u16) -> String {
+    let init = initialize_body("2025-11-25");
+    let output = tokio::process::Command::new("curl")
+        .args(["-sS", "-i", "-k", "--http2", "-H", "Content-Type: application/json"])
+        .args(["-H", "Accept: application/json, text/event-stream", "--data-binary", &init])
+        .arg(format!("https://localhost:{port}/mcp"))
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(std::time::Duration::from_secs(30), output).await.unwrap().unwrap();
+    assert!(output.status.success(), "curl: {}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("\"serverInfo\""), "{text}");
+    text.lines().next().unwrap().trim().to_owned()
+}
+
+#[tokio::test]
+async fn https_offers_h2_by_alpn_beside_http1_and_only_http1_when_http2_is_off() {
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert_pem, key_pem) = (generated.cert.pem(), generated.key_pair.serialize_pem());
+    let server_tls = tls::server_config_from_pem(cert_pem.as_bytes(), key_pem.as_bytes()).unwrap();
+    let server = HttpServer::bind(HttpServerConfig::default().tls(server_tls.clone()), serve_echo).await.unwrap();
+    // curl offers h2 and http/1.1; the server picks h2.
+    assert_eq!(curl_status_over_tls(server.local_addr().port()).await, "HTTP/2 200");
+    // Our client offers http/1.1 alone, on the same listener.
+    let url = format!("https://localhost:{}/mcp", server.local_addr().port());
+    let root = tls::certificates_from_pem(cert_pem.as_bytes()).unwrap().remove(0);
+    let transport = HttpClientTransport::new(HttpClientConfig::new(url).add_root_certificate(root)).unwrap();
+    let (peer, _) = client_peer(transport, "2025-11-25").await;
+    assert_eq!(call(&peer, "echo", json!({"text": "h1 beside h2"})).await["content"][0]["text"], "h1 beside h2");
+    peer.close().await.unwrap();
+    server.shutdown().await;
+
+    let http1_only = HttpServerConfig::default().tls(server_tls).http2(false);
+    let server = HttpServer::bind(http1_only, serve_echo).await.unwrap();
+    assert_eq!(curl_status_over_tls(server.local_addr().port()).await, "HTTP/1.1 200 OK");
+    server.shutdown().await;
+}

@@ -15,6 +15,7 @@ mod http_client_authorizer;
 mod http_client_stateless;
 mod http_oauth;
 mod http_principal;
+mod http_request_context;
 mod http_server;
 mod http_server_auth;
 mod http_stateless_server;

@@ -2,9 +2,15 @@
 //! transport (2024-11-05), client and server, on hyper 1; https through rustls with the `tls`
 //! feature.
 //!
-//! - [`server`]: [`HttpServer`] accepts connections and turns every MCP session into a
-//!   [`ServerTransport`] handed to the application, so the session and server layers run over
-//!   HTTP unchanged. It also speaks the legacy transport (`GET /sse` + `POST /message`).
+//! - [`server`]: [`HttpServer`] accepts connections (HTTP/1.1 and HTTP/2) and turns every MCP
+//!   session into a [`ServerTransport`] handed to the application, so the session and server
+//!   layers run over HTTP unchanged. It also speaks the legacy transport (`GET /sse` +
+//!   `POST /message`).
+//! - [`service`]: the same server as a `tower` Service, [`HttpService`], that an application
+//!   mounts in its own stack (axum, hyper-util, tower layers).
+//! - [`request_context`]: the HTTP request a handler's request came in
+//!   ([`HttpRequestParts`]: headers, the application's extensions, the peer's address, the
+//!   verified principal).
 //! - [`client`]: [`HttpClientTransport`] POSTs every message, reads JSON and SSE replies, keeps
 //!   the session, opens the standalone GET stream, resumes dropped streams with
 //!   `Last-Event-ID`, and falls back to the legacy transport for old servers.
@@ -22,7 +28,7 @@
 //! (and its 2025-03-26 and 2024-11-05 predecessors for batches and the legacy transport).
 //! Not here: what messages mean (the session and server layers), how tokens are verified
 //! ([`crate::auth`]), the client's OAuth flows (the client transport only asks an
-//! [`Authorizer`] for credentials; the flows live in `client::oauth`), HTTP/2.
+//! [`Authorizer`] for credentials; the flows live in `client::oauth`), HTTP/2 on the client.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -39,12 +45,15 @@ pub mod authorizer;
 pub mod bearer;
 mod buffers;
 pub mod client;
+mod connection;
 pub mod event_store;
 #[cfg(feature = "redis")]
 pub mod redis_store;
+pub mod request_context;
 pub mod request_headers;
 pub mod routes;
 pub mod server;
+pub mod service;
 pub mod session_store;
 #[cfg(feature = "tls")]
 pub mod tls;
@@ -54,8 +63,10 @@ pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
 pub use bearer::BearerToken;
 pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEvent};
+pub use request_context::HttpRequestParts;
 pub use routes::RouteResponse;
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
+pub use service::{HttpService, RemoteAddr};
 pub use session_store::{
     MemorySessionStore, RelayKind, Relayed, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture,
 };
@@ -71,8 +82,8 @@ pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static(SESSION_ID_HEA
 pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(PROTOCOL_VERSION_HEADER);
 pub(crate) const LAST_EVENT_ID: HeaderName = HeaderName::from_static(LAST_EVENT_ID_HEADER);
 
-/// The body type of every response and request we build.
-pub(crate) type HttpBody = BoxBody<Bytes, Infallible>;
+/// The body type of every response and request we build: what [`HttpService`] answers with.
+pub type HttpBody = BoxBody<Bytes, Infallible>;
 
 pub(crate) fn full(bytes: impl Into<Bytes>) -> HttpBody {
     http_body_util::Full::new(bytes.into()).boxed()

@@ -77,7 +77,10 @@
 //! token that opened it expires (`token_expiry.rs`): the client reconnects with a fresh
 //! token and resumes with `Last-Event-ID`.
 //!
-//! Not here: verifying tokens ([`crate::auth`]), HTTP/2, what the messages mean.
+//! The listener ([`HttpServer`]) serves HTTP/1.1 and HTTP/2 on one port; the same handling is
+//! the [`HttpService`] an application mounts in its own stack ([`super::service`]).
+//!
+//! Not here: verifying tokens ([`crate::auth`]), what the messages mean.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -90,7 +93,6 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper::header::{
     HeaderName, HeaderValue, ACCEPT, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN,
     WWW_AUTHENTICATE,
@@ -101,8 +103,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
 use super::bearer::{self, BearerToken, Verdict};
+use super::connection;
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
+use super::request_context::HttpRequestParts;
 use super::routes::{self, Route, RouteResponse};
+use super::service::{HttpService, RemoteAddr, RequestBody};
 use super::session_store::{changes_state, RelayKind, Relayed, SessionRecord, SessionStore, StoreError};
 use super::token_expiry;
 use super::{
@@ -229,6 +234,22 @@ pub struct HttpServerConfig {
     pub body_read_timeout: Option<Duration>,
     /// Queue depths of transports and streams (see [`Limits`]).
     pub limits: Limits,
+    /// HTTP/2 beside HTTP/1.1 on the listener: on. Told apart by the connection's first bytes
+    /// (h2c with prior knowledge; over TLS, the `h2` a client chose by ALPN, which the
+    /// listener then offers). No h2c upgrade from HTTP/1.1 (`Upgrade: h2c`): prior knowledge
+    /// only, as curl's `--http2-prior-knowledge` and gRPC clients speak it. Off: HTTP/1.1 alone
+    /// (and ALPN offers only `http/1.1`).
+    pub http2: bool,
+    /// The most streams (requests) a client may have open at once on one HTTP/2 connection:
+    /// 256. Each open SSE answer holds one; a client past it waits for one to end (the h2
+    /// flow, not an error).
+    pub http2_max_concurrent_streams: u32,
+    /// The largest header list (decoded, names and values plus 32 bytes each, RFC 9113
+    /// §6.5.2) an HTTP/2 request may carry: 64 KiB, announced in the server's SETTINGS. A
+    /// larger one's stream is refused (`RST_STREAM` `REFUSED_STREAM`, before anything of it
+    /// is handled); the connection's other streams go on. (HTTP/1.1's limit is hyper's: 100
+    /// headers, a 408 KiB head, else 431.)
+    pub http2_max_header_list_size: u32,
     /// Where events are kept for resumption; `None` (the default) makes a
     /// [`MemoryEventStore`] of `event_store_capacity`.
     pub event_store: Option<Arc<dyn EventStore>>,
@@ -282,6 +303,9 @@ impl Default for HttpServerConfig {
             header_read_timeout: Some(Duration::from_secs(30)),
             body_read_timeout: Some(Duration::from_secs(30)),
             limits: Limits::default(),
+            http2: true,
+            http2_max_concurrent_streams: 256,
+            http2_max_header_list_size: 64 * 1024,
             event_store: None,
             session_store: None,
             versions: ProtocolVersion::ALL.to_vec(),
@@ -444,6 +468,24 @@ impl HttpServerConfig {
         self
     }
 
+    /// HTTP/2 on or off (see [`HttpServerConfig::http2`]).
+    pub fn http2(mut self, on: bool) -> Self {
+        self.http2 = on;
+        self
+    }
+
+    /// Another limit of streams open at once per HTTP/2 connection.
+    pub fn http2_max_concurrent_streams(mut self, streams: u32) -> Self {
+        self.http2_max_concurrent_streams = streams;
+        self
+    }
+
+    /// Another limit of an HTTP/2 request's header list, in bytes.
+    pub fn http2_max_header_list_size(mut self, bytes: u32) -> Self {
+        self.http2_max_header_list_size = bytes;
+        self
+    }
+
     /// Serve https.
     #[cfg(feature = "tls")]
     pub fn tls(mut self, config: Arc<rustls::ServerConfig>) -> Self {
@@ -535,7 +577,7 @@ impl HttpServerConfig {
     }
 }
 
-type App = Arc<dyn Fn(ServerTransport) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+pub(super) type App = Arc<dyn Fn(ServerTransport) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 /// What is sent to one live SSE connection (or JSON collector): an event id and the data.
 type Outgoing = (Option<String>, Bytes);
@@ -695,9 +737,9 @@ struct Routes {
     progress: HashMap<String, Id>,
     /// POST streams, oldest first, kept for resumption (at most [`KEPT_STREAMS`]).
     streams: VecDeque<Arc<Stream>>,
-    /// Request id → the principal of the HTTP request that carried it, until it is answered
-    /// (protected servers).
-    principals: HashMap<Id, Arc<Principal>>,
+    /// Request id → the HTTP request that carried it (with its verified principal), until it
+    /// is answered.
+    http_requests: HashMap<Id, Arc<HttpRequestParts>>,
 }
 
 /// Header names (lowercase) and values, in the order received.
@@ -824,15 +866,23 @@ impl Session {
         true
     }
 
-    /// Keeps the principal of `req` as that of each request in `messages` until it is
-    /// answered: a handler then sees the token its own request came with, not the latest
-    /// one of its session.
-    fn hold_principals<B>(&self, req: &Request<B>, messages: &[Message]) {
-        let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>() else { return };
+    /// Keeps `req` (its head, with the principal of its token) as the HTTP request of each
+    /// request in `messages` until it is answered: a handler then sees the request and the
+    /// token its own request came with, not the latest ones of its session.
+    fn hold_requests<B>(&self, req: &Request<B>, messages: &[Message]) {
+        if !messages.iter().any(|m| matches!(m, Message::Request(_))) {
+            return;
+        }
+        let principal = req.extensions().get::<Authenticated>().map(|a| a.0.clone());
+        let checked = self
+            .shared
+            .upgrade()
+            .is_some_and(|shared| shared.config.protected_resource.is_some() || shared.config.bearer_token.is_some());
+        let parts = Arc::new(HttpRequestParts::of(req, principal, checked));
         let mut routes = self.routes.lock().expect("session lock");
         for message in messages {
             if let Message::Request(request) = message {
-                routes.principals.insert(request.id.clone(), principal.clone());
+                routes.http_requests.insert(request.id.clone(), parts.clone());
             }
         }
     }
@@ -1063,7 +1113,7 @@ impl Session {
                 _ => None,
             };
             if let Some(id) = &answered {
-                routes.principals.remove(id);
+                routes.http_requests.remove(id);
             }
             if let Some(id) = answered {
                 match routes.requests.remove(&id) {
@@ -1280,8 +1330,13 @@ impl Transport for ServerTransport {
     }
 
     fn principal(&self, request: &Id) -> Option<Arc<Principal>> {
-        let held = self.session.routes.lock().expect("session lock").principals.get(request).cloned();
-        held.or_else(|| self.session.principal.lock().expect("session lock").clone())
+        let held = self.session.routes.lock().expect("session lock").http_requests.get(request).cloned();
+        held.and_then(|parts| parts.principal_arc())
+            .or_else(|| self.session.principal.lock().expect("session lock").clone())
+    }
+
+    fn http_request(&self, request: &Id) -> Option<Arc<HttpRequestParts>> {
+        self.session.routes.lock().expect("session lock").http_requests.get(request).cloned()
     }
 
     fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
@@ -1299,8 +1354,8 @@ impl Transport for ServerTransport {
     }
 }
 
-struct Shared {
-    config: HttpServerConfig,
+pub(super) struct Shared {
+    pub(super) config: HttpServerConfig,
     store: Arc<dyn EventStore>,
     /// `<8 hex digits>-` naming this server's streams when sessions are shared; empty otherwise.
     stream_prefix: String,
@@ -1312,6 +1367,77 @@ struct Shared {
 }
 
 impl Shared {
+    /// Checks `config`, builds the sessions' table and starts their background work (idle
+    /// expiry; with a session store, the relays and the sessions ended elsewhere), which runs
+    /// until `stopped` changes or its sender is dropped.
+    pub(super) async fn start(
+        config: HttpServerConfig,
+        app: App,
+        stopped: watch::Receiver<bool>,
+    ) -> std::io::Result<Arc<Shared>> {
+        if let Some(why) = config.invalid() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+        }
+        let store: Arc<dyn EventStore> =
+            config.event_store.clone().unwrap_or_else(|| Arc::new(MemoryEventStore::new(config.event_store_capacity)));
+        let stream_prefix = match config.session_store {
+            Some(_) => format!("{}-", &random_id()[..8]),
+            None => String::new(),
+        };
+        let replica = stream_prefix.trim_end_matches('-').to_owned();
+        let relayed = match &config.session_store {
+            Some(sessions) => sessions.relayed(&replica).await.map_err(|e| std::io::Error::other(e.to_string()))?,
+            None => None,
+        };
+        let shared = Arc::new(Shared {
+            config,
+            store,
+            replica,
+            stream_prefix,
+            sessions: Mutex::new(HashMap::new()),
+            app,
+            shutting_down: AtomicBool::new(false),
+        });
+        crate::transport::task::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
+        if let Some(ended) = shared.config.session_store.as_ref().and_then(|s| s.ended_elsewhere()) {
+            crate::transport::task::spawn(end_sessions_ended_elsewhere(
+                Arc::downgrade(&shared),
+                ended,
+                stopped.clone(),
+            ));
+        }
+        if let Some(relayed) = relayed {
+            crate::transport::task::spawn(take_relayed(Arc::downgrade(&shared), relayed, stopped));
+        }
+        Ok(shared)
+    }
+
+    pub(super) fn session_count(&self) -> usize {
+        self.sessions.lock().expect("sessions lock").len()
+    }
+
+    /// New requests get 503 from now on; the standalone streams and the legacy sessions end
+    /// (nothing would ever end them), the POST streams in flight go on.
+    pub(super) async fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        let sessions: Vec<Arc<Session>> = self.sessions.lock().expect("sessions lock").values().cloned().collect();
+        for session in &sessions {
+            if session.legacy {
+                session.close().await;
+            } else {
+                session.standalone.detach().await;
+            }
+        }
+    }
+
+    /// Ends every session held here (other replicas go on serving a shared session).
+    pub(super) async fn end_sessions(&self) {
+        let sessions: Vec<Arc<Session>> = self.sessions.lock().expect("sessions lock").values().cloned().collect();
+        for session in sessions {
+            session.end(self.forget_when_gone_here(false)).await;
+        }
+    }
+
     /// A new session, kept in the table when `keep` (`None` when the table holds
     /// [`HttpServerConfig::max_sessions`] already: nothing was started).
     fn new_session(self: &Arc<Self>, legacy: bool, json: bool, keep: bool) -> Option<(Arc<Session>, ServerTransport)> {
@@ -1393,13 +1519,14 @@ impl Shared {
     }
 }
 
-/// A running HTTP server. Dropping it does not stop it: call [`HttpServer::shutdown`].
+/// A running HTTP server: a listener whose connections are served by an [`HttpService`]
+/// (HTTP/1.1 and HTTP/2 on the same port, see [`HttpServerConfig::http2`]). Dropping it does
+/// not stop it: call [`HttpServer::shutdown`].
 pub struct HttpServer {
     addr: SocketAddr,
     path: String,
     tls: bool,
-    shared: Arc<Shared>,
-    stop: watch::Sender<bool>,
+    service: HttpService,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -1443,49 +1570,15 @@ impl HttpServer {
         F: Fn(ServerTransport) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        if let Some(why) = config.invalid() {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
-        }
         let addr = listener.local_addr()?;
-        let store: Arc<dyn EventStore> =
-            config.event_store.clone().unwrap_or_else(|| Arc::new(MemoryEventStore::new(config.event_store_capacity)));
         #[cfg(feature = "tls")]
         let tls = config.tls.is_some();
         #[cfg(not(feature = "tls"))]
         let tls = false;
         let path = config.path.clone();
-        let stream_prefix = match config.session_store {
-            Some(_) => format!("{}-", &random_id()[..8]),
-            None => String::new(),
-        };
-        let replica = stream_prefix.trim_end_matches('-').to_owned();
-        let relayed = match &config.session_store {
-            Some(sessions) => sessions.relayed(&replica).await.map_err(|e| std::io::Error::other(e.to_string()))?,
-            None => None,
-        };
-        let shared = Arc::new(Shared {
-            config,
-            store,
-            replica,
-            stream_prefix,
-            sessions: Mutex::new(HashMap::new()),
-            app: Arc::new(move |t| Box::pin(app(t))),
-            shutting_down: AtomicBool::new(false),
-        });
-        let (stop, stopped) = watch::channel(false);
-        crate::transport::task::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
-        if let Some(ended) = shared.config.session_store.as_ref().and_then(|s| s.ended_elsewhere()) {
-            crate::transport::task::spawn(end_sessions_ended_elsewhere(
-                Arc::downgrade(&shared),
-                ended,
-                stopped.clone(),
-            ));
-        }
-        if let Some(relayed) = relayed {
-            crate::transport::task::spawn(take_relayed(Arc::downgrade(&shared), relayed, stopped.clone()));
-        }
-        let task = crate::transport::task::spawn(accept_loop(listener, shared.clone(), stopped));
-        Ok(HttpServer { addr, path, tls, shared, stop, task })
+        let service = HttpService::new(config, app).await?;
+        let task = crate::transport::task::spawn(accept_loop(listener, service.clone()));
+        Ok(HttpServer { addr, path, tls, service, task })
     }
 
     /// The address listened on.
@@ -1500,30 +1593,39 @@ impl HttpServer {
 
     /// The legacy transport's stream URL, e.g. `http://127.0.0.1:41234/sse`.
     pub fn legacy_url(&self) -> String {
-        format!("{}://{}{}", if self.tls { "https" } else { "http" }, self.addr, self.shared.config.legacy_sse_path)
+        let legacy = &self.service.shared().config.legacy_sse_path;
+        format!("{}://{}{}", if self.tls { "https" } else { "http" }, self.addr, legacy)
     }
 
     /// Sessions currently open.
     pub fn session_count(&self) -> usize {
-        self.shared.sessions.lock().expect("sessions lock").len()
+        self.service.session_count()
+    }
+
+    /// The Service behind the listener: the same sessions, for requests the application
+    /// receives some other way.
+    pub fn service(&self) -> &HttpService {
+        &self.service
     }
 
     /// Graceful shutdown: stops accepting connections, ends the standalone and legacy streams,
     /// waits up to the grace period for requests in flight to be answered, then ends every
     /// session (their transports' `recv` returns `None`).
     pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
+        self.service.stop();
         let _ = self.task.await;
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+async fn accept_loop(listener: TcpListener, service: HttpService) {
+    let mut stopped = service.stopped();
+    let shared = service.shared().clone();
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut http = hyper::server::conn::http1::Builder::new();
-    // Without a timer hyper applies no header read timeout at all.
-    http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(shared.config.header_read_timeout);
+    let builders = Arc::new(connection::Builders::new(&shared.config));
+    #[cfg(feature = "tls")]
+    let tls = shared.config.tls.clone().map(|config| super::tls::offer_h2(config, shared.config.http2));
     loop {
-        let (tcp, _) = tokio::select! {
+        let (tcp, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
                 Err(_) => {
@@ -1535,42 +1637,54 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
         };
         let _ = tcp.set_nodelay(true);
         let service_shared = shared.clone();
-        let service = hyper::service::service_fn(move |req| {
+        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
             let shared = service_shared.clone();
+            let (mut parts, body) = req.into_parts();
+            parts.extensions.insert(RemoteAddr(remote));
+            let req = Request::from_parts(parts, RequestBody::from(body));
             async move { Ok::<_, Infallible>(handle(shared, req).await) }
         });
+        let watcher = graceful.watcher();
+        let builders = builders.clone();
         #[cfg(feature = "tls")]
-        if let Some(tls) = shared.config.tls.clone() {
-            let watcher = graceful.watcher();
-            let http = http.clone();
+        if let Some(tls) = tls.clone() {
             crate::transport::task::spawn(async move {
                 let acceptor = tokio_rustls::TlsAcceptor::from(tls);
                 let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await else {
                     return;
                 };
-                let conn = http.serve_connection(TokioIo::new(stream), service);
-                let _ = watcher.watch(conn).await;
+                serve_connection(stream, service, &builders, watcher).await;
             });
             continue;
         }
-        let conn = http.serve_connection(TokioIo::new(tcp), service);
-        tokio::spawn(graceful.watch(conn));
+        crate::transport::task::spawn(async move { serve_connection(tcp, service, &builders, watcher).await });
     }
     drop(listener);
-    shared.shutting_down.store(true, Ordering::Release);
-    let sessions: Vec<Arc<Session>> = shared.sessions.lock().expect("sessions lock").values().cloned().collect();
-    for session in &sessions {
-        if session.legacy {
-            session.close().await;
-        } else {
-            session.standalone.detach().await;
-        }
-    }
+    shared.begin_shutdown().await;
     let _ = tokio::time::timeout(shared.config.shutdown_grace, graceful.shutdown()).await;
-    let sessions: Vec<Arc<Session>> = shared.sessions.lock().expect("sessions lock").values().cloned().collect();
-    for session in sessions {
-        // Other replicas go on serving a shared session.
-        session.end(shared.forget_when_gone_here(false)).await;
+    shared.end_sessions().await;
+}
+
+/// Serves one connection as HTTP/1.1 or HTTP/2, as its first bytes say (`connection.rs`).
+async fn serve_connection<IO, S>(
+    io: IO,
+    service: S,
+    builders: &connection::Builders,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = HttpBody> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let Ok((is_h2, io)) = connection::sniff(io, builders.sniff_timeout).await else { return };
+    match &builders.http2 {
+        Some(http2) if is_h2 => {
+            let _ = watcher.watch(http2.serve_connection(TokioIo::new(io), service)).await;
+        }
+        _ => {
+            let _ = watcher.watch(builders.http1.serve_connection(TokioIo::new(io), service)).await;
+        }
     }
 }
 
@@ -1780,9 +1894,11 @@ fn origin_allowed(config: &HttpServerConfig, origin: &str) -> bool {
     }
 }
 
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+pub(super) async fn handle(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
     let config = &shared.config;
-    if !host_allowed(config, header(&req, HOST)) {
+    // HTTP/2 carries `:authority` in the URI rather than a `Host` header.
+    let host = header(&req, HOST).or_else(|| req.uri().authority().map(|a| a.as_str()));
+    if !host_allowed(config, host) {
         return rpc_error(StatusCode::FORBIDDEN, TRANSPORT_ERROR, "Forbidden: Host not allowed");
     }
     if let Some(origin) = header(&req, ORIGIN) {
@@ -1998,7 +2114,7 @@ fn method_not_allowed(shared: &Shared) -> Response<HttpBody> {
 }
 
 /// Reads the body up to the cap: `Err` is the response to send instead.
-async fn read_body(shared: &Shared, body: Incoming) -> Result<Bytes, Response<HttpBody>> {
+async fn read_body(shared: &Shared, body: RequestBody) -> Result<Bytes, Response<HttpBody>> {
     let limited = http_body_util::Limited::new(body, shared.config.max_body_bytes);
     let collected = match shared.config.body_read_timeout {
         Some(limit) => match tokio::time::timeout(limit, limited.collect()).await {
@@ -2178,7 +2294,7 @@ fn session_header_value(id: &str) -> HeaderValue {
     HeaderValue::from_str(id).expect("session ids are visible ascii")
 }
 
-async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
     let accept = header(&req, ACCEPT).unwrap_or("");
     if !accepts(accept, "application/json") || !accepts(accept, "text/event-stream") {
         return rpc_error(
@@ -2224,7 +2340,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
         *session.version.lock().expect("session lock") = Some(version);
         session.bind_principal(&req_head);
         crate::transport::task::spawn((shared.app)(transport));
-        session.hold_principals(&req_head, &messages);
+        session.hold_requests(&req_head, &messages);
         let response = dispatch(&shared, &session, messages, Some(version)).await;
         // An SSE answer ends the session when its stream ends.
         if !is_event_stream(&response) {
@@ -2267,7 +2383,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 session.imply_initialized(&mut messages);
             }
             session.touch();
-            session.hold_principals(&req_head, &messages);
+            session.hold_requests(&req_head, &messages);
             let mut response = dispatch(&shared, &session, messages, version).await;
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
             response
@@ -2305,7 +2421,7 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 *session.record.lock().expect("session lock") = Some(record);
             }
             crate::transport::task::spawn((shared.app)(transport));
-            session.hold_principals(&req_head, &messages);
+            session.hold_requests(&req_head, &messages);
             let mut response = dispatch(&shared, &session, messages, requested).await;
             if response.status().is_success() {
                 response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
@@ -2398,6 +2514,7 @@ async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8
     *session.version.lock().expect("session lock") = Some(version);
     *session.param_headers.lock().expect("session lock") = Some((request.id.clone(), param_headers));
     session.bind_principal(req);
+    session.hold_requests(req, std::slice::from_ref(&message));
     crate::transport::task::spawn((shared.app)(transport));
     // A client that goes away before the answer cancels its request (2026-07-28
     // "Cancellation"): hyper drops this future, and the guard ends the session.
@@ -2765,7 +2882,7 @@ fn is_per_request_version<B>(req: &Request<B>) -> bool {
         .is_some_and(|v| !v.has_initialize_handshake())
 }
 
-async fn get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+async fn get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
     if shared.config.stateless || !shared.config.standalone_get || is_per_request_version(&req) {
         return method_not_allowed(&shared);
     }
@@ -2895,7 +3012,7 @@ async fn resume_elsewhere(
     }
 }
 
-async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+async fn delete(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
     if shared.config.stateless || is_per_request_version(&req) {
         return method_not_allowed(&shared);
     }
@@ -2926,7 +3043,7 @@ async fn delete(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
 
 /// Legacy HTTP+SSE (2024-11-05): a GET opens the session's only stream, whose first event
 /// (`endpoint`) names where to POST.
-async fn legacy_get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
     if !header(&req, ACCEPT).is_none_or(|a| accepts(a, "text/event-stream")) {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -2948,7 +3065,7 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Htt
     sse_response(&shared, session, prelude.freeze(), Vec::new(), live, true, true)
 }
 
-async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody> {
+async fn legacy_post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
     let id = req
         .uri()
         .query()
@@ -2987,7 +3104,7 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Ht
         }
     }
     session.touch();
-    session.hold_principals(&req_head, &messages);
+    session.hold_requests(&req_head, &messages);
     if !session.deliver(messages).await {
         return plain(StatusCode::NOT_FOUND, "Session not found");
     }

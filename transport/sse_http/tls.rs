@@ -32,7 +32,8 @@ pub fn certificates_from_pem(pem: &[u8]) -> io::Result<Vec<CertificateDer<'stati
 }
 
 /// A server configuration serving `cert_pem` (the chain, leaf first) with `key_pem` (PKCS#8,
-/// PKCS#1 or SEC1), offering HTTP/1.1 by ALPN.
+/// PKCS#1 or SEC1), offering HTTP/2 and HTTP/1.1 by ALPN (`h2` first; [`super::HttpServer`]
+/// offers only `http/1.1` when its HTTP/2 is off).
 ///
 /// # Errors
 /// When the PEM texts are malformed or the key does not fit the certificate.
@@ -45,8 +46,26 @@ pub fn server_config_from_pem(cert_pem: &[u8], key_pem: &[u8]) -> io::Result<Arc
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(invalid)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// `config` as the listener serves it: with HTTP/2 on and an ALPN list that does not name
+/// `h2`, `h2` is offered first (a configuration made elsewhere, e.g. with `http/1.1` alone);
+/// with HTTP/2 off, `h2` is taken out (a client that chose it would get HTTP/1.1 bytes).
+/// An empty list stays empty (no ALPN: the client speaks HTTP/1.1, or h2 by prior knowledge).
+pub(crate) fn offer_h2(config: Arc<rustls::ServerConfig>, http2: bool) -> Arc<rustls::ServerConfig> {
+    let offers = config.alpn_protocols.iter().any(|p| p == b"h2");
+    if offers == http2 || config.alpn_protocols.is_empty() {
+        return config;
+    }
+    let mut config = (*config).clone();
+    if http2 {
+        config.alpn_protocols.insert(0, b"h2".to_vec());
+    } else {
+        config.alpn_protocols.retain(|p| p != b"h2");
+    }
+    Arc::new(config)
 }
 
 /// A client configuration trusting the webpki roots and `extra_roots`.

@@ -1,0 +1,120 @@
+//! examples/axum.rs (the library's `HttpService` mounted in an axum app beside its own
+//! `GET /hello`, under tower-http CORS and an auth middleware that puts a user into the
+//! request's extensions) driven by the official TypeScript SDK client (handshake era) and the
+//! Python SDK client (its default mode: 2026-07-28 `server/discover`, one POST per request):
+//! the `whoami` tool sees the user the app's middleware put into the extensions of its own
+//! request, and the peer's address; the app's own route and its refusal answer beside it.
+
+use crate::examples::example_path;
+use crate::http_support::{self, raw, BOTH, JSON, SHORT};
+use crate::support;
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The example, listening on a free loopback port (its first argument: `127.0.0.1:0`).
+async fn axum_app() -> (Child, SocketAddr) {
+    let mut child = Command::new(example_path("axum"))
+        .arg("127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("examples/axum.rs runs");
+    let mut line = String::new();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let read = stdout.read_line(&mut line);
+    tokio::time::timeout(Duration::from_secs(60), read).await.expect("it says where it listens").unwrap();
+    let url = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{line:?}"));
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
+    (child, addr)
+}
+
+/// Runs an SDK driver against the app as `user`; returns its JSON lines.
+async fn drive(program: String, script: &str, addr: SocketAddr, user: &str) -> Vec<Value> {
+    let driver = support::repo_path(&format!("tests/peers/{script}")).display().to_string();
+    let steps = json!([{"call": "whoami", "args": {}}, {"call": "echo", "args": {"text": "through axum"}}]);
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        Command::new(program)
+            .args([driver, "--url".into(), format!("http://{addr}/mcp")])
+            .env("MCP_SCRIPT", steps.to_string())
+            .env("MCP_HTTP_HEADERS", json!({"X-User": user}).to_string())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("driver finished in time")
+    .expect("driver ran");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "driver failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The text of the result of the `tools/call` of `name` among a driver's lines.
+fn called<'l>(lines: &'l [Value], name: &str) -> &'l str {
+    let line = lines
+        .iter()
+        .find(|l| l["step"] == "tools/call" && l["name"] == name)
+        .unwrap_or_else(|| panic!("no call of {name} in {lines:?}"));
+    assert_eq!(line["ok"], true, "{line}");
+    line["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{line}"))
+}
+
+#[tokio::test]
+async fn sdk_clients_reach_the_mounted_service_and_its_tool_sees_the_apps_user() {
+    let (_app, addr) = axum_app().await;
+
+    // The app's own route, beside the MCP endpoint.
+    let hello = raw(addr, "GET", "/hello", &[], "", SHORT).await;
+    assert_eq!((hello.status, hello.body.as_str()), (200, "hello"), "{hello:?}");
+
+    // The app's middleware runs before the MCP endpoint: no user, no MCP.
+    let init = http_support::initialize_body("2025-11-25");
+    let refused = raw(addr, "POST", "/mcp", &[BOTH, JSON], &init, SHORT).await;
+    assert_eq!((refused.status, refused.body.as_str()), (401, "unknown user: send X-User"), "{refused:?}");
+
+    // The library's own guards stay on inside the Service: a foreign Origin is refused.
+    let foreign =
+        raw(addr, "POST", "/mcp", &[BOTH, JSON, ("X-User", "eve"), ("Origin", "https://evil.example")], &init, SHORT)
+            .await;
+    assert_eq!(foreign.status, 403, "{foreign:?}");
+
+    // tower-http's CORS answers a browser's preflight for the inspector's origin.
+    let preflight = raw(
+        addr,
+        "OPTIONS",
+        "/mcp",
+        &[
+            ("Origin", "http://localhost:6274"),
+            ("Access-Control-Request-Method", "POST"),
+            ("Access-Control-Request-Headers", "content-type,mcp-protocol-version,x-user"),
+        ],
+        "",
+        SHORT,
+    )
+    .await;
+    assert_eq!(preflight.status, 200, "{preflight:?}");
+    assert_eq!(preflight.header("access-control-allow-origin"), Some("http://localhost:6274"), "{preflight:?}");
+
+    // The TypeScript SDK client: a handshake-era session; each call carries the POST it came in.
+    let ts = drive(support::peer("MCP_NODE"), "ts_client.mjs", addr, "alice").await;
+    assert_eq!(ts[0]["step"], "initialize", "{ts:?}");
+    assert_eq!(ts[0]["serverInfo"]["name"], "mcpwire-echo-server", "{ts:?}");
+    let who = called(&ts, "whoami");
+    assert!(who.starts_with("alice (from 127.0.0.1:"), "{who}");
+    assert_eq!(called(&ts, "echo"), "through axum");
+
+    // The Python SDK client in its default mode: 2026-07-28, each request its own POST.
+    let py = drive(support::peer("MCP_PYTHON"), "py_client.py", addr, "bob").await;
+    assert_eq!(py[0]["step"], "initialize", "{py:?}");
+    assert_eq!(py[0]["handshake"], "discover", "{py:?}");
+    let who = called(&py, "whoami");
+    assert!(who.starts_with("bob (from 127.0.0.1:"), "{who}");
+    assert_eq!(called(&py, "echo"), "through axum");
+}

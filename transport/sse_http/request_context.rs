@@ -1,0 +1,105 @@
+//! The HTTP request a peer's request arrived in, as handlers see it
+//! ([`Context::http_request`](crate::server::Context::http_request)):
+//! [`HttpRequestParts`] holds its method, URI, headers, the [`http::Extensions`] the
+//! application's middleware inserted (an authenticated user, a tenant), the peer's address and
+//! the principal of its verified access token.
+//!
+//! Which request that is, by era:
+//! - 2026-07-28 (per request): the POST that carried the request itself.
+//! - Handshake-era sessions (Streamable HTTP, stateful or stateless): the POST the request
+//!   arrived on; each request of a session has its own (a batch's requests share theirs).
+//! - The legacy HTTP+SSE transport: the `POST /message` that carried it.
+//! - Not over HTTP (stdio, in process): none.
+//!
+//! The `Authorization` header is left out when the server itself checked it (a
+//! [bearer token](super::HttpServerConfig::bearer_token) or a
+//! [protected resource](super::HttpServerConfig::protected_resource)): the verified
+//! [`principal`](HttpRequestParts::principal) says who it speaks for, and the token is never
+//! handed on. Kept until the request is answered; nothing here outlives it.
+//!
+//! Not here: reading the request (the [`server`](super::server) does), request headers of the
+//! client side.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use hyper::header::AUTHORIZATION;
+use hyper::{HeaderMap, Method, Request, Uri, Version};
+
+use super::service::RemoteAddr;
+use crate::auth::Principal;
+
+/// The parts of the HTTP request a peer's request arrived in (see the [module docs](self)).
+#[derive(Debug)]
+pub struct HttpRequestParts {
+    method: Method,
+    uri: Uri,
+    version: Version,
+    headers: HeaderMap,
+    extensions: http::Extensions,
+    remote_addr: Option<SocketAddr>,
+    principal: Option<Arc<Principal>>,
+}
+
+impl HttpRequestParts {
+    /// A copy of `req`'s head; without `Authorization` when `strip_authorization` (the server
+    /// checked it itself).
+    pub(crate) fn of<B>(req: &Request<B>, principal: Option<Arc<Principal>>, strip_authorization: bool) -> Self {
+        let mut headers = req.headers().clone();
+        if strip_authorization {
+            headers.remove(AUTHORIZATION);
+        }
+        HttpRequestParts {
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            version: req.version(),
+            headers,
+            extensions: req.extensions().clone(),
+            remote_addr: req.extensions().get::<RemoteAddr>().map(|a| a.0),
+            principal,
+        }
+    }
+
+    /// The request's method (`POST` for every request a handler sees today).
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// The request's URI as the server saw it (behind a router that strips a prefix, what
+    /// is left of the path).
+    pub fn uri(&self) -> &Uri {
+        &self.uri
+    }
+
+    /// HTTP/1.1 or HTTP/2.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The request's headers (without `Authorization` when the server checked it).
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// What the application's middleware put into the request's extensions, e.g. an
+    /// authenticated user: `parts.extensions().get::<User>()`.
+    pub fn extensions(&self) -> &http::Extensions {
+        &self.extensions
+    }
+
+    /// The peer's address: known when the listener is [`HttpServer`](super::HttpServer), or
+    /// when the application put a [`RemoteAddr`] into the request's extensions (a mounted
+    /// [`HttpService`](super::HttpService)); `None` otherwise.
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        self.remote_addr
+    }
+
+    /// Who the request's verified access token speaks for (a protected resource only).
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_deref()
+    }
+
+    pub(crate) fn principal_arc(&self) -> Option<Arc<Principal>> {
+        self.principal.clone()
+    }
+}
