@@ -23,75 +23,60 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use hyper::header::AUTHORIZATION;
 use hyper::{HeaderMap, Method, Request, Uri, Version};
 
 use super::service::RemoteAddr;
 use crate::auth::Principal;
 
 /// The parts of the HTTP request a peer's request arrived in (see the [module docs](self)).
+///
+/// The request's head is shared, not copied: the server keeps it once per HTTP request,
+/// whatever number of peer requests it carried.
 #[derive(Debug)]
 pub struct HttpRequestParts {
-    method: Method,
-    uri: Uri,
-    version: Version,
-    headers: HeaderMap,
-    extensions: http::Extensions,
-    remote_addr: Option<SocketAddr>,
+    head: Arc<Request<()>>,
     principal: Option<Arc<Principal>>,
 }
 
 impl HttpRequestParts {
-    /// A copy of `req`'s head; without `Authorization` when `strip_authorization` (the server
-    /// checked it itself).
-    pub(crate) fn of<B>(req: &Request<B>, principal: Option<Arc<Principal>>, strip_authorization: bool) -> Self {
-        let mut headers = req.headers().clone();
-        if strip_authorization {
-            headers.remove(AUTHORIZATION);
-        }
-        HttpRequestParts {
-            method: req.method().clone(),
-            uri: req.uri().clone(),
-            version: req.version(),
-            headers,
-            extensions: req.extensions().clone(),
-            remote_addr: req.extensions().get::<RemoteAddr>().map(|a| a.0),
-            principal,
-        }
+    /// `head` (already without `Authorization` when the server checked it itself), with the
+    /// principal of its token.
+    pub(crate) fn of(head: &Arc<Request<()>>, principal: Option<Arc<Principal>>) -> Self {
+        HttpRequestParts { head: head.clone(), principal }
     }
 
     /// The request's method (`POST` for every request a handler sees today).
     pub fn method(&self) -> &Method {
-        &self.method
+        self.head.method()
     }
 
     /// The request's URI as the server saw it (behind a router that strips a prefix, what
     /// is left of the path).
     pub fn uri(&self) -> &Uri {
-        &self.uri
+        self.head.uri()
     }
 
     /// HTTP/1.1 or HTTP/2.
     pub fn version(&self) -> Version {
-        self.version
+        self.head.version()
     }
 
     /// The request's headers (without `Authorization` when the server checked it).
     pub fn headers(&self) -> &HeaderMap {
-        &self.headers
+        self.head.headers()
     }
 
     /// What the application's middleware put into the request's extensions, e.g. an
     /// authenticated user: `parts.extensions().get::<User>()`.
     pub fn extensions(&self) -> &http::Extensions {
-        &self.extensions
+        self.head.extensions()
     }
 
     /// The peer's address: known when the listener is [`HttpServer`](super::HttpServer), or
     /// when the application put a [`RemoteAddr`] into the request's extensions (a mounted
     /// [`HttpService`](super::HttpService)); `None` otherwise.
     pub fn remote_addr(&self) -> Option<SocketAddr> {
-        self.remote_addr
+        self.head.extensions().get::<RemoteAddr>().map(|a| a.0)
     }
 
     /// Who the request's verified access token speaks for (a protected resource only).

@@ -869,16 +869,12 @@ impl Session {
     /// Keeps `req` (its head, with the principal of its token) as the HTTP request of each
     /// request in `messages` until it is answered: a handler then sees the request and the
     /// token its own request came with, not the latest ones of its session.
-    fn hold_requests<B>(&self, req: &Request<B>, messages: &[Message]) {
+    fn hold_requests(&self, req: &Arc<Request<()>>, messages: &[Message]) {
         if !messages.iter().any(|m| matches!(m, Message::Request(_))) {
             return;
         }
         let principal = req.extensions().get::<Authenticated>().map(|a| a.0.clone());
-        let checked = self
-            .shared
-            .upgrade()
-            .is_some_and(|shared| shared.config.protected_resource.is_some() || shared.config.bearer_token.is_some());
-        let parts = Arc::new(HttpRequestParts::of(req, principal, checked));
+        let parts = Arc::new(HttpRequestParts::of(req, principal));
         let mut routes = self.routes.lock().expect("session lock");
         for message in messages {
             if let Message::Request(request) = message {
@@ -2313,7 +2309,7 @@ async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBo
     let session_id = header(&req, SESSION_ID).map(str::to_owned);
     let version_header = header(&req, PROTOCOL_VERSION).is_some();
     let (parts, body) = req.into_parts();
-    let req_head = Request::from_parts(parts, ());
+    let req_head = shared_head(&shared, parts);
     let bytes = match read_body(&shared, body).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
@@ -2464,7 +2460,17 @@ fn single_header<'r, B>(req: &'r Request<B>, name: &str) -> Result<Option<&'r st
 /// A 2026-07-28 POST: one request (or notification) standing alone, no session. The ladder
 /// (`_meta`, headers, version) runs here; a request that passes it is served by a transport
 /// of its own, and an error answer goes out with the revision's status (400, 404).
-async fn per_request_post<B>(shared: &Arc<Shared>, req: &Request<B>, bytes: &[u8]) -> Response<HttpBody> {
+/// The head of a POST, kept for the handlers of the requests it carries
+/// ([`HttpRequestParts`]): without `Authorization` when the server checked the token itself,
+/// so that the token is never handed on.
+fn shared_head(shared: &Shared, mut parts: hyper::http::request::Parts) -> Arc<Request<()>> {
+    if shared.config.protected_resource.is_some() || shared.config.bearer_token.is_some() {
+        parts.headers.remove(AUTHORIZATION);
+    }
+    Arc::new(Request::from_parts(parts, ()))
+}
+
+async fn per_request_post(shared: &Arc<Shared>, req: &Arc<Request<()>>, bytes: &[u8]) -> Response<HttpBody> {
     let version = ProtocolVersion::V2026_07_28;
     let message = match decode(shared, bytes, Some(version)) {
         Ok(mut messages) if messages.len() == 1 => messages.pop().expect("one message"),
@@ -3084,7 +3090,7 @@ async fn legacy_post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response
         return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
     }
     let (parts, body) = req.into_parts();
-    let req_head = Request::from_parts(parts, ());
+    let req_head = shared_head(&shared, parts);
     let bytes = match read_body(&shared, body).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
