@@ -194,7 +194,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let defaults = SetOptions::default();
     let mut options = SetOptions::default()
         .with_client_options(client)
-        .with_stderr(Stderr::Inherit)
+        .with_stderr(escaped_stderr())
         .with_child_env(child_env)
         .with_backoff(defaults.initial_backoff, defaults.max_backoff, attempts)
         .with_startup_retries(attempts);
@@ -619,4 +619,14 @@ mod tests {
         assert_eq!(inline_name("server.js"), "server_js");
         assert_eq!(inline_name("127.0.0.1"), "127_0_0_1");
     }
+}
+
+/// Upstreams' stderr, a line at a time, on ours with control characters escaped
+/// ([`mcpwire::gateway::printable`]): an upstream cannot drive the operator's terminal or cut
+/// its text into lines that pass for the bridge's own.
+pub(crate) fn escaped_stderr() -> Stderr {
+    Stderr::Lines(std::sync::Arc::new(|line: &str| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "{}", mcpwire::gateway::printable(line));
+    }))
 }

@@ -504,7 +504,7 @@ impl PerSession {
                 return 0;
             }
             for gone in self.names.iter().filter(|name| !subset.servers.contains_key(*name)) {
-                tracing::warn!(server = %gone, "--per-session server no longer in the config: no longer served");
+                tracing::warn!(server = %printable(gone), "--per-session server no longer in the config: no longer served");
             }
             *held = (held.0 + 1, subset);
             held.clone()
@@ -543,27 +543,7 @@ impl PerSession {
     }
 }
 
-/// `text` as it may be logged or printed: its control characters (C0, DEL, C1) and the
-/// bidirectional overrides escaped as Rust writes them (`\n`, `\u{1b}`), everything else as
-/// it is. For text an upstream chose (server and tool names, errors, messages): a server
-/// cannot then forge a log line or drive the operator's terminal.
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if !text.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if !unsafe_char(c) {
-            out.push(c);
-        } else if matches!(c, '\n' | '\r' | '\t') {
-            out.extend(c.escape_debug());
-        } else {
-            out.extend(c.escape_unicode());
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+pub use crate::proto::printable::printable;
 
 /// An upstream served by `server` in this very process: each connection (a start or a
 /// restart) gets a new in-process pair whose server end `server` serves until it closes. No
@@ -751,7 +731,7 @@ impl Gateway {
                 SetEvent::Ready { server, .. } => self.metrics().set_upstream_up(&server, true),
                 SetEvent::Reconnecting { server, attempt, delay } => {
                     let server = printable(&server);
-                    tracing::info!(%server, attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
+                    tracing::info!(server = %printable(&server), attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
                 }
                 SetEvent::Reconnected { server } => {
                     tracing::info!(server = %printable(&server), "upstream restarted");
@@ -761,7 +741,7 @@ impl Gateway {
                 }
                 SetEvent::RestartFailed { server, reason } => {
                     let (server, reason) = (printable(&server), printable(&reason));
-                    tracing::warn!(%server, %reason, "upstream kept its previous connection: the changed one did not start")
+                    tracing::warn!(server = %printable(&server), reason = %printable(&reason), "upstream kept its previous connection: the changed one did not start")
                 }
                 SetEvent::Warning { server, message } => {
                     tracing::warn!(server = server.as_deref().map(printable).as_deref(), "{}", printable(&message))
@@ -1140,13 +1120,6 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
-
-    #[test]
-    fn printable_escapes_what_could_forge_a_line_or_drive_a_terminal() {
-        assert!(matches!(printable("plain ünïcode"), std::borrow::Cow::Borrowed("plain ünïcode")));
-        assert_eq!(printable("a\x1b[2J\nINFO forged\r\x07\x7f\u{9b}"), r"a\u{1b}[2J\nINFO forged\r\u{7}\u{7f}\u{9b}");
-        assert_eq!(printable("abc\u{202e}fed"), r"abc\u{202e}fed");
-    }
 
     #[test]
     fn slugs_are_uri_scheme_prefixes() {
