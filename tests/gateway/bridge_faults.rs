@@ -136,6 +136,77 @@ async fn a_call_just_under_the_body_cap_fails_at_once_naming_the_upstreams_frame
     assert_eq!(answer["result"]["content"][0]["text"], "next", "{answer}");
 }
 
+/// The fake server of `tests/fixtures/fake_server.py` in `mode`, as an inline upstream.
+fn fake(mode: &str) -> [String; 3] {
+    [
+        "python3".to_owned(),
+        crate::support::repo_path("tests/fixtures/fake_server.py").display().to_string(),
+        mode.to_owned(),
+    ]
+}
+
+/// A call's answer, from the SSE stream (or JSON body) of its POST.
+async fn answer_to(addr: SocketAddr, session: &str, id: u64, tool: &str, arguments: Value) -> Value {
+    let r = raw(addr, "POST", "/mcp", &session_headers(session), &call(id, tool, arguments), BOUND).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let answers = if r.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
+        vec![r.json()]
+    } else {
+        r.sse_messages()
+    };
+    answers.into_iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}"))
+}
+
+#[tokio::test]
+async fn an_upstreams_oversize_answer_or_error_without_id_fails_its_call_at_once() {
+    // A call timeout far past the hang guard: a call left waiting fails the test by the guard.
+    let [python, script, mode] = fake("faulty");
+    let mut bridge = ServingBridge::start_with(&["--timeout", "300", "--", &python, &script, &mode], |c| {
+        c.stderr(std::process::Stdio::piped());
+    });
+    let stderr = bridge.take_stderr().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut { stderr }, &mut text);
+        text
+    });
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    let cap = 4 * 1024 * 1024;
+    // A 20 MB answer, with its id first (as we and Python write it) and last (as TypeScript).
+    for (n, result_first) in [(1, false), (2, true)] {
+        let answer =
+            answer_to(addr, &session, n, "huge", json!({"bytes": 20_000_000, "result_first": result_first})).await;
+        let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("not an error: {answer}"));
+        assert!(message.starts_with("response too large: 200000"), "{message}");
+        assert!(message.contains(&format!("the limit is {cap} (Limits::max_frame_bytes)")), "{message}");
+    }
+    // An error with a null id while one call is in flight: that call's answer.
+    let answer = answer_to(addr, &session, 3, "nullerr", json!({})).await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "Parse error (the peer's error carried no id; this is the only request it can answer)"
+    );
+    // Two calls sent since the upstream last spoke, then its error without id: either may be
+    // the one it answers, so both fail saying why; neither is left waiting.
+    let other = session_with_elicitation(addr).await;
+    let first = tokio::spawn(async move { answer_to(addr, &other, 4, "nullerr", json!({"pair": true})).await });
+    let answer = answer_to(addr, &session, 5, "nullerr", json!({"pair": true})).await;
+    let why = "the peer answered an error without an id while 2 requests it may answer were in flight, this one \
+               among them: Parse error";
+    assert_eq!(answer["error"]["message"], why, "{answer}");
+    let answer = tokio::time::timeout(BOUND, first).await.expect("the first call answered").unwrap();
+    assert_eq!(answer["error"]["message"], why, "{answer}");
+    // The upstream still serves.
+    let answer = answer_to(addr, &session, 6, "echo", json!({"text": "next"})).await;
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("next"), "{answer}");
+    bridge.stop();
+    let log = log.join().unwrap();
+    assert_eq!(log.matches("dropped the peer's answer over the frame cap; its request fails").count(), 2, "{log}");
+    assert_eq!(log.matches("the peer sent an error without an id").count(), 2, "{log}");
+}
+
 /// `tools/list` in session `id`: the tools' names.
 async fn tool_names(addr: SocketAddr, id: &str) -> Vec<String> {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();

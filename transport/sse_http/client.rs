@@ -985,9 +985,16 @@ impl Inner {
         let max = self.config.max_event_bytes;
         if read.buf.len() > max {
             let seen = read.buf.len();
-            return self
-                .push(Err(TransportError::Malformed(LineError::Frame(FrameError::TooLarge { max, seen }))))
-                .await;
+            if awaited.ids.is_empty() {
+                return self
+                    .push(Err(TransportError::Malformed(LineError::Frame(FrameError::TooLarge { max, seen }))))
+                    .await;
+            }
+            // The body answers the POST's requests: they fail now, naming the limit.
+            for id in &awaited.ids {
+                self.push(Ok(Some(too_large_answer(id, seen, max)))).await;
+            }
+            return;
         }
         match read.end {
             Some(Ok(())) => {
@@ -1066,6 +1073,13 @@ impl Inner {
         standalone: bool,
     ) {
         self.read_stream_until_over(first, decoder, &mut pending, standalone).await;
+        if let Some(seen) = pending.dropped {
+            // An event over the cap was dropped and the stream ended without the answers it
+            // may have carried: the requests fail now, naming the limit.
+            for id in pending.ids.drain() {
+                self.push(Ok(Some(too_large_answer(&id, seen, self.config.max_event_bytes)))).await;
+            }
+        }
         let stateless = self.version.lock().expect("client lock").is_some_and(|v| !v.has_initialize_handshake());
         if standalone || !stateless || self.closed.load(Ordering::Acquire) {
             return;
@@ -1199,7 +1213,12 @@ impl Inner {
         endpoint: Option<&watch::Sender<Option<Uri>>>,
     ) -> Vec<Message> {
         match event {
-            Err(e) => self.push(Err(TransportError::Malformed(LineError::Frame(e)))).await,
+            Err(e) => {
+                if let (FrameError::TooLarge { seen, .. }, false) = (&e, pending.ids.is_empty()) {
+                    pending.dropped = Some(*seen);
+                }
+                self.push(Err(TransportError::Malformed(LineError::Frame(e)))).await
+            }
             Ok(event) if event.event_type() == "endpoint" => {
                 if let Some(endpoint) = endpoint {
                     if let Some(uri) = resolve(&self.url, event.data.trim()) {
@@ -1338,6 +1357,22 @@ struct Awaited {
     /// The id of the request the POST carried: the server's requests on its stream are related
     /// to it.
     origin: Option<Id>,
+    /// Bytes seen of an event dropped for being over the cap while answers were awaited.
+    dropped: Option<usize>,
+}
+
+/// The error answer to our request `id` whose response (`seen` bytes so far) went over the
+/// cap `max` and was dropped; logged, as the server's answer is lost.
+fn too_large_answer(id: &Id, seen: usize, max: usize) -> Message {
+    tracing::warn!(%id, seen, max, "mcpwire: dropped the server's answer over the size cap; its request fails");
+    let message = format!(
+        "response too large: at least {seen} bytes, the limit is {max} (HttpClientConfig::max_event_bytes); \
+         the server's answer was dropped"
+    );
+    Message::Error(jsonrpc::ErrorResponse {
+        id: Some(id.clone()),
+        error: jsonrpc::ErrorObject::new(jsonrpc::ErrorCode::INTERNAL_ERROR, message),
+    })
 }
 
 /// What has been read of a response body: its bytes so far and, once it is over, how it ended.
