@@ -284,6 +284,14 @@ pub struct ServeArgs {
     /// bytes on a non-loopback listen).
     #[arg(long, value_name = "VAR", conflicts_with = "auth_issuer")]
     pub auth_token_env: Option<String>,
+    /// Wrong bearer tokens in a row from one client address before that address is paused:
+    /// every request from it then gets 429 with Retry-After for --auth-failure-pause seconds,
+    /// its token unchecked (0: never paused).
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "auth_token_env")]
+    pub auth_failures: u32,
+    /// How long an address is paused after --auth-failures wrong tokens, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30, requires = "auth_token_env")]
+    pub auth_failure_pause: u64,
     /// Protect the HTTP listener with OAuth 2.1: access tokens issued by this authorization
     /// server (its issuer URL), checked with --auth-jwks or --auth-introspect, or else with
     /// the keys of the jwks_uri its metadata names (RFC 8414 / OpenID Connect discovery).

@@ -44,6 +44,7 @@ use mcpwire::client::ClientOptions;
 use mcpwire::recording::{RecordingDir, TeeOptions};
 use mcpwire::server::Server;
 use mcpwire::transport::boxed::BoxTransport;
+use mcpwire::transport::sse_http::failed_tokens::FailedTokenPause;
 use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
 use mcpwire::transport::stdio::{Stderr, StdioTransport};
@@ -267,6 +268,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 listener.local_addr().map_err(|e| e.to_string())?
             );
             let mut http = HttpServerConfig::default().path(path).bearer_token(token).max_sessions(args.max_sessions);
+            http.failed_token_pause = (args.auth_failures > 0).then(|| FailedTokenPause {
+                failures: args.auth_failures,
+                pause: std::time::Duration::from_secs(args.auth_failure_pause),
+            });
             match protected_resource(&args, &served_url) {
                 Ok(Some(resource)) => {
                     tracing::info!(issuer = ?args.auth_issuer, audience = %resource.resource(), "OAuth protection");
@@ -621,12 +626,12 @@ mod tests {
     }
 }
 
-/// Upstreams' stderr, a line at a time, on ours with control characters escaped
-/// ([`mcpwire::gateway::printable`]): an upstream cannot drive the operator's terminal or cut
-/// its text into lines that pass for the bridge's own.
+/// Upstreams' stderr, a line at a time, on ours after `upstream stderr: ` with control
+/// characters escaped ([`mcpwire::gateway::printable`]): an upstream cannot drive the
+/// operator's terminal, and no line it writes passes for one of the bridge's own.
 pub(crate) fn escaped_stderr() -> Stderr {
     Stderr::Lines(std::sync::Arc::new(|line: &str| {
         use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "{}", mcpwire::gateway::printable(line));
+        let _ = writeln!(std::io::stderr().lock(), "upstream stderr: {}", mcpwire::gateway::printable(line));
     }))
 }

@@ -40,6 +40,7 @@ pub mod bearer;
 mod buffers;
 pub mod client;
 pub mod event_store;
+pub mod failed_tokens;
 #[cfg(feature = "redis")]
 pub mod redis_store;
 pub mod request_headers;
@@ -49,6 +50,7 @@ pub mod session_store;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod token_expiry;
+mod version_header;
 
 pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
 pub use bearer::BearerToken;

@@ -102,9 +102,11 @@ use tokio::sync::{mpsc, watch};
 
 use super::bearer::{self, BearerToken, Verdict};
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
+use super::failed_tokens::{self, ClientAddr, FailedTokenPause, FailedTokens};
 use super::routes::{self, Route, RouteResponse};
 use super::session_store::{changes_state, RelayKind, Relayed, SessionRecord, SessionStore, StoreError};
 use super::token_expiry;
+use super::version_header;
 use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
@@ -251,6 +253,9 @@ pub struct HttpServerConfig {
     bad_bearer_token: Option<bearer::BadToken>,
     /// Extra GET routes (see [`super::routes`]): none.
     routes: Vec<Route>,
+    /// The pause after failed bearer tokens from one client address (see
+    /// [`super::failed_tokens`]): 10 in a row, then 30 s; `None`: no pause.
+    pub failed_token_pause: Option<FailedTokenPause>,
     /// OAuth protection of the MCP endpoints and guarded routes (see
     /// [`HttpServerConfig::protected_resource`]): none.
     pub protected_resource: Option<ProtectedResource>,
@@ -289,6 +294,7 @@ impl Default for HttpServerConfig {
             tls: None,
             bearer_token: None,
             bad_bearer_token: None,
+            failed_token_pause: Some(FailedTokenPause::default()),
             routes: Vec::new(),
             protected_resource: None,
         }
@@ -1309,6 +1315,7 @@ struct Shared {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     app: App,
     shutting_down: AtomicBool,
+    failed_tokens: Mutex<FailedTokens>,
 }
 
 impl Shared {
@@ -1471,6 +1478,7 @@ impl HttpServer {
             sessions: Mutex::new(HashMap::new()),
             app: Arc::new(move |t| Box::pin(app(t))),
             shutting_down: AtomicBool::new(false),
+            failed_tokens: Mutex::default(),
         });
         let (stop, stopped) = watch::channel(false);
         crate::transport::task::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
@@ -1523,7 +1531,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
     // Without a timer hyper applies no header read timeout at all.
     http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(shared.config.header_read_timeout);
     loop {
-        let (tcp, _) = tokio::select! {
+        let (tcp, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
                 Err(_) => {
@@ -1535,7 +1543,8 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
         };
         let _ = tcp.set_nodelay(true);
         let service_shared = shared.clone();
-        let service = hyper::service::service_fn(move |req| {
+        let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+            req.extensions_mut().insert(ClientAddr(remote));
             let shared = service_shared.clone();
             async move { Ok::<_, Infallible>(handle(shared, req).await) }
         });
@@ -1816,9 +1825,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBod
         }
     } else if let Some(token) = &config.bearer_token {
         if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
-            let verdict = bearer::check(token, req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes));
-            if verdict != Verdict::Accepted {
-                return unauthorized(verdict);
+            let check = || bearer::check(token, req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes));
+            if let Err(refusal) = failed_tokens::guard(&shared.failed_tokens, config.failed_token_pause, &req, check) {
+                return refusal.map_or_else(unauthorized, failed_tokens::paused);
             }
         }
     }
@@ -2205,7 +2214,8 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
     // Stateless mode hands every POST to the application as it is: only the header moves a
     // POST to the 2026 ladder there (a client that names 2026-07-28 in its body alone is
     // served as before; the server layer still reads the body's envelope).
-    if is_per_request_post(&req_head, session_id.is_some() || shared.config.stateless, &bytes) {
+    let unknown_in_session = session_id.is_some() && version_header::is_unknown(header(&req_head, PROTOCOL_VERSION));
+    if !unknown_in_session && is_per_request_post(&req_head, session_id.is_some() || shared.config.stateless, &bytes) {
         return per_request_post(&shared, &req_head, &bytes).await;
     }
     if shared.config.stateless {
@@ -2243,6 +2253,12 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             };
             if !session.bind_principal(&req_head) {
                 return foreign_session();
+            }
+            let versions = &shared.config.versions;
+            if let Some(why) =
+                version_header::session_refusal(header(&req_head, PROTOCOL_VERSION), session.version(), versions)
+            {
+                return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, why);
             }
             let header_v = match header_version(&shared, &req_head) {
                 Ok(v) => v,
