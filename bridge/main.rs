@@ -347,6 +347,11 @@ pub struct ServeArgs {
     /// idle ones end after 30 minutes, closed ones at once).
     #[arg(long, value_name = "N", default_value_t = mcpwire::transport::sse_http::server::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
+    /// How many requests of upstreams (sampling, elicitation, roots) may wait for one downstream
+    /// client's answers at once; past it the upstream's request gets a JSON-RPC error naming the
+    /// limit and nothing is sent downstream.
+    #[arg(long, value_name = "N", default_value_t = mcpwire::gateway::DEFAULT_MAX_PENDING_CLIENT_REQUESTS)]
+    pub max_pending_client_requests: usize,
     /// How many downstream sessions may hold their own --per-session upstreams (a child each)
     /// at once; a session past it gets a JSON-RPC error naming the limit for its calls to them.
     #[arg(long, value_name = "N", default_value_t = mcpwire::gateway::DEFAULT_MAX_PER_SESSION_SETS)]

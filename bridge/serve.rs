@@ -185,10 +185,13 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let prefix =
         args.prefix.map(PrefixMode::from).unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
-    let callers = Arc::new(match args.client_request_timeout {
-        Some(deadline) => Callers::with_deadline(deadline),
-        None => Callers::default(),
-    });
+    let callers = Arc::new(
+        match args.client_request_timeout {
+            Some(deadline) => Callers::with_deadline(deadline),
+            None => Callers::default(),
+        }
+        .with_max_pending(args.max_pending_client_requests),
+    );
     // Upstreams that fail at start are retried as those whose connection ends are: with the
     // same backoff, until they start (unless --restart-attempts says otherwise).
     let attempts = args.restart_attempts.unwrap_or(u32::MAX);

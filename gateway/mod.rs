@@ -63,7 +63,10 @@ use crate::transport::{inproc, Limits};
 use self::tool_result::Verdict;
 
 pub mod metrics;
+mod pending;
 mod tool_result;
+
+pub use pending::DEFAULT_MAX_PENDING_CLIENT_REQUESTS;
 
 /// How upstream tools and prompts are named downstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,6 +252,8 @@ pub struct Callers {
     next: AtomicU64,
     contexts: Mutex<HashMap<CallerId, Context>>,
     deadline: Duration,
+    pending: Arc<pending::Pending>,
+    max_pending: usize,
 }
 
 impl Default for Callers {
@@ -316,7 +321,21 @@ impl Callers {
     /// No callers yet; each relayed request waits at most `deadline` for the downstream
     /// client's answer.
     pub fn with_deadline(deadline: Duration) -> Callers {
-        Callers { next: AtomicU64::new(0), contexts: Mutex::default(), deadline }
+        Callers {
+            next: AtomicU64::new(0),
+            contexts: Mutex::default(),
+            deadline,
+            pending: Arc::default(),
+            max_pending: DEFAULT_MAX_PENDING_CLIENT_REQUESTS,
+        }
+    }
+
+    /// At most `max` relayed requests wait for one downstream connection's answers at once
+    /// (default [`DEFAULT_MAX_PENDING_CLIENT_REQUESTS`]); past it the upstream's request gets a
+    /// -32603 error naming the limit (`data.limit` = `"max_pending_client_requests"`).
+    pub fn with_max_pending(mut self, max: usize) -> Callers {
+        self.max_pending = max;
+        self
     }
 
     /// How long a relayed request waits for the downstream client's answer.
@@ -337,6 +356,14 @@ impl Callers {
         self.contexts.lock().expect("callers lock").get(&id).cloned().ok_or_else(|| unrelated(method))
     }
 
+    /// As [`current`](Self::current), with a place among the requests waiting on that
+    /// caller's downstream connection, held until the answer.
+    fn current_with_slot(&self, method: &str) -> Result<(Context, pending::Slot), ErrorObject> {
+        let context = self.current(method)?;
+        let slot = self.pending.reserve(&context, method, self.max_pending)?;
+        Ok((context, slot))
+    }
+
     /// `options` with handlers that answer every upstream's sampling, elicitation (form and URL)
     /// and roots requests through the downstream client whose request caused them, each within
     /// [`Callers::deadline`].
@@ -346,22 +373,31 @@ impl Callers {
         options
             .with_sampling(move |_server: String, params: CreateMessageRequestParams| {
                 const METHOD: &str = "sampling/createMessage";
-                let context = sampling.current(METHOD);
-                async move { answered_within(deadline, METHOD, context?.create_message(params)).await }
+                let caller = sampling.current_with_slot(METHOD);
+                async move {
+                    let (context, _slot) = caller?;
+                    answered_within(deadline, METHOD, context.create_message(params)).await
+                }
             })
             .with_elicitation_modes(
                 move |_server: String, params: ElicitRequestParams| {
                     const METHOD: &str = "elicitation/create";
-                    let context = elicitation.current(METHOD);
-                    async move { answered_within(deadline, METHOD, context?.elicit_with(params)).await }
+                    let caller = elicitation.current_with_slot(METHOD);
+                    async move {
+                        let (context, _slot) = caller?;
+                        answered_within(deadline, METHOD, context.elicit_with(params)).await
+                    }
                 },
                 ElicitationModes { form: true, url: true },
             )
             .with_roots_handler(move |_server: String| {
                 // Unrelated (a server asks right after connecting): the bridge's own roots, none.
-                let context = roots.current("roots/list").ok();
+                let caller = match roots.current("roots/list") {
+                    Ok(_) => roots.current_with_slot("roots/list").map(Some),
+                    Err(_) => Ok(None),
+                };
                 async move {
-                    let Some(context) = context else { return Ok(Vec::new()) };
+                    let Some((context, _slot)) = caller? else { return Ok(Vec::new()) };
                     let roots: Vec<Root> = answered_within(deadline, "roots/list", context.list_roots()).await?;
                     Ok(roots)
                 }

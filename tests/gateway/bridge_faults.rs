@@ -207,6 +207,80 @@ async fn an_upstreams_oversize_answer_or_error_without_id_fails_its_call_at_once
     assert_eq!(log.matches("the peer sent an error without an id").count(), 2, "{log}");
 }
 
+#[tokio::test]
+async fn a_call_the_client_cancelled_closes_its_stream() {
+    // The call would wait 300 s upstream (a tool never answered); the hang guard is 30 s.
+    let [python, script, mode] = fake("plain");
+    let bridge = ServingBridge::start(&["--timeout", "300", "--", &python, &script, &mode]);
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let body = call(7, "hang", json!({}));
+    let mut head =
+        format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in session_headers(&session) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    tcp.write_all(format!("{head}\r\n{body}").as_bytes()).await.unwrap();
+    // The stream has started (its priming event): the bridge holds the call.
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    tokio::time::timeout(BOUND, async {
+        while !String::from_utf8_lossy(&seen).contains("retry:") {
+            let n = tcp.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the stream ended before the cancellation: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&chunk[..n]);
+        }
+    })
+    .await
+    .expect("the call's stream started");
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "enough"}});
+    let r = raw(addr, "POST", "/mcp", &session_headers(&session), &cancel.to_string(), BOUND).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    // The stream ends (not keep-alives until the call's timeout), with no answer to the call.
+    tokio::time::timeout(BOUND, tcp.read_to_end(&mut seen))
+        .await
+        .unwrap_or_else(|_| panic!("the cancelled call's stream is still open: {}", String::from_utf8_lossy(&seen)))
+        .unwrap();
+    let text = String::from_utf8_lossy(&seen);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(!text.contains("\"id\":7"), "no answer to a cancelled request: {text}");
+    // The upstream was told, and the session still serves.
+    let report = answer_to(addr, &session, 9, "report", json!({})).await;
+    let seen: Value = serde_json::from_str(report["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(seen["cancelled"].as_array().map(Vec::len), Some(1), "{seen}");
+}
+
+#[tokio::test]
+async fn requests_waiting_on_one_client_are_capped_and_another_session_is_not_held_back() {
+    let echo = examples::example_path("echo_server");
+    // Relayed requests wait 300 s for an answer: only the cap can refuse one within the test.
+    let bridge = ServingBridge::start(&[
+        "--max-pending-client-requests",
+        "2",
+        "--client-request-timeout",
+        "300",
+        "--",
+        echo.to_str().unwrap(),
+    ]);
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    // Two calls whose elicitations reach the client, which never answers them.
+    for n in 1..=2 {
+        let seen = post_until(addr, &session, &call(n, "greet", json!({})), "elicitation/create").await;
+        assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    }
+    // A third: its upstream's elicitation is refused at once, naming the limit.
+    let answer = answer_to(addr, &session, 3, "greet", json!({})).await;
+    let text = answer.to_string();
+    assert!(text.contains("the limit max_pending_client_requests = 2"), "{answer}");
+    // Another session's client is asked as usual.
+    let other = session_with_elicitation(addr).await;
+    let seen = post_until(addr, &other, &call(4, "greet", json!({})), "elicitation/create").await;
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+}
+
 /// `tools/list` in session `id`: the tools' names.
 async fn tool_names(addr: SocketAddr, id: &str) -> Vec<String> {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();

@@ -107,6 +107,8 @@ use super::routes::{self, Route, RouteResponse};
 use super::session_store::{changes_state, RelayKind, Relayed, SessionRecord, SessionStore, StoreError};
 use super::token_expiry;
 use super::version_header;
+
+mod cancelled;
 use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
@@ -2284,7 +2286,9 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
             }
             session.touch();
             session.hold_principals(&req_head, &messages);
+            let cancelled = cancelled::cancelled_ids(&messages);
             let mut response = dispatch(&shared, &session, messages, version).await;
+            session.end_cancelled(cancelled).await;
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
             response
         }
