@@ -670,6 +670,9 @@ impl Gateway {
     /// The metrics as text (see [`BridgeMetrics::render`]), with every shared upstream's state
     /// and failed tries as they are now.
     pub fn render_metrics(&self) -> String {
+        if let Some(server) = self.server.get() {
+            self.metrics.notifications_dropped.raise_to([], server.notifications_dropped());
+        }
         for status in self.set.summary().servers {
             self.metrics.set_upstream_state(&status.name, status.state, status.failed_attempts);
             self.metrics.set_upstream_up(&status.name, status.state == ServerState::Ready);

@@ -281,6 +281,73 @@ async fn requests_waiting_on_one_client_are_capped_and_another_session_is_not_he
     assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
 }
 
+/// `mcp_bridge_notifications_dropped_total` as the bridge's `/metrics` says it now.
+fn notifications_dropped(bridge: &ServingBridge) -> u64 {
+    let (status, metrics) = crate::serving::http_get(&bridge.url, "/metrics", None);
+    assert_eq!(status, 200, "{metrics}");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp_bridge_notifications_dropped_total "))
+        .unwrap_or_else(|| panic!("no dropped count: {metrics}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_a_client_cannot_take_are_counted_and_logged_never_lost_silently() {
+    const COUNT: u64 = 20_000;
+    let [python, script, mode] = fake("faulty");
+    let mut bridge = ServingBridge::start_with(&["--", &python, &script, &mode], |c| {
+        c.stderr(std::process::Stdio::piped());
+    });
+    let stderr = bridge.take_stderr().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut { stderr }, &mut text);
+        text
+    });
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    // The session's GET stream (HTTP/1.0: the body is the bare event stream), not read while
+    // the upstream sends 20,000 log messages of 1 KB: the bridge cannot hold them all.
+    let mut get = TcpStream::connect(addr).await.unwrap();
+    let mut head = format!("GET /mcp HTTP/1.0\r\nHost: {addr}\r\nAccept: text/event-stream\r\n");
+    for (name, value) in session_headers(&session).iter().skip(2) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    get.write_all(format!("{head}\r\n").as_bytes()).await.unwrap();
+    let answer = answer_to(addr, &session, 1, "flood", json!({"count": COUNT, "size": 1000})).await;
+    assert!(answer["result"].is_object(), "{answer}");
+    // Now read: every message arrives or is counted as dropped, none lost silently.
+    let (mut seen, mut received, mut dropped) = (String::new(), 0u64, 0u64);
+    let mut chunk = vec![0u8; 64 * 1024];
+    tokio::time::timeout(BOUND, async {
+        loop {
+            while let Some(end) = seen.find("\n\n") {
+                received += u64::from(seen[..end].contains("notifications/message"));
+                seen.drain(..end + 2);
+            }
+            dropped = notifications_dropped(&bridge);
+            if received + dropped >= COUNT {
+                break;
+            }
+            let n = get.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the stream ended at {received} received, {dropped} dropped");
+            seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{received} received and {dropped} dropped of {COUNT}: some lost silently"));
+    assert_eq!(received + dropped, COUNT, "{received} received, {dropped} dropped");
+    assert!(dropped > 0, "a client that does not read cannot take 20 MB: {received} received");
+    bridge.stop();
+    let log = log.join().unwrap();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("notification queue is full")).collect();
+    // Rate-limited (one line per 10 s), not one per message.
+    assert!(!lines.is_empty() && lines.len() < 10, "{} lines: {lines:?}", lines.len());
+}
+
 /// `tools/list` in session `id`: the tools' names.
 async fn tool_names(addr: SocketAddr, id: &str) -> Vec<String> {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
