@@ -3,7 +3,10 @@
 //! reached it (the session still serves calls); a call just under the HTTP body cap that the
 //! forwarding takes over the upstream's frame cap (refused at once, naming the limit); an
 //! upstream whose dependency is not there yet when the bridge starts (retried, its state and
-//! last error in `/readyz/details` and `/metrics`, served once it starts).
+//! last error in `/readyz/details` and `/metrics`, served once it starts); an upstream's answer
+//! over the frame cap and its errors without an id (the calls they may answer fail at once); a
+//! call the client cancelled (its stream ends); relayed requests capped per client; log
+//! messages a client cannot take (counted and logged, none lost silently).
 //!
 //! Elsewhere: faults of the library's own transports, `tests/faults.rs`; hostile HTTP
 //! clients, `tests/hostile_input.rs`.

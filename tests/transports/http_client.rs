@@ -587,6 +587,29 @@ async fn answers_over_the_event_cap_fail_their_requests_naming_the_limit_and_the
     }
 }
 
+#[tokio::test]
+async fn an_error_without_id_answering_a_post_is_its_requests() {
+    let addr = scripted_server(|_| {
+        let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#;
+        vec![(
+            0,
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+        )]
+    })
+    .await;
+    let transport = client(format!("http://{addr}/mcp"));
+    request(&transport, 5).await;
+    use mcpwire::proto::jsonrpc::Message;
+    use mcpwire::transport::Transport;
+    match transport.recv().await.unwrap() {
+        Some(Message::Error(e)) => assert_eq!((e.id, e.error.code.0), (Some(5.into()), -32700)),
+        other => panic!("expected the error, with the POST's id, got {other:?}"),
+    }
+}
+
 /// A `tools/call` result written the TypeScript SDK's way (result before id).
 fn tool_answer(id: &Value) -> String {
     format!(r#"{{"result":{{"content":[{{"type":"text","text":"for {id}"}}],"x":1}},"jsonrpc":"2.0","id":{id}}}"#)

@@ -1030,12 +1030,16 @@ impl Inner {
             match jsonrpc::decode_answer::<ClientTypedResults>(data, version, method) {
                 // A response to some other request (a server's mistake) is decoded again, raw.
                 Ok(Payload::Single(Message::Response(r))) if !awaited.ids.contains(&r.id) => {}
-                Ok(Payload::Single(message)) => return Ok(vec![message]),
+                Ok(Payload::Single(message)) => {
+                    let mut messages = vec![message];
+                    attribute_idless(&mut messages, awaited);
+                    return Ok(messages);
+                }
                 _ => {}
             }
         }
         // Replies to a 2025-03-26 batch may come as an array; decode leniently.
-        let messages = match jsonrpc::decode(data, version.or(Some(ProtocolVersion::V2025_03_26))) {
+        let mut messages = match jsonrpc::decode(data, version.or(Some(ProtocolVersion::V2025_03_26))) {
             Ok(Payload::Single(m)) => vec![m],
             Ok(Payload::Batch(ms)) => ms,
             Err(jsonrpc::DecodeError::BatchNotAllowed { .. }) => {
@@ -1047,6 +1051,7 @@ impl Inner {
             }
             Err(e) => return Err(TransportError::Malformed(LineError::Message(e))),
         };
+        attribute_idless(&mut messages, awaited);
         for message in &messages {
             if let Message::Response(r) = message {
                 let is_init = self.initialize_id.lock().expect("client lock").as_ref() == Some(&r.id);
@@ -1359,6 +1364,21 @@ struct Awaited {
     origin: Option<Id>,
     /// Bytes seen of an event dropped for being over the cap while answers were awaited.
     dropped: Option<usize>,
+}
+
+/// An error without an id in the answer to a POST of one request is that request's: the frame
+/// just sent is the one the server could not read.
+fn attribute_idless(messages: &mut [Message], awaited: &Awaited) {
+    if awaited.ids.len() != 1 {
+        return;
+    }
+    for message in messages {
+        if let Message::Error(e) = message {
+            if e.id.is_none() {
+                e.id = awaited.ids.iter().next().cloned();
+            }
+        }
+    }
 }
 
 /// The error answer to our request `id` whose response (`seen` bytes so far) went over the
