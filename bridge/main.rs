@@ -347,6 +347,15 @@ pub struct ServeArgs {
     /// idle ones end after 30 minutes, closed ones at once).
     #[arg(long, value_name = "N", default_value_t = mcpwire::transport::sse_http::server::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
+    /// How many downstream HTTP sessions one client address may hold open at once (default: no
+    /// cap but --max-sessions; behind a reverse proxy every client has the proxy's address);
+    /// past it, 503 with Retry-After and an error naming the limit.
+    #[arg(long, value_name = "N")]
+    pub max_sessions_per_address: Option<usize>,
+    /// How many downstream HTTP sessions one OAuth principal (issuer and subject of its token)
+    /// may hold open at once (default: no cap but --max-sessions).
+    #[arg(long, value_name = "N")]
+    pub max_sessions_per_principal: Option<usize>,
     /// How many requests of upstreams (sampling, elicitation, roots) may wait for one downstream
     /// client's answers at once; past it the upstream's request gets a JSON-RPC error naming the
     /// limit and nothing is sent downstream.

@@ -270,7 +270,12 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 if tls { "https" } else { "http" },
                 listener.local_addr().map_err(|e| e.to_string())?
             );
-            let mut http = HttpServerConfig::default().path(path).bearer_token(token).max_sessions(args.max_sessions);
+            let mut http = HttpServerConfig::default()
+                .path(path)
+                .bearer_token(token)
+                .max_sessions(args.max_sessions)
+                .max_sessions_per_address(args.max_sessions_per_address)
+                .max_sessions_per_principal(args.max_sessions_per_principal);
             http.failed_token_pause = (args.auth_failures > 0).then(|| FailedTokenPause {
                 failures: args.auth_failures,
                 pause: std::time::Duration::from_secs(args.auth_failure_pause),

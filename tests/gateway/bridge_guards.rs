@@ -2,7 +2,8 @@
 //! loopback HTTP: forge the bridge's log lines or drive the operator's terminal with control
 //! characters (in tool names, in its own stderr); guess the bearer token at speed (an address
 //! is paused after repeated failures, another address is not); speak another protocol version
-//! inside a session than the one it negotiated.
+//! inside a session than the one it negotiated; hold more sessions from one address than its
+//! cap.
 //!
 //! Elsewhere: the bounds and secrets, `bridge_bounds.rs`; answers that cannot come,
 //! `bridge_faults.rs`.
@@ -203,4 +204,33 @@ async fn the_version_header_must_be_the_sessions_and_an_unknown_one_is_named_uns
     let r = raw(addr, "POST", "/mcp", &with("2025-11-25"), &list, BOUND).await;
     assert_eq!(r.status, 200, "{r:?}");
     assert!(answer_of(&r, 1)["result"]["tools"].is_array());
+}
+
+#[tokio::test]
+async fn sessions_are_capped_per_client_address_and_an_ended_one_frees_its_place() {
+    let echo = examples::example_path("echo_server");
+    let bridge = ServingBridge::start(&["--max-sessions-per-address", "3", "--", echo.to_str().unwrap()]);
+    let addr = addr_of(&bridge);
+    let (here, there): (IpAddr, IpAddr) = ("127.0.0.1".parse().unwrap(), "127.0.0.2".parse().unwrap());
+    let open = |from: IpAddr| async move {
+        raw_from(Some(from), addr, "POST", "/mcp", &[BOTH, JSON], &initialize("2025-11-25"), BOUND).await
+    };
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let r = open(here).await;
+        assert_eq!(r.status, 200, "{r:?}");
+        ids.push(r.header("mcp-session-id").unwrap().to_owned());
+    }
+    let r = open(here).await;
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.header("retry-after").is_some(), "{r:?}");
+    let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("the limit max_sessions_per_address = 3"), "{message}");
+    // Another address has places of its own.
+    assert_eq!(open(there).await.status, 200);
+    // A session that ends gives its place back.
+    let headers = [BOTH, JSON, ("Mcp-Session-Id", ids[0].as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    let r = raw(addr, "DELETE", "/mcp", &headers, "", BOUND).await;
+    assert!(matches!(r.status, 200 | 204), "{r:?}");
+    assert_eq!(open(here).await.status, 200);
 }

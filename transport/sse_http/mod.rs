@@ -46,6 +46,7 @@ pub mod redis_store;
 pub mod request_headers;
 pub mod routes;
 pub mod server;
+pub mod session_caps;
 pub mod session_store;
 #[cfg(feature = "tls")]
 pub mod tls;

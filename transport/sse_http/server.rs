@@ -104,6 +104,7 @@ use super::bearer::{self, BearerToken, Verdict};
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::failed_tokens::{self, ClientAddr, FailedTokenPause, FailedTokens};
 use super::routes::{self, Route, RouteResponse};
+use super::session_caps::{self, SessionCaps};
 use super::session_store::{changes_state, RelayKind, Relayed, SessionRecord, SessionStore, StoreError};
 use super::token_expiry;
 use super::version_header;
@@ -255,6 +256,11 @@ pub struct HttpServerConfig {
     bad_bearer_token: Option<bearer::BadToken>,
     /// Extra GET routes (see [`super::routes`]): none.
     routes: Vec<Route>,
+    /// Sessions open at once from one client address, and for one principal (see
+    /// [`super::session_caps`]): no cap but `max_sessions`.
+    pub max_sessions_per_address: Option<usize>,
+    /// See `max_sessions_per_address`.
+    pub max_sessions_per_principal: Option<usize>,
     /// The pause after failed bearer tokens from one client address (see
     /// [`super::failed_tokens`]): 10 in a row, then 30 s; `None`: no pause.
     pub failed_token_pause: Option<FailedTokenPause>,
@@ -297,6 +303,8 @@ impl Default for HttpServerConfig {
             bearer_token: None,
             bad_bearer_token: None,
             failed_token_pause: Some(FailedTokenPause::default()),
+            max_sessions_per_address: None,
+            max_sessions_per_principal: None,
             routes: Vec::new(),
             protected_resource: None,
         }
@@ -720,6 +728,8 @@ const KEPT_STREAM_BYTES: usize = 1 << 20;
 
 struct Session {
     id: String,
+    /// Its places under the per-address and per-principal caps, given back when it ends.
+    caps: Mutex<Option<session_caps::Held>>,
     legacy: bool,
     json: bool,
     incoming: Mutex<Option<mpsc::Sender<Message>>>,
@@ -1148,6 +1158,7 @@ impl Session {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.caps.lock().expect("session lock").take();
         self.incoming.lock().expect("session lock").take();
         let streams: Vec<Arc<Stream>> = {
             let mut routes = self.routes.lock().expect("session lock");
@@ -1318,6 +1329,7 @@ struct Shared {
     app: App,
     shutting_down: AtomicBool,
     failed_tokens: Mutex<FailedTokens>,
+    session_caps: Arc<SessionCaps>,
 }
 
 impl Shared {
@@ -1349,6 +1361,7 @@ impl Shared {
         let session = Arc::new(Session {
             standalone: Stream::new(&id, format!("{prefix}0"), true, false, HashSet::new()),
             id: id.clone(),
+            caps: Mutex::new(None),
             legacy,
             json,
             incoming: Mutex::new(Some(tx)),
@@ -1481,6 +1494,7 @@ impl HttpServer {
             app: Arc::new(move |t| Box::pin(app(t))),
             shutting_down: AtomicBool::new(false),
             failed_tokens: Mutex::default(),
+            session_caps: Arc::default(),
         });
         let (stop, stopped) = watch::channel(false);
         crate::transport::task::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
@@ -2311,9 +2325,22 @@ async fn post(shared: Arc<Shared>, req: Request<Incoming>) -> Response<HttpBody>
                 return response;
             }
             let json = shared.config.response_mode == ResponseMode::Json;
+            let (addr, principal) =
+                (req_head.extensions().get::<ClientAddr>(), req_head.extensions().get::<Authenticated>());
+            let (config, principal) = (&shared.config, principal.map(|p| session_caps::principal_key(&p.0)));
+            let held = match shared.session_caps.reserve(
+                addr.map(|a| a.0.ip()),
+                config.max_sessions_per_address,
+                principal,
+                config.max_sessions_per_principal,
+            ) {
+                Ok(held) => held,
+                Err(refused) => return session_caps::refusal(refused, config.sessions_retry_after),
+            };
             let Some((session, transport)) = shared.new_session(false, json, true) else {
                 return too_many_sessions(&shared);
             };
+            *session.caps.lock().expect("session lock") = Some(held);
             session.bind_principal(&req_head);
             if let (Some(store), [Message::Request(init)]) = (&shared.config.session_store, messages.as_slice()) {
                 let params = init.params.as_ref().and_then(|p| p.to_raw().ok());
