@@ -603,6 +603,16 @@ async fn reload_on_change(gateway: Arc<Gateway>, file: std::path::PathBuf, mut h
     }
 }
 
+/// Upstreams' stderr, a line at a time, on ours after `upstream stderr: ` with control
+/// characters escaped ([`mcpwire::gateway::printable`]): an upstream cannot drive the
+/// operator's terminal, and no line it writes passes for one of the bridge's own.
+pub(crate) fn escaped_stderr() -> Stderr {
+    Stderr::Lines(std::sync::Arc::new(|line: &str| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "upstream stderr: {}", mcpwire::gateway::printable(line));
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -632,14 +642,4 @@ mod tests {
         assert_eq!(inline_name("server.js"), "server_js");
         assert_eq!(inline_name("127.0.0.1"), "127_0_0_1");
     }
-}
-
-/// Upstreams' stderr, a line at a time, on ours after `upstream stderr: ` with control
-/// characters escaped ([`mcpwire::gateway::printable`]): an upstream cannot drive the
-/// operator's terminal, and no line it writes passes for one of the bridge's own.
-pub(crate) fn escaped_stderr() -> Stderr {
-    Stderr::Lines(std::sync::Arc::new(|line: &str| {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "upstream stderr: {}", mcpwire::gateway::printable(line));
-    }))
 }
