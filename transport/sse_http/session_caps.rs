@@ -5,7 +5,7 @@
 //! by default: behind a reverse proxy every client shares the proxy's address, and on loopback
 //! every local client shares one; set them on a listener that clients reach directly.
 //!
-//! A held place ([`Held`]) is given back when its session ends. Not here: the total cap, and
+//! A held place is given back when its session ends. Not here: the total cap, and
 //! sessions of the legacy HTTP+SSE transport (only the total cap counts those).
 //!
 //! [`HttpServerConfig::max_sessions_per_address`]: super::server::HttpServerConfig::max_sessions_per_address
