@@ -86,7 +86,10 @@ async fn abandoned_elicitations_release_the_session_that_relayed_them() {
     // The upstream (a 2026-07-28 server: its elicitation is an input request of the call's
     // result, answered by the bridge between two round trips, outside the call's own timeout)
     // asks through the bridge, whose relayed requests wait one second downstream.
-    let bridge = ServingBridge::start(&["--client-request-timeout", "1", "--", echo]);
+    // (The cap on relayed requests waiting per client, 16 by default, is set past the 65 here:
+    // this test is about their deadline; the cap has its own.)
+    let bridge =
+        ServingBridge::start(&["--client-request-timeout", "1", "--max-pending-client-requests", "100", "--", echo]);
     let addr = addr_of(&bridge);
     let session = session_with_elicitation(addr).await;
     // More abandoned calls than the session may run at once (64): each stream is dropped as
