@@ -65,6 +65,9 @@ use crate::proto::mcp_types::{ClientTypedResults, Tool};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
 
+mod answers;
+use answers::{attribute_idless, too_large_answer};
+
 /// A secret header value that never shows in `Debug` output.
 #[derive(Clone)]
 struct Secret(String);
@@ -1364,35 +1367,6 @@ struct Awaited {
     origin: Option<Id>,
     /// Bytes seen of an event dropped for being over the cap while answers were awaited.
     dropped: Option<usize>,
-}
-
-/// An error without an id in the answer to a POST of one request is that request's: the frame
-/// just sent is the one the server could not read.
-fn attribute_idless(messages: &mut [Message], awaited: &Awaited) {
-    if awaited.ids.len() != 1 {
-        return;
-    }
-    for message in messages {
-        if let Message::Error(e) = message {
-            if e.id.is_none() {
-                e.id = awaited.ids.iter().next().cloned();
-            }
-        }
-    }
-}
-
-/// The error answer to our request `id` whose response (`seen` bytes so far) went over the
-/// cap `max` and was dropped; logged, as the server's answer is lost.
-fn too_large_answer(id: &Id, seen: usize, max: usize) -> Message {
-    tracing::warn!(%id, seen, max, "mcpwire: dropped the server's answer over the size cap; its request fails");
-    let message = format!(
-        "response too large: at least {seen} bytes, the limit is {max} (HttpClientConfig::max_event_bytes); \
-         the server's answer was dropped"
-    );
-    Message::Error(jsonrpc::ErrorResponse {
-        id: Some(id.clone()),
-        error: jsonrpc::ErrorObject::new(jsonrpc::ErrorCode::INTERNAL_ERROR, message),
-    })
 }
 
 /// What has been read of a response body: its bytes so far and, once it is over, how it ended.
