@@ -284,6 +284,14 @@ pub struct ServeArgs {
     /// bytes on a non-loopback listen).
     #[arg(long, value_name = "VAR", conflicts_with = "auth_issuer")]
     pub auth_token_env: Option<String>,
+    /// Wrong bearer tokens in a row from one client address before that address is paused:
+    /// every request from it then gets 429 with Retry-After for --auth-failure-pause seconds,
+    /// its token unchecked (0: never paused).
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "auth_token_env")]
+    pub auth_failures: u32,
+    /// How long an address is paused after --auth-failures wrong tokens, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30, requires = "auth_token_env")]
+    pub auth_failure_pause: u64,
     /// Protect the HTTP listener with OAuth 2.1: access tokens issued by this authorization
     /// server (its issuer URL), checked with --auth-jwks or --auth-introspect, or else with
     /// the keys of the jwks_uri its metadata names (RFC 8414 / OpenID Connect discovery).
@@ -339,6 +347,20 @@ pub struct ServeArgs {
     /// idle ones end after 30 minutes, closed ones at once).
     #[arg(long, value_name = "N", default_value_t = mcpwire::transport::sse_http::server::DEFAULT_MAX_SESSIONS)]
     pub max_sessions: usize,
+    /// How many downstream HTTP sessions one client address may hold open at once (default: no
+    /// cap but --max-sessions; behind a reverse proxy every client has the proxy's address);
+    /// past it, 503 with Retry-After and an error naming the limit.
+    #[arg(long, value_name = "N")]
+    pub max_sessions_per_address: Option<usize>,
+    /// How many downstream HTTP sessions one OAuth principal (issuer and subject of its token)
+    /// may hold open at once (default: no cap but --max-sessions).
+    #[arg(long, value_name = "N")]
+    pub max_sessions_per_principal: Option<usize>,
+    /// How many requests of upstreams (sampling, elicitation, roots) may wait for one downstream
+    /// client's answers at once; past it the upstream's request gets a JSON-RPC error naming the
+    /// limit and nothing is sent downstream.
+    #[arg(long, value_name = "N", default_value_t = mcpwire::gateway::DEFAULT_MAX_PENDING_CLIENT_REQUESTS)]
+    pub max_pending_client_requests: usize,
     /// How many downstream sessions may hold their own --per-session upstreams (a child each)
     /// at once; a session past it gets a JSON-RPC error naming the limit for its calls to them.
     #[arg(long, value_name = "N", default_value_t = mcpwire::gateway::DEFAULT_MAX_PER_SESSION_SETS)]

@@ -44,6 +44,7 @@ use mcpwire::client::ClientOptions;
 use mcpwire::recording::{RecordingDir, TeeOptions};
 use mcpwire::server::Server;
 use mcpwire::transport::boxed::BoxTransport;
+use mcpwire::transport::sse_http::failed_tokens::FailedTokenPause;
 use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
 use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
 use mcpwire::transport::stdio::{Stderr, StdioTransport};
@@ -184,17 +185,20 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let prefix =
         args.prefix.map(PrefixMode::from).unwrap_or(if inline { PrefixMode::Never } else { PrefixMode::Always });
     let client = ClientOptions::default().with_client_info("mcp-bridge", env!("CARGO_PKG_VERSION"));
-    let callers = Arc::new(match args.client_request_timeout {
-        Some(deadline) => Callers::with_deadline(deadline),
-        None => Callers::default(),
-    });
+    let callers = Arc::new(
+        match args.client_request_timeout {
+            Some(deadline) => Callers::with_deadline(deadline),
+            None => Callers::default(),
+        }
+        .with_max_pending(args.max_pending_client_requests),
+    );
     // Upstreams that fail at start are retried as those whose connection ends are: with the
     // same backoff, until they start (unless --restart-attempts says otherwise).
     let attempts = args.restart_attempts.unwrap_or(u32::MAX);
     let defaults = SetOptions::default();
     let mut options = SetOptions::default()
         .with_client_options(client)
-        .with_stderr(Stderr::Inherit)
+        .with_stderr(escaped_stderr())
         .with_child_env(child_env)
         .with_backoff(defaults.initial_backoff, defaults.max_backoff, attempts)
         .with_startup_retries(attempts);
@@ -266,7 +270,16 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 if tls { "https" } else { "http" },
                 listener.local_addr().map_err(|e| e.to_string())?
             );
-            let mut http = HttpServerConfig::default().path(path).bearer_token(token).max_sessions(args.max_sessions);
+            let mut http = HttpServerConfig::default()
+                .path(path)
+                .bearer_token(token)
+                .max_sessions(args.max_sessions)
+                .max_sessions_per_address(args.max_sessions_per_address)
+                .max_sessions_per_principal(args.max_sessions_per_principal);
+            http.failed_token_pause = (args.auth_failures > 0).then(|| FailedTokenPause {
+                failures: args.auth_failures,
+                pause: std::time::Duration::from_secs(args.auth_failure_pause),
+            });
             match protected_resource(&args, &served_url) {
                 Ok(Some(resource)) => {
                     tracing::info!(issuer = ?args.auth_issuer, audience = %resource.resource(), "OAuth protection");
@@ -588,6 +601,16 @@ async fn reload_on_change(gateway: Arc<Gateway>, file: std::path::PathBuf, mut h
             Err(e) => tracing::warn!("reload skipped ({why}): {e}"),
         }
     }
+}
+
+/// Upstreams' stderr, a line at a time, on ours after `upstream stderr: ` with control
+/// characters escaped ([`mcpwire::gateway::printable`]): an upstream cannot drive the
+/// operator's terminal, and no line it writes passes for one of the bridge's own.
+pub(crate) fn escaped_stderr() -> Stderr {
+    Stderr::Lines(std::sync::Arc::new(|line: &str| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "upstream stderr: {}", mcpwire::gateway::printable(line));
+    }))
 }
 
 #[cfg(test)]

@@ -138,7 +138,7 @@ fn client_options(args: &Invocation) -> ClientOptions {
 
 async fn run(args: Invocation) -> Result<(), Failure> {
     let options = client_options(&args);
-    let stderr = if args.verbose { Stderr::Inherit } else { Stderr::Discard };
+    let stderr = if args.verbose { super::serve::escaped_stderr() } else { Stderr::Discard };
     match &args.source {
         Source::Stdio(server) => {
             let command = ChildCommand::new(&server[0]).args(&server[1..]).stderr(stderr);
@@ -265,7 +265,11 @@ async fn run_set(
         Command::Tools => {
             let summary = set.start().await?;
             for failed in summary.in_state(ServerState::Failed) {
-                eprintln!("mcp-bridge: {}: {}", failed.name, failed.error.as_deref().unwrap_or("failed"));
+                eprintln!(
+                    "mcp-bridge: {}: {}",
+                    printable(&failed.name),
+                    printable(failed.error.as_deref().unwrap_or("failed"))
+                );
             }
             print_catalog(&set.tools(), json)?;
             Ok(())
@@ -378,18 +382,21 @@ fn print_statuses(
             (status, Some(note)) => format!(", auth {}{kept} ({note})", status.as_str()),
         };
         match (s.state, s.protocol_version) {
-            (ServerState::Ready, Some(version)) => {
-                writeln!(out, "{}{required}: ready, protocol {version}, {} tools, {ms} ms{login}", s.name, s.tools)?
-            }
-            (ServerState::Disabled, _) => writeln!(out, "{}{required}: disabled", s.name)?,
+            (ServerState::Ready, Some(version)) => writeln!(
+                out,
+                "{}{required}: ready, protocol {version}, {} tools, {ms} ms{login}",
+                printable(&s.name),
+                s.tools
+            )?,
+            (ServerState::Disabled, _) => writeln!(out, "{}{required}: disabled", printable(&s.name))?,
             (ServerState::Deferred, _) => {
-                writeln!(out, "{}{required}: deferred (startup = lazy), {} tools cached", s.name, s.tools)?
+                writeln!(out, "{}{required}: deferred (startup = lazy), {} tools cached", printable(&s.name), s.tools)?
             }
             (state, _) => writeln!(
                 out,
                 "{}{required}: {state} after {ms} ms: {}",
-                s.name,
-                s.error.as_deref().unwrap_or("no reason given")
+                printable(&s.name),
+                printable(s.error.as_deref().unwrap_or("no reason given"))
             )?,
         }
     }
@@ -492,7 +499,7 @@ pub(crate) fn main(args: Invocation) -> ExitCode {
             ExitCode::from(1)
         }
         Err(Failure::RequiredFailed(names)) => {
-            eprintln!("mcp-bridge: required servers failed: {}", names.join(", "));
+            eprintln!("mcp-bridge: required servers failed: {}", printable(&names.join(", ")));
             ExitCode::from(1)
         }
         Err(Failure::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,

@@ -63,7 +63,10 @@ use crate::transport::{inproc, Limits};
 use self::tool_result::Verdict;
 
 pub mod metrics;
+mod pending;
 mod tool_result;
+
+pub use pending::DEFAULT_MAX_PENDING_CLIENT_REQUESTS;
 
 /// How upstream tools and prompts are named downstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,6 +252,8 @@ pub struct Callers {
     next: AtomicU64,
     contexts: Mutex<HashMap<CallerId, Context>>,
     deadline: Duration,
+    pending: Arc<pending::Pending>,
+    max_pending: usize,
 }
 
 impl Default for Callers {
@@ -316,7 +321,21 @@ impl Callers {
     /// No callers yet; each relayed request waits at most `deadline` for the downstream
     /// client's answer.
     pub fn with_deadline(deadline: Duration) -> Callers {
-        Callers { next: AtomicU64::new(0), contexts: Mutex::default(), deadline }
+        Callers {
+            next: AtomicU64::new(0),
+            contexts: Mutex::default(),
+            deadline,
+            pending: Arc::default(),
+            max_pending: DEFAULT_MAX_PENDING_CLIENT_REQUESTS,
+        }
+    }
+
+    /// At most `max` relayed requests wait for one downstream connection's answers at once
+    /// (default [`DEFAULT_MAX_PENDING_CLIENT_REQUESTS`]); past it the upstream's request gets a
+    /// -32603 error naming the limit (`data.limit` = `"max_pending_client_requests"`).
+    pub fn with_max_pending(mut self, max: usize) -> Callers {
+        self.max_pending = max;
+        self
     }
 
     /// How long a relayed request waits for the downstream client's answer.
@@ -337,6 +356,14 @@ impl Callers {
         self.contexts.lock().expect("callers lock").get(&id).cloned().ok_or_else(|| unrelated(method))
     }
 
+    /// As [`current`](Self::current), with a place among the requests waiting on that
+    /// caller's downstream connection, held until the answer.
+    fn current_with_slot(&self, method: &str) -> Result<(Context, pending::Slot), ErrorObject> {
+        let context = self.current(method)?;
+        let slot = self.pending.reserve(&context, method, self.max_pending)?;
+        Ok((context, slot))
+    }
+
     /// `options` with handlers that answer every upstream's sampling, elicitation (form and URL)
     /// and roots requests through the downstream client whose request caused them, each within
     /// [`Callers::deadline`].
@@ -346,22 +373,31 @@ impl Callers {
         options
             .with_sampling(move |_server: String, params: CreateMessageRequestParams| {
                 const METHOD: &str = "sampling/createMessage";
-                let context = sampling.current(METHOD);
-                async move { answered_within(deadline, METHOD, context?.create_message(params)).await }
+                let caller = sampling.current_with_slot(METHOD);
+                async move {
+                    let (context, _slot) = caller?;
+                    answered_within(deadline, METHOD, context.create_message(params)).await
+                }
             })
             .with_elicitation_modes(
                 move |_server: String, params: ElicitRequestParams| {
                     const METHOD: &str = "elicitation/create";
-                    let context = elicitation.current(METHOD);
-                    async move { answered_within(deadline, METHOD, context?.elicit_with(params)).await }
+                    let caller = elicitation.current_with_slot(METHOD);
+                    async move {
+                        let (context, _slot) = caller?;
+                        answered_within(deadline, METHOD, context.elicit_with(params)).await
+                    }
                 },
                 ElicitationModes { form: true, url: true },
             )
             .with_roots_handler(move |_server: String| {
                 // Unrelated (a server asks right after connecting): the bridge's own roots, none.
-                let context = roots.current("roots/list").ok();
+                let caller = match roots.current("roots/list") {
+                    Ok(_) => roots.current_with_slot("roots/list").map(Some),
+                    Err(_) => Ok(None),
+                };
                 async move {
-                    let Some(context) = context else { return Ok(Vec::new()) };
+                    let Some((context, _slot)) = caller? else { return Ok(Vec::new()) };
                     let roots: Vec<Root> = answered_within(deadline, "roots/list", context.list_roots()).await?;
                     Ok(roots)
                 }
@@ -504,7 +540,7 @@ impl PerSession {
                 return 0;
             }
             for gone in self.names.iter().filter(|name| !subset.servers.contains_key(*name)) {
-                tracing::warn!(server = %gone, "--per-session server no longer in the config: no longer served");
+                tracing::warn!(server = %printable(gone), "--per-session server no longer in the config: no longer served");
             }
             *held = (held.0 + 1, subset);
             held.clone()
@@ -543,27 +579,7 @@ impl PerSession {
     }
 }
 
-/// `text` as it may be logged or printed: its control characters (C0, DEL, C1) and the
-/// bidirectional overrides escaped as Rust writes them (`\n`, `\u{1b}`), everything else as
-/// it is. For text an upstream chose (server and tool names, errors, messages): a server
-/// cannot then forge a log line or drive the operator's terminal.
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if !text.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if !unsafe_char(c) {
-            out.push(c);
-        } else if matches!(c, '\n' | '\r' | '\t') {
-            out.extend(c.escape_debug());
-        } else {
-            out.extend(c.escape_unicode());
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+pub use crate::proto::printable::printable;
 
 /// An upstream served by `server` in this very process: each connection (a start or a
 /// restart) gets a new in-process pair whose server end `server` serves until it closes. No
@@ -654,6 +670,9 @@ impl Gateway {
     /// The metrics as text (see [`BridgeMetrics::render`]), with every shared upstream's state
     /// and failed tries as they are now.
     pub fn render_metrics(&self) -> String {
+        if let Some(server) = self.server.get() {
+            self.metrics.notifications_dropped.raise_to([], server.notifications_dropped());
+        }
         for status in self.set.summary().servers {
             self.metrics.set_upstream_state(&status.name, status.state, status.failed_attempts);
             self.metrics.set_upstream_up(&status.name, status.state == ServerState::Ready);
@@ -751,7 +770,7 @@ impl Gateway {
                 SetEvent::Ready { server, .. } => self.metrics().set_upstream_up(&server, true),
                 SetEvent::Reconnecting { server, attempt, delay } => {
                     let server = printable(&server);
-                    tracing::info!(%server, attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
+                    tracing::info!(server = %printable(&server), attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
                 }
                 SetEvent::Reconnected { server } => {
                     tracing::info!(server = %printable(&server), "upstream restarted");
@@ -761,7 +780,7 @@ impl Gateway {
                 }
                 SetEvent::RestartFailed { server, reason } => {
                     let (server, reason) = (printable(&server), printable(&reason));
-                    tracing::warn!(%server, %reason, "upstream kept its previous connection: the changed one did not start")
+                    tracing::warn!(server = %printable(&server), reason = %printable(&reason), "upstream kept its previous connection: the changed one did not start")
                 }
                 SetEvent::Warning { server, message } => {
                     tracing::warn!(server = server.as_deref().map(printable).as_deref(), "{}", printable(&message))
@@ -1140,13 +1159,6 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
-
-    #[test]
-    fn printable_escapes_what_could_forge_a_line_or_drive_a_terminal() {
-        assert!(matches!(printable("plain ünïcode"), std::borrow::Cow::Borrowed("plain ünïcode")));
-        assert_eq!(printable("a\x1b[2J\nINFO forged\r\x07\x7f\u{9b}"), r"a\u{1b}[2J\nINFO forged\r\u{7}\u{7f}\u{9b}");
-        assert_eq!(printable("abc\u{202e}fed"), r"abc\u{202e}fed");
-    }
 
     #[test]
     fn slugs_are_uri_scheme_prefixes() {

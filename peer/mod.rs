@@ -660,7 +660,15 @@ impl<T: Transport> Peer<T> {
                 Event::Notification(notification) => self.shared.handler.on_notification(self, notification),
                 Event::Cancelled { id, .. } => self.shared.handler.on_cancelled(self, &id),
                 Event::Initialized => self.shared.handler.on_initialized(self),
-                Event::Protocol(event) => self.shared.handler.on_protocol_event(self, event),
+                Event::Protocol(event) => {
+                    if let ProtocolEvent::ErrorWithoutId { error } = &event {
+                        // The session ended the requests it may answer; say so where an
+                        // operator looks.
+                        let message = crate::proto::printable::printable(&error.message);
+                        tracing::warn!(code = error.code.0, %message, "mcpwire: the peer sent an error without an id");
+                    }
+                    self.shared.handler.on_protocol_event(self, event)
+                }
             }
         }
     }

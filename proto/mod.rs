@@ -20,6 +20,7 @@ mod json_read;
 pub mod json_write;
 pub mod jsonrpc;
 pub mod mcp_types;
+pub mod printable;
 pub mod session;
 pub mod timestamp;
 pub mod validate;

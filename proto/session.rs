@@ -477,6 +477,8 @@ fn result_version(result: &Body) -> Option<ProtocolVersion> {
 struct Pending {
     method: String,
     token: Option<Id>,
+    /// How many messages the peer had sent when this went out (see `on_error_without_id`).
+    after: u64,
     sent: Instant,
     deadline: Option<Instant>,
     options: RequestOptions,
@@ -499,6 +501,8 @@ pub struct Session {
     abandoned: BTreeSet<i64>,
     /// Incoming requests in flight, with their methods.
     incoming: HashMap<Id, String>,
+    /// Messages received from the peer so far.
+    received: u64,
     transmit: VecDeque<Message>,
     events: VecDeque<Event>,
 }
@@ -523,6 +527,7 @@ impl Session {
             tokens: HashMap::new(),
             abandoned: BTreeSet::new(),
             incoming: HashMap::new(),
+            received: 0,
             transmit: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -649,7 +654,7 @@ impl Session {
             self.initialize_answered = false;
         }
         self.transmit.push_back(Message::Request(Request { id: Id::Number(n), method: method.clone(), params }));
-        self.pending.insert(n, Pending { method, token, sent: now, deadline, options });
+        self.pending.insert(n, Pending { method, token, after: self.received, sent: now, deadline, options });
         Ok(Id::Number(n))
     }
 
@@ -773,15 +778,59 @@ impl Session {
         if self.state == State::Closed {
             return;
         }
+        let seen = self.received;
+        self.received += 1;
         match msg {
             Message::Request(r) => self.on_request(r),
             Message::Notification(n) => self.on_notification(n, now),
             Message::Response(r) => self.on_response(r.id, Ok(r.result)),
             Message::Error(ErrorResponse { id: Some(id), error }) => self.on_response(id, Err(error)),
-            Message::Error(ErrorResponse { id: None, error }) => {
-                self.events.push_back(Event::Protocol(ProtocolEvent::ErrorWithoutId { error }));
-            }
+            Message::Error(ErrorResponse { id: None, error }) => self.on_error_without_id(error, seen),
         }
+    }
+
+    /// An error answer without an id (the peer could not read the id of something we sent),
+    /// while `seen` messages had come before it. It is reported as
+    /// [`ProtocolEvent::ErrorWithoutId`], and it ends the requests it may answer rather than
+    /// leave them to their timeouts: those sent since the peer's previous message (a peer
+    /// reports an unreadable line when it reads it, so an older request would have been
+    /// reported before that message), or every request in flight when none was. One such
+    /// request gets the peer's error as its answer; several each get an error saying the answer
+    /// may be theirs.
+    fn on_error_without_id(&mut self, error: ErrorObject, seen: u64) {
+        let mut suspects: Vec<i64> = self.pending.iter().filter(|(_, p)| p.after == seen).map(|(&n, _)| n).collect();
+        if suspects.is_empty() {
+            suspects = self.pending.keys().copied().collect();
+        }
+        let count = suspects.len();
+        for n in suspects {
+            let Some(p) = self.forget(n) else { continue };
+            // A late answer with the id after all is dropped quietly.
+            self.abandon(n);
+            if p.method == INITIALIZE && self.role == Role::Client && self.state == State::Initializing {
+                self.state = State::AwaitingInitialize;
+            }
+            let answer = if count == 1 {
+                ErrorObject::new(
+                    error.code,
+                    format!(
+                        "{} (the peer's error carried no id; this is the only request it can answer)",
+                        error.message
+                    ),
+                )
+            } else {
+                ErrorObject::new(
+                    error.code,
+                    format!(
+                        "the peer answered an error without an id while {count} requests it may answer were in \
+                         flight, this one among them: {}",
+                        error.message
+                    ),
+                )
+            };
+            self.events.push_back(Event::ErrorResponse { id: Id::Number(n), method: p.method, error: answer });
+        }
+        self.events.push_back(Event::Protocol(ProtocolEvent::ErrorWithoutId { error }));
     }
 
     /// The earliest deadline of our requests, if any: call [`Session::handle_timeout`] then.
@@ -1253,6 +1302,54 @@ mod tests {
         p.assert_no_events();
         // Ids are never reused.
         assert_eq!(p.client.send_request("ping", None, p.now, None).unwrap(), Id::from(21));
+    }
+
+    #[test]
+    fn an_error_without_id_ends_the_requests_it_may_answer() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let null_error = || msg(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
+        let ended = |p: &mut Pair| -> Vec<(Id, String)> {
+            std::iter::from_fn(|| p.client.poll_event())
+                .filter_map(|e| match e {
+                    Event::ErrorResponse { id, error, .. } => Some((id, error.message)),
+                    Event::Protocol(ProtocolEvent::ErrorWithoutId { .. }) => None,
+                    e => panic!("{e:?}"),
+                })
+                .collect()
+        };
+        // Two requests sent since the peer's last message: either may be the one; both end.
+        let a = p.client.send_request("tools/call", None, p.now, None).unwrap();
+        let b = p.client.send_request("tools/call", None, p.now, None).unwrap();
+        while p.client.poll_transmit().is_some() {}
+        p.client.handle_incoming(null_error(), p.now);
+        let why = "the peer answered an error without an id while 2 requests it may answer were in flight, this one \
+                   among them: Parse error";
+        assert_eq!(ended(&mut p), [(a, why.to_owned()), (b, why.to_owned())]);
+        // One request before the peer's last message, one after: only the later one ends.
+        let c = p.client.send_request("tools/call", None, p.now, None).unwrap();
+        p.client.handle_incoming(
+            msg(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}}"#),
+            p.now,
+        );
+        let d = p.client.send_request("tools/call", None, p.now, None).unwrap();
+        while p.client.poll_transmit().is_some() {}
+        let _ = p.client.poll_event();
+        p.client.handle_incoming(null_error(), p.now);
+        let why = "Parse error (the peer's error carried no id; this is the only request it can answer)";
+        assert_eq!(ended(&mut p), [(d.clone(), why.to_owned())]);
+        assert_eq!(p.client.outgoing_in_flight(), 1, "c still waits");
+        // A late answer to d is dropped quietly; c's answer still reaches it.
+        let Id::Number(dn) = d else { panic!() };
+        let Id::Number(cn) = c.clone() else { panic!() };
+        p.client.handle_incoming(msg(&format!(r#"{{"jsonrpc":"2.0","id":{dn},"result":{{}}}}"#)), p.now);
+        assert!(p.client.poll_event().is_none());
+        p.client.handle_incoming(msg(&format!(r#"{{"jsonrpc":"2.0","id":{cn},"result":{{}}}}"#)), p.now);
+        assert!(matches!(p.client.poll_event(), Some(Event::Response { id, .. }) if id == c));
+        // Nothing in flight: reported, nothing else.
+        p.client.handle_incoming(null_error(), p.now);
+        assert!(matches!(p.client.poll_event(), Some(Event::Protocol(ProtocolEvent::ErrorWithoutId { .. }))));
+        assert!(p.client.poll_event().is_none());
     }
 
     #[test]

@@ -144,7 +144,7 @@ pub use completion::{prefix_matches, CompletionRequest};
 #[cfg(feature = "schema")]
 pub use form::{Elicited, Form, NotAForm};
 pub use prompts::{prompt, prompt_argument, prompt_message, prompt_result, PromptRequest};
-pub use registry::NOTIFY_QUEUE;
+pub use registry::{DROP_LOG_EVERY, NOTIFY_QUEUE};
 pub use resources::{blob_contents, resource, resource_not_found, resource_template, text_contents, ResourceRequest};
 pub use task_extension::TASKS_EXTENSION;
 pub use tasks::{DEFAULT_TTL_MS, MAX_TTL_MS, POLL_INTERVAL_MS};

@@ -102,15 +102,60 @@ pub(crate) struct SessionState {
 }
 
 impl SessionState {
-    /// Queues a notification; false when the session is not open or its queue is full.
-    pub(crate) fn notify(&self, method: &'static str, params: Option<Body>) -> bool {
+    /// Queues a notification; false when the session is not open or its queue is full (then
+    /// `drops` counts it).
+    pub(crate) fn notify(&self, method: &'static str, params: Option<Body>, drops: &Drops) -> bool {
         let queue = self.queue.lock().expect("session queue lock");
-        queue.as_ref().is_some_and(|q| q.try_send((method, params)).is_ok())
+        match queue.as_ref().map(|q| q.try_send((method, params))) {
+            Some(Ok(())) => true,
+            Some(Err(mpsc::error::TrySendError::Full(_))) => {
+                drops.note(method);
+                false
+            }
+            _ => false,
+        }
     }
 
     /// Whether a message at `level` passes the session's threshold.
     pub(crate) fn wants(&self, level: LoggingLevel) -> bool {
         self.level.lock().expect("level lock").is_none_or(|threshold| level >= threshold)
+    }
+}
+
+/// Notifications dropped because a session's queue ([`NOTIFY_QUEUE`]) was full: counted, and
+/// logged at most once per [`DROP_LOG_EVERY`], never silently.
+#[derive(Default)]
+pub(crate) struct Drops {
+    count: AtomicU64,
+    /// When the last line was logged, and the count then.
+    logged: Mutex<Option<(std::time::Instant, u64)>>,
+}
+
+/// How often at most a line says notifications are being dropped.
+pub const DROP_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Drops {
+    fn note(&self, method: &str) {
+        let total = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        let now = std::time::Instant::now();
+        let mut logged = self.logged.lock().expect("drops lock");
+        let since = match *logged {
+            Some((at, _)) if now.duration_since(at) < DROP_LOG_EVERY => return,
+            Some((_, then)) => total - then,
+            None => total,
+        };
+        *logged = Some((now, total));
+        tracing::warn!(
+            method,
+            dropped = since,
+            total,
+            "mcpwire: a session's notification queue is full (NOTIFY_QUEUE = {NOTIFY_QUEUE}): notifications dropped"
+        );
+    }
+
+    /// How many were dropped so far.
+    pub(crate) fn total(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
     }
 }
 
@@ -126,6 +171,7 @@ pub(crate) struct Registry {
     /// Open `subscriptions/listen` streams (2026-07-28), by a key of their own.
     listeners: Mutex<HashMap<u64, Arc<Listener>>>,
     next_session: AtomicU64,
+    pub(crate) drops: Drops,
 }
 
 /// One `subscriptions/listen` stream: what it agreed to carry and the queue to its task.
@@ -229,7 +275,7 @@ impl Registry {
     /// Sends `method` (no params) to every open session.
     pub(crate) fn broadcast(&self, method: &'static str) {
         for session in self.sessions() {
-            session.notify(method, None);
+            session.notify(method, None, &self.drops);
         }
         for listener in self.listeners() {
             if listener.wants(method) {
@@ -256,11 +302,19 @@ impl Server {
         };
         let mut sent = 0;
         for session in self.inner.registry.sessions() {
-            if session.wants(level) && session.notify("notifications/message", Some(Body::typed(params.clone()))) {
+            let params = Some(Body::typed(params.clone()));
+            if session.wants(level) && session.notify("notifications/message", params, &self.inner.registry.drops) {
                 sent += 1;
             }
         }
         sent
+    }
+
+    /// How many notifications were dropped so far because a session's queue
+    /// ([`NOTIFY_QUEUE`]) was full (its client reads more slowly than they come); each time
+    /// this grows, at most one log line per [`DROP_LOG_EVERY`] says so.
+    pub fn notifications_dropped(&self) -> u64 {
+        self.inner.registry.drops.total()
     }
 
     /// Tells every session subscribed to `uri` (`resources/subscribe`) that it changed
@@ -270,7 +324,8 @@ impl Server {
         let mut sent = 0;
         for session in self.inner.registry.sessions() {
             let subscribed = session.subscriptions.lock().expect("subscriptions lock").contains(uri);
-            if subscribed && session.notify("notifications/resources/updated", Some(Body::typed(params.clone()))) {
+            let updated = Some(Body::typed(params.clone()));
+            if subscribed && session.notify("notifications/resources/updated", updated, &self.inner.registry.drops) {
                 sent += 1;
             }
         }

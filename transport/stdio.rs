@@ -34,6 +34,7 @@ use tokio::process::{Child, ChildStderr};
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use super::{Limits, Transport, TransportError};
+use crate::proto::framing::oversized::{Identified, Oversized};
 use crate::proto::framing::{encode_message, LineError, MessageDecoder};
 use crate::proto::jsonrpc::{Message, Payload};
 use crate::proto::version::ProtocolVersion;
@@ -249,6 +250,8 @@ struct Reader {
     eof: bool,
     /// What the other halves leave for the reader: a protocol version, answers of our own.
     local: Arc<Local>,
+    /// A line decoded after an oversized one whose error answer went first.
+    stashed: Option<Result<Payload, LineError>>,
 }
 
 /// What the transport and its writer leave for the reader while a `recv` holds it.
@@ -291,11 +294,29 @@ impl Reader {
                     return Ok(Some(Ok(Payload::Single(answer))));
                 }
             }
-            if let Some(item) = self.decoder.decode(&mut self.buf) {
+            if let Some(item) = self.stashed.take() {
                 return Ok(Some(item));
             }
-            if self.eof {
-                return Ok(self.decoder.decode_eof(&mut self.buf));
+            let item =
+                if self.eof { self.decoder.decode_eof(&mut self.buf) } else { self.decoder.decode(&mut self.buf) };
+            if let Some(answer) =
+                self.decoder.take_oversized().and_then(|o| oversized_line(&o, self.decoder.max_frame_bytes()))
+            {
+                // The line's own frame error first, when this decode gave it, then its answer.
+                let answer = Ok(Payload::Single(answer));
+                return Ok(Some(match item {
+                    Some(Err(e)) => {
+                        self.stashed = Some(answer);
+                        Err(e)
+                    }
+                    item => {
+                        self.stashed = item;
+                        answer
+                    }
+                }));
+            }
+            if item.is_some() || self.eof {
+                return Ok(item);
             }
             self.buf.reserve(READ_CHUNK);
             // Cancel safety: `read_buf` either appends bytes or is dropped having read none.
@@ -308,6 +329,33 @@ impl Reader {
                     }
                 }
             }
+        }
+    }
+}
+
+/// What a line over the frame cap becomes, told by its ends ([`Oversized::identify`]): for a
+/// response to one of our requests, an error answer to that request naming the limit, handed
+/// out as if the peer had sent it (the request fails at once instead of waiting for an answer
+/// that was dropped). Logged either way: the peer's message is lost.
+fn oversized_line(o: &Oversized, max: usize) -> Option<Message> {
+    use crate::proto::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse};
+    let len = o.len;
+    match o.identify() {
+        Some(Identified::Response(id)) => {
+            tracing::warn!(%id, len, max, "mcpwire: dropped the peer's answer over the frame cap; its request fails");
+            let message = format!(
+                "response too large: {len} bytes, the limit is {max} (Limits::max_frame_bytes); \
+                 the peer's answer was dropped"
+            );
+            Some(Message::Error(ErrorResponse::new(Some(id), ErrorObject::new(ErrorCode::INTERNAL_ERROR, message))))
+        }
+        Some(Identified::Request(id)) => {
+            tracing::warn!(%id, len, max, "mcpwire: dropped a request of the peer's over the frame cap");
+            None
+        }
+        None => {
+            tracing::warn!(len, max, "mcpwire: dropped a line over the frame cap whose id could not be read");
+            None
         }
     }
 }
@@ -513,6 +561,7 @@ impl StdioTransport {
                 queued: VecDeque::new(),
                 eof: false,
                 local: local.clone(),
+                stashed: None,
             }),
             local,
             writer,
@@ -912,6 +961,39 @@ mod tests {
         );
         let err = t.recv().await.unwrap_err();
         assert!(err.to_string().contains("frame too large"), "{err}");
+        assert_eq!(t.recv().await.unwrap().unwrap().id(), Some(&Id::Number(9)));
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_the_frame_cap_becomes_an_error_answer_to_its_request() {
+        let text = "z".repeat(5000);
+        let ours = format!("{{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{{\"t\":\"{text}\"}}}}\n");
+        let typescript = format!("{{\"result\":{{\"t\":\"{text}\"}},\"jsonrpc\":\"2.0\",\"id\":\"s\"}}\n");
+        let input = format!("{ours}{typescript}{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}}\n");
+        let t = StdioTransport::from_io(
+            std::io::Cursor::new(input.into_bytes()),
+            tokio::io::sink(),
+            Limits::default().with_max_frame_bytes(1024),
+        );
+        for (id, len) in [(Id::Number(4), ours.len() - 1), (Id::String("s".into()), typescript.len() - 1)] {
+            // The frame error first (as for any oversized line), then the answer's error.
+            let err = t.recv().await.unwrap_err();
+            assert!(err.to_string().contains("frame too large"), "{err}");
+            match t.recv().await.unwrap().unwrap() {
+                Message::Error(e) => {
+                    assert_eq!(e.id, Some(id));
+                    assert_eq!(e.error.code.0, -32603);
+                    assert_eq!(
+                        e.error.message,
+                        format!(
+                            "response too large: {len} bytes, the limit is 1024 (Limits::max_frame_bytes); \
+                             the peer's answer was dropped"
+                        )
+                    );
+                }
+                other => panic!("expected the error answer, got {other:?}"),
+            }
+        }
         assert_eq!(t.recv().await.unwrap().unwrap().id(), Some(&Id::Number(9)));
     }
 

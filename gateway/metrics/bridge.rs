@@ -34,6 +34,9 @@ pub struct BridgeMetrics {
     /// `mcp_bridge_upstream_failed_attempts{server}`: tries to start the upstream that failed
     /// since it was last ready.
     pub upstream_failed_attempts: Arc<GaugeVec<1>>,
+    /// `mcp_bridge_notifications_dropped_total`: notifications to downstream sessions dropped
+    /// because a session's queue was full ([`crate::server::Server::notifications_dropped`]).
+    pub notifications_dropped: Arc<CounterVec<0>>,
 }
 
 impl Default for BridgeMetrics {
@@ -104,8 +107,17 @@ impl BridgeMetrics {
                 ["server"],
             )
             .expect(taken);
+        let notifications_dropped = registry
+            .counter(
+                "mcp_bridge_notifications_dropped_total",
+                "Notifications to downstream sessions dropped because a session's queue was full (its client reads \
+                 more slowly than they come).",
+                [],
+            )
+            .expect(taken);
         BridgeMetrics {
             registry,
+            notifications_dropped,
             calls,
             call_errors,
             call_duration,

@@ -91,6 +91,12 @@ impl Counter {
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
+
+    /// Raises the count to `total` when it is below: for a count kept elsewhere, copied at
+    /// each scrape (never lowered).
+    pub fn raise_to(&self, total: u64) {
+        self.0.fetch_max(total, Ordering::Relaxed);
+    }
 }
 
 /// A value that goes up and down (whole numbers: sessions open, 0/1 for up).
@@ -408,6 +414,11 @@ impl<const N: usize> Family<Counter, N> {
     /// Adds one to the counter of `labels`.
     pub fn inc(&self, labels: [&str; N]) {
         self.with(labels, Counter::inc);
+    }
+
+    /// Raises the counter of `labels` to `total` ([`Counter::raise_to`]).
+    pub fn raise_to(&self, labels: [&str; N], total: u64) {
+        self.with(labels, |c| c.raise_to(total));
     }
 
     /// The count of `labels` (0 when never recorded), without creating the series.

@@ -11,6 +11,7 @@ use std::fmt;
 use bytes::{Buf, Bytes, BytesMut};
 use memchr::{memchr, memchr2, memchr2_iter};
 
+use super::oversized::{Oversized, EDGE_BYTES};
 use super::{FrameError, DEFAULT_MAX_FRAME_BYTES};
 
 /// One decoded line, without its line ending: a [`Bytes`] that is guaranteed valid UTF-8.
@@ -111,6 +112,11 @@ pub struct LineDecoder {
     next_index: usize,
     /// Inside an oversized line that was already reported: drop bytes up to the next `\n`.
     discarding: bool,
+    /// The ends of the oversized line being dropped (while `discarding`), then of the last one
+    /// dropped, until [`LineDecoder::take_oversized`].
+    oversized: Option<Oversized>,
+    /// Whether `oversized` is complete (its line ended).
+    oversized_done: bool,
 }
 
 impl Default for LineDecoder {
@@ -127,7 +133,7 @@ impl LineDecoder {
 
     /// A decoder whose lines may be at most `max` bytes, line ending not counted.
     pub fn with_max_frame_bytes(max: usize) -> Self {
-        Self { max, next_index: 0, discarding: false }
+        Self { max, next_index: 0, discarding: false, oversized: None, oversized_done: false }
     }
 
     /// The cap in bytes.
@@ -151,11 +157,13 @@ impl LineDecoder {
                 // discarding), so searching from 0 rescans nothing.
                 match memchr(b'\n', buf) {
                     Some(i) => {
+                        self.note_dropped(&buf[..i], true);
                         buf.advance(i + 1);
                         self.discarding = false;
                         self.next_index = 0;
                     }
                     None => {
+                        self.note_dropped(buf, false);
                         buf.clear();
                         self.next_index = 0;
                         return None;
@@ -170,6 +178,9 @@ impl LineDecoder {
                 // the line ending, every other byte is content.
                 let at_least = buf.len() - usize::from(buf.last() == Some(&b'\r'));
                 if at_least > self.max {
+                    self.oversized = Some(Oversized::default());
+                    self.oversized_done = false;
+                    self.note_dropped(&buf[..at_least], false);
                     buf.clear();
                     self.next_index = 0;
                     self.discarding = true;
@@ -199,6 +210,9 @@ impl LineDecoder {
         }
         // `decode` left no complete line; if it was discarding, `buf` is already empty and the
         // oversized tail was reported when discarding started.
+        if self.discarding {
+            self.oversized_done = true;
+        }
         self.discarding = false;
         self.next_index = 0;
         if buf.is_empty() {
@@ -208,12 +222,41 @@ impl LineDecoder {
         self.finish_line(line)
     }
 
+    /// The ends of the last line dropped for being over the cap, once it has ended (or the
+    /// input did): what [`Oversized::identify`] reads its id from. Each is handed out once.
+    pub fn take_oversized(&mut self) -> Option<Oversized> {
+        if !self.oversized_done {
+            return None;
+        }
+        self.oversized_done = false;
+        self.oversized.take()
+    }
+
+    /// Notes `bytes` of the oversized line being dropped; `last` when its line ending followed.
+    fn note_dropped(&mut self, bytes: &[u8], last: bool) {
+        let Some(o) = self.oversized.as_mut() else { return };
+        let bytes = if last { bytes.strip_suffix(b"\r").unwrap_or(bytes) } else { bytes };
+        if o.head.len() < EDGE_BYTES {
+            let n = (EDGE_BYTES - o.head.len()).min(bytes.len());
+            o.head.extend_from_slice(&bytes[..n]);
+        }
+        let keep = bytes.len().min(EDGE_BYTES);
+        o.tail.extend_from_slice(&bytes[bytes.len() - keep..]);
+        if o.tail.len() > EDGE_BYTES {
+            o.tail.drain(..o.tail.len() - EDGE_BYTES);
+        }
+        o.len += bytes.len();
+        self.oversized_done = last;
+    }
+
     /// Turns one line (without `\n`) into a frame, an error, or nothing for a blank line.
-    fn finish_line(&self, mut line: Bytes) -> Option<Result<Frame, FrameError>> {
+    fn finish_line(&mut self, mut line: Bytes) -> Option<Result<Frame, FrameError>> {
         if line.last() == Some(&b'\r') {
             line.truncate(line.len() - 1);
         }
         if line.len() > self.max {
+            self.oversized = Some(Oversized::default());
+            self.note_dropped(&line, true);
             return Some(Err(FrameError::TooLarge { max: self.max, seen: line.len() }));
         }
         if line.iter().all(|&b| b == b' ' || b == b'\t' || b == b'\r') {
@@ -386,6 +429,37 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert!(matches!(out[0], Err(FrameError::TooLarge { max: MAX, seen }) if seen > MAX));
         assert_eq!(out[1], Ok("next".to_owned()));
+    }
+
+    #[test]
+    fn the_ends_of_an_oversized_line_are_kept_at_every_split_point() {
+        use crate::proto::framing::oversized::Identified;
+        use crate::proto::jsonrpc::Id;
+        let text = "x".repeat(3 * EDGE_BYTES);
+        let first = format!(r#"{{"jsonrpc":"2.0","id":9,"result":{{"text":"{text}"}}}}"#);
+        let last = format!(r#"{{"result":{{"text":"{text}"}},"jsonrpc":"2.0","id":"t"}}"#);
+        for (line, id) in [(first, Id::Number(9)), (last, Id::String("t".into()))] {
+            let input = format!("{line}\r\n{{\"ok\":1}}\n");
+            for at in (0..input.len()).step_by(97) {
+                let mut dec = LineDecoder::with_max_frame_bytes(64);
+                let mut buf = BytesMut::new();
+                let mut frames = Vec::new();
+                for chunk in [&input.as_bytes()[..at], &input.as_bytes()[at..]] {
+                    buf.extend_from_slice(chunk);
+                    while let Some(r) = dec.decode(&mut buf) {
+                        frames.push(r.map(|f| f.as_str().to_owned()));
+                    }
+                }
+                assert!(matches!(frames[0], Err(FrameError::TooLarge { max: 64, .. })), "{frames:?}");
+                assert_eq!(frames[1], Ok("{\"ok\":1}".to_owned()));
+                let o = dec.take_oversized().expect("the ends of the line");
+                assert_eq!(o.len, line.len(), "split at {at}");
+                assert_eq!(o.head, line.as_bytes()[..EDGE_BYTES]);
+                assert_eq!(o.tail, line.as_bytes()[line.len() - EDGE_BYTES..]);
+                assert_eq!(o.identify(), Some(Identified::Response(id.clone())));
+                assert_eq!(dec.take_oversized(), None, "handed out once");
+            }
+        }
     }
 
     #[test]

@@ -106,6 +106,16 @@ impl MessageDecoder {
         Some(self.decode_frame(frame))
     }
 
+    /// The cap in bytes.
+    pub fn max_frame_bytes(&self) -> usize {
+        self.lines.max_frame_bytes()
+    }
+
+    /// The ends of the last line dropped for being over the cap ([`LineDecoder::take_oversized`]).
+    pub fn take_oversized(&mut self) -> Option<super::oversized::Oversized> {
+        self.lines.take_oversized()
+    }
+
     fn decode_frame(&self, frame: Result<super::Frame, FrameError>) -> Result<Payload, LineError> {
         let frame = frame.map_err(LineError::Frame)?;
         let decoded = if self.typed_params {

@@ -2,6 +2,7 @@
 //!
 //! - [`lines`]: newline-delimited frames, the MCP stdio transport (one JSON-RPC message per line).
 //! - [`messages`]: lines decoded into JSON-RPC messages, one bad line costing only itself.
+//! - [`oversized`]: the id of a line too large to keep, read from its ends.
 //! - [`sse`]: Server-Sent Events, for the Streamable HTTP and legacy HTTP+SSE transports.
 //!
 //! Both work on [`bytes::BytesMut`] buffers that the caller fills; this module does no IO
@@ -17,6 +18,7 @@ use std::fmt;
 
 pub mod lines;
 pub mod messages;
+pub mod oversized;
 pub mod sse;
 
 pub use lines::{check_line, encode_line, try_encode_line, Frame, LineDecoder};

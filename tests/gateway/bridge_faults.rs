@@ -3,7 +3,10 @@
 //! reached it (the session still serves calls); a call just under the HTTP body cap that the
 //! forwarding takes over the upstream's frame cap (refused at once, naming the limit); an
 //! upstream whose dependency is not there yet when the bridge starts (retried, its state and
-//! last error in `/readyz/details` and `/metrics`, served once it starts).
+//! last error in `/readyz/details` and `/metrics`, served once it starts); an upstream's answer
+//! over the frame cap and its errors without an id (the calls they may answer fail at once); a
+//! call the client cancelled (its stream ends); relayed requests capped per client; log
+//! messages a client cannot take (counted and logged, none lost silently).
 //!
 //! Elsewhere: faults of the library's own transports, `tests/faults.rs`; hostile HTTP
 //! clients, `tests/hostile_input.rs`.
@@ -83,7 +86,10 @@ async fn abandoned_elicitations_release_the_session_that_relayed_them() {
     // The upstream (a 2026-07-28 server: its elicitation is an input request of the call's
     // result, answered by the bridge between two round trips, outside the call's own timeout)
     // asks through the bridge, whose relayed requests wait one second downstream.
-    let bridge = ServingBridge::start(&["--client-request-timeout", "1", "--", echo]);
+    // (The cap on relayed requests waiting per client, 16 by default, is set past the 65 here:
+    // this test is about their deadline; the cap has its own.)
+    let bridge =
+        ServingBridge::start(&["--client-request-timeout", "1", "--max-pending-client-requests", "100", "--", echo]);
     let addr = addr_of(&bridge);
     let session = session_with_elicitation(addr).await;
     // More abandoned calls than the session may run at once (64): each stream is dropped as
@@ -134,6 +140,218 @@ async fn a_call_just_under_the_body_cap_fails_at_once_naming_the_upstreams_frame
     let answers = r.sse_messages();
     let answer = answers.iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("no answer: {r:?}"));
     assert_eq!(answer["result"]["content"][0]["text"], "next", "{answer}");
+}
+
+/// The fake server of `tests/fixtures/fake_server.py` in `mode`, as an inline upstream.
+fn fake(mode: &str) -> [String; 3] {
+    [
+        "python3".to_owned(),
+        crate::support::repo_path("tests/fixtures/fake_server.py").display().to_string(),
+        mode.to_owned(),
+    ]
+}
+
+/// A call's answer, from the SSE stream (or JSON body) of its POST.
+async fn answer_to(addr: SocketAddr, session: &str, id: u64, tool: &str, arguments: Value) -> Value {
+    let r = raw(addr, "POST", "/mcp", &session_headers(session), &call(id, tool, arguments), BOUND).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let answers = if r.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
+        vec![r.json()]
+    } else {
+        r.sse_messages()
+    };
+    answers.into_iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}"))
+}
+
+#[tokio::test]
+async fn an_upstreams_oversize_answer_or_error_without_id_fails_its_call_at_once() {
+    // A call timeout far past the hang guard: a call left waiting fails the test by the guard.
+    let [python, script, mode] = fake("faulty");
+    let mut bridge = ServingBridge::start_with(&["--timeout", "300", "--", &python, &script, &mode], |c| {
+        c.stderr(std::process::Stdio::piped());
+    });
+    let stderr = bridge.take_stderr().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut { stderr }, &mut text);
+        text
+    });
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    let cap = 4 * 1024 * 1024;
+    // A 20 MB answer, with its id first (as we and Python write it) and last (as TypeScript).
+    for (n, result_first) in [(1, false), (2, true)] {
+        let answer =
+            answer_to(addr, &session, n, "huge", json!({"bytes": 20_000_000, "result_first": result_first})).await;
+        let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("not an error: {answer}"));
+        assert!(message.starts_with("response too large: 200000"), "{message}");
+        assert!(message.contains(&format!("the limit is {cap} (Limits::max_frame_bytes)")), "{message}");
+    }
+    // An error with a null id while one call is in flight: that call's answer.
+    let answer = answer_to(addr, &session, 3, "nullerr", json!({})).await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "Parse error (the peer's error carried no id; this is the only request it can answer)"
+    );
+    // Two calls sent since the upstream last spoke, then its error without id: either may be
+    // the one it answers, so both fail saying why; neither is left waiting.
+    let other = session_with_elicitation(addr).await;
+    let first = tokio::spawn(async move { answer_to(addr, &other, 4, "nullerr", json!({"pair": true})).await });
+    let answer = answer_to(addr, &session, 5, "nullerr", json!({"pair": true})).await;
+    let why = "the peer answered an error without an id while 2 requests it may answer were in flight, this one \
+               among them: Parse error";
+    assert_eq!(answer["error"]["message"], why, "{answer}");
+    let answer = tokio::time::timeout(BOUND, first).await.expect("the first call answered").unwrap();
+    assert_eq!(answer["error"]["message"], why, "{answer}");
+    // The upstream still serves.
+    let answer = answer_to(addr, &session, 6, "echo", json!({"text": "next"})).await;
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("next"), "{answer}");
+    bridge.stop();
+    let log = log.join().unwrap();
+    assert_eq!(log.matches("dropped the peer's answer over the frame cap; its request fails").count(), 2, "{log}");
+    assert_eq!(log.matches("the peer sent an error without an id").count(), 2, "{log}");
+}
+
+#[tokio::test]
+async fn a_call_the_client_cancelled_closes_its_stream() {
+    // The call would wait 300 s upstream (a tool never answered); the hang guard is 30 s.
+    let [python, script, mode] = fake("plain");
+    let bridge = ServingBridge::start(&["--timeout", "300", "--", &python, &script, &mode]);
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let body = call(7, "hang", json!({}));
+    let mut head =
+        format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in session_headers(&session) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    tcp.write_all(format!("{head}\r\n{body}").as_bytes()).await.unwrap();
+    // The stream has started (its priming event): the bridge holds the call.
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    tokio::time::timeout(BOUND, async {
+        while !String::from_utf8_lossy(&seen).contains("retry:") {
+            let n = tcp.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the stream ended before the cancellation: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&chunk[..n]);
+        }
+    })
+    .await
+    .expect("the call's stream started");
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "enough"}});
+    let r = raw(addr, "POST", "/mcp", &session_headers(&session), &cancel.to_string(), BOUND).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    // The stream ends (not keep-alives until the call's timeout), with no answer to the call.
+    tokio::time::timeout(BOUND, tcp.read_to_end(&mut seen))
+        .await
+        .unwrap_or_else(|_| panic!("the cancelled call's stream is still open: {}", String::from_utf8_lossy(&seen)))
+        .unwrap();
+    let text = String::from_utf8_lossy(&seen);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(!text.contains("\"id\":7"), "no answer to a cancelled request: {text}");
+    // The upstream was told, and the session still serves.
+    let report = answer_to(addr, &session, 9, "report", json!({})).await;
+    let seen: Value = serde_json::from_str(report["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(seen["cancelled"].as_array().map(Vec::len), Some(1), "{seen}");
+}
+
+#[tokio::test]
+async fn requests_waiting_on_one_client_are_capped_and_another_session_is_not_held_back() {
+    let echo = examples::example_path("echo_server");
+    // Relayed requests wait 300 s for an answer: only the cap can refuse one within the test.
+    let bridge = ServingBridge::start(&[
+        "--max-pending-client-requests",
+        "2",
+        "--client-request-timeout",
+        "300",
+        "--",
+        echo.to_str().unwrap(),
+    ]);
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    // Two calls whose elicitations reach the client, which never answers them.
+    for n in 1..=2 {
+        let seen = post_until(addr, &session, &call(n, "greet", json!({})), "elicitation/create").await;
+        assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    }
+    // A third: its upstream's elicitation is refused at once, naming the limit.
+    let answer = answer_to(addr, &session, 3, "greet", json!({})).await;
+    let text = answer.to_string();
+    assert!(text.contains("the limit max_pending_client_requests = 2"), "{answer}");
+    // Another session's client is asked as usual.
+    let other = session_with_elicitation(addr).await;
+    let seen = post_until(addr, &other, &call(4, "greet", json!({})), "elicitation/create").await;
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+}
+
+/// `mcp_bridge_notifications_dropped_total` as the bridge's `/metrics` says it now.
+fn notifications_dropped(bridge: &ServingBridge) -> u64 {
+    let (status, metrics) = crate::serving::http_get(&bridge.url, "/metrics", None);
+    assert_eq!(status, 200, "{metrics}");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp_bridge_notifications_dropped_total "))
+        .unwrap_or_else(|| panic!("no dropped count: {metrics}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_a_client_cannot_take_are_counted_and_logged_never_lost_silently() {
+    const COUNT: u64 = 20_000;
+    let [python, script, mode] = fake("faulty");
+    let mut bridge = ServingBridge::start_with(&["--", &python, &script, &mode], |c| {
+        c.stderr(std::process::Stdio::piped());
+    });
+    let stderr = bridge.take_stderr().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut { stderr }, &mut text);
+        text
+    });
+    let addr = addr_of(&bridge);
+    let session = session_with_elicitation(addr).await;
+    // The session's GET stream (HTTP/1.0: the body is the bare event stream), not read while
+    // the upstream sends 20,000 log messages of 1 KB: the bridge cannot hold them all.
+    let mut get = TcpStream::connect(addr).await.unwrap();
+    let mut head = format!("GET /mcp HTTP/1.0\r\nHost: {addr}\r\nAccept: text/event-stream\r\n");
+    for (name, value) in session_headers(&session).iter().skip(2) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    get.write_all(format!("{head}\r\n").as_bytes()).await.unwrap();
+    let answer = answer_to(addr, &session, 1, "flood", json!({"count": COUNT, "size": 1000})).await;
+    assert!(answer["result"].is_object(), "{answer}");
+    // Now read: every message arrives or is counted as dropped, none lost silently.
+    let (mut seen, mut received, mut dropped) = (String::new(), 0u64, 0u64);
+    let mut chunk = vec![0u8; 64 * 1024];
+    tokio::time::timeout(BOUND, async {
+        loop {
+            while let Some(end) = seen.find("\n\n") {
+                received += u64::from(seen[..end].contains("notifications/message"));
+                seen.drain(..end + 2);
+            }
+            dropped = notifications_dropped(&bridge);
+            if received + dropped >= COUNT {
+                break;
+            }
+            let n = get.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the stream ended at {received} received, {dropped} dropped");
+            seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{received} received and {dropped} dropped of {COUNT}: some lost silently"));
+    assert_eq!(received + dropped, COUNT, "{received} received, {dropped} dropped");
+    assert!(dropped > 0, "a client that does not read cannot take 20 MB: {received} received");
+    bridge.stop();
+    let log = log.join().unwrap();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("notification queue is full")).collect();
+    // Rate-limited (one line per 10 s), not one per message.
+    assert!(!lines.is_empty() && lines.len() < 10, "{} lines: {lines:?}", lines.len());
 }
 
 /// `tools/list` in session `id`: the tools' names.

@@ -18,6 +18,7 @@ mod bridge_bounds;
 mod bridge_cli;
 mod bridge_config_cli;
 mod bridge_faults;
+mod bridge_guards;
 mod bridge_login;
 mod bridge_oauth;
 mod bridge_reload;

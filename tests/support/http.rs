@@ -168,7 +168,28 @@ pub async fn raw(
     body: &str,
     wait: Duration,
 ) -> Raw {
-    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    raw_from(None, addr, method, path, headers, body, wait).await
+}
+
+/// As [`raw`], from the local address `from` when given (any 127.0.0.0/8 address reaches a
+/// loopback listener: a second client address on one machine).
+pub async fn raw_from(
+    from: Option<std::net::IpAddr>,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    wait: Duration,
+) -> Raw {
+    let mut tcp = match from {
+        None => TcpStream::connect(addr).await.unwrap(),
+        Some(ip) => {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(SocketAddr::new(ip, 0)).unwrap();
+            socket.connect(addr).await.unwrap()
+        }
+    };
     let mut head =
         format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in headers {

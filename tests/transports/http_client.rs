@@ -536,7 +536,7 @@ async fn an_sse_answer_that_comes_in_pieces_is_read_to_its_end() {
 }
 
 #[tokio::test]
-async fn answers_over_the_event_cap_are_refused_and_the_next_request_goes_through() {
+async fn answers_over_the_event_cap_fail_their_requests_naming_the_limit_and_the_next_goes_through() {
     let addr = scripted_server(|id| {
         let text = if id == &json!(1) { "x".repeat(4000) } else { "small".to_owned() };
         if id.as_i64() < Some(3) {
@@ -559,12 +559,54 @@ async fn answers_over_the_event_cap_are_refused_and_the_next_request_goes_throug
         HttpClientTransport::new(HttpClientConfig::new(format!("http://{addr}/mcp")).max_event_bytes(1024)).unwrap();
     for (big, small) in [(1, 2), (3, 4)] {
         request(&transport, big).await;
-        match next_result(&transport).await {
-            Err(TransportError::Malformed(e)) => assert!(e.to_string().contains("1024"), "{e}"),
-            other => panic!("expected the cap to refuse answer {big}, got {other:?}"),
+        if big == 1 {
+            // An SSE event over the cap is reported as it is dropped …
+            match next_result(&transport).await {
+                Err(TransportError::Malformed(e)) => assert!(e.to_string().contains("1024"), "{e}"),
+                other => panic!("expected the cap to refuse answer {big}, got {other:?}"),
+            }
+        }
+        // … and the request it may have answered fails once the stream ends without an answer;
+        // a JSON answer over the cap fails its request at once. Either way naming the limit.
+        use mcpwire::proto::jsonrpc::Message;
+        use mcpwire::transport::Transport;
+        match transport.recv().await.unwrap() {
+            Some(Message::Error(e)) => {
+                assert_eq!(e.id, Some(big.into()));
+                assert!(e.error.message.starts_with("response too large: at least "), "{}", e.error.message);
+                assert!(
+                    e.error.message.contains("the limit is 1024 (HttpClientConfig::max_event_bytes)"),
+                    "{}",
+                    e.error.message
+                );
+            }
+            other => panic!("expected the error answer to {big}, got {other:?}"),
         }
         request(&transport, small).await;
         assert_eq!(next_result(&transport).await.unwrap(), (json!(small), json!({"text": "small"})));
+    }
+}
+
+#[tokio::test]
+async fn an_error_without_id_answering_a_post_is_its_requests() {
+    let addr = scripted_server(|_| {
+        let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#;
+        vec![(
+            0,
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+        )]
+    })
+    .await;
+    let transport = client(format!("http://{addr}/mcp"));
+    request(&transport, 5).await;
+    use mcpwire::proto::jsonrpc::Message;
+    use mcpwire::transport::Transport;
+    match transport.recv().await.unwrap() {
+        Some(Message::Error(e)) => assert_eq!((e.id, e.error.code.0), (Some(5.into()), -32700)),
+        other => panic!("expected the error, with the POST's id, got {other:?}"),
     }
 }
 

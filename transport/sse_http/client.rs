@@ -65,6 +65,9 @@ use crate::proto::mcp_types::{ClientTypedResults, Tool};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
 
+mod answers;
+use answers::{attribute_idless, too_large_answer};
+
 /// A secret header value that never shows in `Debug` output.
 #[derive(Clone)]
 struct Secret(String);
@@ -985,9 +988,16 @@ impl Inner {
         let max = self.config.max_event_bytes;
         if read.buf.len() > max {
             let seen = read.buf.len();
-            return self
-                .push(Err(TransportError::Malformed(LineError::Frame(FrameError::TooLarge { max, seen }))))
-                .await;
+            if awaited.ids.is_empty() {
+                return self
+                    .push(Err(TransportError::Malformed(LineError::Frame(FrameError::TooLarge { max, seen }))))
+                    .await;
+            }
+            // The body answers the POST's requests: they fail now, naming the limit.
+            for id in &awaited.ids {
+                self.push(Ok(Some(too_large_answer(id, seen, max)))).await;
+            }
+            return;
         }
         match read.end {
             Some(Ok(())) => {
@@ -1023,12 +1033,16 @@ impl Inner {
             match jsonrpc::decode_answer::<ClientTypedResults>(data, version, method) {
                 // A response to some other request (a server's mistake) is decoded again, raw.
                 Ok(Payload::Single(Message::Response(r))) if !awaited.ids.contains(&r.id) => {}
-                Ok(Payload::Single(message)) => return Ok(vec![message]),
+                Ok(Payload::Single(message)) => {
+                    let mut messages = vec![message];
+                    attribute_idless(&mut messages, awaited);
+                    return Ok(messages);
+                }
                 _ => {}
             }
         }
         // Replies to a 2025-03-26 batch may come as an array; decode leniently.
-        let messages = match jsonrpc::decode(data, version.or(Some(ProtocolVersion::V2025_03_26))) {
+        let mut messages = match jsonrpc::decode(data, version.or(Some(ProtocolVersion::V2025_03_26))) {
             Ok(Payload::Single(m)) => vec![m],
             Ok(Payload::Batch(ms)) => ms,
             Err(jsonrpc::DecodeError::BatchNotAllowed { .. }) => {
@@ -1040,6 +1054,7 @@ impl Inner {
             }
             Err(e) => return Err(TransportError::Malformed(LineError::Message(e))),
         };
+        attribute_idless(&mut messages, awaited);
         for message in &messages {
             if let Message::Response(r) = message {
                 let is_init = self.initialize_id.lock().expect("client lock").as_ref() == Some(&r.id);
@@ -1066,6 +1081,13 @@ impl Inner {
         standalone: bool,
     ) {
         self.read_stream_until_over(first, decoder, &mut pending, standalone).await;
+        if let Some(seen) = pending.dropped {
+            // An event over the cap was dropped and the stream ended without the answers it
+            // may have carried: the requests fail now, naming the limit.
+            for id in pending.ids.drain() {
+                self.push(Ok(Some(too_large_answer(&id, seen, self.config.max_event_bytes)))).await;
+            }
+        }
         let stateless = self.version.lock().expect("client lock").is_some_and(|v| !v.has_initialize_handshake());
         if standalone || !stateless || self.closed.load(Ordering::Acquire) {
             return;
@@ -1199,7 +1221,12 @@ impl Inner {
         endpoint: Option<&watch::Sender<Option<Uri>>>,
     ) -> Vec<Message> {
         match event {
-            Err(e) => self.push(Err(TransportError::Malformed(LineError::Frame(e)))).await,
+            Err(e) => {
+                if let (FrameError::TooLarge { seen, .. }, false) = (&e, pending.ids.is_empty()) {
+                    pending.dropped = Some(*seen);
+                }
+                self.push(Err(TransportError::Malformed(LineError::Frame(e)))).await
+            }
             Ok(event) if event.event_type() == "endpoint" => {
                 if let Some(endpoint) = endpoint {
                     if let Some(uri) = resolve(&self.url, event.data.trim()) {
@@ -1338,6 +1365,8 @@ struct Awaited {
     /// The id of the request the POST carried: the server's requests on its stream are related
     /// to it.
     origin: Option<Id>,
+    /// Bytes seen of an event dropped for being over the cap while answers were awaited.
+    dropped: Option<usize>,
 }
 
 /// What has been read of a response body: its bytes so far and, once it is over, how it ended.

@@ -47,6 +47,7 @@ mod buffers;
 pub mod client;
 mod connection;
 pub mod event_store;
+pub mod failed_tokens;
 #[cfg(feature = "redis")]
 pub mod redis_store;
 pub mod request_context;
@@ -54,10 +55,12 @@ pub mod request_headers;
 pub mod routes;
 pub mod server;
 pub mod service;
+pub mod session_caps;
 pub mod session_store;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod token_expiry;
+mod version_header;
 
 pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
 pub use bearer::BearerToken;

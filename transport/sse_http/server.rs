@@ -105,11 +105,16 @@ use tokio::sync::{mpsc, watch};
 use super::bearer::{self, BearerToken, Verdict};
 use super::connection;
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
+use super::failed_tokens::{self, FailedTokenPause, FailedTokens};
 use super::request_context::HttpRequestParts;
 use super::routes::{self, Route, RouteResponse};
 use super::service::{HttpService, RemoteAddr, RequestBody};
+use super::session_caps::{self, SessionCaps};
 use super::session_store::{changes_state, RelayKind, Relayed, SessionRecord, SessionStore, StoreError};
 use super::token_expiry;
+use super::version_header;
+
+mod cancelled;
 use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
@@ -272,6 +277,14 @@ pub struct HttpServerConfig {
     bad_bearer_token: Option<bearer::BadToken>,
     /// Extra GET routes (see [`super::routes`]): none.
     routes: Vec<Route>,
+    /// Sessions open at once from one client address, and for one principal (see
+    /// [`super::session_caps`]): no cap but `max_sessions`.
+    pub max_sessions_per_address: Option<usize>,
+    /// See `max_sessions_per_address`.
+    pub max_sessions_per_principal: Option<usize>,
+    /// The pause after failed bearer tokens from one client address (see
+    /// [`super::failed_tokens`]): 10 in a row, then 30 s; `None`: no pause.
+    pub failed_token_pause: Option<FailedTokenPause>,
     /// OAuth protection of the MCP endpoints and guarded routes (see
     /// [`HttpServerConfig::protected_resource`]): none.
     pub protected_resource: Option<ProtectedResource>,
@@ -313,6 +326,9 @@ impl Default for HttpServerConfig {
             tls: None,
             bearer_token: None,
             bad_bearer_token: None,
+            failed_token_pause: Some(FailedTokenPause::default()),
+            max_sessions_per_address: None,
+            max_sessions_per_principal: None,
             routes: Vec::new(),
             protected_resource: None,
         }
@@ -754,6 +770,8 @@ const KEPT_STREAM_BYTES: usize = 1 << 20;
 
 struct Session {
     id: String,
+    /// Its places under the per-address and per-principal caps, given back when it ends.
+    caps: Mutex<Option<session_caps::Held>>,
     legacy: bool,
     json: bool,
     incoming: Mutex<Option<mpsc::Sender<Message>>>,
@@ -1186,6 +1204,7 @@ impl Session {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.caps.lock().expect("session lock").take();
         self.incoming.lock().expect("session lock").take();
         let streams: Vec<Arc<Stream>> = {
             let mut routes = self.routes.lock().expect("session lock");
@@ -1360,6 +1379,8 @@ pub(super) struct Shared {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     app: App,
     shutting_down: AtomicBool,
+    failed_tokens: Mutex<FailedTokens>,
+    session_caps: Arc<SessionCaps>,
 }
 
 impl Shared {
@@ -1393,6 +1414,8 @@ impl Shared {
             sessions: Mutex::new(HashMap::new()),
             app,
             shutting_down: AtomicBool::new(false),
+            failed_tokens: Mutex::default(),
+            session_caps: Arc::default(),
         });
         crate::transport::task::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
         if let Some(ended) = shared.config.session_store.as_ref().and_then(|s| s.ended_elsewhere()) {
@@ -1462,6 +1485,7 @@ impl Shared {
         let session = Arc::new(Session {
             standalone: Stream::new(&id, format!("{prefix}0"), true, false, HashSet::new()),
             id: id.clone(),
+            caps: Mutex::new(None),
             legacy,
             json,
             incoming: Mutex::new(Some(tx)),
@@ -1928,9 +1952,9 @@ pub(super) async fn handle(shared: Arc<Shared>, req: Request<RequestBody>) -> Re
         }
     } else if let Some(token) = &config.bearer_token {
         if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
-            let verdict = bearer::check(token, req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes));
-            if verdict != Verdict::Accepted {
-                return unauthorized(verdict);
+            let check = || bearer::check(token, req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes));
+            if let Err(refusal) = failed_tokens::guard(&shared.failed_tokens, config.failed_token_pause, &req, check) {
+                return refusal.map_or_else(unauthorized, failed_tokens::paused);
             }
         }
     }
@@ -2317,7 +2341,8 @@ async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBo
     // Stateless mode hands every POST to the application as it is: only the header moves a
     // POST to the 2026 ladder there (a client that names 2026-07-28 in its body alone is
     // served as before; the server layer still reads the body's envelope).
-    if is_per_request_post(&req_head, session_id.is_some() || shared.config.stateless, &bytes) {
+    let unknown_in_session = session_id.is_some() && version_header::is_unknown(header(&req_head, PROTOCOL_VERSION));
+    if !unknown_in_session && is_per_request_post(&req_head, session_id.is_some() || shared.config.stateless, &bytes) {
         return per_request_post(&shared, &req_head, &bytes).await;
     }
     if shared.config.stateless {
@@ -2356,6 +2381,12 @@ async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBo
             if !session.bind_principal(&req_head) {
                 return foreign_session();
             }
+            let versions = &shared.config.versions;
+            if let Some(why) =
+                version_header::session_refusal(header(&req_head, PROTOCOL_VERSION), session.version(), versions)
+            {
+                return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, why);
+            }
             let header_v = match header_version(&shared, &req_head) {
                 Ok(v) => v,
                 Err(response) => return response,
@@ -2380,7 +2411,9 @@ async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBo
             }
             session.touch();
             session.hold_requests(&req_head, &messages);
+            let cancelled = cancelled::cancelled_ids(&messages);
             let mut response = dispatch(&shared, &session, messages, version).await;
+            session.end_cancelled(cancelled).await;
             response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
             response
         }
@@ -2403,9 +2436,22 @@ async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBo
                 return response;
             }
             let json = shared.config.response_mode == ResponseMode::Json;
+            let (addr, principal) =
+                (req_head.extensions().get::<RemoteAddr>(), req_head.extensions().get::<Authenticated>());
+            let (config, principal) = (&shared.config, principal.map(|p| session_caps::principal_key(&p.0)));
+            let held = match shared.session_caps.reserve(
+                addr.map(|a| a.0.ip()),
+                config.max_sessions_per_address,
+                principal,
+                config.max_sessions_per_principal,
+            ) {
+                Ok(held) => held,
+                Err(refused) => return session_caps::refusal(refused, config.sessions_retry_after),
+            };
             let Some((session, transport)) = shared.new_session(false, json, true) else {
                 return too_many_sessions(&shared);
             };
+            *session.caps.lock().expect("session lock") = Some(held);
             session.bind_principal(&req_head);
             if let (Some(store), [Message::Request(init)]) = (&shared.config.session_store, messages.as_slice()) {
                 let params = init.params.as_ref().and_then(|p| p.to_raw().ok());
