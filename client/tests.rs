@@ -5,9 +5,17 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use std::collections::HashSet;
+
 use super::*;
+use crate::peer::Handler;
+use crate::proto::jsonrpc::{ErrorCode, ErrorObject, Notification, Request};
 use crate::proto::mcp_types::ElicitRequestParams;
+use crate::proto::mcp_types::{
+    CallToolOutput, CallToolRequestParams, CallToolResult, EmptyResult, InitializeRequestParams, LoggingLevel,
+};
 use crate::proto::mcp_types::{ContentBlock, TextContent, ToolsCapability};
+use crate::proto::session::{self, Mode, Role};
 use crate::transport::inproc::{self, InprocTransport};
 use crate::transport::Limits;
 
