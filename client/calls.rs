@@ -3,16 +3,17 @@
 //! [`Client::request`](super::Client::request). Not here: how a request is sent, retried or
 //! cached (`mod.rs`, `mrtr`, `cache`).
 
-use super::{decode_result, error_for, typed, Client, ClientError, Progress};
+use super::{decode_result, error_for, typed, CallOptions, Client, ClientError};
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::proto::envelope::is_reserved_meta_key;
 use crate::proto::jsonrpc::Body;
 use crate::proto::mcp_types::Notification as NotificationMethod;
+use crate::proto::mcp_types::RequestMeta;
 use crate::proto::mcp_types::{
     CallTool, CallToolOutput, CallToolRequestParams, CallToolResult, CancelTask, Complete, CompleteArgument,
     CompleteRequestParams, CompleteResult, CompletionReference, CreateTaskResult, EmptyParams, GetPrompt,
@@ -83,65 +84,71 @@ impl<T: Transport> Client<T> {
         Ok(tools)
     }
 
-    /// Calls tool `name` with `arguments`, waiting at most [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout).
-    /// A tool that fails is a result with `is_error: Some(true)`, not an `Err`.
+    /// `tools/call` of tool `name` with `arguments`, made as `options` say: the longest wait
+    /// (default [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout)), a
+    /// progress callback (then `_meta.progressToken` is set to a fresh token of ours and every
+    /// `notifications/progress` for the call goes to it, from the connection's reader task: do
+    /// not block), and `_meta` members to send (a `progressToken` and the keys reserved to MCP
+    /// are dropped: the client writes those itself). A tool that fails is a result with
+    /// `is_error: Some(true)`, not an `Err`. The call is made on behalf of the caller of the
+    /// [`with_caller`](super::with_caller) scope it runs in, if any.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled` is sent).
     ///
     /// # Errors
-    /// See [`ClientError`].
+    /// [`ClientError::Timeout`] when the wait passes first; [`ClientError::InvalidResult`] when
+    /// the server answers with something other than a final tool result (this call never asks
+    /// for a task: see [`Client::call_tool_as_task`]); otherwise as any request.
     pub fn call_tool(
         &self,
         name: impl Into<String>,
         arguments: Option<Map<String, Value>>,
+        options: CallOptions,
     ) -> impl Future<Output = Result<CallToolResult, ClientError>> + '_ {
-        let params = CallToolRequestParams { name: name.into(), arguments, ..CallToolRequestParams::default() };
-        self.call_tool_with(params, RequestOptions::default())
-    }
-
-    /// Like [`Client::call_tool`], waiting at most `timeout`.
-    ///
-    /// # Errors
-    /// [`ClientError::Timeout`] when `timeout` passes first; otherwise as [`Client::call_tool`].
-    pub fn call_tool_with_timeout(
-        &self,
-        name: impl Into<String>,
-        arguments: Option<Map<String, Value>>,
-        timeout: Duration,
-    ) -> impl Future<Output = Result<CallToolResult, ClientError>> + '_ {
-        let params = CallToolRequestParams { name: name.into(), arguments, ..CallToolRequestParams::default() };
-        self.call_tool_with(params, RequestOptions { timeout: Some(timeout), ..RequestOptions::default() })
-    }
-
-    /// `tools/call` with full params and request options (a `timeout` of `None` means
-    /// [`ClientOptions::request_timeout`](super::ClientOptions::request_timeout)).
-    ///
-    /// # Errors
-    /// [`ClientError::InvalidResult`] when the server answers with something other than a
-    /// final tool result (this client never asks for a task); otherwise as any request.
-    pub fn call_tool_with(
-        &self,
-        params: CallToolRequestParams,
-        options: RequestOptions,
-    ) -> impl Future<Output = Result<CallToolResult, ClientError>> + '_ {
-        let call = self.call_tool_body(params, options);
+        let call = self.call_tool_raw(name, arguments, options);
         async move { decode_tool_result(call.await?) }
     }
 
-    /// `tools/call` as [`Client::call_tool_with`] makes it, the result left as the transport
-    /// delivered it: raw JSON from a stdio or stream transport, a typed [`CallToolOutput`] where
-    /// the transport decoded it. For a host that passes the result on (a gateway) and so need
-    /// not decode it; [`decode_tool_result`] gives what `call_tool_with` would have.
+    /// [`Client::call_tool`], the result left as the transport delivered it: raw JSON from a
+    /// stdio or stream transport, a typed [`CallToolOutput`] where the transport decoded it.
+    /// For a host that passes the result on (a gateway) and so need not decode it;
+    /// [`decode_tool_result`] gives what `call_tool` would have.
     ///
     /// # Cancel safety
     /// Dropping the future cancels the call (`notifications/cancelled` is sent).
     ///
     /// # Errors
     /// As any request. The result is not checked to be a final tool result.
-    pub fn call_tool_body(
+    pub fn call_tool_raw(
         &self,
-        params: CallToolRequestParams,
-        options: RequestOptions,
+        name: impl Into<String>,
+        arguments: Option<Map<String, Value>>,
+        options: CallOptions,
     ) -> impl Future<Output = Result<Body, ClientError>> + '_ {
-        self.request_undecoded::<CallTool>(params, options)
+        let CallOptions { timeout, on_progress, reset_timeout_on_progress, mut meta } = options;
+        let mut params = CallToolRequestParams { name: name.into(), arguments, ..CallToolRequestParams::default() };
+        meta.retain(|key, _| key != "progressToken" && !is_reserved_meta_key(key));
+        if !meta.is_empty() {
+            params.meta = Some(RequestMeta { extra: meta, ..RequestMeta::default() });
+        }
+        let request = RequestOptions { timeout, reset_timeout_on_progress, ..RequestOptions::default() };
+        // Both futures are built here, so neither the params nor the options are carried by the
+        // one returned; the progress one is boxed, so a plain call's future does not grow by it.
+        let (plain, with_progress) = match on_progress {
+            None => (Some(self.request_undecoded::<CallTool>(params, request)), None),
+            Some(on_progress) => {
+                let call = self.request_with_progress_undecoded::<CallTool>(params, request, move |p| on_progress(p));
+                (None, Some(Box::pin(call)))
+            }
+        };
+        async move {
+            match (plain, with_progress) {
+                (Some(call), _) => call.await,
+                (None, Some(call)) => call.await,
+                (None, None) => unreachable!("one of the two is built"),
+            }
+        }
     }
 
     /// One page of `resources/list`.
@@ -314,40 +321,6 @@ impl<T: Transport> Client<T> {
         self.request::<SetLevel>(params, RequestOptions::default()).await.map(drop)
     }
 
-    /// `tools/call` reporting progress: `_meta.progressToken` is set and every
-    /// `notifications/progress` for the call goes to `on_progress`.
-    ///
-    /// # Cancel safety
-    /// Dropping the future cancels the call (`notifications/cancelled` is sent).
-    ///
-    /// # Errors
-    /// As [`Client::call_tool_with`].
-    pub async fn call_tool_with_progress(
-        &self,
-        params: CallToolRequestParams,
-        options: RequestOptions,
-        on_progress: impl Fn(Progress) + Send + Sync + 'static,
-    ) -> Result<CallToolResult, ClientError> {
-        decode_tool_result(self.call_tool_body_with_progress(params, options, on_progress).await?)
-    }
-
-    /// [`Client::call_tool_with_progress`], the result left as [`Client::call_tool_body`] leaves
-    /// it.
-    ///
-    /// # Cancel safety
-    /// Dropping the future cancels the call (`notifications/cancelled` is sent).
-    ///
-    /// # Errors
-    /// As [`Client::call_tool_body`].
-    pub async fn call_tool_body_with_progress(
-        &self,
-        params: CallToolRequestParams,
-        options: RequestOptions,
-        on_progress: impl Fn(Progress) + Send + Sync + 'static,
-    ) -> Result<Body, ClientError> {
-        self.request_with_progress_undecoded::<CallTool>(params, options, on_progress).await
-    }
-
     /// `tools/call` as a task (2025-11-25): the server answers at once with the task, whose
     /// state [`Client::get_task`] polls and whose result [`Client::get_task_tool_result`]
     /// fetches. `ttl_ms` is the requested lifetime.
@@ -487,8 +460,8 @@ impl<T: Transport> Client<T> {
         self.inner.peer.notify(RootsListChanged::NAME, None).await.map_err(|e| error_for(RootsListChanged::NAME, e))
     }
 }
-/// The final tool result a `tools/call` result body holds (one from [`Client::call_tool_body`]),
-/// decoded as [`Client::call_tool_with`] decodes it.
+/// The final tool result a `tools/call` result body holds (one from [`Client::call_tool_raw`]),
+/// decoded as [`Client::call_tool`] decodes it.
 ///
 /// # Errors
 /// [`ClientError::InvalidResult`] when the body is not a tool result, or is a task or a

@@ -46,10 +46,10 @@
 //! when it can be told (see the client module): wrap a call in `with_caller` and
 //! [`current_caller`](super::current_caller) in the handler names its caller.
 //!
-//! Calls with more: [`ConnectionSet::call_tool_with`] takes [`SetCallOptions`] (a timeout, a
-//! progress callback that gets the server's `notifications/progress` for the call, and extra
-//! `_meta` members to send upstream); [`ConnectionSet::call_tool_with_progress`] is its short
-//! form. Dropping any call's future cancels it upstream (`notifications/cancelled`).
+//! Every call takes [`CallOptions`] (a timeout, a progress callback that gets the server's
+//! `notifications/progress` for the call, extra `_meta` members to send upstream):
+//! [`ConnectionSet::call_tool`] by qualified name, [`ConnectionSet::call_tool_on`] by server
+//! and tool. Dropping any call's future cancels it upstream (`notifications/cancelled`).
 //!
 //! Deferred startup: with a catalog cache ([`SetOptions::with_catalog_cache`]), every
 //! server's listing is written after each successful listing, and a `startup = "lazy"` server
@@ -101,16 +101,16 @@ use tokio::task::{AbortHandle, JoinSet};
 use super::catalog::cache::{self, CachedListing, CatalogCache};
 use super::config::{ApprovalMode, ChildEnv, McpConfig, Readiness, ServerConfig, Startup, TransportConfig};
 use super::{
-    decode_tool_result, Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening,
-    Progress,
+    decode_tool_result, CallOptions, Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture,
+    Listening,
 };
 pub use crate::proto::envelope::is_reserved_meta_key;
 use crate::proto::jsonrpc::{Body, ErrorObject, Notification};
 use crate::proto::mcp_types::{
-    CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, Implementation, ListPrompts, ListPromptsRequestParams, ListResourceTemplates,
-    ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method, Prompt, RequestMeta,
-    Resource, ResourceTemplate, Root, ServerCapabilities, SubscriptionFilter, Tool,
+    CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, Implementation,
+    ListPrompts, ListPromptsRequestParams, ListResourceTemplates, ListResourceTemplatesRequestParams, ListResources,
+    ListResourcesRequestParams, Method, Prompt, Resource, ResourceTemplate, Root, ServerCapabilities,
+    SubscriptionFilter, Tool,
 };
 use crate::proto::session::RequestOptions;
 use crate::proto::version::ProtocolVersion;
@@ -402,55 +402,11 @@ where
     }
 }
 
-/// A progress callback of [`SetCallOptions`].
-pub type SetProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
-
-/// How one call through the set is made ([`ConnectionSet::call_tool_with`]). Build from
-/// [`SetCallOptions::default`] and the `with_*` methods.
-#[derive(Clone, Default)]
-#[non_exhaustive]
-pub struct SetCallOptions {
-    /// The longest wait, never longer than the server's `tool_timeout`: default that.
-    pub timeout: Option<Duration>,
-    /// Gets the server's progress for the call (the call then carries a progress token of the
-    /// client's own): default none, and no token is sent.
-    pub on_progress: Option<SetProgressCallback>,
-    /// Members added to the request's `_meta` as given (e.g. what a gateway relays from its
-    /// downstream request): default none. A `progressToken` among them is dropped (the client
-    /// chooses its own), and so are keys reserved to MCP ([`is_reserved_meta_key`]) or to the
-    /// host ([`SetOptions::reserved_meta_prefixes`]).
-    pub meta: Map<String, Value>,
-}
-
-impl fmt::Debug for SetCallOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SetCallOptions")
-            .field("timeout", &self.timeout)
-            .field("on_progress", &self.on_progress.as_ref().map(|_| ".."))
-            .field("meta", &self.meta)
-            .finish()
-    }
-}
-
-impl SetCallOptions {
-    /// These options waiting at most `timeout` (within the server's `tool_timeout`).
-    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// These options sending the call's progress to `on_progress`.
-    pub fn with_progress(mut self, on_progress: impl Fn(Progress) + Send + Sync + 'static) -> Self {
-        self.on_progress = Some(Arc::new(on_progress));
-        self
-    }
-
-    /// These options adding `_meta` member `key` (a `progressToken` is dropped).
-    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.meta.insert(key.into(), value);
-        self
-    }
-}
+/// The [`CallOptions`] of a call through the set, under the name the gateway imports: the same
+/// type. Through the set, the timeout is never longer than the server's `tool_timeout` (default
+/// that), and `_meta` keys reserved to the host ([`SetOptions::reserved_meta_prefixes`]) are
+/// dropped too.
+pub type SetCallOptions = CallOptions;
 
 /// How the set behaves. Build from [`SetOptions::default`] and the `with_*` methods.
 #[derive(Clone)]
@@ -952,17 +908,13 @@ impl Conn {
     /// A call's future is boxed: inline, it is kilobytes, and every future awaiting it up to
     /// the gateway's forwarded request grows by as much and is copied whole at each level, on
     /// every call (a third of a bridged call's instructions were those copies).
-    async fn call_tool(&self, params: CallToolRequestParams, options: RequestOptions) -> Result<Body, ClientError> {
-        Box::pin(self.client.call_tool_body(params, options)).await
-    }
-
-    async fn call_tool_with_progress(
+    async fn call_tool(
         &self,
-        params: CallToolRequestParams,
-        options: RequestOptions,
-        on_progress: SetProgressCallback,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: CallOptions,
     ) -> Result<Body, ClientError> {
-        Box::pin(self.client.call_tool_body_with_progress(params, options, move |p| on_progress(p))).await
+        Box::pin(self.client.call_tool_raw(tool, arguments, options)).await
     }
 
     async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
@@ -1515,8 +1467,7 @@ impl ConnectionSet {
         Some((conn.capabilities().clone(), conn.instructions().map(str::to_owned)))
     }
 
-    /// Calls the tool offered as `qualified_name`, waiting at most the smaller of the server's
-    /// `tool_timeout` and `timeout`.
+    /// Calls the tool offered as `qualified_name`, as [`ConnectionSet::call_tool_on`] calls it.
     ///
     /// # Errors
     /// [`SetError::UnknownTool`] when the catalog has no such name; otherwise as
@@ -1525,15 +1476,18 @@ impl ConnectionSet {
         &self,
         qualified_name: &str,
         arguments: Option<Map<String, Value>>,
-        timeout: Option<Duration>,
+        options: CallOptions,
     ) -> Result<CallToolResult, SetError> {
         let (server, tool) =
             self.resolve(qualified_name).ok_or_else(|| SetError::UnknownTool { name: qualified_name.to_owned() })?;
-        self.call_tool_on(&server, &tool, arguments, timeout).await
+        self.call_tool_on(&server, &tool, arguments, options).await
     }
 
-    /// Calls tool `tool` of `server`. The tool filters are checked before the server is
-    /// touched; a server that takes one call at a time is waited for.
+    /// Calls tool `tool` of `server` with the timeout (never longer than the server's
+    /// `tool_timeout`, default that), progress callback and `_meta` members of `options` (less
+    /// those reserved to the host, [`SetOptions::reserved_meta_prefixes`]). The tool filters are
+    /// checked before the server is touched; a server that takes one call at a time is waited
+    /// for.
     ///
     /// # Cancel safety
     /// Dropping the future cancels the call (`notifications/cancelled`).
@@ -1547,51 +1501,13 @@ impl ConnectionSet {
         server: &str,
         tool: &str,
         arguments: Option<Map<String, Value>>,
-        timeout: Option<Duration>,
-    ) -> Result<CallToolResult, SetError> {
-        self.call_tool_with(server, tool, arguments, SetCallOptions::default().with_timeout(timeout)).await
-    }
-
-    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_on`] does, relaying the
-    /// server's progress for it to `on_progress`.
-    ///
-    /// # Cancel safety
-    /// Dropping the future cancels the call (`notifications/cancelled`).
-    ///
-    /// # Errors
-    /// As [`ConnectionSet::call_tool_on`].
-    pub async fn call_tool_with_progress(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Option<Map<String, Value>>,
-        timeout: Option<Duration>,
-        on_progress: impl Fn(Progress) + Send + Sync + 'static,
-    ) -> Result<CallToolResult, SetError> {
-        let options = SetCallOptions::default().with_timeout(timeout).with_progress(on_progress);
-        self.call_tool_with(server, tool, arguments, options).await
-    }
-
-    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_on`] does, with the timeout,
-    /// progress callback and `_meta` members of `options`.
-    ///
-    /// # Cancel safety
-    /// Dropping the future cancels the call (`notifications/cancelled`).
-    ///
-    /// # Errors
-    /// As [`ConnectionSet::call_tool_on`].
-    pub async fn call_tool_with(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Option<Map<String, Value>>,
-        options: SetCallOptions,
+        options: CallOptions,
     ) -> Result<CallToolResult, SetError> {
         self.call_tool_then(server, tool, arguments, options, decode_tool_result).await
     }
 
-    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_with`] does, the result left
-    /// as [`Client::call_tool_body`] leaves it (raw JSON, not checked to be a final tool
+    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_on`] does, the result left
+    /// as [`Client::call_tool_raw`] leaves it (raw JSON, not checked to be a final tool
     /// result: [`decode_tool_result`] does that), for a host that passes it on.
     ///
     /// # Cancel safety
@@ -1604,28 +1520,27 @@ impl ConnectionSet {
         server: &str,
         tool: &str,
         arguments: Option<Map<String, Value>>,
-        options: SetCallOptions,
+        options: CallOptions,
     ) -> Result<Body, SetError> {
         self.call_tool_then(server, tool, arguments, options, Ok).await
     }
 
-    /// The call of [`ConnectionSet::call_tool_with`], its result body made into `R` by `finish`,
+    /// The call of [`ConnectionSet::call_tool_on`], its result body made into `R` by `finish`,
     /// whose error counts as the call's.
     async fn call_tool_then<R>(
         &self,
         server: &str,
         tool: &str,
         arguments: Option<Map<String, Value>>,
-        options: SetCallOptions,
+        mut options: CallOptions,
         finish: impl FnOnce(Body) -> Result<R, ClientError>,
     ) -> Result<R, SetError> {
-        let SetCallOptions { timeout, on_progress, mut meta } = options;
         let slot = self.slot(server)?;
         let config = slot.config();
         if !config.tool_allowed(tool) {
             return Err(SetError::ToolDisabled { server: server.to_owned(), tool: tool.to_owned() });
         }
-        let after = timeout.map_or(config.tool_timeout, |t| t.min(config.tool_timeout));
+        let after = options.timeout.map_or(config.tool_timeout, |t| t.min(config.tool_timeout));
         self.wake(&slot).await;
         let _permit = if config.supports_parallel_tool_calls {
             None
@@ -1633,23 +1548,12 @@ impl ConnectionSet {
             Some(slot.serial.clone().acquire_owned().await.expect("the semaphore is never closed"))
         };
         let (conn, generation) = self.ready_conn(&slot)?;
-        let mut params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
-        // What the client layer stamps itself, and what is reserved to MCP or to the host, is
-        // not the caller's to send.
+        // What is reserved to the host is not the caller's to send (the client drops what is
+        // reserved to MCP and the progress token).
         let host_reserved = &self.shared.options.reserved_meta_prefixes;
-        meta.retain(|key, _| {
-            key != "progressToken"
-                && !is_reserved_meta_key(key)
-                && !host_reserved.iter().any(|prefix| key.starts_with(prefix.as_str()))
-        });
-        if !meta.is_empty() {
-            params.meta = Some(RequestMeta { extra: meta, ..RequestMeta::default() });
-        }
-        let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
-        let outcome = match on_progress {
-            None => conn.call_tool(params, options).await,
-            Some(on_progress) => conn.call_tool_with_progress(params, options, on_progress).await,
-        };
+        options.meta.retain(|key, _| !host_reserved.iter().any(|prefix| key.starts_with(prefix.as_str())));
+        options.timeout = Some(after);
+        let outcome = conn.call_tool(tool, arguments, options).await;
         outcome.and_then(finish).map_err(|e| self.failure(&slot, generation, tool, after, e))
     }
 

@@ -47,7 +47,7 @@
 //! `resources/subscribe` without `resources.subscribe` …) fails with
 //! [`ClientError::CapabilityNotSupported`] before anything is sent
 //! ([capability negotiation](https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#capability-negotiation)).
-//! [`Client::call_tool_with_progress`] and [`Client::request_with_progress`] set
+//! [`Client::call_tool`] with [`CallOptions::with_progress`] and [`Client::request_with_progress`] set
 //! `_meta.progressToken` and route `notifications/progress` to a callback;
 //! [`Client::request_raw`] sends any method with untyped params.
 //!
@@ -111,7 +111,7 @@ pub use handlers::{
     ElicitationHandler, ElicitationModes, HandlerFuture, RootsHandler, SamplingHandler, ServerNotification,
 };
 pub use listen::Listening;
-pub use options::{ClientHandler, ClientOptions};
+pub use options::{CallOptions, ClientHandler, ClientOptions, ProgressCallback};
 
 use cache::ListCache;
 use mrtr::{may_need_input, InputAnswerers, LaterParams, Retained};

@@ -2,11 +2,13 @@
 //! timeouts, limits, the handlers that answer the server) and the [`ClientHandler`] that hears
 //! its notifications. Plain data and builders: nothing here sends or receives.
 
-use super::EraPolicy;
+use super::{EraPolicy, Progress};
 
 use super::handlers::{ElicitationHandler, ElicitationModes, RootsHandler, SamplingHandler};
 use std::sync::Arc;
 use std::time::Duration;
+
+use serde_json::{Map, Value};
 
 use crate::proto::jsonrpc::Notification;
 use crate::proto::mcp_types::{
@@ -292,5 +294,68 @@ impl ClientOptions {
             _ => None,
         };
         caps
+    }
+}
+
+/// A progress callback of [`CallOptions`]: called from the connection's reader task (do not
+/// block).
+pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// How one `tools/call` is made, beside the tool's name and arguments
+/// ([`Client::call_tool`](super::Client::call_tool), the connection set's calls). Build from
+/// [`CallOptions::default`] and the `with_*` methods.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// The longest wait: default [`ClientOptions::request_timeout`] (through the connection
+    /// set, never longer than the server's `tool_timeout`).
+    pub timeout: Option<Duration>,
+    /// Gets the server's progress for the call (the call then carries a progress token of the
+    /// client's own): default none, and no token is sent.
+    pub on_progress: Option<ProgressCallback>,
+    /// Each progress notification for the call restarts `timeout` (the TypeScript SDK's
+    /// `resetTimeoutOnProgress`): default off.
+    pub reset_timeout_on_progress: bool,
+    /// Members added to the request's `_meta` as given (e.g. what a gateway relays from its
+    /// downstream request): default none. A `progressToken` among them is dropped (the client
+    /// chooses its own), and so are keys reserved to MCP
+    /// ([`is_reserved_meta_key`](crate::proto::envelope::is_reserved_meta_key)).
+    pub meta: Map<String, Value>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("on_progress", &self.on_progress.as_ref().map(|_| ".."))
+            .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+impl CallOptions {
+    /// These options waiting at most `timeout` (a `Duration`, or `None` for the default).
+    pub fn with_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
+        self.timeout = timeout.into();
+        self
+    }
+
+    /// These options sending the call's progress to `on_progress`.
+    pub fn with_progress(mut self, on_progress: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(on_progress));
+        self
+    }
+
+    /// These options restarting the timeout at each progress notification.
+    pub fn with_reset_timeout_on_progress(mut self, reset: bool) -> Self {
+        self.reset_timeout_on_progress = reset;
+        self
+    }
+
+    /// These options adding `_meta` member `key` (a `progressToken` is dropped).
+    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta.insert(key.into(), value);
+        self
     }
 }
