@@ -32,17 +32,10 @@ impl<T: Transport> Client<T> {
     /// Keeps the tools a stateless HTTP connection may call: those whose `x-mcp-header`
     /// declarations are valid (Streamable HTTP, "Custom Headers from Tool Parameters"); each
     /// one left out is named through `tracing` (a warning).
-    #[cfg_attr(not(feature = "http"), allow(clippy::ptr_arg))]
     pub(super) fn admit_tools(&self, tools: &mut Vec<Tool>) {
-        #[cfg(feature = "http")]
         if self.inner.session_meta.is_some() {
-            let transport = self.inner.peer.transport();
-            if let Some(http) =
-                crate::transport::boxed::downcast::<crate::transport::sse_http::HttpClientTransport, _>(transport)
-            {
-                for (name, why) in http.admit_tools(tools) {
-                    tracing::warn!(tool = ?name, reason = ?why, "mcpwire: a tool left out of tools/list");
-                }
+            for (name, why) in self.inner.peer.transport().admit_tools(tools) {
+                tracing::warn!(tool = ?name, reason = %why, "mcpwire: a tool left out of tools/list");
             }
         }
         // Remembered for typed calls (`typed`).

@@ -117,7 +117,7 @@ use crate::proto::version::ProtocolVersion;
 use crate::transport::boxed::BoxTransport;
 #[cfg(feature = "http")]
 use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
-use crate::transport::stdio::{ChildCommand, Stderr, StdioTransport};
+use crate::transport::stdio::{ChildCommand, Stderr};
 use crate::transport::Transport;
 
 mod lease;
@@ -837,10 +837,6 @@ impl Conn {
         Ok(Conn { client, kind })
     }
 
-    fn stdio(&self) -> Option<&StdioTransport> {
-        self.client.transport().downcast_ref()
-    }
-
     async fn closed(&self) {
         self.client.closed().await
     }
@@ -852,9 +848,9 @@ impl Conn {
     /// Waits up to `grace` for a stdio child whose connection ended to be reaped, so that
     /// [`Conn::end_reason`] can name its exit.
     async fn wait_for_exit(&self, grace: Duration) {
-        let Some(stdio) = self.stdio() else { return };
+        let transport = self.client.transport();
         let deadline = Instant::now() + grace;
-        while stdio.exit_status().is_none() && stdio.child_pid().is_some() && Instant::now() < deadline {
+        while transport.exit_status().is_none() && transport.child_pid().is_some() && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
@@ -876,13 +872,13 @@ impl Conn {
     }
 
     fn pid(&self) -> Option<u32> {
-        self.stdio().and_then(StdioTransport::child_pid)
+        self.client.transport().child_pid()
     }
 
     /// Why the connection ended, as far as we can tell.
     fn end_reason(&self) -> String {
         match self.kind {
-            ConnKind::Stdio => match self.stdio().and_then(StdioTransport::exit_status) {
+            ConnKind::Stdio => match self.client.transport().exit_status() {
                 Some(status) => format!("the server exited ({status})"),
                 None => "the server closed the connection".to_owned(),
             },

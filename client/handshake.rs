@@ -22,8 +22,6 @@ use crate::proto::mcp_types::{
 use crate::proto::mcp_types::{PerRequestMeta, UnsupportedProtocolVersionData};
 use crate::proto::session::{Mode, RequestOptions, Role};
 use crate::proto::version::ProtocolVersion;
-use crate::transport::boxed::downcast;
-use crate::transport::stdio::StdioTransport;
 use crate::transport::{Transport, TransportError};
 
 impl<T: Transport> Client<T> {
@@ -64,7 +62,7 @@ impl<T: Transport> Client<T> {
         let connected = match options.era {
             EraPolicy::Legacy => handshake(&peer, &options, &declared).await.map(|(i, v)| (i, v, None)),
             EraPolicy::Adopt(version) => {
-                set_transport_version(&peer, Some(version)).await;
+                set_transport_version(&peer, Some(version));
                 // Nothing says what the server supports: calls are not checked against it.
                 strict_capabilities = false;
                 let init =
@@ -145,10 +143,8 @@ pub(super) async fn handshake<T: Transport>(
                 answered: init.protocol_version.clone(),
             }
         })?;
-    if let Some(stdio) = downcast::<StdioTransport, _>(peer.transport()) {
-        // Batches are legal only in 2025-03-26; the decoder must know.
-        stdio.set_protocol_version(Some(version)).await;
-    }
+    // Stdio's decoder must know (batches are legal only in 2025-03-26), and so may a user's.
+    peer.transport().set_protocol_version(Some(version));
     peer.initialized().await.map_err(|e| error_for(Initialize::NAME, e))?;
     Ok((init, version))
 }
@@ -161,25 +157,15 @@ pub(super) async fn fall_back<T: Transport>(
     declared: &ClientCapabilities,
 ) -> Result<(InitializeResult, ProtocolVersion), ClientError> {
     peer.set_mode(Mode::Handshake).map_err(ClientError::Session)?;
-    set_transport_version(peer, None).await;
+    set_transport_version(peer, None);
     handshake(peer, options, declared).await
 }
 
-/// Tells the transport which version the next messages speak, where it cares: stdio's decoder
-/// (batches), and the HTTP client, whose POSTs are stateless under 2026-07-28 (`None`: back to
-/// learning the version from `initialize`).
-pub(super) async fn set_transport_version<T: Transport>(peer: &Peer<T>, version: Option<ProtocolVersion>) {
-    let transport = peer.transport();
-    if let Some(stdio) = downcast::<StdioTransport, _>(transport) {
-        stdio.set_protocol_version(version).await;
-    }
-    #[cfg(feature = "http")]
-    if let Some(http) = downcast::<crate::transport::sse_http::HttpClientTransport, _>(transport) {
-        match version {
-            Some(v) => http.set_protocol_version(v),
-            None => http.clear_protocol_version(),
-        }
-    }
+/// Tells the transport which version the next messages speak ([`Transport::set_protocol_version`]:
+/// stdio's decoder for batches, the HTTP client, whose POSTs are stateless under 2026-07-28, a
+/// user's own transport); `None`: back to learning the version from `initialize`.
+pub(super) fn set_transport_version<T: Transport>(peer: &Peer<T>, version: Option<ProtocolVersion>) {
+    peer.transport().set_protocol_version(version);
 }
 
 /// The `server/discover` probe: `Some` with a stateless session's server description when the
@@ -203,7 +189,7 @@ pub(super) async fn discover<T: Transport>(
     };
     let invalid = |source| ClientError::InvalidResult { method: Discover::NAME.to_owned(), source };
     for attempt in 0..2 {
-        set_transport_version(peer, Some(version)).await;
+        set_transport_version(peer, Some(version));
         let mut params = serde_json::json!({});
         PerRequestMeta::new(version, &options.client_info, declared).write_into(&mut params).map_err(invalid)?;
         let body = Body::serialized(&params).map_err(invalid)?;
@@ -253,7 +239,7 @@ pub(super) async fn discover<T: Transport>(
             return Ok(None);
         };
         if chosen != version {
-            set_transport_version(peer, Some(chosen)).await;
+            set_transport_version(peer, Some(chosen));
         }
         let server_info = result.meta.as_ref().and_then(|m| m.server_info.clone()).or_else(|| {
             // Some servers put it beside the result's members, as `initialize` did.

@@ -25,7 +25,7 @@
 //! `requestState` unchanged, at most [`ClientOptions::max_input_rounds`] times. An input
 //! request no handler can answer fails the call ([`ClientError::InputRequest`]). Over HTTP,
 //! tools whose `x-mcp-header` declarations are invalid are left out of `tools/list` with a
-//! warning on stderr.
+//! `tracing` warning.
 //!
 //! List pages (`tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`)
 //! that carry a positive `ttlMs` are kept, by method and cursor, and reused until it has passed
@@ -122,7 +122,6 @@ use crate::proto::mcp_types::PerRequestMeta;
 use crate::proto::mcp_types::{ClientCapabilities, Implementation, InitializeResult, Method, Root, ServerCapabilities};
 use crate::proto::session::RequestOptions;
 use crate::proto::version::ProtocolVersion;
-use crate::transport::boxed::downcast;
 use crate::transport::stdio::{ChildCommand, StdioTransport};
 use crate::transport::{Transport, TransportError};
 
@@ -594,18 +593,17 @@ const EXIT_GRACE: Duration = Duration::from_millis(500);
 /// child process that exited (waiting briefly for it to be reaped), else [`ClientError::Closed`].
 async fn closed_error<T: Transport>(peer: &Peer<T>, method: &str, reason: Option<String>) -> ClientError {
     let method = method.to_owned();
-    if let Some(stdio) = downcast::<StdioTransport, _>(peer.transport()) {
-        if stdio.child_pid().is_some() {
-            let deadline = tokio::time::Instant::now() + EXIT_GRACE;
-            loop {
-                if let Some(status) = stdio.exit_status() {
-                    return ClientError::ServerExited { method, status };
-                }
-                if tokio::time::Instant::now() >= deadline {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
+    let transport = peer.transport();
+    if transport.child_pid().is_some() {
+        let deadline = tokio::time::Instant::now() + EXIT_GRACE;
+        loop {
+            if let Some(status) = transport.exit_status() {
+                return ClientError::ServerExited { method, status };
             }
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
     ClientError::Closed { method, reason }
