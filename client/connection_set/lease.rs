@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Conn, SetError};
+use super::slot::Conn;
+use super::SetError;
 use crate::client::{decode_tool_result, CallOptions};
 use crate::proto::mcp_types::CallToolResult;
 
