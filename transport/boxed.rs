@@ -22,8 +22,8 @@ use std::pin::Pin;
 use std::process::ExitStatus;
 use std::sync::Arc;
 
+use super::principal::Principal;
 use super::{Transport, TransportError};
-use crate::auth::Principal;
 use crate::proto::jsonrpc::{Id, Message};
 use crate::proto::mcp_types::Tool;
 use crate::proto::version::ProtocolVersion;

@@ -21,6 +21,7 @@ use crate::proto::version::ProtocolVersion;
 
 pub mod boxed;
 pub mod inproc;
+pub mod principal;
 #[cfg(feature = "http")]
 pub mod sse_http;
 pub mod stdio;
@@ -305,9 +306,9 @@ pub trait Transport: Send + Sync + 'static {
 
     /// Who the verified access token of the peer's request `request` speaks for, on a
     /// transport that authenticates its peer (Streamable HTTP and the legacy HTTP+SSE transport
-    /// behind a [`ProtectedResource`](crate::auth::ProtectedResource)); `None` for the others
+    /// behind a [`ProtectedResource`](crate::transport::sse_http::resource::ProtectedResource)); `None` for the others
     /// and for an unprotected server.
-    fn principal(&self, request: &crate::proto::jsonrpc::Id) -> Option<std::sync::Arc<crate::auth::Principal>> {
+    fn principal(&self, request: &crate::proto::jsonrpc::Id) -> Option<std::sync::Arc<principal::Principal>> {
         let _ = request;
         None
     }

@@ -43,12 +43,14 @@ pub mod event_store;
 #[cfg(feature = "redis")]
 pub mod redis_store;
 pub mod request_headers;
+pub mod resource;
 pub mod routes;
 pub mod server;
 pub mod session_store;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod token_expiry;
+pub mod verifier;
 
 pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
 pub use bearer::BearerToken;
