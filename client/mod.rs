@@ -586,8 +586,9 @@ fn error_for(method: &str, e: RequestError) -> ClientError {
     }
 }
 
-/// How long to wait for a child whose output ended to be reaped, so the error can name its exit.
-const EXIT_GRACE: Duration = Duration::from_millis(500);
+/// How long to wait for a child whose output ended to be reaped, so the error can name its exit
+/// (the client's, for a call in flight; the connection set's, for the server's end).
+pub(crate) const EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// The error for a connection that ended: [`ClientError::ServerExited`] when the transport is a
 /// child process that exited (waiting briefly for it to be reaped), else [`ClientError::Closed`].

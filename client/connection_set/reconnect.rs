@@ -17,6 +17,7 @@ use crate::client::config::TransportConfig;
 use crate::client::ClientError;
 use crate::client::ClientOptions;
 use crate::client::Listening;
+use crate::client::EXIT_GRACE;
 use crate::proto::jsonrpc::Notification;
 use crate::proto::mcp_types::ListPrompts;
 use crate::proto::mcp_types::ListPromptsRequestParams;
@@ -337,10 +338,6 @@ pub(super) async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: 
     shared.emit(SetEvent::Failed { server: name.clone(), required: slot.config().required, reason });
     shared.emit(SetEvent::CatalogChanged { server: name });
 }
-
-/// How long a stdio child whose connection ended is given to be reaped (the client layer
-/// waits as long to name the exit in the error of a call in flight).
-pub(super) const EXIT_GRACE: Duration = Duration::from_millis(500);
 
 pub(super) const LIST_CHANGED: [&str; 3] =
     ["notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"];
