@@ -171,9 +171,10 @@ async fn tools_answer_with_exact_wire_shapes() {
     wire.initialized().await;
     assert_eq!(
         wire.ask(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).await,
-        // Derived schemas (the echo demo's tools are typed): `$schema` and `title` at the root,
-        // the rest as hand-written before (tests/demo_schemas.rs).
-        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"add","description":"Return a + b","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"title":"AddArgs","type":"object"}},{"name":"echo","description":"Return the `text` argument as text content","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"text":{"description":"Text to send back unchanged.","type":"string"}},"required":["text"],"title":"EchoArgs","type":"object"}},{"name":"greet","description":"Ask the user for their name (an elicitation), then greet them","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{},"title":"NoArgs","type":"object"}}]}}"#
+        // Derived schemas (the echo demo's tools are typed): `$schema` at the root, no `title`
+        // (the Rust type's name stays in the server), the rest as hand-written before
+        // (tests/server/demo_schemas.rs).
+        r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"add","description":"Return a + b","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"],"type":"object"}},{"name":"echo","description":"Return the `text` argument as text content","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"text":{"description":"Text to send back unchanged.","type":"string"}},"required":["text"],"type":"object"}},{"name":"greet","description":"Ask the user for their name (an elicitation), then greet them","inputSchema":{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{},"type":"object"}}]}}"#
     );
     assert_eq!(
         wire.ask(&call(2, "echo", json!({"text": "héllo \"wire\"\n"}))).await,
