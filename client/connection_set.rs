@@ -34,7 +34,7 @@
 //! [`SetEvent::Notification`] tagged with the server's name. `sampling/createMessage` and
 //! `elicitation/create` from any server go to the host's [`SetSamplingHandler`] /
 //! [`SetElicitationHandler`] ([`SetOptions::with_sampling`], [`SetOptions::with_elicitation`]),
-//! which receive the server's name with the params: each server's [`ClientOptions`](crate::client::ClientOptions) gets an
+//! which receive the server's name with the params: each server's [`ClientOptions`] gets an
 //! adapter bound to its name, and declares only the capabilities the host gave handlers for.
 //! The roots of [`SetOptions::with_roots`] are offered to every server (`roots/list`), or a
 //! [`SetRootsHandler`] ([`SetOptions::with_roots_handler`]) is asked for them on each request;
@@ -46,10 +46,10 @@
 //! when it can be told (see the client module): wrap a call in `with_caller` and
 //! [`current_caller`](super::current_caller) in the handler names its caller.
 //!
-//! Every call takes [`CallOptions`] (a timeout, a progress callback that gets the server's
-//! `notifications/progress` for the call, extra `_meta` members to send upstream):
-//! [`ConnectionSet::call_tool`] by qualified name, [`ConnectionSet::call_tool_on`] by server
-//! and tool. Dropping any call's future cancels it upstream (`notifications/cancelled`).
+//! Calls with more: [`ConnectionSet::call_tool_with`] takes [`SetCallOptions`] (a timeout, a
+//! progress callback that gets the server's `notifications/progress` for the call, and extra
+//! `_meta` members to send upstream); [`ConnectionSet::call_tool_with_progress`] is its short
+//! form. Dropping any call's future cancels it upstream (`notifications/cancelled`).
 //!
 //! Deferred startup: with a catalog cache ([`SetOptions::with_catalog_cache`]), every
 //! server's listing is written after each successful listing, and a `startup = "lazy"` server
@@ -83,52 +83,1055 @@
 //! Not here: where the configuration comes from (the `catalog` module: sources, precedence,
 //! the cache file; the `config` module: reading and editing files).
 //!
-//! Each connection is watched by a task waiting on [`Client::closed`](crate::client::Client::closed), so a server that goes
+//! Each connection is watched by a task waiting on [`Client::closed`], so a server that goes
 //! away is noticed at once (no polling); a call that fails with a disconnection (an HTTP
 //! session the server expired answers 404 only when asked) triggers the restart too.
 
-use self::reconnect::connection_lost;
-use self::reconnect::retry_failed_start;
-use self::reconnect::start_one;
-use self::reconnect::StartEnd;
-use self::slot::Listing;
-use self::slot::Slot;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 
-use super::catalog::cache::CachedListing;
-use super::config::{ApprovalMode, McpConfig, ServerConfig, Startup};
-use super::{decode_tool_result, CallOptions, ClientError};
+use super::catalog::cache::{self, CachedListing, CatalogCache};
+use super::config::{ApprovalMode, ChildEnv, McpConfig, Readiness, ServerConfig, Startup, TransportConfig};
+use super::{
+    decode_tool_result, Client, ClientError, ClientOptions, ElicitationModes, EraPolicy, HandlerFuture, Listening,
+    Progress,
+};
 pub use crate::proto::envelope::is_reserved_meta_key;
-use crate::proto::jsonrpc::Body;
-use crate::proto::mcp_types::{CallToolResult, Method, Root, ServerCapabilities};
+use crate::proto::jsonrpc::{Body, ErrorObject, Notification};
+use crate::proto::mcp_types::{
+    CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, Implementation, ListPrompts, ListPromptsRequestParams, ListResourceTemplates,
+    ListResourceTemplatesRequestParams, ListResources, ListResourcesRequestParams, Method, Prompt, RequestMeta,
+    Resource, ResourceTemplate, Root, ServerCapabilities, SubscriptionFilter, Tool,
+};
 use crate::proto::session::RequestOptions;
+use crate::proto::version::ProtocolVersion;
+use crate::transport::boxed::BoxTransport;
+#[cfg(feature = "http")]
+use crate::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+use crate::transport::stdio::{ChildCommand, Stderr, StdioTransport};
+use crate::transport::Transport;
 
-mod error;
-mod events;
 mod lease;
-mod naming;
-mod options;
-mod reconnect;
 mod reload;
-mod slot;
 
-pub use error::SetError;
-pub use events::{EventSink, ServerState, ServerStatus, SetEvent, StartupSummary};
 use lease::Held;
 pub use lease::ServerLease;
-pub use naming::{fnv1a, qualify, Catalog, CatalogTool, MAX_TOOL_NAME_BYTES};
-pub use options::{
-    SetCallOptions, SetElicitationHandler, SetOptions, SetRootsHandler, SetSamplingHandler, DEFAULT_MAX_ITEMS,
-};
 pub use reload::ReloadReport;
+
+/// The longest qualified tool name (the limit of most model APIs).
+pub const MAX_TOOL_NAME_BYTES: usize = 64;
+
+/// Where a server stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerState {
+    /// Configured but not started yet.
+    Pending,
+    /// Starting (spawning or connecting, `initialize`, listing).
+    Starting,
+    /// Connected and listed.
+    Ready,
+    /// Could not start (or could not be restarted), and is not being tried again.
+    Failed,
+    /// Could not start, and is being tried again in the background
+    /// ([`SetOptions::startup_retries`]).
+    Retrying,
+    /// Its startup was cancelled.
+    Cancelled,
+    /// `enabled = false`: skipped.
+    Disabled,
+    /// Its connection ended; being restarted.
+    Reconnecting,
+    /// Shut down.
+    Closed,
+    /// `startup = "lazy"` with a cached catalog: listed from the cache, started on its first
+    /// call.
+    Deferred,
+}
+
+impl ServerState {
+    /// Every state, in declaration order.
+    pub const ALL: [ServerState; 10] = [
+        ServerState::Pending,
+        ServerState::Starting,
+        ServerState::Ready,
+        ServerState::Failed,
+        ServerState::Retrying,
+        ServerState::Cancelled,
+        ServerState::Disabled,
+        ServerState::Reconnecting,
+        ServerState::Closed,
+        ServerState::Deferred,
+    ];
+
+    /// A lowercase word: `ready`, `failed` …
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Pending => "pending",
+            ServerState::Starting => "starting",
+            ServerState::Ready => "ready",
+            ServerState::Failed => "failed",
+            ServerState::Retrying => "retrying",
+            ServerState::Cancelled => "cancelled",
+            ServerState::Disabled => "disabled",
+            ServerState::Reconnecting => "reconnecting",
+            ServerState::Closed => "closed",
+            ServerState::Deferred => "deferred",
+        }
+    }
+}
+
+impl fmt::Display for ServerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One server's state, for status lines.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerStatus {
+    /// The server's configured name.
+    pub name: String,
+    /// Where it stands.
+    pub state: ServerState,
+    /// Whether it is `required`.
+    pub required: bool,
+    /// The configured era policy.
+    pub era: EraPolicy,
+    /// The negotiated protocol version, once connected (2026-07-28: stateless).
+    pub protocol_version: Option<ProtocolVersion>,
+    /// Its `serverInfo`, once connected.
+    pub server_info: Option<Implementation>,
+    /// How many tools it lists (before filtering).
+    pub tools: usize,
+    /// How long its (last) start took.
+    pub elapsed: Duration,
+    /// Why it failed, when it did (the last try's reason while it is retrying or reconnecting).
+    pub error: Option<String>,
+    /// How many tries to start it failed since it was last ready (0 once it is): its start and
+    /// every restart tried after it.
+    pub failed_attempts: u32,
+    /// How many connections were made to it so far: 1 after its start, one more for each
+    /// restart (a reconnect, or a reload that changed it); a reload that kept it adds none.
+    pub connections: u64,
+}
+
+/// Every server's state once startup has settled.
+#[derive(Debug, Clone)]
+pub struct StartupSummary {
+    /// In name order, disabled servers included.
+    pub servers: Vec<ServerStatus>,
+}
+
+impl StartupSummary {
+    /// The servers in `state`.
+    pub fn in_state(&self, state: ServerState) -> impl Iterator<Item = &ServerStatus> {
+        self.servers.iter().filter(move |s| s.state == state)
+    }
+
+    /// The required servers that did not become ready (a deferred one counts as ready: it is
+    /// listed, and starts on its first call).
+    pub fn failed_required(&self) -> Vec<String> {
+        let up = |s: &ServerStatus| matches!(s.state, ServerState::Ready | ServerState::Deferred);
+        self.servers.iter().filter(|s| s.required && !up(s)).map(|s| s.name.clone()).collect()
+    }
+}
+
+/// What happens in the set, as it happens.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum SetEvent {
+    /// A server is being started.
+    Starting {
+        /// Its name.
+        server: String,
+    },
+    /// A server is connected and listed.
+    Ready {
+        /// Its name.
+        server: String,
+        /// The negotiated version.
+        protocol_version: ProtocolVersion,
+        /// How many tools it lists.
+        tools: usize,
+        /// How long the start took.
+        elapsed: Duration,
+    },
+    /// A server could not start (or be restarted).
+    Failed {
+        /// Its name.
+        server: String,
+        /// Whether it is required.
+        required: bool,
+        /// Why.
+        reason: String,
+    },
+    /// A server's startup was cancelled.
+    Cancelled {
+        /// Its name.
+        server: String,
+    },
+    /// A server is disabled and was not started.
+    Disabled {
+        /// Its name.
+        server: String,
+    },
+    /// Every server has settled.
+    StartupComplete(StartupSummary),
+    /// A server's tools, resources or prompts changed; [`ConnectionSet::catalog`] has the new ones.
+    CatalogChanged {
+        /// Its name.
+        server: String,
+    },
+    /// A ready server's connection ended.
+    Disconnected {
+        /// Its name.
+        server: String,
+        /// Why (exit status, closed connection, expired session).
+        reason: String,
+    },
+    /// A restart is about to be tried after `delay`.
+    Reconnecting {
+        /// Its name.
+        server: String,
+        /// 1 for the first try.
+        attempt: u32,
+        /// The wait before this try.
+        delay: Duration,
+    },
+    /// A reload could not restart a server whose connection identity changed: it keeps its
+    /// previous connection and configuration.
+    RestartFailed {
+        /// Its name.
+        server: String,
+        /// Why the new connection could not be made.
+        reason: String,
+    },
+    /// A `startup = "lazy"` server is listed from the catalog cache and not started.
+    Deferred {
+        /// Its name.
+        server: String,
+        /// How many tools the cache lists for it.
+        tools: usize,
+    },
+    /// Something the host should warn about (a catalog cache ignored, a server listing more
+    /// items than the cap …); nothing failed.
+    Warning {
+        /// The server concerned, if one is.
+        server: Option<String>,
+        /// What happened.
+        message: String,
+    },
+    /// A restarted server is ready again (its catalog re-listed).
+    Reconnected {
+        /// Its name.
+        server: String,
+    },
+    /// A notification from a server (logging, progress not routed to a call, list changes …).
+    Notification {
+        /// Its name.
+        server: String,
+        /// The notification.
+        notification: Notification,
+    },
+}
+
+/// Where [`SetEvent`]s go. Called from the set's tasks: do not block.
+pub type EventSink = Arc<dyn Fn(SetEvent) + Send + Sync>;
+
+/// Answers `sampling/createMessage` from any server of the set, told which server asks. Any
+/// `Fn(String, CreateMessageRequestParams) -> impl Future<Output = Result<CreateMessageResult, ErrorObject>>`
+/// closure is one (the `String` is the server's configured name).
+pub trait SetSamplingHandler: Send + Sync + 'static {
+    /// Produces the message for `server` (the host should let the user review the request,
+    /// naming the server, first).
+    fn create_message(&self, server: &str, params: CreateMessageRequestParams) -> HandlerFuture<CreateMessageResult>;
+}
+
+impl<F, Fut> SetSamplingHandler for F
+where
+    F: Fn(String, CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
+{
+    fn create_message(&self, server: &str, params: CreateMessageRequestParams) -> HandlerFuture<CreateMessageResult> {
+        Box::pin(self(server.to_owned(), params))
+    }
+}
+
+/// Answers `elicitation/create` from any server of the set, told which server asks. Any
+/// `Fn(String, ElicitRequestParams) -> impl Future<Output = Result<ElicitResult, ErrorObject>>`
+/// closure is one.
+pub trait SetElicitationHandler: Send + Sync + 'static {
+    /// Asks the user on behalf of `server` and reports what they did.
+    fn elicit(&self, server: &str, params: ElicitRequestParams) -> HandlerFuture<ElicitResult>;
+}
+
+impl<F, Fut> SetElicitationHandler for F
+where
+    F: Fn(String, ElicitRequestParams) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ElicitResult, ErrorObject>> + Send + 'static,
+{
+    fn elicit(&self, server: &str, params: ElicitRequestParams) -> HandlerFuture<ElicitResult> {
+        Box::pin(self(server.to_owned(), params))
+    }
+}
+
+/// Answers `roots/list` from any server of the set, told which server asks, each time it asks.
+/// Any `Fn(String) -> impl Future<Output = Result<Vec<Root>, ErrorObject>>` closure is one.
+pub trait SetRootsHandler: Send + Sync + 'static {
+    /// The roots to offer `server` now.
+    fn list_roots(&self, server: &str) -> HandlerFuture<Vec<Root>>;
+}
+
+impl<F, Fut> SetRootsHandler for F
+where
+    F: Fn(String) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<Root>, ErrorObject>> + Send + 'static,
+{
+    fn list_roots(&self, server: &str) -> HandlerFuture<Vec<Root>> {
+        Box::pin(self(server.to_owned()))
+    }
+}
+
+/// A progress callback of [`SetCallOptions`].
+pub type SetProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// How one call through the set is made ([`ConnectionSet::call_tool_with`]). Build from
+/// [`SetCallOptions::default`] and the `with_*` methods.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct SetCallOptions {
+    /// The longest wait, never longer than the server's `tool_timeout`: default that.
+    pub timeout: Option<Duration>,
+    /// Gets the server's progress for the call (the call then carries a progress token of the
+    /// client's own): default none, and no token is sent.
+    pub on_progress: Option<SetProgressCallback>,
+    /// Members added to the request's `_meta` as given (e.g. what a gateway relays from its
+    /// downstream request): default none. A `progressToken` among them is dropped (the client
+    /// chooses its own), and so are keys reserved to MCP ([`is_reserved_meta_key`]) or to the
+    /// host ([`SetOptions::reserved_meta_prefixes`]).
+    pub meta: Map<String, Value>,
+}
+
+impl fmt::Debug for SetCallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SetCallOptions")
+            .field("timeout", &self.timeout)
+            .field("on_progress", &self.on_progress.as_ref().map(|_| ".."))
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+impl SetCallOptions {
+    /// These options waiting at most `timeout` (within the server's `tool_timeout`).
+    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// These options sending the call's progress to `on_progress`.
+    pub fn with_progress(mut self, on_progress: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(on_progress));
+        self
+    }
+
+    /// These options adding `_meta` member `key` (a `progressToken` is dropped).
+    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta.insert(key.into(), value);
+        self
+    }
+}
+
+/// How the set behaves. Build from [`SetOptions::default`] and the `with_*` methods.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SetOptions {
+    /// The options of every client (`clientInfo`, capabilities, versions); the handler is the
+    /// set's own.
+    pub client: ClientOptions,
+    /// The approval mode of tools whose server and tool settings name none: default `prompt`.
+    pub default_approval_mode: ApprovalMode,
+    /// How long after a `list_changed` notification the server is re-listed (further
+    /// notifications in between are folded in): default 200 ms.
+    pub refresh_debounce: Duration,
+    /// Whether a server whose connection ends is restarted: default true.
+    pub reconnect: bool,
+    /// Restart attempts before the server is marked failed: default 5; `u32::MAX`: until it
+    /// starts again (or the set shuts down).
+    pub max_reconnect_attempts: u32,
+    /// The first wait before a restart, doubled each attempt: default 100 ms.
+    pub initial_backoff: Duration,
+    /// The longest wait between restarts: default 5 s.
+    pub max_backoff: Duration,
+    /// What stdio children do with their stderr: default discarded.
+    pub stderr: Stderr,
+    /// Where events go: default nowhere.
+    pub events: Option<EventSink>,
+    /// Who answers `sampling/createMessage` from every server (declares `sampling`): default
+    /// nobody (then [`ClientOptions::sampling`] of [`SetOptions::client`], if any, answers
+    /// without the server's name).
+    pub sampling: Option<Arc<dyn SetSamplingHandler>>,
+    /// Who answers `elicitation/create` from every server, in which modes: default nobody (then
+    /// [`ClientOptions::elicitation`], if any).
+    pub elicitation: Option<(Arc<dyn SetElicitationHandler>, ElicitationModes)>,
+    /// The roots offered to every server (declares `roots`): default none (then
+    /// [`ClientOptions::roots`], if any). [`ConnectionSet::set_roots`] replaces them.
+    pub roots: Option<Vec<Root>>,
+    /// Who answers `roots/list` from every server, asked each time (declares `roots`): default
+    /// nobody. Takes precedence over [`SetOptions::roots`].
+    pub roots_handler: Option<Arc<dyn SetRootsHandler>>,
+    /// How many times a server that is not `required` and fails at startup is tried again in
+    /// the background: default 0 (never); `u32::MAX`: until it starts (or the set shuts down).
+    pub startup_retries: u32,
+    /// Where every server's listing is kept after each successful listing, and where
+    /// `startup = "lazy"` servers are listed from at start: default nowhere (lazy servers then
+    /// start as eager ones).
+    pub catalog_cache: Option<CatalogCache>,
+    /// The most tools, resources, resource templates and prompts (each) taken from one
+    /// server: default [`DEFAULT_MAX_ITEMS`]. The rest are left out, with a
+    /// [`SetEvent::Warning`].
+    pub max_items_per_server: usize,
+    /// `_meta` key prefixes the host keeps for itself (say `com.example.host/`): stripped,
+    /// with the MCP-reserved ones ([`is_reserved_meta_key`]), from the `_meta` a caller gives
+    /// in [`SetCallOptions::meta`]: default none.
+    pub reserved_meta_prefixes: Vec<String>,
+    /// Where HTTP servers' OAuth logins are kept ([`super::login`]): default none, i.e. such a
+    /// server's 401 is just an error.
+    #[cfg(feature = "oauth")]
+    pub logins: Option<super::login::Logins>,
+    /// How stdio children's environments are built, and which of our variables they never
+    /// get: default each server's own rule, nothing withheld (see [`ChildEnv`]).
+    pub child_env: ChildEnv,
+}
+
+/// The default of [`SetOptions::max_items_per_server`].
+pub const DEFAULT_MAX_ITEMS: usize = 1000;
+
+impl Default for SetOptions {
+    fn default() -> Self {
+        SetOptions {
+            client: ClientOptions::default(),
+            default_approval_mode: ApprovalMode::Prompt,
+            refresh_debounce: Duration::from_millis(200),
+            reconnect: true,
+            max_reconnect_attempts: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            stderr: Stderr::Discard,
+            events: None,
+            sampling: None,
+            elicitation: None,
+            roots: None,
+            roots_handler: None,
+            startup_retries: 0,
+            catalog_cache: None,
+            max_items_per_server: DEFAULT_MAX_ITEMS,
+            reserved_meta_prefixes: Vec::new(),
+            #[cfg(feature = "oauth")]
+            logins: None,
+            child_env: ChildEnv::default(),
+        }
+    }
+}
+
+impl fmt::Debug for SetOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SetOptions")
+            .field("client", &self.client)
+            .field("default_approval_mode", &self.default_approval_mode)
+            .field("refresh_debounce", &self.refresh_debounce)
+            .field("reconnect", &self.reconnect)
+            .field("max_reconnect_attempts", &self.max_reconnect_attempts)
+            .field("sampling", &self.sampling.as_ref().map(|_| ".."))
+            .field("elicitation", &self.elicitation.as_ref().map(|(_, modes)| modes))
+            .field("roots", &self.roots)
+            .field("roots_handler", &self.roots_handler.as_ref().map(|_| ".."))
+            .field("startup_retries", &self.startup_retries)
+            .field("child_env", &self.child_env)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SetOptions {
+    /// These options with other client options.
+    pub fn with_client_options(mut self, client: ClientOptions) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// These options with another host default approval mode.
+    pub fn with_default_approval_mode(mut self, mode: ApprovalMode) -> Self {
+        self.default_approval_mode = mode;
+        self
+    }
+
+    /// These options with another refresh debounce.
+    pub fn with_refresh_debounce(mut self, debounce: Duration) -> Self {
+        self.refresh_debounce = debounce;
+        self
+    }
+
+    /// These options with restarts on or off.
+    pub fn with_reconnect(mut self, on: bool) -> Self {
+        self.reconnect = on;
+        self
+    }
+
+    /// These options with another restart policy.
+    pub fn with_backoff(mut self, initial: Duration, max: Duration, attempts: u32) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max.max(initial);
+        self.max_reconnect_attempts = attempts;
+        self
+    }
+
+    /// These options handling children's stderr so.
+    pub fn with_stderr(mut self, stderr: Stderr) -> Self {
+        self.stderr = stderr;
+        self
+    }
+
+    /// These options sending events to `sink`.
+    pub fn with_events(mut self, sink: impl Fn(SetEvent) + Send + Sync + 'static) -> Self {
+        self.events = Some(Arc::new(sink));
+        self
+    }
+
+    /// These options answering `sampling/createMessage` from every server with `handler`, which
+    /// is told the server's name (declares `sampling` to every server).
+    pub fn with_sampling(mut self, handler: impl SetSamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// These options answering form-mode `elicitation/create` from every server with `handler`.
+    pub fn with_elicitation(self, handler: impl SetElicitationHandler) -> Self {
+        self.with_elicitation_modes(handler, ElicitationModes::FORM)
+    }
+
+    /// These options answering `elicitation/create` in `modes` from every server with `handler`.
+    pub fn with_elicitation_modes(mut self, handler: impl SetElicitationHandler, modes: ElicitationModes) -> Self {
+        self.elicitation = Some((Arc::new(handler), modes));
+        self
+    }
+
+    /// These options asking `handler` for the roots of each `roots/list` of any server (declares
+    /// `roots` with `listChanged`; takes precedence over [`SetOptions::with_roots`]).
+    pub fn with_roots_handler(mut self, handler: impl SetRootsHandler) -> Self {
+        self.roots_handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// These options offering `roots` to every server (declares `roots` with `listChanged`).
+    pub fn with_roots(mut self, roots: impl IntoIterator<Item = Root>) -> Self {
+        self.roots = Some(roots.into_iter().collect());
+        self
+    }
+
+    /// These options trying a non-required server that fails at startup `retries` more times,
+    /// in the background (see [`ConnectionSet::start`]).
+    pub fn with_startup_retries(mut self, retries: u32) -> Self {
+        self.startup_retries = retries;
+        self
+    }
+
+    /// These options keeping the servers' listings in `cache` (see [`SetOptions::catalog_cache`]).
+    pub fn with_catalog_cache(mut self, cache: CatalogCache) -> Self {
+        self.catalog_cache = Some(cache);
+        self
+    }
+
+    /// These options taking at most `max` items of each kind from one server.
+    pub fn with_max_items_per_server(mut self, max: usize) -> Self {
+        self.max_items_per_server = max;
+        self
+    }
+
+    /// These options stripping `_meta` keys that start with `prefix` from callers' `_meta`.
+    pub fn with_reserved_meta_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.reserved_meta_prefixes.push(prefix.into());
+        self
+    }
+
+    /// These options sending the stored OAuth login of each HTTP server that has no
+    /// credentials of its own (never starting a flow: see [`super::login`]).
+    #[cfg(feature = "oauth")]
+    pub fn with_logins(mut self, logins: super::login::Logins) -> Self {
+        self.logins = Some(logins);
+        self
+    }
+
+    /// These options building stdio children's environments by `rule` (see [`ChildEnv`]).
+    pub fn with_child_env(mut self, rule: ChildEnv) -> Self {
+        self.child_env = rule;
+        self
+    }
+
+    /// These options sending events to a new unbounded channel, and its receiver (drain it).
+    pub fn with_event_channel(self) -> (Self, mpsc::UnboundedReceiver<SetEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            self.with_events(move |event| {
+                let _ = tx.send(event);
+            }),
+            rx,
+        )
+    }
+}
+
+/// Why a set operation failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SetError {
+    /// Required servers did not become ready.
+    StartupFailed {
+        /// Their names.
+        required: Vec<String>,
+        /// Every server's state.
+        summary: StartupSummary,
+    },
+    /// Startup was cancelled (or the set shut down) before every server settled.
+    StartupCancelled {
+        /// Every server's state.
+        summary: StartupSummary,
+    },
+    /// No tool has this qualified name.
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+    /// No server has this name.
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// A bare server name that several scopes have, and no unscoped server: name one by its key.
+    AmbiguousServer {
+        /// The name asked for.
+        server: String,
+        /// The keys it could mean (`SCOPE/NAME`).
+        candidates: Vec<String>,
+    },
+    /// The tool is filtered out by `enabled_tools` / `disabled_tools`; the server was not asked.
+    ToolDisabled {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The server is not ready (failed, disabled, reconnecting, closed).
+    Unavailable {
+        /// The server.
+        server: String,
+        /// Its state.
+        state: ServerState,
+        /// Why, when known.
+        reason: Option<String>,
+    },
+    /// The server's connection ended while the call was in flight. The call was not retried.
+    Disconnected {
+        /// The server.
+        server: String,
+        /// The method or tool.
+        what: String,
+        /// The client's error.
+        source: ClientError,
+    },
+    /// The call took longer than the effective timeout (cancelled on the server).
+    Timeout {
+        /// The server.
+        server: String,
+        /// The method or tool.
+        what: String,
+        /// The effective timeout.
+        after: Duration,
+    },
+    /// Any other client failure (the server answered an error, …).
+    Client {
+        /// The server.
+        server: String,
+        /// The client's error.
+        source: ClientError,
+    },
+}
+
+impl fmt::Display for SetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetError::StartupFailed { required, summary } => {
+                f.write_str("required MCP servers failed to start: ")?;
+                for (i, name) in required.iter().enumerate() {
+                    let status = summary.servers.iter().find(|s| &s.name == name);
+                    let reason = status.and_then(|s| s.error.as_deref()).unwrap_or("not ready");
+                    write!(f, "{}{name} ({reason})", if i > 0 { ", " } else { "" })?;
+                }
+                Ok(())
+            }
+            SetError::StartupCancelled { .. } => f.write_str("startup was cancelled"),
+            SetError::UnknownTool { name } => write!(f, "unknown tool {name}"),
+            SetError::UnknownServer { server } => write!(f, "unknown server {server}"),
+            SetError::AmbiguousServer { server, candidates } => {
+                write!(f, "server name {server} is ambiguous: it could be {}", candidates.join(", "))
+            }
+            SetError::ToolDisabled { server, tool } => write!(f, "tool {tool} of server {server} is disabled"),
+            SetError::Unavailable { server, state, reason: Some(reason) } => {
+                write!(f, "server {server} is {state}: {reason}")
+            }
+            SetError::Unavailable { server, state, reason: None } => write!(f, "server {server} is {state}"),
+            SetError::Disconnected { server, what, source } => {
+                write!(f, "server {server} went away during {what} (not retried): {source}")
+            }
+            SetError::Timeout { server, what, after } => {
+                write!(f, "{what} on server {server} timed out after {} ms", after.as_millis())
+            }
+            SetError::Client { server, source } => write!(f, "server {server}: {source}"),
+        }
+    }
+}
+
+impl SetError {
+    /// Whether the call failed because the HTTP server no longer knows the session (it expired
+    /// or was deleted): the set re-initializes the server from its recipe, and a later call
+    /// can succeed.
+    pub fn is_session_expired(&self) -> bool {
+        match self {
+            SetError::Disconnected { source: ClientError::Transport(e), .. }
+            | SetError::Client { source: ClientError::Transport(e), .. } => e.is_session_expired(),
+            _ => false,
+        }
+    }
+}
+
+impl std::error::Error for SetError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetError::Disconnected { source, .. } | SetError::Client { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// One tool of the catalog.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CatalogTool {
+    /// The name it is offered under: `mcp__SERVER__TOOL` (`mcp__SCOPE__SERVER__TOOL` for a
+    /// scoped server), reduced.
+    pub qualified_name: String,
+    /// The server's key ([`ServerConfig::key`]: its name, or `SCOPE/NAME`).
+    pub server: String,
+    /// The scope the server runs in, if any.
+    pub scope: Option<String>,
+    /// The tool as the server lists it.
+    pub tool: Tool,
+    /// Its resolved approval mode.
+    pub approval_mode: ApprovalMode,
+}
+
+/// Everything the ready servers offer, in stable order.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Catalog {
+    /// Tools, by server name then the server's order.
+    pub tools: Vec<CatalogTool>,
+    /// `(server, resource)`.
+    pub resources: Vec<(String, Resource)>,
+    /// `(server, template)`.
+    pub resource_templates: Vec<(String, ResourceTemplate)>,
+    /// `(server, prompt)`.
+    pub prompts: Vec<(String, Prompt)>,
+}
+
+impl Catalog {
+    /// The tool offered as `qualified_name`.
+    pub fn tool(&self, qualified_name: &str) -> Option<&CatalogTool> {
+        self.tools.iter().find(|t| t.qualified_name == qualified_name)
+    }
+}
+
+/// A connection over any transport: one `Client` type for all of them (a `BoxTransport`), so
+/// the client's code is compiled once and not once per transport; `kind` keeps what differs.
+#[derive(Clone)]
+struct Conn {
+    client: Client<BoxTransport>,
+    kind: ConnKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ConnKind {
+    Stdio,
+    #[cfg(feature = "http")]
+    Http,
+    InProcess,
+}
+
+impl Conn {
+    async fn connect<T: Transport>(transport: T, kind: ConnKind, options: ClientOptions) -> Result<Conn, String> {
+        let client = Client::connect(BoxTransport::new(transport), options).await.map_err(|e| e.to_string())?;
+        Ok(Conn { client, kind })
+    }
+
+    fn stdio(&self) -> Option<&StdioTransport> {
+        self.client.transport().downcast_ref()
+    }
+
+    async fn closed(&self) {
+        self.client.closed().await
+    }
+
+    fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    /// Waits up to `grace` for a stdio child whose connection ended to be reaped, so that
+    /// [`Conn::end_reason`] can name its exit.
+    async fn wait_for_exit(&self, grace: Duration) {
+        let Some(stdio) = self.stdio() else { return };
+        let deadline = Instant::now() + grace;
+        while stdio.exit_status().is_none() && stdio.child_pid().is_some() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn capabilities(&self) -> &ServerCapabilities {
+        self.client.capabilities()
+    }
+
+    fn protocol_version(&self) -> ProtocolVersion {
+        self.client.protocol_version()
+    }
+
+    fn instructions(&self) -> Option<&str> {
+        self.client.instructions()
+    }
+
+    fn server_info(&self) -> &Implementation {
+        self.client.server_info()
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.stdio().and_then(StdioTransport::child_pid)
+    }
+
+    /// Why the connection ended, as far as we can tell.
+    fn end_reason(&self) -> String {
+        match self.kind {
+            ConnKind::Stdio => match self.stdio().and_then(StdioTransport::exit_status) {
+                Some(status) => format!("the server exited ({status})"),
+                None => "the server closed the connection".to_owned(),
+            },
+            #[cfg(feature = "http")]
+            ConnKind::Http => "the connection closed".to_owned(),
+            ConnKind::InProcess => "the in-process server closed the connection".to_owned(),
+        }
+    }
+
+    async fn close(&self) {
+        let _ = self.client.close().await;
+    }
+
+    async fn request<M>(&self, params: M::Params, options: RequestOptions) -> Result<M::Output, ClientError>
+    where
+        M: Method,
+        M::Params: Send + Sync + 'static,
+        M::Output: Clone + Send + Sync + 'static,
+    {
+        Box::pin(self.client.request::<M>(params, options)).await
+    }
+
+    /// A call's future is boxed: inline, it is kilobytes, and every future awaiting it up to
+    /// the gateway's forwarded request grows by as much and is copied whole at each level, on
+    /// every call (a third of a bridged call's instructions were those copies).
+    async fn call_tool(&self, params: CallToolRequestParams, options: RequestOptions) -> Result<Body, ClientError> {
+        Box::pin(self.client.call_tool_body(params, options)).await
+    }
+
+    async fn call_tool_with_progress(
+        &self,
+        params: CallToolRequestParams,
+        options: RequestOptions,
+        on_progress: SetProgressCallback,
+    ) -> Result<Body, ClientError> {
+        Box::pin(self.client.call_tool_body_with_progress(params, options, move |p| on_progress(p))).await
+    }
+
+    async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        self.client.list_tools().await
+    }
+
+    fn roots(&self) -> Option<Vec<Root>> {
+        self.client.roots()
+    }
+
+    async fn set_roots(&self, roots: Vec<Root>) -> Result<(), ClientError> {
+        self.client.set_roots(roots).await
+    }
+
+    async fn notify_roots_changed(&self) -> Result<(), ClientError> {
+        self.client.notify_roots_changed().await
+    }
+
+    /// Opens the `subscriptions/listen` stream that carries a 2026-07-28 server's list
+    /// changes; `None` in the handshake era, where they arrive on the session.
+    async fn listen_for_list_changes(&self) -> Option<Result<Listening, ClientError>> {
+        if self.protocol_version().has_initialize_handshake() {
+            return None;
+        }
+        let filter = list_changes_filter(self.capabilities());
+        Some(self.client.listen(filter).await)
+    }
+}
+
+/// The list changes to listen for: those the server advertises with `listChanged`, or all
+/// three when it advertises none of them (a server adopted without discovery says nothing).
+fn list_changes_filter(caps: &ServerCapabilities) -> SubscriptionFilter {
+    let tools = caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true);
+    let prompts = caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true);
+    let resources = caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true);
+    let unknown = !(tools || prompts || resources);
+    SubscriptionFilter {
+        tools_list_changed: (tools || unknown).then_some(true),
+        prompts_list_changed: (prompts || unknown).then_some(true),
+        resources_list_changed: (resources || unknown).then_some(true),
+        ..SubscriptionFilter::default()
+    }
+}
+
+/// What a server offers, as last listed.
+#[derive(Default, Clone)]
+struct Listing {
+    tools: Vec<Tool>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+    /// Not listed yet (`ready = "connected"`): listed right after the connection is installed.
+    pending: bool,
+}
+
+impl From<CachedListing> for Listing {
+    fn from(entry: CachedListing) -> Listing {
+        Listing {
+            tools: entry.tools,
+            resources: entry.resources,
+            templates: entry.resource_templates,
+            prompts: entry.prompts,
+            pending: false,
+        }
+    }
+}
+
+impl Listing {
+    fn cached(&self, config: &ServerConfig) -> CachedListing {
+        CachedListing {
+            identity: cache::identity(config),
+            tools: self.tools.clone(),
+            resources: self.resources.clone(),
+            resource_templates: self.templates.clone(),
+            prompts: self.prompts.clone(),
+        }
+    }
+}
+
+struct SlotState {
+    state: ServerState,
+    /// The slot's lease on its connection; calls in flight and [`ServerLease`]s hold others.
+    conn: Option<Arc<Held>>,
+    /// Bumped by every new connection: a stale watcher or refresh can tell it is stale.
+    generation: u64,
+    error: Option<String>,
+    /// Failed tries to start since it was last ready.
+    failed_attempts: u32,
+    protocol_version: Option<ProtocolVersion>,
+    server_info: Option<Implementation>,
+    listing: Listing,
+    elapsed: Duration,
+    watcher: Option<AbortHandle>,
+}
+
+struct Slot {
+    name: String,
+    /// Replaced in place by a reload that changes only per-call settings (filters, timeouts,
+    /// approval modes), or after a restart with a new connection identity.
+    config: RwLock<Arc<ServerConfig>>,
+    state: Mutex<SlotState>,
+    /// One permit: taken by each call while the server's `supports_parallel_tool_calls` is false.
+    serial: Arc<Semaphore>,
+    refresh_scheduled: AtomicBool,
+    /// Bumped, under the state lock, when the start running for this slot is superseded (a
+    /// reload changed or removed the server): that start gives up and leaves the state alone.
+    epoch: watch::Sender<u64>,
+    /// Removed from the set by a reload: nothing restarts or reinstalls it.
+    retired: AtomicBool,
+    /// Held by the call that starts a deferred server; the calls behind it wait.
+    waking: tokio::sync::Mutex<()>,
+}
+
+impl Slot {
+    fn new(config: ServerConfig) -> Slot {
+        let state = if config.enabled { ServerState::Pending } else { ServerState::Disabled };
+        Slot {
+            name: config.key(),
+            state: Mutex::new(SlotState {
+                state,
+                conn: None,
+                generation: 0,
+                error: None,
+                failed_attempts: 0,
+                protocol_version: None,
+                server_info: None,
+                listing: Listing::default(),
+                elapsed: Duration::ZERO,
+                watcher: None,
+            }),
+            config: RwLock::new(Arc::new(config)),
+            serial: Arc::new(Semaphore::new(1)),
+            refresh_scheduled: AtomicBool::new(false),
+            epoch: watch::channel(0).0,
+            retired: AtomicBool::new(false),
+            waking: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state.lock().expect("slot lock")
+    }
+
+    fn config(&self) -> Arc<ServerConfig> {
+        self.config.read().expect("config lock").clone()
+    }
+
+    fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
+    fn status(&self) -> ServerStatus {
+        let config = self.config();
+        let s = self.lock();
+        ServerStatus {
+            name: self.name.clone(),
+            state: s.state,
+            required: config.required,
+            era: config.era,
+            protocol_version: s.protocol_version,
+            server_info: s.server_info.clone(),
+            tools: s.listing.tools.len(),
+            elapsed: s.elapsed,
+            error: s.error.clone(),
+            failed_attempts: s.failed_attempts,
+            connections: s.generation,
+        }
+    }
+}
 
 struct Shared {
     /// Replaced by [`ConnectionSet::reload`]; never held across an await.
@@ -248,6 +1251,43 @@ impl Shared {
     }
 }
 
+/// Qualified names for `(server, tool)` pairs, in order: `mcp__SERVER__TOOL` reduced to
+/// `[A-Za-z0-9_-]`; when that is longer than [`MAX_TOOL_NAME_BYTES`] or already taken, cut to
+/// 55 bytes and suffixed with `_` and the 8 hex digits of the FNV-1a hash of the unreduced name.
+pub fn qualify<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    let mut used = HashSet::new();
+    let mut out = Vec::new();
+    for (server, tool) in pairs {
+        let full = format!("mcp__{server}__{tool}");
+        let mut name = sanitize(&full);
+        if name.len() > MAX_TOOL_NAME_BYTES || used.contains(&name) {
+            let cut = MAX_TOOL_NAME_BYTES - 9;
+            let mut salt = 0u32;
+            loop {
+                let hash = if salt == 0 { fnv1a(full.as_bytes()) } else { fnv1a(format!("{full}#{salt}").as_bytes()) };
+                let candidate = format!("{}_{hash:08x}", &name[..name.len().min(cut)]);
+                if !used.contains(&candidate) {
+                    name = candidate;
+                    break;
+                }
+                salt += 1;
+            }
+        }
+        used.insert(name.clone());
+        out.push(name);
+    }
+    out
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+/// 32-bit FNV-1a.
+pub fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5u32, |hash, b| (hash ^ u32::from(*b)).wrapping_mul(0x0100_0193))
+}
+
 /// Many MCP servers, one catalog. Cheap to clone; every clone drives the same set.
 #[derive(Clone)]
 pub struct ConnectionSet {
@@ -288,7 +1328,7 @@ impl ConnectionSet {
     /// summary); with [`SetOptions::with_startup_retries`], a failed server that is not
     /// `required` is then tried again in the background (see the policy below). Required
     /// servers are never retried: `start` fails naming them and the host decides. Nor is a
-    /// server our [`ChildEnv`](crate::client::config::ChildEnv) refuses (it names a withheld variable): no try would differ.
+    /// server our [`ChildEnv`] refuses (it names a withheld variable): no try would differ.
     ///
     /// Retry policy: up to [`SetOptions::startup_retries`] more tries (default 0), waiting
     /// [`SetOptions::initial_backoff`] before the first and doubling up to
@@ -475,7 +1515,8 @@ impl ConnectionSet {
         Some((conn.capabilities().clone(), conn.instructions().map(str::to_owned)))
     }
 
-    /// Calls the tool offered as `qualified_name`, as [`ConnectionSet::call_tool_on`] calls it.
+    /// Calls the tool offered as `qualified_name`, waiting at most the smaller of the server's
+    /// `tool_timeout` and `timeout`.
     ///
     /// # Errors
     /// [`SetError::UnknownTool`] when the catalog has no such name; otherwise as
@@ -484,18 +1525,15 @@ impl ConnectionSet {
         &self,
         qualified_name: &str,
         arguments: Option<Map<String, Value>>,
-        options: CallOptions,
+        timeout: Option<Duration>,
     ) -> Result<CallToolResult, SetError> {
         let (server, tool) =
             self.resolve(qualified_name).ok_or_else(|| SetError::UnknownTool { name: qualified_name.to_owned() })?;
-        self.call_tool_on(&server, &tool, arguments, options).await
+        self.call_tool_on(&server, &tool, arguments, timeout).await
     }
 
-    /// Calls tool `tool` of `server` with the timeout (never longer than the server's
-    /// `tool_timeout`, default that), progress callback and `_meta` members of `options` (less
-    /// those reserved to the host, [`SetOptions::reserved_meta_prefixes`]). The tool filters are
-    /// checked before the server is touched; a server that takes one call at a time is waited
-    /// for.
+    /// Calls tool `tool` of `server`. The tool filters are checked before the server is
+    /// touched; a server that takes one call at a time is waited for.
     ///
     /// # Cancel safety
     /// Dropping the future cancels the call (`notifications/cancelled`).
@@ -509,13 +1547,51 @@ impl ConnectionSet {
         server: &str,
         tool: &str,
         arguments: Option<Map<String, Value>>,
-        options: CallOptions,
+        timeout: Option<Duration>,
+    ) -> Result<CallToolResult, SetError> {
+        self.call_tool_with(server, tool, arguments, SetCallOptions::default().with_timeout(timeout)).await
+    }
+
+    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_on`] does, relaying the
+    /// server's progress for it to `on_progress`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled`).
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::call_tool_on`].
+    pub async fn call_tool_with_progress(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        timeout: Option<Duration>,
+        on_progress: impl Fn(Progress) + Send + Sync + 'static,
+    ) -> Result<CallToolResult, SetError> {
+        let options = SetCallOptions::default().with_timeout(timeout).with_progress(on_progress);
+        self.call_tool_with(server, tool, arguments, options).await
+    }
+
+    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_on`] does, with the timeout,
+    /// progress callback and `_meta` members of `options`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the call (`notifications/cancelled`).
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::call_tool_on`].
+    pub async fn call_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: SetCallOptions,
     ) -> Result<CallToolResult, SetError> {
         self.call_tool_then(server, tool, arguments, options, decode_tool_result).await
     }
 
-    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_on`] does, the result left
-    /// as [`Client::call_tool_raw`](crate::client::Client::call_tool_raw) leaves it (raw JSON, not checked to be a final tool
+    /// Calls tool `tool` of `server` as [`ConnectionSet::call_tool_with`] does, the result left
+    /// as [`Client::call_tool_body`] leaves it (raw JSON, not checked to be a final tool
     /// result: [`decode_tool_result`] does that), for a host that passes it on.
     ///
     /// # Cancel safety
@@ -528,27 +1604,28 @@ impl ConnectionSet {
         server: &str,
         tool: &str,
         arguments: Option<Map<String, Value>>,
-        options: CallOptions,
+        options: SetCallOptions,
     ) -> Result<Body, SetError> {
         self.call_tool_then(server, tool, arguments, options, Ok).await
     }
 
-    /// The call of [`ConnectionSet::call_tool_on`], its result body made into `R` by `finish`,
+    /// The call of [`ConnectionSet::call_tool_with`], its result body made into `R` by `finish`,
     /// whose error counts as the call's.
     async fn call_tool_then<R>(
         &self,
         server: &str,
         tool: &str,
         arguments: Option<Map<String, Value>>,
-        mut options: CallOptions,
+        options: SetCallOptions,
         finish: impl FnOnce(Body) -> Result<R, ClientError>,
     ) -> Result<R, SetError> {
+        let SetCallOptions { timeout, on_progress, mut meta } = options;
         let slot = self.slot(server)?;
         let config = slot.config();
         if !config.tool_allowed(tool) {
             return Err(SetError::ToolDisabled { server: server.to_owned(), tool: tool.to_owned() });
         }
-        let after = options.timeout.map_or(config.tool_timeout, |t| t.min(config.tool_timeout));
+        let after = timeout.map_or(config.tool_timeout, |t| t.min(config.tool_timeout));
         self.wake(&slot).await;
         let _permit = if config.supports_parallel_tool_calls {
             None
@@ -556,12 +1633,23 @@ impl ConnectionSet {
             Some(slot.serial.clone().acquire_owned().await.expect("the semaphore is never closed"))
         };
         let (conn, generation) = self.ready_conn(&slot)?;
-        // What is reserved to the host is not the caller's to send (the client drops what is
-        // reserved to MCP and the progress token).
+        let mut params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
+        // What the client layer stamps itself, and what is reserved to MCP or to the host, is
+        // not the caller's to send.
         let host_reserved = &self.shared.options.reserved_meta_prefixes;
-        options.meta.retain(|key, _| !host_reserved.iter().any(|prefix| key.starts_with(prefix.as_str())));
-        options.timeout = Some(after);
-        let outcome = conn.call_tool(tool, arguments, options).await;
+        meta.retain(|key, _| {
+            key != "progressToken"
+                && !is_reserved_meta_key(key)
+                && !host_reserved.iter().any(|prefix| key.starts_with(prefix.as_str()))
+        });
+        if !meta.is_empty() {
+            params.meta = Some(RequestMeta { extra: meta, ..RequestMeta::default() });
+        }
+        let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
+        let outcome = match on_progress {
+            None => conn.call_tool(params, options).await,
+            Some(on_progress) => conn.call_tool_with_progress(params, options, on_progress).await,
+        };
         outcome.and_then(finish).map_err(|e| self.failure(&slot, generation, tool, after, e))
     }
 
@@ -700,11 +1788,544 @@ impl ConnectionSet {
     }
 }
 
+/// How one server's start ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StartEnd {
+    /// Ready or failed.
+    Settled,
+    /// Startup was cancelled ([`ConnectionSet::cancel_startup`], shutdown).
+    Cancelled,
+    /// A reload changed or removed the server meanwhile: this start gave up, leaving the
+    /// slot's state to the reload.
+    Superseded,
+}
+
+/// Starts one server from its current configuration; `announce`: emit its
+/// [`SetEvent::Starting`] (else the caller did).
+async fn start_one(shared: &Arc<Shared>, slot: &Arc<Slot>, announce: bool) -> StartEnd {
+    let name = slot.name.clone();
+    let config = slot.config();
+    let epoch = {
+        let mut s = slot.lock();
+        s.state = ServerState::Starting;
+        *slot.epoch.borrow()
+    };
+    if announce {
+        shared.emit(SetEvent::Starting { server: name.clone() });
+    }
+    let started = Instant::now();
+    let mut cancel = shared.cancel.subscribe();
+    let mut superseded = slot.epoch.subscribe();
+    let outcome = tokio::select! {
+        outcome = tokio::time::timeout(config.startup_timeout, connect(shared, slot, &config)) => Ok(outcome),
+        _ = cancel.wait_for(|c| *c) => Err(StartEnd::Cancelled),
+        _ = superseded.wait_for(|e| *e != epoch) => Err(StartEnd::Superseded),
+    };
+    let elapsed = started.elapsed();
+    let end = match outcome {
+        Err(end) => end,
+        Ok(Ok(Ok((conn, listing, listening)))) => {
+            let version = conn.protocol_version();
+            let tools = listing.tools.len();
+            if install(shared, slot, Some(epoch), None, conn, listing, listening, elapsed) {
+                shared.emit(SetEvent::Ready { server: name, protocol_version: version, tools, elapsed });
+                return StartEnd::Settled;
+            }
+            StartEnd::Superseded
+        }
+        Ok(outcome) => {
+            let reason = match outcome {
+                Ok(Err(reason)) => reason,
+                _ => format!("did not start within {} ms", config.startup_timeout.as_millis()),
+            };
+            let mut s = slot.lock();
+            if *slot.epoch.borrow() != epoch {
+                return StartEnd::Superseded;
+            }
+            s.state = ServerState::Failed;
+            s.elapsed = elapsed;
+            s.error = Some(reason.clone());
+            s.failed_attempts = s.failed_attempts.saturating_add(1);
+            drop(s);
+            shared.emit(SetEvent::Failed { server: name, required: config.required, reason });
+            return StartEnd::Settled;
+        }
+    };
+    if end == StartEnd::Cancelled {
+        let mut s = slot.lock();
+        if *slot.epoch.borrow() == epoch {
+            s.state = ServerState::Cancelled;
+            s.elapsed = elapsed;
+            s.error = Some("startup cancelled".to_owned());
+        }
+    }
+    shared.emit(SetEvent::Cancelled { server: name });
+    end
+}
+
+/// Tries `slot` again in the background when it failed at start, is not `required`, and
+/// [`SetOptions::startup_retries`] allows (the policy of [`ConnectionSet::start`]); it is
+/// [`ServerState::Retrying`] meanwhile.
+fn retry_failed_start(shared: &Arc<Shared>, slot: &Arc<Slot>) {
+    let attempts = shared.options.startup_retries;
+    let config = slot.config();
+    if attempts == 0 || config.required || shared.shut_down.load(Ordering::Acquire) {
+        return;
+    }
+    // A server our environment rule refuses would be refused by every try.
+    if let TransportConfig::Stdio { env_vars, .. } = &config.transport {
+        if shared.options.child_env.refusal(env_vars).is_some() {
+            return;
+        }
+    }
+    {
+        let mut s = slot.lock();
+        if s.state != ServerState::Failed {
+            return;
+        }
+        s.state = ServerState::Retrying;
+    }
+    let (task_shared, slot) = (shared.clone(), slot.clone());
+    let handle = crate::transport::task::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
+    shared.track(handle.abort_handle());
+}
+
+/// Makes `conn` the slot's connection and watches it, and its listen stream when it has one:
+/// the stream ending while the connection lasts is the connection's end too (a 2026-07-28
+/// server over HTTP has no session whose end would otherwise tell), so the server is
+/// reconnected, listed and listened to again.
+///
+/// `epoch`: the slot's epoch when the start began; a start that a reload superseded since (or
+/// one of a retired slot, or after shutdown) installs nothing: its connection is closed and
+/// `false` returned. `config`: the configuration the connection was made from, when it
+/// replaces the slot's (a reload's restart). A connection the slot held before is retired:
+/// it finishes the calls in flight on it (and serves the leases on it) before it is closed.
+#[allow(clippy::too_many_arguments)]
+fn install(
+    shared: &Arc<Shared>,
+    slot: &Arc<Slot>,
+    epoch: Option<u64>,
+    config: Option<Arc<ServerConfig>>,
+    conn: Conn,
+    listing: Listing,
+    listening: Option<Listening>,
+    elapsed: Duration,
+) -> bool {
+    let mut s = slot.lock();
+    let superseded = epoch.is_some_and(|epoch| *slot.epoch.borrow() != epoch);
+    if shared.shut_down.load(Ordering::Acquire) || slot.is_retired() || superseded {
+        drop(s);
+        crate::transport::task::spawn(async move { conn.close().await });
+        return false;
+    }
+    if let Some(config) = config {
+        *slot.config.write().expect("config lock") = config;
+    }
+    s.generation += 1;
+    let generation = s.generation;
+    s.state = ServerState::Ready;
+    s.error = None;
+    s.failed_attempts = 0;
+    s.elapsed = elapsed;
+    s.protocol_version = Some(conn.protocol_version());
+    s.server_info = Some(conn.server_info().clone());
+    s.listing = listing;
+    if let Some(old) = s.watcher.take() {
+        old.abort();
+    }
+    let watched = conn.clone();
+    // Roots replaced while this connection was being made: tell it.
+    let roots = shared.roots.read().expect("roots lock").clone();
+    if let (Some(roots), Some(offered)) = (roots, conn.roots()) {
+        if roots != offered {
+            let conn = conn.clone();
+            crate::transport::task::spawn(async move {
+                let _ = conn.set_roots(roots).await;
+            });
+        }
+    }
+    if let Some(old) = s.conn.replace(Held::new(conn)) {
+        crate::transport::task::spawn(lease::retire(old));
+    }
+    let weak = Arc::downgrade(shared);
+    let slot_ref = slot.clone();
+    s.watcher = Some(
+        crate::transport::task::spawn(async move {
+            // Aborting this task drops the listen stream, which cancels it upstream.
+            let stream_ended = async move {
+                match listening {
+                    Some(listening) => Some(listening.ended().await),
+                    None => std::future::pending().await,
+                }
+            };
+            let stream_end = tokio::select! {
+                biased;
+                () = watched.closed() => None,
+                Some(end) = stream_ended => Some(end),
+            };
+            let reason = match stream_end {
+                Some(Ok(_)) => "the server ended the subscriptions/listen stream".to_owned(),
+                // The stream ended because the connection did (a stdio child that exited):
+                // say why the connection did.
+                Some(Err(e))
+                    if !(e.is_disconnected() && tokio::time::timeout(EXIT_GRACE, watched.closed()).await.is_ok()) =>
+                {
+                    format!("the subscriptions/listen stream ended: {e}")
+                }
+                _ => {
+                    watched.wait_for_exit(EXIT_GRACE).await;
+                    watched.end_reason()
+                }
+            };
+            if let Some(shared) = weak.upgrade() {
+                connection_lost(&shared, &slot_ref, generation, reason);
+            }
+        })
+        .abort_handle(),
+    );
+    let list_now = s.listing.pending;
+    drop(s);
+    if list_now {
+        schedule_refresh(shared, slot, Duration::ZERO);
+    }
+    true
+}
+
+/// The connection of generation `generation` ended: fail it, and restart the server.
+fn connection_lost(shared: &Arc<Shared>, slot: &Arc<Slot>, generation: u64, reason: String) {
+    if shared.shut_down.load(Ordering::Acquire) {
+        return;
+    }
+    let mut s = slot.lock();
+    if s.generation != generation || s.state != ServerState::Ready {
+        return;
+    }
+    let old = s.conn.take();
+    s.state = if shared.options.reconnect { ServerState::Reconnecting } else { ServerState::Failed };
+    s.error = Some(reason.clone());
+    if let Some(watcher) = s.watcher.take() {
+        watcher.abort();
+    }
+    drop(s);
+    if let Some(old) = old {
+        // An expired HTTP session or a half-dead child: make sure it is gone. A connection that
+        // already ended is closed a little later, so that the calls that were in flight on it
+        // can still tell a server exit from a close of ours.
+        crate::transport::task::spawn(async move {
+            if old.is_closed() {
+                tokio::time::sleep(EXIT_GRACE * 2).await;
+            }
+            old.close().await
+        });
+    }
+    let name = slot.name.clone();
+    shared.emit(SetEvent::Disconnected { server: name.clone(), reason });
+    if !shared.options.reconnect {
+        shared.rebuild_catalog();
+        shared.emit(SetEvent::CatalogChanged { server: name });
+        return;
+    }
+    let task_shared = shared.clone();
+    let slot = slot.clone();
+    let attempts = shared.options.max_reconnect_attempts;
+    let handle = crate::transport::task::spawn(async move { reconnect(&task_shared, &slot, attempts).await });
+    shared.track(handle.abort_handle());
+}
+
+/// Tries to start the server again, up to `attempts` times (`u32::MAX`: until it starts) with
+/// exponential backoff: after its connection ended, or after it failed at startup
+/// ([`SetOptions::startup_retries`]).
+async fn reconnect(shared: &Arc<Shared>, slot: &Arc<Slot>, attempts: u32) {
+    let name = slot.name.clone();
+    let options = &shared.options;
+    let mut delay = options.initial_backoff;
+    let mut last = String::new();
+    // A reload that changes or removes the server ends these tries.
+    let epoch = *slot.epoch.borrow();
+    let superseded = || slot.is_retired() || *slot.epoch.borrow() != epoch;
+    for attempt in 1..=attempts {
+        shared.emit(SetEvent::Reconnecting { server: name.clone(), attempt, delay });
+        tokio::time::sleep(delay).await;
+        if shared.shut_down.load(Ordering::Acquire) || superseded() {
+            return;
+        }
+        let started = Instant::now();
+        let config = slot.config();
+        match tokio::time::timeout(config.startup_timeout, connect(shared, slot, &config)).await {
+            Ok(Ok((conn, listing, listening))) => {
+                if !install(shared, slot, Some(epoch), None, conn, listing, listening, started.elapsed()) {
+                    return;
+                }
+                shared.rebuild_catalog();
+                shared.save_cache();
+                shared.emit(SetEvent::Reconnected { server: name.clone() });
+                shared.emit(SetEvent::CatalogChanged { server: name });
+                return;
+            }
+            Ok(Err(reason)) => last = reason,
+            Err(_) => last = format!("did not start within {} ms", config.startup_timeout.as_millis()),
+        }
+        {
+            // The last try's reason is the server's error while the tries go on.
+            let mut s = slot.lock();
+            if superseded() {
+                return;
+            }
+            s.error = Some(last.clone());
+            s.failed_attempts = s.failed_attempts.saturating_add(1);
+        }
+        delay = (delay * 2).min(options.max_backoff);
+    }
+    let reason = format!("gave up restarting after {attempts} attempts: {last}");
+    {
+        let mut s = slot.lock();
+        if superseded() {
+            return;
+        }
+        s.state = ServerState::Failed;
+        s.error = Some(reason.clone());
+    }
+    shared.rebuild_catalog();
+    shared.emit(SetEvent::Failed { server: name.clone(), required: slot.config().required, reason });
+    shared.emit(SetEvent::CatalogChanged { server: name });
+}
+
+/// How long a stdio child whose connection ended is given to be reaped (the client layer
+/// waits as long to name the exit in the error of a call in flight).
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+const LIST_CHANGED: [&str; 3] =
+    ["notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"];
+
+fn client_options(shared: &Arc<Shared>, slot: &Arc<Slot>, config: &ServerConfig) -> ClientOptions {
+    let weak: Weak<Shared> = Arc::downgrade(shared);
+    let slot_weak = Arc::downgrade(slot);
+    let name = slot.name.clone();
+    let mut options = shared.options.client.clone().with_era(config.era);
+    if let Some(handler) = &shared.options.sampling {
+        let (handler, name) = (handler.clone(), name.clone());
+        options = options.with_sampling(move |params| handler.create_message(&name, params));
+    }
+    if let Some((handler, modes)) = &shared.options.elicitation {
+        let (handler, name) = (handler.clone(), name.clone());
+        options = options.with_elicitation_modes(move |params| handler.elicit(&name, params), *modes);
+    }
+    if let Some(handler) = &shared.options.roots_handler {
+        let (handler, name) = (handler.clone(), name.clone());
+        options = options.with_roots_handler(move || handler.list_roots(&name));
+    } else if let Some(roots) = shared.roots.read().expect("roots lock").clone() {
+        options = options.with_roots(roots);
+    }
+    options.with_handler(move |notification: Notification| {
+        let Some(shared) = weak.upgrade() else { return };
+        if LIST_CHANGED.contains(&notification.method.as_str()) {
+            if let Some(slot) = slot_weak.upgrade() {
+                schedule_refresh(&shared, &slot, shared.options.refresh_debounce);
+            }
+        }
+        shared.emit(SetEvent::Notification { server: name.clone(), notification });
+    })
+}
+
+/// Re-lists the server after `delay` (list changes arriving meanwhile are folded in).
+fn schedule_refresh(shared: &Arc<Shared>, slot: &Arc<Slot>, delay: Duration) {
+    if slot.refresh_scheduled.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let task_shared = shared.clone();
+    let slot = slot.clone();
+    let handle = crate::transport::task::spawn(async move {
+        let shared = task_shared;
+        tokio::time::sleep(delay).await;
+        slot.refresh_scheduled.store(false, Ordering::Release);
+        let (conn, generation) = {
+            let s = slot.lock();
+            match (&s.conn, s.state) {
+                (Some(conn), ServerState::Ready) => (conn.clone(), s.generation),
+                // Not ready yet: its start (or restart) lists it anyway.
+                _ => return,
+            }
+        };
+        let timeout = slot.config().startup_timeout.max(Duration::from_secs(1));
+        let mut listing = match tokio::time::timeout(timeout, list_all(&conn)).await {
+            Ok(Ok(listing)) => listing,
+            outcome => {
+                let why = match outcome {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => format!("no answer within {} ms", timeout.as_millis()),
+                };
+                let message = format!("re-listing after a list change failed, the previous catalog stays: {why}");
+                shared.emit(SetEvent::Warning { server: Some(slot.name.clone()), message });
+                return;
+            }
+        };
+        cap_listing(&shared, &slot.name, &mut listing);
+        {
+            let mut s = slot.lock();
+            if s.generation != generation {
+                return;
+            }
+            s.listing = listing;
+        }
+        shared.rebuild_catalog();
+        shared.save_cache();
+        shared.emit(SetEvent::CatalogChanged { server: slot.name.clone() });
+    });
+    shared.track(handle.abort_handle());
+}
+
+/// Starts the server from its recipe: spawn or connect, `initialize` (or discovery), then in
+/// the 2026-07-28 era the listen stream, acknowledged before the listing so that no change
+/// falls between the two; then list. A server that refuses the stream (-32601) is used without
+/// it: its catalog is then refreshed only when it reconnects.
+async fn connect(
+    shared: &Arc<Shared>,
+    slot: &Arc<Slot>,
+    config: &ServerConfig,
+) -> Result<(Conn, Listing, Option<Listening>), String> {
+    let options = client_options(shared, slot, config);
+    let conn = match &config.transport {
+        TransportConfig::Stdio { command, args, env, env_vars, cwd, inherit_env } => {
+            let child = ChildCommand::new(command).args(args).stderr(shared.options.stderr.clone());
+            let mut child = shared.options.child_env.apply(child, *inherit_env, env_vars, env)?;
+            if let Some(cwd) = cwd {
+                child = child.current_dir(cwd);
+            }
+            let transport = child.spawn().map_err(|e| ClientError::from(e).to_string())?;
+            Conn::connect(transport, ConnKind::Stdio, options).await?
+        }
+        #[cfg(feature = "http")]
+        TransportConfig::Http { url, bearer_token_env_var, http_headers, env_http_headers, legacy_sse } => {
+            let mut http = HttpClientConfig::new(url).connect_timeout(config.startup_timeout).legacy(*legacy_sse);
+            for (k, v) in http_headers {
+                http = http.header(k, v);
+            }
+            for (header, var) in env_http_headers {
+                let value = std::env::var(var)
+                    .map_err(|_| format!("env_http_headers.{header}: environment variable {var} is not set"))?;
+                http = http.header(header, value);
+            }
+            if let Some(var) = bearer_token_env_var {
+                http = http
+                    .bearer_token_env(var)
+                    .map_err(|_| format!("bearer_token_env_var: environment variable {var} is not set"))?;
+            }
+            #[cfg(feature = "oauth")]
+            if let Some(authorizer) =
+                shared.options.logins.as_ref().map(|l| l.authorizer(config)).transpose()?.flatten()
+            {
+                http = http.authorizer(authorizer);
+            }
+            let transport = HttpClientTransport::new(http).map_err(|e| e.to_string())?;
+            Conn::connect(transport, ConnKind::Http, options).await?
+        }
+        #[cfg(not(feature = "http"))]
+        TransportConfig::Http { .. } => return Err("this build has no HTTP transport (feature http)".to_owned()),
+        TransportConfig::InProcess(connector) => {
+            Conn::connect(connector.connect(), ConnKind::InProcess, options).await?
+        }
+    };
+    let listening = match conn.listen_for_list_changes().await {
+        Some(Ok(listening)) => Some(listening),
+        Some(Err(e)) if e.is_disconnected() => {
+            conn.close().await;
+            return Err(e.to_string());
+        }
+        Some(Err(_)) | None => None,
+    };
+    if config.readiness == Readiness::Connected {
+        return Ok((conn, Listing { pending: true, ..Listing::default() }, listening));
+    }
+    match list_all(&conn).await {
+        Ok(mut listing) => {
+            cap_listing(shared, &slot.name, &mut listing);
+            Ok((conn, listing, listening))
+        }
+        Err(e) => {
+            conn.close().await;
+            Err(e.to_string())
+        }
+    }
+}
+
+/// Leaves out what `server` lists beyond [`SetOptions::max_items_per_server`] of each kind,
+/// with a warning.
+fn cap_listing(shared: &Shared, server: &str, listing: &mut Listing) {
+    let max = shared.options.max_items_per_server;
+    let mut over = Vec::new();
+    let mut cap = |kind: &str, len: usize| {
+        if len > max {
+            over.push(format!("{len} {kind}"));
+        }
+        len.min(max)
+    };
+    let tools = cap("tools", listing.tools.len());
+    let resources = cap("resources", listing.resources.len());
+    let templates = cap("resource templates", listing.templates.len());
+    let prompts = cap("prompts", listing.prompts.len());
+    listing.tools.truncate(tools);
+    listing.resources.truncate(resources);
+    listing.templates.truncate(templates);
+    listing.prompts.truncate(prompts);
+    if !over.is_empty() {
+        let message = format!("lists {}; only the first {max} of each are offered", over.join(", "));
+        shared.emit(SetEvent::Warning { server: Some(server.to_owned()), message });
+    }
+}
+
+macro_rules! list_pages {
+    ($conn:expr, $method:ty, $params:ident, $field:ident) => {{
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor = None;
+        loop {
+            let params = $params { cursor: cursor.take(), ..$params::default() };
+            let page = $conn.request::<$method>(params, RequestOptions::default()).await?;
+            items.extend(page.$field);
+            match page.next_cursor {
+                Some(next) if seen.insert(next.clone()) && seen.len() < 1000 => cursor = Some(next),
+                _ => break,
+            }
+        }
+        items
+    }};
+}
+
+/// Lists what the server advertises: tools (always asked for when advertised), resources and
+/// templates, prompts.
+async fn list_all(conn: &Conn) -> Result<Listing, ClientError> {
+    let caps = conn.capabilities().clone();
+    let mut listing = Listing::default();
+    if caps.tools.is_some() {
+        listing.tools = conn.list_tools().await?;
+    }
+    if caps.resources.is_some() {
+        listing.resources = list_pages!(conn, ListResources, ListResourcesRequestParams, resources);
+        // Templates are optional even for servers with resources.
+        listing.templates = match async {
+            Ok::<_, ClientError>(list_pages!(
+                conn,
+                ListResourceTemplates,
+                ListResourceTemplatesRequestParams,
+                resource_templates
+            ))
+        }
+        .await
+        {
+            Ok(templates) => templates,
+            Err(e) if e.rpc_error().is_some() => Vec::new(),
+            Err(e) => return Err(e),
+        };
+    }
+    if caps.prompts.is_some() {
+        listing.prompts = list_pages!(conn, ListPrompts, ListPromptsRequestParams, prompts);
+    }
+    Ok(listing)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::slot::list_changes_filter;
     use super::*;
-    use crate::client::EraPolicy;
     use serde_json::json;
 
     #[test]
