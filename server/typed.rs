@@ -197,14 +197,20 @@ where
 /// values with a keyword that validator does not check (see
 /// [`crate::proto::validate::unenforced`]). Checked when feature `validation` is off.
 fn unenforced_refusal(tool: &Tool) -> Option<ServerError> {
-    std::iter::once(&tool.input_schema).chain(tool.output_schema.as_ref()).find_map(|schema| {
-        crate::proto::validate::unenforced(schema).map(|what| ServerError::InvalidSchema {
-            name: tool.name.clone(),
-            reason: format!(
-                "its type constrains values with {what}, which only feature `validation` enforces: \
-                 turn that feature on, or drop the constraint"
-            ),
-        })
+    std::iter::once(&tool.input_schema)
+        .chain(tool.output_schema.as_ref())
+        .find_map(unenforced_reason)
+        .map(|reason| ServerError::InvalidSchema { name: tool.name.clone(), reason })
+}
+
+/// Why a derived `schema` cannot be served by the built-in validator (a keyword it does not
+/// check, see [`crate::proto::validate::unenforced`]), for tools and prompts alike.
+pub(super) fn unenforced_reason(schema: &Value) -> Option<String> {
+    crate::proto::validate::unenforced(schema).map(|what| {
+        format!(
+            "its type constrains values with {what}, which only feature `validation` enforces: \
+             turn that feature on, or drop the constraint"
+        )
     })
 }
 

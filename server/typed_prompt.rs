@@ -126,11 +126,8 @@ where
     let schema = json_schema::input_schema::<A>().map_err(|e| refused(e.to_string()))?;
     let arguments = prompt_arguments(&schema).map_err(&refused)?;
     if !cfg!(feature = "validation") {
-        if let Some(what) = crate::proto::validate::unenforced(&schema) {
-            return Err(refused(format!(
-                "its type constrains values with {what}, which only feature `validation` enforces: \
-                 turn that feature on, or drop the constraint"
-            )));
+        if let Some(reason) = super::typed::unenforced_reason(&schema) {
+            return Err(refused(reason));
         }
     }
     let validator = Validator::new(&schema).map_err(|e| refused(e.to_string()))?;
