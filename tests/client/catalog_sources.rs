@@ -25,8 +25,13 @@ fn fixture(tools: &[&str]) -> Value {
     json!({"command": "python3", "args": std::iter::once(script).chain(tools.iter().map(|t| t.to_string())).collect::<Vec<_>>()})
 }
 
+/// Python and Node children start in well under a second alone, but the test binaries run
+/// side by side on two cores in CI: the startup bound is generous so that what is asserted
+/// is the resolution, not the machine's speed.
+const STARTUP_TIMEOUT_SEC: u64 = 60;
+
 fn toml_server(name: &str, server: &Value) -> String {
-    let mut out = format!("[mcp_servers.{name}]\n");
+    let mut out = format!("[mcp_servers.{name}]\nstartup_timeout_sec = {STARTUP_TIMEOUT_SEC}\n");
     for (k, v) in server.as_object().unwrap() {
         let value = match v {
             Value::Object(table) => {
@@ -102,7 +107,12 @@ async fn three_sources_resolve_by_precedence_and_conflict_action_and_the_winners
     assert!(why.contains("imported") && why.contains("disables on conflict"), "{why}");
     assert!(catalog.resolution("memory").unwrap().disabled.is_none(), "no conflict: the project's own server runs");
 
-    let set = ConnectionSet::new(catalog.config().clone(), SetOptions::default());
+    let mut config = catalog.config().clone();
+    for server in config.servers.values_mut() {
+        // The imported (Claude) file has no startup timeout of its own.
+        server.startup_timeout = std::time::Duration::from_secs(STARTUP_TIMEOUT_SEC);
+    }
+    let set = ConnectionSet::new(config, SetOptions::default());
     let summary = set.start().await.unwrap();
     let state = |name: &str| summary.servers.iter().find(|s| s.name == name).unwrap().state;
     for name in ["echo", "shared", "memory", "time"] {
