@@ -196,9 +196,11 @@ async fn run_one(client: Client<BoxTransport>, command: Command, json: bool) -> 
             print_tools(&tools, json)?;
             Ok(())
         }),
-        Command::Call { tool, arguments } => {
-            client.call_tool(tool, arguments).await.map_err(Failure::from).and_then(|result| finish_call(&result, json))
-        }
+        Command::Call { tool, arguments } => client
+            .call_tool(tool, arguments, Default::default())
+            .await
+            .map_err(Failure::from)
+            .and_then(|result| finish_call(&result, json)),
         Command::Check => unreachable!("check needs --config"),
     };
     let _ = client.close().await;
@@ -277,7 +279,9 @@ async fn run_set(
         Command::Call { tool, arguments } => {
             set.start().await?;
             let server = server.expect("parse requires --server for call --config");
-            let result = set.call_tool_on(server, &tool, arguments, timeout).await?;
+            let result = set
+                .call_tool_on(server, &tool, arguments, mcpwire::client::CallOptions::default().with_timeout(timeout))
+                .await?;
             finish_call(&result, json)
         }
     }

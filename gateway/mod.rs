@@ -1053,7 +1053,7 @@ fn pass_on(view: &View, server: &str, body: Body) -> Result<(Body, bool), SetErr
 }
 
 /// [`pass_on`] through the typed result: decoded (an upstream result that is no final tool
-/// result is the error [`ConnectionSet::call_tool_with`] gives), its stamps taken off, its
+/// result is the error [`ConnectionSet::call_tool_on`] gives), its stamps taken off, its
 /// content's URIs mapped.
 fn edit_typed(view: &View, server: &str, body: Body) -> Result<(Body, bool), SetError> {
     let mut result =

@@ -119,12 +119,15 @@ use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
 };
-use crate::auth::{Principal, ProtectedResource, Refusal};
 use crate::proto::envelope;
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
 use crate::proto::jsonrpc::{self, Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
 use crate::proto::mcp_types::{CallToolRequestParams, ServerTypedParams};
 use crate::proto::version::ProtocolVersion;
+use crate::transport::{
+    principal::{Principal, Refusal},
+    sse_http::resource::ProtectedResource,
+};
 use crate::transport::{Limits, Transport, TransportError};
 
 /// Which `Host` header values are accepted (protection against DNS rebinding).
@@ -579,7 +582,7 @@ impl HttpServerConfig {
         let metadata = self.protected_resource.as_ref().map(|_| ProtectedResource::metadata_path(&self.path));
         self.routes.iter().find_map(|r| {
             if metadata.as_deref() == Some(r.path.as_str())
-                || (metadata.is_some() && r.path == crate::auth::resource::METADATA_PATH)
+                || (metadata.is_some() && r.path == super::resource::METADATA_PATH)
             {
                 Some(format!("route {}: the path of the protected resource metadata", r.path))
             } else if !r.path.starts_with('/') {
@@ -1933,7 +1936,7 @@ pub(super) async fn handle(shared: Arc<Shared>, req: Request<RequestBody>) -> Re
     let route = config.routes.iter().find(|r| r.path == path);
     let mut req = req;
     if let Some(resource) = &config.protected_resource {
-        if path == ProtectedResource::metadata_path(&config.path) || path == crate::auth::resource::METADATA_PATH {
+        if path == ProtectedResource::metadata_path(&config.path) || path == super::resource::METADATA_PATH {
             return resource_metadata(resource, req.method());
         }
         if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
