@@ -6,7 +6,6 @@
 use super::{decode_result, error_for, typed, CallOptions, Client, ClientError};
 
 use std::collections::BTreeMap;
-use std::future::Future;
 
 use serde_json::{Map, Value};
 
@@ -93,14 +92,13 @@ impl<T: Transport> Client<T> {
     /// [`ClientError::Timeout`] when the wait passes first; [`ClientError::InvalidResult`] when
     /// the server answers with something other than a final tool result (this call never asks
     /// for a task: see [`Client::call_tool_as_task`]); otherwise as any request.
-    pub fn call_tool(
+    pub async fn call_tool(
         &self,
         name: impl Into<String>,
         arguments: Option<Map<String, Value>>,
         options: CallOptions,
-    ) -> impl Future<Output = Result<CallToolResult, ClientError>> + '_ {
-        let call = self.call_tool_raw(name, arguments, options);
-        async move { decode_tool_result(call.await?) }
+    ) -> Result<CallToolResult, ClientError> {
+        decode_tool_result(self.call_tool_raw(name, arguments, options).await?)
     }
 
     /// [`Client::call_tool`], the result left as the transport delivered it: raw JSON from a
@@ -113,12 +111,12 @@ impl<T: Transport> Client<T> {
     ///
     /// # Errors
     /// As any request. The result is not checked to be a final tool result.
-    pub fn call_tool_raw(
+    pub async fn call_tool_raw(
         &self,
         name: impl Into<String>,
         arguments: Option<Map<String, Value>>,
         options: CallOptions,
-    ) -> impl Future<Output = Result<Body, ClientError>> + '_ {
+    ) -> Result<Body, ClientError> {
         let CallOptions { timeout, on_progress, reset_timeout_on_progress, mut meta } = options;
         let mut params = CallToolRequestParams { name: name.into(), arguments, ..CallToolRequestParams::default() };
         meta.retain(|key, _| key != "progressToken" && !is_reserved_meta_key(key));
@@ -126,20 +124,14 @@ impl<T: Transport> Client<T> {
             params.meta = Some(RequestMeta { extra: meta, ..RequestMeta::default() });
         }
         let request = RequestOptions { timeout, reset_timeout_on_progress, ..RequestOptions::default() };
-        // Both futures are built here, so neither the params nor the options are carried by the
-        // one returned; the progress one is boxed, so a plain call's future does not grow by it.
-        let (plain, with_progress) = match on_progress {
-            None => (Some(self.request_undecoded::<CallTool>(params, request)), None),
+        // One future is awaited in place on each branch (an async block holding both, or
+        // holding one and moving it, makes every call in flight several KiB larger: the 10k
+        // load test's bound); the progress one is boxed, so a plain call does not grow by it.
+        match on_progress {
+            None => self.request_undecoded::<CallTool>(params, request).await,
             Some(on_progress) => {
-                let call = self.request_with_progress_undecoded::<CallTool>(params, request, move |p| on_progress(p));
-                (None, Some(Box::pin(call)))
-            }
-        };
-        async move {
-            match (plain, with_progress) {
-                (Some(call), _) => call.await,
-                (None, Some(call)) => call.await,
-                (None, None) => unreachable!("one of the two is built"),
+                Box::pin(self.request_with_progress_undecoded::<CallTool>(params, request, move |p| on_progress(p)))
+                    .await
             }
         }
     }
