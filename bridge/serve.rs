@@ -337,6 +337,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             .await;
             match bound {
                 Ok(http) => {
+                    gateway.observe_http(http.service());
                     print_banner(&http.url());
                     tokio::select! {
                         _ = interrupt.recv() => {}

@@ -20,12 +20,15 @@ use crate::proto::mcp_types::Tool;
 use crate::proto::version::ProtocolVersion;
 
 pub mod boxed;
+pub(crate) mod drops;
 pub mod inproc;
 pub mod principal;
 #[cfg(feature = "http")]
 pub mod sse_http;
 pub mod stdio;
 pub(crate) mod task;
+
+pub use drops::DROP_LOG_EVERY;
 
 /// Sizes and times that bound what a connection may hold or wait for. Every field has a
 /// documented default and may be overridden.
