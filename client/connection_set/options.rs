@@ -105,7 +105,7 @@ pub struct SetOptions {
     /// The longest wait between restarts: default 5 s.
     pub max_backoff: Duration,
     /// What stdio children do with their stderr: default discarded.
-    pub stderr: Stderr,
+    pub stderr: ChildStderr,
     /// Where events go: default nowhere.
     pub events: Option<EventSink>,
     /// Who answers `sampling/createMessage` from every server (declares `sampling`): default
@@ -158,7 +158,7 @@ impl Default for SetOptions {
             max_reconnect_attempts: 5,
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),
-            stderr: Stderr::Discard,
+            stderr: ChildStderr::Discard,
             events: None,
             sampling: None,
             elicitation: None,
@@ -175,6 +175,43 @@ impl Default for SetOptions {
     }
 }
 
+/// What the set's stdio children do with their stderr.
+#[derive(Clone, Default)]
+pub enum ChildStderr {
+    /// Read and dropped (the pipe is drained so that a child never blocks on it).
+    #[default]
+    Discard,
+    /// Inherited: every child writes straight to our stderr, its lines not told apart.
+    Inherit,
+    /// Each line (as [`Stderr::Lines`] gives it) is handed to the callback with the name of
+    /// the server that wrote it: `(server, line)`.
+    Lines(Arc<dyn Fn(&str, &str) + Send + Sync>),
+}
+
+impl ChildStderr {
+    /// What the child of server `server` does with its stderr.
+    pub(super) fn for_server(&self, server: &str) -> Stderr {
+        match self {
+            ChildStderr::Discard => Stderr::Discard,
+            ChildStderr::Inherit => Stderr::Inherit,
+            ChildStderr::Lines(lines) => {
+                let (lines, server) = (lines.clone(), server.to_owned());
+                Stderr::Lines(Arc::new(move |line: &str| lines(&server, line)))
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ChildStderr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ChildStderr::Discard => "Discard",
+            ChildStderr::Inherit => "Inherit",
+            ChildStderr::Lines(_) => "Lines(..)",
+        })
+    }
+}
+
 impl fmt::Debug for SetOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SetOptions")
@@ -183,6 +220,7 @@ impl fmt::Debug for SetOptions {
             .field("refresh_debounce", &self.refresh_debounce)
             .field("reconnect", &self.reconnect)
             .field("max_reconnect_attempts", &self.max_reconnect_attempts)
+            .field("stderr", &self.stderr)
             .field("sampling", &self.sampling.as_ref().map(|_| ".."))
             .field("elicitation", &self.elicitation.as_ref().map(|(_, modes)| modes))
             .field("roots", &self.roots)
@@ -227,7 +265,7 @@ impl SetOptions {
     }
 
     /// These options handling children's stderr so.
-    pub fn with_stderr(mut self, stderr: Stderr) -> Self {
+    pub fn with_stderr(mut self, stderr: ChildStderr) -> Self {
         self.stderr = stderr;
         self
     }

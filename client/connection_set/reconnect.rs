@@ -431,7 +431,7 @@ pub(super) async fn connect(
     let options = client_options(shared, slot, config);
     let conn = match &config.transport {
         TransportConfig::Stdio { command, args, env, env_vars, cwd, inherit_env } => {
-            let child = ChildCommand::new(command).args(args).stderr(shared.options.stderr.clone());
+            let child = ChildCommand::new(command).args(args).stderr(shared.options.stderr.for_server(&slot.name));
             let mut child = shared.options.child_env.apply(child, *inherit_env, env_vars, env)?;
             if let Some(cwd) = cwd {
                 child = child.current_dir(cwd);
