@@ -60,7 +60,7 @@ use crate::server::{ClientRequestError, Context, Server, ServerBuilder};
 use crate::transport::boxed::BoxTransport;
 use crate::transport::{inproc, Limits};
 
-use self::tool_result::Verdict;
+use self::tool_result::ResultCheck;
 
 pub mod metrics;
 mod pending;
@@ -1060,9 +1060,9 @@ fn pass_on(view: &View, server: &str, body: Body) -> Result<(Body, bool), SetErr
     let uris_mapped = view.slug_of.contains_key(server);
     let body = match body {
         Body::Raw(raw) => match tool_result::rewrite(raw.get(), uris_mapped) {
-            Verdict::AsWritten { is_error } => return Ok((Body::Raw(raw), is_error)),
-            Verdict::Rewritten { raw, is_error } => return Ok((Body::Raw(raw), is_error)),
-            Verdict::Typed => Body::Raw(raw),
+            ResultCheck::AsWritten { is_error } => return Ok((Body::Raw(raw), is_error)),
+            ResultCheck::Rewritten { raw, is_error } => return Ok((Body::Raw(raw), is_error)),
+            ResultCheck::Typed => Body::Raw(raw),
         },
         typed => typed,
     };

@@ -88,7 +88,7 @@ fn constant_time_eq(expected: &[u8], presented: &[u8]) -> bool {
 
 /// What an `Authorization` header says, as far as the bearer check cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum BearerCheck {
     /// The right token.
     Accepted,
     /// No `Authorization: Bearer …` at all (absent, or another scheme): 401 without an error
@@ -100,28 +100,28 @@ pub(crate) enum Verdict {
 }
 
 /// Checks the `Authorization` header values of one request (all of them) against `token`.
-pub(crate) fn check<'a>(token: &BearerToken, mut values: impl Iterator<Item = &'a [u8]>) -> Verdict {
-    let Some(first) = values.next() else { return Verdict::Missing };
+pub(crate) fn check<'a>(token: &BearerToken, mut values: impl Iterator<Item = &'a [u8]>) -> BearerCheck {
+    let Some(first) = values.next() else { return BearerCheck::Missing };
     if values.next().is_some() {
-        return Verdict::Invalid;
+        return BearerCheck::Invalid;
     }
     // The scheme is case-insensitive (RFC 9110 §11.1); one or more spaces follow it.
-    let Some(scheme) = first.get(..7) else { return Verdict::Missing };
+    let Some(scheme) = first.get(..7) else { return BearerCheck::Missing };
     if !scheme.eq_ignore_ascii_case(b"bearer ") {
-        return Verdict::Missing;
+        return BearerCheck::Missing;
     }
     let presented = first[7..].trim_ascii();
     if token.matches(presented) {
-        Verdict::Accepted
+        BearerCheck::Accepted
     } else {
-        Verdict::Invalid
+        BearerCheck::Invalid
     }
 }
 
 /// The `WWW-Authenticate` value and body of the 401 for a refused verdict.
-pub(crate) fn challenge(verdict: Verdict) -> (&'static str, &'static str) {
+pub(crate) fn challenge(verdict: BearerCheck) -> (&'static str, &'static str) {
     match verdict {
-        Verdict::Invalid => (
+        BearerCheck::Invalid => (
             r#"Bearer error="invalid_token""#,
             r#"{"error":"invalid_token","error_description":"Invalid bearer token"}"#,
         ),
@@ -167,16 +167,16 @@ mod tests {
     fn authorization_headers_are_judged() {
         let t = token();
         let judge = |values: &[&str]| check(&t, values.iter().map(|v| v.as_bytes()));
-        assert_eq!(judge(&[]), Verdict::Missing);
-        assert_eq!(judge(&["Basic dXNlcjpwYXNz"]), Verdict::Missing);
-        assert_eq!(judge(&["Bearer"]), Verdict::Missing);
-        assert_eq!(judge(&["Bearer s3cr3t-T0ken"]), Verdict::Accepted);
-        assert_eq!(judge(&["bearer   s3cr3t-T0ken "]), Verdict::Accepted, "scheme case and spacing");
-        assert_eq!(judge(&["Bearer s3cr3t-T0kem"]), Verdict::Invalid);
-        assert_eq!(judge(&["Bearer s3cr3t-T0ken2"]), Verdict::Invalid);
-        assert_eq!(judge(&["Bearer "]), Verdict::Invalid);
-        assert_eq!(judge(&["Bearer s3cr3t-T0ken", "Bearer s3cr3t-T0ken"]), Verdict::Invalid);
-        assert_eq!(challenge(Verdict::Missing).0, "Bearer");
-        assert_eq!(challenge(Verdict::Invalid).0, r#"Bearer error="invalid_token""#);
+        assert_eq!(judge(&[]), BearerCheck::Missing);
+        assert_eq!(judge(&["Basic dXNlcjpwYXNz"]), BearerCheck::Missing);
+        assert_eq!(judge(&["Bearer"]), BearerCheck::Missing);
+        assert_eq!(judge(&["Bearer s3cr3t-T0ken"]), BearerCheck::Accepted);
+        assert_eq!(judge(&["bearer   s3cr3t-T0ken "]), BearerCheck::Accepted, "scheme case and spacing");
+        assert_eq!(judge(&["Bearer s3cr3t-T0kem"]), BearerCheck::Invalid);
+        assert_eq!(judge(&["Bearer s3cr3t-T0ken2"]), BearerCheck::Invalid);
+        assert_eq!(judge(&["Bearer "]), BearerCheck::Invalid);
+        assert_eq!(judge(&["Bearer s3cr3t-T0ken", "Bearer s3cr3t-T0ken"]), BearerCheck::Invalid);
+        assert_eq!(challenge(BearerCheck::Missing).0, "Bearer");
+        assert_eq!(challenge(BearerCheck::Invalid).0, r#"Bearer error="invalid_token""#);
     }
 }

@@ -627,7 +627,7 @@ impl Inner {
         extra: &[(HeaderName, HeaderValue)],
         body: Bytes,
     ) -> Result<(Response<Incoming>, Lease), TransportError> {
-        use super::authorizer::{Refusal, Verdict, MAX_RETRIES};
+        use super::authorizer::{Denial, Verdict, MAX_RETRIES};
         let Some(authorizer) = &self.config.authorizer else {
             return self.request_once(method, target, session, extra, body, Vec::new()).await;
         };
@@ -669,7 +669,7 @@ impl Inner {
             let (response, lease) = sent;
             let dpop_nonce = response.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned);
             let body_text = self.read_short(response.into_body(), lease).await;
-            let refusal = Refusal {
+            let refusal = Denial {
                 status: status.as_u16(),
                 challenges: &challenges,
                 url: &self.config.url,

@@ -102,7 +102,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use super::bearer::{self, BearerToken, Verdict};
+use super::bearer::{self, BearerCheck, BearerToken};
 use super::connection;
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::failed_tokens::{self, FailedTokenPause, FailedTokens};
@@ -2125,7 +2125,7 @@ fn foreign_session() -> Response<HttpBody> {
 }
 
 /// 401 with the challenge for `verdict`; nothing of the request is echoed.
-fn unauthorized(verdict: Verdict) -> Response<HttpBody> {
+fn unauthorized(verdict: BearerCheck) -> Response<HttpBody> {
     let (challenge, body) = bearer::challenge(verdict);
     let mut response = Response::new(full(body));
     *response.status_mut() = StatusCode::UNAUTHORIZED;
