@@ -947,11 +947,17 @@ impl Inner {
         struct Named {
             name: Option<String>,
             uri: Option<String>,
+            #[serde(rename = "taskId")]
+            task_id: Option<String>,
             arguments: Option<serde_json::Map<String, serde_json::Value>>,
         }
         let Some(raw) = params.and_then(|p| p.to_raw().ok()) else { return Ok(()) };
         let Ok(named) = serde_json::from_str::<Named>(raw.get()) else { return Ok(()) };
-        let name = if source == "uri" { named.uri } else { named.name };
+        let name = match source {
+            "uri" => named.uri,
+            "taskId" => named.task_id,
+            _ => named.name,
+        };
         let Some(name) = name else { return Ok(()) };
         headers.push((
             HeaderName::from_static(request_headers::MCP_NAME_HEADER),
