@@ -12,12 +12,14 @@ pub const DROP_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// Messages dropped so far, and when the last line about them was logged.
 #[derive(Default)]
+#[cfg_attr(not(any(feature = "server", feature = "http")), allow(dead_code))]
 pub(crate) struct Drops {
     count: AtomicU64,
     /// When the last line was logged, and the count then.
     logged: Mutex<Option<(Instant, u64)>>,
 }
 
+#[cfg_attr(not(any(feature = "server", feature = "http")), allow(dead_code))]
 impl Drops {
     /// Counts one drop from a queue of `limit` (of a `method` message, when the caller knows);
     /// logs `why` (with the drops since the last line, the total and the limit) unless a line
