@@ -45,6 +45,7 @@ mod login;
 mod serve;
 mod shell;
 mod shell_reach;
+mod ui;
 
 use mcpwire::client::oauth::CredentialsStoreMode;
 use mcpwire::gateway::PrefixMode;

@@ -475,6 +475,9 @@ pub struct SetOptions {
     pub max_backoff: Duration,
     /// What stdio children do with their stderr: default discarded.
     pub stderr: Stderr,
+    /// Who gets each line of a stdio child's stderr with its server's name, instead of
+    /// [`SetOptions::stderr`]: default nobody.
+    pub stderr_lines: Option<StderrLines>,
     /// Where events go: default nowhere.
     pub events: Option<EventSink>,
     /// Who answers `sampling/createMessage` from every server (declares `sampling`): default
@@ -514,6 +517,9 @@ pub struct SetOptions {
     pub child_env: ChildEnv,
 }
 
+/// A callback of [`SetOptions::stderr_lines`]: `(server, line)`.
+pub type StderrLines = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
 /// The default of [`SetOptions::max_items_per_server`].
 pub const DEFAULT_MAX_ITEMS: usize = 1000;
 
@@ -528,6 +534,7 @@ impl Default for SetOptions {
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),
             stderr: Stderr::Discard,
+            stderr_lines: None,
             events: None,
             sampling: None,
             elicitation: None,
@@ -598,6 +605,13 @@ impl SetOptions {
     /// These options handling children's stderr so.
     pub fn with_stderr(mut self, stderr: Stderr) -> Self {
         self.stderr = stderr;
+        self
+    }
+
+    /// These options handing each line of a stdio child's stderr to `lines` with its
+    /// server's name (`lines(server, line)`), instead of [`SetOptions::stderr`].
+    pub fn with_stderr_lines(mut self, lines: impl Fn(&str, &str) + Send + Sync + 'static) -> Self {
+        self.stderr_lines = Some(Arc::new(lines));
         self
     }
 
@@ -2186,7 +2200,14 @@ async fn connect(
     let options = client_options(shared, slot, config);
     let conn = match &config.transport {
         TransportConfig::Stdio { command, args, env, env_vars, cwd, inherit_env } => {
-            let child = ChildCommand::new(command).args(args).stderr(shared.options.stderr.clone());
+            let stderr = match &shared.options.stderr_lines {
+                Some(lines) => {
+                    let (lines, server) = (lines.clone(), slot.name.clone());
+                    Stderr::Lines(Arc::new(move |line: &str| lines(&server, line)))
+                }
+                None => shared.options.stderr.clone(),
+            };
+            let child = ChildCommand::new(command).args(args).stderr(stderr);
             let mut child = shared.options.child_env.apply(child, *inherit_env, env_vars, env)?;
             if let Some(cwd) = cwd {
                 child = child.current_dir(cwd);

@@ -25,4 +25,5 @@ mod bridge_reach;
 mod bridge_reload;
 mod bridge_serve;
 mod bridge_soak;
+mod console_http;
 mod recording_tee;
