@@ -317,6 +317,7 @@ function select(kind, item, name) {
   state.form = form;
   $('send').textContent = { tool: 'Call', prompt: 'Get', resource: 'Read', resourceTemplate: 'Read' }[kind];
   $('playground').hidden = false;
+  $('result').removeAttribute('data-done');
   $('result').replaceChildren();
 }
 
@@ -370,7 +371,7 @@ function showResult(result, kind) {
   } else {
     for (const c of result.contents || []) out.append(resourceContents(c));
   }
-  out.setAttribute('data-done', String(Date.now()));
+  out.setAttribute('data-done', 'answered');
 }
 
 async function send(event) {
@@ -382,6 +383,7 @@ async function send(event) {
     return;
   }
   const out = $('result');
+  out.removeAttribute('data-done');
   out.replaceChildren(el('p', { text: 'Waiting for the answer…' }));
   const progress = el('progress', { 'aria-label': 'progress' });
   const onMessage = (msg) => {
@@ -404,6 +406,7 @@ async function send(event) {
     setStatus('Answered: ' + name);
   } catch (e) {
     out.replaceChildren(el('p', { class: 'error', text: String(e.message || e) }));
+    out.setAttribute('data-done', 'failed');
     setStatus('Failed: ' + (e.message || e), true);
   }
 }

@@ -34,7 +34,7 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 fn config() -> String {
     let toml = format!(
         "[mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nrequired = true\nstartup_timeout_sec = 60\n\n\
-         [mcp_servers.memory]\ncommand = {:?}\nargs = [{:?}]\nrequired = true\nstartup_timeout_sec = 60\n",
+         [mcp_servers.memory]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ MEMORY_FILE_PATH = \"/dev/null\" }}\nrequired = true\nstartup_timeout_sec = 60\n",
         support::peer("MCP_NODE"),
         support::peer("MCP_EVERYTHING_JS"),
         support::peer("MCP_NODE"),

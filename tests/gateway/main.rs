@@ -25,5 +25,6 @@ mod bridge_reach;
 mod bridge_reload;
 mod bridge_serve;
 mod bridge_soak;
+mod console_browser;
 mod console_http;
 mod recording_tee;
