@@ -41,7 +41,7 @@ use std::sync::Arc;
 use mcpwire::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
 use mcpwire::client::catalog::CatalogCache;
 use mcpwire::client::config::{ChildEnv, McpConfig, ServerConfig};
-use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetOptions};
+use mcpwire::client::connection_set::{ChildStderr, ConnectionSet, ServerState, SetError, SetOptions};
 use mcpwire::client::ClientOptions;
 use mcpwire::recording::{RecordingDir, TeeOptions};
 use mcpwire::server::Server;
@@ -204,11 +204,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let tail = tails.clone();
     let mut options = SetOptions::default()
         .with_client_options(client)
-        .with_stderr_lines(move |server, line| {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr().lock(), "upstream stderr: {}", mcpwire::gateway::printable(line));
+        .with_stderr(ChildStderr::Lines(Arc::new(move |server: &str, line: &str| {
+            write_upstream_line(Some(server), line);
             tail.push(server, line);
-        })
+        })))
         .with_child_env(child_env)
         .with_backoff(defaults.initial_backoff, defaults.max_backoff, attempts)
         .with_startup_retries(attempts);
@@ -348,6 +347,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             .await;
             match bound {
                 Ok(http) => {
+                    gateway.observe_http(http.service());
                     print_banner(&http.url());
                     tokio::select! {
                         _ = interrupt.recv() => {}
@@ -614,14 +614,27 @@ async fn reload_on_change(gateway: Arc<Gateway>, file: std::path::PathBuf, mut h
     }
 }
 
-/// Upstreams' stderr, a line at a time, on ours after `upstream stderr: ` with control
+/// An upstream's stderr, a line at a time, on ours after `upstream stderr: ` with control
 /// characters escaped ([`mcpwire::gateway::printable`]): an upstream cannot drive the
 /// operator's terminal, and no line it writes passes for one of the bridge's own.
 pub(crate) fn escaped_stderr() -> Stderr {
-    Stderr::Lines(std::sync::Arc::new(|line: &str| {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "upstream stderr: {}", mcpwire::gateway::printable(line));
-    }))
+    Stderr::Lines(std::sync::Arc::new(|line: &str| write_upstream_line(None, line)))
+}
+
+/// [`escaped_stderr`] for the children of a connection set, each line after
+/// `upstream stderr (NAME): ` naming the server that wrote it (escaped too).
+pub(crate) fn named_escaped_stderr() -> ChildStderr {
+    ChildStderr::Lines(std::sync::Arc::new(|server: &str, line: &str| write_upstream_line(Some(server), line)))
+}
+
+fn write_upstream_line(server: Option<&str>, line: &str) {
+    use mcpwire::gateway::printable;
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = match server {
+        Some(server) => writeln!(err, "upstream stderr ({}): {}", printable(server), printable(line)),
+        None => writeln!(err, "upstream stderr: {}", printable(line)),
+    };
 }
 
 #[cfg(test)]

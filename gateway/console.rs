@@ -4,8 +4,8 @@
 //!
 //! Upstream text (errors, stderr lines) is escaped as the logs escape it ([`printable`]); the
 //! stderr tail is what an application hands to [`StderrTails::push`] (the set's
-//! [`SetOptions::with_stderr_lines`](crate::client::connection_set::SetOptions::with_stderr_lines)
-//! gives each line its server's name).
+//! [`ChildStderr::Lines`](crate::client::connection_set::ChildStderr::Lines) gives each line its
+//! server's name).
 //!
 //! Not here: serving these documents, guarding them, the page itself (the application's).
 

@@ -34,8 +34,10 @@ pub struct BridgeMetrics {
     /// `mcp_bridge_upstream_failed_attempts{server}`: tries to start the upstream that failed
     /// since it was last ready.
     pub upstream_failed_attempts: Arc<GaugeVec<1>>,
-    /// `mcp_bridge_notifications_dropped_total`: notifications to downstream sessions dropped
-    /// because a session's queue was full ([`crate::server::Server::notifications_dropped`]).
+    /// `mcp_bridge_notifications_dropped_total`: messages to downstream sessions dropped
+    /// because a session's queue was full ([`crate::server::Server::notifications_dropped`]) or
+    /// its standalone GET stream was not open and its queue full
+    /// ([`crate::gateway::Gateway::observe_http`]).
     pub notifications_dropped: Arc<CounterVec<0>>,
 }
 
@@ -110,8 +112,8 @@ impl BridgeMetrics {
         let notifications_dropped = registry
             .counter(
                 "mcp_bridge_notifications_dropped_total",
-                "Notifications to downstream sessions dropped because a session's queue was full (its client reads \
-                 more slowly than they come).",
+                "Messages to downstream sessions dropped because a session's queue was full (its client reads \
+                 more slowly than they come, or has not opened its GET stream).",
                 [],
             )
             .expect(taken);

@@ -107,9 +107,10 @@ async fn an_upstream_cannot_forge_log_lines_with_control_characters() {
     let log = log.join().unwrap();
     let text = String::from_utf8_lossy(&log);
     assert!(!log.contains(&0x1b) && !log.contains(&0x07), "a raw ESC or BEL reached the log:\n{text}");
-    assert!(text.contains("upstream stderr: ring\\u{7} \\u{1b}[31mred\n"), "{text}");
+    // Each line names the upstream that wrote it.
+    assert!(text.contains("upstream stderr (loud): ring\\u{7} \\u{1b}[31mred\n"), "{text}");
     // The upstream's second line is marked as the upstream's: no line of it passes for ours.
-    assert!(text.contains("upstream stderr: 2026-12-03T00:00:00.000000Z  INFO mcp_bridge: forged\n"), "{text}");
+    assert!(text.contains("upstream stderr (loud): 2026-12-03T00:00:00.000000Z  INFO mcp_bridge: forged\n"), "{text}");
     assert!(!text.lines().any(|l| l.starts_with("2026-12-03T00:00:00")), "{text}");
     assert!(!text.lines().any(|l| l.starts_with("INFO forged")), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
