@@ -4,7 +4,9 @@
 //! form of memory's `create_entities` (an array of objects holding an array) is refused in the
 //! page while a required field is empty, then filled, sent, and its result shown; the knowledge
 //! graph resource, read in the page, holds the entity the form made; a prompt is got with an
-//! argument; the browser logs no error. Screenshots of each step go to
+//! argument; the tool is picked and its form sent from the keyboard; axe-core (WCAG 2 A and AA)
+//! finds no serious or critical violation on the page connected, with the form and with the
+//! result; the browser logs no error. Screenshots of each step go to
 //! target/console-browser/ (test artifacts, not committed).
 
 use crate::serving::ServingBridge;
@@ -63,6 +65,7 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
     assert_eq!(seen["promptResult"], "userWhat's weather in Paris?");
     assert_eq!(seen["consoleErrors"], serde_json::json!([]), "browser console errors");
     assert_eq!(seen["pageErrors"], serde_json::json!([]), "page errors");
+    assert_eq!(seen["accessibility"], serde_json::json!([]), "serious or critical axe-core violations");
     for step in ["1-upstreams", "2-search", "3-form-refused", "4-tool-result", "5-resource-read", "6-prompt-got"] {
         assert!(shots.join(format!("{step}.png")).is_file(), "no screenshot of {step}");
     }

@@ -10,10 +10,12 @@
 // nested arguments (memory's create_entities: an array of objects holding an array) first sent
 // empty (refused in the page with a message), then filled and sent, its result shown; the
 // knowledge graph resource read (it holds the entity just made); a prompt got with an argument.
+// The tool is chosen and its form sent from the keyboard; axe-core's WCAG 2 A/AA rules run on
+// the page connected, with the form, and with the result.
 // Prints one JSON line of what it saw, and every console error and page error. Exit 0 when it
 // ran to the end (the line is the result), 1 on a failure of the script itself.
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -22,7 +24,20 @@ const require = createRequire(join(process.env.MCP_PLAYWRIGHT_DIR, 'package.json
 const { chromium } = require(process.env.MCP_PLAYWRIGHT_DIR);
 mkdirSync(shots, { recursive: true });
 const profile = mkdtempSync(join(tmpdir(), 'console-browser-'));
-const seen = { consoleErrors: [], pageErrors: [] };
+const seen = { consoleErrors: [], pageErrors: [], accessibility: [] };
+const axeSource = readFileSync(join(process.env.MCP_PLAYWRIGHT_DIR, '..', 'axe-core', 'axe.min.js'), 'utf8');
+
+// axe-core's WCAG 2 A/AA rules on the page as it is: the serious and critical violations, each
+// as `rule: target`. Evaluated through the DevTools protocol, which the page's CSP does not bind.
+async function accessibility(page, when) {
+  await page.evaluate(axeSource);
+  const found = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .flatMap((v) => v.nodes.map((n) => v.id + ': ' + n.target.join(' ')));
+  });
+  seen.accessibility.push(...found.map((f) => when + ': ' + f));
+}
 const STEP = 60_000; // a hang guard per step, never a timing assertion
 
 const context = await chromium.launchPersistentContext(profile, {
@@ -44,12 +59,15 @@ try {
   seen.upstreams = await page.$$eval('#upstreams tbody tr', (rows) => rows.map((r) => ({
     server: r.dataset.server, state: r.querySelector('td').textContent })));
   await shot('1-upstreams');
+  await accessibility(page, 'connected');
 
   await page.getByLabel('Search tools, prompts, resources and templates').fill('create_ent');
   seen.searchFound = await page.$$eval('#tools button.entry', (b) => b.map((x) => x.dataset.name));
   await shot('2-search');
 
-  await page.click('#tools button[data-name="mcp__memory__create_entities"]');
+  // By keyboard: the tool's button focused and pressed with Enter.
+  await page.focus('#tools button[data-name="mcp__memory__create_entities"]');
+  await page.keyboard.press('Enter');
   seen.sendLabel = await page.textContent('#send');
   await page.click('text=Add entities item');
   const item = page.locator('#fields .item').first();
@@ -61,10 +79,13 @@ try {
   await item.locator('input[data-field="entityType"]').fill('test');
   await item.locator('button.add').click();
   await item.locator('input[data-field="observations item 1"]').fill('made in the browser');
-  await page.click('#send');
+  await accessibility(page, 'tool form');
+  // Sent from the keyboard too: Enter in a field submits the form.
+  await item.locator('input[data-field="observations item 1"]').press('Enter');
   await page.waitForSelector('#result[data-done]');
   seen.toolResult = await page.textContent('#result');
   await shot('4-tool-result');
+  await accessibility(page, 'tool result');
 
   await page.getByLabel('Search tools, prompts, resources and templates').fill('knowledge');
   await page.click('#resources button.entry');
