@@ -61,11 +61,11 @@ async function* sseMessages(response) {
   }
 }
 
-async function post(message, onMessage) {
+async function post(message, onMessage, signal) {
   const h = headers({ 'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream' });
   if (state.session) h['Mcp-Session-Id'] = state.session;
   if (state.session) h['MCP-Protocol-Version'] = PROTOCOL_VERSION;
-  const response = await fetch(endpoint, { method: 'POST', headers: h, body: JSON.stringify(message) });
+  const response = await fetch(endpoint, { method: 'POST', headers: h, body: JSON.stringify(message), signal });
   const session = response.headers.get('Mcp-Session-Id');
   if (session) state.session = session;
   if (response.status === 202) return null;
@@ -85,9 +85,11 @@ async function post(message, onMessage) {
   return response.json();
 }
 
-async function request(method, params, onMessage) {
+// A request's answer; `call.signal` aborts the wait (the caller then cancels the request).
+async function request(method, params, onMessage, call) {
   const id = state.nextId++;
-  const answer = await post({ jsonrpc: '2.0', id, method, params: params || {} }, onMessage);
+  if (call) call.id = id;
+  const answer = await post({ jsonrpc: '2.0', id, method, params: params || {} }, onMessage, call && call.signal);
   if (answer.error) throw new Error(method + ': ' + answer.error.message + ' (' + answer.error.code + ')');
   return answer.result;
 }
@@ -386,25 +388,45 @@ async function send(event) {
   out.removeAttribute('data-done');
   out.replaceChildren(el('p', { text: 'Waiting for the answer…' }));
   const progress = el('progress', { 'aria-label': 'progress' });
+  // Cancel: stop waiting, and tell the bridge (notifications/cancelled), which tells the server.
+  const controller = new AbortController();
+  const call = { signal: controller.signal, id: null };
+  const cancel = el('button', { type: 'button', id: 'cancel', text: 'Cancel' });
+  cancel.addEventListener('click', () => {
+    controller.abort();
+    if (call.id !== null) {
+      post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: 'cancelled in the console' } })
+        .catch((e) => setStatus('Cancel not sent: ' + (e.message || e), true));
+    }
+  });
+  out.append(cancel);
   const onMessage = (msg) => {
     if (msg.method === 'notifications/progress' && msg.params) {
       if (!progress.isConnected) out.append(progress);
-      if (msg.params.total) { progress.max = msg.params.total; progress.value = msg.params.progress; }
+      if (msg.params.total) progress.max = msg.params.total;
+      progress.value = msg.params.progress;
+      progress.setAttribute('data-progress', String(msg.params.progress));
     }
   };
   try {
     let result;
     if (kind === 'tool') {
-      result = await request('tools/call', { name, arguments: value, _meta: { progressToken: 'console-' + state.nextId } }, onMessage);
+      result = await request('tools/call', { name, arguments: value, _meta: { progressToken: 'console-' + state.nextId } }, onMessage, call);
     } else if (kind === 'prompt') {
-      result = await request('prompts/get', { name, arguments: value }, onMessage);
+      result = await request('prompts/get', { name, arguments: value }, onMessage, call);
     } else {
       const uri = kind === 'resourceTemplate' ? expandTemplate(item.uriTemplate, value) : name;
-      result = await request('resources/read', { uri }, onMessage);
+      result = await request('resources/read', { uri }, onMessage, call);
     }
     showResult(result, kind);
     setStatus('Answered: ' + name);
   } catch (e) {
+    if (controller.signal.aborted) {
+      out.replaceChildren(el('p', { text: 'Cancelled.' }));
+      out.setAttribute('data-done', 'cancelled');
+      setStatus('Cancelled: ' + name);
+      return;
+    }
     out.replaceChildren(el('p', { class: 'error', text: String(e.message || e) }));
     out.setAttribute('data-done', 'failed');
     setStatus('Failed: ' + (e.message || e), true);

@@ -4,7 +4,8 @@
 //! form of memory's `create_entities` (an array of objects holding an array) is refused in the
 //! page while a required field is empty, then filled, sent, and its result shown; the knowledge
 //! graph resource, read in the page, holds the entity the form made; a prompt is got with an
-//! argument; the tool is picked and its form sent from the keyboard; axe-core (WCAG 2 A and AA)
+//! argument; a long-running tool shows its progress and is cancelled from the page, and the
+//! session answers the next call; the tool is picked and its form sent from the keyboard; axe-core (WCAG 2 A and AA)
 //! finds no serious or critical violation on the page connected, with the form and with the
 //! result; the browser logs no error. Screenshots of each step go to
 //! target/console-browser/ (test artifacts, not committed).
@@ -66,7 +67,22 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
     assert_eq!(seen["consoleErrors"], serde_json::json!([]), "browser console errors");
     assert_eq!(seen["pageErrors"], serde_json::json!([]), "page errors");
     assert_eq!(seen["accessibility"], serde_json::json!([]), "serious or critical axe-core violations");
-    for step in ["1-upstreams", "2-search", "3-form-refused", "4-tool-result", "5-resource-read", "6-prompt-got"] {
+    // server-everything's long operation (600 steps of 1 s): its progress in the page, then
+    // cancelled there; the next call of the same page's session is answered.
+    let progress = &seen["progressShown"];
+    assert!(progress["value"].as_f64().unwrap() >= 2.0 && progress["max"] == 600.0, "{progress}");
+    assert_eq!(seen["cancelledResult"], "Cancelled.");
+    assert_eq!(seen["afterCancel"], "The sum of 2 and 40 is 42.");
+    for step in [
+        "1-upstreams",
+        "2-search",
+        "3-form-refused",
+        "4-tool-result",
+        "5-resource-read",
+        "6-prompt-got",
+        "7-progress",
+        "8-cancelled",
+    ] {
         assert!(shots.join(format!("{step}.png")).is_file(), "no screenshot of {step}");
     }
     // The entity reached the upstream itself, not only the page.

@@ -101,6 +101,28 @@ try {
   await page.waitForSelector('#result[data-done]');
   seen.promptResult = await page.textContent('#result');
   await shot('6-prompt-got');
+
+  // A long call: its progress shown as it comes, then cancelled from the page.
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('long-running');
+  await page.click('#tools button[data-name="mcp__everything__trigger-long-running-operation"]');
+  await page.getByLabel('duration').fill('600');
+  await page.getByLabel('steps').fill('600');
+  await page.click('#send');
+  await page.waitForSelector('#result progress[data-progress="2"]');
+  seen.progressShown = await page.$eval('#result progress', (p) => ({ value: p.value, max: p.max }));
+  await shot('7-progress');
+  await page.click('#cancel');
+  await page.waitForSelector('#result[data-done="cancelled"]');
+  seen.cancelledResult = await page.textContent('#result');
+  await shot('8-cancelled');
+  // The session goes on after the cancel.
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('get-sum');
+  await page.click('#tools button[data-name="mcp__everything__get-sum"]');
+  await page.getByLabel('a (required)').fill('2');
+  await page.getByLabel('b (required)').fill('40');
+  await page.click('#send');
+  await page.waitForSelector('#result[data-done]');
+  seen.afterCancel = await page.textContent('#result');
   process.stdout.write(JSON.stringify(seen) + '\n');
 } finally {
   await context.close();
