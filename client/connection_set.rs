@@ -126,8 +126,8 @@ use lease::Held;
 pub use lease::ServerLease;
 pub use naming::{fnv1a, qualify, Catalog, CatalogTool, MAX_TOOL_NAME_BYTES};
 pub use options::{
-    ChildStderr, SetCallOptions, SetElicitationHandler, SetOptions, SetRootsHandler, SetSamplingHandler,
-    DEFAULT_MAX_ITEMS,
+    ChildStderr, ServerLineCallback, SetCallOptions, SetElicitationHandler, SetOptions, SetRootsHandler,
+    SetSamplingHandler, DEFAULT_MAX_ITEMS,
 };
 pub use reload::ReloadReport;
 

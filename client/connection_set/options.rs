@@ -185,8 +185,11 @@ pub enum ChildStderr {
     Inherit,
     /// Each line (as [`Stderr::Lines`] gives it) is handed to the callback with the name of
     /// the server that wrote it: `(server, line)`.
-    Lines(Arc<dyn Fn(&str, &str) + Send + Sync>),
+    Lines(ServerLineCallback),
 }
+
+/// The callback of [`ChildStderr::Lines`]: `(server, line)`.
+pub type ServerLineCallback = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 impl ChildStderr {
     /// What the child of server `server` does with its stderr.

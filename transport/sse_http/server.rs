@@ -2477,17 +2477,9 @@ async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBo
                 return response;
             }
             let json = shared.config.response_mode == ResponseMode::Json;
-            let (addr, principal) =
-                (req_head.extensions().get::<RemoteAddr>(), req_head.extensions().get::<Authenticated>());
-            let (config, principal) = (&shared.config, principal.map(|p| session_caps::principal_key(&p.0)));
-            let held = match shared.session_caps.reserve(
-                addr.map(|a| a.0.ip()),
-                config.max_sessions_per_address,
-                principal,
-                config.max_sessions_per_principal,
-            ) {
+            let held = match reserve_session_place(&shared, req_head.extensions()) {
                 Ok(held) => held,
-                Err(refused) => return session_caps::refusal(refused, config.sessions_retry_after),
+                Err(refusal) => return refusal,
             };
             let Some((session, transport)) = shared.new_session(false, json, true) else {
                 return too_many_sessions(&shared);
@@ -3136,6 +3128,20 @@ async fn delete(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<Http
 
 /// Legacy HTTP+SSE (2024-11-05): a GET opens the session's only stream, whose first event
 /// (`endpoint`) names where to POST.
+/// A place for a new session of the request whose extensions are `extensions` under the caps
+/// per client address and per principal ([`super::session_caps`]), or the refusal to answer.
+fn reserve_session_place(
+    shared: &Shared,
+    extensions: &hyper::http::Extensions,
+) -> Result<session_caps::Held, Response<HttpBody>> {
+    let (addr, principal) = (extensions.get::<RemoteAddr>(), extensions.get::<Authenticated>());
+    let (config, principal) = (&shared.config, principal.map(|p| session_caps::principal_key(&p.0)));
+    shared
+        .session_caps
+        .reserve(addr.map(|a| a.0.ip()), config.max_sessions_per_address, principal, config.max_sessions_per_principal)
+        .map_err(|refused| session_caps::refusal(refused, config.sessions_retry_after))
+}
+
 async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
     if !header(&req, ACCEPT).is_none_or(|a| accepts(a, "text/event-stream")) {
         return rpc_error(
@@ -3144,9 +3150,14 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<
             "Not Acceptable: Client must accept text/event-stream",
         );
     }
+    let held = match reserve_session_place(&shared, req.extensions()) {
+        Ok(held) => held,
+        Err(refusal) => return refusal,
+    };
     let Some((session, transport)) = shared.new_session(true, false, true) else {
         return too_many_sessions(&shared);
     };
+    *session.caps.lock().expect("session lock") = Some(held);
     *session.version.lock().expect("session lock") = Some(ProtocolVersion::V2024_11_05);
     session.bind_principal(&req);
     let depth = shared.config.limits.queue_depth.max(1);
