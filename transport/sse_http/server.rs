@@ -2479,7 +2479,7 @@ async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBo
             let json = shared.config.response_mode == ResponseMode::Json;
             let held = match reserve_session_place(&shared, req_head.extensions()) {
                 Ok(held) => held,
-                Err(refusal) => return refusal,
+                Err(refused) => return session_caps::refusal(refused, shared.config.sessions_retry_after),
             };
             let Some((session, transport)) = shared.new_session(false, json, true) else {
                 return too_many_sessions(&shared);
@@ -3129,17 +3129,19 @@ async fn delete(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<Http
 /// Legacy HTTP+SSE (2024-11-05): a GET opens the session's only stream, whose first event
 /// (`endpoint`) names where to POST.
 /// A place for a new session of the request whose extensions are `extensions` under the caps
-/// per client address and per principal ([`super::session_caps`]), or the refusal to answer.
+/// per client address and per principal ([`super::session_caps`]), or which cap refused it.
 fn reserve_session_place(
     shared: &Shared,
     extensions: &hyper::http::Extensions,
-) -> Result<session_caps::Held, Response<HttpBody>> {
+) -> Result<session_caps::Held, session_caps::Refused> {
     let (addr, principal) = (extensions.get::<RemoteAddr>(), extensions.get::<Authenticated>());
     let (config, principal) = (&shared.config, principal.map(|p| session_caps::principal_key(&p.0)));
-    shared
-        .session_caps
-        .reserve(addr.map(|a| a.0.ip()), config.max_sessions_per_address, principal, config.max_sessions_per_principal)
-        .map_err(|refused| session_caps::refusal(refused, config.sessions_retry_after))
+    shared.session_caps.reserve(
+        addr.map(|a| a.0.ip()),
+        config.max_sessions_per_address,
+        principal,
+        config.max_sessions_per_principal,
+    )
 }
 
 async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
@@ -3152,7 +3154,7 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<
     }
     let held = match reserve_session_place(&shared, req.extensions()) {
         Ok(held) => held,
-        Err(refusal) => return refusal,
+        Err(refused) => return session_caps::refusal(refused, shared.config.sessions_retry_after),
     };
     let Some((session, transport)) = shared.new_session(true, false, true) else {
         return too_many_sessions(&shared);
