@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use self::metrics::bridge::{BridgeMetrics, CallOutcome};
 use crate::client::config::{InProcess, McpConfig, ServerConfig};
 use crate::client::connection_set::{
-    qualify, Catalog, ConnectionSet, ServerState, SetCallOptions, SetError, SetEvent, SetOptions,
+    qualify, ConnectionSet, MergedCatalog, ServerState, SetCallOptions, SetError, SetEvent, SetOptions,
 };
 use crate::client::{
     current_caller, decode_tool_result, with_caller, CallerId, ClientError, ElicitationModes, ServerNotification,
@@ -120,7 +120,7 @@ impl View {
     ///
     /// # Errors
     /// With [`PrefixMode::Never`], a name (or URI) two servers offer, naming both.
-    pub(crate) fn build(catalog: &Catalog, prefix: PrefixMode) -> Result<View, String> {
+    pub(crate) fn build(catalog: &MergedCatalog, prefix: PrefixMode) -> Result<View, String> {
         let mut view = View::default();
         let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
         for t in &catalog.tools {
