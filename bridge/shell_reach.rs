@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use clap::{Args, Subcommand, ValueEnum};
-use mcpwire::client::connection_set::{qualify, Catalog, ConnectionSet, ServerState, SetError};
+use mcpwire::client::connection_set::{qualify, ConnectionSet, MergedCatalog, ServerState, SetError};
 use mcpwire::client::Client;
 use mcpwire::gateway::printable;
 use mcpwire::proto::mcp_types::{
@@ -386,7 +386,7 @@ fn the_one(mut servers: Vec<String>, what: &str) -> Result<String, Failure> {
     }
 }
 
-fn server_of_uri(catalog: &Catalog, uri: &str) -> Result<String, Failure> {
+fn server_of_uri(catalog: &MergedCatalog, uri: &str) -> Result<String, Failure> {
     let listed: Vec<String> = catalog.resources.iter().filter(|(_, r)| r.uri == uri).map(|(s, _)| s.clone()).collect();
     if !listed.is_empty() {
         return the_one(listed, &format!("resource {uri}"));
@@ -403,14 +403,14 @@ fn server_of_uri(catalog: &Catalog, uri: &str) -> Result<String, Failure> {
     the_one(templated, &format!("resource {uri}"))
 }
 
-fn server_of_template(catalog: &Catalog, template: &str) -> Result<String, Failure> {
+fn server_of_template(catalog: &MergedCatalog, template: &str) -> Result<String, Failure> {
     let servers =
         catalog.resource_templates.iter().filter(|(_, t)| t.uri_template == template).map(|(s, _)| s.clone()).collect();
     the_one(servers, &format!("resource template {template}"))
 }
 
 /// The server of prompt `name` (qualified, or its own name on one server) and its own name.
-fn server_of_prompt(catalog: &Catalog, name: &str) -> Result<(String, String), Failure> {
+fn server_of_prompt(catalog: &MergedCatalog, name: &str) -> Result<(String, String), Failure> {
     let qualified = qualify(catalog.prompts.iter().map(|(s, p)| (s.as_str(), p.name.as_str())));
     if let Some(((server, prompt), _)) = catalog.prompts.iter().zip(&qualified).find(|(_, q)| q.as_str() == name) {
         return Ok((server.clone(), prompt.name.clone()));
@@ -503,7 +503,7 @@ fn print_prompts(prompts: &[Prompt], json: bool) -> std::io::Result<()> {
     write_lines(prompts.iter().flat_map(|p| prompt_lines(&p.name, p)))
 }
 
-fn print_merged_prompts(catalog: &Catalog, json: bool) -> std::io::Result<()> {
+fn print_merged_prompts(catalog: &MergedCatalog, json: bool) -> std::io::Result<()> {
     let qualified = qualify(catalog.prompts.iter().map(|(s, p)| (s.as_str(), p.name.as_str())));
     if json {
         let items: Vec<Value> = catalog
