@@ -9,6 +9,7 @@
 //! mcp-bridge serve [--listen stdio|http://127.0.0.1:8000/mcp] [--config FILE | --url URL | -- CMD ARGS...]
 //! mcp-bridge tools [--json] (-- CMD ARGS... | --url URL | --config FILE [--server NAME])
 //! mcp-bridge call TOOL [--args JSON] [--json] (-- CMD ARGS... | --url URL | --config FILE --server NAME)
+//! mcp-bridge resources list|templates|read URI, prompts list|get NAME, complete, log-level LEVEL (shell_reach.rs)
 //! mcp-bridge list [--config FILE] [--json]       (default FILE: ~/.codex/config.toml)
 //! mcp-bridge get NAME [--config FILE] [--json]
 //! mcp-bridge add NAME [--config FILE] [--env K=V]... (--url URL [--bearer-token-env-var VAR] | -- CMD ARGS...)
@@ -43,6 +44,8 @@ mod embedded;
 mod login;
 mod serve;
 mod shell;
+mod shell_reach;
+mod ui;
 
 use mcpwire::client::oauth::CredentialsStoreMode;
 use mcpwire::gateway::PrefixMode;
@@ -92,6 +95,8 @@ enum Command {
         #[command(flatten)]
         source: Source,
     },
+    #[command(flatten)]
+    Reach(shell_reach::ReachCommand),
     /// List the configured servers (of --config, default ~/.codex/config.toml; with --project
     /// and --import, of every source, resolved).
     List {
@@ -418,6 +423,7 @@ fn config_of(command: &Command) -> Option<&std::path::Path> {
     match command {
         Command::Serve(args) => args.config.as_deref(),
         Command::Tools { source, .. } | Command::Call { source, .. } => source.config.as_deref(),
+        Command::Reach(reach) => reach.config(),
         Command::Check { config, .. } | Command::Login { config, .. } | Command::Logout { config, .. } => {
             Some(config.as_path())
         }

@@ -30,6 +30,8 @@
 //! `/readyz/details` and in `/metrics`. A `required` one (an inline upstream is) that fails at
 //! start stops `serve` instead.
 //!
+//! The console (`/ui`, ui/) is on the HTTP listener, with each upstream's stderr tail.
+//!
 //! Not here: the names and the routing (gateway.rs), the embedded servers (embedded.rs).
 
 use std::net::SocketAddr;
@@ -51,6 +53,7 @@ use mcpwire::transport::stdio::{Stderr, StdioTransport};
 use mcpwire::transport::Limits;
 
 use super::ServeArgs;
+use mcpwire::gateway::console::StderrTails;
 use mcpwire::gateway::{Callers, Gateway, PerSession, PrefixMode};
 
 /// Where `serve` listens when not told.
@@ -196,9 +199,15 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     // same backoff, until they start (unless --restart-attempts says otherwise).
     let attempts = args.restart_attempts.unwrap_or(u32::MAX);
     let defaults = SetOptions::default();
+    // Each line also kept in its upstream's tail, for the console.
+    let tails = Arc::new(StderrTails::default());
+    let tail = tails.clone();
     let mut options = SetOptions::default()
         .with_client_options(client)
-        .with_stderr(named_escaped_stderr())
+        .with_stderr(ChildStderr::Lines(Arc::new(move |server: &str, line: &str| {
+            write_upstream_line(Some(server), line);
+            tail.push(server, line);
+        })))
         .with_child_env(child_env)
         .with_backoff(defaults.initial_backoff, defaults.max_backoff, attempts)
         .with_startup_retries(attempts);
@@ -271,7 +280,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 listener.local_addr().map_err(|e| e.to_string())?
             );
             let mut http = HttpServerConfig::default()
-                .path(path)
+                .path(path.clone())
                 .bearer_token(token)
                 .max_sessions(args.max_sessions)
                 .max_sessions_per_address(args.max_sessions_per_address)
@@ -292,6 +301,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 }
             }
             http = health_routes(http, &gateway);
+            http = super::ui::routes(http, &gateway, tails.clone(), &path);
             if !args.allow_origin.is_empty() {
                 http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
             }

@@ -1,4 +1,5 @@
-//! The shell client of `mcp-bridge`: `tools`, `call` and `check` against one server (stdio or
+//! The shell client of `mcp-bridge`: `tools`, `call` and `check` (and the commands of
+//! shell_reach.rs: resources, prompts, completion, log level) against one server (stdio or
 //! HTTP) or a configured set.
 //!
 //! `--url` speaks Streamable HTTP, falling back to the legacy HTTP+SSE transport. `--config`
@@ -33,8 +34,13 @@ use serde_json::{json, Map, Value};
 #[derive(Debug, PartialEq)]
 enum Command {
     Tools,
-    Call { tool: String, arguments: Option<Map<String, Value>> },
+    Call {
+        tool: String,
+        arguments: Option<Map<String, Value>>,
+    },
     Check,
+    /// Resources, prompts, completion, the log level (shell_reach.rs).
+    Reach(super::shell_reach::Request),
 }
 
 /// Where the server(s) come from.
@@ -74,6 +80,10 @@ impl Invocation {
                     source,
                 });
             }
+            super::Command::Reach(reach) => {
+                let (request, at) = reach.into_parts();
+                (Command::Reach(request), at.common, Some((at.source, at.server)))
+            }
             _ => return Err("not a client command".to_owned()),
         };
         let (source, server) = source.expect("tools and call have a source");
@@ -95,7 +105,7 @@ impl Invocation {
 }
 
 /// How the run ended, beyond plain success.
-enum Failure {
+pub(crate) enum Failure {
     /// Connection or protocol failure.
     Client(ClientError),
     /// The connection set failed (startup, routing, a call).
@@ -204,6 +214,7 @@ async fn run_one(client: Client<BoxTransport>, command: Command, json: bool) -> 
             .await
             .map_err(Failure::from)
             .and_then(|result| finish_call(&result, json)),
+        Command::Reach(request) => super::shell_reach::run_one(&client, request, json).await,
         Command::Check => unreachable!("check needs --config"),
     };
     let _ = client.close().await;
@@ -287,6 +298,7 @@ async fn run_set(
                 .await?;
             finish_call(&result, json)
         }
+        Command::Reach(request) => super::shell_reach::run_set(set, request, server, json).await,
     }
 }
 

@@ -62,6 +62,7 @@ use crate::transport::{inproc, Limits};
 
 use self::tool_result::ResultCheck;
 
+pub mod console;
 pub mod metrics;
 mod pending;
 mod tool_result;

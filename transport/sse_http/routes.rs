@@ -27,12 +27,21 @@ pub struct RouteResponse {
     pub content_type: Cow<'static, str>,
     /// The body.
     pub body: Bytes,
+    /// More response headers (e.g. `Content-Security-Policy`), in order; a name or value that
+    /// is not a valid header is left out.
+    pub headers: Vec<(Cow<'static, str>, Cow<'static, str>)>,
 }
 
 impl RouteResponse {
     /// A response of `status` with `content_type` and `body`.
     pub fn new(status: u16, content_type: impl Into<Cow<'static, str>>, body: impl Into<Bytes>) -> RouteResponse {
-        RouteResponse { status, content_type: content_type.into(), body: body.into() }
+        RouteResponse { status, content_type: content_type.into(), body: body.into(), headers: Vec::new() }
+    }
+
+    /// This response with header `name: value` too.
+    pub fn header(mut self, name: impl Into<Cow<'static, str>>, value: impl Into<Cow<'static, str>>) -> RouteResponse {
+        self.headers.push((name.into(), value.into()));
+        self
     }
 
     /// A `text/plain; charset=utf-8` response.

@@ -2153,6 +2153,13 @@ async fn serve_route(route: &Route, method: &Method) -> Response<HttpBody> {
     let content_type = HeaderValue::from_str(&answer.content_type)
         .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
     response.headers_mut().insert(CONTENT_TYPE, content_type);
+    for (name, value) in &answer.headers {
+        if let (Ok(name), Ok(value)) =
+            (hyper::header::HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value))
+        {
+            response.headers_mut().append(name, value);
+        }
+    }
     if head {
         response.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(length));
     }

@@ -1,0 +1,456 @@
+// The mcp-bridge console: reads /ui/api/* for the upstreams and the catalog, and speaks MCP
+// to the bridge's endpoint as a client does (initialize, then requests; answers as JSON or as
+// server-sent events) to call tools, get prompts and read resources. Every text from a server
+// goes into the page as text (textContent), never as markup.
+'use strict';
+
+const PROTOCOL_VERSION = '2025-11-25';
+const endpoint = document.querySelector('meta[name="mcp-endpoint"]').content;
+const $ = (id) => document.getElementById(id);
+
+const state = { token: '', session: null, nextId: 1, catalog: null, selected: null };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'text') node.textContent = value;
+    else if (key === 'class') node.className = value;
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+function setStatus(text, isError) {
+  const status = $('status');
+  status.textContent = text;
+  status.classList.toggle('error', !!isError);
+}
+
+function headers(extra) {
+  const h = Object.assign({}, extra);
+  if (state.token) h['Authorization'] = 'Bearer ' + state.token;
+  return h;
+}
+
+async function api(path) {
+  const response = await fetch(path, { headers: headers(), cache: 'no-store' });
+  if (!response.ok) throw new Error(path + ': HTTP ' + response.status);
+  return response.json();
+}
+
+// --- MCP over Streamable HTTP -------------------------------------------------------------
+
+// The messages of an SSE body, as they arrive.
+async function* sseMessages(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = event.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+      if (data) yield JSON.parse(data);
+    }
+  }
+}
+
+async function post(message, onMessage, signal) {
+  const h = headers({ 'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream' });
+  if (state.session) h['Mcp-Session-Id'] = state.session;
+  if (state.session) h['MCP-Protocol-Version'] = PROTOCOL_VERSION;
+  const response = await fetch(endpoint, { method: 'POST', headers: h, body: JSON.stringify(message), signal });
+  const session = response.headers.get('Mcp-Session-Id');
+  if (session) state.session = session;
+  if (response.status === 202) return null;
+  if (!response.ok) {
+    let detail = '';
+    try { detail = (await response.json()).error.message; } catch (_) { /* not JSON */ }
+    throw new Error('HTTP ' + response.status + (detail ? ': ' + detail : ''));
+  }
+  const type = response.headers.get('Content-Type') || '';
+  if (type.startsWith('text/event-stream')) {
+    for await (const msg of sseMessages(response)) {
+      if (msg.id === message.id && ('result' in msg || 'error' in msg)) return msg;
+      if (onMessage) onMessage(msg);
+    }
+    throw new Error('the stream ended without an answer');
+  }
+  return response.json();
+}
+
+// A request's answer; `call.signal` aborts the wait (the caller then cancels the request).
+async function request(method, params, onMessage, call) {
+  const id = state.nextId++;
+  if (call) call.id = id;
+  const answer = await post({ jsonrpc: '2.0', id, method, params: params || {} }, onMessage, call && call.signal);
+  if (answer.error) throw new Error(method + ': ' + answer.error.message + ' (' + answer.error.code + ')');
+  return answer.result;
+}
+
+async function connectMcp() {
+  state.session = null;
+  await request('initialize', {
+    protocolVersion: PROTOCOL_VERSION,
+    capabilities: {},
+    clientInfo: { name: 'mcp-bridge-console', version: '1' },
+  });
+  await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+}
+
+// --- Upstreams and catalog ----------------------------------------------------------------
+
+async function loadUpstreams() {
+  const { upstreams } = await api('/ui/api/upstreams');
+  const body = $('upstreams').querySelector('tbody');
+  body.replaceChildren();
+  for (const u of upstreams) {
+    const stderr = u.stderr.length
+      ? el('details', {}, el('summary', { text: u.stderr.length + ' lines' }), el('pre', { text: u.stderr.join('\n') }))
+      : el('span', { text: '—' });
+    body.append(el('tr', { 'data-server': u.name },
+      el('th', { scope: 'row', text: u.name }),
+      el('td', { class: 'state state-' + u.state, text: u.state }),
+      el('td', { text: u.era || '—' }),
+      el('td', { text: u.tools }), el('td', { text: u.prompts }), el('td', { text: u.resources }),
+      el('td', { text: u.templates }), el('td', { text: u.restarts }),
+      el('td', { text: u.error || '—' }),
+      el('td', {}, stderr)));
+  }
+}
+
+function describe(item) {
+  return (item.title || item.name || '') + ' ' + (item.description || '');
+}
+
+function renderCatalog() {
+  const query = $('search').value.trim().toLowerCase();
+  const matches = (text) => !query || text.toLowerCase().includes(query);
+  const fill = (listId, entries, key, nameOf) => {
+    const list = $(listId);
+    list.replaceChildren();
+    for (const entry of entries) {
+      const item = entry[key];
+      const name = nameOf(item);
+      if (!matches(name + ' ' + describe(item) + ' ' + (entry.server || ''))) continue;
+      const button = el('button', { type: 'button', class: 'entry', 'data-name': name },
+        el('span', { class: 'name', text: name }),
+        el('span', { class: 'server', text: entry.server || '' }));
+      button.addEventListener('click', () => select(key, item, name));
+      list.append(el('li', {}, button, item.description ? el('p', { class: 'description', text: item.description }) : null));
+    }
+    if (!list.children.length) list.append(el('li', { class: 'none', text: 'none' }));
+  };
+  const c = state.catalog;
+  fill('tools', c.tools, 'tool', (t) => t.name);
+  fill('prompts', c.prompts, 'prompt', (p) => p.name);
+  fill('resources', c.resources, 'resource', (r) => r.uri);
+  fill('templates', c.resourceTemplates, 'resourceTemplate', (t) => t.uriTemplate);
+}
+
+async function loadCatalog() {
+  state.catalog = await api('/ui/api/catalog');
+  renderCatalog();
+}
+
+// --- Forms from JSON Schema ---------------------------------------------------------------
+
+let fieldCount = 0;
+
+// A field for `schema`: { node, read() -> { value, errors } } (value undefined: left empty).
+function field(schema, label, required) {
+  schema = schema || {};
+  const id = 'f' + (++fieldCount);
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
+  const labelText = label + (required ? ' (required)' : '');
+  const help = schema.description ? el('small', { id: id + '-help', class: 'help', text: schema.description }) : null;
+  const message = el('span', { id: id + '-error', class: 'field-error', role: 'alert' });
+  const describedBy = (help ? id + '-help ' : '') + id + '-error';
+  const wrap = (control) => el('div', { class: 'field' }, el('label', { for: id, text: labelText }), control, help, message);
+  const finish = (errors) => { message.textContent = errors.join('; '); return errors; };
+
+  if (Array.isArray(schema.enum)) {
+    const select = el('select', { id, 'aria-describedby': describedBy, 'data-field': label });
+    select.append(el('option', { value: '', text: required ? '— choose —' : '(none)' }));
+    schema.enum.forEach((v, i) => select.append(el('option', { value: String(i), text: String(v) })));
+    if (schema.default !== undefined) {
+      const i = schema.enum.indexOf(schema.default);
+      if (i >= 0) select.value = String(i);
+    }
+    return { node: wrap(select), read() {
+      const value = select.value === '' ? undefined : schema.enum[Number(select.value)];
+      return { value, errors: finish(required && value === undefined ? [label + ' is required'] : []) };
+    } };
+  }
+  if (type === 'boolean') {
+    const box = el('input', { id, type: 'checkbox', 'aria-describedby': describedBy, 'data-field': label });
+    box.checked = schema.default === true;
+    return { node: el('div', { class: 'field checkbox' }, box, el('label', { for: id, text: labelText }), help, message),
+      read() { finish([]); return { value: box.checked, errors: [] }; } };
+  }
+  if (type === 'number' || type === 'integer') {
+    const input = el('input', { id, type: 'number', step: type === 'integer' ? '1' : 'any', 'aria-describedby': describedBy, 'data-field': label });
+    if (schema.default !== undefined) input.value = String(schema.default);
+    return { node: wrap(input), read() {
+      const text = input.value.trim();
+      if (!text) return { value: undefined, errors: finish(required ? [label + ' is required'] : []) };
+      const value = Number(text);
+      const errors = [];
+      if (!Number.isFinite(value)) errors.push(label + ' must be a number');
+      else if (type === 'integer' && !Number.isInteger(value)) errors.push(label + ' must be a whole number');
+      if (schema.minimum !== undefined && value < schema.minimum) errors.push(label + ' must be at least ' + schema.minimum);
+      if (schema.maximum !== undefined && value > schema.maximum) errors.push(label + ' must be at most ' + schema.maximum);
+      return { value, errors: finish(errors) };
+    } };
+  }
+  if (type === 'array') {
+    const items = [];
+    const list = el('div', { class: 'items' });
+    const add = el('button', { type: 'button', class: 'add', text: 'Add ' + label + ' item' });
+    const addItem = () => {
+      const sub = field(schema.items, label + ' item ' + (items.length + 1), true);
+      const remove = el('button', { type: 'button', class: 'remove', text: 'Remove ' + label + ' item ' + (items.length + 1) });
+      const row = el('div', { class: 'item' }, sub.node, remove);
+      const entry = { sub, row };
+      remove.addEventListener('click', () => { items.splice(items.indexOf(entry), 1); row.remove(); });
+      items.push(entry);
+      list.append(row);
+    };
+    add.addEventListener('click', addItem);
+    const fieldset = el('fieldset', { id, 'data-field': label }, el('legend', { text: labelText }), help, list, add, message);
+    return { node: fieldset, read() {
+      const results = items.map((i) => i.sub.read());
+      const value = results.map((r) => r.value).filter((v) => v !== undefined);
+      const own = [];
+      if (schema.minItems !== undefined && value.length < schema.minItems) own.push(label + ' needs at least ' + schema.minItems + ' items');
+      finish(own);
+      return { value: items.length || required ? value : undefined, errors: results.flatMap((r) => r.errors).concat(own) };
+    } };
+  }
+  if (type === 'object' || schema.properties) {
+    const sub = objectFields(schema);
+    const fieldset = el('fieldset', { id, 'data-field': label }, el('legend', { text: labelText }), help, ...sub.nodes, message);
+    return { node: fieldset, read() {
+      const { value, errors } = sub.read();
+      const empty = Object.keys(value).length === 0;
+      return { value: empty && !required ? undefined : value, errors };
+    } };
+  }
+  if (type === 'string') {
+    const input = el('input', { id, type: 'text', 'aria-describedby': describedBy, 'data-field': label });
+    if (schema.default !== undefined) input.value = String(schema.default);
+    return { node: wrap(input), read() {
+      const value = input.value;
+      if (!value) return { value: undefined, errors: finish(required ? [label + ' is required'] : []) };
+      const errors = [];
+      if (schema.minLength !== undefined && value.length < schema.minLength) errors.push(label + ' needs at least ' + schema.minLength + ' characters');
+      if (schema.maxLength !== undefined && value.length > schema.maxLength) errors.push(label + ' takes at most ' + schema.maxLength + ' characters');
+      if (schema.pattern) {
+        try { if (!new RegExp(schema.pattern, 'u').test(value)) errors.push(label + ' must match ' + schema.pattern); } catch (_) { /* a pattern JS cannot read is the server's to check */ }
+      }
+      return { value, errors: finish(errors) };
+    } };
+  }
+  // Anything else: JSON typed in.
+  const area = el('textarea', { id, rows: 3, 'aria-describedby': describedBy, 'data-field': label });
+  if (schema.default !== undefined) area.value = JSON.stringify(schema.default);
+  return { node: wrap(area), read() {
+    const text = area.value.trim();
+    if (!text) return { value: undefined, errors: finish(required ? [label + ' is required'] : []) };
+    try { return { value: JSON.parse(text), errors: finish([]) }; } catch (e) { return { value: undefined, errors: finish([label + ' is not valid JSON']) }; }
+  } };
+}
+
+function objectFields(schema) {
+  const required = new Set(schema.required || []);
+  const fields = Object.entries(schema.properties || {}).map(([name, sub]) => [name, field(sub, name, required.has(name))]);
+  return {
+    nodes: fields.map(([, f]) => f.node),
+    read() {
+      const value = {};
+      const errors = [];
+      for (const [name, f] of fields) {
+        const r = f.read();
+        errors.push(...r.errors);
+        if (r.value !== undefined) value[name] = r.value;
+      }
+      return { value, errors };
+    },
+  };
+}
+
+// --- The playground -----------------------------------------------------------------------
+
+function select(kind, item, name) {
+  state.selected = { kind, item, name };
+  const selected = $('selected');
+  selected.replaceChildren(
+    el('h3', { text: { tool: 'Tool ', prompt: 'Prompt ', resource: 'Resource ', resourceTemplate: 'Template ' }[kind] + name }),
+    item.description ? el('p', { text: item.description }) : null);
+  if (item.annotations) selected.append(el('p', { class: 'annotations', text: 'Annotations: ' + JSON.stringify(item.annotations) }));
+  const fields = $('fields');
+  fields.replaceChildren();
+  let form;
+  if (kind === 'tool') {
+    form = objectFields(item.inputSchema || {});
+    selected.append(el('details', {}, el('summary', { text: 'Input schema' }), el('pre', { text: JSON.stringify(item.inputSchema, null, 2) })));
+  } else if (kind === 'prompt') {
+    const properties = {};
+    const required = [];
+    for (const a of item.arguments || []) {
+      properties[a.name] = { type: 'string', description: a.description };
+      if (a.required) required.push(a.name);
+    }
+    form = objectFields({ properties, required });
+  } else if (kind === 'resourceTemplate') {
+    const names = [...item.uriTemplate.matchAll(/\{[+#./;?&]?([^}]+)\}/g)].flatMap((m) => m[1].split(',').map((n) => n.replace(/[*]|:\d+$/g, '')));
+    const properties = Object.fromEntries(names.map((n) => [n, { type: 'string' }]));
+    form = objectFields({ properties, required: names });
+  } else {
+    form = objectFields({});
+  }
+  fields.append(...form.nodes);
+  state.form = form;
+  $('send').textContent = { tool: 'Call', prompt: 'Get', resource: 'Read', resourceTemplate: 'Read' }[kind];
+  $('playground').hidden = false;
+  $('result').removeAttribute('data-done');
+  $('result').replaceChildren();
+}
+
+function expandTemplate(template, values) {
+  return template.replace(/\{([+#./;?&]?)([^}]+)\}/g, (_, op, names) => {
+    const parts = names.split(',').map((n) => n.replace(/[*]|:\d+$/g, '')).map((n) => values[n] ?? '');
+    const encode = op === '+' || op === '#' ? encodeURI : encodeURIComponent;
+    const joined = parts.map(encode).join(',');
+    return op && op !== '+' ? op + joined : joined;
+  });
+}
+
+function tree(value) {
+  if (value === null || typeof value !== 'object') return el('span', { class: 'leaf', text: JSON.stringify(value) });
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
+  return el('ul', { class: 'tree' }, ...entries.map(([k, v]) =>
+    el('li', {}, el('span', { class: 'key', text: k + ': ' }), tree(v))));
+}
+
+function resourceContents(contents) {
+  const head = el('p', { class: 'uri', text: contents.uri + (contents.mimeType ? ' (' + contents.mimeType + ')' : '') });
+  if (typeof contents.text === 'string') return el('div', { class: 'contents' }, head, el('pre', { text: contents.text }));
+  if (typeof contents.blob === 'string') {
+    if ((contents.mimeType || '').startsWith('image/')) return el('div', { class: 'contents' }, head, el('img', { alt: contents.uri, src: 'data:' + contents.mimeType + ';base64,' + contents.blob }));
+    return el('div', { class: 'contents' }, head, el('p', { text: 'binary, ' + contents.blob.length + ' characters of base64' }));
+  }
+  return el('div', { class: 'contents' }, head, tree(contents));
+}
+
+function contentBlock(block) {
+  switch (block.type) {
+    case 'text': return el('pre', { class: 'content text', text: block.text });
+    case 'image': return el('img', { class: 'content image', alt: 'image (' + block.mimeType + ')', src: 'data:' + block.mimeType + ';base64,' + block.data });
+    case 'audio': return el('audio', { class: 'content audio', controls: true, 'aria-label': 'audio (' + block.mimeType + ')', src: 'data:' + block.mimeType + ';base64,' + block.data });
+    case 'resource_link': return el('p', { class: 'content link', text: 'Resource link: ' + block.uri + (block.name ? ' (' + block.name + ')' : '') });
+    case 'resource': return el('div', { class: 'content resource' }, resourceContents(block.resource));
+    default: return el('div', { class: 'content other' }, tree(block));
+  }
+}
+
+function showResult(result, kind) {
+  const out = $('result');
+  out.replaceChildren();
+  if (kind === 'tool') {
+    if (result.isError) out.append(el('p', { class: 'error', text: 'The tool answered with an error.' }));
+    for (const block of result.content || []) out.append(contentBlock(block));
+    if (result.structuredContent !== undefined) out.append(el('h4', { text: 'Structured content' }), tree(result.structuredContent));
+  } else if (kind === 'prompt') {
+    if (result.description) out.append(el('p', { text: result.description }));
+    for (const m of result.messages || []) out.append(el('div', { class: 'message' }, el('h4', { text: m.role }), contentBlock(m.content)));
+  } else {
+    for (const c of result.contents || []) out.append(resourceContents(c));
+  }
+  out.setAttribute('data-done', 'answered');
+}
+
+async function send(event) {
+  event.preventDefault();
+  const { kind, item, name } = state.selected;
+  const { value, errors } = state.form.read();
+  if (errors.length) {
+    setStatus('Not sent: ' + errors.join('; '), true);
+    return;
+  }
+  const out = $('result');
+  out.removeAttribute('data-done');
+  out.replaceChildren(el('p', { text: 'Waiting for the answer…' }));
+  const progress = el('progress', { 'aria-label': 'progress' });
+  // Cancel: stop waiting, and tell the bridge (notifications/cancelled), which tells the server.
+  const controller = new AbortController();
+  const call = { signal: controller.signal, id: null };
+  const cancel = el('button', { type: 'button', id: 'cancel', text: 'Cancel' });
+  cancel.addEventListener('click', () => {
+    controller.abort();
+    if (call.id !== null) {
+      post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: 'cancelled in the console' } })
+        .catch((e) => setStatus('Cancel not sent: ' + (e.message || e), true));
+    }
+  });
+  out.append(cancel);
+  const onMessage = (msg) => {
+    if (msg.method === 'notifications/progress' && msg.params) {
+      if (!progress.isConnected) out.append(progress);
+      if (msg.params.total) progress.max = msg.params.total;
+      progress.value = msg.params.progress;
+      progress.setAttribute('data-progress', String(msg.params.progress));
+    }
+  };
+  try {
+    let result;
+    if (kind === 'tool') {
+      result = await request('tools/call', { name, arguments: value, _meta: { progressToken: 'console-' + state.nextId } }, onMessage, call);
+    } else if (kind === 'prompt') {
+      result = await request('prompts/get', { name, arguments: value }, onMessage, call);
+    } else {
+      const uri = kind === 'resourceTemplate' ? expandTemplate(item.uriTemplate, value) : name;
+      result = await request('resources/read', { uri }, onMessage, call);
+    }
+    showResult(result, kind);
+    setStatus('Answered: ' + name);
+  } catch (e) {
+    if (controller.signal.aborted) {
+      out.replaceChildren(el('p', { text: 'Cancelled.' }));
+      out.setAttribute('data-done', 'cancelled');
+      setStatus('Cancelled: ' + name);
+      return;
+    }
+    out.replaceChildren(el('p', { class: 'error', text: String(e.message || e) }));
+    out.setAttribute('data-done', 'failed');
+    setStatus('Failed: ' + (e.message || e), true);
+  }
+}
+
+async function connect(event) {
+  if (event) event.preventDefault();
+  state.token = $('token').value;
+  setStatus('Connecting…');
+  try {
+    await Promise.all([loadUpstreams(), loadCatalog()]);
+    await connectMcp();
+    setStatus('Connected.');
+    document.body.setAttribute('data-connected', 'true');
+  } catch (e) {
+    setStatus('Cannot connect: ' + (e.message || e), true);
+  }
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('connect').addEventListener('submit', connect);
+  $('refresh').addEventListener('click', () => loadUpstreams().catch((e) => setStatus(String(e.message || e), true)));
+  $('search').addEventListener('input', () => { if (state.catalog) renderCatalog(); });
+  $('playground').addEventListener('submit', (e) => { send(e); });
+  connect();
+});

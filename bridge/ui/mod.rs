@@ -1,0 +1,94 @@
+//! The console of `mcp-bridge serve`: a page at `/ui` on the HTTP listener that shows the
+//! upstreams and the merged catalog and tries tools, prompts and resources.
+//!
+//! The page is plain HTML, CSS and JavaScript embedded in the binary (`include_str!`: no
+//! build step, nothing fetched from elsewhere), served with a strict Content-Security-Policy
+//! (`default-src 'self'`, no inline script or style). The assets (`/ui`, `/ui/app.js`,
+//! `/ui/app.css`) are public; the JSON they read (`/ui/api/upstreams`, `/ui/api/catalog`: see
+//! [`Gateway::console_upstreams`], [`Gateway::console_catalog`]) is behind the listener's bearer
+//! token or OAuth, as `/mcp` is: the page takes the token in a field and sends it. The page
+//! speaks MCP to the endpoint as any client does (a session of its own, JSON or SSE answers).
+//! The listener's Host and Origin checks apply to every path: a page of another origin is
+//! refused.
+//!
+//! Not here: the JSON documents themselves (`mcpwire::gateway::console`), the listener (serve.rs).
+
+use std::sync::Arc;
+
+use mcpwire::gateway::console::StderrTails;
+use mcpwire::gateway::Gateway;
+use mcpwire::transport::sse_http::{HttpServerConfig, RouteResponse};
+
+const INDEX_HTML: &str = include_str!("index.html");
+const APP_JS: &str = include_str!("app.js");
+const APP_CSS: &str = include_str!("app.css");
+
+/// The page's Content-Security-Policy: its own scripts, styles and fetches only; images and
+/// audio of tool results as `data:` URLs; no plugin, no frame, no form target, no base.
+pub(crate) const CSP: &str = "default-src 'self'; img-src 'self' data:; media-src 'self' data:; object-src 'none'; \
+                              base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// `response` with the headers every console answer carries.
+fn hardened(response: RouteResponse) -> RouteResponse {
+    response
+        .header("Content-Security-Policy", CSP)
+        .header("X-Content-Type-Options", "nosniff")
+        .header("Referrer-Policy", "no-referrer")
+        .header("Cache-Control", "no-store")
+}
+
+/// Escapes `text` for an HTML attribute value.
+fn attribute(text: &str) -> String {
+    text.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;").replace('\'', "&#39;")
+}
+
+/// The console's routes on `http`, whose MCP endpoint is at `mcp_path`.
+pub(crate) fn routes(
+    http: HttpServerConfig,
+    gateway: &Arc<Gateway>,
+    tails: Arc<StderrTails>,
+    mcp_path: &str,
+) -> HttpServerConfig {
+    let index = INDEX_HTML.replace("{{MCP_PATH}}", &attribute(mcp_path));
+    let (upstreams, catalog) = (gateway.clone(), gateway.clone());
+    http.route_public("/ui", move || {
+        let page = index.clone();
+        async move { hardened(RouteResponse::new(200, "text/html; charset=utf-8", page)) }
+    })
+    .route_public("/ui/app.js", || async {
+        hardened(RouteResponse::new(200, "text/javascript; charset=utf-8", APP_JS))
+    })
+    .route_public("/ui/app.css", || async { hardened(RouteResponse::new(200, "text/css; charset=utf-8", APP_CSS)) })
+    .route("/ui/api/upstreams", move || {
+        let body = upstreams.console_upstreams(Some(&tails)).to_string();
+        async move { hardened(RouteResponse::new(200, "application/json", body)) }
+    })
+    .route("/ui/api/catalog", move || {
+        let body = catalog.console_catalog().to_string();
+        async move { hardened(RouteResponse::new(200, "application/json", body)) }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_page_has_no_inline_script_or_style_and_loads_only_its_own_assets() {
+        let page = super::INDEX_HTML;
+        assert!(page.contains(r#"<script src="/ui/app.js" defer></script>"#));
+        assert_eq!(page.matches("<script").count(), 1, "one script, by src");
+        assert!(!page.contains("<style") && !page.contains(" style="), "no inline style");
+        let handler = page.split(" on").skip(1).find(|rest| {
+            let name: String = rest.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+            !name.is_empty() && rest[name.len()..].starts_with('=')
+        });
+        assert_eq!(handler, None, "no inline event handler");
+        assert!(!page.contains("http://") && !page.contains("https://"), "nothing from elsewhere");
+        assert!(!super::APP_JS.contains("http://") && !super::APP_JS.contains("https://"));
+        assert!(!super::APP_JS.contains("innerHTML") && !super::APP_JS.contains("eval("));
+    }
+
+    #[test]
+    fn the_endpoint_path_is_escaped_into_the_page() {
+        assert_eq!(super::attribute(r#"/m"c<p>&'"#), "/m&quot;c&lt;p&gt;&amp;&#39;");
+    }
+}

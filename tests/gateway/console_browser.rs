@@ -1,0 +1,91 @@
+//! The console of `mcp-bridge serve` in a real browser: Debian's headless chromium driven by
+//! playwright-core (tests/peers/console_browser.mjs) opens `/ui` of a bridge over
+//! server-everything and server-memory. The upstreams show ready; a search finds one tool; the
+//! form of memory's `create_entities` (an array of objects holding an array) is refused in the
+//! page while a required field is empty, then filled, sent, and its result shown; the knowledge
+//! graph resource, read in the page, holds the entity the form made; a prompt is got with an
+//! argument; a long-running tool shows its progress and is cancelled from the page, and the
+//! session answers the next call; the tool is picked and its form sent from the keyboard; axe-core (WCAG 2 A and AA)
+//! finds no serious or critical violation on the page connected, with the form and with the
+//! result; the browser logs no error. Screenshots of each step go to
+//! target/console-browser/ (test artifacts, not committed).
+
+use crate::serving::ServingBridge;
+use crate::support;
+
+use serde_json::Value;
+
+#[test]
+fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
+    let dir = std::env::temp_dir().join(format!("mcp-bridge-console-browser-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let memory_file = dir.join("memory.jsonl");
+    let _ = std::fs::remove_file(&memory_file);
+    let toml = format!(
+        "[mcp_servers.everything]\ncommand = {node:?}\nargs = [{:?}, \"stdio\"]\nrequired = true\nstartup_timeout_sec = 60\n\n\
+         [mcp_servers.memory]\ncommand = {node:?}\nargs = [{:?}]\nenv = {{ MEMORY_FILE_PATH = {:?} }}\nrequired = true\n\
+         startup_timeout_sec = 60\n",
+        support::peer("MCP_EVERYTHING_JS"),
+        support::peer("MCP_MEMORY_JS"),
+        memory_file.display().to_string(),
+        node = support::peer("MCP_NODE"),
+    );
+    let config = dir.join("console.toml");
+    std::fs::write(&config, toml).unwrap();
+    let bridge = ServingBridge::start(&["--config", config.to_str().unwrap()]);
+    let base = format!("http://127.0.0.1:{}", bridge.port());
+    let shots = support::repo_path("target/console-browser");
+
+    let output = std::process::Command::new(support::peer("MCP_NODE"))
+        .arg(support::repo_path("tests/peers/console_browser.mjs"))
+        .args([&base, shots.to_str().unwrap()])
+        .env("MCP_PLAYWRIGHT_DIR", support::peer("MCP_PLAYWRIGHT_DIR"))
+        .env("MCP_CHROMIUM", support::peer("MCP_CHROMIUM"))
+        .output()
+        .expect("node runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "console_browser.mjs failed: {stderr}");
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+
+    assert_eq!(
+        seen["upstreams"],
+        serde_json::json!([{"server": "everything", "state": "ready"}, {"server": "memory", "state": "ready"}])
+    );
+    assert_eq!(seen["searchFound"], serde_json::json!(["mcp__memory__create_entities"]));
+    assert_eq!(seen["sendLabel"], "Call");
+    // Refused in the page, before anything is sent: no result.
+    assert_eq!(seen["emptyStatus"], "Not sent: entityType is required; name is required");
+    assert_eq!(seen["emptyResult"], "");
+    let tool = seen["toolResult"].as_str().unwrap();
+    assert!(tool.contains(r#""name": "console-entity""#) && tool.contains("made in the browser"), "{tool}");
+    assert!(tool.contains("Structured content"), "{tool}");
+    // The resource read in the page holds what the form made.
+    let resource = seen["resourceResult"].as_str().unwrap();
+    assert!(resource.starts_with("memory+memory://knowledge-graph (application/json)"), "{resource}");
+    assert!(resource.contains(r#""name": "console-entity""#), "{resource}");
+    assert_eq!(seen["promptResult"], "userWhat's weather in Paris?");
+    assert_eq!(seen["consoleErrors"], serde_json::json!([]), "browser console errors");
+    assert_eq!(seen["pageErrors"], serde_json::json!([]), "page errors");
+    assert_eq!(seen["accessibility"], serde_json::json!([]), "serious or critical axe-core violations");
+    // server-everything's long operation (600 steps of 1 s): its progress in the page, then
+    // cancelled there; the next call of the same page's session is answered.
+    let progress = &seen["progressShown"];
+    assert!(progress["value"].as_f64().unwrap() >= 2.0 && progress["max"] == 600.0, "{progress}");
+    assert_eq!(seen["cancelledResult"], "Cancelled.");
+    assert_eq!(seen["afterCancel"], "The sum of 2 and 40 is 42.");
+    for step in [
+        "1-upstreams",
+        "2-search",
+        "3-form-refused",
+        "4-tool-result",
+        "5-resource-read",
+        "6-prompt-got",
+        "7-progress",
+        "8-cancelled",
+    ] {
+        assert!(shots.join(format!("{step}.png")).is_file(), "no screenshot of {step}");
+    }
+    // The entity reached the upstream itself, not only the page.
+    let kept = std::fs::read_to_string(&memory_file).unwrap();
+    assert!(kept.contains("console-entity") && kept.contains("made in the browser"), "{kept}");
+}

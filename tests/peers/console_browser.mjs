@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+// console_browser.mjs — drives the console of `mcp-bridge serve` (over server-everything and
+// server-memory) in Debian's headless chromium through playwright-core, as a person would.
+//
+//   node console_browser.mjs BASE_URL SCREENSHOT_DIR
+//
+// BASE_URL is the bridge's origin (http://127.0.0.1:PORT). Needs MCP_PLAYWRIGHT_DIR (the
+// playwright-core package) and MCP_CHROMIUM (the browser) from peers.env. Steps, each with a
+// screenshot in SCREENSHOT_DIR: the upstreams shown; a search that finds one tool; a form with
+// nested arguments (memory's create_entities: an array of objects holding an array) first sent
+// empty (refused in the page with a message), then filled and sent, its result shown; the
+// knowledge graph resource read (it holds the entity just made); a prompt got with an argument.
+// The tool is chosen and its form sent from the keyboard; axe-core's WCAG 2 A/AA rules run on
+// the page connected, with the form, and with the result.
+// Prints one JSON line of what it saw, and every console error and page error. Exit 0 when it
+// ran to the end (the line is the result), 1 on a failure of the script itself.
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync, mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const [base, shots] = process.argv.slice(2);
+const require = createRequire(join(process.env.MCP_PLAYWRIGHT_DIR, 'package.json'));
+const { chromium } = require(process.env.MCP_PLAYWRIGHT_DIR);
+mkdirSync(shots, { recursive: true });
+const profile = mkdtempSync(join(tmpdir(), 'console-browser-'));
+const seen = { consoleErrors: [], pageErrors: [], accessibility: [] };
+const axeSource = readFileSync(join(process.env.MCP_PLAYWRIGHT_DIR, '..', 'axe-core', 'axe.min.js'), 'utf8');
+
+// axe-core's WCAG 2 A/AA rules on the page as it is: the serious and critical violations, each
+// as `rule: target`. Evaluated through the DevTools protocol, which the page's CSP does not bind.
+async function accessibility(page, when) {
+  await page.evaluate(axeSource);
+  const found = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .flatMap((v) => v.nodes.map((n) => v.id + ': ' + n.target.join(' ')));
+  });
+  seen.accessibility.push(...found.map((f) => when + ': ' + f));
+}
+const STEP = 60_000; // a hang guard per step, never a timing assertion
+
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.MCP_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1280, height: 1000 },
+});
+try {
+  const page = context.pages()[0] || await context.newPage();
+  page.setDefaultTimeout(STEP);
+  page.on('console', (m) => { if (m.type() === 'error') seen.consoleErrors.push(m.text()); });
+  page.on('pageerror', (e) => seen.pageErrors.push(String(e)));
+  const shot = (name) => page.screenshot({ path: join(shots, name + '.png'), fullPage: true });
+
+  await page.goto(base + '/ui');
+  await page.waitForSelector('body[data-connected="true"]');
+  seen.upstreams = await page.$$eval('#upstreams tbody tr', (rows) => rows.map((r) => ({
+    server: r.dataset.server, state: r.querySelector('td').textContent })));
+  await shot('1-upstreams');
+  await accessibility(page, 'connected');
+
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('create_ent');
+  seen.searchFound = await page.$$eval('#tools button.entry', (b) => b.map((x) => x.dataset.name));
+  await shot('2-search');
+
+  // By keyboard: the tool's button focused and pressed with Enter.
+  await page.focus('#tools button[data-name="mcp__memory__create_entities"]');
+  await page.keyboard.press('Enter');
+  seen.sendLabel = await page.textContent('#send');
+  await page.click('text=Add entities item');
+  const item = page.locator('#fields .item').first();
+  await page.click('#send');
+  seen.emptyStatus = await page.textContent('#status');
+  seen.emptyResult = await page.textContent('#result');
+  await shot('3-form-refused');
+  await item.locator('input[data-field="name"]').fill('console-entity');
+  await item.locator('input[data-field="entityType"]').fill('test');
+  await item.locator('button.add').click();
+  await item.locator('input[data-field="observations item 1"]').fill('made in the browser');
+  await accessibility(page, 'tool form');
+  // Sent from the keyboard too: Enter in a field submits the form.
+  await item.locator('input[data-field="observations item 1"]').press('Enter');
+  await page.waitForSelector('#result[data-done]');
+  seen.toolResult = await page.textContent('#result');
+  await shot('4-tool-result');
+  await accessibility(page, 'tool result');
+
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('knowledge');
+  await page.click('#resources button.entry');
+  await page.click('#send');
+  await page.waitForSelector('#result[data-done]');
+  seen.resourceResult = await page.textContent('#result');
+  await shot('5-resource-read');
+
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('args-prompt');
+  await page.click('#prompts button[data-name="mcp__everything__args-prompt"]');
+  await page.getByLabel('city (required)').fill('Paris');
+  await page.click('#send');
+  await page.waitForSelector('#result[data-done]');
+  seen.promptResult = await page.textContent('#result');
+  await shot('6-prompt-got');
+
+  // A long call: its progress shown as it comes, then cancelled from the page.
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('long-running');
+  await page.click('#tools button[data-name="mcp__everything__trigger-long-running-operation"]');
+  await page.getByLabel('duration').fill('600');
+  await page.getByLabel('steps').fill('600');
+  await page.click('#send');
+  await page.waitForSelector('#result progress[data-progress="2"]');
+  seen.progressShown = await page.$eval('#result progress', (p) => ({ value: p.value, max: p.max }));
+  await shot('7-progress');
+  await page.click('#cancel');
+  await page.waitForSelector('#result[data-done="cancelled"]');
+  seen.cancelledResult = await page.textContent('#result');
+  await shot('8-cancelled');
+  // The session goes on after the cancel.
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('get-sum');
+  await page.click('#tools button[data-name="mcp__everything__get-sum"]');
+  await page.getByLabel('a (required)').fill('2');
+  await page.getByLabel('b (required)').fill('40');
+  await page.click('#send');
+  await page.waitForSelector('#result[data-done]');
+  seen.afterCancel = await page.textContent('#result');
+  process.stdout.write(JSON.stringify(seen) + '\n');
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
