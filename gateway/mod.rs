@@ -64,6 +64,9 @@ use self::tool_result::Verdict;
 
 pub mod metrics;
 mod pending;
+pub mod policy;
+#[cfg(feature = "config")]
+pub mod settings;
 mod tool_result;
 
 pub use pending::DEFAULT_MAX_PENDING_CLIENT_REQUESTS;

@@ -63,7 +63,7 @@ mod token_expiry;
 mod version_header;
 
 pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
-pub use bearer::BearerToken;
+pub use bearer::{BearerToken, NamedTokens};
 pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEvent};
 pub use request_context::HttpRequestParts;
