@@ -14,6 +14,14 @@
 //! effect = "allow"
 //! callers = { tokens = ["ci"] }        # tokens, subjects, client_ids, scopes, claims
 //! tools = ["echo/*"]                   # SERVER/NAME globs; prompts, resources (SERVER/URI)
+//!
+//! [[gateway.rate_limits]]              # every limit that applies must have a token left
+//! name = "ci-hourly"
+//! callers = { tokens = ["ci"] }        # as in rules; absent: every caller
+//! tools = ["*"]                        # SERVER/TOOL globs; absent: every tool
+//! rate = "100/hour"                    # N/second, N/minute, N/hour or N/day
+//! burst = 10                           # default 1
+//! per = "caller"                       # one bucket per caller (default), or "tool": per caller and tool
 //! ```
 //!
 //! Never a token in the file: a token is named by the variable that holds it, read when the
@@ -28,6 +36,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::policy::{Callers, Effect, Glob, Policy, Rule};
+use super::rate_limit::{Limit, Per};
 
 /// What the `[gateway]` table says.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,6 +46,8 @@ pub struct Settings {
     pub tokens: Vec<(String, String)>,
     /// The policy; `None` when the file has no `[gateway.policy]` (everything allowed).
     pub policy: Option<Policy>,
+    /// The rate limits on tool calls (`[[gateway.rate_limits]]`), in the order written.
+    pub rate_limits: Vec<Limit>,
 }
 
 #[derive(Deserialize)]
@@ -50,6 +61,43 @@ struct GatewayToml {
     #[serde(default)]
     tokens: BTreeMap<String, Spanned<TokenToml>>,
     policy: Option<PolicyToml>,
+    #[serde(default)]
+    rate_limits: Vec<Spanned<LimitToml>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitToml {
+    name: String,
+    #[serde(default)]
+    callers: Option<CallersToml>,
+    #[serde(default)]
+    tools: Vec<String>,
+    rate: String,
+    burst: Option<u32>,
+    #[serde(default)]
+    per: Option<PerToml>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum PerToml {
+    Caller,
+    Tool,
+}
+
+/// `N/second` (`minute`, `hour`, `day`) as calls per second.
+fn per_second(rate: &str) -> Option<f64> {
+    let (count, unit) = rate.split_once('/')?;
+    let count: f64 = count.trim().parse().ok().filter(|c: &f64| c.is_finite() && *c > 0.0)?;
+    let seconds = match unit.trim() {
+        "second" | "s" => 1.0,
+        "minute" | "min" => 60.0,
+        "hour" | "h" => 3600.0,
+        "day" | "d" => 86400.0,
+        _ => return None,
+    };
+    Some(count / seconds)
 }
 
 #[derive(Deserialize)]
@@ -112,6 +160,28 @@ struct CallersToml {
     claims: BTreeMap<String, String>,
 }
 
+/// The callers of a rule or limit.
+fn callers(written: Option<&CallersToml>) -> Callers {
+    let Some(c) = written else { return Callers::default() };
+    Callers {
+        tokens: c.tokens.iter().map(Glob::new).collect(),
+        subjects: c.subjects.iter().map(Glob::new).collect(),
+        client_ids: c.client_ids.iter().map(Glob::new).collect(),
+        scopes: c.scopes.clone(),
+        claims: c.claims.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    }
+}
+
+/// Every token `callers` names is one of `[gateway.tokens]` (a typo would match nobody).
+fn check_tokens(settings: &Settings, callers: &Callers) -> Result<(), String> {
+    for token in &callers.tokens {
+        if !settings.tokens.iter().any(|(name, _)| token.matches(name)) {
+            return Err(format!("callers.tokens: {:?} names no token of [gateway.tokens]", token.as_str()));
+        }
+    }
+    Ok(())
+}
+
 /// The line (from 1) of byte `offset` of `text`.
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
@@ -143,6 +213,32 @@ impl Settings {
             }
             settings.tokens.push((name.clone(), env.clone()));
         }
+        for (i, spanned) in gateway.rate_limits.iter().enumerate() {
+            let at = |what: String| {
+                format!("{file}: line {}: gateway.rate_limits[{i}]: {what}", line_of(text, spanned.span().start))
+            };
+            let limit = spanned.get_ref();
+            if limit.name.is_empty() || settings.rate_limits.iter().any(|l| *l.name == *limit.name) {
+                return Err(at(format!("name: {:?} is empty or the name of an earlier limit", limit.name)));
+            }
+            let Some(rate) = per_second(&limit.rate) else {
+                return Err(at(format!("rate: {:?}: expected N/second, N/minute, N/hour or N/day", limit.rate)));
+            };
+            let burst = limit.burst.unwrap_or(1);
+            if burst == 0 {
+                return Err(at("burst: 0 would refuse every call".to_owned()));
+            }
+            let callers = callers(limit.callers.as_ref());
+            check_tokens(&settings, &callers).map_err(at)?;
+            let mut built = Limit::new(limit.name.as_str(), rate, burst);
+            built.callers = callers;
+            built.tools = limit.tools.iter().map(Glob::new).collect();
+            built.per = match limit.per {
+                Some(PerToml::Tool) => Per::Tool,
+                _ => Per::Caller,
+            };
+            settings.rate_limits.push(built);
+        }
         let Some(policy) = gateway.policy else { return Ok(settings) };
         let mut rules: Vec<Rule> = Vec::new();
         for (i, spanned) in policy.rules.iter().enumerate() {
@@ -158,23 +254,8 @@ impl Settings {
             if rule.tools.is_empty() && rule.prompts.is_empty() && rule.resources.is_empty() {
                 return Err(at("no target: give tools, prompts or resources (globs; \"*\" for all)".to_owned()));
             }
-            let callers = rule.callers.as_ref().map(|c| Callers {
-                tokens: c.tokens.iter().map(Glob::new).collect(),
-                subjects: c.subjects.iter().map(Glob::new).collect(),
-                client_ids: c.client_ids.iter().map(Glob::new).collect(),
-                scopes: c.scopes.clone(),
-                claims: c.claims.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            });
-            let callers = callers.unwrap_or_default();
-            for token in &callers.tokens {
-                let known = settings.tokens.iter().any(|(name, _)| token.matches(name));
-                if !known {
-                    return Err(at(format!(
-                        "callers.tokens: {:?} names no token of [gateway.tokens]",
-                        token.as_str()
-                    )));
-                }
-            }
+            let callers = callers(rule.callers.as_ref());
+            check_tokens(&settings, &callers).map_err(at)?;
             let globs = |list: &[String]| list.iter().map(Glob::new).collect();
             let mut built = Rule::new(rule.name.as_str(), rule.effect.into()).callers(callers);
             built.tools = globs(&rule.tools);
@@ -228,6 +309,27 @@ resources = ["*"]
         assert_eq!(policy.rules[0].tools, [Glob::new("echo/*")]);
         assert_eq!(policy.rules[1].callers.claims, [("groups".to_owned(), "ops".to_owned())]);
         assert_eq!(Settings::from_toml("[mcp_servers.x]\ncommand = \"x\"\n", "f").unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn rate_limits_read_with_their_rate_and_burst() {
+        let text = format!(
+            "{FILE}\n[[gateway.rate_limits]]\nname = \"ci-hourly\"\ncallers = {{ tokens = [\"ci\"] }}\nrate = \"2/hour\"\nburst = 5\nper = \"tool\"\n\n[[gateway.rate_limits]]\nname = \"all\"\nrate = \"10/second\"\n"
+        );
+        let limits = Settings::from_toml(&text, "gw.toml").unwrap().rate_limits;
+        assert_eq!(limits.len(), 2);
+        assert_eq!((&*limits[0].name, limits[0].burst, limits[0].per), ("ci-hourly", 5, Per::Tool));
+        assert!((limits[0].rate - 2.0 / 3600.0).abs() < 1e-12);
+        assert_eq!((limits[1].rate, limits[1].burst, limits[1].per, limits[1].tools.len()), (10.0, 1, Per::Caller, 0));
+        for (bad, field) in [
+            ("rate = \"10/second\"", "rate: \"10/fortnight\""),
+            ("rate = \"10/second\"\nburst = 0", "burst: 0"),
+            ("rate = \"10/second\"\nper = \"session\"", "unknown variant `session`"),
+        ] {
+            let broken = text.replace("rate = \"10/second\"", &bad.replace("10/second", if field.starts_with("rate") { "10/fortnight" } else { "10/second" }));
+            let error = Settings::from_toml(&broken, "gw.toml").unwrap_err();
+            assert!(error.contains(field) && error.contains("line "), "{field}: {error}");
+        }
     }
 
     #[test]

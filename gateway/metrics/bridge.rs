@@ -37,6 +37,12 @@ pub struct BridgeMetrics {
     /// `mcp_bridge_notifications_dropped_total`: notifications to downstream sessions dropped
     /// because a session's queue was full ([`crate::server::Server::notifications_dropped`]).
     pub notifications_dropped: Arc<CounterVec<0>>,
+    /// `mcp_bridge_policy_denied_total{kind}`: requests the policy refused, by target kind
+    /// (`tool`, `prompt`, `resource`).
+    pub policy_denied: Arc<CounterVec<1>>,
+    /// `mcp_bridge_rate_limited_total{limit}`: calls refused by a rate limit, by the limit's
+    /// name.
+    pub rate_limited: Arc<CounterVec<1>>,
 }
 
 impl Default for BridgeMetrics {
@@ -115,8 +121,16 @@ impl BridgeMetrics {
                 [],
             )
             .expect(taken);
+        let policy_denied = registry
+            .counter("mcp_bridge_policy_denied_total", "Requests refused by the gateway's policy, by target kind.", ["kind"])
+            .expect(taken);
+        let rate_limited = registry
+            .counter("mcp_bridge_rate_limited_total", "Calls refused by a rate limit, by the limit's name.", ["limit"])
+            .expect(taken);
         BridgeMetrics {
             registry,
+            policy_denied,
+            rate_limited,
             notifications_dropped,
             calls,
             call_errors,
@@ -143,6 +157,16 @@ impl BridgeMetrics {
             self.call_errors.inc(labels);
         }
         self.call_duration.observe_duration(labels, elapsed);
+    }
+
+    /// The policy refused a request for a target of `kind`.
+    pub fn policy_denied(&self, kind: &str) {
+        self.policy_denied.inc([kind]);
+    }
+
+    /// The rate limit `limit` refused a call.
+    pub fn rate_limited(&self, limit: &str) {
+        self.rate_limited.inc([limit]);
     }
 
     /// An upstream server was restarted.
