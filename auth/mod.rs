@@ -17,10 +17,15 @@
 //! serves the metadata, and hands the principal to the session. Nothing here logs, and no
 //! type here holds a token once verification is over.
 //!
+//! The types the HTTP server needs live below it, so that the transport never imports this
+//! module: [`principal`] at the transport layer (`transport::principal`, what
+//! `Transport::principal` returns), [`verifier`] and [`resource`] beside the HTTP server
+//! (`transport::sse_http`); they are re-exported here, where a server's author looks for them.
+//!
 //! Not here: the client's half (discovery, the authorization code flow, token storage), and
 //! being an authorization server (issuing tokens).
 
-pub mod principal;
+pub use crate::transport::principal;
 
 #[cfg(feature = "auth")]
 mod answer_cache;
@@ -33,9 +38,7 @@ pub mod jwks;
 #[cfg(feature = "auth")]
 pub mod jwt;
 #[cfg(feature = "http")]
-pub mod resource;
-#[cfg(feature = "http")]
-pub mod verifier;
+pub use crate::transport::sse_http::{resource, verifier};
 
 pub use principal::{Principal, Refusal};
 

@@ -108,9 +108,9 @@ impl Connected {
     async fn call(&self, tool: &str, args: &Map<String, Value>) -> Result<CallToolResult, BoxError> {
         let args = Some(args.clone());
         Ok(match self {
-            Connected::Stdio(c) | Connected::Duplex(c) => c.call_tool(tool, args).await?,
-            Connected::Http(c) => c.call_tool(tool, args).await?,
-            Connected::Channel(c) => c.call_tool(tool, args).await?,
+            Connected::Stdio(c) | Connected::Duplex(c) => c.call_tool(tool, args, Default::default()).await?,
+            Connected::Http(c) => c.call_tool(tool, args, Default::default()).await?,
+            Connected::Channel(c) => c.call_tool(tool, args, Default::default()).await?,
         })
     }
 

@@ -106,7 +106,7 @@ async fn round<T: Transport>(
     let size = args["text"].as_str().map_or(0, str::len);
     let start = Instant::now();
     for _ in 0..n {
-        let result = client.call_tool(tool, Some(args.clone())).await?;
+        let result = client.call_tool(tool, Some(args.clone()), Default::default()).await?;
         if !echoed(&result, size) {
             return Err(format!("{tool}: unexpected result {result:?}").into());
         }

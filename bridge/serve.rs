@@ -39,7 +39,7 @@ use std::sync::Arc;
 use mcpwire::auth::{IntrospectionVerifier, JwtVerifier, ProtectedResource, TokenVerifier};
 use mcpwire::client::catalog::CatalogCache;
 use mcpwire::client::config::{ChildEnv, McpConfig, ServerConfig};
-use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetError, SetOptions};
+use mcpwire::client::connection_set::{ChildStderr, ConnectionSet, ServerState, SetError, SetOptions};
 use mcpwire::client::ClientOptions;
 use mcpwire::recording::{RecordingDir, TeeOptions};
 use mcpwire::server::Server;
@@ -207,7 +207,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let defaults = SetOptions::default();
     let mut options = SetOptions::default()
         .with_client_options(client)
-        .with_stderr(escaped_stderr())
+        .with_stderr(named_escaped_stderr())
         .with_child_env(child_env)
         .with_backoff(defaults.initial_backoff, defaults.max_backoff, attempts)
         .with_startup_retries(attempts);
@@ -350,6 +350,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             .await;
             match bound {
                 Ok(http) => {
+                    gateway.observe_http(http.service());
                     print_banner(&http.url());
                     tokio::select! {
                         _ = interrupt.recv() => {}
@@ -420,7 +421,9 @@ fn named_tokens(settings: &Settings, listen: &Listen, args: &ServeArgs) -> Resul
         return Ok(tokens);
     };
     if args.auth_issuer.is_some() {
-        return Err("[gateway.tokens] and --auth-issuer cannot be used together (yet): choose named tokens or OAuth".into());
+        return Err(
+            "[gateway.tokens] and --auth-issuer cannot be used together (yet): choose named tokens or OAuth".into()
+        );
     }
     for (name, var) in &settings.tokens {
         let token = match std::env::var(var) {
@@ -688,14 +691,27 @@ fn reload_settings(file: &std::path::Path) -> Result<Settings, String> {
     Settings::from_toml(&text, &file.display().to_string())
 }
 
-/// Upstreams' stderr, a line at a time, on ours after `upstream stderr: ` with control
+/// An upstream's stderr, a line at a time, on ours after `upstream stderr: ` with control
 /// characters escaped ([`mcpwire::gateway::printable`]): an upstream cannot drive the
 /// operator's terminal, and no line it writes passes for one of the bridge's own.
 pub(crate) fn escaped_stderr() -> Stderr {
-    Stderr::Lines(std::sync::Arc::new(|line: &str| {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "upstream stderr: {}", mcpwire::gateway::printable(line));
-    }))
+    Stderr::Lines(std::sync::Arc::new(|line: &str| write_upstream_line(None, line)))
+}
+
+/// [`escaped_stderr`] for the children of a connection set, each line after
+/// `upstream stderr (NAME): ` naming the server that wrote it (escaped too).
+pub(crate) fn named_escaped_stderr() -> ChildStderr {
+    ChildStderr::Lines(std::sync::Arc::new(|server: &str, line: &str| write_upstream_line(Some(server), line)))
+}
+
+fn write_upstream_line(server: Option<&str>, line: &str) {
+    use mcpwire::gateway::printable;
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = match server {
+        Some(server) => writeln!(err, "upstream stderr ({}): {}", printable(server), printable(line)),
+        None => writeln!(err, "upstream stderr: {}", printable(line)),
+    };
 }
 
 #[cfg(test)]

@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use mcpwire::client::catalog::{CatalogBuilder, CatalogCache, Resolution, ResolvedCatalog, SourceKind};
 use mcpwire::client::config::{ConfigError, McpConfig};
-use mcpwire::client::connection_set::{CatalogTool, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions};
+use mcpwire::client::connection_set::{
+    CatalogTool, ChildStderr, ConnectionSet, ServerState, ServerStatus, SetError, SetOptions,
+};
 use mcpwire::client::login::{AuthReport, AuthStatus, Logins};
 use mcpwire::client::{Client, ClientError, ClientOptions};
 use mcpwire::gateway::printable;
@@ -169,7 +171,8 @@ async fn run(args: Invocation) -> Result<(), Failure> {
                 one.enabled = true;
                 config.servers = [(name.clone(), one)].into();
             }
-            let mut set_options = SetOptions::default().with_client_options(options).with_stderr(stderr);
+            let children = if args.verbose { super::serve::named_escaped_stderr() } else { ChildStderr::Discard };
+            let mut set_options = SetOptions::default().with_client_options(options).with_stderr(children);
             // `check` starts every server, lazy or not; the others list lazy ones from the cache.
             if let Some(cache) = CatalogCache::for_config(file.as_ref()).filter(|_| args.command != Command::Check) {
                 set_options = set_options.with_catalog_cache(cache);
@@ -196,9 +199,11 @@ async fn run_one(client: Client<BoxTransport>, command: Command, json: bool) -> 
             print_tools(&tools, json)?;
             Ok(())
         }),
-        Command::Call { tool, arguments } => {
-            client.call_tool(tool, arguments).await.map_err(Failure::from).and_then(|result| finish_call(&result, json))
-        }
+        Command::Call { tool, arguments } => client
+            .call_tool(tool, arguments, Default::default())
+            .await
+            .map_err(Failure::from)
+            .and_then(|result| finish_call(&result, json)),
         Command::Check => unreachable!("check needs --config"),
     };
     let _ = client.close().await;
@@ -277,7 +282,9 @@ async fn run_set(
         Command::Call { tool, arguments } => {
             set.start().await?;
             let server = server.expect("parse requires --server for call --config");
-            let result = set.call_tool_on(server, &tool, arguments, timeout).await?;
+            let result = set
+                .call_tool_on(server, &tool, arguments, mcpwire::client::CallOptions::default().with_timeout(timeout))
+                .await?;
             finish_call(&result, json)
         }
     }

@@ -5,9 +5,17 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use std::collections::HashSet;
+
 use super::*;
+use crate::peer::Handler;
+use crate::proto::jsonrpc::{ErrorCode, ErrorObject, Notification, Request};
 use crate::proto::mcp_types::ElicitRequestParams;
+use crate::proto::mcp_types::{
+    CallToolOutput, CallToolRequestParams, CallToolResult, EmptyResult, InitializeRequestParams, LoggingLevel,
+};
 use crate::proto::mcp_types::{ContentBlock, TextContent, ToolsCapability};
+use crate::proto::session::{self, Mode, Role};
 use crate::transport::inproc::{self, InprocTransport};
 use crate::transport::Limits;
 
@@ -61,7 +69,7 @@ async fn the_in_process_path_never_serializes() {
     // Legacy: the discover probe of `auto` is serialized JSON by design.
     let client = Client::connect(a, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
     assert_eq!(client.server_info().name, "typed");
-    let result = client.call_tool("add", json!({"a": 1}).as_object().cloned()).await.unwrap();
+    let result = client.call_tool("add", json!({"a": 1}).as_object().cloned(), Default::default()).await.unwrap();
     assert_eq!(
         result.content,
         [ContentBlock::Text(TextContent { text: "add {\"a\":1}".into(), ..Default::default() })]
@@ -439,7 +447,7 @@ async fn input_requests_are_answered_by_the_hosts_handlers_and_the_call_retried_
         })
         .with_roots([Root { uri: "file:///w".into(), name: None, meta: None, extra: Default::default() }]);
     let client = Client::connect(a, options).await.unwrap();
-    let result = client.call_tool("t", json!({"x": 1}).as_object().cloned()).await.unwrap();
+    let result = client.call_tool("t", json!({"x": 1}).as_object().cloned(), Default::default()).await.unwrap();
     assert_eq!(result.content, [ContentBlock::Text(TextContent { text: "done".into(), ..Default::default() })]);
 
     let log = server.log();
@@ -499,7 +507,7 @@ async fn an_input_request_without_a_handler_fails_the_call_and_sends_no_retry() 
     });
     let (a, _server) = stateless_server(server.clone());
     let client = Client::connect(a, ClientOptions::default()).await.unwrap();
-    let err = client.call_tool("t", None).await.unwrap_err();
+    let err = client.call_tool("t", None, Default::default()).await.unwrap_err();
     match &err {
         ClientError::InputRequest { method, key, error } => {
             assert_eq!((method.as_str(), key.as_str(), error.code), ("tools/call", "ask", ErrorCode::METHOD_NOT_FOUND));
@@ -508,7 +516,7 @@ async fn an_input_request_without_a_handler_fails_the_call_and_sends_no_retry() 
     }
     assert_eq!(calls(&server.log(), "tools/call").len(), 1);
     // The connection is fine: another call goes through.
-    assert!(client.call_tool("t", None).await.is_err());
+    assert!(client.call_tool("t", None, Default::default()).await.is_err());
     assert_eq!(calls(&server.log(), "tools/call").len(), 2);
 }
 
@@ -711,7 +719,7 @@ async fn dropping_a_call_that_waits_for_an_input_handler_stops_the_handler() {
         }
     };
     let client = Client::connect(a, ClientOptions::default().with_elicitation(never_answers)).await.unwrap();
-    let call = tokio::time::timeout(Duration::from_millis(100), client.call_tool("t", None)).await;
+    let call = tokio::time::timeout(Duration::from_millis(100), client.call_tool("t", None, Default::default())).await;
     assert!(call.is_err(), "the handler never answers");
     tokio::time::timeout(Duration::from_secs(5), dropped).await.expect("the handler was stopped").unwrap();
 }

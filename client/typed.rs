@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Client, ClientError};
+use super::{CallOptions, Client, ClientError};
 use crate::proto::mcp_types::{CallToolResult, GetPromptResult, StructuredError, Tool};
 use crate::proto::validate::{InvalidSchema, Validator};
 use crate::transport::Transport;
@@ -71,7 +71,8 @@ fn object<A: Serialize + ?Sized>(tool: &str, arguments: &A) -> Result<Option<Map
 
 impl<T: Transport> Client<T> {
     /// Calls tool `name` with `arguments` of any type that serializes as a JSON object (a
-    /// struct, a map; `()` for none), as [`Client::call_tool`] does.
+    /// struct, a map; `()` for none), as [`Client::call_tool`] does with the default
+    /// [`CallOptions`].
     ///
     /// # Errors
     /// [`ClientError::Arguments`] (nothing sent) when they serialize as something else;
@@ -83,7 +84,7 @@ impl<T: Transport> Client<T> {
     ) -> Result<CallToolResult, ClientError> {
         let name = name.into();
         let arguments = object(&name, arguments)?;
-        self.call_tool(name, arguments).await
+        self.call_tool(name, arguments, CallOptions::default()).await
     }
 
     /// Calls tool `name` with `arguments` (as [`call_tool_with_args`](Self::call_tool_with_args))

@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if set.resolve(name).is_none() {
             continue;
         }
-        let result = set.call_tool(name, json!({"a": 2, "b": 40}).as_object().cloned(), None).await?;
+        let result = set.call_tool(name, json!({"a": 2, "b": 40}).as_object().cloned(), Default::default()).await?;
         if let Some(ContentBlock::Text(text)) = result.content.first() {
             println!("{name}: {}", text.text);
         }

@@ -21,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     if let Some(tool) = args.next() {
         let arguments = serde_json::from_str(&args.next().unwrap_or_else(|| "{}".into()))?;
-        let result = client.call_tool(tool.as_str(), Some(arguments)).await?;
+        let result = client.call_tool(tool.as_str(), Some(arguments), Default::default()).await?;
         for block in &result.content {
             match block {
                 ContentBlock::Text(text) => println!("{tool}: {}", text.text),

@@ -640,6 +640,9 @@ pub struct Gateway {
     timeout: Option<Duration>,
     view: RwLock<Arc<View>>,
     server: OnceLock<Server>,
+    /// The HTTP listener serving the gateway, for the messages its streams dropped.
+    #[cfg(feature = "http")]
+    http: OnceLock<crate::transport::sse_http::HttpService>,
     metrics: Arc<BridgeMetrics>,
     /// The rules of [`Gateway::set_policy`]; `None`: everything allowed, nothing asked.
     policy: RwLock<Option<Arc<Policy>>>,
@@ -668,6 +671,8 @@ impl Gateway {
             timeout,
             view: RwLock::new(Arc::new(view)),
             server: OnceLock::new(),
+            #[cfg(feature = "http")]
+            http: OnceLock::new(),
             metrics: Arc::default(),
             policy: RwLock::new(None),
             limiter: RwLock::new(None),
@@ -746,14 +751,26 @@ impl Gateway {
     /// The metrics as text (see [`BridgeMetrics::render`]), with every shared upstream's state
     /// and failed tries as they are now.
     pub fn render_metrics(&self) -> String {
-        if let Some(server) = self.server.get() {
-            self.metrics.notifications_dropped.raise_to([], server.notifications_dropped());
+        let mut dropped = self.server.get().map_or(0, Server::notifications_dropped);
+        #[cfg(feature = "http")]
+        if let Some(http) = self.http.get() {
+            dropped += http.standalone_messages_dropped();
         }
+        self.metrics.notifications_dropped.raise_to([], dropped);
         for status in self.set.summary().servers {
             self.metrics.set_upstream_state(&status.name, status.state, status.failed_attempts);
             self.metrics.set_upstream_up(&status.name, status.state == ServerState::Ready);
         }
         self.metrics.render()
+    }
+
+    /// Counts the messages `service`'s standalone streams drop (a GET stream not open: see
+    /// [`HttpService::standalone_messages_dropped`](crate::transport::sse_http::HttpService::standalone_messages_dropped))
+    /// in `mcp_bridge_notifications_dropped_total`, beside those of the sessions' own queues.
+    /// The first service given stays.
+    #[cfg(feature = "http")]
+    pub fn observe_http(&self, service: &crate::transport::sse_http::HttpService) {
+        let _ = self.http.set(service.clone());
     }
 
     /// The shared upstreams.
@@ -1164,7 +1181,7 @@ fn pass_on(view: &View, server: &str, body: Body) -> Result<(Body, bool), SetErr
 }
 
 /// [`pass_on`] through the typed result: decoded (an upstream result that is no final tool
-/// result is the error [`ConnectionSet::call_tool_with`] gives), its stamps taken off, its
+/// result is the error [`ConnectionSet::call_tool_on`] gives), its stamps taken off, its
 /// content's URIs mapped.
 fn edit_typed(view: &View, server: &str, body: Body) -> Result<(Body, bool), SetError> {
     let mut result =
@@ -1183,7 +1200,12 @@ fn edit_typed(view: &View, server: &str, body: Body) -> Result<(Body, bool), Set
 fn denied(kind: Kind, name: &str, decision: &Decision) -> ErrorObject {
     let rule = decision.rule_name();
     let message = match &decision.rule {
-        Some(rule) => format!("mcp-bridge: {} {} is denied to this caller by policy rule {}", kind.as_str(), name, printable(rule)),
+        Some(rule) => format!(
+            "mcp-bridge: {} {} is denied to this caller by policy rule {}",
+            kind.as_str(),
+            name,
+            printable(rule)
+        ),
         None => format!("mcp-bridge: {} {} is denied to this caller by the policy's default", kind.as_str(), name),
     };
     let error = ErrorObject::new(DENIED, message);

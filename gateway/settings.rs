@@ -203,7 +203,9 @@ impl Settings {
         let Some(gateway) = parsed.gateway else { return Ok(Settings::default()) };
         let mut settings = Settings::default();
         for (name, token) in &gateway.tokens {
-            let at = |what: &str| format!("{file}: line {}: gateway.tokens.{name}: {what}", line_of(text, token.span().start));
+            let at = |what: &str| {
+                format!("{file}: line {}: gateway.tokens.{name}: {what}", line_of(text, token.span().start))
+            };
             let env = &token.get_ref().env;
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
                 return Err(at("a token's name is letters, digits, -, _ and ."));
@@ -242,8 +244,9 @@ impl Settings {
         let Some(policy) = gateway.policy else { return Ok(settings) };
         let mut rules: Vec<Rule> = Vec::new();
         for (i, spanned) in policy.rules.iter().enumerate() {
-            let at =
-                |what: String| format!("{file}: line {}: gateway.policy.rules[{i}]: {what}", line_of(text, spanned.span().start));
+            let at = |what: String| {
+                format!("{file}: line {}: gateway.policy.rules[{i}]: {what}", line_of(text, spanned.span().start))
+            };
             let rule = spanned.get_ref();
             if rule.name.is_empty() {
                 return Err(at("name: empty".to_owned()));
@@ -326,7 +329,10 @@ resources = ["*"]
             ("rate = \"10/second\"\nburst = 0", "burst: 0"),
             ("rate = \"10/second\"\nper = \"session\"", "unknown variant `session`"),
         ] {
-            let broken = text.replace("rate = \"10/second\"", &bad.replace("10/second", if field.starts_with("rate") { "10/fortnight" } else { "10/second" }));
+            let broken = text.replace(
+                "rate = \"10/second\"",
+                &bad.replace("10/second", if field.starts_with("rate") { "10/fortnight" } else { "10/second" }),
+            );
             let error = Settings::from_toml(&broken, "gw.toml").unwrap_err();
             assert!(error.contains(field) && error.contains("line "), "{field}: {error}");
         }
@@ -335,11 +341,23 @@ resources = ["*"]
     #[test]
     fn errors_name_the_line_and_the_field() {
         let cases = [
-            (FILE.replace("effect = \"allow\"\ncallers = { tokens", "efect = \"allow\"\ncallers = { tokens"), "line 14", "efect"),
+            (
+                FILE.replace("effect = \"allow\"\ncallers = { tokens", "efect = \"allow\"\ncallers = { tokens"),
+                "line 14",
+                "efect",
+            ),
             (FILE.replace("default = \"deny\"", "default = \"maybe\""), "line 10", "maybe"),
-            (FILE.replace("tokens = [\"ci\"]", "tokens = [\"cj\"]"), "line 12", "callers.tokens: \"cj\" names no token"),
+            (
+                FILE.replace("tokens = [\"ci\"]", "tokens = [\"cj\"]"),
+                "line 12",
+                "callers.tokens: \"cj\" names no token",
+            ),
             (FILE.replace("tools = [\"echo/*\"]\n", ""), "line 12", "rules[0]: no target"),
-            (FILE.replace("name = \"ops\"", "name = \"ci-echo\""), "line 18", "rules[1]: name: \"ci-echo\" is the name of an earlier rule"),
+            (
+                FILE.replace("name = \"ops\"", "name = \"ci-echo\""),
+                "line 18",
+                "rules[1]: name: \"ci-echo\" is the name of an earlier rule",
+            ),
             (FILE.replace("ci = { env", "ci = { evn"), "line 6", "evn"),
             (FILE.replace("[gateway.policy]", "[gateway.polcy]"), "line 9", "polcy"),
             (FILE.replace("scopes = [\"mcp\"]", "scopes = \"mcp\""), "line 21", "string \"mcp\", expected a sequence"),

@@ -25,7 +25,7 @@
 //! let set = ConnectionSet::new(config, options);
 //! # async {
 //! // Each forwarded call runs in the scope of the downstream session it is made for.
-//! let result = with_caller(CallerId(7), set.call_tool_on("files", "read", None, None)).await;
+//! let result = with_caller(CallerId(7), set.call_tool_on("files", "read", None, Default::default())).await;
 //! # };
 //! ```
 //!

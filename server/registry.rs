@@ -27,7 +27,9 @@ use crate::proto::mcp_types::{
     LoggingLevel, LoggingMessageNotificationParams, PromptsCapability, ResourceUpdatedNotificationParams,
     ResourcesCapability, ServerCapabilities, SubscriptionFilter, ToolsCapability,
 };
+pub(crate) use crate::transport::drops::Drops;
 use crate::transport::Transport;
+pub use crate::transport::DROP_LOG_EVERY;
 
 /// Notifications that may wait for one session before more are dropped for it.
 pub const NOTIFY_QUEUE: usize = 1024;
@@ -109,7 +111,7 @@ impl SessionState {
         match queue.as_ref().map(|q| q.try_send((method, params))) {
             Some(Ok(())) => true,
             Some(Err(mpsc::error::TrySendError::Full(_))) => {
-                drops.note(method);
+                drops.note(Some(method), QUEUE_FULL, NOTIFY_QUEUE);
                 false
             }
             _ => false,
@@ -122,42 +124,8 @@ impl SessionState {
     }
 }
 
-/// Notifications dropped because a session's queue ([`NOTIFY_QUEUE`]) was full: counted, and
-/// logged at most once per [`DROP_LOG_EVERY`], never silently.
-#[derive(Default)]
-pub(crate) struct Drops {
-    count: AtomicU64,
-    /// When the last line was logged, and the count then.
-    logged: Mutex<Option<(std::time::Instant, u64)>>,
-}
-
-/// How often at most a line says notifications are being dropped.
-pub const DROP_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
-
-impl Drops {
-    fn note(&self, method: &str) {
-        let total = self.count.fetch_add(1, Ordering::Relaxed) + 1;
-        let now = std::time::Instant::now();
-        let mut logged = self.logged.lock().expect("drops lock");
-        let since = match *logged {
-            Some((at, _)) if now.duration_since(at) < DROP_LOG_EVERY => return,
-            Some((_, then)) => total - then,
-            None => total,
-        };
-        *logged = Some((now, total));
-        tracing::warn!(
-            method,
-            dropped = since,
-            total,
-            "mcpwire: a session's notification queue is full (NOTIFY_QUEUE = {NOTIFY_QUEUE}): notifications dropped"
-        );
-    }
-
-    /// How many were dropped so far.
-    pub(crate) fn total(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
-    }
-}
+/// The log line when a session's queue ([`NOTIFY_QUEUE`]) is full.
+const QUEUE_FULL: &str = "mcpwire: a session's notification queue is full (NOTIFY_QUEUE): notifications dropped";
 
 /// Builder-time and run-time registrations, and the live sessions.
 #[derive(Default)]

@@ -19,11 +19,14 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::process::ExitStatus;
 use std::sync::Arc;
 
+use super::principal::Principal;
 use super::{Transport, TransportError};
-use crate::auth::Principal;
 use crate::proto::jsonrpc::{Id, Message};
+use crate::proto::mcp_types::Tool;
+use crate::proto::version::ProtocolVersion;
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -38,6 +41,10 @@ trait ErasedTransport: Send + Sync + 'static {
     #[cfg(feature = "http")]
     fn http_request(&self, request: &Id) -> Option<Arc<super::sse_http::HttpRequestParts>>;
     fn related_request(&self, incoming: &Id) -> Option<Id>;
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>);
+    fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)>;
+    fn child_pid(&self) -> Option<u32>;
+    fn exit_status(&self) -> Option<ExitStatus>;
     fn recv(&self) -> BoxFuture<'_, Result<Option<Message>, TransportError>>;
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>>;
     fn as_any(&self) -> &dyn Any;
@@ -75,6 +82,22 @@ impl<T: Transport> ErasedTransport for T {
 
     fn related_request(&self, incoming: &Id) -> Option<Id> {
         Transport::related_request(self, incoming)
+    }
+
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        Transport::set_protocol_version(self, version)
+    }
+
+    fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)> {
+        Transport::admit_tools(self, tools)
+    }
+
+    fn child_pid(&self) -> Option<u32> {
+        Transport::child_pid(self)
+    }
+
+    fn exit_status(&self) -> Option<ExitStatus> {
+        Transport::exit_status(self)
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Option<Message>, TransportError>> {
@@ -115,8 +138,8 @@ impl BoxTransport {
 }
 
 /// `transport` as a `T`: itself when it is one, or the transport inside it when it is a
-/// [`BoxTransport`] of a `T`. For the code generic over transports that treats one kind apart
-/// (the client tells stdio's decoder and the HTTP client the protocol version it speaks).
+/// [`BoxTransport`] of a `T`. For code generic over transports that needs what only one kind
+/// has (what every transport may be asked is a method of [`Transport`] instead).
 pub fn downcast<T: Transport, U: Transport>(transport: &U) -> Option<&T> {
     let any = transport as &dyn Any;
     any.downcast_ref::<T>().or_else(|| any.downcast_ref::<BoxTransport>().and_then(BoxTransport::downcast_ref))
@@ -160,6 +183,22 @@ impl Transport for BoxTransport {
 
     fn related_request(&self, incoming: &Id) -> Option<Id> {
         self.0.related_request(incoming)
+    }
+
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        self.0.set_protocol_version(version)
+    }
+
+    fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)> {
+        self.0.admit_tools(tools)
+    }
+
+    fn child_pid(&self) -> Option<u32> {
+        self.0.child_pid()
+    }
+
+    fn exit_status(&self) -> Option<ExitStatus> {
+        self.0.exit_status()
     }
 
     fn recv(&self) -> impl Future<Output = Result<Option<Message>, TransportError>> + Send {

@@ -16,13 +16,19 @@ use std::time::Duration;
 
 use crate::proto::framing::LineError;
 use crate::proto::jsonrpc::Message;
+use crate::proto::mcp_types::Tool;
+use crate::proto::version::ProtocolVersion;
 
 pub mod boxed;
+pub(crate) mod drops;
 pub mod inproc;
+pub mod principal;
 #[cfg(feature = "http")]
 pub mod sse_http;
 pub mod stdio;
 pub(crate) mod task;
+
+pub use drops::DROP_LOG_EVERY;
 
 /// Sizes and times that bound what a connection may hold or wait for. Every field has a
 /// documented default and may be overridden.
@@ -303,9 +309,9 @@ pub trait Transport: Send + Sync + 'static {
 
     /// Who the verified access token of the peer's request `request` speaks for, on a
     /// transport that authenticates its peer (Streamable HTTP and the legacy HTTP+SSE transport
-    /// behind a [`ProtectedResource`](crate::auth::ProtectedResource)); `None` for the others
+    /// behind a [`ProtectedResource`](crate::transport::sse_http::resource::ProtectedResource)); `None` for the others
     /// and for an unprotected server.
-    fn principal(&self, request: &crate::proto::jsonrpc::Id) -> Option<std::sync::Arc<crate::auth::Principal>> {
+    fn principal(&self, request: &crate::proto::jsonrpc::Id) -> Option<std::sync::Arc<principal::Principal>> {
         let _ = request;
         None
     }
@@ -328,6 +334,38 @@ pub trait Transport: Send + Sync + 'static {
     /// [`recv`](Transport::recv) until it has been answered.
     fn related_request(&self, incoming: &crate::proto::jsonrpc::Id) -> Option<crate::proto::jsonrpc::Id> {
         let _ = incoming;
+        None
+    }
+
+    /// Tells the transport which protocol revision the session speaks from now on (`None`: not
+    /// settled, e.g. a client falling back from a 2026-07-28 probe to `initialize`), for a
+    /// transport whose framing or headers depend on it: stdio's decoder accepts batches only
+    /// in 2025-03-26; the HTTP client sends `MCP-Protocol-Version` and, under 2026-07-28, makes
+    /// every POST stateless. The client calls it for every transport, its user's own included,
+    /// as soon as the version is known. Takes effect from the next message; must not wait (it
+    /// may be called while another task waits in [`recv`](Transport::recv)). The default
+    /// ignores it.
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        let _ = version;
+    }
+
+    /// The tools of a `tools/list` page this transport can call, for one that has a say: the
+    /// HTTP client in a 2026-07-28 session keeps only the tools whose `x-mcp-header`
+    /// declarations are valid (Streamable HTTP, "Custom Headers from Tool Parameters"). Returns
+    /// each tool left out, with why. The default keeps every tool.
+    fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)> {
+        let _ = tools;
+        Vec::new()
+    }
+
+    /// For a transport over a child process: its process id (`None` for the others).
+    fn child_pid(&self) -> Option<u32> {
+        None
+    }
+
+    /// For a transport over a child process: its exit status once it has exited (`None` while
+    /// it runs, and for the others).
+    fn exit_status(&self) -> Option<std::process::ExitStatus> {
         None
     }
 

@@ -35,7 +35,7 @@ use tokio::sync::{mpsc, oneshot, Mutex};
 
 use super::{Limits, Transport, TransportError};
 use crate::proto::framing::oversized::{Identified, Oversized};
-use crate::proto::framing::{encode_message, LineError, MessageDecoder};
+use crate::proto::framing::{encode_message, FrameError, LineError, MessageDecoder};
 use crate::proto::jsonrpc::{Message, Payload};
 use crate::proto::version::ProtocolVersion;
 
@@ -250,8 +250,13 @@ struct Reader {
     eof: bool,
     /// What the other halves leave for the reader: a protocol version, answers of our own.
     local: Arc<Local>,
-    /// A line decoded after an oversized one whose error answer went first.
-    stashed: Option<Result<Payload, LineError>>,
+    /// What was decoded and is handed out before the next decode: an oversized line's frame
+    /// error and its answer, the line decoded after it.
+    stashed: VecDeque<Result<Payload, LineError>>,
+    /// The frame error of the oversized line being dropped, held until its end tells its id.
+    too_large: Option<LineError>,
+    /// Where a request of the peer's over the frame cap is answered (the writer's queue).
+    refusals: mpsc::Sender<WriterCommand>,
 }
 
 /// What the transport and its writer leave for the reader while a `recv` holds it.
@@ -294,26 +299,45 @@ impl Reader {
                     return Ok(Some(Ok(Payload::Single(answer))));
                 }
             }
-            if let Some(item) = self.stashed.take() {
+            if let Some(item) = self.stashed.pop_front() {
                 return Ok(Some(item));
             }
             let item =
                 if self.eof { self.decoder.decode_eof(&mut self.buf) } else { self.decoder.decode(&mut self.buf) };
-            if let Some(answer) =
-                self.decoder.take_oversized().and_then(|o| oversized_line(&o, self.decoder.max_frame_bytes()))
-            {
-                // The line's own frame error first, when this decode gave it, then its answer.
-                let answer = Ok(Payload::Single(answer));
-                return Ok(Some(match item {
-                    Some(Err(e)) => {
-                        self.stashed = Some(answer);
-                        Err(e)
+            let item = match item {
+                // Held until the line's end: a request's refusal then carries its id.
+                Some(Err(e @ LineError::Frame(FrameError::TooLarge { .. }))) if !self.eof => {
+                    self.too_large = Some(e);
+                    None
+                }
+                item => item,
+            };
+            if let Some(oversized) = self.decoder.take_oversized() {
+                let frame_error = self.too_large.take().map(Err);
+                match oversized_line(&oversized, self.decoder.max_frame_bytes()) {
+                    OversizedLine::OurRequestFails(answer) => {
+                        // The line's frame error first (as for any oversized line), then the answer.
+                        self.stashed.extend(frame_error);
+                        self.stashed.push_back(Ok(Payload::Single(answer)));
                     }
-                    item => {
-                        self.stashed = item;
-                        answer
+                    OversizedLine::Refuse(refusal) => {
+                        // Answered here with its id, so the frame error (which has none) goes.
+                        if self.refusals.send(WriterCommand::Send(refusal)).await.is_err() {
+                            return Err(TransportError::Closed);
+                        }
                     }
-                }));
+                    OversizedLine::Unknown => self.stashed.extend(frame_error),
+                }
+                self.stashed.extend(item);
+                continue;
+            }
+            if self.eof {
+                if let Some(e) = self.too_large.take() {
+                    // The input ended inside the oversized line: its id is not known.
+                    self.stashed.push_back(Err(e));
+                    self.stashed.extend(item);
+                    continue;
+                }
             }
             if item.is_some() || self.eof {
                 return Ok(item);
@@ -333,11 +357,22 @@ impl Reader {
     }
 }
 
-/// What a line over the frame cap becomes, told by its ends ([`Oversized::identify`]): for a
-/// response to one of our requests, an error answer to that request naming the limit, handed
-/// out as if the peer had sent it (the request fails at once instead of waiting for an answer
-/// that was dropped). Logged either way: the peer's message is lost.
-fn oversized_line(o: &Oversized, max: usize) -> Option<Message> {
+/// What becomes of a line over the frame cap.
+enum OversizedLine {
+    /// A response to one of our requests: this error answer to it, handed out as if the peer
+    /// had sent it (the request fails at once instead of waiting for an answer that was
+    /// dropped).
+    OurRequestFails(Message),
+    /// A request of the peer's: this error answer (-32600, naming the limit), sent to the peer
+    /// with the request's id instead of an id-less frame error.
+    Refuse(Message),
+    /// No id could be read: only the frame error says what happened.
+    Unknown,
+}
+
+/// What a line over the frame cap becomes, told by its ends ([`Oversized::identify`]). Logged
+/// in every case: the peer's message is lost.
+fn oversized_line(o: &Oversized, max: usize) -> OversizedLine {
     use crate::proto::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse};
     let len = o.len;
     match o.identify() {
@@ -347,15 +382,20 @@ fn oversized_line(o: &Oversized, max: usize) -> Option<Message> {
                 "response too large: {len} bytes, the limit is {max} (Limits::max_frame_bytes); \
                  the peer's answer was dropped"
             );
-            Some(Message::Error(ErrorResponse::new(Some(id), ErrorObject::new(ErrorCode::INTERNAL_ERROR, message))))
+            let error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, message);
+            OversizedLine::OurRequestFails(Message::Error(ErrorResponse::new(Some(id), error)))
         }
         Some(Identified::Request(id)) => {
-            tracing::warn!(%id, len, max, "mcpwire: dropped a request of the peer's over the frame cap");
-            None
+            tracing::warn!(%id, len, max, "mcpwire: refused a request of the peer's over the frame cap");
+            let message = format!("request too large: {len} bytes, the limit is {max} (Limits::max_frame_bytes)");
+            let error = ErrorObject::new(ErrorCode::INVALID_REQUEST, message);
+            let data = serde_json::json!({"limit": max, "size": len});
+            let error = error.clone().with_data(&data).unwrap_or(error);
+            OversizedLine::Refuse(Message::Error(ErrorResponse::new(Some(id), error)))
         }
         None => {
             tracing::warn!(len, max, "mcpwire: dropped a line over the frame cap whose id could not be read");
-            None
+            OversizedLine::Unknown
         }
     }
 }
@@ -561,7 +601,9 @@ impl StdioTransport {
                 queued: VecDeque::new(),
                 eof: false,
                 local: local.clone(),
-                stashed: None,
+                stashed: VecDeque::new(),
+                too_large: None,
+                refusals: writer.clone(),
             }),
             local,
             writer,
@@ -604,16 +646,24 @@ impl StdioTransport {
     pub fn exit_status(&self) -> Option<ExitStatus> {
         self.child.as_ref().and_then(ChildProcess::try_status)
     }
-
-    /// Tells the decoder the session's protocol revision (batches are accepted in 2025-03-26).
-    /// Takes effect from the next line decoded, even while another task waits in `recv` (which
-    /// holds the reader for as long as the peer is silent, so this must not wait for it).
-    pub async fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
-        self.local.state.lock().expect("stdio local lock").version = Some(version);
-    }
 }
 
 impl Transport for StdioTransport {
+    /// Tells the decoder the session's protocol revision (batches are accepted in 2025-03-26).
+    /// Takes effect from the next line decoded, even while another task waits in `recv` (which
+    /// holds the reader for as long as the peer is silent, so this does not wait for it).
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        self.local.state.lock().expect("stdio local lock").version = Some(version);
+    }
+
+    fn child_pid(&self) -> Option<u32> {
+        StdioTransport::child_pid(self)
+    }
+
+    fn exit_status(&self) -> Option<ExitStatus> {
+        StdioTransport::exit_status(self)
+    }
+
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         self.writer.send(WriterCommand::Send(message)).await.map_err(|_| TransportError::Closed)
     }
@@ -998,6 +1048,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_request_of_the_peers_over_the_frame_cap_is_refused_with_its_id() {
+        use tokio::io::AsyncBufReadExt;
+        let text = "z".repeat(5000);
+        let ours =
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{{\"t\":\"{text}\"}}}}\n");
+        let typescript =
+            format!("{{\"method\":\"tools/call\",\"params\":{{\"t\":\"{text}\"}},\"jsonrpc\":\"2.0\",\"id\":\"r\"}}\n");
+        let notification = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":{{\"t\":\"{text}\"}}}}\n");
+        let input = format!("{ours}{typescript}{notification}{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}}\n");
+        let (output, peer_side) = tokio::io::duplex(64 * 1024);
+        let t = StdioTransport::from_io(
+            std::io::Cursor::new(input.into_bytes()),
+            output,
+            Limits::default().with_max_frame_bytes(1024),
+        );
+        // The requests are answered on the wire, not reported: the first thing `recv` gives is
+        // the notification's frame error (it has no id to answer), then the next line.
+        let err = t.recv().await.unwrap_err();
+        assert!(err.to_string().contains("frame too large"), "{err}");
+        assert_eq!(t.recv().await.unwrap().unwrap().id(), Some(&Id::Number(9)));
+        let mut lines = tokio::io::BufReader::new(peer_side).lines();
+        for (id, len) in [(serde_json::json!(5), ours.len() - 1), (serde_json::json!("r"), typescript.len() - 1)] {
+            let line = lines.next_line().await.unwrap().expect("the refusal was written");
+            let refusal: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(refusal["id"], id, "{line}");
+            assert_eq!(refusal["error"]["code"], -32600, "{line}");
+            assert_eq!(
+                refusal["error"]["message"],
+                format!("request too large: {len} bytes, the limit is 1024 (Limits::max_frame_bytes)")
+            );
+            assert_eq!(refusal["error"]["data"], serde_json::json!({"limit": 1024, "size": len}));
+        }
+    }
+
+    #[tokio::test]
     async fn child_stdout_noise_is_skipped_and_stderr_lines_reach_the_callback() {
         let lines = Arc::new(StdMutex::new(Vec::<String>::new()));
         let seen = lines.clone();
@@ -1062,8 +1147,8 @@ mod tests {
         let reader = t.clone();
         let pending = tokio::spawn(async move { reader.recv().await });
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let set = t.set_protocol_version(Some(ProtocolVersion::V2025_03_26));
-        tokio::time::timeout(Duration::from_secs(1), set).await.expect("set while recv waits");
+        // A plain call: it cannot wait for the reader the pending `recv` holds.
+        Transport::set_protocol_version(&*t, Some(ProtocolVersion::V2025_03_26));
         // The batch that arrives next is decoded under 2025-03-26, which allows batches.
         use tokio::io::AsyncWriteExt;
         feed.write_all(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]\n").await.unwrap();

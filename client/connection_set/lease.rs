@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Conn, SetError};
-use crate::client::decode_tool_result;
-use crate::proto::mcp_types::{CallToolRequestParams, CallToolResult};
-use crate::proto::session::RequestOptions;
+use super::slot::Conn;
+use super::SetError;
+use crate::client::{decode_tool_result, CallOptions};
+use crate::proto::mcp_types::CallToolResult;
 
 /// A connection and whether it was closed already (by shutdown, or by [`retire`]).
 pub(super) struct Held {
@@ -114,9 +114,9 @@ impl ServerLease {
         self.held.is_closed()
     }
 
-    /// Calls tool `tool` on this connection, waiting at most the smaller of the server's
-    /// `tool_timeout` (as of when the lease was taken) and `timeout`. No tool filter applies:
-    /// the holder has the connection itself.
+    /// Calls tool `tool` on this connection as `options` say, waiting at most the smaller of
+    /// the server's `tool_timeout` (as of when the lease was taken) and their timeout. No tool
+    /// filter applies: the holder has the connection itself.
     ///
     /// # Cancel safety
     /// Dropping the future cancels the call (`notifications/cancelled`).
@@ -127,12 +127,11 @@ impl ServerLease {
         &self,
         tool: &str,
         arguments: Option<Map<String, Value>>,
-        timeout: Option<Duration>,
+        mut options: CallOptions,
     ) -> Result<CallToolResult, SetError> {
-        let after = timeout.map_or(self.tool_timeout, |t| t.min(self.tool_timeout));
-        let params = CallToolRequestParams { name: tool.to_owned(), arguments, ..CallToolRequestParams::default() };
-        let options = RequestOptions { timeout: Some(after), ..RequestOptions::default() };
-        self.held.call_tool(params, options).await.and_then(decode_tool_result).map_err(|source| {
+        let after = options.timeout.map_or(self.tool_timeout, |t| t.min(self.tool_timeout));
+        options.timeout = Some(after);
+        self.held.call_tool(tool, arguments, options).await.and_then(decode_tool_result).map_err(|source| {
             let server = self.server.clone();
             if source.is_timeout() {
                 SetError::Timeout { server, what: tool.to_owned(), after }

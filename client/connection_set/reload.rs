@@ -36,9 +36,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{
-    connect, install, lease, retry_failed_start, start_one, ConnectionSet, Held, ServerState, SetEvent, Shared, Slot,
-};
+use super::reconnect::{connect, install, retry_failed_start, start_one};
+use super::slot::Slot;
+use super::{lease, ConnectionSet, Held, ServerState, SetEvent, Shared};
 use crate::client::config::{McpConfig, ServerConfig};
 
 /// What a [`ConnectionSet::reload`] did, each list in name order.

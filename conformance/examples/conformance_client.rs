@@ -158,7 +158,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
             let focal = tools.iter().find(|t| !is_echo(t));
             if let (Some(echo), Some(focal)) = (echo, focal) {
                 let arguments = json!({"schema": focal.input_schema}).as_object().cloned();
-                client.call_tool(echo.name.clone(), arguments).await?;
+                client.call_tool(echo.name.clone(), arguments, Default::default()).await?;
             }
             let _ = client.close().await;
         }
@@ -166,7 +166,8 @@ async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
             let client = connect(url, options()).await?;
             let tools = client.list_tools().await?;
             let tool = tools.iter().find(|t| t.name == "add_numbers").map_or("add_numbers", |t| t.name.as_str());
-            let result = client.call_tool(tool, json!({"a": 5, "b": 3}).as_object().cloned()).await?;
+            let result =
+                client.call_tool(tool, json!({"a": 5, "b": 3}).as_object().cloned(), Default::default()).await?;
             eprintln!("conformance_client: {}", serde_json::to_string(&result).unwrap_or_default());
             let _ = client.close().await;
         }
@@ -174,7 +175,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
             let client = connect(url, options().with_elicitation(accept_with_defaults)).await?;
             let tools = client.list_tools().await?;
             for tool in tools {
-                client.call_tool(tool.name, Some(Map::new())).await?;
+                client.call_tool(tool.name, Some(Map::new()), Default::default()).await?;
             }
             let _ = client.close().await;
         }
@@ -182,13 +183,13 @@ async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
             let client = connect(url, options()).await?;
             let tools = client.list_tools().await?;
             let name = tools.first().map_or("test_reconnection".to_owned(), |t| t.name.clone());
-            client.call_tool(name, Some(Map::new())).await?;
+            client.call_tool(name, Some(Map::new()), Default::default()).await?;
             let _ = client.close().await;
         }
         "http-standard-headers" => {
             let client = connect(url, options()).await?;
             for tool in client.list_tools().await? {
-                client.call_tool(tool.name, Some(Map::new())).await?;
+                client.call_tool(tool.name, Some(Map::new()), Default::default()).await?;
             }
             if client.capabilities().resources.is_some() {
                 for resource in client.list_resources().await? {
@@ -208,14 +209,14 @@ async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
             let context = context();
             for call in context["toolCalls"].as_array().into_iter().flatten() {
                 let name = call["name"].as_str().unwrap_or_default().to_owned();
-                client.call_tool(name, call["arguments"].as_object().cloned()).await?;
+                client.call_tool(name, call["arguments"].as_object().cloned(), Default::default()).await?;
             }
             let _ = client.close().await;
         }
         "sep-2322-client-request-state" => {
             let client = connect(url, options().with_elicitation(accept_with_defaults)).await?;
             for tool in client.list_tools().await? {
-                client.call_tool(tool.name, Some(Map::new())).await?;
+                client.call_tool(tool.name, Some(Map::new()), Default::default()).await?;
             }
             let _ = client.close().await;
         }
@@ -223,7 +224,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
             let client = connect(url, options()).await?;
             if client.capabilities().tools.is_some() {
                 for tool in client.list_tools().await? {
-                    client.call_tool(tool.name, Some(Map::new())).await?;
+                    client.call_tool(tool.name, Some(Map::new()), Default::default()).await?;
                 }
             }
             let _ = client.close().await;

@@ -34,8 +34,10 @@ pub struct BridgeMetrics {
     /// `mcp_bridge_upstream_failed_attempts{server}`: tries to start the upstream that failed
     /// since it was last ready.
     pub upstream_failed_attempts: Arc<GaugeVec<1>>,
-    /// `mcp_bridge_notifications_dropped_total`: notifications to downstream sessions dropped
-    /// because a session's queue was full ([`crate::server::Server::notifications_dropped`]).
+    /// `mcp_bridge_notifications_dropped_total`: messages to downstream sessions dropped
+    /// because a session's queue was full ([`crate::server::Server::notifications_dropped`]) or
+    /// its standalone GET stream was not open and its queue full
+    /// ([`crate::gateway::Gateway::observe_http`]).
     pub notifications_dropped: Arc<CounterVec<0>>,
     /// `mcp_bridge_policy_denied_total{kind}`: requests the policy refused, by target kind
     /// (`tool`, `prompt`, `resource`).
@@ -116,13 +118,17 @@ impl BridgeMetrics {
         let notifications_dropped = registry
             .counter(
                 "mcp_bridge_notifications_dropped_total",
-                "Notifications to downstream sessions dropped because a session's queue was full (its client reads \
-                 more slowly than they come).",
+                "Messages to downstream sessions dropped because a session's queue was full (its client reads \
+                 more slowly than they come, or has not opened its GET stream).",
                 [],
             )
             .expect(taken);
         let policy_denied = registry
-            .counter("mcp_bridge_policy_denied_total", "Requests refused by the gateway's policy, by target kind.", ["kind"])
+            .counter(
+                "mcp_bridge_policy_denied_total",
+                "Requests refused by the gateway's policy, by target kind.",
+                ["kind"],
+            )
             .expect(taken);
         let rate_limited = registry
             .counter("mcp_bridge_rate_limited_total", "Calls refused by a rate limit, by the limit's name.", ["limit"])

@@ -87,7 +87,7 @@ async fn a_lazy_server_is_listed_from_the_cache_and_started_on_its_first_call() 
     let call = |text: &str| {
         let set = set.clone();
         let arguments = json!({"text": text}).as_object().cloned();
-        async move { set.call_tool("mcp__lazy__echo", arguments, None).await }
+        async move { set.call_tool("mcp__lazy__echo", arguments, Default::default()).await }
     };
     let (a, b) = tokio::join!(call("a"), call("b"));
     assert_eq!(serde_json::to_value(&a.unwrap().content).unwrap()[0]["text"], "a");
@@ -151,7 +151,9 @@ async fn a_server_ready_when_connected_is_listed_after_startup() {
     listed.await.expect("listed after startup");
     assert_eq!(ready_tools, Some(0), "ready before its catalog was listed");
     assert!(set.tools().iter().any(|t| t.qualified_name == "mcp__everything__echo"));
-    set.call_tool("mcp__everything__echo", json!({"message": "hi"}).as_object().cloned(), None).await.unwrap();
+    set.call_tool("mcp__everything__echo", json!({"message": "hi"}).as_object().cloned(), Default::default())
+        .await
+        .unwrap();
     set.shutdown().await;
 }
 
@@ -177,7 +179,7 @@ async fn a_lazy_server_added_by_a_reload_is_deferred_when_its_listing_is_cached(
     assert_eq!(set.status("lazy").unwrap().state, ServerState::Deferred);
     assert_eq!(starts(&log), 1, "listed from the cache, not started");
     assert!(set.tools().iter().any(|t| t.qualified_name == "mcp__lazy__echo"));
-    set.call_tool("mcp__lazy__echo", json!({"text": "now"}).as_object().cloned(), None).await.unwrap();
+    set.call_tool("mcp__lazy__echo", json!({"text": "now"}).as_object().cloned(), Default::default()).await.unwrap();
     assert_eq!(starts(&log), 2);
     set.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);

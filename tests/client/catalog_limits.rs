@@ -60,12 +60,12 @@ async fn a_refresh_that_fails_keeps_the_previous_catalog() {
     set.start().await.unwrap();
     let before: Vec<String> = set.tools().into_iter().map(|t| t.qualified_name).collect();
     assert_eq!(before, ["mcp__flaky__t", "mcp__flaky__break"]);
-    set.call_tool("mcp__flaky__break", None, None).await.unwrap();
+    set.call_tool("mcp__flaky__break", None, Default::default()).await.unwrap();
     let message = warning(&mut events, "flaky").await;
     assert!(message.contains("the previous catalog stays") && message.contains("listing is broken"), "{message}");
     let after: Vec<String> = set.tools().into_iter().map(|t| t.qualified_name).collect();
     assert_eq!(after, before);
-    let answer = set.call_tool("mcp__flaky__t", None, None).await.unwrap();
+    let answer = set.call_tool("mcp__flaky__t", None, Default::default()).await.unwrap();
     assert!(serde_json::to_string(&answer).unwrap().contains("t called by"), "still served");
     set.shutdown().await;
 }
@@ -80,7 +80,7 @@ async fn reserved_meta_keys_given_by_a_caller_do_not_go_upstream() {
         .with_meta("io.modelcontextprotocol/clientInfo", json!({"name": "spoofed", "version": "0"}))
         .with_meta("com.example.host/approved", json!(true))
         .with_meta("progressToken", json!(7));
-    let result = set.call_tool_with("m", "meta", None, call).await.unwrap();
+    let result = set.call_tool_on("m", "meta", None, call).await.unwrap();
     let text = serde_json::to_value(&result.content).unwrap()[0]["text"].as_str().unwrap().to_owned();
     let seen: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(seen, json!({"example.com/trace": "t-1"}), "only the caller's own key reaches the server");

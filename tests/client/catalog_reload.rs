@@ -176,12 +176,12 @@ async fn a_reload_keeps_unchanged_servers_restarts_changed_ones_and_stops_remove
     let catalog = set.catalog();
     assert!(catalog.tool("mcp__echo__add").is_none(), "disabled_tools applied without a restart");
     assert!(catalog.tool("mcp__memory__read_graph").is_some(), "the added server is listed");
-    let echoed = set.call_tool_on("changed", "echo", args(json!({"text": "new"})), None).await.unwrap();
+    let echoed = set.call_tool_on("changed", "echo", args(json!({"text": "new"})), Default::default()).await.unwrap();
     assert_eq!(text(&echoed), "new");
-    let refused = set.call_tool_on("echo", "add", args(json!({"a": 1, "b": 2})), None).await;
+    let refused = set.call_tool_on("echo", "add", args(json!({"a": 1, "b": 2})), Default::default()).await;
     assert!(refused.is_err(), "add is disabled now");
-    set.call_tool_on("memory", "read_graph", None, None).await.unwrap();
-    set.call_tool_on("everything", "echo", args(json!({"message": "still here"})), None).await.unwrap();
+    set.call_tool_on("memory", "read_graph", None, Default::default()).await.unwrap();
+    set.call_tool_on("everything", "echo", args(json!({"message": "still here"})), Default::default()).await.unwrap();
 
     let groups = [pid(&set, "everything"), pid(&set, "echo"), pid(&set, "changed"), pid(&set, "memory")];
     set.shutdown().await;
@@ -203,7 +203,7 @@ async fn two_leases_share_one_child_which_stops_after_the_last_release() {
     let report = set.reload(McpConfig::default()).await;
     assert_eq!(report.removed, ["echo"]);
     assert_eq!(support::running_in_group(child), [child], "the leases keep the child running");
-    let answer = first.call_tool("echo", args(json!({"text": "leased"})), None).await.unwrap();
+    let answer = first.call_tool("echo", args(json!({"text": "leased"})), Default::default()).await.unwrap();
     assert_eq!(text(&answer), "leased");
 
     first.release().await;
@@ -224,10 +224,10 @@ async fn a_call_in_flight_on_a_removed_server_finishes_before_its_child_stops() 
         let set = set.clone();
         async move {
             let arguments = args(json!({"duration": 4, "steps": 2}));
-            set.call_tool_with_progress("everything", "trigger-long-running-operation", arguments, None, move |p| {
+            let options = mcpwire::client::CallOptions::default().with_progress(move |p| {
                 let _ = progressed.send(p);
-            })
-            .await
+            });
+            set.call_tool_on("everything", "trigger-long-running-operation", arguments, options).await
         }
     });
     first_step.recv().await.expect("a first progress step");
@@ -266,7 +266,7 @@ async fn a_singleton_server_keeps_its_connection_when_its_restart_cannot_start_a
     wait_for(&mut events, |e| matches!(e, SetEvent::RestartFailed { server, .. } if server == "only")).await;
     assert_eq!(pid(&set, "only"), child, "the working connection stays");
     assert_eq!(set.status("only").unwrap().state, ServerState::Ready);
-    let answer = set.call_tool_on("only", "echo", args(json!({"text": "still"})), None).await.unwrap();
+    let answer = set.call_tool_on("only", "echo", args(json!({"text": "still"})), Default::default()).await.unwrap();
     assert_eq!(text(&answer), "still");
 
     set.shutdown().await;
@@ -297,7 +297,8 @@ async fn a_reload_keeps_an_unchanged_http_session_and_reconnects_one_whose_heade
     assert_eq!(connections("web"), 1, "the unchanged server keeps its session");
     assert_eq!(connections("team"), 2, "a changed header is a new connection");
     for server in ["web", "team"] {
-        let echoed = set.call_tool_on(server, "echo", args(json!({"message": server})), None).await.unwrap();
+        let echoed =
+            set.call_tool_on(server, "echo", args(json!({"message": server})), Default::default()).await.unwrap();
         assert_eq!(text(&echoed), format!("Echo: {server}"));
     }
     set.shutdown().await;

@@ -72,13 +72,13 @@ async fn two_git_servers_in_two_scopes_each_reach_their_own_process_and_reposito
 
     // Each call reaches its own server: each sees its own repository's untracked file.
     let status = |repo: &Path| json!({"repo_path": repo}).as_object().cloned();
-    let in_alpha = set.call_tool("mcp__alpha__git__git_status", status(&alpha), None).await.unwrap();
+    let in_alpha = set.call_tool("mcp__alpha__git__git_status", status(&alpha), Default::default()).await.unwrap();
     assert!(text(&in_alpha).contains("alpha.txt") && !text(&in_alpha).contains("beta.txt"), "{}", text(&in_alpha));
-    let in_beta = set.call_tool("mcp__beta__git__git_status", status(&beta), None).await.unwrap();
+    let in_beta = set.call_tool("mcp__beta__git__git_status", status(&beta), Default::default()).await.unwrap();
     assert!(text(&in_beta).contains("beta.txt") && !text(&in_beta).contains("alpha.txt"), "{}", text(&in_beta));
 
     // A bare name is ambiguous between the two scopes.
-    let ambiguous = set.call_tool_on("git", "git_status", status(&alpha), None).await.unwrap_err();
+    let ambiguous = set.call_tool_on("git", "git_status", status(&alpha), Default::default()).await.unwrap_err();
     assert!(
         matches!(&ambiguous, SetError::AmbiguousServer { candidates, .. } if candidates == &["alpha/git", "beta/git"])
     );
@@ -93,13 +93,13 @@ async fn two_git_servers_in_two_scopes_each_reach_their_own_process_and_reposito
     set.start().await.unwrap();
     assert_eq!(set.status("git").unwrap().name, "git");
     assert_ne!(set.server_pid("git"), set.server_pid("alpha/git"));
-    let unscoped = set.call_tool_on("git", "git_status", status(&beta), None).await.unwrap();
+    let unscoped = set.call_tool_on("git", "git_status", status(&beta), Default::default()).await.unwrap();
     assert!(text(&unscoped).contains("beta.txt"), "{}", text(&unscoped));
     set.shutdown().await;
 
     let set = ConnectionSet::new(workspace(&alpha).in_scope("alpha"), SetOptions::default());
     set.start().await.unwrap();
-    let only = set.call_tool_on("git", "git_status", status(&alpha), None).await.unwrap();
+    let only = set.call_tool_on("git", "git_status", status(&alpha), Default::default()).await.unwrap();
     assert!(text(&only).contains("alpha.txt"), "{}", text(&only));
     set.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);

@@ -129,7 +129,7 @@ async fn three_sources_resolve_by_precedence_and_conflict_action_and_the_winners
         assert!(!tools.iter().any(|t| t == shadowed), "{shadowed} should be shadowed: {tools:?}");
     }
     assert!(!tools.iter().any(|t| t.starts_with("mcp__clash__")), "{tools:?}");
-    let answer = set.call_tool("mcp__shared__from_config", None, None).await.unwrap();
+    let answer = set.call_tool("mcp__shared__from_config", None, Default::default()).await.unwrap();
     assert!(serde_json::to_string(&answer).unwrap().contains("from_config called by"), "{answer:?}");
     set.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);

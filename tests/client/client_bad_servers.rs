@@ -47,20 +47,20 @@ async fn the_handshake_records_what_the_server_said() {
 #[tokio::test]
 async fn malformed_lines_from_the_server_are_skipped_and_the_call_completes() {
     let client = connect("malformed").await;
-    let result = client.call_tool("echo", args(json!({"n": 1}))).await.unwrap();
+    let result = client.call_tool("echo", args(json!({"n": 1})), Default::default()).await.unwrap();
     assert_eq!(text(&result), r#"echo {"n": 1}"#);
     // The connection is still usable.
-    let result = client.call_tool("echo", args(json!({"n": 2}))).await.unwrap();
+    let result = client.call_tool("echo", args(json!({"n": 2})), Default::default()).await.unwrap();
     assert_eq!(text(&result), r#"echo {"n": 2}"#);
 }
 
 #[tokio::test]
 async fn responses_to_unknown_ids_are_ignored() {
     let client = connect("unknown-id").await;
-    let result = client.call_tool("echo", None).await.unwrap();
+    let result = client.call_tool("echo", None, Default::default()).await.unwrap();
     assert_eq!(text(&result), "echo {}");
     assert_eq!(result.is_error, None);
-    let result = client.call_tool("echo", args(json!({"again": true}))).await.unwrap();
+    let result = client.call_tool("echo", args(json!({"again": true})), Default::default()).await.unwrap();
     assert_eq!(text(&result), r#"echo {"again": true}"#);
 }
 
@@ -71,11 +71,11 @@ async fn a_child_that_exits_mid_call_fails_its_calls_with_its_exit_status() {
     // A call waiting on the same connection when the child dies.
     let waiting = {
         let dying = dying.clone();
-        tokio::spawn(async move { dying.call_tool("hang", None).await })
+        tokio::spawn(async move { dying.call_tool("hang", None, Default::default()).await })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
     let started = Instant::now();
-    let err = dying.call_tool("die", None).await.unwrap_err();
+    let err = dying.call_tool("die", None, Default::default()).await.unwrap_err();
     assert!(err.is_server_exit(), "{err:?}");
     assert_eq!(err.to_string(), "server exited during tools/call (exit status: 7)");
     let err = tokio::time::timeout(Duration::from_secs(5), waiting).await.expect("no hang").unwrap().unwrap_err();
@@ -87,7 +87,7 @@ async fn a_child_that_exits_mid_call_fails_its_calls_with_its_exit_status() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(dying.exit_status().and_then(|s| s.code()), Some(7));
     // Another connection does not notice.
-    let result = other.call_tool("echo", args(json!({"still": "here"}))).await.unwrap();
+    let result = other.call_tool("echo", args(json!({"still": "here"})), Default::default()).await.unwrap();
     assert_eq!(text(&result), r#"echo {"still": "here"}"#);
 }
 
@@ -95,13 +95,16 @@ async fn a_child_that_exits_mid_call_fails_its_calls_with_its_exit_status() {
 async fn a_server_that_never_answers_times_out_and_is_told() {
     let client = connect("plain").await;
     let started = Instant::now();
-    let err = client.call_tool_with_timeout("hang", None, Duration::from_millis(200)).await.unwrap_err();
+    let err = client
+        .call_tool("hang", None, mcpwire::client::CallOptions::default().with_timeout(Duration::from_millis(200)))
+        .await
+        .unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
     assert_eq!(err.to_string(), "tools/call timed out after 200 ms");
     assert!(started.elapsed() >= Duration::from_millis(200));
     // The server got notifications/cancelled for it (request 2: the `auto` era's server/discover
     // probe was 0, initialize 1).
-    let report = text(&client.call_tool("report", None).await.unwrap());
+    let report = text(&client.call_tool("report", None, Default::default()).await.unwrap());
     let report: Value = serde_json::from_str(&report).unwrap();
     assert_eq!(report["cancelled"], json!([2]));
 }
@@ -110,7 +113,7 @@ async fn a_server_that_never_answers_times_out_and_is_told() {
 async fn the_default_timeout_comes_from_the_options() {
     let options = ClientOptions::default().with_request_timeout(Some(Duration::from_millis(1000)));
     let client = Client::spawn(fake("plain"), options).await.unwrap();
-    let err = client.call_tool("hang", None).await.unwrap_err();
+    let err = client.call_tool("hang", None, Default::default()).await.unwrap_err();
     assert_eq!(err.to_string(), "tools/call timed out after 1000 ms");
 }
 
@@ -163,7 +166,8 @@ async fn server_requests_are_answered_and_notifications_reach_the_handler() {
     let client = Client::spawn(fake("ask"), options).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     let report = loop {
-        let report: Value = serde_json::from_str(&text(&client.call_tool("report", None).await.unwrap())).unwrap();
+        let report: Value =
+            serde_json::from_str(&text(&client.call_tool("report", None, Default::default()).await.unwrap())).unwrap();
         if report["responses"].as_object().is_some_and(|r| r.len() == 2) || Instant::now() > deadline {
             break report;
         }
@@ -184,7 +188,7 @@ async fn many_calls_in_flight_on_one_connection() {
     let calls: Vec<_> = (0..40)
         .map(|i| {
             let client = client.clone();
-            tokio::spawn(async move { client.call_tool("echo", args(json!({"i": i}))).await })
+            tokio::spawn(async move { client.call_tool("echo", args(json!({"i": i})), Default::default()).await })
         })
         .collect();
     for (i, call) in calls.into_iter().enumerate() {

@@ -4,7 +4,7 @@
 //! our server (handshake era, and 2026-07-28 with the MRTR loop), through a `ConnectionSet`,
 //! and against server-everything; over stdio (no related request) attributed only while a
 //! single caller is in flight. Also: the roots handler, asked per `roots/list` in the caller's
-//! scope; progress, `_meta` and cancellation through `ConnectionSet::call_tool_with`.
+//! scope; progress, `_meta` and cancellation through `ConnectionSet::call_tool_on`.
 //!
 //! The server's tools wait on a barrier of two before asking, so both calls have reached the
 //! server before either elicitation is sent: attribution by "latest call" or to "the only
@@ -156,7 +156,7 @@ async fn http_client(http: &HttpServer, options: ClientOptions) -> Client<HttpCl
 
 /// Two calls under callers 1 and 2 at once on `client`; both answered.
 async fn two_callers_ask(client: &Client<HttpClientTransport>) {
-    let ask = |who: &str| client.call_tool("ask", args(json!({"who": who})));
+    let ask = |who: &str| client.call_tool("ask", args(json!({"who": who})), Default::default());
     let (a, b) = tokio::join!(with_caller(CallerId(1), ask("a")), with_caller(CallerId(2), ask("b")));
     assert_eq!(text(&a.unwrap()), "a: accept");
     assert_eq!(text(&b.unwrap()), "b: accept");
@@ -203,7 +203,7 @@ async fn in_the_mrtr_loop_the_handlers_run_as_the_call_s_caller() {
     assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
     two_callers_ask(&client).await;
     assert_eq!(*seen.lock().unwrap(), expected_both());
-    let roots = with_caller(CallerId(5), client.call_tool("roots", None)).await.unwrap();
+    let roots = with_caller(CallerId(5), client.call_tool("roots", None, Default::default())).await.unwrap();
     assert_eq!(text(&roots), "file:///mrtr");
     assert_eq!(*roots_asked.lock().unwrap(), vec![Some(CallerId(5))]);
 }
@@ -224,12 +224,12 @@ async fn the_roots_handler_is_asked_per_roots_list_as_the_caller() {
     });
     let client = http_client(&http, options).await;
     assert_eq!(client.declared_capabilities().roots.as_ref().and_then(|r| r.list_changed), Some(true));
-    let first = with_caller(CallerId(9), client.call_tool("roots", None)).await.unwrap();
+    let first = with_caller(CallerId(9), client.call_tool("roots", None, Default::default())).await.unwrap();
     assert_eq!(text(&first), "file:///r1");
     // The server keeps the roots until told they changed; then it asks again.
     client.notify_roots_changed().await.unwrap();
     assert_eq!(signals.recv().await, Some(Signal::RootsChanged));
-    let second = with_caller(CallerId(10), client.call_tool("roots", None)).await.unwrap();
+    let second = with_caller(CallerId(10), client.call_tool("roots", None, Default::default())).await.unwrap();
     assert_eq!(text(&second), "file:///r2");
     assert_eq!(*asked.lock().unwrap(), vec![Some(CallerId(9)), Some(CallerId(10))]);
     client.close().await.unwrap();
@@ -263,11 +263,11 @@ async fn over_stdio_one_caller_in_flight_is_named_and_two_are_not() {
     let client = Client::spawn(echo, options).await.unwrap();
     let first = tokio::spawn({
         let client = client.clone();
-        with_caller(CallerId(1), async move { client.call_tool("greet", None).await })
+        with_caller(CallerId(1), async move { client.call_tool("greet", None, Default::default()).await })
     });
     arrived.await.unwrap();
     // Caller 1's call is still in flight (its elicitation waits): caller 2's is ambiguous.
-    let second = with_caller(CallerId(2), client.call_tool("greet", None)).await.unwrap();
+    let second = with_caller(CallerId(2), client.call_tool("greet", None, Default::default())).await.unwrap();
     assert_eq!(text(&second), "Hello, Ada!");
     release.send(()).unwrap();
     assert_eq!(text(&first.await.unwrap().unwrap()), "Hello, Ada!");
@@ -307,8 +307,13 @@ async fn against_server_everything_over_http_each_sampling_reaches_its_caller() 
             }
         });
     let client = Client::connect(transport, options).await.unwrap();
-    let sample =
-        |prompt: &str| client.call_tool("trigger-sampling-request", args(json!({"prompt": prompt, "maxTokens": 5})));
+    let sample = |prompt: &str| {
+        client.call_tool(
+            "trigger-sampling-request",
+            args(json!({"prompt": prompt, "maxTokens": 5})),
+            Default::default(),
+        )
+    };
     let (a, b) = tokio::join!(with_caller(CallerId(1), sample("from-a")), with_caller(CallerId(2), sample("from-b")));
     assert!(text(&a.unwrap()).contains("from-a"));
     assert!(text(&b.unwrap()).contains("from-b"));
@@ -356,15 +361,15 @@ async fn through_a_connection_set_handlers_see_server_and_caller() {
         });
     let set = set_for(&http, "legacy", options);
     set.start().await.unwrap();
-    let ask = |who: &str| set.call_tool_on("ours", "ask", args(json!({"who": who})), None);
+    let ask = |who: &str| set.call_tool_on("ours", "ask", args(json!({"who": who})), Default::default());
     let (a, b) = tokio::join!(with_caller(CallerId(1), ask("a")), with_caller(CallerId(2), ask("b")));
     assert_eq!((text(&a.unwrap()), text(&b.unwrap())), ("a: accept".to_owned(), "b: accept".to_owned()));
-    let roots = with_caller(CallerId(3), set.call_tool_on("ours", "roots", None, None)).await.unwrap();
+    let roots = with_caller(CallerId(3), set.call_tool_on("ours", "roots", None, Default::default())).await.unwrap();
     assert_eq!(text(&roots), "file:///roots1");
     // A handler's roots changed: the set tells the servers, which ask again.
     assert!(set.notify_roots_changed().await.is_empty());
     assert_eq!(signals.recv().await, Some(Signal::RootsChanged));
-    let roots = with_caller(CallerId(4), set.call_tool_on("ours", "roots", None, None)).await.unwrap();
+    let roots = with_caller(CallerId(4), set.call_tool_on("ours", "roots", None, Default::default())).await.unwrap();
     assert_eq!(text(&roots), "file:///roots2");
     let ours = |caller| ("ours".to_owned(), Some(CallerId(caller)));
     assert_eq!(
@@ -398,7 +403,12 @@ async fn progress_meta_and_cancellation(era: &str, expected: ProtocolVersion) {
     let progress: Arc<Mutex<Vec<Progress>>> = Arc::default();
     let record = progress.clone();
     let done = set
-        .call_tool_with_progress("ours", "progress", None, None, move |p| record.lock().unwrap().push(p))
+        .call_tool_on(
+            "ours",
+            "progress",
+            None,
+            SetCallOptions::default().with_progress(move |p| record.lock().unwrap().push(p)),
+        )
         .await
         .unwrap();
     assert_eq!(text(&done), "ok");
@@ -408,13 +418,13 @@ async fn progress_meta_and_cancellation(era: &str, expected: ProtocolVersion) {
 
     let options =
         SetCallOptions::default().with_meta("example.com/trace", json!("t-1")).with_meta("progressToken", json!(7));
-    let meta = set.call_tool_with("ours", "meta", None, options).await.unwrap();
+    let meta = set.call_tool_on("ours", "meta", None, options).await.unwrap();
     let meta: Value = serde_json::from_str(&text(&meta)).unwrap();
     // Extra members pass (beside the 2026-07-28 session members), a caller's progressToken does not.
     assert_eq!(meta["example.com/trace"], "t-1", "{meta}");
     assert_eq!(meta.get("progressToken"), None, "{meta}");
 
-    let mut call = Box::pin(set.call_tool_on("ours", "hang", None, None));
+    let mut call = Box::pin(set.call_tool_on("ours", "hang", None, Default::default()));
     tokio::select! {
         outcome = &mut call => panic!("hang answered: {outcome:?}"),
         signal = signals.recv() => assert_eq!(signal, Some(Signal::Started)),

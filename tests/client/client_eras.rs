@@ -25,7 +25,10 @@ fn everything() -> ChildCommand {
 async fn current_time_in_utc(client: &Client<mcpwire::transport::stdio::StdioTransport>) -> String {
     let tools = client.list_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "get_current_time"), "{tools:?}");
-    let result = client.call_tool("get_current_time", json!({"timezone": "UTC"}).as_object().cloned()).await.unwrap();
+    let result = client
+        .call_tool("get_current_time", json!({"timezone": "UTC"}).as_object().cloned(), Default::default())
+        .await
+        .unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
     match &result.content[..] {
         [ContentBlock::Text(t)] => t.text.clone(),
@@ -68,7 +71,8 @@ async fn auto_falls_back_to_initialize_against_a_handshake_only_server() {
     assert_eq!(client.initialize_result().protocol_version, "2025-11-25");
     // The session has its handshake back: handshake-era calls work as under `legacy`.
     client.ping().await.unwrap();
-    let result = client.call_tool("echo", json!({"message": "hi"}).as_object().cloned()).await.unwrap();
+    let result =
+        client.call_tool("echo", json!({"message": "hi"}).as_object().cloned(), Default::default()).await.unwrap();
     assert!(matches!(&result.content[..], [ContentBlock::Text(t)] if t.text.contains("hi")), "{result:?}");
     client.close().await.unwrap();
 }
@@ -103,10 +107,10 @@ async fn greet_and_roots(era: EraPolicy, expected: ProtocolVersion) {
 }
 
 async fn greet_and_roots_on<T: mcpwire::transport::Transport>(client: &Client<T>) {
-    let greeting = client.call_tool("greet", Some(Default::default())).await.unwrap();
+    let greeting = client.call_tool("greet", Some(Default::default()), Default::default()).await.unwrap();
     assert_ne!(greeting.is_error, Some(true), "{greeting:?}");
     assert_eq!(text_of(&greeting), "hello ada");
-    let roots = client.call_tool("roots", Some(Default::default())).await.unwrap();
+    let roots = client.call_tool("roots", Some(Default::default()), Default::default()).await.unwrap();
     assert_eq!(text_of(&roots), "file:///work");
 }
 

@@ -102,7 +102,7 @@ async fn resources_read_subscribe_and_update() {
     assert!(unknown.rpc_error().is_some(), "{unknown:?}");
 
     client.subscribe("demo://resource/dynamic/text/1").await.unwrap();
-    client.call_tool("toggle-subscriber-updates", args(json!({}))).await.unwrap();
+    client.call_tool("toggle-subscriber-updates", args(json!({})), Default::default()).await.unwrap();
     notes
         .wait_for("resources/updated", |ns| {
             ns.iter().any(|n| {
@@ -111,7 +111,7 @@ async fn resources_read_subscribe_and_update() {
             })
         })
         .await;
-    client.call_tool("toggle-subscriber-updates", args(json!({}))).await.unwrap();
+    client.call_tool("toggle-subscriber-updates", args(json!({})), Default::default()).await.unwrap();
     client.unsubscribe("demo://resource/dynamic/text/1").await.unwrap();
 }
 
@@ -208,20 +208,23 @@ async fn sampling_elicitation_and_roots_are_answered_by_our_handlers() {
         assert!(tools.iter().any(|t| t.name == name), "{name} is listed");
     }
 
-    let sampled =
-        client.call_tool("trigger-sampling-request", args(json!({"prompt": "Say hi", "maxTokens": 20}))).await.unwrap();
+    let sampled = client
+        .call_tool("trigger-sampling-request", args(json!({"prompt": "Say hi", "maxTokens": 20})), Default::default())
+        .await
+        .unwrap();
     assert!(
         text(&sampled).contains("canned reply to Resource trigger-sampling-request context: Say hi"),
         "{sampled:?}"
     );
 
-    let elicited = client.call_tool("trigger-elicitation-request", args(json!({}))).await.unwrap();
+    let elicited = client.call_tool("trigger-elicitation-request", args(json!({})), Default::default()).await.unwrap();
     assert!(text(&elicited).contains("Name: Ada Lovelace"), "{elicited:?}");
 
     let url = client
         .call_tool(
             "trigger-url-elicitation",
             args(json!({"url": "https://example.com/consent", "elicitationId": "e-1"})),
+            Default::default(),
         )
         .await
         .unwrap();
@@ -230,7 +233,7 @@ async fn sampling_elicitation_and_roots_are_answered_by_our_handlers() {
     // The server asks roots/list after the handshake; the tool shows what it got.
     let mut roots = String::new();
     for _ in 0..100 {
-        roots = text(&client.call_tool("get-roots-list", args(json!({}))).await.unwrap());
+        roots = text(&client.call_tool("get-roots-list", args(json!({})), Default::default()).await.unwrap());
         if roots.contains("file:///tmp/project") {
             break;
         }
@@ -241,7 +244,7 @@ async fn sampling_elicitation_and_roots_are_answered_by_our_handlers() {
     // Changing them sends notifications/roots/list_changed; the server asks again.
     client.set_roots([root("file:///tmp/other", "other")]).await.unwrap();
     for _ in 0..100 {
-        roots = text(&client.call_tool("get-roots-list", args(json!({}))).await.unwrap());
+        roots = text(&client.call_tool("get-roots-list", args(json!({})), Default::default()).await.unwrap());
         if roots.contains("file:///tmp/other") {
             break;
         }
@@ -266,15 +269,9 @@ async fn progress_reaches_the_callback() {
     let client = connect(ClientOptions::default()).await;
     let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
     let sink = seen.clone();
-    let params = CallToolRequestParams {
-        name: "trigger-long-running-operation".into(),
-        arguments: args(json!({"duration": 0.6, "steps": 3})),
-        ..CallToolRequestParams::default()
-    };
-    let result = client
-        .call_tool_with_progress(params, RequestOptions::default(), move |p| sink.lock().unwrap().push(p))
-        .await
-        .unwrap();
+    let arguments = args(json!({"duration": 0.6, "steps": 3}));
+    let options = mcpwire::client::CallOptions::default().with_progress(move |p| sink.lock().unwrap().push(p));
+    let result = client.call_tool("trigger-long-running-operation", arguments, options).await.unwrap();
     assert!(text(&result).contains("Long running operation completed"), "{result:?}");
     let seen = seen.lock().unwrap();
     let steps: Vec<String> = seen.iter().map(|p| p.progress.to_string()).collect();
@@ -296,11 +293,15 @@ async fn a_dropped_call_is_cancelled_at_the_server() {
         output.display()
     );
     let client = Client::spawn(ChildCommand::new("sh").arg("-c").arg(script), ClientOptions::default()).await.unwrap();
-    let call = client.call_tool("trigger-long-running-operation", args(json!({"duration": 1.5, "steps": 3})));
+    let call = client.call_tool(
+        "trigger-long-running-operation",
+        args(json!({"duration": 1.5, "steps": 3})),
+        Default::default(),
+    );
     // Give up on it after 300 ms: the future is dropped.
     assert!(tokio::time::timeout(Duration::from_millis(300), call).await.is_err());
     // The connection carries on, and the server never answers the cancelled call.
-    client.call_tool("echo", args(json!({"message": "still here"}))).await.unwrap();
+    client.call_tool("echo", args(json!({"message": "still here"})), Default::default()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1800)).await;
     let sent = std::fs::read_to_string(&input).unwrap();
     let call_id = sent
@@ -330,10 +331,10 @@ async fn a_dropped_call_is_cancelled_at_the_server() {
 async fn a_per_request_timeout_cancels_the_call() {
     let client = connect(ClientOptions::default()).await;
     let err = client
-        .call_tool_with_timeout(
+        .call_tool(
             "trigger-long-running-operation",
             args(json!({"duration": 5, "steps": 1})),
-            Duration::from_millis(200),
+            mcpwire::client::CallOptions::default().with_timeout(Duration::from_millis(200)),
         )
         .await
         .unwrap_err();
@@ -391,7 +392,7 @@ async fn negotiates_2024_11_05_and_2025_03_26() {
         assert_eq!(serde_json::to_value(options.declared_capabilities()).unwrap(), json!({"sampling": {}}));
         let client = connect(options).await;
         assert_eq!(client.protocol_version(), version);
-        let echo = client.call_tool("echo", args(json!({"message": "old"}))).await.unwrap();
+        let echo = client.call_tool("echo", args(json!({"message": "old"})), Default::default()).await.unwrap();
         assert_eq!(text(&echo), "Echo: old");
         client.read_resource("demo://resource/dynamic/text/1").await.unwrap();
         // Tasks came in 2025-11-25: refused before sending even though the server has them.
@@ -444,8 +445,10 @@ async fn streamable_http_resources_prompts_and_sampling() {
     let arguments = BTreeMap::from([("city".to_owned(), "Lisbon".to_owned())]);
     let prompt = client.get_prompt("args-prompt", Some(arguments)).await.unwrap();
     assert_eq!(serde_json::to_value(&prompt.messages[0].content).unwrap()["text"], "What's weather in Lisbon?");
-    let sampled =
-        client.call_tool("trigger-sampling-request", args(json!({"prompt": "Say hi", "maxTokens": 20}))).await.unwrap();
+    let sampled = client
+        .call_tool("trigger-sampling-request", args(json!({"prompt": "Say hi", "maxTokens": 20})), Default::default())
+        .await
+        .unwrap();
     assert!(text(&sampled).contains("canned reply to"), "{sampled:?}");
     client.set_logging_level(LoggingLevel::Info).await.unwrap();
     client.close().await.unwrap();

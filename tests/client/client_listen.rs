@@ -116,7 +116,7 @@ async fn our_server_over_http_tells_a_listening_client_that_its_tools_changed() 
     let ack = wait_for(&mut rx, "notifications/subscriptions/acknowledged", &id).await;
     assert!(ack.params.is_some());
 
-    let added = client.call_tool("grow", named("fresh")).await.unwrap();
+    let added = client.call_tool("grow", named("fresh"), Default::default()).await.unwrap();
     assert_ne!(added.is_error, Some(true), "{added:?}");
     wait_for(&mut rx, "notifications/tools/list_changed", &id).await;
     // The cached page (ttl one minute) was evicted by the notification.
@@ -176,7 +176,7 @@ async fn catalog_follows(set: &ConnectionSet, events: &mut mpsc::UnboundedReceiv
     set.start().await.unwrap();
     assert_eq!(set.status("grower").unwrap().protocol_version, Some(ProtocolVersion::V2026_07_28));
     assert!(set.resolve("mcp__grower__fresh").is_none());
-    set.call_tool("mcp__grower__grow", named("fresh"), None).await.unwrap();
+    set.call_tool("mcp__grower__grow", named("fresh"), Default::default()).await.unwrap();
     wait_for_event(events, |e| matches!(e, SetEvent::CatalogChanged { server } if server == "grower")).await;
     assert_eq!(set.resolve("mcp__grower__fresh"), Some(("grower".to_owned(), "fresh".to_owned())));
 }
@@ -187,7 +187,7 @@ async fn the_connection_set_refreshes_a_2026_server_over_http() {
     let http = http(&server).await;
     let (set, mut events) = set_over(&http.url());
     catalog_follows(&set, &mut events).await;
-    let called = set.call_tool("mcp__grower__fresh", None, None).await.unwrap();
+    let called = set.call_tool("mcp__grower__fresh", None, Default::default()).await.unwrap();
     assert_ne!(called.is_error, Some(true), "{called:?}");
     // Shutdown cancels the stream: the server forgets its listener.
     set.shutdown().await;
@@ -251,12 +251,12 @@ async fn python_listens<T: Transport>(client: Client<T>, mut rx: mpsc::Unbounded
     let listening: Listening = client.listen(tools_only()).await.unwrap();
     assert_eq!(listening.agreed(), &tools_only());
     let id = listening.id().clone();
-    let grown = client.call_tool("grow", named(name)).await.unwrap();
+    let grown = client.call_tool("grow", named(name), Default::default()).await.unwrap();
     assert_ne!(grown.is_error, Some(true), "{grown:?}");
     wait_for(&mut rx, "notifications/tools/list_changed", &id).await;
     assert!(tool_names(&client).await.iter().any(|t| t == name));
     drop(listening);
-    let called = client.call_tool(name, Some(Map::new())).await.unwrap();
+    let called = client.call_tool(name, Some(Map::new()), Default::default()).await.unwrap();
     assert_ne!(called.is_error, Some(true), "{called:?}");
     client.close().await.unwrap();
 }
@@ -307,7 +307,10 @@ async fn the_typescript_sdk_v2_server_acknowledges_a_listen_stream_and_takes_its
         wait_for(&mut rx, "notifications/subscriptions/acknowledged", &id).await;
         assert!(!listening.is_finished());
         drop(listening);
-        let echoed = client.call_tool("echo", json!({"text": "still here"}).as_object().cloned()).await.unwrap();
+        let echoed = client
+            .call_tool("echo", json!({"text": "still here"}).as_object().cloned(), Default::default())
+            .await
+            .unwrap();
         assert_ne!(echoed.is_error, Some(true), "{echoed:?}");
     }
     assert!(client.exit_status().is_none(), "the server took both cancellations and runs on");
@@ -341,7 +344,7 @@ async fn the_connection_set_listens_again_after_the_server_comes_back() {
     wait_for_event(&mut events, |e| matches!(e, SetEvent::Reconnected { server } if server == "grower")).await;
     // The relisting after the reconnect.
     wait_for_event(&mut events, |e| matches!(e, SetEvent::CatalogChanged { server } if server == "grower")).await;
-    set.call_tool("mcp__grower__grow", named("again"), None).await.unwrap();
+    set.call_tool("mcp__grower__grow", named("again"), Default::default()).await.unwrap();
     wait_for_event(&mut events, |e| matches!(e, SetEvent::CatalogChanged { server } if server == "grower")).await;
     assert_eq!(set.resolve("mcp__grower__again"), Some(("grower".to_owned(), "again".to_owned())));
     set.shutdown().await;

@@ -49,11 +49,15 @@ async fn handshake_lists_and_calls_tools() {
     let sum = tools.iter().find(|t| t.name == "get-sum").expect("get-sum is listed");
     assert_eq!(sum.input_schema["required"], json!(["a", "b"]));
 
-    let result = client.call_tool("echo", json!({"message": "Hello, MCP!"}).as_object().cloned()).await.unwrap();
+    let result = client
+        .call_tool("echo", json!({"message": "Hello, MCP!"}).as_object().cloned(), Default::default())
+        .await
+        .unwrap();
     assert_eq!(texts(&result), ["Echo: Hello, MCP!"]);
     assert_eq!(result.is_error, None);
 
-    let result = client.call_tool("get-sum", json!({"a": 2, "b": 40}).as_object().cloned()).await.unwrap();
+    let result =
+        client.call_tool("get-sum", json!({"a": 2, "b": 40}).as_object().cloned(), Default::default()).await.unwrap();
     assert_eq!(texts(&result), ["The sum of 2 and 40 is 42."]);
 
     client.ping().await.unwrap();
@@ -64,11 +68,14 @@ async fn handshake_lists_and_calls_tools() {
 #[tokio::test]
 async fn failing_calls_are_results_with_is_error() {
     let client = connect(ClientOptions::default()).await;
-    let result = client.call_tool("no-such-tool", None).await.unwrap();
+    let result = client.call_tool("no-such-tool", None, Default::default()).await.unwrap();
     assert_eq!(result.is_error, Some(true));
     assert_eq!(texts(&result), ["MCP error -32602: Tool no-such-tool not found"]);
 
-    let result = client.call_tool("get-sum", json!({"a": "one", "b": 2}).as_object().cloned()).await.unwrap();
+    let result = client
+        .call_tool("get-sum", json!({"a": "one", "b": 2}).as_object().cloned(), Default::default())
+        .await
+        .unwrap();
     assert_eq!(result.is_error, Some(true));
     assert!(texts(&result)[0].contains("Invalid arguments for tool get-sum"), "{result:?}");
 }
@@ -81,7 +88,9 @@ async fn older_versions_are_negotiated_and_calls_run_concurrently() {
     let calls: Vec<_> = (0..20)
         .map(|i| {
             let client = client.clone();
-            tokio::spawn(async move { client.call_tool("get-sum", json!({"a": i, "b": 1}).as_object().cloned()).await })
+            tokio::spawn(async move {
+                client.call_tool("get-sum", json!({"a": i, "b": 1}).as_object().cloned(), Default::default()).await
+            })
         })
         .collect();
     for (i, call) in calls.into_iter().enumerate() {

@@ -151,11 +151,17 @@ async fn three_real_servers_start_together_and_route_calls() {
     assert!(catalog.prompts.iter().any(|(s, _)| s == "everything_http"));
 
     // Routing, by qualified name and by (server, tool), over both transports.
-    let stdio = set.call_tool("mcp__everything__echo", args(json!({"message": "via stdio"})), None).await.unwrap();
+    let stdio = set
+        .call_tool("mcp__everything__echo", args(json!({"message": "via stdio"})), Default::default())
+        .await
+        .unwrap();
     assert_eq!(text(&stdio), "Echo: via stdio");
-    let http = set.call_tool_on("everything_http", "echo", args(json!({"message": "via http"})), None).await.unwrap();
+    let http = set
+        .call_tool_on("everything_http", "echo", args(json!({"message": "via http"})), Default::default())
+        .await
+        .unwrap();
     assert_eq!(text(&http), "Echo: via http");
-    let graph = set.call_tool("mcp__memory__read_graph", None, None).await.unwrap();
+    let graph = set.call_tool("mcp__memory__read_graph", None, Default::default()).await.unwrap();
     assert_ne!(graph.is_error, Some(true), "{graph:?}");
     let (uri, _) = (catalog.resources.iter().find(|(s, _)| s == "everything").map(|(_, r)| r.uri.clone()).unwrap(), ());
     let read = set
@@ -167,11 +173,11 @@ async fn three_real_servers_start_together_and_route_calls() {
         .unwrap();
     assert!(!read.contents.is_empty());
     assert!(matches!(
-        set.call_tool("mcp__nope__x", None, None).await,
+        set.call_tool("mcp__nope__x", None, Default::default()).await,
         Err(SetError::UnknownTool { name }) if name == "mcp__nope__x"
     ));
     assert!(matches!(
-        set.call_tool_on("broken", "x", None, None).await,
+        set.call_tool_on("broken", "x", None, Default::default()).await,
         Err(SetError::Unavailable { state: ServerState::Failed, .. })
     ));
 
@@ -261,17 +267,17 @@ async fn names_collide_and_overflow_filters_and_approval_modes() {
     assert_eq!(long_name.len(), 64);
 
     // Both colliding tools route to their own server.
-    let a = text(&set.call_tool("mcp__fake_a__t", None, None).await.unwrap());
-    let b = text(&set.call_tool(&collided, None, None).await.unwrap());
+    let a = text(&set.call_tool("mcp__fake_a__t", None, Default::default()).await.unwrap());
+    let b = text(&set.call_tool(&collided, None, Default::default()).await.unwrap());
     assert_eq!(a, format!("t called by {}", set.server_pid("fake.a").unwrap()));
     assert_eq!(b, format!("t called by {}", set.server_pid("fake_a").unwrap()));
-    assert!(text(&set.call_tool(&long_name, None, None).await.unwrap()).starts_with(long));
+    assert!(text(&set.call_tool(&long_name, None, Default::default()).await.unwrap()).starts_with(long));
 
     // Filters are enforced before the server is touched: `die` would kill fake.a.
     let pid = set.server_pid("fake.a").unwrap();
-    let err = set.call_tool_on("fake.a", "die", None, None).await.unwrap_err();
+    let err = set.call_tool_on("fake.a", "die", None, Default::default()).await.unwrap_err();
     assert_eq!(err.to_string(), "tool die of server fake.a is disabled");
-    let err = set.call_tool_on("fake_a", "v", None, None).await.unwrap_err();
+    let err = set.call_tool_on("fake_a", "v", None, Default::default()).await.unwrap_err();
     assert!(matches!(err, SetError::ToolDisabled { .. }), "{err}");
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(set.server_pid("fake.a"), Some(pid));
@@ -291,20 +297,32 @@ async fn a_slow_tool_hits_the_smaller_timeout() {
     set.start().await.unwrap();
     let slow = || args(json!({"duration": 5, "steps": 5}));
     let started = Instant::now();
-    let err =
-        set.call_tool("mcp__everything__trigger-long-running-operation", slow(), Some(Duration::from_secs(30))).await;
+    let err = set
+        .call_tool(
+            "mcp__everything__trigger-long-running-operation",
+            slow(),
+            mcpwire::client::CallOptions::default().with_timeout(Some(Duration::from_secs(30))),
+        )
+        .await;
     let elapsed = started.elapsed();
     let Err(SetError::Timeout { server, after, .. }) = &err else { panic!("{err:?}") };
     assert_eq!((server.as_str(), *after), ("everything", Duration::from_millis(300)));
     assert!(elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(2), "{elapsed:?}");
     let err = set
-        .call_tool("mcp__everything__trigger-long-running-operation", slow(), Some(Duration::from_millis(150)))
+        .call_tool(
+            "mcp__everything__trigger-long-running-operation",
+            slow(),
+            mcpwire::client::CallOptions::default().with_timeout(Some(Duration::from_millis(150))),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, SetError::Timeout { after, .. } if after == Duration::from_millis(150)), "{err}");
     assert_eq!(err.to_string(), "trigger-long-running-operation on server everything timed out after 150 ms");
     // The server is still fine.
-    let echo = set.call_tool("mcp__everything__echo", args(json!({"message": "still here"})), None).await.unwrap();
+    let echo = set
+        .call_tool("mcp__everything__echo", args(json!({"message": "still here"})), Default::default())
+        .await
+        .unwrap();
     assert_eq!(text(&echo), "Echo: still here");
     set.shutdown().await;
 }
@@ -322,8 +340,8 @@ async fn a_server_without_parallel_calls_gets_one_at_a_time() {
     for (server, min, max) in [("parallel", 500, 950), ("serial", 1000, 3000)] {
         let started = Instant::now();
         let (a, b) = tokio::join!(
-            set.call_tool_on(server, "trigger-long-running-operation", op(), None),
-            set.call_tool_on(server, "trigger-long-running-operation", op(), None)
+            set.call_tool_on(server, "trigger-long-running-operation", op(), Default::default()),
+            set.call_tool_on(server, "trigger-long-running-operation", op(), Default::default())
         );
         a.unwrap();
         b.unwrap();
@@ -346,7 +364,7 @@ async fn a_child_killed_mid_call_fails_that_call_and_comes_back() {
             .call_tool(
                 "mcp__everything__trigger-long-running-operation",
                 args(json!({"duration": 10, "steps": 10})),
-                None,
+                Default::default(),
             )
             .await
     });
@@ -370,7 +388,8 @@ async fn a_child_killed_mid_call_fails_that_call_and_comes_back() {
     assert_ne!(first, second, "a new process");
     assert_eq!(set.status("everything").unwrap().state, ServerState::Ready);
     assert!(set.resolve("mcp__everything__echo").is_some(), "its tools are listed again");
-    let echo = set.call_tool("mcp__everything__echo", args(json!({"message": "back"})), None).await.unwrap();
+    let echo =
+        set.call_tool("mcp__everything__echo", args(json!({"message": "back"})), Default::default()).await.unwrap();
     assert_eq!(text(&echo), "Echo: back");
     set.shutdown().await;
     support::assert_groups_gone(&[first, second]).await;
@@ -383,12 +402,12 @@ async fn a_fake_server_that_dies_is_restarted_with_its_tools() {
         set(&toml, SetOptions::default().with_backoff(Duration::from_millis(20), Duration::from_millis(200), 3));
     set.start().await.unwrap();
     let first = set.server_pid("fake").unwrap();
-    let err = set.call_tool("mcp__fake__die", None, None).await.unwrap_err();
+    let err = set.call_tool("mcp__fake__die", None, Default::default()).await.unwrap_err();
     assert!(matches!(&err, SetError::Disconnected { .. }), "{err}");
     assert!(err.to_string().contains("exit status: 7"), "{err}");
     wait_for(&mut events, Duration::from_secs(10), |e| matches!(e, SetEvent::Reconnected { .. })).await;
     assert_ne!(set.server_pid("fake"), Some(first));
-    let t = text(&set.call_tool("mcp__fake__t", None, None).await.unwrap());
+    let t = text(&set.call_tool("mcp__fake__t", None, Default::default()).await.unwrap());
     assert_eq!(t, format!("t called by {}", set.server_pid("fake").unwrap()));
     set.shutdown().await;
 }
@@ -399,7 +418,7 @@ async fn tools_list_changed_refreshes_the_catalog() {
     let (set, mut events) = set(&toml, SetOptions::default().with_refresh_debounce(Duration::from_millis(100)));
     set.start().await.unwrap();
     assert!(set.resolve("mcp__fake__fresh").is_none());
-    set.call_tool("mcp__fake__add", args(json!({"name": "fresh"})), None).await.unwrap();
+    set.call_tool("mcp__fake__add", args(json!({"name": "fresh"})), Default::default()).await.unwrap();
     wait_for(&mut events, Duration::from_secs(5), |e| {
         matches!(e, SetEvent::Notification { server, notification } if server == "fake" && notification.method == "notifications/tools/list_changed")
     })
@@ -411,7 +430,7 @@ async fn tools_list_changed_refreshes_the_catalog() {
     )
     .await;
     assert_eq!(set.resolve("mcp__fake__fresh"), Some(("fake".to_owned(), "fresh".to_owned())));
-    let fresh = text(&set.call_tool("mcp__fake__fresh", None, None).await.unwrap());
+    let fresh = text(&set.call_tool("mcp__fake__fresh", None, Default::default()).await.unwrap());
     assert!(fresh.starts_with("fresh called by"), "{fresh}");
     set.shutdown().await;
 }
@@ -425,7 +444,7 @@ fn root(uri: &str, name: &str) -> Root {
 async fn roots_seen_by(set: &ConnectionSet, server: &str, want: &str) -> String {
     let mut seen = String::new();
     for _ in 0..100 {
-        seen = text(&set.call_tool_on(server, "get-roots-list", args(json!({})), None).await.unwrap());
+        seen = text(&set.call_tool_on(server, "get-roots-list", args(json!({})), Default::default()).await.unwrap());
         if seen.contains(want) {
             break;
         }
@@ -484,17 +503,23 @@ async fn server_requests_reach_the_host_handlers_tagged_with_the_server() {
         .call_tool(
             "mcp__everything__trigger-sampling-request",
             args(json!({"prompt": "Name a colour", "maxTokens": 10})),
-            None,
+            Default::default(),
         )
         .await
         .unwrap();
     assert!(text(&sampled).contains("reply for everything"), "{sampled:?}");
     let sampled = set
-        .call_tool_on("second", "trigger-sampling-request", args(json!({"prompt": "Say hi", "maxTokens": 10})), None)
+        .call_tool_on(
+            "second",
+            "trigger-sampling-request",
+            args(json!({"prompt": "Say hi", "maxTokens": 10})),
+            Default::default(),
+        )
         .await
         .unwrap();
     assert!(text(&sampled).contains("reply for second"), "{sampled:?}");
-    let elicited = set.call_tool_on("second", "trigger-elicitation-request", args(json!({})), None).await.unwrap();
+    let elicited =
+        set.call_tool_on("second", "trigger-elicitation-request", args(json!({})), Default::default()).await.unwrap();
     assert!(format!("{elicited:?}").contains("Name: Ada Lovelace"), "{elicited:?}");
     assert_eq!(
         *asked.lock().unwrap(),
@@ -548,7 +573,7 @@ async fn an_expired_http_session_fails_one_call_then_the_server_is_reinitialized
         set(&toml, SetOptions::default().with_backoff(Duration::from_millis(20), Duration::from_millis(200), 5));
     set.start().await.unwrap();
     let echo = || args(json!({"text": "hi"}));
-    let first = set.call_tool("mcp__echo__echo", echo(), None).await.unwrap();
+    let first = set.call_tool("mcp__echo__echo", echo(), Default::default()).await.unwrap();
     assert_eq!(http.session_count(), 1);
 
     // The server forgets the idle session; the client does not know yet.
@@ -561,7 +586,7 @@ async fn an_expired_http_session_fails_one_call_then_the_server_is_reinitialized
     drain(&mut events);
 
     // The next call fails clearly and is not replayed.
-    let err = set.call_tool("mcp__echo__echo", echo(), None).await.unwrap_err();
+    let err = set.call_tool("mcp__echo__echo", echo(), Default::default()).await.unwrap_err();
     assert!(err.is_session_expired(), "{err}");
     assert!(matches!(&err, SetError::Disconnected { server, .. } if server == "echo"), "{err}");
     let message = err.to_string();
@@ -589,7 +614,7 @@ async fn an_expired_http_session_fails_one_call_then_the_server_is_reinitialized
     assert_eq!(set.status("echo").unwrap().state, ServerState::Ready);
     assert_eq!(http.session_count(), 1, "a new session");
     assert!(set.resolve("mcp__echo__echo").is_some(), "its tools are listed again");
-    let again = set.call_tool("mcp__echo__echo", echo(), None).await.unwrap();
+    let again = set.call_tool("mcp__echo__echo", echo(), Default::default()).await.unwrap();
     assert_eq!(text(&again), text(&first));
     set.shutdown().await;
     http.shutdown().await;
@@ -643,7 +668,7 @@ async fn an_optional_server_that_fails_at_startup_is_retried_in_the_background()
         }
     }
     assert_eq!(set.status("flaky").unwrap().state, ServerState::Ready);
-    let t = text(&set.call_tool("mcp__flaky__t", None, None).await.unwrap());
+    let t = text(&set.call_tool("mcp__flaky__t", None, Default::default()).await.unwrap());
     assert_eq!(t, format!("t called by {}", set.server_pid("flaky").unwrap()));
     let reason = seen
         .iter()
@@ -681,9 +706,9 @@ async fn an_optional_server_that_fails_at_startup_is_retried_in_the_background()
 #[tokio::test]
 async fn a_call_future_stays_small_whatever_transports_the_set_can_hold() {
     let (set, _events) = set(&catalog_server("small", &["t"], ""), SetOptions::default());
-    let call = set.call_tool_with("small", "t", None, SetCallOptions::default());
+    let call = set.call_tool_on("small", "t", None, SetCallOptions::default());
     let size = std::mem::size_of_val(&call);
-    assert!(size <= 4096, "ConnectionSet::call_tool_with's future is {size} bytes");
+    assert!(size <= 4096, "ConnectionSet::call_tool_on's future is {size} bytes");
     let params = serde_json::from_value::<ReadResourceRequestParams>(json!({"uri": "file:///x"})).unwrap();
     let request = set.request_on::<ReadResource>("small", params);
     let size = std::mem::size_of_val(&request);

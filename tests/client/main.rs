@@ -18,5 +18,6 @@ mod client_callers;
 mod client_eras;
 mod client_everything;
 mod client_listen;
+mod client_own_transport;
 mod client_stdio;
 mod connection_set;

@@ -263,7 +263,9 @@ async fn echo_in(
     client: &HttpClient,
     text: &str,
 ) -> Result<mcpwire::proto::mcp_types::CallToolResult, mcpwire::client::ClientError> {
-    client.call_tool("mcp__echo__echo", serde_json::json!({"text": text}).as_object().cloned()).await
+    client
+        .call_tool("mcp__echo__echo", serde_json::json!({"text": text}).as_object().cloned(), Default::default())
+        .await
 }
 
 fn text(result: &mcpwire::proto::mcp_types::CallToolResult) -> String {

@@ -207,8 +207,18 @@ async fn an_upstreams_oversize_answer_or_error_without_id_fails_its_call_at_once
     // The upstream still serves.
     let answer = answer_to(addr, &session, 6, "echo", json!({"text": "next"})).await;
     assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("next"), "{answer}");
+    // A request of the upstream's over the frame cap is refused with its own id (the upstream
+    // is not left waiting, nor told of a frame error it cannot place).
+    answer_to(addr, &session, 7, "bigask", json!({"bytes": 5_000_000})).await;
+    let report = answer_to(addr, &session, 8, "report", json!({})).await;
+    let seen: Value = serde_json::from_str(report["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(seen["responses"]["big"]["code"], -32600, "{seen}");
+    let message = seen["responses"]["big"]["message"].as_str().unwrap_or_else(|| panic!("{seen}"));
+    assert!(message.starts_with("request too large: 50000"), "{message}");
+    assert!(message.ends_with(&format!("the limit is {cap} (Limits::max_frame_bytes)")), "{message}");
     bridge.stop();
     let log = log.join().unwrap();
+    assert_eq!(log.matches("refused a request of the peer's over the frame cap").count(), 1, "{log}");
     assert_eq!(log.matches("dropped the peer's answer over the frame cap; its request fails").count(), 2, "{log}");
     assert_eq!(log.matches("the peer sent an error without an id").count(), 2, "{log}");
 }

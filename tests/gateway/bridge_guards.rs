@@ -107,9 +107,10 @@ async fn an_upstream_cannot_forge_log_lines_with_control_characters() {
     let log = log.join().unwrap();
     let text = String::from_utf8_lossy(&log);
     assert!(!log.contains(&0x1b) && !log.contains(&0x07), "a raw ESC or BEL reached the log:\n{text}");
-    assert!(text.contains("upstream stderr: ring\\u{7} \\u{1b}[31mred\n"), "{text}");
+    // Each line names the upstream that wrote it.
+    assert!(text.contains("upstream stderr (loud): ring\\u{7} \\u{1b}[31mred\n"), "{text}");
     // The upstream's second line is marked as the upstream's: no line of it passes for ours.
-    assert!(text.contains("upstream stderr: 2026-12-03T00:00:00.000000Z  INFO mcp_bridge: forged\n"), "{text}");
+    assert!(text.contains("upstream stderr (loud): 2026-12-03T00:00:00.000000Z  INFO mcp_bridge: forged\n"), "{text}");
     assert!(!text.lines().any(|l| l.starts_with("2026-12-03T00:00:00")), "{text}");
     assert!(!text.lines().any(|l| l.starts_with("INFO forged")), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -233,4 +234,35 @@ async fn sessions_are_capped_per_client_address_and_an_ended_one_frees_its_place
     let r = raw(addr, "DELETE", "/mcp", &headers, "", BOUND).await;
     assert!(matches!(r.status, 200 | 204), "{r:?}");
     assert_eq!(open(here).await.status, 200);
+    // A legacy HTTP+SSE session counts too: refused where the address is full, opened (its
+    // endpoint event sent) where it is not, and then that address is full.
+    let legacy = [("Accept", "text/event-stream")];
+    let r = raw_from(Some(here), addr, "GET", "/sse", &legacy, "", BOUND).await;
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("max_sessions_per_address = 3"), "{r:?}");
+    let _kept = [legacy_stream_from(there, addr).await, legacy_stream_from(there, addr).await];
+    assert_eq!(open(there).await.status, 503, "127.0.0.2 holds one session and two legacy ones");
+}
+
+/// A legacy `GET /sse` from `from`, read until its `endpoint` event: the open stream.
+async fn legacy_stream_from(from: IpAddr, addr: SocketAddr) -> tokio::net::TcpStream {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::new(from, 0)).unwrap();
+    let mut tcp = socket.connect(addr).await.unwrap();
+    let head = format!("GET /sse HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    tokio::time::timeout(BOUND, async {
+        while !String::from_utf8_lossy(&seen).contains("event: endpoint") {
+            let n = tcp.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the stream ended: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&chunk[..n]);
+        }
+    })
+    .await
+    .expect("the endpoint event");
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&seen));
+    tcp
 }

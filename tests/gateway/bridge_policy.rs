@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use mcpwire::client::{Client, ClientError, ClientOptions, EraPolicy};
+use mcpwire::client::{CallOptions, Client, ClientError, ClientOptions, EraPolicy};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use oauth_support::AuthServer;
 use serde_json::{json, Value};
@@ -89,7 +89,11 @@ resources = ["*"]
     )
 }
 
-async fn connect(url: &str, token: &str, notified: Option<tokio::sync::mpsc::UnboundedSender<String>>) -> Client<HttpClientTransport> {
+async fn connect(
+    url: &str,
+    token: &str,
+    notified: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+) -> Client<HttpClientTransport> {
     let transport = HttpClientTransport::new(HttpClientConfig::new(url).bearer_token(token)).unwrap();
     let mut options = ClientOptions::default().with_era(EraPolicy::Legacy);
     if let Some(tx) = notified {
@@ -123,6 +127,14 @@ fn text(result: &mcpwire::proto::mcp_types::CallToolResult) -> Value {
 
 fn args(value: Value) -> Option<serde_json::Map<String, Value>> {
     value.as_object().cloned()
+}
+
+async fn call(
+    client: &Client<HttpClientTransport>,
+    name: &str,
+    arguments: Option<serde_json::Map<String, Value>>,
+) -> Result<mcpwire::proto::mcp_types::CallToolResult, ClientError> {
+    client.call_tool(name, arguments, CallOptions::default()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,8 +171,8 @@ async fn named_tokens_see_their_own_tools_and_reloaded_rules_reach_a_live_sessio
 
     // Different outcomes: each caller's refusal names its rule while the other's call goes through.
     let (ci_denied, dev_allowed) = tokio::join!(
-        ci.call_tool("mcp__everything__get-sum", args(json!({"a": 1, "b": 2}))),
-        dev.call_tool("mcp__everything__get-sum", args(json!({"a": 1, "b": 2}))),
+        call(&ci, "mcp__everything__get-sum", args(json!({"a": 1, "b": 2}))),
+        call(&dev, "mcp__everything__get-sum", args(json!({"a": 1, "b": 2}))),
     );
     let (code, message, data) = rpc_error(ci_denied);
     assert_eq!(code, -32003, "{message}");
@@ -169,16 +181,20 @@ async fn named_tokens_see_their_own_tools_and_reloaded_rules_reach_a_live_sessio
     assert_eq!(data["kind"], "tool");
     let sum = dev_allowed.unwrap();
     assert!(text(&sum).as_str().is_some_and(|t| t.contains('3')), "{sum:?}");
-    let (_, message, _) = rpc_error(dev.call_tool("mcp__everything__echo", args(json!({"message": "x"}))).await);
+    let (_, message, _) = rpc_error(call(&dev, "mcp__everything__echo", args(json!({"message": "x"}))).await);
     assert!(message.contains("dev-no-everything-echo"), "{message}");
-    assert_eq!(text(&ci.call_tool("mcp__echo__echo", args(json!({"text": "ci"}))).await.unwrap()), "ci");
+    assert_eq!(text(&call(&ci, "mcp__echo__echo", args(json!({"text": "ci"}))).await.unwrap()), "ci");
 
     // Prompts and resources likewise.
     let dev_prompts = dev.list_prompts().await.unwrap();
     assert!(!dev_prompts.is_empty(), "everything offers prompts");
     assert!(ci.list_prompts().await.unwrap().is_empty());
     let (_, message, data) = rpc_error(ci.get_prompt(dev_prompts[0].name.clone(), None).await);
-    assert_eq!((data["rule"].clone(), data["kind"].clone()), (json!("ci-not-everything"), json!("prompt")), "{message}");
+    assert_eq!(
+        (data["rule"].clone(), data["kind"].clone()),
+        (json!("ci-not-everything"), json!("prompt")),
+        "{message}"
+    );
     let dev_resources = dev.list_resources().await.unwrap();
     assert!(!dev_resources.is_empty(), "everything offers resources");
     assert!(ci.list_resources().await.unwrap().is_empty());
@@ -196,7 +212,8 @@ async fn named_tokens_see_their_own_tools_and_reloaded_rules_reach_a_live_sessio
 
     // A file whose rules do not read: the reload is skipped, naming line and field; the rules
     // in force stay.
-    std::fs::write(&config, token_policy(false).replace("name = \"dev-all\"\neffect", "name = \"dev-all\"\nefect")).unwrap();
+    std::fs::write(&config, token_policy(false).replace("name = \"dev-all\"\neffect", "name = \"dev-all\"\nefect"))
+        .unwrap();
     bridge.signal("HUP");
     let skipped = wait_for_line(&mut log, "reload skipped").await;
     assert!(skipped.contains("line ") && skipped.contains("unknown field `efect`"), "{skipped}");
@@ -213,9 +230,9 @@ async fn named_tokens_see_their_own_tools_and_reloaded_rules_reach_a_live_sessio
     .expect("the live session is told within 30 s");
     let after = tool_names(&ci).await;
     assert_eq!(after, ["mcp__echo__add", "mcp__echo__echo", "mcp__echo__greet", "mcp__everything__echo"]);
-    let echoed = ci.call_tool("mcp__everything__echo", args(json!({"message": "now"}))).await.unwrap();
+    let echoed = call(&ci, "mcp__everything__echo", args(json!({"message": "now"}))).await.unwrap();
     assert_eq!(text(&echoed), "Echo: now");
-    let (_, message, _) = rpc_error(ci.call_tool("mcp__everything__get-sum", args(json!({"a": 1, "b": 2}))).await);
+    let (_, message, _) = rpc_error(call(&ci, "mcp__everything__get-sum", args(json!({"a": 1, "b": 2}))).await);
     assert!(message.contains("ci-not-everything"), "{message}");
 
     // Nothing of a token in the log.
@@ -248,7 +265,8 @@ async fn wait_for_line(log: &mut tokio::sync::mpsc::UnboundedReceiver<String>, n
 fn a_policy_that_does_not_read_is_refused_at_start_naming_line_and_field() {
     let dir = scratch("bad");
     let config = dir.join("gateway.toml");
-    let text = token_policy(false).replace("tokens = [\"dev\"] }\ntools = [\"*\"]", "tokens = [\"deb\"] }\ntools = [\"*\"]");
+    let text =
+        token_policy(false).replace("tokens = [\"dev\"] }\ntools = [\"*\"]", "tokens = [\"deb\"] }\ntools = [\"*\"]");
     assert!(text.contains("\"deb\""));
     std::fs::write(&config, text).unwrap();
     let output = std::process::Command::new(examples::bin_path("mcp-bridge"))
@@ -313,21 +331,22 @@ tools = ["echo/echo"]
     let carol = auth
         .mint(json!({"claims": {"aud": bridge.url, "scope": "mcp", "sub": "carol", "groups": ["ops", "dev"]}}))
         .await;
-    let dana = auth.mint(json!({"claims": {"aud": bridge.url, "scope": "mcp", "sub": "dana", "client_id": "cli-7"}})).await;
+    let dana =
+        auth.mint(json!({"claims": {"aud": bridge.url, "scope": "mcp", "sub": "dana", "client_id": "cli-7"}})).await;
     let carol = connect(&bridge.url, &carol, None).await;
     let dana = connect(&bridge.url, &dana, None).await;
     let carol_tools = tool_names(&carol).await;
     assert!(carol_tools.contains(&"mcp__everything__echo".to_owned()) && carol_tools.len() > 4, "{carol_tools:?}");
     assert_eq!(tool_names(&dana).await, ["mcp__echo__echo"]);
     let (denied, allowed) = tokio::join!(
-        dana.call_tool("mcp__echo__add", args(json!({"a": 1, "b": 2}))),
-        carol.call_tool("mcp__echo__add", args(json!({"a": 1, "b": 2}))),
+        call(&dana, "mcp__echo__add", args(json!({"a": 1, "b": 2}))),
+        call(&carol, "mcp__echo__add", args(json!({"a": 1, "b": 2}))),
     );
     let (code, message, data) = rpc_error(denied);
     assert_eq!((code, data["rule"].clone()), (-32003, json!("default")), "{message}");
     assert!(message.contains("the policy's default"), "{message}");
     assert_eq!(text(&allowed.unwrap()), "3");
-    assert_eq!(text(&dana.call_tool("mcp__echo__echo", args(json!({"text": "mine"}))).await.unwrap()), "mine");
+    assert_eq!(text(&call(&dana, "mcp__echo__echo", args(json!({"text": "mine"}))).await.unwrap()), "mine");
     let _ = carol.close().await;
     let _ = dana.close().await;
     let _ = std::fs::remove_dir_all(&dir);
@@ -361,13 +380,13 @@ per = "tool"
     let ci = connect(&bridge.url, CI_TOKEN, None).await;
     let dev = connect(&bridge.url, DEV_TOKEN, None).await;
     for n in 0..2 {
-        let echoed = ci.call_tool("mcp__echo__echo", args(json!({"text": format!("ci {n}")}))).await.unwrap();
+        let echoed = call(&ci, "mcp__echo__echo", args(json!({"text": format!("ci {n}")}))).await.unwrap();
         assert_eq!(text(&echoed), format!("ci {n}"));
     }
-    let (limited, dev_calls) = tokio::join!(ci.call_tool("mcp__echo__echo", args(json!({"text": "ci 2"}))), async {
+    let (limited, dev_calls) = tokio::join!(call(&ci, "mcp__echo__echo", args(json!({"text": "ci 2"}))), async {
         let mut answers = Vec::new();
         for n in 0..3 {
-            answers.push(dev.call_tool("mcp__echo__echo", args(json!({"text": format!("dev {n}")}))).await);
+            answers.push(call(&dev, "mcp__echo__echo", args(json!({"text": format!("dev {n}")}))).await);
         }
         answers
     });
@@ -381,8 +400,8 @@ per = "tool"
         assert_eq!(text(&answer.unwrap()), format!("dev {n}"), "another caller is not limited");
     }
     // Per tool: ci's other tools have their own buckets; tools outside the limit none.
-    assert_eq!(text(&ci.call_tool("mcp__echo__add", args(json!({"a": 2, "b": 2}))).await.unwrap()), "4");
-    let echoed = ci.call_tool("mcp__everything__echo", args(json!({"message": "free"}))).await.unwrap();
+    assert_eq!(text(&call(&ci, "mcp__echo__add", args(json!({"a": 2, "b": 2}))).await.unwrap()), "4");
+    let echoed = call(&ci, "mcp__everything__echo", args(json!({"message": "free"}))).await.unwrap();
     assert_eq!(text(&echoed), "Echo: free");
     let (_, metrics) = http_get(&bridge.url, "/metrics", Some(CI_TOKEN));
     assert!(metrics.contains("mcp_bridge_rate_limited_total{limit=\"ci-per-tool\"} 1"), "{metrics}");

@@ -81,10 +81,18 @@ async fn sighup_reloads_the_config_keeping_unchanged_upstreams_and_tells_downstr
         "the unchanged upstream kept its process"
     );
     assert_eq!(child_running(&bridge, "mcp-server-time"), None, "the removed upstream was stopped");
-    let status = client.call_tool("mcp__git__git_status", serde_json::json!({"repo_path": repo}).as_object().cloned());
+    let status = client.call_tool(
+        "mcp__git__git_status",
+        serde_json::json!({"repo_path": repo}).as_object().cloned(),
+        Default::default(),
+    );
     let status = status.await.unwrap();
     assert_ne!(status.is_error, Some(true), "{status:?}");
-    let echo = client.call_tool("mcp__everything__echo", serde_json::json!({"message": "kept"}).as_object().cloned());
+    let echo = client.call_tool(
+        "mcp__everything__echo",
+        serde_json::json!({"message": "kept"}).as_object().cloned(),
+        Default::default(),
+    );
     assert_eq!(serde_json::to_value(&echo.await.unwrap().content).unwrap()[0]["text"], "Echo: kept");
     let _ = client.close().await;
     let _ = std::fs::remove_dir_all(&dir);
@@ -156,8 +164,13 @@ async fn a_reload_moves_each_sessions_per_session_upstreams_to_the_new_config() 
         let options = mcpwire::client::ClientOptions::default().with_era(mcpwire::client::EraPolicy::Legacy);
         mcpwire::client::Client::connect(transport, options).await.unwrap()
     };
-    let now =
-        || client.call_tool("mcp__time__get_current_time", serde_json::json!({"timezone": "UTC"}).as_object().cloned());
+    let now = || {
+        client.call_tool(
+            "mcp__time__get_current_time",
+            serde_json::json!({"timezone": "UTC"}).as_object().cloned(),
+            Default::default(),
+        )
+    };
     let first = now().await.unwrap();
     assert_ne!(first.is_error, Some(true), "{first:?}");
     let before = time_children(&bridge);
@@ -181,7 +194,11 @@ async fn a_reload_moves_each_sessions_per_session_upstreams_to_the_new_config() 
     until_time_children(&bridge, "a removed per-session server is stopped in every session", <[_]>::is_empty).await;
     let gone = now().await;
     assert!(gone.is_err() || gone.as_ref().unwrap().is_error == Some(true), "{gone:?}");
-    let echo = client.call_tool("mcp__everything__echo", serde_json::json!({"message": "kept"}).as_object().cloned());
+    let echo = client.call_tool(
+        "mcp__everything__echo",
+        serde_json::json!({"message": "kept"}).as_object().cloned(),
+        Default::default(),
+    );
     assert_eq!(serde_json::to_value(&echo.await.unwrap().content).unwrap()[0]["text"], "Echo: kept");
     let _ = client.close().await;
     let _ = std::fs::remove_dir_all(&dir);

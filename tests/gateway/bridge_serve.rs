@@ -291,7 +291,7 @@ async fn a_killed_child_fails_its_call_naming_the_server_and_is_restarted_and_no
 
     let client = http_client(&bridge.url).await;
     let args = json!({"duration": 20, "steps": 20}).as_object().cloned();
-    let long = client.call_tool("mcp__everything__trigger-long-running-operation", args);
+    let long = client.call_tool("mcp__everything__trigger-long-running-operation", args, Default::default());
     let killer = async {
         // The call is on its way to the child (a delay, not a synchronisation: a kill before the
         // call arrives fails it the same way).
@@ -306,7 +306,7 @@ async fn a_killed_child_fails_its_call_naming_the_server_and_is_restarted_and_no
     let mut answer = None;
     for _ in 0..100 {
         let echo = json!({"message": "again"}).as_object().cloned();
-        if let Ok(result) = client.call_tool("mcp__everything__echo", echo).await {
+        if let Ok(result) = client.call_tool("mcp__everything__echo", echo, Default::default()).await {
             answer = Some(result);
             break;
         }
@@ -558,7 +558,7 @@ async fn an_upstream_list_change_reaches_every_downstream_session() {
     let caller = http_client(&bridge.url).await;
     let before: Vec<String> = caller.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
     assert!(!before.contains(&"mcp__c__test_dynamic_tool".to_owned()));
-    caller.call_tool("mcp__c__test_trigger_tool_change", None).await.unwrap();
+    caller.call_tool("mcp__c__test_trigger_tool_change", None, Default::default()).await.unwrap();
     let method = tokio::time::timeout(std::time::Duration::from_secs(10), async {
         loop {
             let method = changes.recv().await.expect("the watcher's connection stays up");
@@ -686,7 +686,10 @@ async fn a_2026_upstreams_tool_change_reaches_the_bridges_clients() {
     let names = |tools: Vec<mcpwire::proto::mcp_types::Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
     assert_eq!(names(client.list_tools().await.unwrap()), ["mcp__grower__grow"]);
 
-    let grown = client.call_tool("mcp__grower__grow", json!({"name": "fresh"}).as_object().cloned()).await.unwrap();
+    let grown = client
+        .call_tool("mcp__grower__grow", json!({"name": "fresh"}).as_object().cloned(), Default::default())
+        .await
+        .unwrap();
     assert_ne!(grown.is_error, Some(true), "{grown:?}");
     let within = std::time::Duration::from_secs(10);
     loop {

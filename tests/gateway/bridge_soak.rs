@@ -127,7 +127,11 @@ async fn counted_call<T: mcpwire::transport::Transport>(
     tool: &str,
     text: String,
 ) {
-    let answer = tokio::time::timeout(GUARD, client.call_tool(format!("mcp__{upstream}__{tool}"), args(&text))).await;
+    let answer = tokio::time::timeout(
+        GUARD,
+        client.call_tool(format!("mcp__{upstream}__{tool}"), args(&text), Default::default()),
+    )
+    .await;
     let expected = if upstream == "crashy" { format!("{tool} {{\"text\": {}}}", json!(text)) } else { text };
     tally.add(kind, upstream, outcome(answer, &expected));
 }
@@ -508,6 +512,6 @@ async fn twenty_thousand_sessions_keep_the_bridge_under_its_memory_bound() {
     // Still serving: a call on a new 2026-07-28 client (no session needed).
     let client =
         http_client(&bridge.url, EraPolicy::Adopt(mcpwire::proto::version::ProtocolVersion::V2026_07_28)).await;
-    let answer = client.call_tool("echo", args("after 20,000")).await.unwrap();
+    let answer = client.call_tool("echo", args("after 20,000"), Default::default()).await.unwrap();
     assert_eq!(serde_json::to_value(&answer).unwrap()["content"][0]["text"], "after 20,000");
 }

@@ -43,12 +43,12 @@ fn args(value: Value) -> Option<Map<String, Value>> {
 async fn exercise<T: Transport>(client: &Client<T>, handshake_era: bool) {
     let tools = client.list_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "echo"));
-    let echoed = client.call_tool("echo", args(json!({"text": "recorded"}))).await.unwrap();
+    let echoed = client.call_tool("echo", args(json!({"text": "recorded"})), Default::default()).await.unwrap();
     assert_eq!(serde_json::to_value(&echoed).unwrap()["content"][0]["text"], "recorded");
-    let sum = client.call_tool("add", args(json!({"a": 2, "b": 40}))).await.unwrap();
+    let sum = client.call_tool("add", args(json!({"a": 2, "b": 40})), Default::default()).await.unwrap();
     assert_eq!(serde_json::to_value(&sum).unwrap()["content"][0]["text"], "42");
     // An unknown tool is a protocol error (server/tools, "Error Handling"): recorded as one.
-    let unknown = client.call_tool("no-such-tool", None).await.unwrap_err().to_string();
+    let unknown = client.call_tool("no-such-tool", None, Default::default()).await.unwrap_err().to_string();
     assert!(unknown.contains("-32602") && unknown.contains("Tool no-such-tool not found"), "{unknown}");
     if handshake_era {
         client.ping().await.unwrap();
@@ -166,9 +166,9 @@ async fn a_recording_of_server_everything_replays_against_it() {
     let client = Client::connect(tee, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
     let tools = client.list_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "get-sum"));
-    let echoed = client.call_tool("echo", args(json!({"message": "recorded"}))).await.unwrap();
+    let echoed = client.call_tool("echo", args(json!({"message": "recorded"})), Default::default()).await.unwrap();
     assert_eq!(serde_json::to_value(&echoed).unwrap()["content"][0]["text"], "Echo: recorded");
-    let sum = client.call_tool("get-sum", args(json!({"a": 2, "b": 40}))).await.unwrap();
+    let sum = client.call_tool("get-sum", args(json!({"a": 2, "b": 40})), Default::default()).await.unwrap();
     assert!(serde_json::to_value(&sum).unwrap()["content"][0]["text"].as_str().unwrap().contains("42"));
     client.ping().await.unwrap();
     client.close().await.unwrap();

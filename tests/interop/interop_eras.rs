@@ -216,7 +216,7 @@ async fn name_grace(params: ElicitRequestParams) -> Result<ElicitResult, ErrorOb
 }
 
 async fn call_text<T: mcpwire::transport::Transport>(client: &Client<T>, tool: &str, args: Value) -> String {
-    let result = client.call_tool(tool, args.as_object().cloned()).await.unwrap();
+    let result = client.call_tool(tool, args.as_object().cloned(), Default::default()).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{tool}: {result:?}");
     match &result.content[..] {
         [ContentBlock::Text(t)] => t.text.clone(),

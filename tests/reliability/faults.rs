@@ -54,7 +54,7 @@ fn text(result: &CallToolResult) -> &str {
 
 /// The other connection is served: an echo call answered within [`BOUND`].
 async fn other_is_served(other: &Client<StdioTransport>, n: usize) {
-    let result = tokio::time::timeout(BOUND, other.call_tool("echo", args(json!({"n": n}))))
+    let result = tokio::time::timeout(BOUND, other.call_tool("echo", args(json!({"n": n})), Default::default()))
         .await
         .expect("the other connection answers")
         .unwrap();
@@ -80,11 +80,11 @@ async fn a_child_sigkilled_mid_call_fails_its_calls_at_once() {
     let waiting: Vec<_> = (0..5)
         .map(|_| {
             let dying = dying.clone();
-            tokio::spawn(async move { dying.call_tool("hang", None).await })
+            tokio::spawn(async move { dying.call_tool("hang", None, Default::default()).await })
         })
         .collect();
     // The calls are in the child's hands once it has answered a call sent after them.
-    dying.call_tool("echo", None).await.unwrap();
+    dying.call_tool("echo", None, Default::default()).await.unwrap();
     sigkill(pid);
     for call in waiting {
         let err = tokio::time::timeout(BOUND, call).await.expect("no hang").unwrap().unwrap_err();
@@ -108,7 +108,9 @@ async fn a_child_sigkilled_mid_write_of_a_large_frame_fails_that_call_and_nothin
     let before = written(pid);
     let call = {
         let dying = dying.clone();
-        tokio::spawn(async move { dying.call_tool("half", args(json!({"bytes": 3_000_000}))).await })
+        tokio::spawn(
+            async move { dying.call_tool("half", args(json!({"bytes": 3_000_000})), Default::default()).await },
+        )
     };
     // Half of a 3 MB answer is on the pipe (or in our buffer) before the kill.
     reliability::wait_until(BOUND, "the child wrote half of its frame", || written(pid) >= before + 1_500_000).await;
@@ -134,15 +136,13 @@ async fn a_child_that_stops_reading_blocks_only_its_own_connection() {
     let deafening = {
         let deaf = deaf.clone();
         tokio::spawn(async move {
-            let params = mcpwire::proto::mcp_types::CallToolRequestParams { name: "deaf".into(), ..Default::default() };
             let options =
-                mcpwire::proto::session::RequestOptions { timeout: Some(Duration::from_secs(3)), ..Default::default() };
-            deaf.call_tool_with_progress(params, options, move |_| {
-                if let Some(tx) = reading_stopped.lock().unwrap().take() {
-                    let _ = tx.send(());
-                }
-            })
-            .await
+                mcpwire::client::CallOptions::default().with_timeout(Duration::from_secs(3)).with_progress(move |_| {
+                    if let Some(tx) = reading_stopped.lock().unwrap().take() {
+                        let _ = tx.send(());
+                    }
+                });
+            deaf.call_tool("deaf", None, options).await
         })
     };
     tokio::time::timeout(BOUND, stopped).await.expect("the child read the deaf call").unwrap();
@@ -153,7 +153,12 @@ async fn a_child_that_stops_reading_blocks_only_its_own_connection() {
         .map(|_| {
             let (deaf, big) = (deaf.clone(), big.clone());
             tokio::spawn(async move {
-                deaf.call_tool_with_timeout("echo", args(json!({"big": big})), Duration::from_secs(3)).await
+                deaf.call_tool(
+                    "echo",
+                    args(json!({"big": big})),
+                    mcpwire::client::CallOptions::default().with_timeout(Duration::from_secs(3)),
+                )
+                .await
             })
         })
         .collect();
@@ -182,8 +187,11 @@ async fn a_child_flooding_stderr_and_stdout_noise_is_still_answered() {
     let baseline = Baseline::take().await;
     let (noisy, other) = (connect().await, connect().await);
     for round in 0..3 {
-        let call =
-            noisy.call_tool("noise", args(json!({"stderr_bytes": 16 * 1024 * 1024, "lines": 20_000, "round": round})));
+        let call = noisy.call_tool(
+            "noise",
+            args(json!({"stderr_bytes": 16 * 1024 * 1024, "lines": 20_000, "round": round})),
+            Default::default(),
+        );
         let result = tokio::time::timeout(BOUND, call).await.expect("answered despite the noise").unwrap();
         assert!(text(&result).starts_with("noise "), "{}", text(&result));
         other_is_served(&other, round).await;
@@ -308,7 +316,8 @@ async fn sessions_expire_under_load_and_the_active_ones_carry_on() {
             let mut calls = 0;
             while !stop.load(Ordering::SeqCst) || calls == 0 {
                 let text_arg = format!("{c}/{calls}");
-                let result = client.call_tool("echo", args(json!({"text": text_arg}))).await.unwrap();
+                let result =
+                    client.call_tool("echo", args(json!({"text": text_arg})), Default::default()).await.unwrap();
                 assert_eq!(text(&result), text_arg);
                 calls += 1;
             }
@@ -341,17 +350,20 @@ async fn a_server_restarting_under_a_connected_client_is_a_clear_error_then_a_ne
     let addr = first.local_addr();
     let transport = HttpClientTransport::new(HttpClientConfig::new(first.url()).open_get_stream(false)).unwrap();
     let client = Client::connect(transport, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
-    assert_eq!(text(&client.call_tool("echo", args(json!({"text": "before"}))).await.unwrap()), "before");
+    assert_eq!(
+        text(&client.call_tool("echo", args(json!({"text": "before"})), Default::default()).await.unwrap()),
+        "before"
+    );
     first.shutdown().await;
     // While it is down: a clear error, not a hang.
-    let err = tokio::time::timeout(BOUND, client.call_tool("echo", args(json!({"text": "down"}))))
+    let err = tokio::time::timeout(BOUND, client.call_tool("echo", args(json!({"text": "down"})), Default::default()))
         .await
         .expect("no hang while the server is down")
         .unwrap_err();
     assert!(!err.to_string().is_empty());
     // Back on the same port: the old session is unknown there (404), told apart.
     let second = waiting_http(HttpServerConfig::default().bind(addr), running).await;
-    let err = tokio::time::timeout(BOUND, client.call_tool("echo", args(json!({"text": "after"}))))
+    let err = tokio::time::timeout(BOUND, client.call_tool("echo", args(json!({"text": "after"})), Default::default()))
         .await
         .expect("no hang after the restart")
         .unwrap_err();

@@ -67,18 +67,26 @@ async fn blob_among_echoes<T: Transport>(client: Arc<Client<T>>, bytes: usize) -
     let echoes: Vec<_> = (0..10)
         .map(|n| {
             let client = client.clone();
-            tokio::spawn(async move { client.call_tool("echo", args(json!({"text": format!("beside {n}")}))).await })
+            tokio::spawn(async move {
+                client.call_tool("echo", args(json!({"text": format!("beside {n}")})), Default::default()).await
+            })
         })
         .collect();
     // Bounded: over the cap must be an error, well before the 300 s request timeout.
-    let blob = tokio::time::timeout(Duration::from_secs(120), client.call_tool("blob", args(json!({"bytes": bytes}))))
-        .await
-        .expect("the large call ends (answer or error) instead of hanging");
+    let blob = tokio::time::timeout(
+        Duration::from_secs(120),
+        client.call_tool("blob", args(json!({"bytes": bytes})), Default::default()),
+    )
+    .await
+    .expect("the large call ends (answer or error) instead of hanging");
     for (n, echo) in echoes.into_iter().enumerate() {
         let result = echo.await.unwrap().expect("a call beside the large one is answered");
         assert!(matches!(result.content.as_slice(), [ContentBlock::Text(t)] if t.text == format!("beside {n}")));
     }
-    let after = client.call_tool("echo", args(json!({"text": "after"}))).await.expect("the connection carries on");
+    let after = client
+        .call_tool("echo", args(json!({"text": "after"})), Default::default())
+        .await
+        .expect("the connection carries on");
     assert!(matches!(after.content.as_slice(), [ContentBlock::Text(t)] if t.text == "after"));
     blob.map(|result| match result.content.as_slice() {
         [ContentBlock::Text(t)] if t.text.bytes().all(|b| b == b'x') => t.text.len(),

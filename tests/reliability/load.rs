@@ -115,7 +115,7 @@ async fn fire<T: Transport>(client: &Arc<Client<T>>, tool: &str, load: Load) -> 
         calls.spawn(async move {
             let mut args = Map::new();
             args.insert("text".into(), Value::String(text_of(tag, load.size)));
-            let answer = client.call_tool(tool, Some(args)).await;
+            let answer = client.call_tool(tool, Some(args), Default::default()).await;
             (tag, answer)
         });
     }

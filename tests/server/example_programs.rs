@@ -14,14 +14,13 @@ use crate::support;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mcpwire::client::{Client, ClientOptions, ServerNotification};
+use mcpwire::client::{CallOptions, Client, ClientOptions, ServerNotification};
 use mcpwire::proto::jsonrpc::{ErrorObject, Notification};
 use mcpwire::proto::mcp_types::{
-    CallToolRequestParams, CallToolResult, CompletionReference, ContentBlock, CreateMessageRequestParams,
-    CreateMessageResult, ElicitRequestParams, ElicitResult, LoggingLevel, LoggingMessageNotificationParams,
-    PromptReference, ResourceTemplateReference,
+    CallToolResult, CompletionReference, ContentBlock, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, LoggingLevel, LoggingMessageNotificationParams, PromptReference,
+    ResourceTemplateReference,
 };
-use mcpwire::proto::session::RequestOptions;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use mcpwire::transport::stdio::{ChildCommand, Stderr, StdioTransport};
 use serde_json::{json, Map, Value};
@@ -68,11 +67,11 @@ async fn server_tools_decodes_typed_arguments() {
     let client = spawn("server_tools", ClientOptions::default()).await;
     assert_eq!(client.server_info().name, "server-tools");
     assert_eq!(names(&client.list_tools().await.unwrap(), |t| &t.name), ["add", "greet"]);
-    let sum = client.call_tool("add", args(json!({"a": 2, "b": 40}))).await.unwrap();
+    let sum = client.call_tool("add", args(json!({"a": 2, "b": 40})), Default::default()).await.unwrap();
     assert_eq!((text(&sum), sum.is_error), ("42", None));
-    let hello = client.call_tool("greet", args(json!({"name": "Ada"}))).await.unwrap();
+    let hello = client.call_tool("greet", args(json!({"name": "Ada"})), Default::default()).await.unwrap();
     assert_eq!(text(&hello), "Hello, Ada!");
-    let bad = client.call_tool("add", args(json!({"a": "two", "b": 40}))).await.unwrap();
+    let bad = client.call_tool("add", args(json!({"a": "two", "b": 40})), Default::default()).await.unwrap();
     assert_eq!(bad.is_error, Some(true), "arguments that do not fit the schema are a tool error");
     client.close().await.unwrap();
 }
@@ -83,7 +82,7 @@ async fn structured_output_answers_with_structured_content() {
     let tools = client.list_tools().await.unwrap();
     let schema = tools[0].output_schema.as_ref().expect("weather declares an output schema");
     assert_eq!(schema["required"], json!(["city", "temperature_c", "conditions"]));
-    let result = client.call_tool("weather", args(json!({"city": "Oslo"}))).await.unwrap();
+    let result = client.call_tool("weather", args(json!({"city": "Oslo"})), Default::default()).await.unwrap();
     let expected = json!({"city": "Oslo", "temperature_c": 21.5, "conditions": "sunny"});
     assert_eq!(result.structured_content, Some(expected.clone()));
     let mirrored: Value = serde_json::from_str(text(&result)).unwrap();
@@ -104,15 +103,18 @@ async fn typed_tools_derives_schemas_and_answers_typed_values() {
     assert_eq!(forecast.output_schema.as_ref().unwrap()["required"], json!(["city", "unit", "temperatures"]));
     assert_eq!(tools[1].output_schema, None, "content, no output schema");
 
-    let result =
-        client.call_tool("forecast", args(json!({"city": "Oslo", "days": 2, "unit": "fahrenheit"}))).await.unwrap();
+    let result = client
+        .call_tool("forecast", args(json!({"city": "Oslo", "days": 2, "unit": "fahrenheit"})), Default::default())
+        .await
+        .unwrap();
     let expected = json!({"city": "Oslo", "unit": "fahrenheit", "temperatures": [64.4, 66.2]});
     assert_eq!(result.structured_content, Some(expected.clone()));
     assert_eq!(serde_json::from_str::<Value>(text(&result)).unwrap(), expected, "the text mirror");
-    let bad = client.call_tool("forecast", args(json!({"city": "Oslo", "days": 300}))).await.unwrap();
+    let bad =
+        client.call_tool("forecast", args(json!({"city": "Oslo", "days": 300})), Default::default()).await.unwrap();
     assert_eq!(bad.is_error, Some(true));
     assert!(text(&bad).contains("/days"), "{}", text(&bad));
-    let hello = client.call_tool("greet", args(json!({"name": "Ada"}))).await.unwrap();
+    let hello = client.call_tool("greet", args(json!({"name": "Ada"})), Default::default()).await.unwrap();
     assert_eq!(text(&hello), "Hello, Ada!");
     client.close().await.unwrap();
 }
@@ -167,15 +169,11 @@ async fn progress_reports_each_step_and_notices_cancellation() {
     let (line_tx, mut stderr) = mpsc::unbounded_channel();
     let lines = Stderr::Lines(Arc::new(move |line: &str| drop(line_tx.send(line.to_owned()))));
     let client = Client::spawn(command("progress").stderr(lines), ClientOptions::default()).await.unwrap();
-    let count = |to: u64, step_ms: u64| CallToolRequestParams {
-        name: "count".into(),
-        arguments: args(json!({"to": to, "step_ms": step_ms})),
-        ..Default::default()
-    };
+    let count = |to: u64, step_ms: u64| args(json!({"to": to, "step_ms": step_ms}));
+    let progress_to = |tx: mpsc::UnboundedSender<_>| CallOptions::default().with_progress(move |p| drop(tx.send(p)));
 
     let (tx, mut seen) = mpsc::unbounded_channel();
-    let result =
-        client.call_tool_with_progress(count(3, 0), RequestOptions::default(), move |p| drop(tx.send(p))).await;
+    let result = client.call_tool("count", count(3, 0), progress_to(tx)).await;
     assert_eq!(text(&result.unwrap()), "counted to 3");
     let mut steps = Vec::new();
     while let Ok(p) = seen.try_recv() {
@@ -187,14 +185,14 @@ async fn progress_reports_each_step_and_notices_cancellation() {
     // A long count, dropped once its first step is reported: the client sends
     // `notifications/cancelled` and the tool's watcher sees it.
     let (tx, mut seen) = mpsc::unbounded_channel();
-    let call = client.call_tool_with_progress(count(1000, 1000), RequestOptions::default(), move |p| drop(tx.send(p)));
+    let call = client.call_tool("count", count(1000, 1000), progress_to(tx));
     tokio::select! {
         outcome = call => panic!("the long count finished: {outcome:?}"),
         first = seen.recv() => assert_eq!(first.unwrap().progress.as_u64(), Some(1)),
     }
     let line = stderr.recv().await.expect("the server reports the cancellation");
     assert!(line.starts_with("count: cancelled at step "), "{line}");
-    let after = client.call_tool_with(count(1, 0), RequestOptions::default()).await.unwrap();
+    let after = client.call_tool("count", count(1, 0), CallOptions::default()).await.unwrap();
     assert_eq!(text(&after), "counted to 1", "the connection serves on");
     client.close().await.unwrap();
 }
@@ -218,7 +216,7 @@ async fn elicitation_asks_the_user_and_the_model_through_the_client() {
             async move { Ok::<CreateMessageResult, ErrorObject>(serde_json::from_value(reply).unwrap()) }
         });
     let client = spawn("elicitation", options).await;
-    let result = client.call_tool("plan_trip", args(json!({"city": "Lisbon"}))).await.unwrap();
+    let result = client.call_tool("plan_trip", args(json!({"city": "Lisbon"})), Default::default()).await.unwrap();
     assert_eq!(text(&result), "3 travellers: Tram 28, then the river. (model test-model)");
     assert_eq!(asked.recv().await.unwrap(), "How many people travel to Lisbon?");
     let prompt = sampled.recv().await.unwrap();
@@ -227,7 +225,7 @@ async fn elicitation_asks_the_user_and_the_model_through_the_client() {
 
     // A client that declared neither capability: the tool fails cleanly, asking nothing.
     let client = spawn("elicitation", ClientOptions::default()).await;
-    let result = client.call_tool("plan_trip", args(json!({"city": "Lisbon"}))).await.unwrap();
+    let result = client.call_tool("plan_trip", args(json!({"city": "Lisbon"})), Default::default()).await.unwrap();
     assert_eq!(result.is_error, Some(true));
     assert!(text(&result).contains("elicitation"), "{}", text(&result));
     client.close().await.unwrap();
@@ -249,7 +247,7 @@ async fn logging_sends_what_the_level_lets_through() {
         logs: &mut Receiver<LoggingMessageNotificationParams>,
         expected: usize,
     ) -> Vec<(LoggingLevel, Value)> {
-        let result = client.call_tool("import", args(json!({"rows": 3}))).await.unwrap();
+        let result = client.call_tool("import", args(json!({"rows": 3})), Default::default()).await.unwrap();
         assert_eq!(text(&result), "imported 3 rows");
         let mut seen = Vec::new();
         while seen.len() < expected {
@@ -303,7 +301,7 @@ async fn http_bearer_refuses_without_the_token_and_serves_with_it() {
     let transport = HttpClientTransport::new(HttpClientConfig::new(&url).bearer_token(TOKEN)).unwrap();
     let client = Client::connect(transport, ClientOptions::default()).await.unwrap();
     assert_eq!(client.server_info().name, "http-bearer");
-    let whoami = client.call_tool("whoami", None).await.unwrap();
+    let whoami = client.call_tool("whoami", None, Default::default()).await.unwrap();
     assert_eq!(text(&whoami), "example-user", "the verifier's principal reaches the handler");
     client.close().await.unwrap();
 }
@@ -460,12 +458,14 @@ async fn gateway_example_serves_its_own_servers_and_a_third_party_one_as_one() {
     for name in ["mcp__weather__forecast", "mcp__clock__now", "mcp__stdio0__echo", "mcp__stdio0__get-sum"] {
         assert!(names.iter().any(|n| n == name), "{name} missing from {names:?}");
     }
-    let own = client.call_tool("mcp__weather__forecast", None).await.unwrap();
+    let own = client.call_tool("mcp__weather__forecast", None, Default::default()).await.unwrap();
     assert_eq!(gateway_texts(&own), ["sunny"]);
-    let third_party =
-        client.call_tool("mcp__stdio0__echo", json!({"message": "hi"}).as_object().cloned()).await.unwrap();
+    let third_party = client
+        .call_tool("mcp__stdio0__echo", json!({"message": "hi"}).as_object().cloned(), Default::default())
+        .await
+        .unwrap();
     assert_eq!(gateway_texts(&third_party), ["Echo: hi"]);
-    let unknown = client.call_tool("mcp__weather__rain", None).await;
+    let unknown = client.call_tool("mcp__weather__rain", None, Default::default()).await;
     assert!(unknown.is_err() || unknown.unwrap().is_error == Some(true), "an unknown tool is refused");
 }
 

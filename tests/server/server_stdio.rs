@@ -267,10 +267,14 @@ async fn bad_input_is_answered_and_the_server_carries_on() {
         r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
         "x".repeat(5 << 20)
     );
-    let too_large = wire.ask(&huge).await;
+    // Answered with its id (read from the line's ends), not an id-less frame error.
+    let too_large: serde_json::Value = serde_json::from_str(&wire.ask(&huge).await).unwrap();
+    assert_eq!(too_large["id"], 3, "{too_large}");
+    assert_eq!(too_large["error"]["code"], -32600, "{too_large}");
+    let message = too_large["error"]["message"].as_str().unwrap();
     assert!(
-        too_large.starts_with(r#"{"jsonrpc":"2.0","error":{"code":"#) && too_large.contains("too large"),
-        "{too_large}"
+        message.starts_with("request too large: ")
+            && message.ends_with("the limit is 4194304 (Limits::max_frame_bytes)")
     );
     assert_eq!(wire.ask(ping).await, pong);
 

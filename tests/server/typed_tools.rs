@@ -259,7 +259,7 @@ async fn mcpwire_client_lists_calls_and_decodes_a_typed_tool() {
     assert_eq!(plan.input_schema["properties"]["destination"]["description"], "Where to go.");
     assert_eq!(plan.output_schema.as_ref().unwrap()["required"], json!(["days", "party", "heard"]));
 
-    let good = client.call_tool("plan", args(serde_json::from_str(GOOD).unwrap())).await.unwrap();
+    let good = client.call_tool("plan", args(serde_json::from_str(GOOD).unwrap()), Default::default()).await.unwrap();
     let decoded: Plan = good.structured().unwrap();
     assert_eq!(
         decoded,
@@ -289,9 +289,9 @@ async fn mcpwire_client_lists_calls_and_decodes_a_typed_tool() {
     ];
     for (arguments, path) in bad {
         let (bad, good, echo) = tokio::join!(
-            client.call_tool("plan", args(arguments.clone())),
-            client.call_tool("plan", args(serde_json::from_str(GOOD).unwrap())),
-            client.call_tool("echo", args(json!({"text": "still here"}))),
+            client.call_tool("plan", args(arguments.clone()), Default::default()),
+            client.call_tool("plan", args(serde_json::from_str(GOOD).unwrap()), Default::default()),
+            client.call_tool("echo", args(json!({"text": "still here"})), Default::default()),
         );
         let bad = bad.unwrap();
         assert_eq!(bad.is_error, Some(true), "{arguments}: {bad:?}");
@@ -540,9 +540,9 @@ async fn each_bad_argument_is_a_tool_error_naming_its_path_and_the_calls_beside_
     ];
     for (what, arguments, expected) in cases {
         let (bad, fine, echo) = tokio::join!(
-            client.call_tool("sign_up", args(arguments.clone())),
-            client.call_tool("sign_up", args(with("interests", interests(40, json!("last"))))),
-            client.call_tool("echo", args(json!({"text": "still here"}))),
+            client.call_tool("sign_up", args(arguments.clone()), Default::default()),
+            client.call_tool("sign_up", args(with("interests", interests(40, json!("last")))), Default::default()),
+            client.call_tool("echo", args(json!({"text": "still here"})), Default::default()),
         );
         let bad = bad.unwrap();
         assert_eq!(bad.is_error, Some(true), "{what}: {bad:?}");
@@ -556,7 +556,7 @@ async fn each_bad_argument_is_a_tool_error_naming_its_path_and_the_calls_beside_
 
     // Several violations at once: each is named.
     let many = json!({"login": "A", "email": "no", "age": -1, "extra": true});
-    let message = text(&client.call_tool("sign_up", args(many)).await.unwrap());
+    let message = text(&client.call_tool("sign_up", args(many), Default::default()).await.unwrap());
     for part in ["/login: ", "/email: ", "/age: ", "'extra' was unexpected"] {
         assert!(message.contains(part), "{message} names {part}");
     }
@@ -564,12 +564,12 @@ async fn each_bad_argument_is_a_tool_error_naming_its_path_and_the_calls_beside_
     // Deeper than the wire allows (JSON readers stop at 100 to 128 levels): a clear error for
     // that call alone (the timeout only guards against a hang).
     let (bad, fine) = tokio::join!(
-        client.call_tool_with_timeout(
+        client.call_tool(
             "sign_up",
             args(with("interests", interests(200, json!("last")))),
-            std::time::Duration::from_secs(60)
+            mcpwire::client::CallOptions::default().with_timeout(std::time::Duration::from_secs(60))
         ),
-        client.call_tool("echo", args(json!({"text": "still here"}))),
+        client.call_tool("echo", args(json!({"text": "still here"})), Default::default()),
     );
     let error = bad.expect_err("too deep to read").to_string();
     assert!(error.contains("deep") || error.contains("depth") || error.contains("recursion"), "{error}");
@@ -581,7 +581,7 @@ async fn a_typed_result_that_breaks_its_derived_schema_is_a_clear_error_in_debug
     let (_server, http) = serve().await;
     let transport = HttpClientTransport::new(HttpClientConfig::new(http.url())).unwrap();
     let client = Client::connect(transport, ClientOptions::default()).await.unwrap();
-    let result = client.call_tool("broken", None).await.unwrap();
+    let result = client.call_tool("broken", None, Default::default()).await.unwrap();
     if cfg!(debug_assertions) {
         assert_eq!(result.is_error, Some(true), "{result:?}");
         assert_eq!(
@@ -592,7 +592,10 @@ async fn a_typed_result_that_breaks_its_derived_schema_is_a_clear_error_in_debug
         // Release builds trust the type.
         assert_eq!(result.structured_content, Some(json!({"n": 0})));
     }
-    assert_eq!(text(&client.call_tool("echo", args(json!({"text": "after"}))).await.unwrap()), "after");
+    assert_eq!(
+        text(&client.call_tool("echo", args(json!({"text": "after"})), Default::default()).await.unwrap()),
+        "after"
+    );
 }
 
 /// A client of `http` in `era` whose elicitation handler answers `approve`'s form as the
@@ -636,12 +639,13 @@ async fn typed_elicitation_accepts_declines_and_cancels_in_both_eras() {
         for (answer, expected) in
             [("accept", "approve=true copies=2 urgency=High"), ("decline", "declined"), ("cancel", "cancelled")]
         {
-            let result = client.call_tool("approve", args(json!({"answer": answer}))).await.unwrap();
+            let result =
+                client.call_tool("approve", args(json!({"answer": answer})), Default::default()).await.unwrap();
             assert_eq!((result.is_error, text(&result).as_str()), (None, expected), "{version} {answer}");
         }
         // An accepted answer that breaks the form: the call fails naming the field, and the
         // session goes on.
-        let result = client.call_tool("approve", args(json!({"answer": "bad"}))).await;
+        let result = client.call_tool("approve", args(json!({"answer": "bad"})), Default::default()).await;
         let failure = match result {
             Ok(result) => {
                 assert_eq!(result.is_error, Some(true), "{version}: {result:?}");
@@ -650,7 +654,7 @@ async fn typed_elicitation_accepts_declines_and_cancels_in_both_eras() {
             Err(e) => e.to_string(),
         };
         assert!(failure.contains("/copies: 9 is greater than the maximum of 3"), "{version}: {failure}");
-        let echo = client.call_tool("echo", args(json!({"text": "after"}))).await.unwrap();
+        let echo = client.call_tool("echo", args(json!({"text": "after"})), Default::default()).await.unwrap();
         assert_eq!(text(&echo), "after");
     }
 }

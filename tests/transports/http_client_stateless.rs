@@ -135,7 +135,7 @@ async fn a_stateless_session_over_http_sends_the_request_metadata_headers() {
     assert_eq!(names, ["weather"], "the tool with an x-mcp-header on a number is left out");
 
     let arguments = json!({"region": "Hello, 世界", "days": 3, "query": "rain?"});
-    let result = client.call_tool("weather", arguments.as_object().cloned()).await.unwrap();
+    let result = client.call_tool("weather", arguments.as_object().cloned(), Default::default()).await.unwrap();
     assert_eq!(serde_json::to_value(&result.content).unwrap(), json!([{"type": "text", "text": "sunny"}]));
 
     let seen = seen.lock().unwrap().clone();

@@ -316,6 +316,57 @@ async fn messages_sent_before_the_get_stream_opens_are_delivered_when_it_does() 
     server.shutdown().await;
 }
 
+/// A server that, once the client says `notifications/initialized`, sends `count` log
+/// notifications numbered from 0, before the client can have opened its GET stream.
+async fn flooding_server(transport: mcpwire::transport::sse_http::ServerTransport, count: usize) {
+    use mcpwire::proto::jsonrpc::Message;
+    use mcpwire::transport::Transport;
+    while let Ok(Some(message)) = transport.recv().await {
+        let value: serde_json::Value = serde_json::from_slice(&message.to_vec()).unwrap();
+        match value["method"].as_str() {
+            Some("initialize") => {
+                let result = json!({"jsonrpc": "2.0", "id": value["id"], "result": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "serverInfo": {"name": "flood", "version": "1"}}});
+                transport.send(Message::from_str(&result.to_string()).unwrap()).await.unwrap();
+            }
+            Some("notifications/initialized") => {
+                for n in 0..count {
+                    let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "info", "data": n}});
+                    transport.send(Message::from_str(&log.to_string()).unwrap()).await.unwrap();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn messages_past_the_queue_for_a_get_not_open_are_counted_and_the_newest_kept() {
+    use mcpwire::transport::sse_http::server::QUEUED_FOR_GET;
+    let over = 10;
+    let server = HttpServer::bind(HttpServerConfig::default(), move |t| flooding_server(t, QUEUED_FOR_GET + over))
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    let counted = async {
+        while server.standalone_messages_dropped() < over as u64 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), counted).await.expect("the drops are counted");
+    assert_eq!(server.standalone_messages_dropped(), over as u64);
+    let headers = [("Accept", "text/event-stream"), ("Mcp-Session-Id", id.as_str())];
+    let r = raw(addr, "GET", "/mcp", &headers, "", Duration::from_secs(2)).await;
+    assert_eq!(r.status, 200);
+    let data: Vec<serde_json::Value> = r.sse_messages().iter().map(|m| m["params"]["data"].clone()).collect();
+    let kept: Vec<serde_json::Value> = (over..QUEUED_FOR_GET + over).map(|n| json!(n)).collect();
+    assert_eq!(data, kept, "the oldest {over} dropped, the newest {QUEUED_FOR_GET} delivered in order");
+    server.shutdown().await;
+}
+
 /// An event store that counts the bytes it holds.
 #[derive(Default)]
 struct CountingStore {

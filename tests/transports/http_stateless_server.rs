@@ -22,7 +22,7 @@ async fn echo_server_answers_over_stateless_http() {
     let names: Vec<String> = client.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["add", "echo", "greet"]);
     let args = json!({"text": "stateless"}).as_object().cloned();
-    let result = client.call_tool("echo", args).await.unwrap();
+    let result = client.call_tool("echo", args, Default::default()).await.unwrap();
     assert!(matches!(&result.content[0], ContentBlock::Text(t) if t.text == "stateless"), "{result:?}");
     assert_eq!(http.session_count(), 0, "stateless mode keeps no sessions");
     client.close().await.unwrap();

@@ -77,16 +77,23 @@ async fn our_client_authorizes_steps_up_and_reuses_its_stored_tokens() {
     let path = dir.join("credentials.json");
 
     let (client, oauth) = connect(&server.url(), &path).await;
-    let seen: Value =
-        serde_json::from_str(&text(&client.call_tool("whoami", Some(Default::default())).await.unwrap())).unwrap();
+    let seen: Value = serde_json::from_str(&text(
+        &client.call_tool("whoami", Some(Default::default()), Default::default()).await.unwrap(),
+    ))
+    .unwrap();
     assert_eq!(seen["subject"], "johndoe", "the authorization server's user");
     assert_eq!(seen["client_id"], "mcpwire-client");
     assert_eq!(seen["audience"], json!([resource]), "RFC 8707: the token is for this server");
     assert_eq!(seen["scopes"], json!(["mcp"]), "the scope of the server's challenge");
     // `write` needs files:write: 403, then a step-up asking for both scopes.
-    assert_eq!(text(&client.call_tool("write", Some(Default::default())).await.unwrap()), "written");
-    let seen: Value =
-        serde_json::from_str(&text(&client.call_tool("whoami", Some(Default::default())).await.unwrap())).unwrap();
+    assert_eq!(
+        text(&client.call_tool("write", Some(Default::default()), Default::default()).await.unwrap()),
+        "written"
+    );
+    let seen: Value = serde_json::from_str(&text(
+        &client.call_tool("whoami", Some(Default::default()), Default::default()).await.unwrap(),
+    ))
+    .unwrap();
     assert_eq!(seen["scopes"], json!(["mcp", "files:write"]), "the held scope kept on step-up");
     let _ = client.close().await;
 
@@ -106,8 +113,10 @@ async fn our_client_authorizes_steps_up_and_reuses_its_stored_tokens() {
 
     // Another process: the stored token, no new authorization.
     let (client, _) = connect(&server.url(), &path).await;
-    let seen: Value =
-        serde_json::from_str(&text(&client.call_tool("whoami", Some(Default::default())).await.unwrap())).unwrap();
+    let seen: Value = serde_json::from_str(&text(
+        &client.call_tool("whoami", Some(Default::default()), Default::default()).await.unwrap(),
+    ))
+    .unwrap();
     assert_eq!(seen["scopes"], json!(["mcp", "files:write"]));
     let _ = client.close().await;
     assert_eq!(auth.secrets().await.len(), issued, "no new code or token was issued");

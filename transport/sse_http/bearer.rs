@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use crate::auth::Principal;
+use crate::transport::principal::Principal;
 
 /// The secret a client must present as `Authorization: Bearer <token>`. `Debug` shows
 /// `BearerToken(<redacted>)`.

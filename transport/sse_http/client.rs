@@ -441,18 +441,6 @@ impl HttpClientTransport {
         *self.inner.version.lock().expect("client lock")
     }
 
-    /// Sets the protocol version to send (normally learned from the initialize result); a
-    /// 2026-07-28 one makes every later POST stateless (see the module docs).
-    pub fn set_protocol_version(&self, version: ProtocolVersion) {
-        *self.inner.version.lock().expect("client lock") = Some(version);
-    }
-
-    /// Forgets the protocol version: the next POST carries none, as before an `initialize`
-    /// (a dual-era client falling back from a 2026-07-28 probe).
-    pub fn clear_protocol_version(&self) {
-        *self.inner.version.lock().expect("client lock") = None;
-    }
-
     /// Keeps the tools of a `tools/list` page whose `x-mcp-header` declarations are valid, and
     /// remembers which arguments their calls mirror into `Mcp-Param-*` headers; returns the
     /// tools left out, with why (Streamable HTTP: such tools MUST be excluded).
@@ -532,6 +520,18 @@ fn stateless_cancellation(inner: &Inner, message: &Message) -> Option<Id> {
 }
 
 impl Transport for HttpClientTransport {
+    /// Sets the protocol version to send (normally learned from the initialize result); a
+    /// 2026-07-28 one makes every later POST stateless (see the module docs). `None` forgets
+    /// it: the next POST carries none, as before an `initialize` (a dual-era client falling
+    /// back from a 2026-07-28 probe).
+    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
+        *self.inner.version.lock().expect("client lock") = version;
+    }
+
+    fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)> {
+        HttpClientTransport::admit_tools(self, tools).into_iter().map(|(name, why)| (name, why.to_string())).collect()
+    }
+
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         // Boxed: the POST's future is several KiB, and every request future that awaits a
         // send would otherwise carry (and move) it inline.

@@ -52,6 +52,7 @@ pub mod failed_tokens;
 pub mod redis_store;
 pub mod request_context;
 pub mod request_headers;
+pub mod resource;
 pub mod routes;
 pub mod server;
 pub mod service;
@@ -60,6 +61,7 @@ pub mod session_store;
 #[cfg(feature = "tls")]
 pub mod tls;
 mod token_expiry;
+pub mod verifier;
 mod version_header;
 
 pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};

@@ -119,12 +119,16 @@ use super::{
     accepts, empty, full, host_of_authority, is_loopback_host, is_media, random_id, requeue_once, ChannelBody,
     HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID,
 };
-use crate::auth::{Principal, ProtectedResource, Refusal};
 use crate::proto::envelope;
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
 use crate::proto::jsonrpc::{self, Body, ErrorCode, ErrorObject, ErrorResponse, Id, Message, Payload};
 use crate::proto::mcp_types::{CallToolRequestParams, ServerTypedParams};
 use crate::proto::version::ProtocolVersion;
+use crate::transport::drops::Drops;
+use crate::transport::{
+    principal::{Principal, Refusal},
+    sse_http::resource::ProtectedResource,
+};
 use crate::transport::{Limits, Transport, TransportError};
 
 /// Which `Host` header values are accepted (protection against DNS rebinding).
@@ -595,7 +599,7 @@ impl HttpServerConfig {
         let metadata = self.protected_resource.as_ref().map(|_| ProtectedResource::metadata_path(&self.path));
         self.routes.iter().find_map(|r| {
             if metadata.as_deref() == Some(r.path.as_str())
-                || (metadata.is_some() && r.path == crate::auth::resource::METADATA_PATH)
+                || (metadata.is_some() && r.path == super::resource::METADATA_PATH)
             {
                 Some(format!("route {}: the path of the protected resource metadata", r.path))
             } else if !r.path.starts_with('/') {
@@ -627,6 +631,10 @@ struct StreamInner {
 /// How many messages the standalone stream keeps for a GET that is not open yet.
 pub const QUEUED_FOR_GET: usize = 256;
 
+/// The log line when the standalone stream's queue is full.
+const GET_QUEUE_FULL: &str =
+    "mcpwire: messages for a session's GET stream, not open, past QUEUED_FOR_GET: the oldest dropped";
+
 /// One SSE stream of a session: the standalone one (`0`) or the answer to one POST.
 struct Stream {
     name: String,
@@ -636,17 +644,29 @@ struct Stream {
     json: bool,
     /// Bytes of this stream's events in the event store.
     stored_bytes: AtomicUsize,
+    /// Where the standalone stream counts the messages it drops past [`QUEUED_FOR_GET`].
+    drops: Option<Arc<Drops>>,
     inner: tokio::sync::Mutex<StreamInner>,
 }
 
 impl Stream {
-    fn new(session: &str, name: String, standalone: bool, json: bool, pending: HashSet<Id>) -> Arc<Stream> {
+    fn new(session: &str, name: String, json: bool, pending: HashSet<Id>) -> Arc<Stream> {
+        Stream::build(session, name, None, json, pending)
+    }
+
+    /// The session's standalone stream, counting its drops in `drops`.
+    fn standalone(session: &str, name: String, drops: Arc<Drops>) -> Arc<Stream> {
+        Stream::build(session, name, Some(drops), false, HashSet::new())
+    }
+
+    fn build(session: &str, name: String, drops: Option<Arc<Drops>>, json: bool, pending: HashSet<Id>) -> Arc<Stream> {
         Arc::new(Stream {
             key: [session, "/", &name].concat(),
             name,
-            standalone,
+            standalone: drops.is_some(),
             json,
             stored_bytes: AtomicUsize::new(0),
+            drops,
             inner: tokio::sync::Mutex::new(StreamInner {
                 next_seq: 0,
                 live: None,
@@ -682,8 +702,10 @@ impl Stream {
             None => Some(event),
         };
         if let (Some(event), true) = (undelivered, self.standalone) {
-            if inner.queued.len() >= QUEUED_FOR_GET {
-                inner.queued.pop_front();
+            if inner.queued.len() >= QUEUED_FOR_GET && inner.queued.pop_front().is_some() {
+                if let Some(drops) = &self.drops {
+                    drops.note(None, GET_QUEUE_FULL, QUEUED_FOR_GET);
+                }
             }
             inner.queued.push_back(event);
         }
@@ -972,7 +994,7 @@ impl Session {
     fn new_post_stream(&self, pending: HashSet<Id>) -> Arc<Stream> {
         let n = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let name = if self.stream_prefix.is_empty() { n.to_string() } else { format!("{}{n}", self.stream_prefix) };
-        Stream::new(&self.id, name, false, self.json, pending)
+        Stream::new(&self.id, name, self.json, pending)
     }
 
     /// Whether `message` answers a request replayed to rebuild the session (then it is
@@ -1397,6 +1419,8 @@ pub(super) struct Shared {
     shutting_down: AtomicBool,
     failed_tokens: Mutex<FailedTokens>,
     session_caps: Arc<SessionCaps>,
+    /// Messages the sessions' standalone streams dropped for a GET not open ([`QUEUED_FOR_GET`]).
+    standalone_drops: Arc<Drops>,
 }
 
 impl Shared {
@@ -1432,6 +1456,7 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             failed_tokens: Mutex::default(),
             session_caps: Arc::default(),
+            standalone_drops: Arc::default(),
         });
         crate::transport::task::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
         if let Some(ended) = shared.config.session_store.as_ref().and_then(|s| s.ended_elsewhere()) {
@@ -1449,6 +1474,10 @@ impl Shared {
 
     pub(super) fn session_count(&self) -> usize {
         self.sessions.lock().expect("sessions lock").len()
+    }
+
+    pub(super) fn standalone_messages_dropped(&self) -> u64 {
+        self.standalone_drops.total()
     }
 
     /// New requests get 503 from now on; the standalone streams and the legacy sessions end
@@ -1499,7 +1528,7 @@ impl Shared {
         let prefix = if id.is_empty() || legacy { String::new() } else { self.stream_prefix.clone() };
         let (tx, rx) = mpsc::channel(self.config.limits.queue_depth.max(1));
         let session = Arc::new(Session {
-            standalone: Stream::new(&id, format!("{prefix}0"), true, false, HashSet::new()),
+            standalone: Stream::standalone(&id, format!("{prefix}0"), self.standalone_drops.clone()),
             id: id.clone(),
             caps: Mutex::new(None),
             legacy,
@@ -1636,6 +1665,11 @@ impl HttpServer {
     /// Sessions currently open.
     pub fn session_count(&self) -> usize {
         self.service.session_count()
+    }
+
+    /// See [`HttpService::standalone_messages_dropped`].
+    pub fn standalone_messages_dropped(&self) -> u64 {
+        self.service.standalone_messages_dropped()
     }
 
     /// The Service behind the listener: the same sessions, for requests the application
@@ -1949,7 +1983,7 @@ pub(super) async fn handle(shared: Arc<Shared>, req: Request<RequestBody>) -> Re
     let route = config.routes.iter().find(|r| r.path == path);
     let mut req = req;
     if let Some(resource) = &config.protected_resource {
-        if path == ProtectedResource::metadata_path(&config.path) || path == crate::auth::resource::METADATA_PATH {
+        if path == ProtectedResource::metadata_path(&config.path) || path == super::resource::METADATA_PATH {
             return resource_metadata(resource, req.method());
         }
         if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
@@ -1971,7 +2005,8 @@ pub(super) async fn handle(shared: Arc<Shared>, req: Request<RequestBody>) -> Re
             let mut named = None;
             let check = || {
                 let values = req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes);
-                let (verdict, principal) = bearer::check_any(config.bearer_token.as_ref(), &config.named_tokens, values);
+                let (verdict, principal) =
+                    bearer::check_any(config.bearer_token.as_ref(), &config.named_tokens, values);
                 named = principal;
                 verdict
             };
@@ -2462,17 +2497,9 @@ async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBo
                 return response;
             }
             let json = shared.config.response_mode == ResponseMode::Json;
-            let (addr, principal) =
-                (req_head.extensions().get::<RemoteAddr>(), req_head.extensions().get::<Authenticated>());
-            let (config, principal) = (&shared.config, principal.map(|p| session_caps::principal_key(&p.0)));
-            let held = match shared.session_caps.reserve(
-                addr.map(|a| a.0.ip()),
-                config.max_sessions_per_address,
-                principal,
-                config.max_sessions_per_principal,
-            ) {
+            let held = match reserve_session_place(&shared, req_head.extensions()) {
                 Ok(held) => held,
-                Err(refused) => return session_caps::refusal(refused, config.sessions_retry_after),
+                Err(refusal) => return refusal,
             };
             let Some((session, transport)) = shared.new_session(false, json, true) else {
                 return too_many_sessions(&shared);
@@ -2536,7 +2563,10 @@ fn single_header<'r, B>(req: &'r Request<B>, name: &str) -> Result<Option<&'r st
 /// ([`HttpRequestParts`]): without `Authorization` when the server checked the token itself,
 /// so that the token is never handed on.
 fn shared_head(shared: &Shared, mut parts: hyper::http::request::Parts) -> Arc<Request<()>> {
-    if shared.config.protected_resource.is_some() || shared.config.bearer_token.is_some() || !shared.config.named_tokens.is_empty() {
+    if shared.config.protected_resource.is_some()
+        || shared.config.bearer_token.is_some()
+        || !shared.config.named_tokens.is_empty()
+    {
         parts.headers.remove(AUTHORIZATION);
     }
     Arc::new(Request::from_parts(parts, ()))
@@ -3121,6 +3151,20 @@ async fn delete(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<Http
 
 /// Legacy HTTP+SSE (2024-11-05): a GET opens the session's only stream, whose first event
 /// (`endpoint`) names where to POST.
+/// A place for a new session of the request whose extensions are `extensions` under the caps
+/// per client address and per principal ([`super::session_caps`]), or the refusal to answer.
+fn reserve_session_place(
+    shared: &Shared,
+    extensions: &hyper::http::Extensions,
+) -> Result<session_caps::Held, Response<HttpBody>> {
+    let (addr, principal) = (extensions.get::<RemoteAddr>(), extensions.get::<Authenticated>());
+    let (config, principal) = (&shared.config, principal.map(|p| session_caps::principal_key(&p.0)));
+    shared
+        .session_caps
+        .reserve(addr.map(|a| a.0.ip()), config.max_sessions_per_address, principal, config.max_sessions_per_principal)
+        .map_err(|refused| session_caps::refusal(refused, config.sessions_retry_after))
+}
+
 async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
     if !header(&req, ACCEPT).is_none_or(|a| accepts(a, "text/event-stream")) {
         return rpc_error(
@@ -3129,9 +3173,14 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<
             "Not Acceptable: Client must accept text/event-stream",
         );
     }
+    let held = match reserve_session_place(&shared, req.extensions()) {
+        Ok(held) => held,
+        Err(refusal) => return refusal,
+    };
     let Some((session, transport)) = shared.new_session(true, false, true) else {
         return too_many_sessions(&shared);
     };
+    *session.caps.lock().expect("session lock") = Some(held);
     *session.version.lock().expect("session lock") = Some(ProtocolVersion::V2024_11_05);
     session.bind_principal(&req);
     let depth = shared.config.limits.queue_depth.max(1);

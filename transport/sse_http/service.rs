@@ -113,6 +113,14 @@ impl HttpService {
         self.core.shared.session_count()
     }
 
+    /// Messages dropped so far because a session's standalone (GET) stream was not open and
+    /// [`QUEUED_FOR_GET`](super::server::QUEUED_FOR_GET) were already waiting for it (the
+    /// oldest go first; each time this grows, at most one log line per
+    /// [`DROP_LOG_EVERY`](crate::transport::DROP_LOG_EVERY) says so).
+    pub fn standalone_messages_dropped(&self) -> u64 {
+        self.core.shared.standalone_messages_dropped()
+    }
+
     /// Ends the service: new requests get 503, the standalone and legacy streams end, every
     /// session ends (its transport's `recv` returns `None`) and the background work stops.
     /// An application that mounted the Service calls it after its own server stopped taking

@@ -26,7 +26,7 @@ use hyper::Response;
 use tokio::time::{Instant, Sleep};
 
 use super::HttpBody;
-use crate::auth::Principal;
+use crate::transport::principal::Principal;
 
 /// The least time a stream stays open for a token accepted after its `exp`: 1 s.
 pub(crate) const MIN_STREAM_LIFETIME: Duration = Duration::from_secs(1);

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::principal::{Principal, Refusal};
 use super::verifier::TokenVerifier;
+use crate::transport::principal::{Principal, Refusal};
 
 /// The well-known path prefix of RFC 9728.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -253,8 +253,8 @@ pub fn canonical_resource(uri: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::verifier::StaticTokenVerifier;
     use super::*;
-    use crate::auth::StaticTokenVerifier;
 
     fn resource() -> ProtectedResource {
         let verifier = Arc::new(StaticTokenVerifier::new("t").unwrap());

@@ -3,7 +3,7 @@
 //! handlers that read the principal from their `Context`.
 //!
 //! Plain data, no IO, nothing that holds the token itself: a principal can be logged or shown
-//! without leaking a credential. Not here: how a token is checked (see [`super::verifier`]).
+//! without leaking a credential. Not here: how a token is checked (see [`verifier`](crate::transport::sse_http::verifier)).
 
 use std::time::SystemTime;
 

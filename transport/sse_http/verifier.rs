@@ -2,16 +2,16 @@
 //! the simplest implementation, [`StaticTokenVerifier`] (one shared secret, as
 //! `HttpServerConfig::bearer_token` has always allowed).
 //!
-//! The other implementations: [`super::jwks::JwtVerifier`] (JWT access tokens against the
-//! authorization server's JWKS) and [`super::introspection::IntrospectionVerifier`] (RFC 7662).
+//! The other implementations: [`JwtVerifier`](crate::auth::jwks::JwtVerifier) (JWT access tokens against the
+//! authorization server's JWKS) and [`IntrospectionVerifier`](crate::auth::introspection::IntrospectionVerifier) (RFC 7662).
 //! Not here: scopes per request (the server checks them against the principal, see
 //! [`super::resource`]), challenges.
 
 use std::future::Future;
 use std::pin::Pin;
 
-use super::principal::{Principal, Refusal};
-use crate::transport::sse_http::bearer::{BadToken, BearerToken};
+use super::bearer::{BadToken, BearerToken};
+use crate::transport::principal::{Principal, Refusal};
 
 /// What [`TokenVerifier::verify`] returns.
 pub type VerifyFuture<'a> = Pin<Box<dyn Future<Output = Result<Principal, Refusal>> + Send + 'a>>;
