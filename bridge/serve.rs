@@ -25,6 +25,10 @@
 //! the metadata at the endpoint's well-known path. The downstream token is verified and
 //! dropped there; upstream requests carry only the upstream's own credentials.
 //!
+//! The config file's `[gateway]` table ([`Settings`]): named bearer tokens (read from their
+//! variables at start, withheld from children), the policy and the rate limits (reloaded with
+//! the file; a table that does not read stops the start, and on reload keeps what is in force).
+//!
 //! Upstreams that fail at start, and those whose connection ends, are tried again with the same
 //! backoff until they start (`--restart-attempts N` bounds the tries); their state is at
 //! `/readyz/details` and in `/metrics`. A `required` one (an inline upstream is) that fails at

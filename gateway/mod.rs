@@ -31,6 +31,11 @@
 //!   shared connection still serves the listings and the 2026-07-28 requests, which belong to
 //!   no session.
 //!
+//! - Policy and rate limits: [`Gateway::set_policy`] ([`policy`]: what a caller lists and
+//!   may use, a refusal -32003 naming the rule) and [`Gateway::set_rate_limits`]
+//!   ([`rate_limit`]: token buckets per caller and tool, a refusal -32029 with
+//!   `retryAfterMs`), the caller being the request's verified principal.
+//!
 //! Not here: listening, signals, reloading a configuration file, the command line: the
 //! application does that (`mcp-bridge serve` in the `mcp-bridge` package is one).
 
