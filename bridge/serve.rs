@@ -55,6 +55,8 @@ use mcpwire::transport::stdio::{Stderr, StdioTransport};
 use mcpwire::transport::Limits;
 
 use super::ServeArgs;
+use mcpwire::gateway::audit::{AuditLog, Sink};
+use mcpwire::gateway::policy::Glob;
 use mcpwire::gateway::settings::Settings;
 use mcpwire::gateway::{Callers, Gateway, PerSession, PrefixMode};
 use mcpwire::transport::sse_http::NamedTokens;
@@ -245,6 +247,23 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             return Err(e);
         }
     };
+    if let Some(file) = &args.audit_log {
+        let sink = if file.as_os_str() == "-" {
+            Sink::Stderr
+        } else {
+            Sink::File { path: file.clone(), max_bytes: args.audit_max_bytes, keep: args.audit_keep }
+        };
+        let metrics = gateway.metrics().clone();
+        let (log, writer) = match AuditLog::new(sink, move || metrics.audit_dropped.inc([])) {
+            Ok(opened) => opened,
+            Err(e) => {
+                set.shutdown().await;
+                return Err(format!("--audit-log {}: {e}", file.display()));
+            }
+        };
+        tokio::spawn(writer);
+        gateway.set_audit(log.with_arguments(args.audit_arguments.iter().map(Glob::new).collect()));
+    }
     gateway.set_policy(settings.policy.clone());
     gateway.set_rate_limits(settings.rate_limits.clone());
     let builder = Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));

@@ -65,10 +65,12 @@ use crate::server::{ClientRequestError, Context, Server, ServerBuilder};
 use crate::transport::boxed::BoxTransport;
 use crate::transport::{inproc, Limits};
 
+use self::audit::{AuditLog, Entry as AuditEntry, Outcome as AuditOutcome};
 use self::policy::{Decision, Kind, Policy};
 use self::rate_limit::{Limit, RateLimiter};
 use self::tool_result::Verdict;
 
+pub mod audit;
 pub mod metrics;
 mod pending;
 pub mod policy;
@@ -653,6 +655,8 @@ pub struct Gateway {
     policy: RwLock<Option<Arc<Policy>>>,
     /// The limits of [`Gateway::set_rate_limits`] and their buckets; `None`: no limit.
     limiter: RwLock<Option<Arc<RateLimiter>>>,
+    /// The audit log of [`Gateway::set_audit`], if any.
+    audit: OnceLock<AuditLog>,
 }
 
 impl Gateway {
@@ -681,6 +685,7 @@ impl Gateway {
             metrics: Arc::default(),
             policy: RwLock::new(None),
             limiter: RwLock::new(None),
+            audit: OnceLock::new(),
         })
     }
 
@@ -943,6 +948,44 @@ impl Gateway {
             // A protocol error, as for any server (server/tools, "Error Handling").
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, self.not_found(&params.name)));
         };
+        let Some(audit) = self.audit.get() else {
+            return self.call_routed(&view, server, tool, params, &context).await.map(|(body, _)| body);
+        };
+        let started = Instant::now();
+        let arguments = params.arguments.clone();
+        let outcome = self.call_routed(&view, server, tool, params, &context).await;
+        let audited = match &outcome {
+            Ok((_, false)) => AuditOutcome::Ok,
+            Ok((_, true)) => AuditOutcome::ToolError,
+            Err(e) if e.code == DENIED => AuditOutcome::Denied,
+            Err(e) if e.code == RATE_LIMITED => AuditOutcome::RateLimited,
+            Err(_) => AuditOutcome::Error,
+        };
+        audit.record(AuditEntry {
+            caller: context.principal(),
+            session: context.session_id(),
+            method: "tools/call",
+            server,
+            name: tool,
+            outcome: audited,
+            latency: started.elapsed(),
+            id: serde_json::to_value(context.request_id()).unwrap_or_default(),
+            arguments: arguments.as_ref(),
+        });
+        outcome.map(|(body, _)| body)
+    }
+
+    /// [`Gateway::call_tool`] once routed to `tool` of `server`: the result, and whether it
+    /// is a tool's failure (`isError`).
+    async fn call_routed(
+        &self,
+        view: &View,
+        server: &str,
+        tool: &str,
+        params: CallToolRequestParams,
+        context: &Context,
+    ) -> Result<(Body, bool), ErrorObject> {
+        let context = context.clone();
         self.permit(&context, Kind::Tool, server, tool, &params.name)?;
         self.within_limits(&context, server, tool)?;
         let set = self.set_for(server, &context).await?;
@@ -965,11 +1008,16 @@ impl Gateway {
             // Progress sent by the upstream before its result reaches the client before ours.
             flush(queue).await;
         }
-        let passed = outcome.and_then(|body| pass_on(&view, server, body));
+        let passed = outcome.and_then(|body| pass_on(view, server, body));
         let failed = passed.as_ref().map_or(true, |(_, is_error)| *is_error);
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
         self.metrics.record_call(server, tool, started.elapsed(), counted);
-        passed.map(|(body, _)| body).map_err(|e| upstream_error(server, e))
+        passed.map_err(|e| upstream_error(server, e))
+    }
+
+    /// Writes a line for every tool call to `log` from now on (see [`audit`]).
+    pub fn set_audit(&self, log: AuditLog) {
+        let _ = self.audit.set(log);
     }
 
     /// Why no tool is named `name`: not found, and when the name is qualified with an upstream

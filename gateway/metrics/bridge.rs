@@ -45,6 +45,8 @@ pub struct BridgeMetrics {
     /// `mcp_bridge_rate_limited_total{limit}`: calls refused by a rate limit, by the limit's
     /// name.
     pub rate_limited: Arc<CounterVec<1>>,
+    /// `mcp_bridge_audit_dropped_total`: audit lines dropped because the writer was behind.
+    pub audit_dropped: Arc<CounterVec<0>>,
 }
 
 impl Default for BridgeMetrics {
@@ -133,8 +135,16 @@ impl BridgeMetrics {
         let rate_limited = registry
             .counter("mcp_bridge_rate_limited_total", "Calls refused by a rate limit, by the limit's name.", ["limit"])
             .expect(taken);
+        let audit_dropped = registry
+            .counter(
+                "mcp_bridge_audit_dropped_total",
+                "Audit log lines dropped because the writer was behind (its queue full); calls never wait for it.",
+                [],
+            )
+            .expect(taken);
         BridgeMetrics {
             registry,
+            audit_dropped,
             policy_denied,
             rate_limited,
             notifications_dropped,

@@ -409,3 +409,95 @@ per = "tool"
     let _ = dev.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_has_a_line_per_call_and_no_token() {
+    let dir = scratch("audit");
+    let config = dir.join("gateway.toml");
+    let audit = dir.join("audit.log");
+    let text = format!(
+        r#"{upstreams}
+[gateway.tokens]
+ci = {{ env = "CI_TOKEN" }}
+dev = {{ env = "DEV_TOKEN" }}
+
+[gateway.policy]
+default = "allow"
+
+[[gateway.policy.rules]]
+name = "ci-no-add"
+effect = "deny"
+callers = {{ tokens = ["ci"] }}
+tools = ["echo/add"]
+
+[[gateway.rate_limits]]
+name = "dev-one-echo"
+callers = {{ tokens = ["dev"] }}
+tools = ["echo/echo"]
+rate = "1/hour"
+"#,
+        upstreams = upstreams()
+    );
+    std::fs::write(&config, text).unwrap();
+    let args = [
+        "--config",
+        config.to_str().unwrap(),
+        "--audit-log",
+        audit.to_str().unwrap(),
+        "--audit-arguments",
+        "echo/echo",
+    ];
+    let bridge = ServingBridge::start_with(&args, |command| {
+        command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN);
+    });
+    let ci = connect(&bridge.url, CI_TOKEN, None).await;
+    let dev = connect(&bridge.url, DEV_TOKEN, None).await;
+    let echo = |t: &str| self::args(json!({"text": t}));
+    call(&ci, "mcp__echo__echo", echo("one")).await.unwrap();
+    rpc_error(call(&ci, "mcp__echo__add", self::args(json!({"a": 1, "b": 1}))).await);
+    call(&dev, "mcp__echo__echo", echo("two")).await.unwrap();
+    rpc_error(call(&dev, "mcp__echo__echo", echo("three")).await);
+    call(&dev, "mcp__echo__add", self::args(json!({"a": 2, "b": 3}))).await.unwrap();
+
+    // Written off the call path: wait for the five lines.
+    let lines: Vec<Value> = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let text = std::fs::read_to_string(&audit).unwrap_or_default();
+            if text.lines().count() >= 5 {
+                assert!(!text.contains(CI_TOKEN) && !text.contains(DEV_TOKEN), "a token in the audit log");
+                return text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("five audit lines within 30 s");
+    assert_eq!(lines.len(), 5, "one line per call: {lines:#?}");
+    let seen: Vec<(&str, &str, &str)> = lines
+        .iter()
+        .map(|l| (l["caller"].as_str().unwrap(), l["name"].as_str().unwrap(), l["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("ci", "echo", "ok"),
+            ("ci", "add", "denied"),
+            ("dev", "echo", "ok"),
+            ("dev", "echo", "rate_limited"),
+            ("dev", "add", "ok")
+        ]
+    );
+    for line in &lines {
+        assert_eq!((&line["caller_kind"], &line["method"], &line["server"]), (&json!("token"), &json!("tools/call"), &json!("echo")));
+        assert!(line["time"].as_str().is_some_and(|t| t.ends_with('Z') && t.len() == 24), "{line}");
+        assert!(line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{line}");
+        assert!(line["session"].is_u64() && (line["id"].is_u64() || line["id"].is_string()), "{line}");
+        let opted = line["name"] == "echo";
+        assert_eq!(line.get("arguments").is_some(), opted, "arguments only for echo/echo: {line}");
+    }
+    assert_eq!(lines[0]["arguments"], json!({"text": "one"}));
+    assert_ne!(lines[0]["session"], lines[2]["session"], "two sessions");
+    let _ = ci.close().await;
+    let _ = dev.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
