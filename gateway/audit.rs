@@ -174,7 +174,10 @@ impl AuditLog {
         line.insert("name".into(), Value::String(entry.name.into()));
         line.insert("outcome".into(), Value::String(entry.outcome.as_str().into()));
         let ms = entry.latency.as_secs_f64() * 1000.0;
-        line.insert("latency_ms".into(), serde_json::Number::from_f64((ms * 1000.0).round() / 1000.0).map_or(Value::Null, Value::Number));
+        line.insert(
+            "latency_ms".into(),
+            serde_json::Number::from_f64((ms * 1000.0).round() / 1000.0).map_or(Value::Null, Value::Number),
+        );
         line.insert("id".into(), entry.id.clone());
         if let Some(arguments) = entry.arguments {
             let target = format!("{}/{}", entry.server, entry.name);
@@ -203,12 +206,7 @@ fn rfc3339(time: SystemTime) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z", rest / 3600, rest % 3600 / 60, rest % 60)
 }
 
 /// The writing end: stderr, or a file and its size.
@@ -350,8 +348,10 @@ mod tests {
     fn a_full_queue_drops_and_counts_never_waits() {
         let dropped = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = dropped.clone();
-        let (log, _writer_not_running) =
-            AuditLog::new(Sink::Stderr, move || { counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed); }).unwrap();
+        let (log, _writer_not_running) = AuditLog::new(Sink::Stderr, move || {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
         for i in 0..QUEUE + 5 {
             log.record(Entry {
                 caller: None,

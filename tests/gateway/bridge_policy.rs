@@ -488,7 +488,10 @@ rate = "1/hour"
         ]
     );
     for line in &lines {
-        assert_eq!((&line["caller_kind"], &line["method"], &line["server"]), (&json!("token"), &json!("tools/call"), &json!("echo")));
+        assert_eq!(
+            (&line["caller_kind"], &line["method"], &line["server"]),
+            (&json!("token"), &json!("tools/call"), &json!("echo"))
+        );
         assert!(line["time"].as_str().is_some_and(|t| t.ends_with('Z') && t.len() == 24), "{line}");
         assert!(line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{line}");
         assert!(line["session"].is_u64() && (line["id"].is_u64() || line["id"].is_string()), "{line}");

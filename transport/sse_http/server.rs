@@ -2000,23 +2000,22 @@ pub(super) async fn handle(shared: Arc<Shared>, req: Request<RequestBody>) -> Re
                 Err(refusal) => return auth_refused(resource, refusal.as_ref()),
             }
         }
-    } else if config.bearer_token.is_some() || !config.named_tokens.is_empty() {
-        if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
-            let mut named = None;
-            let check = || {
-                let values = req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes);
-                let (verdict, principal) =
-                    bearer::check_any(config.bearer_token.as_ref(), &config.named_tokens, values);
-                named = principal;
-                verdict
-            };
-            if let Err(refusal) = failed_tokens::guard(&shared.failed_tokens, config.failed_token_pause, &req, check) {
-                return refusal.map_or_else(unauthorized, failed_tokens::paused);
-            }
-            if let Some(principal) = named {
-                // The named caller reaches handlers as a principal; the session is bound to it.
-                req.extensions_mut().insert(Authenticated(principal));
-            }
+    } else if (config.bearer_token.is_some() || !config.named_tokens.is_empty())
+        && (path == config.path || legacy_path || route.is_some_and(|r| r.guarded))
+    {
+        let mut named = None;
+        let check = || {
+            let values = req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes);
+            let (verdict, principal) = bearer::check_any(config.bearer_token.as_ref(), &config.named_tokens, values);
+            named = principal;
+            verdict
+        };
+        if let Err(refusal) = failed_tokens::guard(&shared.failed_tokens, config.failed_token_pause, &req, check) {
+            return refusal.map_or_else(unauthorized, failed_tokens::paused);
+        }
+        if let Some(principal) = named {
+            // The named caller reaches handlers as a principal; the session is bound to it.
+            req.extensions_mut().insert(Authenticated(principal));
         }
     }
     if shared.shutting_down.load(Ordering::Acquire) {
@@ -3153,6 +3152,7 @@ async fn delete(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<Http
 /// (`endpoint`) names where to POST.
 /// A place for a new session of the request whose extensions are `extensions` under the caps
 /// per client address and per principal ([`super::session_caps`]), or the refusal to answer.
+#[allow(clippy::result_large_err)] // the error is the HTTP answer itself
 fn reserve_session_place(
     shared: &Shared,
     extensions: &hyper::http::Extensions,
