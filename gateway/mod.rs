@@ -761,11 +761,9 @@ impl Gateway {
     /// The metrics as text (see [`BridgeMetrics::render`]), with every shared upstream's state
     /// and failed tries as they are now.
     pub fn render_metrics(&self) -> String {
-        let mut dropped = self.server.get().map_or(0, Server::notifications_dropped);
+        let dropped = self.server.get().map_or(0, Server::notifications_dropped);
         #[cfg(feature = "http")]
-        if let Some(http) = self.http.get() {
-            dropped += http.standalone_messages_dropped();
-        }
+        let dropped = dropped + self.http.get().map_or(0, |http| http.standalone_messages_dropped());
         self.metrics.notifications_dropped.raise_to([], dropped);
         for status in self.set.summary().servers {
             self.metrics.set_upstream_state(&status.name, status.state, status.failed_attempts);
