@@ -12,7 +12,7 @@
 //!
 //! [`AuditLog::record`] hands the line to a bounded channel and returns: when the writer is
 //! behind and the channel full, the line is dropped and counted
-//! (`mcp_bridge_audit_dropped_total`), the call never waits. The writer ([`AuditLog::file`])
+//! (`mcp_bridge_audit_dropped_total`), the call never waits. The writer ([`AuditLog::new`] with a [`Sink`])
 //! appends to a file and rotates it by size: past `max_bytes` the file becomes `FILE.1`,
 //! `FILE.1` becomes `FILE.2` …, and only `keep` old files are kept; or it writes to stderr.
 //!
