@@ -24,10 +24,13 @@ flag=$([ "$MODE" = stateless ] && echo --stateless || true)
 # Calls made by one mcp-bench run with --n N at concurrency 1: warm-up, then two measured rounds.
 calls() { local w=$(($1 / 10)); [ $w -lt 10 ] && w=10; [ $w -gt 200 ] && w=200; echo $((2 * $1 + w)); }
 refs() { grep -o 'I *refs: *[0-9,]*' "$1" | tr -dc '0-9'; }
+# Waits until the server listens on $1 (a server under valgrind takes seconds to start on a busy
+# machine: a fixed sleep made the first connection fail there).
+listening() { for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 client_refs() {
   local port=$((20000 + RANDOM % 10000)) log; log=$(mktemp)
   "$D/examples/echo_server" --http 127.0.0.1:$port $flag 2>/dev/null & local pid=$!
-  sleep 0.3
+  listening $port
   valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$D/mcp-bench" \
     --http http://127.0.0.1:$port/mcp --sizes "$SIZE" --concurrency "$CONC" --n "$1" --startup-runs 0 \
     --era "$ERA" > /dev/null 2> "$log"
@@ -38,7 +41,7 @@ server_refs() {
   local port=$((20000 + RANDOM % 10000)) log; log=$(mktemp)
   valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
     "$D/examples/echo_server" --http 127.0.0.1:$port $flag > /dev/null 2> "$log" & local pid=$!
-  sleep 2
+  listening $port
   "$D/mcp-bench" --http http://127.0.0.1:$port/mcp --sizes "$SIZE" --concurrency "$CONC" --n "$1" \
     --startup-runs 0 --era "$ERA" > /dev/null
   kill -INT $pid; wait $pid 2>/dev/null || true

@@ -8,7 +8,7 @@
 //! future) cancels it. A server that is not required and fails may be tried again in the
 //! background ([`SetOptions::with_startup_retries`]; the policy is at [`ConnectionSet::start`]).
 //!
-//! The [`Catalog`] aggregates the tools (and resources, resource templates and prompts, where
+//! The [`MergedCatalog`] aggregates the tools (and resources, resource templates and prompts, where
 //! the server advertises them) of every ready server. Tools are offered under qualified names
 //! `mcp__SERVER__TOOL` reduced to `[A-Za-z0-9_-]` and at most 64 bytes; a name that is too long
 //! or taken is cut and given `_` and 8 hex digits of the FNV-1a hash of the unreduced name.
@@ -124,7 +124,7 @@ pub use error::SetError;
 pub use events::{EventSink, ServerState, ServerStatus, SetEvent, StartupSummary};
 use lease::Held;
 pub use lease::ServerLease;
-pub use naming::{fnv1a, qualify, Catalog, CatalogTool, MAX_TOOL_NAME_BYTES};
+pub use naming::{fnv1a, qualify, CatalogTool, MergedCatalog, MAX_TOOL_NAME_BYTES};
 pub use options::{
     ChildStderr, ServerLineCallback, SetCallOptions, SetElicitationHandler, SetOptions, SetRootsHandler,
     SetSamplingHandler, DEFAULT_MAX_ITEMS,
@@ -135,7 +135,7 @@ struct Shared {
     /// Replaced by [`ConnectionSet::reload`]; never held across an await.
     slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     options: SetOptions,
-    catalog: Mutex<Arc<Catalog>>,
+    catalog: Mutex<Arc<MergedCatalog>>,
     cancel: watch::Sender<bool>,
     shut_down: AtomicBool,
     /// [`ConnectionSet::start`] has run: a reload starts the servers it adds or changes.
@@ -210,7 +210,7 @@ impl Shared {
 
     fn rebuild_catalog(&self) {
         let mut entries = Vec::new();
-        let mut catalog = Catalog::default();
+        let mut catalog = MergedCatalog::default();
         for slot in self.slots() {
             let name = &slot.name;
             let config = slot.config();
@@ -271,7 +271,7 @@ impl ConnectionSet {
             shared: Arc::new(Shared {
                 slots: RwLock::new(slots),
                 options,
-                catalog: Mutex::new(Arc::new(Catalog::default())),
+                catalog: Mutex::new(Arc::new(MergedCatalog::default())),
                 cancel,
                 shut_down: AtomicBool::new(false),
                 started: AtomicBool::new(false),
@@ -429,7 +429,7 @@ impl ConnectionSet {
     }
 
     /// The current catalog (a snapshot).
-    pub fn catalog(&self) -> Arc<Catalog> {
+    pub fn catalog(&self) -> Arc<MergedCatalog> {
         self.shared.catalog.lock().expect("catalog lock").clone()
     }
 

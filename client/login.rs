@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use super::config::{ServerConfig, TransportConfig};
 use super::oauth::{AuthError, AuthorizationHandler, OAuthClient, TokenStore};
-use crate::transport::sse_http::authorizer::{AuthFuture, Authorizer, Credentials, Refusal, Verdict};
+use crate::transport::sse_http::authorizer::{AuthFuture, Authorizer, Credentials, Denial, Verdict};
 
 /// Where logins are kept, and how a user makes one.
 #[derive(Clone)]
@@ -184,7 +184,7 @@ impl Authorizer for StoredLogin {
         self.oauth.authorization(method, url)
     }
 
-    fn refused<'a>(&'a self, refusal: Refusal<'a>) -> AuthFuture<'a, Verdict> {
+    fn refused<'a>(&'a self, refusal: Denial<'a>) -> AuthFuture<'a, Verdict> {
         Box::pin(async move {
             // Nothing stored: no discovery, no registration, just the user's next step.
             if matches!(self.oauth.stored_tokens(), Ok(None)) {
@@ -260,7 +260,7 @@ mod tests {
         assert!(authorizer.authorization("POST", URL).await.is_none());
         let challenges = vec!["Bearer resource_metadata=\"http://127.0.0.1:9/.well-known/x\"".to_owned()];
         let refusal =
-            Refusal { status: 401, challenges: &challenges, url: URL, sent: None, dpop_nonce: None, retries: 0 };
+            Denial { status: 401, challenges: &challenges, url: URL, sent: None, dpop_nonce: None, retries: 0 };
         assert_eq!(authorizer.refused(refusal).await, Verdict::GiveUp("needs login: run mcp-bridge login r".into()));
     }
 }

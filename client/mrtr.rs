@@ -5,7 +5,7 @@
 //! times. Not here: sending the first request (`Client::request`), handshake-era server requests
 //! (`server_requests`).
 
-use super::server_requests::{method_not_found, roots_result};
+use super::server_requests::roots_result;
 use super::{current_caller, decode_named, Client, ClientError};
 
 use super::handlers::{ElicitationHandler, ElicitationModes, HandlerFuture, RootsHandler, SamplingHandler};
@@ -68,7 +68,7 @@ impl InputAnswerers {
                 let roots = roots.read().expect("never poisoned").clone();
                 Ok(Box::pin(async move { Ok(InputResponse::ListRoots(roots_result(roots))) }))
             }
-            InputRequest::Other(_) => Err(method_not_found()),
+            InputRequest::Other(_) => Err(ErrorObject::method_not_found()),
         }
     }
 }

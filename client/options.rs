@@ -57,8 +57,8 @@ pub struct ClientOptions {
     /// The most pages a paginated list may have before [`ClientError::Pagination`](super::ClientError::Pagination): default 1000.
     pub max_pages: usize,
     /// Limits of the session core (requests in flight each way …): the defaults of
-    /// [`session::Limits`].
-    pub session_limits: session::Limits,
+    /// [`session::SessionLimits`].
+    pub session_limits: session::SessionLimits,
     /// Where server notifications go: default nowhere.
     pub handler: Option<Arc<dyn ClientHandler>>,
     /// Who answers `sampling/createMessage` (declares `sampling`): default nobody.
@@ -101,7 +101,7 @@ impl Default for ClientOptions {
             supported_versions: ProtocolVersion::ALL.to_vec(),
             request_timeout: Some(Duration::from_secs(60)),
             max_pages: 1000,
-            session_limits: session::Limits::default(),
+            session_limits: session::SessionLimits::default(),
             handler: None,
             sampling: None,
             elicitation: None,
@@ -178,7 +178,7 @@ impl ClientOptions {
     }
 
     /// These options with other session limits.
-    pub fn with_session_limits(mut self, limits: session::Limits) -> Self {
+    pub fn with_session_limits(mut self, limits: session::SessionLimits) -> Self {
         self.session_limits = limits;
         self
     }

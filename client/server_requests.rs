@@ -37,10 +37,6 @@ pub(super) fn invalid_params(e: serde_json::Error) -> ErrorObject {
     ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("invalid params: {e}"))
 }
 
-pub(super) fn method_not_found() -> ErrorObject {
-    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, ErrorCode::METHOD_NOT_FOUND.default_message())
-}
-
 impl ClientPeerHandler {
     /// Runs `work` in a task that answers `request` when done, unless cancelled first.
     pub(super) fn spawn_answer<T, F>(&self, peer: &Peer<T>, id: Id, work: F)
@@ -94,7 +90,7 @@ impl<T: Transport> Handler<T> for ClientPeerHandler {
                     return;
                 }
                 (None, Some(roots)) => Ok(Body::typed(roots_result(roots.read().expect("never poisoned").clone()))),
-                (None, None) => Err(method_not_found()),
+                (None, None) => Err(ErrorObject::method_not_found()),
             },
             CreateMessage::NAME => match &self.sampling {
                 Some(handler) => match decode(params).and_then(|b| b.into_decoded()) {
@@ -107,7 +103,7 @@ impl<T: Transport> Handler<T> for ClientPeerHandler {
                     }
                     Err(e) => Err(invalid_params(e)),
                 },
-                None => Err(method_not_found()),
+                None => Err(ErrorObject::method_not_found()),
             },
             Elicit::NAME => match &self.elicitation {
                 Some((handler, modes)) => match decode(params).and_then(|b| b.into_decoded::<ElicitRequestParams>()) {
@@ -131,9 +127,9 @@ impl<T: Transport> Handler<T> for ClientPeerHandler {
                     }
                     Err(e) => Err(invalid_params(e)),
                 },
-                None => Err(method_not_found()),
+                None => Err(ErrorObject::method_not_found()),
             },
-            _ => Err(method_not_found()),
+            _ => Err(ErrorObject::method_not_found()),
         };
         let queued = peer.respond_now(&request.id, outcome);
         crate::transport::task::spawn(async move {

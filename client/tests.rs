@@ -65,7 +65,7 @@ impl Handler<InprocTransport> for TypedServer {
 async fn the_in_process_path_never_serializes() {
     let (a, b) = inproc::pair(Limits::default());
     let server = TypedServer::default();
-    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), server.clone());
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), server.clone());
     // Legacy: the discover probe of `auto` is serialized JSON by design.
     let client = Client::connect(a, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
     assert_eq!(client.server_info().name, "typed");
@@ -83,7 +83,8 @@ async fn the_in_process_path_never_serializes() {
 #[tokio::test]
 async fn a_closed_in_process_connection_is_not_a_server_exit() {
     let (a, b) = inproc::pair(Limits::default());
-    let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());
+    let server =
+        Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), TypedServer::default());
     let client = Client::connect(a, ClientOptions::default()).await.unwrap();
     let _ = server.close().await;
     let err = client.ping().await.unwrap_err();
@@ -117,7 +118,8 @@ fn rpc_code(outcome: Result<Value, crate::peer::RequestError>) -> Option<ErrorCo
 #[tokio::test]
 async fn requests_for_undeclared_capabilities_are_method_not_found() {
     let (a, b) = inproc::pair(Limits::default());
-    let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());
+    let server =
+        Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), TypedServer::default());
     let _client = Client::connect(a, ClientOptions::default()).await.unwrap();
     let sampling = json!({"messages": [], "maxTokens": 5});
     assert_eq!(
@@ -133,7 +135,8 @@ async fn requests_for_undeclared_capabilities_are_method_not_found() {
 #[tokio::test]
 async fn a_roots_handler_answers_each_roots_list_and_wins_over_static_roots() {
     let (a, b) = inproc::pair(Limits::default());
-    let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());
+    let server =
+        Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), TypedServer::default());
     let asked = Arc::new(AtomicUsize::new(0));
     let counter = asked.clone();
     let handler = move || {
@@ -156,7 +159,8 @@ async fn a_roots_handler_answers_each_roots_list_and_wins_over_static_roots() {
 #[tokio::test]
 async fn an_undeclared_elicitation_mode_is_invalid_params() {
     let (a, b) = inproc::pair(Limits::default());
-    let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());
+    let server =
+        Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), TypedServer::default());
     let handler = |_p: ElicitRequestParams| async {
         Ok(serde_json::from_value::<crate::proto::mcp_types::ElicitResult>(json!({"action": "decline"})).unwrap())
     };
@@ -172,7 +176,8 @@ async fn an_undeclared_elicitation_mode_is_invalid_params() {
 #[tokio::test]
 async fn a_cancelled_server_request_stops_its_handler() {
     let (a, b) = inproc::pair(Limits::default());
-    let server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), TypedServer::default());
+    let server =
+        Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), TypedServer::default());
     let finished = Arc::new(AtomicUsize::new(0));
     let done = finished.clone();
     let slow = move |_p: crate::proto::mcp_types::CreateMessageRequestParams| {
@@ -228,7 +233,7 @@ async fn lists_page_to_the_end_and_stop_on_a_repeated_cursor() {
         }
     }
     let (a, b) = inproc::pair(Limits::default());
-    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), Pager);
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), Pager);
     let client = Client::connect(a, ClientOptions::default()).await.unwrap();
     let uris: Vec<String> = client.list_resources().await.unwrap().into_iter().map(|r| r.uri).collect();
     assert_eq!(uris, ["a", "b", "c"]);
@@ -303,7 +308,7 @@ async fn an_unknown_version_is_offered_as_written_and_only_a_supported_answer_ta
         _ => Ok(json!({})),
     });
     let (a, b) = inproc::pair(Limits::default());
-    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), counter.clone());
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), counter.clone());
     let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_offered_version_str("2099-01-01");
     let client = Client::connect(a, options).await.unwrap();
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
@@ -311,7 +316,7 @@ async fn an_unknown_version_is_offered_as_written_and_only_a_supported_answer_ta
     // A server that echoes the unknown version is refused.
     let echo = Scripted::new(|_, params| Ok(init_result(params["protocolVersion"].as_str().unwrap())));
     let (a, b) = inproc::pair(Limits::default());
-    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), echo);
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), echo);
     let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_offered_version_str("2099-01-01");
     let err = Client::connect(a, options).await.unwrap_err();
     assert!(matches!(&err, ClientError::UnsupportedVersion { answered, .. } if answered == "2099-01-01"), "{err:?}");
@@ -325,7 +330,7 @@ async fn a_discover_probe_refused_falls_back_to_initialize() {
         _ => Ok(json!({"tools": []})),
     });
     let (a, b) = inproc::pair(Limits::default());
-    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), server.clone());
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), server.clone());
     let options = ClientOptions::default().with_client_info("py", "2").with_discover_first(true);
     let client = Client::connect(a, options).await.unwrap();
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
@@ -356,7 +361,7 @@ async fn a_discover_answered_gives_a_stateless_session_with_meta_on_every_reques
         _ => Ok(json!({"echo": true})),
     });
     let (a, b) = inproc::pair(Limits::default());
-    let _server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), server.clone());
+    let _server = Peer::start(b, Role::Server, Mode::Stateless, session::SessionLimits::default(), server.clone());
     let options = ClientOptions::default().with_client_info("py", "2").with_discover_first(true);
     let client = Client::connect(a, options).await.unwrap();
     assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
@@ -383,7 +388,7 @@ async fn request_raw_sends_params_the_typed_api_cannot_express() {
         _ => Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("bad params {params}"))),
     });
     let (a, b) = inproc::pair(Limits::default());
-    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), server.clone());
+    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), server.clone());
     let client = Client::connect(a, ClientOptions::default()).await.unwrap();
     let err = client.request_raw("tools/call", Some(json!({"arguments": {}})), RequestOptions::default()).await;
     let err = err.unwrap_err();
@@ -408,7 +413,7 @@ fn discovered() -> Value {
 
 fn stateless_server(script: Scripted) -> (InprocTransport, Peer<InprocTransport>) {
     let (a, b) = inproc::pair(Limits::default());
-    let server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), script);
+    let server = Peer::start(b, Role::Server, Mode::Stateless, session::SessionLimits::default(), script);
     (a, server)
 }
 
@@ -575,7 +580,7 @@ async fn a_probe_with_no_answer_falls_back_after_the_discover_timeout() {
         b,
         Role::Server,
         Mode::Handshake,
-        session::Limits::default(),
+        session::SessionLimits::default(),
         Silent { discover: silent.clone(), inner: server.clone(), ignored: usize::MAX },
     );
     let options = ClientOptions::default().with_discover_timeout(Duration::from_millis(100));
@@ -679,7 +684,7 @@ async fn initialize_refused_as_an_unsupported_version_after_a_silent_probe_gets_
     let probes = Arc::new(AtomicUsize::new(0));
     let (a, b) = inproc::pair(Limits::default());
     let silent = Silent { discover: probes.clone(), inner: server.clone(), ignored: 1 };
-    let _server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), silent);
+    let _server = Peer::start(b, Role::Server, Mode::Stateless, session::SessionLimits::default(), silent);
     let options = ClientOptions::default().with_discover_timeout(Duration::from_millis(100));
     let client = Client::connect(a, options).await.unwrap();
     assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);

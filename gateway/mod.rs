@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use self::metrics::bridge::{BridgeMetrics, CallOutcome};
 use crate::client::config::{InProcess, McpConfig, ServerConfig};
 use crate::client::connection_set::{
-    qualify, Catalog, ConnectionSet, ServerState, SetCallOptions, SetError, SetEvent, SetOptions,
+    qualify, ConnectionSet, MergedCatalog, ServerState, SetCallOptions, SetError, SetEvent, SetOptions,
 };
 use crate::client::{
     current_caller, decode_tool_result, with_caller, CallerId, ClientError, ElicitationModes, ServerNotification,
@@ -68,7 +68,7 @@ use crate::transport::{inproc, Limits};
 use self::audit::{AuditLog, Entry as AuditEntry, Outcome as AuditOutcome};
 use self::policy::{Decision, Kind, Policy};
 use self::rate_limit::{Limit, RateLimiter};
-use self::tool_result::Verdict;
+use self::tool_result::ResultCheck;
 
 pub mod audit;
 pub mod metrics;
@@ -132,7 +132,7 @@ impl View {
     ///
     /// # Errors
     /// With [`PrefixMode::Never`], a name (or URI) two servers offer, naming both.
-    pub(crate) fn build(catalog: &Catalog, prefix: PrefixMode) -> Result<View, String> {
+    pub(crate) fn build(catalog: &MergedCatalog, prefix: PrefixMode) -> Result<View, String> {
         let mut view = View::default();
         let mut owners: HashMap<&str, Vec<&str>> = HashMap::new();
         for t in &catalog.tools {
@@ -1222,9 +1222,9 @@ fn pass_on(view: &View, server: &str, body: Body) -> Result<(Body, bool), SetErr
     let uris_mapped = view.slug_of.contains_key(server);
     let body = match body {
         Body::Raw(raw) => match tool_result::rewrite(raw.get(), uris_mapped) {
-            Verdict::AsWritten { is_error } => return Ok((Body::Raw(raw), is_error)),
-            Verdict::Rewritten { raw, is_error } => return Ok((Body::Raw(raw), is_error)),
-            Verdict::Typed => Body::Raw(raw),
+            ResultCheck::AsWritten { is_error } => return Ok((Body::Raw(raw), is_error)),
+            ResultCheck::Rewritten { raw, is_error } => return Ok((Body::Raw(raw), is_error)),
+            ResultCheck::Typed => Body::Raw(raw),
         },
         typed => typed,
     };

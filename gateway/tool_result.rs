@@ -28,7 +28,7 @@ const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// What [`rewrite`] makes of a tool result's JSON text.
 #[derive(Debug)]
-pub(crate) enum Verdict {
+pub(crate) enum ResultCheck {
     /// Passed on as it is.
     AsWritten {
         /// `isError: true`.
@@ -47,20 +47,20 @@ pub(crate) enum Verdict {
 
 /// How the tool result `text` (JSON, as a `RawValue` holds it) is passed on; `uris_mapped`:
 /// the gateway maps this server's URIs.
-pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> Verdict {
-    let Some(members) = members(text) else { return Verdict::Typed };
+pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> ResultCheck {
+    let Some(members) = members(text) else { return ResultCheck::Typed };
     let find = |name: &str| members.iter().find(|(key, _)| *key == name).map(|(_, value)| *value);
-    let Some(content) = find("content").filter(|c| c.starts_with('[')) else { return Verdict::Typed };
+    let Some(content) = find("content").filter(|c| c.starts_with('[')) else { return ResultCheck::Typed };
     if uris_mapped && (content.contains("\"uri\"") || content.contains("\\u")) {
-        return Verdict::Typed;
+        return ResultCheck::Typed;
     }
     let is_error = match find("isError") {
         None | Some("null" | "false") => false,
         Some("true") => true,
-        Some(_) => return Verdict::Typed,
+        Some(_) => return ResultCheck::Typed,
     };
     if find("resultType").is_some_and(|t| t != "null" && !t.starts_with('"')) {
-        return Verdict::Typed;
+        return ResultCheck::Typed;
     }
     let mut edited = false;
     let mut kept: Vec<(&str, Value<'_>)> = Vec::with_capacity(members.len());
@@ -73,7 +73,7 @@ pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> Verdict {
         }
         if key == "_meta" {
             match without_server_info(value) {
-                None => return Verdict::Typed,
+                None => return ResultCheck::Typed,
                 Some(Meta::AsWritten) => kept.push((key, Value::Text(value))),
                 Some(Meta::Empty) => edited = true,
                 Some(Meta::Without(meta)) => {
@@ -86,14 +86,14 @@ pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> Verdict {
         kept.push((key, Value::Text(value)));
     }
     if !edited {
-        return Verdict::AsWritten { is_error };
+        return ResultCheck::AsWritten { is_error };
     }
     let mut out = String::with_capacity(text.len());
     write_object(&kept, &mut out);
     // JSON by construction: members of a JSON object, names without escapes.
     match crate::proto::json_write::trusted_raw(&out) {
-        Ok(raw) => Verdict::Rewritten { raw, is_error },
-        Err(_) => Verdict::Typed,
+        Ok(raw) => ResultCheck::Rewritten { raw, is_error },
+        Err(_) => ResultCheck::Typed,
     }
 }
 
@@ -257,7 +257,7 @@ mod tests {
 
     fn rewritten(text: &str) -> String {
         match rewrite(text, false) {
-            Verdict::Rewritten { raw, .. } => raw.get().to_owned(),
+            ResultCheck::Rewritten { raw, .. } => raw.get().to_owned(),
             other => panic!("{text}: {other:?}"),
         }
     }
@@ -265,10 +265,13 @@ mod tests {
     #[test]
     fn a_plain_result_passes_as_written() {
         let text = r#"{"content":[{"type":"text","text":"hi"}],"structuredContent":{"a":1},"x-extra":null}"#;
-        assert!(matches!(rewrite(text, false), Verdict::AsWritten { is_error: false }));
+        assert!(matches!(rewrite(text, false), ResultCheck::AsWritten { is_error: false }));
         let failed = r#"{"isError":true,"content":[{"type":"text","text":"no"}]}"#;
-        assert!(matches!(rewrite(failed, false), Verdict::AsWritten { is_error: true }));
-        assert!(matches!(rewrite(r#"{"content":[],"isError":false}"#, false), Verdict::AsWritten { is_error: false }));
+        assert!(matches!(rewrite(failed, false), ResultCheck::AsWritten { is_error: true }));
+        assert!(matches!(
+            rewrite(r#"{"content":[],"isError":false}"#, false),
+            ResultCheck::AsWritten { is_error: false }
+        ));
     }
 
     #[test]
@@ -281,11 +284,11 @@ mod tests {
         // A `_meta` without serverInfo is kept as written.
         assert!(matches!(
             rewrite(r#"{"content":[],"_meta":{"k" : 1}}"#, false),
-            Verdict::AsWritten { is_error: false }
+            ResultCheck::AsWritten { is_error: false }
         ));
         assert_eq!(rewritten(r#"{"content":[],"_meta":{ }}"#), r#"{"content":[]}"#);
         let failed = r#"{"content":[],"isError":true,"resultType":"complete"}"#;
-        let Verdict::Rewritten { raw, is_error: true } = rewrite(failed, false) else { panic!("{failed}") };
+        let ResultCheck::Rewritten { raw, is_error: true } = rewrite(failed, false) else { panic!("{failed}") };
         assert_eq!(raw.get(), r#"{"content":[],"isError":true}"#);
     }
 
@@ -301,13 +304,13 @@ mod tests {
         let text = "{ \"content\" : [ {\"type\":\"text\",\"text\":\"a\\\"}],{\\\\\"} ] ,\n\t\"n\": -1.5e3 ,\"s\":{\"x\":[[]]},\"resultType\" : \"complete\" }";
         assert_eq!(rewritten(text), r#"{"content":[ {"type":"text","text":"a\"}],{\\"} ],"n":-1.5e3,"s":{"x":[[]]}}"#);
         serde_json::from_str::<serde_json::Value>(text).expect("the input is JSON");
-        assert!(matches!(rewrite("{ }", false), Verdict::Typed));
+        assert!(matches!(rewrite("{ }", false), ResultCheck::Typed));
     }
 
     #[test]
     fn a_name_with_an_escape_goes_typed() {
-        assert!(matches!(rewrite(r#"{"con\u0074ent":[],"resultType":"complete"}"#, false), Verdict::Typed));
-        assert!(matches!(rewrite(r#"{"content":[],"a\"b":1}"#, false), Verdict::Typed));
+        assert!(matches!(rewrite(r#"{"con\u0074ent":[],"resultType":"complete"}"#, false), ResultCheck::Typed));
+        assert!(matches!(rewrite(r#"{"content":[],"a\"b":1}"#, false), ResultCheck::Typed));
     }
 
     #[test]
@@ -325,24 +328,24 @@ mod tests {
             r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{},"\u006b":1}}"#,
             r#"{"content":[]"#,
         ] {
-            assert!(matches!(rewrite(text, false), Verdict::Typed), "{text}");
+            assert!(matches!(rewrite(text, false), ResultCheck::Typed), "{text}");
         }
     }
 
     #[test]
     fn content_with_uris_goes_typed_only_where_they_are_mapped() {
         let link = r#"{"content":[{"type":"resource_link","uri":"demo://a","name":"a"}]}"#;
-        assert!(matches!(rewrite(link, false), Verdict::AsWritten { is_error: false }));
-        assert!(matches!(rewrite(link, true), Verdict::Typed));
+        assert!(matches!(rewrite(link, false), ResultCheck::AsWritten { is_error: false }));
+        assert!(matches!(rewrite(link, true), ResultCheck::Typed));
         let escaped = r#"{"content":[{"type":"resource_link","\u0075ri":"demo://a","name":"a"}]}"#;
-        assert!(matches!(rewrite(escaped, true), Verdict::Typed));
+        assert!(matches!(rewrite(escaped, true), ResultCheck::Typed));
         let text_only = r#"{"content":[{"type":"text","text":"no links"}],"resultType":"complete"}"#;
         assert_eq!(rewritten_mapped(text_only), r#"{"content":[{"type":"text","text":"no links"}]}"#);
     }
 
     fn rewritten_mapped(text: &str) -> String {
         match rewrite(text, true) {
-            Verdict::Rewritten { raw, .. } => raw.get().to_owned(),
+            ResultCheck::Rewritten { raw, .. } => raw.get().to_owned(),
             other => panic!("{text}: {other:?}"),
         }
     }

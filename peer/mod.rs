@@ -13,7 +13,7 @@
 //! an `.await`: each call takes the messages its operation produced and sends them after
 //! releasing the lock, so a slow transport never blocks the reader.
 //!
-//! Past an in-flight cap ([`session::Limits`], under the default [`session::WhenFull::Wait`])
+//! Past an in-flight cap ([`session::SessionLimits`], under the default [`session::WhenFull::Wait`])
 //! nothing is refused. A request of ours waits for a slot, within its own timeout. A request of
 //! the peer's is held back from the session in arrival order, up to [`MAX_HELD_REQUESTS`], and
 //! handed over as our answers make room; past that the reader stops reading the connection, so
@@ -241,7 +241,13 @@ fn now() -> Instant {
 
 impl<T: Transport> Peer<T> {
     /// Starts the reader task. Must be called inside a tokio runtime.
-    pub fn start(transport: T, role: Role, mode: Mode, limits: session::Limits, handler: impl Handler<T>) -> Peer<T> {
+    pub fn start(
+        transport: T,
+        role: Role,
+        mode: Mode,
+        limits: session::SessionLimits,
+        handler: impl Handler<T>,
+    ) -> Peer<T> {
         let slots = (limits.when_full == session::WhenFull::Wait).then(|| {
             tokio::sync::Semaphore::new(limits.max_outgoing_in_flight.min(tokio::sync::Semaphore::MAX_PERMITS))
         });

@@ -54,8 +54,9 @@ impl<T: Transport> Handler<T> for Silent {
 async fn connected() -> (Peer<InprocTransport>, TestServer) {
     let (a, b) = inproc::pair(Limits::default());
     let server_handler = TestServer::default();
-    let _server = Peer::start(b, Role::Server, Mode::Handshake, session::Limits::default(), server_handler.clone());
-    let client = Peer::start(a, Role::Client, Mode::Handshake, session::Limits::default(), Silent);
+    let _server =
+        Peer::start(b, Role::Server, Mode::Handshake, session::SessionLimits::default(), server_handler.clone());
+    let client = Peer::start(a, Role::Client, Mode::Handshake, session::SessionLimits::default(), Silent);
     client.request("initialize", Some(Body::typed(json!({}))), RequestOptions::default()).await.unwrap();
     client.initialized().await.unwrap();
     (client, server_handler)
@@ -66,8 +67,12 @@ async fn connected() -> (Peer<InprocTransport>, TestServer) {
 async fn capped(cap: usize, when_full: session::WhenFull) -> (Peer<InprocTransport>, TestServer) {
     let (a, b) = inproc::pair(Limits::default());
     let server_handler = TestServer::default();
-    let limits =
-        session::Limits { max_outgoing_in_flight: cap, max_incoming_in_flight: cap, when_full, ..Default::default() };
+    let limits = session::SessionLimits {
+        max_outgoing_in_flight: cap,
+        max_incoming_in_flight: cap,
+        when_full,
+        ..Default::default()
+    };
     let _server = Peer::start(b, Role::Server, Mode::Stateless, limits, server_handler.clone());
     let client = Peer::start(a, Role::Client, Mode::Stateless, limits, Silent);
     (client, server_handler)
@@ -175,10 +180,13 @@ impl<T: Transport> Handler<T> for CountingServer {
 async fn flooding(server_cap: usize, when_full: session::WhenFull) -> (Peer<InprocTransport>, CountingServer) {
     let (a, b) = inproc::pair(Limits::default());
     let server = CountingServer::default();
-    let limits = session::Limits { max_incoming_in_flight: server_cap, when_full, ..Default::default() };
+    let limits = session::SessionLimits { max_incoming_in_flight: server_cap, when_full, ..Default::default() };
     let _server = Peer::start(b, Role::Server, Mode::Stateless, limits, server.clone());
-    let limits =
-        session::Limits { max_outgoing_in_flight: 1000, when_full: session::WhenFull::Refuse, ..Default::default() };
+    let limits = session::SessionLimits {
+        max_outgoing_in_flight: 1000,
+        when_full: session::WhenFull::Refuse,
+        ..Default::default()
+    };
     let client = Peer::start(a, Role::Client, Mode::Stateless, limits, Silent);
     (client, server)
 }
@@ -290,7 +298,7 @@ async fn a_request_times_out_and_the_peer_is_told() {
 #[tokio::test]
 async fn the_end_of_the_connection_fails_waiting_requests() {
     let (a, b) = inproc::pair(Limits::default());
-    let client = Peer::start(a, Role::Client, Mode::Stateless, session::Limits::default(), Silent);
+    let client = Peer::start(a, Role::Client, Mode::Stateless, session::SessionLimits::default(), Silent);
     let pending = {
         let client = client.clone();
         tokio::spawn(async move { client.request("anything", None, RequestOptions::default()).await })
@@ -313,7 +321,7 @@ async fn malformed_input_is_answered_and_does_not_stop_the_reader() {
     let (server_read, server_write) = tokio::io::split(server_io);
     let transport = StdioTransport::from_io(server_read, server_write, Limits::default());
     let _server =
-        Peer::start(transport, Role::Server, Mode::Handshake, session::Limits::default(), TestServer::default());
+        Peer::start(transport, Role::Server, Mode::Handshake, session::SessionLimits::default(), TestServer::default());
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     client_write
         .write_all(b"{oops\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\n")
@@ -344,7 +352,7 @@ impl<T: Transport> Handler<T> for Collect {
 async fn after_the_input_ends_requests_received_can_still_be_answered_until_close() {
     let (a, b) = inproc::pair(Limits::default());
     let collect = Collect::default();
-    let server = Peer::start(b, Role::Server, Mode::Stateless, session::Limits::default(), collect.clone());
+    let server = Peer::start(b, Role::Server, Mode::Stateless, session::SessionLimits::default(), collect.clone());
     a.send(Message::from_str(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).unwrap()).await.unwrap();
     a.send(Message::from_str(r#"{"jsonrpc":"2.0","id":2,"method":"x"}"#).unwrap()).await.unwrap();
     a.close().await.unwrap();

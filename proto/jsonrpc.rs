@@ -135,6 +135,11 @@ impl ErrorObject {
         ErrorObject { code, message: message.into(), data: None }
     }
 
+    /// The -32601 "Method not found" error: the answer to a request no handler takes.
+    pub fn method_not_found() -> Self {
+        ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, ErrorCode::METHOD_NOT_FOUND.default_message())
+    }
+
     /// Attaches `data`, serialized once here.
     ///
     /// # Errors

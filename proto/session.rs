@@ -13,7 +13,7 @@
 //! - allocates integer ids for outgoing requests, from 0, never reused within a session;
 //! - routes responses to their pending request; a response to an id it never issued is dropped
 //!   and reported as [`Event::Protocol`], a late response to a cancelled or timed-out request is
-//!   dropped quietly (the last [`Limits::max_remembered_abandoned`] such ids are remembered);
+//!   dropped quietly (the last [`SessionLimits::max_remembered_abandoned`] such ids are remembered);
 //! - tracks incoming requests in flight: a duplicate id is answered with -32600, a response to
 //!   an id no longer in flight (cancelled by the peer) is not sent;
 //! - cancellation both ways (`notifications/cancelled`); `initialize` is never cancelled; a
@@ -48,10 +48,10 @@
 //! `notifications/initialized` ([`Session::initialized`]).
 //!
 //! # Bounds
-//! Outgoing requests in flight are capped by [`Limits::max_outgoing_in_flight`]
-//! ([`SessionError::TooManyInFlight`] past it; a driver following [`Limits::when_full`] makes
+//! Outgoing requests in flight are capped by [`SessionLimits::max_outgoing_in_flight`]
+//! ([`SessionError::TooManyInFlight`] past it; a driver following [`SessionLimits::when_full`] makes
 //! callers wait for a slot instead of asking), incoming ones by
-//! [`Limits::max_incoming_in_flight`] (answered -32603 past it). The transmit and event queues
+//! [`SessionLimits::max_incoming_in_flight`] (answered -32603 past it). The transmit and event queues
 //! are not capped by themselves: each call queues at most one message and one event, except
 //! [`Session::handle_timeout`], which queues at most one of each per expired request (so at most
 //! `max_outgoing_in_flight`). A driver that drains both queues after each call keeps them that
@@ -151,7 +151,7 @@ pub enum State {
     Closed,
 }
 
-/// What happens to a request past an in-flight cap ([`Limits::when_full`]).
+/// What happens to a request past an in-flight cap ([`SessionLimits::when_full`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WhenFull {
     /// It waits for a slot. Outgoing: the driver (`peer`) holds the call back until an earlier
@@ -168,24 +168,24 @@ pub enum WhenFull {
 
 /// The caps of one session. Defaults: 1024 each; a request past the outgoing cap waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub struct SessionLimits {
     /// Outgoing requests awaiting a response; past it `send_request` fails (and a driver
-    /// honouring [`Limits::when_full`] waits before it asks).
+    /// honouring [`SessionLimits::when_full`] waits before it asks).
     pub max_outgoing_in_flight: usize,
     /// What a request past either cap gets, ours or the peer's: a wait (the default) or a
     /// refusal.
     pub when_full: WhenFull,
     /// Incoming requests awaiting our response; past it the core answers -32603 (and a driver
-    /// honouring [`Limits::when_full`] holds them back before it hands them over).
+    /// honouring [`SessionLimits::when_full`] holds them back before it hands them over).
     pub max_incoming_in_flight: usize,
     /// Cancelled or timed-out request ids remembered so their late responses are dropped
     /// quietly; past it the oldest is forgotten (its late response is then reported as unknown).
     pub max_remembered_abandoned: usize,
 }
 
-impl Default for Limits {
+impl Default for SessionLimits {
     fn default() -> Self {
-        Limits {
+        SessionLimits {
             max_outgoing_in_flight: 1024,
             when_full: WhenFull::Wait,
             max_incoming_in_flight: 1024,
@@ -299,7 +299,7 @@ pub enum ProtocolEvent {
         /// The request's id.
         id: Id,
     },
-    /// More requests in flight than [`Limits::max_incoming_in_flight`]; answered -32603.
+    /// More requests in flight than [`SessionLimits::max_incoming_in_flight`]; answered -32603.
     TooManyRequests {
         /// The request's id.
         id: Id,
@@ -356,7 +356,7 @@ impl fmt::Display for ProtocolEvent {
 pub enum SessionError {
     /// The session is closed.
     Closed,
-    /// [`Limits::max_outgoing_in_flight`] requests are already awaiting a response.
+    /// [`SessionLimits::max_outgoing_in_flight`] requests are already awaiting a response.
     TooManyInFlight {
         /// The limit.
         limit: usize,
@@ -490,7 +490,7 @@ pub struct Session {
     role: Role,
     mode: Mode,
     state: State,
-    limits: Limits,
+    limits: SessionLimits,
     version: Option<ProtocolVersion>,
     /// Handshake: the `initialize` result passed through (received by a client, sent by a server).
     initialize_answered: bool,
@@ -509,7 +509,7 @@ pub struct Session {
 
 impl Session {
     /// A new session. A stateless session records [`ProtocolVersion::V2026_07_28`].
-    pub fn new(role: Role, mode: Mode, limits: Limits) -> Session {
+    pub fn new(role: Role, mode: Mode, limits: SessionLimits) -> Session {
         let (state, version) = match mode {
             Mode::Handshake => (State::AwaitingInitialize, None),
             Mode::Stateless => (State::Stateless, Some(ProtocolVersion::V2026_07_28)),
@@ -1102,10 +1102,10 @@ mod tests {
 
     impl Pair {
         fn new(mode: Mode) -> Pair {
-            Pair::with_limits(mode, Limits::default())
+            Pair::with_limits(mode, SessionLimits::default())
         }
 
-        fn with_limits(mode: Mode, limits: Limits) -> Pair {
+        fn with_limits(mode: Mode, limits: SessionLimits) -> Pair {
             // The only clock read: an arbitrary origin; everything after is virtual.
             let origin = Instant::now();
             Pair {
@@ -1831,7 +1831,7 @@ mod tests {
 
     #[test]
     fn mode_switches_back_to_stateless_before_a_handshake_and_never_when_closed() {
-        let mut s = Session::new(Role::Client, Mode::Handshake, Limits::default());
+        let mut s = Session::new(Role::Client, Mode::Handshake, SessionLimits::default());
         s.set_mode(Mode::Stateless).unwrap();
         assert_eq!((s.state(), s.protocol_version()), (State::Stateless, Some(ProtocolVersion::V2026_07_28)));
         s.send_request("tools/list", None, Instant::now(), None).unwrap();
@@ -1841,7 +1841,7 @@ mod tests {
 
     #[test]
     fn limits_bound_requests_in_flight() {
-        let limits = Limits {
+        let limits = SessionLimits {
             max_outgoing_in_flight: 2,
             when_full: WhenFull::Refuse,
             max_incoming_in_flight: 1,
@@ -1909,7 +1909,10 @@ mod tests {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (seed >> 33) % n
         };
-        let mut p = Pair::with_limits(Mode::Handshake, Limits { max_outgoing_in_flight: 16, ..Limits::default() });
+        let mut p = Pair::with_limits(
+            Mode::Handshake,
+            SessionLimits { max_outgoing_in_flight: 16, ..SessionLimits::default() },
+        );
         p.handshake();
         let mut sent = BTreeSet::new();
         let mut client_open: Vec<Id> = Vec::new();

@@ -584,7 +584,7 @@ impl Dispatcher {
                 self.answer(peer, id, era, outcome);
             }
             "tasks/result" => self.task_result(peer, id, params),
-            _ => self.answer(peer, id, era, Err(method_not_found())),
+            _ => self.answer(peer, id, era, Err(ErrorObject::method_not_found())),
         }
     }
 
@@ -599,7 +599,7 @@ impl Dispatcher {
         envelope: Envelope,
     ) {
         if REMOVED_IN_PER_REQUEST_ERA.contains(&method) {
-            return self.answer(peer, id, &Era::Handshake, Err(method_not_found()));
+            return self.answer(peer, id, &Era::Handshake, Err(ErrorObject::method_not_found()));
         }
         let tasks_declared = task_extension::declared(&envelope.client_capabilities);
         let hint = self.inner.cache_hints.get(method);
@@ -639,7 +639,7 @@ impl Dispatcher {
                 let outcome = self.extension_task_request(method, params);
                 self.answer(peer, id, era, outcome);
             }
-            _ => self.answer(peer, id, era, Err(method_not_found())),
+            _ => self.answer(peer, id, era, Err(ErrorObject::method_not_found())),
         }
     }
 
@@ -787,10 +787,6 @@ impl Dispatcher {
             extra: Default::default(),
         })
     }
-}
-
-fn method_not_found() -> ErrorObject {
-    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")
 }
 
 /// The answer of a 2026-07-28 request whose handler stopped on asks without answers: the asks,

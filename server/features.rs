@@ -26,10 +26,6 @@ use crate::proto::mcp_types::{
 use crate::transport::Transport;
 use serde_json::Value;
 
-fn method_not_found() -> ErrorObject {
-    ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")
-}
-
 fn required<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
     method: &str,
     params: Option<Body>,
@@ -52,7 +48,7 @@ impl Dispatcher {
             _ => true,
         };
         if !offered {
-            return self.answer(peer, id, era, Err(method_not_found()));
+            return self.answer(peer, id, era, Err(ErrorObject::method_not_found()));
         }
         match method {
             "resources/list" => {
@@ -91,7 +87,7 @@ impl Dispatcher {
                 });
                 self.answer(peer, id, era, outcome);
             }
-            _ => self.answer(peer, id, era, Err(method_not_found())),
+            _ => self.answer(peer, id, era, Err(ErrorObject::method_not_found())),
         }
     }
 

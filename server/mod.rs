@@ -408,10 +408,10 @@ impl Server {
             dispatcher.cancel_on_close |= !transport.outlives_its_input();
             let tracker = dispatcher.tracker();
             let input_error = dispatcher.input_error();
-            let limits = session::Limits {
+            let limits = session::SessionLimits {
                 max_incoming_in_flight: inner.limits.max_in_flight,
                 max_outgoing_in_flight: inner.limits.max_in_flight,
-                ..session::Limits::default()
+                ..session::SessionLimits::default()
             };
             // A stateless transport's exchanges never saw an `initialize`: nothing to gate on.
             let mode = if transport.is_stateless() { Mode::Stateless } else { Mode::Handshake };

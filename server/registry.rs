@@ -35,18 +35,18 @@ pub use crate::transport::DROP_LOG_EVERY;
 pub const NOTIFY_QUEUE: usize = 1024;
 
 /// Items by key, in the order they were first added; replacing keeps the place.
-pub(crate) struct Catalog<T> {
+pub(crate) struct Registrations<T> {
     items: Vec<(String, Arc<T>)>,
     index: HashMap<String, usize>,
 }
 
-impl<T> Default for Catalog<T> {
+impl<T> Default for Registrations<T> {
     fn default() -> Self {
-        Catalog { items: Vec::new(), index: HashMap::new() }
+        Registrations { items: Vec::new(), index: HashMap::new() }
     }
 }
 
-impl<T> Catalog<T> {
+impl<T> Registrations<T> {
     /// Adds or replaces; true when it replaced.
     pub(crate) fn insert(&mut self, key: String, item: T) -> bool {
         let item = Arc::new(item);
@@ -130,10 +130,10 @@ const QUEUE_FULL: &str = "mcpwire: a session's notification queue is full (NOTIF
 /// Builder-time and run-time registrations, and the live sessions.
 #[derive(Default)]
 pub(crate) struct Registry {
-    pub(crate) tools: RwLock<Catalog<Registered>>,
-    pub(crate) resources: RwLock<Catalog<ResourceEntry>>,
-    pub(crate) templates: RwLock<Catalog<TemplateEntry>>,
-    pub(crate) prompts: RwLock<Catalog<PromptEntry>>,
+    pub(crate) tools: RwLock<Registrations<Registered>>,
+    pub(crate) resources: RwLock<Registrations<ResourceEntry>>,
+    pub(crate) templates: RwLock<Registrations<TemplateEntry>>,
+    pub(crate) prompts: RwLock<Registrations<PromptEntry>>,
     pub(crate) completers: RwLock<HashMap<CompletionKey, CompleteFn>>,
     sessions: Mutex<HashMap<u64, Arc<SessionState>>>,
     /// Open `subscriptions/listen` streams (2026-07-28), by a key of their own.

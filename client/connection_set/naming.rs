@@ -31,7 +31,7 @@ pub struct CatalogTool {
 /// Everything the ready servers offer, in stable order.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
-pub struct Catalog {
+pub struct MergedCatalog {
     /// Tools, by server name then the server's order.
     pub tools: Vec<CatalogTool>,
     /// `(server, resource)`.
@@ -42,7 +42,7 @@ pub struct Catalog {
     pub prompts: Vec<(String, Prompt)>,
 }
 
-impl Catalog {
+impl MergedCatalog {
     /// The tool offered as `qualified_name`.
     pub fn tool(&self, qualified_name: &str) -> Option<&CatalogTool> {
         self.tools.iter().find(|t| t.qualified_name == qualified_name)

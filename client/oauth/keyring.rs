@@ -19,9 +19,13 @@
 //! user's own processes only. A login lost that way shows as `needs login`, and a new `login`
 //! stores it again.
 //!
-//! Not here: choosing between the keyring and the file ([`AutoTokenStore`](super::AutoTokenStore)),
-//! the Secret Service of Linux desktops (not built in: its D-Bus client is a large dependency,
-//! and the kernel keyring serves the same user on the same machine).
+//! With feature `secret-service`, on Linux the desktop's Secret Service (GNOME Keyring, KWallet,
+//! over the session's D-Bus) holds the entries instead wherever it answers — encrypted on disk
+//! with the user's login, kept across reboots —, the kernel keyring wherever it does not (no
+//! session bus, no service, a locked collection that would have to prompt): decided once per
+//! process ([`KeyringTokenStore::backend`] says which).
+//!
+//! Not here: choosing between the keyring and the file ([`AutoTokenStore`](super::AutoTokenStore)).
 
 use std::io;
 use std::path::Path;
@@ -82,12 +86,36 @@ impl KeyringTokenStore {
         context.finish().as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
     }
 
+    /// Which store holds the entries: `Secret Service`, `kernel keyring`, `Keychain`,
+    /// `Credential Manager`, or `none` on other platforms.
+    pub fn backend(&self) -> &'static str {
+        if cfg!(target_os = "macos") {
+            "Keychain"
+        } else if cfg!(target_os = "windows") {
+            "Credential Manager"
+        } else if cfg!(not(target_os = "linux")) {
+            "none"
+        } else if secret_service::reachable() {
+            "Secret Service"
+        } else {
+            "kernel keyring"
+        }
+    }
+
     fn entry(&self, account: &str) -> io::Result<::keyring::Entry> {
         if !cfg!(any(target_os = "linux", target_os = "macos", target_os = "windows")) {
             return Err(io::Error::new(io::ErrorKind::Unsupported, "keyring: none is built in for this platform"));
         }
+        #[cfg(all(target_os = "linux", feature = "secret-service"))]
+        if secret_service::reachable() {
+            return secret_service::entry(&self.service, account);
+        }
         #[cfg(target_os = "linux")]
-        settle_session_keyring(&self.service);
+        {
+            settle_session_keyring(&self.service);
+            kernel_entry(&self.service, account)
+        }
+        #[cfg(not(target_os = "linux"))]
         ::keyring::Entry::new(&self.service, account).map_err(error)
     }
 
@@ -204,12 +232,50 @@ impl KeyringTokenStore {
 /// before is the old one, where a search finds nothing. So the first entry a thread builds
 /// would miss every stored login. An entry built and dropped first settles the thread's session
 /// keyring, and entries built after it search the one holding the persistent keyring.
+/// The kernel keyring's entry of `service` and `account`, named as the keyring crate names it
+/// by default (`keyring-rs:ACCOUNT@SERVICE`), whichever store the crate's default is.
+#[cfg(target_os = "linux")]
+fn kernel_entry(service: &str, account: &str) -> io::Result<::keyring::Entry> {
+    let credential = ::keyring::keyutils::KeyutilsCredential::new_with_target(None, service, account).map_err(error)?;
+    Ok(::keyring::Entry::new_with_credential(Box::new(credential)))
+}
+
 #[cfg(target_os = "linux")]
 fn settle_session_keyring(service: &str) {
     thread_local!(static SETTLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
     if !SETTLED.get() {
-        let _ = ::keyring::Entry::new(service, "session");
+        let _ = kernel_entry(service, "session");
         SETTLED.set(true);
+    }
+}
+
+/// The Secret Service, where feature `secret-service` builds it in.
+mod secret_service {
+    /// Whether the session's Secret Service answers a lookup without prompting: asked once per
+    /// process (a probe entry that is never written), so every entry of a run lands in one
+    /// store. Always `false` without feature `secret-service`.
+    pub(super) fn reachable() -> bool {
+        #[cfg(all(target_os = "linux", feature = "secret-service"))]
+        {
+            static REACHABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            *REACHABLE.get_or_init(|| {
+                std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some()
+                    && matches!(
+                        entry("mcpwire keyring probe", "probe").map(|e| e.get_password()),
+                        Ok(Ok(_) | Err(::keyring::Error::NoEntry))
+                    )
+            })
+        }
+        #[cfg(not(all(target_os = "linux", feature = "secret-service")))]
+        false
+    }
+
+    /// The Secret Service entry of `service` and `account`, in the default collection.
+    #[cfg(all(target_os = "linux", feature = "secret-service"))]
+    pub(super) fn entry(service: &str, account: &str) -> std::io::Result<::keyring::Entry> {
+        let credential =
+            ::keyring::secret_service::SsCredential::new_with_target(None, service, account).map_err(super::error)?;
+        Ok(::keyring::Entry::new_with_credential(Box::new(credential)))
     }
 }
 
@@ -281,7 +347,7 @@ impl TokenStore for KeyringTokenStore {
     }
 
     fn location(&self, _key: &CredentialKey) -> Option<String> {
-        Some(format!("keyring ({})", self.service))
+        Some(format!("{} ({})", self.backend(), self.service))
     }
 }
 

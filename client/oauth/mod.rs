@@ -50,7 +50,7 @@ use std::time::Duration;
 use url::Url;
 
 pub use crate::transport::sse_http::authorizer::AuthFuture;
-use crate::transport::sse_http::authorizer::{Authorizer, Credentials, Refusal, Verdict};
+use crate::transport::sse_http::authorizer::{Authorizer, Credentials, Denial, Verdict};
 
 pub mod authorization;
 pub mod discovery;
@@ -762,7 +762,7 @@ impl OAuthClient {
     }
 
     /// What to do about one refusal; see the module docs.
-    async fn on_refusal(&self, refusal: Refusal<'_>) -> Result<(), AuthError> {
+    async fn on_refusal(&self, refusal: Denial<'_>) -> Result<(), AuthError> {
         let challenge = discovery::bearer_challenge(refusal.challenges);
         if let (Some("use_dpop_nonce"), Some(nonce)) =
             (challenge.as_ref().and_then(|c| c.error.as_deref()), refusal.dpop_nonce)
@@ -847,7 +847,7 @@ impl Authorizer for OAuthClient {
         Box::pin(self.credentials(method, url))
     }
 
-    fn refused<'a>(&'a self, refusal: Refusal<'a>) -> AuthFuture<'a, Verdict> {
+    fn refused<'a>(&'a self, refusal: Denial<'a>) -> AuthFuture<'a, Verdict> {
         Box::pin(async move {
             match self.on_refusal(refusal).await {
                 Ok(()) => Verdict::Retry,

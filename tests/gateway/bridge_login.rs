@@ -68,13 +68,22 @@ struct Bridge {
     keyring_refuses: bool,
     /// Everything every process printed, for the secrets check.
     outputs: String,
+    /// The D-Bus session bus of a Secret Service, if any (none: the variable is removed).
+    session_bus: Option<String>,
 }
 
 impl Bridge {
     fn new(dir: &Path, store: &'static str) -> Bridge {
         let config_dir = dir.join("config");
         std::fs::create_dir_all(&config_dir).unwrap();
-        Bridge { config_dir, config: dir.join("mcp.toml"), store, keyring_refuses: false, outputs: String::new() }
+        Bridge {
+            config_dir,
+            config: dir.join("mcp.toml"),
+            store,
+            keyring_refuses: false,
+            outputs: String::new(),
+            session_bus: None,
+        }
     }
 
     fn command(&self, args: &[&str]) -> tokio::process::Command {
@@ -92,10 +101,14 @@ impl Bridge {
             .env("RUST_LOG", "trace")
             .env("MCPWIRE_CONFIG_DIR", &self.config_dir)
             .env_remove("XDG_CONFIG_HOME")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        if let Some(bus) = &self.session_bus {
+            command.env("DBUS_SESSION_BUS_ADDRESS", bus);
+        }
         command
     }
 
@@ -403,7 +416,7 @@ async fn with_the_keyring_store_the_login_lives_in_the_kernel_keyring_and_in_no_
     let login = bridge.login("prot").await;
     assert!(login.success, "{}", login.stderr);
     assert!(login.stderr.contains("logged in to prot"), "{}", login.stderr);
-    assert!(login.stderr.contains("kept in the keyring (mcpwire OAuth credentials)"), "{}", login.stderr);
+    assert!(login.stderr.contains("kept in the kernel keyring (mcpwire OAuth credentials)"), "{}", login.stderr);
     let secrets = auth.secrets().await;
     // The entries, read from the kernel as another program would.
     let entries = keyring_entries(&resource);
@@ -420,9 +433,13 @@ async fn with_the_keyring_store_the_login_lives_in_the_kernel_keyring_and_in_no_
     let check = bridge.run(&["check", "--json"]).await;
     let line = check_line(&check_json(&check), "prot").clone();
     assert_eq!((line["auth"].as_str(), line["state"].as_str()), (Some("logged_in"), Some("ready")), "{line}");
-    assert_eq!(line["authStore"], "keyring (mcpwire OAuth credentials)", "{line}");
+    assert_eq!(line["authStore"], "kernel keyring (mcpwire OAuth credentials)", "{line}");
     let check = bridge.run(&["check"]).await;
-    assert!(check.stdout.contains("auth logged_in, in the keyring (mcpwire OAuth credentials)"), "{}", check.stdout);
+    assert!(
+        check.stdout.contains("auth logged_in, in the kernel keyring (mcpwire OAuth credentials)"),
+        "{}",
+        check.stdout
+    );
 
     // Not a byte of any token in any file under the configuration directory (nor beside it).
     assert!(!files_under(&bridge.config_dir).iter().any(|(p, _)| p.ends_with("oauth-credentials.json")));
@@ -441,6 +458,143 @@ async fn with_the_keyring_store_the_login_lives_in_the_kernel_keyring_and_in_no_
     for secret in &auth.secrets().await {
         assert!(!bridge.outputs.contains(secret.as_str()), "an issued secret was printed or logged");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+    server.shutdown().await;
+}
+
+/// A D-Bus session bus of its own with GNOME Keyring's Secret Service on it, its keyrings
+/// under `dir`: both end when this is dropped (the daemon leaves with its bus).
+#[cfg(feature = "secret-service")]
+struct SecretService {
+    bus: std::process::Child,
+    address: String,
+}
+
+#[cfg(feature = "secret-service")]
+impl SecretService {
+    fn start(dir: &Path) -> SecretService {
+        use std::io::{BufRead, Write};
+        let data = dir.join("xdg-data");
+        std::fs::create_dir_all(&data).unwrap();
+        let mut bus = std::process::Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--print-address=1"])
+            .env("XDG_DATA_HOME", &data)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("dbus-daemon (Debian: dbus)");
+        let mut address = String::new();
+        std::io::BufReader::new(bus.stdout.take().unwrap()).read_line(&mut address).unwrap();
+        let address = address.trim().to_owned();
+        assert!(address.starts_with("unix:"), "the bus address: {address:?}");
+        // Unlocked with a password on stdin, as on a headless machine: the login collection is
+        // made there, in `data`.
+        let mut daemon = std::process::Command::new("gnome-keyring-daemon")
+            .args(["--unlock", "--components=secrets"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &address)
+            .env("XDG_DATA_HOME", &data)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gnome-keyring-daemon (Debian: gnome-keyring)");
+        daemon.stdin.take().unwrap().write_all(b"a-test-password").unwrap();
+        assert!(daemon.wait().unwrap().success(), "gnome-keyring-daemon --unlock");
+        let service = SecretService { bus, address };
+        // `--unlock` returns before its daemon owns the service's name; a call made before that
+        // would have the bus start another daemon, which has no password: wait for the name.
+        let owned = || {
+            let out = std::process::Command::new("dbus-send")
+                .args(["--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus"])
+                .args(["org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets"])
+                .env("DBUS_SESSION_BUS_ADDRESS", &service.address)
+                .output()
+                .expect("dbus-send (Debian: dbus)");
+            String::from_utf8_lossy(&out.stdout).contains("boolean true")
+        };
+        let waited = std::time::Instant::now();
+        while !owned() {
+            assert!(waited.elapsed() < Duration::from_secs(30), "gnome-keyring-daemon never took its name");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Ready once an item can be stored in the default collection without a prompt.
+        let mut store = std::process::Command::new("secret-tool")
+            .args(["store", "--label=ready", "service", "mcpwire-test-ready", "username", "ready"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &service.address)
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("secret-tool (Debian: libsecret-tools)");
+        store.stdin.take().unwrap().write_all(b"ready").unwrap();
+        assert!(store.wait().unwrap().success(), "secret-tool store in the new Secret Service");
+        service
+    }
+
+    /// The secrets of the items of `service` whose account starts with `resource`, read by
+    /// `secret-tool` (libsecret) as another program of the user would: it writes each item's
+    /// secret to stdout and its attributes to stderr, both in the items' order.
+    fn secrets(&self, service: &str, resource: &str) -> Vec<String> {
+        let out = std::process::Command::new("secret-tool")
+            .args(["search", "--all", "--unlock", "service", service])
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+            .output()
+            .expect("secret-tool (Debian: libsecret-tools)");
+        let values = |text: &[u8], name: &str| -> Vec<String> {
+            let prefix = format!("{name} = ");
+            String::from_utf8_lossy(text).lines().filter_map(|l| l.strip_prefix(&prefix).map(str::to_owned)).collect()
+        };
+        let (secrets, accounts) = (values(&out.stdout, "secret"), values(&out.stderr, "attribute.username"));
+        assert_eq!(secrets.len(), accounts.len(), "one account per item");
+        let mine = format!("{resource}|");
+        accounts.into_iter().zip(secrets).filter(|(account, _)| account.starts_with(&mine)).map(|(_, s)| s).collect()
+    }
+}
+
+#[cfg(feature = "secret-service")]
+impl Drop for SecretService {
+    fn drop(&mut self) {
+        let _ = self.bus.kill();
+        let _ = self.bus.wait();
+    }
+}
+
+#[cfg(feature = "secret-service")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn where_a_secret_service_answers_the_login_lives_there_and_in_no_file_nor_the_kernel_keyring() {
+    let auth = AuthServer::start().await;
+    let server = protected(&auth).await;
+    let resource = server.url();
+    let dir = temp_dir("bridge-secret-service");
+    let service = SecretService::start(&dir);
+    let mut bridge = Bridge::new(&dir, "keyring");
+    bridge.session_bus = Some(service.address.clone());
+    write_config(&bridge.config, &resource);
+    assert_eq!(service.secrets("mcpwire OAuth credentials", &resource), Vec::<String>::new());
+
+    let login = bridge.login("prot").await;
+    assert!(login.success, "{}", login.stderr);
+    assert!(login.stderr.contains("kept in the Secret Service (mcpwire OAuth credentials)"), "{}", login.stderr);
+    let kept = service.secrets("mcpwire OAuth credentials", &resource);
+    let access = auth.secrets().await;
+    assert!(
+        access.iter().any(|secret| kept.iter().any(|k| k.contains(secret.as_str()))),
+        "an issued token is in the Secret Service: {} items",
+        kept.len()
+    );
+    assert_eq!(keyring_entries(&resource), vec![], "nothing in the kernel keyring");
+    let call = bridge.run(&["call", "whoami", "--server", "prot"]).await;
+    assert_eq!(call.stdout.trim(), "johndoe", "the stored token is used: {}", call.stderr);
+    let check = bridge.run(&["check", "--json"]).await;
+    let line = check_line(&check_json(&check), "prot").clone();
+    assert_eq!(line["authStore"], "Secret Service (mcpwire OAuth credentials)", "{line}");
+    assert_eq!(secrets_in_files(&dir, &auth.secrets().await), vec![], "no issued secret in any file");
+
+    let logout = bridge.run(&["logout", "prot"]).await;
+    assert!(logout.success && logout.stderr.contains("logged out of prot"), "{}", logout.stderr);
+    assert_eq!(service.secrets("mcpwire OAuth credentials", &resource), Vec::<String>::new(), "logout removed them");
+    for secret in &auth.secrets().await {
+        assert!(!bridge.outputs.contains(secret.as_str()), "an issued secret was printed or logged");
+    }
+    drop(service);
     let _ = std::fs::remove_dir_all(&dir);
     server.shutdown().await;
 }

@@ -8,7 +8,7 @@
 //! The loads ([`LOADS`]): 10,000 calls of 16 B, 1,000 of 64 KiB, 64 of 1 MiB (a 10,000 × 1 KiB
 //! load behaved as the 16 B one and cost CI most of a minute more).
 //! All of a load's calls are spawned before the first is awaited; the client keeps at most
-//! `session::Limits::max_outgoing_in_flight` (1,024) on the wire and the others wait for a
+//! `session::SessionLimits::max_outgoing_in_flight` (1,024) on the wire and the others wait for a
 //! slot (the default `WhenFull::Wait`). 10,000 calls of 1 MiB would hold 10 GiB of arguments
 //! in the caller alone, so the larger sizes run fewer calls.
 //!

@@ -76,7 +76,7 @@ fn answer(request: &Request) -> Result<Body, ErrorObject> {
 
 /// A client peer over `transport`, initialized at `version`; returns it and the result.
 pub async fn client_peer<T: Transport>(transport: T, version: &str) -> (Peer<T>, Value) {
-    let peer = Peer::start(transport, Role::Client, Mode::Handshake, session::Limits::default(), NoRequests);
+    let peer = Peer::start(transport, Role::Client, Mode::Handshake, session::SessionLimits::default(), NoRequests);
     let params =
         json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "mcpwire-test", "version": "0"}});
     let result: Value = peer
@@ -114,13 +114,13 @@ impl<T: Transport> Handler<T> for NoRequests {
 
 /// Runs the echo server over `transport` until the session ends.
 pub async fn serve_echo<T: Transport>(transport: T) {
-    let peer = Peer::start(transport, Role::Server, Mode::Handshake, session::Limits::default(), EchoServer);
+    let peer = Peer::start(transport, Role::Server, Mode::Handshake, session::SessionLimits::default(), EchoServer);
     peer.closed().await;
 }
 
 /// [`serve_echo`] for a stateless server: each transport is one POST, with no handshake.
 pub async fn serve_echo_stateless<T: Transport>(transport: T) {
-    let peer = Peer::start(transport, Role::Server, Mode::Stateless, session::Limits::default(), EchoServer);
+    let peer = Peer::start(transport, Role::Server, Mode::Stateless, session::SessionLimits::default(), EchoServer);
     peer.closed().await;
 }
 

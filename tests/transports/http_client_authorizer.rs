@@ -8,7 +8,7 @@ use crate::http_support;
 use std::sync::{Arc, Mutex};
 
 use http_support::*;
-use mcpwire::transport::sse_http::authorizer::{AuthFuture, Authorizer, Credentials, Refusal, Verdict};
+use mcpwire::transport::sse_http::authorizer::{AuthFuture, Authorizer, Credentials, Denial, Verdict};
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use serde_json::json;
 
@@ -31,7 +31,7 @@ impl Authorizer for LearnsTheToken {
         Box::pin(async move { Some(Credentials::bearer(&token)) })
     }
 
-    fn refused<'a>(&'a self, refusal: Refusal<'a>) -> AuthFuture<'a, Verdict> {
+    fn refused<'a>(&'a self, refusal: Denial<'a>) -> AuthFuture<'a, Verdict> {
         self.refusals.lock().unwrap().push((
             refusal.status,
             refusal.challenges.to_vec(),

@@ -159,6 +159,26 @@ async fn a_stateless_session_over_http_sends_the_request_metadata_headers() {
     assert_ne!(seen[3].body["id"], seen[4].body["id"]);
 }
 
+#[tokio::test]
+async fn the_tasks_extensions_requests_carry_their_task_id_in_mcp_name() {
+    use mcpwire::proto::jsonrpc::Message;
+    use mcpwire::transport::Transport;
+    let (url, seen) = scripted(stateless_script).await;
+    let transport = HttpClientTransport::new(HttpClientConfig::new(url)).unwrap();
+    transport.set_protocol_version(Some(ProtocolVersion::V2026_07_28));
+    for (n, method) in ["tasks/get", "tasks/update", "tasks/cancel"].into_iter().enumerate() {
+        let request = json!({"jsonrpc": "2.0", "id": n, "method": method, "params": {"taskId": format!("task-{n}"),
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        transport.send(Message::from_str(&request.to_string()).unwrap()).await.unwrap();
+        let answer = transport.recv().await.unwrap().expect("the scripted server's answer");
+        assert_eq!(answer.id(), Some(&mcpwire::proto::jsonrpc::Id::Number(n as i64)));
+    }
+    let seen = seen.lock().unwrap().clone();
+    let names: Vec<Option<&str>> = seen.iter().map(|s| s.header("mcp-name")).collect();
+    // The server checks `Mcp-Name` against `params.taskId` for these (proto::envelope::name_member).
+    assert_eq!(names, [Some("task-0"), Some("task-1"), Some("task-2")]);
+}
+
 fn legacy_script(body: &Value, _: usize) -> (u16, Value) {
     match body["method"].as_str().unwrap_or_default() {
         // A handshake-era server: a request before initialize is refused with a plain 400.

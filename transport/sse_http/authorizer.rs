@@ -30,7 +30,7 @@ pub const MAX_RETRIES: u32 = 4;
 /// A refusal of one request by the server.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
-pub struct Refusal<'a> {
+pub struct Denial<'a> {
     /// 401 or 403.
     pub status: u16,
     /// Every `WWW-Authenticate` value of the response, as sent.
@@ -92,7 +92,7 @@ pub trait Authorizer: Send + Sync + 'static {
 
     /// The server refused a request; decides whether to send it again (after obtaining a
     /// credential, which may take a whole authorization flow).
-    fn refused<'a>(&'a self, refusal: Refusal<'a>) -> AuthFuture<'a, Verdict>;
+    fn refused<'a>(&'a self, refusal: Denial<'a>) -> AuthFuture<'a, Verdict>;
 }
 
 /// An [`Authorizer`] held by an [`HttpClientConfig`](super::HttpClientConfig); `Debug` shows

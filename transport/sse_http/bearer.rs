@@ -183,7 +183,7 @@ impl NamedTokens {
 
 /// What an `Authorization` header says, as far as the bearer check cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum BearerCheck {
     /// The right token.
     Accepted,
     /// No `Authorization: Bearer …` at all (absent, or another scheme): 401 without an error
@@ -200,7 +200,7 @@ pub(crate) fn check_any<'a>(
     token: Option<&BearerToken>,
     named: &NamedTokens,
     values: impl Iterator<Item = &'a [u8]>,
-) -> (Verdict, Option<Arc<Principal>>) {
+) -> (BearerCheck, Option<Arc<Principal>>) {
     let mut found = None;
     let verdict = check_with(values, |presented| {
         let plain = token.is_some_and(|t| t.matches(presented));
@@ -211,27 +211,27 @@ pub(crate) fn check_any<'a>(
 }
 
 /// The shape checks of [`check`], with `accept` deciding on the presented token.
-fn check_with<'a>(mut values: impl Iterator<Item = &'a [u8]>, accept: impl FnOnce(&[u8]) -> bool) -> Verdict {
-    let Some(first) = values.next() else { return Verdict::Missing };
+fn check_with<'a>(mut values: impl Iterator<Item = &'a [u8]>, accept: impl FnOnce(&[u8]) -> bool) -> BearerCheck {
+    let Some(first) = values.next() else { return BearerCheck::Missing };
     if values.next().is_some() {
-        return Verdict::Invalid;
+        return BearerCheck::Invalid;
     }
     // The scheme is case-insensitive (RFC 9110 §11.1); one or more spaces follow it.
-    let Some(scheme) = first.get(..7) else { return Verdict::Missing };
+    let Some(scheme) = first.get(..7) else { return BearerCheck::Missing };
     if !scheme.eq_ignore_ascii_case(b"bearer ") {
-        return Verdict::Missing;
+        return BearerCheck::Missing;
     }
     if accept(first[7..].trim_ascii()) {
-        Verdict::Accepted
+        BearerCheck::Accepted
     } else {
-        Verdict::Invalid
+        BearerCheck::Invalid
     }
 }
 
 /// The `WWW-Authenticate` value and body of the 401 for a refused verdict.
-pub(crate) fn challenge(verdict: Verdict) -> (&'static str, &'static str) {
+pub(crate) fn challenge(verdict: BearerCheck) -> (&'static str, &'static str) {
     match verdict {
-        Verdict::Invalid => (
+        BearerCheck::Invalid => (
             r#"Bearer error="invalid_token""#,
             r#"{"error":"invalid_token","error_description":"Invalid bearer token"}"#,
         ),
@@ -278,17 +278,17 @@ mod tests {
         let t = token();
         let none = NamedTokens::new();
         let judge = |values: &[&str]| check_any(Some(&t), &none, values.iter().map(|v| v.as_bytes())).0;
-        assert_eq!(judge(&[]), Verdict::Missing);
-        assert_eq!(judge(&["Basic dXNlcjpwYXNz"]), Verdict::Missing);
-        assert_eq!(judge(&["Bearer"]), Verdict::Missing);
-        assert_eq!(judge(&["Bearer s3cr3t-T0ken"]), Verdict::Accepted);
-        assert_eq!(judge(&["bearer   s3cr3t-T0ken "]), Verdict::Accepted, "scheme case and spacing");
-        assert_eq!(judge(&["Bearer s3cr3t-T0kem"]), Verdict::Invalid);
-        assert_eq!(judge(&["Bearer s3cr3t-T0ken2"]), Verdict::Invalid);
-        assert_eq!(judge(&["Bearer "]), Verdict::Invalid);
-        assert_eq!(judge(&["Bearer s3cr3t-T0ken", "Bearer s3cr3t-T0ken"]), Verdict::Invalid);
-        assert_eq!(challenge(Verdict::Missing).0, "Bearer");
-        assert_eq!(challenge(Verdict::Invalid).0, r#"Bearer error="invalid_token""#);
+        assert_eq!(judge(&[]), BearerCheck::Missing);
+        assert_eq!(judge(&["Basic dXNlcjpwYXNz"]), BearerCheck::Missing);
+        assert_eq!(judge(&["Bearer"]), BearerCheck::Missing);
+        assert_eq!(judge(&["Bearer s3cr3t-T0ken"]), BearerCheck::Accepted);
+        assert_eq!(judge(&["bearer   s3cr3t-T0ken "]), BearerCheck::Accepted, "scheme case and spacing");
+        assert_eq!(judge(&["Bearer s3cr3t-T0kem"]), BearerCheck::Invalid);
+        assert_eq!(judge(&["Bearer s3cr3t-T0ken2"]), BearerCheck::Invalid);
+        assert_eq!(judge(&["Bearer "]), BearerCheck::Invalid);
+        assert_eq!(judge(&["Bearer s3cr3t-T0ken", "Bearer s3cr3t-T0ken"]), BearerCheck::Invalid);
+        assert_eq!(challenge(BearerCheck::Missing).0, "Bearer");
+        assert_eq!(challenge(BearerCheck::Invalid).0, r#"Bearer error="invalid_token""#);
     }
 
     #[test]
@@ -298,14 +298,14 @@ mod tests {
             let (verdict, principal) = check_any(None, &named, std::iter::once(value.as_bytes()));
             (verdict, principal.and_then(|p| p.token_name.clone()))
         };
-        assert_eq!(judge("Bearer ci-token-1"), (Verdict::Accepted, Some("ci".to_owned())));
-        assert_eq!(judge("Bearer dev-token-2"), (Verdict::Accepted, Some("dev".to_owned())));
-        assert_eq!(judge("Bearer dev-token-"), (Verdict::Invalid, None));
-        assert_eq!(judge("Basic ci-token-1"), (Verdict::Missing, None));
+        assert_eq!(judge("Bearer ci-token-1"), (BearerCheck::Accepted, Some("ci".to_owned())));
+        assert_eq!(judge("Bearer dev-token-2"), (BearerCheck::Accepted, Some("dev".to_owned())));
+        assert_eq!(judge("Bearer dev-token-"), (BearerCheck::Invalid, None));
+        assert_eq!(judge("Basic ci-token-1"), (BearerCheck::Missing, None));
         // With the single token too: either is accepted, only a named one names a caller.
         let single = BearerToken::new("plain").unwrap();
         let (verdict, principal) = check_any(Some(&single), &named, std::iter::once(&b"Bearer plain"[..]));
-        assert_eq!((verdict, principal), (Verdict::Accepted, None));
+        assert_eq!((verdict, principal), (BearerCheck::Accepted, None));
         assert_eq!(format!("{named:?}"), r#"["ci", "dev"]"#);
         assert!(matches!(named.clone().with("ci", "other"), Err(BadNamedToken::SameName)));
         assert_eq!(

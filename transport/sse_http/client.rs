@@ -627,7 +627,7 @@ impl Inner {
         extra: &[(HeaderName, HeaderValue)],
         body: Bytes,
     ) -> Result<(Response<Incoming>, Lease), TransportError> {
-        use super::authorizer::{Refusal, Verdict, MAX_RETRIES};
+        use super::authorizer::{Denial, Verdict, MAX_RETRIES};
         let Some(authorizer) = &self.config.authorizer else {
             return self.request_once(method, target, session, extra, body, Vec::new()).await;
         };
@@ -669,7 +669,7 @@ impl Inner {
             let (response, lease) = sent;
             let dpop_nonce = response.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned);
             let body_text = self.read_short(response.into_body(), lease).await;
-            let refusal = Refusal {
+            let refusal = Denial {
                 status: status.as_u16(),
                 challenges: &challenges,
                 url: &self.config.url,
@@ -947,11 +947,17 @@ impl Inner {
         struct Named {
             name: Option<String>,
             uri: Option<String>,
+            #[serde(rename = "taskId")]
+            task_id: Option<String>,
             arguments: Option<serde_json::Map<String, serde_json::Value>>,
         }
         let Some(raw) = params.and_then(|p| p.to_raw().ok()) else { return Ok(()) };
         let Ok(named) = serde_json::from_str::<Named>(raw.get()) else { return Ok(()) };
-        let name = if source == "uri" { named.uri } else { named.name };
+        let name = match source {
+            "uri" => named.uri,
+            "taskId" => named.task_id,
+            _ => named.name,
+        };
         let Some(name) = name else { return Ok(()) };
         headers.push((
             HeaderName::from_static(request_headers::MCP_NAME_HEADER),

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::bearer::Verdict;
+use super::bearer::BearerCheck;
 
 /// Client addresses remembered at once.
 pub const MAX_ADDRESSES: usize = 4096;
@@ -93,12 +93,12 @@ pub(crate) fn guard<B>(
     table: &Mutex<FailedTokens>,
     policy: Option<FailedTokenPause>,
     req: &hyper::Request<B>,
-    check: impl FnOnce() -> Verdict,
-) -> Result<(), Result<Duration, Verdict>> {
+    check: impl FnOnce() -> BearerCheck,
+) -> Result<(), Result<Duration, BearerCheck>> {
     let addr = req.extensions().get::<super::service::RemoteAddr>().map(|a| a.0.ip());
     let (Some(policy), Some(addr)) = (policy, addr) else {
         return match check() {
-            Verdict::Accepted => Ok(()),
+            BearerCheck::Accepted => Ok(()),
             refused => Err(Err(refused)),
         };
     };
@@ -107,15 +107,15 @@ pub(crate) fn guard<B>(
         return Err(Ok(wait));
     }
     match check() {
-        Verdict::Accepted => {
+        BearerCheck::Accepted => {
             table.lock().expect("failed tokens lock").succeeded(addr);
             Ok(())
         }
-        Verdict::Invalid => {
+        BearerCheck::Invalid => {
             if let Some(pause) = table.lock().expect("failed tokens lock").failed(addr, now, policy) {
                 tracing::warn!(client = %addr, pause_s = pause.as_secs(), "bearer token failures: client address paused");
             }
-            Err(Err(Verdict::Invalid))
+            Err(Err(BearerCheck::Invalid))
         }
         refused => Err(Err(refused)),
     }

@@ -64,7 +64,7 @@ mod token_expiry;
 pub mod verifier;
 mod version_header;
 
-pub use authorizer::{Authorizer, Credentials, Refusal, Verdict};
+pub use authorizer::{Authorizer, Credentials, Denial, Verdict};
 pub use bearer::{BearerToken, NamedTokens};
 pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEvent};

@@ -239,13 +239,11 @@ fn base64(bytes: &[u8]) -> String {
 }
 
 /// The `Mcp-Name` source of a request: `params.name` of `tools/call` and `prompts/get`,
-/// `params.uri` of `resources/read`; `None` for other methods.
+/// `params.uri` of `resources/read`, `params.taskId` of the tasks extension's `tasks/get`,
+/// `tasks/update` and `tasks/cancel`; `None` for other methods. The rule the server checks
+/// ([`crate::proto::envelope::name_member`]), which a client follows when it writes.
 pub fn name_source(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    }
+    crate::proto::envelope::name_member(method)
 }
 
 #[cfg(test)]

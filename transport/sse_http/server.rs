@@ -102,7 +102,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use super::bearer::{self, BearerToken, NamedTokens, Verdict};
+use super::bearer::{self, BearerCheck, BearerToken, NamedTokens};
 use super::connection;
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::failed_tokens::{self, FailedTokenPause, FailedTokens};
@@ -2151,7 +2151,7 @@ fn foreign_session() -> Response<HttpBody> {
 }
 
 /// 401 with the challenge for `verdict`; nothing of the request is echoed.
-fn unauthorized(verdict: Verdict) -> Response<HttpBody> {
+fn unauthorized(verdict: BearerCheck) -> Response<HttpBody> {
     let (challenge, body) = bearer::challenge(verdict);
     let mut response = Response::new(full(body));
     *response.status_mut() = StatusCode::UNAUTHORIZED;
@@ -2498,7 +2498,7 @@ async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBo
             let json = shared.config.response_mode == ResponseMode::Json;
             let held = match reserve_session_place(&shared, req_head.extensions()) {
                 Ok(held) => held,
-                Err(refusal) => return refusal,
+                Err(refused) => return session_caps::refusal(refused, shared.config.sessions_retry_after),
             };
             let Some((session, transport)) = shared.new_session(false, json, true) else {
                 return too_many_sessions(&shared);
@@ -3151,18 +3151,19 @@ async fn delete(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<Http
 /// Legacy HTTP+SSE (2024-11-05): a GET opens the session's only stream, whose first event
 /// (`endpoint`) names where to POST.
 /// A place for a new session of the request whose extensions are `extensions` under the caps
-/// per client address and per principal ([`super::session_caps`]), or the refusal to answer.
-#[allow(clippy::result_large_err)] // the error is the HTTP answer itself
+/// per client address and per principal ([`super::session_caps`]), or which cap refused it.
 fn reserve_session_place(
     shared: &Shared,
     extensions: &hyper::http::Extensions,
-) -> Result<session_caps::Held, Response<HttpBody>> {
+) -> Result<session_caps::Held, session_caps::Refused> {
     let (addr, principal) = (extensions.get::<RemoteAddr>(), extensions.get::<Authenticated>());
     let (config, principal) = (&shared.config, principal.map(|p| session_caps::principal_key(&p.0)));
-    shared
-        .session_caps
-        .reserve(addr.map(|a| a.0.ip()), config.max_sessions_per_address, principal, config.max_sessions_per_principal)
-        .map_err(|refused| session_caps::refusal(refused, config.sessions_retry_after))
+    shared.session_caps.reserve(
+        addr.map(|a| a.0.ip()),
+        config.max_sessions_per_address,
+        principal,
+        config.max_sessions_per_principal,
+    )
 }
 
 async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
@@ -3175,7 +3176,7 @@ async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<
     }
     let held = match reserve_session_place(&shared, req.extensions()) {
         Ok(held) => held,
-        Err(refusal) => return refusal,
+        Err(refused) => return session_caps::refusal(refused, shared.config.sessions_retry_after),
     };
     let Some((session, transport)) = shared.new_session(true, false, true) else {
         return too_many_sessions(&shared);
