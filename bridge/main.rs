@@ -380,6 +380,20 @@ pub struct ServeArgs {
     /// Write each downstream session as a recording (conformance format) in DIR.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
+    /// Write one JSON line per tool call (time, caller, session, server, tool, outcome,
+    /// latency, JSON-RPC id; never a token) to FILE, rotated by size; `-` for stderr.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    /// Past this size the audit log becomes FILE.1 (FILE.1 becomes FILE.2 …).
+    #[arg(long, value_name = "BYTES", default_value_t = 10 * 1024 * 1024, requires = "audit_log")]
+    pub audit_max_bytes: u64,
+    /// Old audit log files kept (FILE.1 … FILE.N).
+    #[arg(long, value_name = "N", default_value_t = 5, requires = "audit_log")]
+    pub audit_keep: u32,
+    /// Also write the arguments of the tools matching GLOB (SERVER/TOOL, as in the policy);
+    /// repeatable. Results are never written.
+    #[arg(long, value_name = "GLOB", requires = "audit_log")]
+    pub audit_arguments: Vec<String>,
     /// How long each upstream request may take, in seconds (default: the server's tool_timeout).
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,

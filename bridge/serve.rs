@@ -25,6 +25,10 @@
 //! the metadata at the endpoint's well-known path. The downstream token is verified and
 //! dropped there; upstream requests carry only the upstream's own credentials.
 //!
+//! The config file's `[gateway]` table ([`Settings`]): named bearer tokens (read from their
+//! variables at start, withheld from children), the policy and the rate limits (reloaded with
+//! the file; a table that does not read stops the start, and on reload keeps what is in force).
+//!
 //! Upstreams that fail at start, and those whose connection ends, are tried again with the same
 //! backoff until they start (`--restart-attempts N` bounds the tries); their state is at
 //! `/readyz/details` and in `/metrics`. A `required` one (an inline upstream is) that fails at
@@ -53,8 +57,12 @@ use mcpwire::transport::stdio::{Stderr, StdioTransport};
 use mcpwire::transport::Limits;
 
 use super::ServeArgs;
+use mcpwire::gateway::audit::{AuditLog, Sink};
 use mcpwire::gateway::console::StderrTails;
+use mcpwire::gateway::policy::Glob;
+use mcpwire::gateway::settings::Settings;
 use mcpwire::gateway::{Callers, Gateway, PerSession, PrefixMode};
+use mcpwire::transport::sse_http::NamedTokens;
 
 /// Where `serve` listens when not told.
 pub const DEFAULT_LISTEN: &str = "http://127.0.0.1:8000/mcp";
@@ -151,14 +159,21 @@ const MIN_PUBLIC_TOKEN_BYTES: usize = 32;
 
 async fn run(args: ServeArgs) -> Result<(), String> {
     let listen = parse_listen(&args.listen)?;
+    let settings = gateway_settings(&args)?;
     if let Listen::Http { addr, .. } = &listen {
-        if !addr.ip().is_loopback() && args.auth_token_env.is_none() && args.auth_issuer.is_none() {
+        if !addr.ip().is_loopback()
+            && args.auth_token_env.is_none()
+            && args.auth_issuer.is_none()
+            && settings.tokens.is_empty()
+        {
             return Err(format!(
                 "refusing to listen on {addr}, which is not a loopback address, without --auth-token-env VAR \
-                 (a bearer token every downstream request must carry) or --auth-issuer URL (OAuth)"
+                 (a bearer token every downstream request must carry), [gateway.tokens] in the config (named \
+                 tokens) or --auth-issuer URL (OAuth)"
             ));
         }
     }
+    let named_tokens = named_tokens(&settings, &listen, &args)?;
     if matches!(listen, Listen::Http { .. }) {
         // The --auth-* options are checked before any upstream starts (building the verifier
         // does no IO); the real one is built once the listener's address is known.
@@ -182,7 +197,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         Some(dir) => Some(Arc::new(RecordingDir::new(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?)),
         None => None,
     };
-    let child_env = child_env(&args)?;
+    let child_env = child_env(&args, &settings)?;
     forbid_reading_us();
     let (config, inline) = upstreams(&args)?;
     let prefix =
@@ -241,6 +256,25 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             return Err(e);
         }
     };
+    if let Some(file) = &args.audit_log {
+        let sink = if file.as_os_str() == "-" {
+            Sink::Stderr
+        } else {
+            Sink::File { path: file.clone(), max_bytes: args.audit_max_bytes, keep: args.audit_keep }
+        };
+        let metrics = gateway.metrics().clone();
+        let (log, writer) = match AuditLog::new(sink, move || metrics.audit_dropped.inc([])) {
+            Ok(opened) => opened,
+            Err(e) => {
+                set.shutdown().await;
+                return Err(format!("--audit-log {}: {e}", file.display()));
+            }
+        };
+        tokio::spawn(writer);
+        gateway.set_audit(log.with_arguments(args.audit_arguments.iter().map(Glob::new).collect()));
+    }
+    gateway.set_policy(settings.policy.clone());
+    gateway.set_rate_limits(settings.rate_limits.clone());
     let builder = Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
     let server = gateway.server(builder)?;
     // As they stand now: those that failed are being retried.
@@ -253,6 +287,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         tokio::spawn(reload_on_change(
             gateway.clone(),
             file.clone(),
+            settings.tokens.clone(),
             signal(tokio::signal::unix::SignalKind::hangup())?,
         ));
     }
@@ -282,6 +317,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             let mut http = HttpServerConfig::default()
                 .path(path.clone())
                 .bearer_token(token)
+                .named_tokens(named_tokens)
                 .max_sessions(args.max_sessions)
                 .max_sessions_per_address(args.max_sessions_per_address)
                 .max_sessions_per_principal(args.max_sessions_per_principal);
@@ -373,7 +409,7 @@ const SESSION_STORE_ENV: &str = "MCP_BRIDGE_SESSION_STORE";
 /// ([`mcpwire::client::config::DEFAULT_ENV_VARS`], `LC_*`) and `--pass-env`; never the
 /// variables holding the bridge's own credentials (`--auth-token-env`, the introspection
 /// client's id and secret, the session store's URL), whatever a config or `--pass-env` asks.
-fn child_env(args: &ServeArgs) -> Result<ChildEnv, String> {
+fn child_env(args: &ServeArgs, settings: &Settings) -> Result<ChildEnv, String> {
     let mut rule = ChildEnv::clean();
     let mut credentials: Vec<(&str, &str)> = vec![
         (&args.auth_client_id_env, "--auth-client-id-env"),
@@ -382,6 +418,9 @@ fn child_env(args: &ServeArgs) -> Result<ChildEnv, String> {
     ];
     if let Some(var) = &args.auth_token_env {
         credentials.push((var, "--auth-token-env"));
+    }
+    for (_, var) in &settings.tokens {
+        credentials.push((var, "a token of [gateway.tokens]"));
     }
     for (var, what) in &credentials {
         if args.pass_env.iter().any(|p| p == var) {
@@ -395,6 +434,45 @@ fn child_env(args: &ServeArgs) -> Result<ChildEnv, String> {
         rule = rule.pass(var);
     }
     Ok(rule)
+}
+
+/// The `[gateway]` table of `--config` (a TOML file; none for JSON, inline and embedded
+/// upstreams).
+fn gateway_settings(args: &ServeArgs) -> Result<Settings, String> {
+    args.config.as_deref().map_or(Ok(Settings::default()), reload_settings)
+}
+
+/// The named tokens of `[gateway.tokens]`, each read from its variable (which must be set and
+/// not empty; on a non-loopback listener at least [`MIN_PUBLIC_TOKEN_BYTES`] long).
+fn named_tokens(settings: &Settings, listen: &Listen, args: &ServeArgs) -> Result<NamedTokens, String> {
+    let mut tokens = NamedTokens::new();
+    if settings.tokens.is_empty() {
+        return Ok(tokens);
+    }
+    let Listen::Http { addr, .. } = listen else {
+        tracing::warn!("[gateway.tokens] ignored: --listen stdio has no bearer tokens");
+        return Ok(tokens);
+    };
+    if args.auth_issuer.is_some() {
+        return Err(
+            "[gateway.tokens] and --auth-issuer cannot be used together (yet): choose named tokens or OAuth".into()
+        );
+    }
+    for (name, var) in &settings.tokens {
+        let token = match std::env::var(var) {
+            Ok(token) if !token.is_empty() => token,
+            _ => return Err(format!("gateway.tokens.{name}: the variable {var} is not set, or empty")),
+        };
+        if !addr.ip().is_loopback() && token.len() < MIN_PUBLIC_TOKEN_BYTES {
+            return Err(format!(
+                "gateway.tokens.{name}: the token in {var} is {} bytes; a listener on {addr}, which is not a \
+                 loopback address, needs one of at least {MIN_PUBLIC_TOKEN_BYTES} (e.g. `openssl rand -hex 32`)",
+                token.len()
+            ));
+        }
+        tokens = tokens.with(name, token).map_err(|e| format!("gateway.tokens.{name} (the variable {var}): {e}"))?;
+    }
+    Ok(tokens)
 }
 
 /// Makes the bridge's `/proc/PID/environ` and memory unreadable to the processes of its user,
@@ -577,7 +655,12 @@ fn stamp(file: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
 /// is not read half-way): unchanged upstreams keep their connections, and the catalog changes
 /// reach the downstream sessions as `list_changed` (through the set's events). A file that no
 /// longer reads is logged and changes nothing.
-async fn reload_on_change(gateway: Arc<Gateway>, file: std::path::PathBuf, mut hangup: tokio::signal::unix::Signal) {
+async fn reload_on_change(
+    gateway: Arc<Gateway>,
+    file: std::path::PathBuf,
+    tokens: Vec<(String, String)>,
+    mut hangup: tokio::signal::unix::Signal,
+) {
     let mut loaded = stamp(&file);
     let mut seen = loaded;
     let mut poll = tokio::time::interval(CONFIG_POLL);
@@ -600,8 +683,26 @@ async fn reload_on_change(gateway: Arc<Gateway>, file: std::path::PathBuf, mut h
         };
         loaded = stamp(&file);
         seen = loaded;
+        let settings = match reload_settings(&file) {
+            Ok(settings) => settings,
+            Err(e) => {
+                tracing::warn!("reload skipped ({why}), the rules in force kept: {e}");
+                continue;
+            }
+        };
         match McpConfig::load(&file) {
             Ok(config) => {
+                if settings.tokens != tokens {
+                    tracing::warn!("[gateway.tokens] changed: named tokens are read at start; restart to apply");
+                }
+                if settings.policy.as_ref() != gateway.policy().as_deref() {
+                    tracing::info!(rules = settings.policy.as_ref().map_or(0, |p| p.rules.len()), "policy reloaded");
+                    gateway.set_policy(settings.policy);
+                }
+                if settings.rate_limits != gateway.rate_limits() {
+                    tracing::info!(limits = settings.rate_limits.len(), "rate limits reloaded");
+                    gateway.set_rate_limits(settings.rate_limits);
+                }
                 let report = gateway.set().reload(config.clone()).await;
                 tracing::info!(file = %file.display(), %report, "reloaded ({why})");
                 let sessions = gateway.per_session().reload(&config).await;
@@ -612,6 +713,15 @@ async fn reload_on_change(gateway: Arc<Gateway>, file: std::path::PathBuf, mut h
             Err(e) => tracing::warn!("reload skipped ({why}): {e}"),
         }
     }
+}
+
+/// The `[gateway]` table of `file` as it is now (nothing for a JSON file).
+fn reload_settings(file: &std::path::Path) -> Result<Settings, String> {
+    if !file.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml")) {
+        return Ok(Settings::default());
+    }
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
+    Settings::from_toml(&text, &file.display().to_string())
 }
 
 /// An upstream's stderr, a line at a time, on ours after `upstream stderr: ` with control

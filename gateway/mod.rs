@@ -31,6 +31,11 @@
 //!   shared connection still serves the listings and the 2026-07-28 requests, which belong to
 //!   no session.
 //!
+//! - Policy and rate limits: [`Gateway::set_policy`] ([`policy`]: what a caller lists and
+//!   may use, a refusal -32003 naming the rule) and [`Gateway::set_rate_limits`]
+//!   ([`rate_limit`]: token buckets per caller and tool, a refusal -32029 with
+//!   `retryAfterMs`), the caller being the request's verified principal.
+//!
 //! Not here: listening, signals, reloading a configuration file, the command line: the
 //! application does that (`mcp-bridge serve` in the `mcp-bridge` package is one).
 
@@ -60,11 +65,19 @@ use crate::server::{ClientRequestError, Context, Server, ServerBuilder};
 use crate::transport::boxed::BoxTransport;
 use crate::transport::{inproc, Limits};
 
+use self::audit::{AuditLog, Entry as AuditEntry, Outcome as AuditOutcome};
+use self::policy::{Decision, Kind, Policy};
+use self::rate_limit::{Limit, RateLimiter};
 use self::tool_result::ResultCheck;
 
+pub mod audit;
 pub mod console;
 pub mod metrics;
 mod pending;
+pub mod policy;
+pub mod rate_limit;
+#[cfg(feature = "config")]
+pub mod settings;
 mod tool_result;
 
 pub use pending::DEFAULT_MAX_PENDING_CLIENT_REQUESTS;
@@ -639,6 +652,12 @@ pub struct Gateway {
     #[cfg(feature = "http")]
     http: OnceLock<crate::transport::sse_http::HttpService>,
     metrics: Arc<BridgeMetrics>,
+    /// The rules of [`Gateway::set_policy`]; `None`: everything allowed, nothing asked.
+    policy: RwLock<Option<Arc<Policy>>>,
+    /// The limits of [`Gateway::set_rate_limits`] and their buckets; `None`: no limit.
+    limiter: RwLock<Option<Arc<RateLimiter>>>,
+    /// The audit log of [`Gateway::set_audit`], if any.
+    audit: OnceLock<AuditLog>,
 }
 
 impl Gateway {
@@ -665,7 +684,74 @@ impl Gateway {
             #[cfg(feature = "http")]
             http: OnceLock::new(),
             metrics: Arc::default(),
+            policy: RwLock::new(None),
+            limiter: RwLock::new(None),
+            audit: OnceLock::new(),
         })
+    }
+
+    /// Who may list and use what from now on (`None`: everyone everything): every session,
+    /// live ones too, sees the new rules on its next list or call; sessions are told their
+    /// lists changed (`list_changed`) when the rules did.
+    pub fn set_policy(&self, policy: Option<Policy>) {
+        let policy = policy.map(Arc::new);
+        let old = std::mem::replace(&mut *self.policy.write().expect("policy lock"), policy.clone());
+        if old != policy {
+            if let Some(server) = self.server.get() {
+                for list in ["tools", "prompts", "resources"] {
+                    server.list_changed(list);
+                }
+            }
+        }
+    }
+
+    /// The rate limits on tool calls from now on (none: no limit). Limits equal to those in
+    /// force keep their buckets (a reload that changed something else does not refill them);
+    /// changed limits start full.
+    pub fn set_rate_limits(&self, limits: Vec<Limit>) {
+        let mut held = self.limiter.write().expect("limiter lock");
+        if held.as_ref().map_or(&[][..], |l| l.limits()) == limits.as_slice() {
+            return;
+        }
+        *held = (!limits.is_empty()).then(|| Arc::new(RateLimiter::new(limits)));
+    }
+
+    /// The rate limits in force (see [`Gateway::set_rate_limits`]).
+    pub fn rate_limits(&self) -> Vec<Limit> {
+        self.limiter.read().expect("limiter lock").as_ref().map_or_else(Vec::new, |l| l.limits().to_vec())
+    }
+
+    /// Takes a token for the caller of `context` calling `tool` of `server` from every limit
+    /// that applies; the error naming the limit and when to retry when one is empty.
+    fn within_limits(&self, context: &Context, server: &str, tool: &str) -> Result<(), ErrorObject> {
+        let Some(limiter) = self.limiter.read().expect("limiter lock").clone() else { return Ok(()) };
+        let Err(refused) = limiter.check(context.principal(), server, tool, Instant::now()) else { return Ok(()) };
+        self.metrics.rate_limited(&refused.limit);
+        let retry_ms = u64::try_from(refused.retry_after.as_millis()).unwrap_or(u64::MAX).max(1);
+        let message = format!(
+            "mcp-bridge: rate limit {} reached for this caller; retry in {retry_ms} ms",
+            printable(&refused.limit)
+        );
+        let error = ErrorObject::new(RATE_LIMITED, message);
+        let data = serde_json::json!({"limit": &*refused.limit, "retryAfterMs": retry_ms});
+        Err(error.clone().with_data(&data).unwrap_or(error))
+    }
+
+    /// The rules in force (see [`Gateway::set_policy`]).
+    pub fn policy(&self) -> Option<Arc<Policy>> {
+        self.policy.read().expect("policy lock").clone()
+    }
+
+    /// Whether the caller of `context` may use the `kind` `name` of `server`; the error naming
+    /// the deciding rule when not (`asked`: the name the client used).
+    fn permit(&self, context: &Context, kind: Kind, server: &str, name: &str, asked: &str) -> Result<(), ErrorObject> {
+        let Some(policy) = self.policy() else { return Ok(()) };
+        let decision = policy.decide(context.principal(), kind, server, name);
+        if decision.allowed() {
+            return Ok(());
+        }
+        self.metrics.policy_denied(kind.as_str());
+        Err(denied(kind, asked, &decision))
     }
 
     /// The gateway's metrics (calls, errors, latency, restarts, sessions, upstream states).
@@ -861,6 +947,46 @@ impl Gateway {
             // A protocol error, as for any server (server/tools, "Error Handling").
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, self.not_found(&params.name)));
         };
+        let Some(audit) = self.audit.get() else {
+            return self.call_routed(&view, server, tool, params, &context).await.map(|(body, _)| body);
+        };
+        let started = Instant::now();
+        let arguments = params.arguments.clone();
+        let outcome = self.call_routed(&view, server, tool, params, &context).await;
+        let audited = match &outcome {
+            Ok((_, false)) => AuditOutcome::Ok,
+            Ok((_, true)) => AuditOutcome::ToolError,
+            Err(e) if e.code == DENIED => AuditOutcome::Denied,
+            Err(e) if e.code == RATE_LIMITED => AuditOutcome::RateLimited,
+            Err(_) => AuditOutcome::Error,
+        };
+        audit.record(AuditEntry {
+            caller: context.principal(),
+            session: context.session_id(),
+            method: "tools/call",
+            server,
+            name: tool,
+            outcome: audited,
+            latency: started.elapsed(),
+            id: serde_json::to_value(context.request_id()).unwrap_or_default(),
+            arguments: arguments.as_ref(),
+        });
+        outcome.map(|(body, _)| body)
+    }
+
+    /// [`Gateway::call_tool`] once routed to `tool` of `server`: the result, and whether it
+    /// is a tool's failure (`isError`).
+    async fn call_routed(
+        &self,
+        view: &View,
+        server: &str,
+        tool: &str,
+        params: CallToolRequestParams,
+        context: &Context,
+    ) -> Result<(Body, bool), ErrorObject> {
+        let context = context.clone();
+        self.permit(&context, Kind::Tool, server, tool, &params.name)?;
+        self.within_limits(&context, server, tool)?;
         let set = self.set_for(server, &context).await?;
         let _caller = self.callers.enter(&context);
         let caller = _caller.id;
@@ -881,11 +1007,16 @@ impl Gateway {
             // Progress sent by the upstream before its result reaches the client before ours.
             flush(queue).await;
         }
-        let passed = outcome.and_then(|body| pass_on(&view, server, body));
+        let passed = outcome.and_then(|body| pass_on(view, server, body));
         let failed = passed.as_ref().map_or(true, |(_, is_error)| *is_error);
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
         self.metrics.record_call(server, tool, started.elapsed(), counted);
-        passed.map(|(body, _)| body).map_err(|e| upstream_error(server, e))
+        passed.map_err(|e| upstream_error(server, e))
+    }
+
+    /// Writes a line for every tool call to `log` from now on (see [`audit`]).
+    pub fn set_audit(&self, log: AuditLog) {
+        let _ = self.audit.set(log);
     }
 
     /// Why no tool is named `name`: not found, and when the name is qualified with an upstream
@@ -916,6 +1047,7 @@ impl Gateway {
         let Some((server, uri)) = view.resolve_uri(&params.uri) else {
             return Err(crate::server::resource_not_found(&params.uri));
         };
+        self.permit(&context, Kind::Resource, &server, &uri, &params.uri)?;
         let asked = std::mem::replace(&mut params.uri, uri.clone());
         params.meta = None;
         let mut result: ReadResourceResult = self.request::<ReadResource>(&server, params, &context).await?;
@@ -938,6 +1070,7 @@ impl Gateway {
         let Some((server, name)) = view.prompt_routes.get(&params.name).cloned() else {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", params.name)));
         };
+        self.permit(&context, Kind::Prompt, &server, &name, &params.name)?;
         params.name = name;
         params.meta = None;
         let mut result = self.request::<GetPrompt>(&server, params, &context).await?;
@@ -968,6 +1101,7 @@ impl Gateway {
                 let Some((server, name)) = view.prompt_routes.get(&p.name).cloned() else {
                     return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", p.name)));
                 };
+                self.permit(&context, Kind::Prompt, &server, &name, &p.name)?;
                 p.name = name;
                 server
             }
@@ -978,6 +1112,7 @@ impl Gateway {
                         format!("Resource template {} not found", r.uri),
                     ));
                 };
+                self.permit(&context, Kind::Resource, &server, &uri, &r.uri)?;
                 r.uri = uri;
                 server
             }
@@ -1006,33 +1141,62 @@ impl Forwarder for Forwarding {
             "prompts/get" => Box::pin(async move { gateway.get_prompt(params, context).await }),
             "resources/read" => Box::pin(async move { gateway.read_resource(params, context).await }),
             "completion/complete" => Box::pin(async move { gateway.complete(params, context).await }),
-            listing => Box::pin(std::future::ready(gateway.listing(listing))),
+            listing => Box::pin(std::future::ready(gateway.listing(listing, &context))),
         }
     }
 }
 
+/// A route's server and name as borrowed strings.
+fn pair(route: Option<&(String, String)>) -> Option<(&str, &str)> {
+    route.map(|(s, n)| (s.as_str(), n.as_str()))
+}
+
 impl Gateway {
-    /// The answer to one of the list methods, from the current view.
-    fn listing(&self, method: &str) -> Result<Body, ErrorObject> {
+    /// The answer to one of the list methods, from the current view, less what the policy
+    /// denies the caller of `context`.
+    fn listing(&self, method: &str, context: &Context) -> Result<Body, ErrorObject> {
         let view = self.view();
+        let policy = self.policy();
+        let caller = context.principal();
+        let allowed = |kind: Kind, route: Option<(&str, &str)>| match (&policy, route) {
+            (None, _) => true,
+            (Some(policy), Some((server, name))) => policy.decide(caller, kind, server, name).allowed(),
+            (Some(_), None) => false,
+        };
         match method {
             "tools/list" => {
-                Ok(Body::typed(ListToolsResult { tools: view.tools.clone(), ..ListToolsResult::default() }))
+                let tools = view.tools.iter().filter(|t| allowed(Kind::Tool, pair(view.tool_routes.get(&t.name))));
+                Ok(Body::typed(ListToolsResult { tools: tools.cloned().collect(), ..ListToolsResult::default() }))
             }
             "prompts/list" => Ok(Body::typed(ListPromptsResult {
-                prompts: view.prompts.clone(),
+                prompts: view
+                    .prompts
+                    .iter()
+                    .filter(|p| allowed(Kind::Prompt, pair(view.prompt_routes.get(&p.name))))
+                    .cloned()
+                    .collect(),
                 next_cursor: None,
                 meta: None,
                 extra: Default::default(),
             })),
             "resources/list" => Ok(Body::typed(ListResourcesResult {
-                resources: view.resources.clone(),
+                resources: view
+                    .resources
+                    .iter()
+                    .filter(|r| allowed(Kind::Resource, pair(view.resolve_uri(&r.uri).as_ref())))
+                    .cloned()
+                    .collect(),
                 next_cursor: None,
                 meta: None,
                 extra: Default::default(),
             })),
             "resources/templates/list" => Ok(Body::typed(ListResourceTemplatesResult {
-                resource_templates: view.templates.clone(),
+                resource_templates: view
+                    .templates
+                    .iter()
+                    .filter(|t| allowed(Kind::Resource, pair(view.resolve_uri(&t.uri_template).as_ref())))
+                    .cloned()
+                    .collect(),
                 next_cursor: None,
                 meta: None,
                 extra: Default::default(),
@@ -1082,6 +1246,30 @@ fn edit_typed(view: &View, server: &str, body: Body) -> Result<(Body, bool), Set
     }
     Ok((Body::typed(result), is_error))
 }
+
+/// The error of a request the policy refuses: -32003, naming the target and the rule
+/// (`data`: `rule`, `kind`, `name`).
+fn denied(kind: Kind, name: &str, decision: &Decision) -> ErrorObject {
+    let rule = decision.rule_name();
+    let message = match &decision.rule {
+        Some(rule) => format!(
+            "mcp-bridge: {} {} is denied to this caller by policy rule {}",
+            kind.as_str(),
+            name,
+            printable(rule)
+        ),
+        None => format!("mcp-bridge: {} {} is denied to this caller by the policy's default", kind.as_str(), name),
+    };
+    let error = ErrorObject::new(DENIED, message);
+    let data = serde_json::json!({"rule": rule, "kind": kind.as_str(), "name": name});
+    error.clone().with_data(&data).unwrap_or(error)
+}
+
+/// The code of a request the gateway's policy refuses.
+pub const DENIED: ErrorCode = ErrorCode(-32003);
+
+/// The code of a call a rate limit refuses (`data`: `limit`, `retryAfterMs`).
+pub const RATE_LIMITED: ErrorCode = ErrorCode(-32029);
 
 /// What a downstream client gets for an upstream failure: the upstream's own JSON-RPC error as
 /// it is, anything else -32603 naming the server.

@@ -28,6 +28,10 @@ pub struct Principal {
     /// Every claim of the token (or of the introspection answer) as verified, for what the
     /// fields above do not name. Never the token.
     pub claims: Map<String, Value>,
+    /// The name of the static bearer token presented, when the server accepts several named
+    /// ones (the HTTP server's `NamedTokens`); `None` for an
+    /// OAuth token. The name only, never the token.
+    pub token_name: Option<String>,
 }
 
 impl Principal {
@@ -46,10 +50,19 @@ impl Principal {
         required.iter().filter(|r| !self.has_scope(r)).map(String::as_str).collect()
     }
 
-    /// Whether `other` is the same holder: same issuer, subject and client. A session is bound
-    /// to the holder that opened it; a refreshed token of the same holder may go on using it.
+    /// Whether `other` is the same holder: same issuer, subject, client and token name. A
+    /// session is bound to the holder that opened it; a refreshed token of the same holder may
+    /// go on using it.
     pub fn same_holder(&self, other: &Principal) -> bool {
-        self.issuer == other.issuer && self.subject == other.subject && self.client_id == other.client_id
+        self.issuer == other.issuer
+            && self.subject == other.subject
+            && self.client_id == other.client_id
+            && self.token_name == other.token_name
+    }
+
+    /// A principal for the named static token `name` (no subject, no scopes).
+    pub fn named_token(name: impl Into<String>) -> Principal {
+        Principal { token_name: Some(name.into()), ..Principal::default() }
     }
 
     /// Reads the standard claims (`sub`, `client_id`/`azp`, `scope`/`scp`, `aud`, `iss`, `exp`)
@@ -78,6 +91,7 @@ impl Principal {
             issuer: text("iss"),
             expires_at,
             claims,
+            token_name: None,
         }
     }
 }

@@ -39,6 +39,14 @@ pub struct BridgeMetrics {
     /// its standalone GET stream was not open and its queue full
     /// ([`crate::gateway::Gateway::observe_http`]).
     pub notifications_dropped: Arc<CounterVec<0>>,
+    /// `mcp_bridge_policy_denied_total{kind}`: requests the policy refused, by target kind
+    /// (`tool`, `prompt`, `resource`).
+    pub policy_denied: Arc<CounterVec<1>>,
+    /// `mcp_bridge_rate_limited_total{limit}`: calls refused by a rate limit, by the limit's
+    /// name.
+    pub rate_limited: Arc<CounterVec<1>>,
+    /// `mcp_bridge_audit_dropped_total`: audit lines dropped because the writer was behind.
+    pub audit_dropped: Arc<CounterVec<0>>,
 }
 
 impl Default for BridgeMetrics {
@@ -117,8 +125,28 @@ impl BridgeMetrics {
                 [],
             )
             .expect(taken);
+        let policy_denied = registry
+            .counter(
+                "mcp_bridge_policy_denied_total",
+                "Requests refused by the gateway's policy, by target kind.",
+                ["kind"],
+            )
+            .expect(taken);
+        let rate_limited = registry
+            .counter("mcp_bridge_rate_limited_total", "Calls refused by a rate limit, by the limit's name.", ["limit"])
+            .expect(taken);
+        let audit_dropped = registry
+            .counter(
+                "mcp_bridge_audit_dropped_total",
+                "Audit log lines dropped because the writer was behind (its queue full); calls never wait for it.",
+                [],
+            )
+            .expect(taken);
         BridgeMetrics {
             registry,
+            audit_dropped,
+            policy_denied,
+            rate_limited,
             notifications_dropped,
             calls,
             call_errors,
@@ -145,6 +173,16 @@ impl BridgeMetrics {
             self.call_errors.inc(labels);
         }
         self.call_duration.observe_duration(labels, elapsed);
+    }
+
+    /// The policy refused a request for a target of `kind`.
+    pub fn policy_denied(&self, kind: &str) {
+        self.policy_denied.inc([kind]);
+    }
+
+    /// The rate limit `limit` refused a call.
+    pub fn rate_limited(&self, limit: &str) {
+        self.rate_limited.inc([limit]);
     }
 
     /// An upstream server was restarted.

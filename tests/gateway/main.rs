@@ -21,6 +21,7 @@ mod bridge_faults;
 mod bridge_guards;
 mod bridge_login;
 mod bridge_oauth;
+mod bridge_policy;
 mod bridge_reach;
 mod bridge_reload;
 mod bridge_serve;

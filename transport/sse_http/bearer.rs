@@ -9,11 +9,18 @@
 //! token's length, never its content. The token never shows in
 //! `Debug` output and nothing here logs.
 //!
+//! [`NamedTokens`]: several static tokens, each standing for a named caller (`ci`, `dev` …);
+//! the one presented is found by comparing it with every configured token, each in constant
+//! time, without stopping at a match, and the request then carries a
+//! [`Principal`] with that [`token_name`](Principal::token_name) (never the token).
+//!
 //! Not here: OAuth (JWT and introspection verifiers, scopes, resource metadata: see
 //! [`crate::auth`]; [`crate::auth::StaticTokenVerifier`] puts this token behind the same
-//! trait), per-session or per-user tokens.
+//! trait), per-session tokens.
 
 use std::sync::Arc;
+
+use crate::transport::principal::Principal;
 
 /// The secret a client must present as `Authorization: Bearer <token>`. `Debug` shows
 /// `BearerToken(<redacted>)`.
@@ -86,6 +93,94 @@ fn constant_time_eq(expected: &[u8], presented: &[u8]) -> bool {
     std::hint::black_box(difference) == 0
 }
 
+/// Several static bearer tokens, each with a name: a request presenting one of them is
+/// accepted as [`Principal::named_token`] of its name. `Debug` shows the names only.
+#[derive(Clone, Default)]
+pub struct NamedTokens(Vec<(BearerToken, Arc<Principal>)>);
+
+impl std::fmt::Debug for NamedTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+/// Why a named token cannot be added to [`NamedTokens`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BadNamedToken {
+    /// The token itself is not a valid one.
+    Token(BadToken),
+    /// Another name has the same token: the caller could not be told.
+    SameToken {
+        /// The name given first.
+        first: String,
+    },
+    /// The name is given twice.
+    SameName,
+}
+
+impl std::fmt::Display for BadNamedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadNamedToken::Token(e) => e.fmt(f),
+            BadNamedToken::SameToken { first } => write!(f, "the token is the same as the one named {first}"),
+            BadNamedToken::SameName => f.write_str("the name is given twice"),
+        }
+    }
+}
+
+impl std::error::Error for BadNamedToken {}
+
+impl NamedTokens {
+    /// No token.
+    pub fn new() -> NamedTokens {
+        NamedTokens::default()
+    }
+
+    /// These tokens and `token`, standing for the caller `name`.
+    ///
+    /// # Errors
+    /// [`BadNamedToken`]: a token a header cannot carry, one another name has, or a name given
+    /// twice.
+    pub fn with(mut self, name: impl Into<String>, token: impl Into<String>) -> Result<NamedTokens, BadNamedToken> {
+        let name = name.into();
+        let token = BearerToken::new(token).map_err(BadNamedToken::Token)?;
+        for (held, principal) in &self.0 {
+            let held_name = principal.token_name.as_deref().unwrap_or_default();
+            if held_name == name {
+                return Err(BadNamedToken::SameName);
+            }
+            if held.matches(token.0.as_bytes()) {
+                return Err(BadNamedToken::SameToken { first: held_name.to_owned() });
+            }
+        }
+        self.0.push((token, Arc::new(Principal::named_token(name))));
+        Ok(self)
+    }
+
+    /// Whether there is no token.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The names, in the order given.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(_, p)| p.token_name.as_deref().unwrap_or_default())
+    }
+
+    /// The principal of the token `presented` is, comparing it with every token (each in
+    /// constant time, none skipped after a match).
+    fn find(&self, presented: &[u8]) -> Option<Arc<Principal>> {
+        let mut found = usize::MAX;
+        for (i, (token, _)) in self.0.iter().enumerate() {
+            let hit = std::hint::black_box(usize::from(token.matches(presented)));
+            // found = i where hit, without a branch on it.
+            found = (found & hit.wrapping_sub(1)) | (i & hit.wrapping_neg());
+        }
+        self.0.get(found).map(|(_, principal)| principal.clone())
+    }
+}
+
 /// What an `Authorization` header says, as far as the bearer check cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BearerCheck {
@@ -99,8 +194,24 @@ pub(crate) enum BearerCheck {
     Invalid,
 }
 
-/// Checks the `Authorization` header values of one request (all of them) against `token`.
-pub(crate) fn check<'a>(token: &BearerToken, mut values: impl Iterator<Item = &'a [u8]>) -> BearerCheck {
+/// Checks the `Authorization` header values of one request (all of them) against `token` (when set) and
+/// every named token; the principal of the named token presented, if it is one.
+pub(crate) fn check_any<'a>(
+    token: Option<&BearerToken>,
+    named: &NamedTokens,
+    values: impl Iterator<Item = &'a [u8]>,
+) -> (BearerCheck, Option<Arc<Principal>>) {
+    let mut found = None;
+    let verdict = check_with(values, |presented| {
+        let plain = token.is_some_and(|t| t.matches(presented));
+        found = named.find(presented);
+        plain || found.is_some()
+    });
+    (verdict, found)
+}
+
+/// The shape checks of [`check`], with `accept` deciding on the presented token.
+fn check_with<'a>(mut values: impl Iterator<Item = &'a [u8]>, accept: impl FnOnce(&[u8]) -> bool) -> BearerCheck {
     let Some(first) = values.next() else { return BearerCheck::Missing };
     if values.next().is_some() {
         return BearerCheck::Invalid;
@@ -110,8 +221,7 @@ pub(crate) fn check<'a>(token: &BearerToken, mut values: impl Iterator<Item = &'
     if !scheme.eq_ignore_ascii_case(b"bearer ") {
         return BearerCheck::Missing;
     }
-    let presented = first[7..].trim_ascii();
-    if token.matches(presented) {
+    if accept(first[7..].trim_ascii()) {
         BearerCheck::Accepted
     } else {
         BearerCheck::Invalid
@@ -166,7 +276,8 @@ mod tests {
     #[test]
     fn authorization_headers_are_judged() {
         let t = token();
-        let judge = |values: &[&str]| check(&t, values.iter().map(|v| v.as_bytes()));
+        let none = NamedTokens::new();
+        let judge = |values: &[&str]| check_any(Some(&t), &none, values.iter().map(|v| v.as_bytes())).0;
         assert_eq!(judge(&[]), BearerCheck::Missing);
         assert_eq!(judge(&["Basic dXNlcjpwYXNz"]), BearerCheck::Missing);
         assert_eq!(judge(&["Bearer"]), BearerCheck::Missing);
@@ -178,5 +289,29 @@ mod tests {
         assert_eq!(judge(&["Bearer s3cr3t-T0ken", "Bearer s3cr3t-T0ken"]), BearerCheck::Invalid);
         assert_eq!(challenge(BearerCheck::Missing).0, "Bearer");
         assert_eq!(challenge(BearerCheck::Invalid).0, r#"Bearer error="invalid_token""#);
+    }
+
+    #[test]
+    fn a_named_token_is_found_among_several_and_names_its_caller() {
+        let named = NamedTokens::new().with("ci", "ci-token-1").unwrap().with("dev", "dev-token-2").unwrap();
+        let judge = |value: &str| {
+            let (verdict, principal) = check_any(None, &named, std::iter::once(value.as_bytes()));
+            (verdict, principal.and_then(|p| p.token_name.clone()))
+        };
+        assert_eq!(judge("Bearer ci-token-1"), (BearerCheck::Accepted, Some("ci".to_owned())));
+        assert_eq!(judge("Bearer dev-token-2"), (BearerCheck::Accepted, Some("dev".to_owned())));
+        assert_eq!(judge("Bearer dev-token-"), (BearerCheck::Invalid, None));
+        assert_eq!(judge("Basic ci-token-1"), (BearerCheck::Missing, None));
+        // With the single token too: either is accepted, only a named one names a caller.
+        let single = BearerToken::new("plain").unwrap();
+        let (verdict, principal) = check_any(Some(&single), &named, std::iter::once(&b"Bearer plain"[..]));
+        assert_eq!((verdict, principal), (BearerCheck::Accepted, None));
+        assert_eq!(format!("{named:?}"), r#"["ci", "dev"]"#);
+        assert!(matches!(named.clone().with("ci", "other"), Err(BadNamedToken::SameName)));
+        assert_eq!(
+            named.clone().with("ops", "dev-token-2").unwrap_err(),
+            BadNamedToken::SameToken { first: "dev".to_owned() }
+        );
+        assert_eq!(named.with("ops", "a b").unwrap_err(), BadNamedToken::Token(BadToken::BadCharacter));
     }
 }

@@ -65,7 +65,7 @@ pub mod verifier;
 mod version_header;
 
 pub use authorizer::{Authorizer, Credentials, Denial, Verdict};
-pub use bearer::BearerToken;
+pub use bearer::{BearerToken, NamedTokens};
 pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEvent};
 pub use request_context::HttpRequestParts;

@@ -102,7 +102,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use super::bearer::{self, BearerCheck, BearerToken};
+use super::bearer::{self, BearerCheck, BearerToken, NamedTokens};
 use super::connection;
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::failed_tokens::{self, FailedTokenPause, FailedTokens};
@@ -276,6 +276,9 @@ pub struct HttpServerConfig {
     /// The token every request to the MCP endpoint, the legacy endpoints and the guarded extra
     /// routes must carry as `Authorization: Bearer <token>`: none. Never shown by `Debug`.
     pub bearer_token: Option<BearerToken>,
+    /// Named tokens accepted beside (or instead of) `bearer_token`, each making its requests'
+    /// principal [`Principal::named_token`] (see [`HttpServerConfig::named_tokens`]): none.
+    pub named_tokens: NamedTokens,
     /// The token given to [`HttpServerConfig::bearer_token`] when it is not a valid one:
     /// [`HttpServer::bind`] refuses to start with it (the builder cannot return the error).
     bad_bearer_token: Option<bearer::BadToken>,
@@ -329,6 +332,7 @@ impl Default for HttpServerConfig {
             #[cfg(feature = "tls")]
             tls: None,
             bearer_token: None,
+            named_tokens: NamedTokens::default(),
             bad_bearer_token: None,
             failed_token_pause: Some(FailedTokenPause::default()),
             max_sessions_per_address: None,
@@ -347,6 +351,7 @@ impl std::fmt::Debug for HttpServerConfig {
             .field("response_mode", &self.response_mode)
             .field("stateless", &self.stateless)
             .field("bearer_token", &self.bearer_token)
+            .field("named_tokens", &self.named_tokens)
             .field("routes", &self.routes)
             .field("protected_resource", &self.protected_resource)
             .finish_non_exhaustive()
@@ -527,6 +532,17 @@ impl HttpServerConfig {
                 self.bad_bearer_token = Some(e);
             }
         }
+        self
+    }
+
+    /// Accepts each of `tokens` as `Authorization: Bearer <token>` where
+    /// [`bearer_token`](Self::bearer_token) is asked for (beside it, when both are set): a
+    /// request with one of them reaches handlers with the principal of its name
+    /// ([`Principal::token_name`]), and a session is bound to the name that opened it (another
+    /// name's token gets 404 for its id). [`protected_resource`](Self::protected_resource)
+    /// takes the place of these too.
+    pub fn named_tokens(mut self, tokens: NamedTokens) -> Self {
+        self.named_tokens = tokens;
         self
     }
 
@@ -1984,12 +2000,22 @@ pub(super) async fn handle(shared: Arc<Shared>, req: Request<RequestBody>) -> Re
                 Err(refusal) => return auth_refused(resource, refusal.as_ref()),
             }
         }
-    } else if let Some(token) = &config.bearer_token {
-        if path == config.path || legacy_path || route.is_some_and(|r| r.guarded) {
-            let check = || bearer::check(token, req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes));
-            if let Err(refusal) = failed_tokens::guard(&shared.failed_tokens, config.failed_token_pause, &req, check) {
-                return refusal.map_or_else(unauthorized, failed_tokens::paused);
-            }
+    } else if (config.bearer_token.is_some() || !config.named_tokens.is_empty())
+        && (path == config.path || legacy_path || route.is_some_and(|r| r.guarded))
+    {
+        let mut named = None;
+        let check = || {
+            let values = req.headers().get_all(AUTHORIZATION).iter().map(HeaderValue::as_bytes);
+            let (verdict, principal) = bearer::check_any(config.bearer_token.as_ref(), &config.named_tokens, values);
+            named = principal;
+            verdict
+        };
+        if let Err(refusal) = failed_tokens::guard(&shared.failed_tokens, config.failed_token_pause, &req, check) {
+            return refusal.map_or_else(unauthorized, failed_tokens::paused);
+        }
+        if let Some(principal) = named {
+            // The named caller reaches handlers as a principal; the session is bound to it.
+            req.extensions_mut().insert(Authenticated(principal));
         }
     }
     if shared.shutting_down.load(Ordering::Acquire) {
@@ -2543,7 +2569,10 @@ fn single_header<'r, B>(req: &'r Request<B>, name: &str) -> Result<Option<&'r st
 /// ([`HttpRequestParts`]): without `Authorization` when the server checked the token itself,
 /// so that the token is never handed on.
 fn shared_head(shared: &Shared, mut parts: hyper::http::request::Parts) -> Arc<Request<()>> {
-    if shared.config.protected_resource.is_some() || shared.config.bearer_token.is_some() {
+    if shared.config.protected_resource.is_some()
+        || shared.config.bearer_token.is_some()
+        || !shared.config.named_tokens.is_empty()
+    {
         parts.headers.remove(AUTHORIZATION);
     }
     Arc::new(Request::from_parts(parts, ()))

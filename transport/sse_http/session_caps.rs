@@ -86,9 +86,10 @@ impl SessionCaps {
 }
 
 /// What a principal's sessions are counted under: its token's issuer, and its subject (or, for
-/// a machine client, its client id).
+/// a machine client, its client id; for a named static token, its name).
 pub(crate) fn principal_key(p: &crate::auth::Principal) -> (Option<String>, Option<String>) {
-    (p.issuer.clone(), p.subject.clone().or_else(|| p.client_id.clone()))
+    let name = p.token_name.as_ref().map(|name| format!("token:{name}"));
+    (p.issuer.clone(), p.subject.clone().or_else(|| p.client_id.clone()).or(name))
 }
 
 /// 503 with `Retry-After` and a -32000 error naming the cap, as past the total cap.

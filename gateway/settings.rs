@@ -1,0 +1,372 @@
+//! The gateway's own part of a configuration file: the `[gateway]` table beside
+//! `[mcp_servers.*]` (feature `config`), read into [`Settings`].
+//!
+//! ```toml
+//! [gateway.tokens]                     # named bearer tokens: name = the variable holding it
+//! ci = { env = "CI_TOKEN" }
+//! dev = { env = "DEV_TOKEN" }
+//!
+//! [gateway.policy]
+//! default = "deny"                     # when no rule matches: "allow" or "deny"
+//!
+//! [[gateway.policy.rules]]             # tried in order; the first match decides
+//! name = "ci-echo-only"
+//! effect = "allow"
+//! callers = { tokens = ["ci"] }        # tokens, subjects, client_ids, scopes, claims
+//! tools = ["echo/*"]                   # SERVER/NAME globs; prompts, resources (SERVER/URI)
+//!
+//! [[gateway.rate_limits]]              # every limit that applies must have a token left
+//! name = "ci-hourly"
+//! callers = { tokens = ["ci"] }        # as in rules; absent: every caller
+//! tools = ["*"]                        # SERVER/TOOL globs; absent: every tool
+//! rate = "100/hour"                    # N/second, N/minute, N/hour or N/day
+//! burst = 10                           # default 1
+//! per = "caller"                       # one bucket per caller (default), or "tool": per caller and tool
+//! ```
+//!
+//! Never a token in the file: a token is named by the variable that holds it, read when the
+//! gateway starts. Every error names the file, the line and the field
+//! (`gw.toml: line 9: gateway.policy.rules[1]: unknown field `efect`…`).
+//!
+//! Not here: what the rules mean ([`super::policy`]), reading the variables (the application).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::policy::{Callers, Effect, Glob, Policy, Rule};
+use super::rate_limit::{Limit, Per};
+
+/// What the `[gateway]` table says.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Settings {
+    /// Named bearer tokens: (name, the variable holding the token), in name order.
+    pub tokens: Vec<(String, String)>,
+    /// The policy; `None` when the file has no `[gateway.policy]` (everything allowed).
+    pub policy: Option<Policy>,
+    /// The rate limits on tool calls (`[[gateway.rate_limits]]`), in the order written.
+    pub rate_limits: Vec<Limit>,
+}
+
+#[derive(Deserialize)]
+struct File {
+    gateway: Option<GatewayToml>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GatewayToml {
+    #[serde(default)]
+    tokens: BTreeMap<String, Spanned<TokenToml>>,
+    policy: Option<PolicyToml>,
+    #[serde(default)]
+    rate_limits: Vec<Spanned<LimitToml>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitToml {
+    name: String,
+    #[serde(default)]
+    callers: Option<CallersToml>,
+    #[serde(default)]
+    tools: Vec<String>,
+    rate: String,
+    burst: Option<u32>,
+    #[serde(default)]
+    per: Option<PerToml>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum PerToml {
+    Caller,
+    Tool,
+}
+
+/// `N/second` (`minute`, `hour`, `day`) as calls per second.
+fn per_second(rate: &str) -> Option<f64> {
+    let (count, unit) = rate.split_once('/')?;
+    let count: f64 = count.trim().parse().ok().filter(|c: &f64| c.is_finite() && *c > 0.0)?;
+    let seconds = match unit.trim() {
+        "second" | "s" => 1.0,
+        "minute" | "min" => 60.0,
+        "hour" | "h" => 3600.0,
+        "day" | "d" => 86400.0,
+        _ => return None,
+    };
+    Some(count / seconds)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenToml {
+    env: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyToml {
+    default: EffectToml,
+    #[serde(default)]
+    rules: Vec<Spanned<RuleToml>>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum EffectToml {
+    Allow,
+    Deny,
+}
+
+impl From<EffectToml> for Effect {
+    fn from(e: EffectToml) -> Effect {
+        match e {
+            EffectToml::Allow => Effect::Allow,
+            EffectToml::Deny => Effect::Deny,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleToml {
+    name: String,
+    effect: EffectToml,
+    #[serde(default)]
+    callers: Option<CallersToml>,
+    #[serde(default)]
+    tools: Vec<String>,
+    #[serde(default)]
+    prompts: Vec<String>,
+    #[serde(default)]
+    resources: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CallersToml {
+    #[serde(default)]
+    tokens: Vec<String>,
+    #[serde(default)]
+    subjects: Vec<String>,
+    #[serde(default)]
+    client_ids: Vec<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    claims: BTreeMap<String, String>,
+}
+
+/// The callers of a rule or limit.
+fn callers(written: Option<&CallersToml>) -> Callers {
+    let Some(c) = written else { return Callers::default() };
+    Callers {
+        tokens: c.tokens.iter().map(Glob::new).collect(),
+        subjects: c.subjects.iter().map(Glob::new).collect(),
+        client_ids: c.client_ids.iter().map(Glob::new).collect(),
+        scopes: c.scopes.clone(),
+        claims: c.claims.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    }
+}
+
+/// Every token `callers` names is one of `[gateway.tokens]` (a typo would match nobody).
+fn check_tokens(settings: &Settings, callers: &Callers) -> Result<(), String> {
+    for token in &callers.tokens {
+        if !settings.tokens.iter().any(|(name, _)| token.matches(name)) {
+            return Err(format!("callers.tokens: {:?} names no token of [gateway.tokens]", token.as_str()));
+        }
+    }
+    Ok(())
+}
+
+/// The line (from 1) of byte `offset` of `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl Settings {
+    /// Reads the `[gateway]` table of the TOML `text` (the rest of the file is not looked at);
+    /// `file` names it in errors.
+    ///
+    /// # Errors
+    /// The text is not TOML, or the table has an unknown or mistyped field, a rule without a
+    /// name or target, two rules of one name, or a rule naming a token the file does not
+    /// have: the message names the file, the line and the field.
+    pub fn from_toml(text: &str, file: &str) -> Result<Settings, String> {
+        let parsed: File = toml::from_str(text).map_err(|e| match e.span() {
+            Some(span) => format!("{file}: line {}: {}", line_of(text, span.start), e.message().trim_end()),
+            None => format!("{file}: {}", e.message().trim_end()),
+        })?;
+        let Some(gateway) = parsed.gateway else { return Ok(Settings::default()) };
+        let mut settings = Settings::default();
+        for (name, token) in &gateway.tokens {
+            let at = |what: &str| {
+                format!("{file}: line {}: gateway.tokens.{name}: {what}", line_of(text, token.span().start))
+            };
+            let env = &token.get_ref().env;
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+                return Err(at("a token's name is letters, digits, -, _ and ."));
+            }
+            if env.is_empty() {
+                return Err(at("env: the name of the variable holding the token"));
+            }
+            settings.tokens.push((name.clone(), env.clone()));
+        }
+        for (i, spanned) in gateway.rate_limits.iter().enumerate() {
+            let at = |what: String| {
+                format!("{file}: line {}: gateway.rate_limits[{i}]: {what}", line_of(text, spanned.span().start))
+            };
+            let limit = spanned.get_ref();
+            if limit.name.is_empty() || settings.rate_limits.iter().any(|l| *l.name == *limit.name) {
+                return Err(at(format!("name: {:?} is empty or the name of an earlier limit", limit.name)));
+            }
+            let Some(rate) = per_second(&limit.rate) else {
+                return Err(at(format!("rate: {:?}: expected N/second, N/minute, N/hour or N/day", limit.rate)));
+            };
+            let burst = limit.burst.unwrap_or(1);
+            if burst == 0 {
+                return Err(at("burst: 0 would refuse every call".to_owned()));
+            }
+            let callers = callers(limit.callers.as_ref());
+            check_tokens(&settings, &callers).map_err(at)?;
+            let mut built = Limit::new(limit.name.as_str(), rate, burst);
+            built.callers = callers;
+            built.tools = limit.tools.iter().map(Glob::new).collect();
+            built.per = match limit.per {
+                Some(PerToml::Tool) => Per::Tool,
+                _ => Per::Caller,
+            };
+            settings.rate_limits.push(built);
+        }
+        let Some(policy) = gateway.policy else { return Ok(settings) };
+        let mut rules: Vec<Rule> = Vec::new();
+        for (i, spanned) in policy.rules.iter().enumerate() {
+            let at = |what: String| {
+                format!("{file}: line {}: gateway.policy.rules[{i}]: {what}", line_of(text, spanned.span().start))
+            };
+            let rule = spanned.get_ref();
+            if rule.name.is_empty() {
+                return Err(at("name: empty".to_owned()));
+            }
+            if rules.iter().any(|r| *r.name == *rule.name) {
+                return Err(at(format!("name: {:?} is the name of an earlier rule", rule.name)));
+            }
+            if rule.tools.is_empty() && rule.prompts.is_empty() && rule.resources.is_empty() {
+                return Err(at("no target: give tools, prompts or resources (globs; \"*\" for all)".to_owned()));
+            }
+            let callers = callers(rule.callers.as_ref());
+            check_tokens(&settings, &callers).map_err(at)?;
+            let globs = |list: &[String]| list.iter().map(Glob::new).collect();
+            let mut built = Rule::new(rule.name.as_str(), rule.effect.into()).callers(callers);
+            built.tools = globs(&rule.tools);
+            built.prompts = globs(&rule.prompts);
+            built.resources = globs(&rule.resources);
+            rules.push(built);
+        }
+        settings.policy = Some(Policy { default: policy.default.into(), rules });
+        Ok(settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+[mcp_servers.echo]
+command = "echo_server"
+
+[gateway.tokens]
+ci = { env = "CI_TOKEN" }
+dev = { env = "DEV_TOKEN" }
+
+[gateway.policy]
+default = "deny"
+
+[[gateway.policy.rules]]
+name = "ci-echo"
+effect = "allow"
+callers = { tokens = ["ci"] }
+tools = ["echo/*"]
+
+[[gateway.policy.rules]]
+name = "ops"
+effect = "allow"
+callers = { subjects = ["carol"], scopes = ["mcp"], claims = { groups = "ops" } }
+tools = ["*"]
+prompts = ["*"]
+resources = ["*"]
+"#;
+
+    #[test]
+    fn the_gateway_table_reads_into_tokens_and_rules() {
+        let settings = Settings::from_toml(FILE, "gw.toml").unwrap();
+        assert_eq!(settings.tokens, [("ci".to_owned(), "CI_TOKEN".to_owned()), ("dev".into(), "DEV_TOKEN".into())]);
+        let policy = settings.policy.unwrap();
+        assert_eq!(policy.default, Effect::Deny);
+        assert_eq!(policy.rules.len(), 2);
+        assert_eq!(&*policy.rules[0].name, "ci-echo");
+        assert_eq!(policy.rules[0].tools, [Glob::new("echo/*")]);
+        assert_eq!(policy.rules[1].callers.claims, [("groups".to_owned(), "ops".to_owned())]);
+        assert_eq!(Settings::from_toml("[mcp_servers.x]\ncommand = \"x\"\n", "f").unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn rate_limits_read_with_their_rate_and_burst() {
+        let text = format!(
+            "{FILE}\n[[gateway.rate_limits]]\nname = \"ci-hourly\"\ncallers = {{ tokens = [\"ci\"] }}\nrate = \"2/hour\"\nburst = 5\nper = \"tool\"\n\n[[gateway.rate_limits]]\nname = \"all\"\nrate = \"10/second\"\n"
+        );
+        let limits = Settings::from_toml(&text, "gw.toml").unwrap().rate_limits;
+        assert_eq!(limits.len(), 2);
+        assert_eq!((&*limits[0].name, limits[0].burst, limits[0].per), ("ci-hourly", 5, Per::Tool));
+        assert!((limits[0].rate - 2.0 / 3600.0).abs() < 1e-12);
+        assert_eq!((limits[1].rate, limits[1].burst, limits[1].per, limits[1].tools.len()), (10.0, 1, Per::Caller, 0));
+        for (bad, field) in [
+            ("rate = \"10/second\"", "rate: \"10/fortnight\""),
+            ("rate = \"10/second\"\nburst = 0", "burst: 0"),
+            ("rate = \"10/second\"\nper = \"session\"", "unknown variant `session`"),
+        ] {
+            let broken = text.replace(
+                "rate = \"10/second\"",
+                &bad.replace("10/second", if field.starts_with("rate") { "10/fortnight" } else { "10/second" }),
+            );
+            let error = Settings::from_toml(&broken, "gw.toml").unwrap_err();
+            assert!(error.contains(field) && error.contains("line "), "{field}: {error}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_field() {
+        let cases = [
+            (
+                FILE.replace("effect = \"allow\"\ncallers = { tokens", "efect = \"allow\"\ncallers = { tokens"),
+                "line 14",
+                "efect",
+            ),
+            (FILE.replace("default = \"deny\"", "default = \"maybe\""), "line 10", "maybe"),
+            (
+                FILE.replace("tokens = [\"ci\"]", "tokens = [\"cj\"]"),
+                "line 12",
+                "callers.tokens: \"cj\" names no token",
+            ),
+            (FILE.replace("tools = [\"echo/*\"]\n", ""), "line 12", "rules[0]: no target"),
+            (
+                FILE.replace("name = \"ops\"", "name = \"ci-echo\""),
+                "line 18",
+                "rules[1]: name: \"ci-echo\" is the name of an earlier rule",
+            ),
+            (FILE.replace("ci = { env", "ci = { evn"), "line 6", "evn"),
+            (FILE.replace("[gateway.policy]", "[gateway.polcy]"), "line 9", "polcy"),
+            (FILE.replace("scopes = [\"mcp\"]", "scopes = \"mcp\""), "line 21", "string \"mcp\", expected a sequence"),
+        ];
+        for (text, line, field) in cases {
+            let error = Settings::from_toml(&text, "gw.toml").unwrap_err();
+            assert!(error.starts_with("gw.toml: "), "{error}");
+            assert!(error.contains(line), "{line}: {error}");
+            assert!(error.contains(field), "{field}: {error}");
+        }
+    }
+}
