@@ -48,7 +48,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn as_str(self) -> &'static str {
+    /// As written in a line: `ok`, `tool_error`, `error`, `denied`, `rate_limited`.
+    pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
             Outcome::ToolError => "tool_error",
@@ -143,8 +144,8 @@ impl AuditLog {
     }
 
     /// Queues the line of `entry` (never waits: dropped and counted when the queue is full).
-    pub fn record(&self, entry: Entry<'_>) {
-        let line = self.line(&entry, SystemTime::now());
+    pub fn record(&self, entry: &Entry<'_>) {
+        let line = self.line(entry, SystemTime::now());
         if self.lines.try_send(line).is_err() {
             (self.dropped)();
         }
@@ -153,17 +154,9 @@ impl AuditLog {
     fn line(&self, entry: &Entry<'_>, now: SystemTime) -> String {
         let mut line = Map::new();
         line.insert("time".into(), Value::String(rfc3339(now)));
-        let caller = entry.caller.and_then(|p| {
-            if let Some(name) = &p.token_name {
-                Some(("token", name))
-            } else if let Some(subject) = &p.subject {
-                Some(("subject", subject))
-            } else {
-                p.client_id.as_ref().map(|c| ("client", c))
-            }
-        });
+        let caller = entry.caller.and_then(caller_name);
         if let Some((kind, name)) = caller {
-            line.insert("caller".into(), Value::String(name.clone()));
+            line.insert("caller".into(), Value::String(name.to_owned()));
             line.insert("caller_kind".into(), Value::String(kind.into()));
         }
         if let Some(session) = entry.session {
@@ -173,10 +166,9 @@ impl AuditLog {
         line.insert("server".into(), Value::String(entry.server.into()));
         line.insert("name".into(), Value::String(entry.name.into()));
         line.insert("outcome".into(), Value::String(entry.outcome.as_str().into()));
-        let ms = entry.latency.as_secs_f64() * 1000.0;
         line.insert(
             "latency_ms".into(),
-            serde_json::Number::from_f64((ms * 1000.0).round() / 1000.0).map_or(Value::Null, Value::Number),
+            serde_json::Number::from_f64(latency_ms(entry.latency)).map_or(Value::Null, Value::Number),
         );
         line.insert("id".into(), entry.id.clone());
         if let Some(arguments) = entry.arguments {
@@ -191,8 +183,25 @@ impl AuditLog {
     }
 }
 
+/// How a line names `caller`: `("token", its name)`, else `("subject", the OAuth subject)`,
+/// else `("client", the client id)`; `None` when it has none of them.
+pub(crate) fn caller_name(caller: &Principal) -> Option<(&'static str, &str)> {
+    if let Some(name) = &caller.token_name {
+        Some(("token", name.as_str()))
+    } else if let Some(subject) = &caller.subject {
+        Some(("subject", subject.as_str()))
+    } else {
+        caller.client_id.as_deref().map(|c| ("client", c))
+    }
+}
+
+/// `latency` in milliseconds, to the microsecond.
+pub(crate) fn latency_ms(latency: Duration) -> f64 {
+    (latency.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
 /// `time` as RFC 3339 in UTC with milliseconds (`2026-12-03T19:05:01.123Z`).
-fn rfc3339(time: SystemTime) -> String {
+pub(crate) fn rfc3339(time: SystemTime) -> String {
     let since = time.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
     let (secs, millis) = (since.as_secs(), since.subsec_millis());
     let (days, rest) = ((secs / 86400) as i64, secs % 86400);
@@ -316,7 +325,7 @@ mod tests {
         let (log, writer) = AuditLog::new(sink, || {}).unwrap();
         let written = tokio::spawn(writer);
         for i in 0..20 {
-            log.record(Entry {
+            log.record(&Entry {
                 caller: None,
                 session: None,
                 method: "tools/call",
@@ -353,7 +362,7 @@ mod tests {
         })
         .unwrap();
         for i in 0..QUEUE + 5 {
-            log.record(Entry {
+            log.record(&Entry {
                 caller: None,
                 session: None,
                 method: "tools/call",

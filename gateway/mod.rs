@@ -66,12 +66,14 @@ use crate::transport::boxed::BoxTransport;
 use crate::transport::{inproc, Limits};
 
 use self::audit::{AuditLog, Entry as AuditEntry, Outcome as AuditOutcome};
+use self::live::{Listener, LiveFeed};
 use self::policy::{Decision, Kind, Policy};
 use self::rate_limit::{Limit, RateLimiter};
 use self::tool_result::ResultCheck;
 
 pub mod audit;
 pub mod console;
+pub mod live;
 pub mod metrics;
 mod pending;
 pub mod policy;
@@ -228,6 +230,33 @@ impl View {
         match self.slug_of.get(server) {
             Some(slug) => format!("{slug}+{uri}"),
             None => uri.to_owned(),
+        }
+    }
+
+    /// The server and upstream name `method` with `params` reaches (the server empty when
+    /// none, as for a list), for the live view: the prompt of `prompts/get`, the URI of
+    /// `resources/read`, the prompt or template of `completion/complete`.
+    fn target(&self, method: &str, params: Option<&Body>) -> (String, String) {
+        #[derive(serde::Deserialize)]
+        struct Target {
+            name: Option<String>,
+            uri: Option<String>,
+            #[serde(rename = "ref")]
+            reference: Option<Box<Target>>,
+        }
+        let raw = params.and_then(|p| p.to_raw().ok());
+        let asked = raw.and_then(|raw| serde_json::from_str::<Target>(raw.get()).ok());
+        let asked = match (method, asked) {
+            ("completion/complete", Some(target)) => target.reference.map(|r| *r),
+            (_, asked) => asked,
+        };
+        let Some(asked) = asked else { return (String::new(), String::new()) };
+        if let Some(name) = asked.name {
+            return self.prompt_routes.get(&name).cloned().unwrap_or((String::new(), name));
+        }
+        match asked.uri {
+            Some(uri) => self.resolve_uri(&uri).unwrap_or((String::new(), uri)),
+            None => (String::new(), String::new()),
         }
     }
 
@@ -658,6 +687,8 @@ pub struct Gateway {
     limiter: RwLock<Option<Arc<RateLimiter>>>,
     /// The audit log of [`Gateway::set_audit`], if any.
     audit: OnceLock<AuditLog>,
+    /// The calls as they end, for [`Gateway::live`].
+    live: LiveFeed,
 }
 
 impl Gateway {
@@ -687,6 +718,7 @@ impl Gateway {
             policy: RwLock::new(None),
             limiter: RwLock::new(None),
             audit: OnceLock::new(),
+            live: LiveFeed::default(),
         })
     }
 
@@ -944,34 +976,49 @@ impl Gateway {
         let params: CallToolRequestParams = decode(params, "tools/call")?;
         let view = self.view();
         let Some((server, tool)) = view.tool_route(&params.name) else {
+            if self.live.listening() {
+                let entry = observed(&context, "tools/call", "", &params.name, AuditOutcome::Error, Instant::now());
+                self.live.publish(&entry);
+            }
             // A protocol error, as for any server (server/tools, "Error Handling").
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, self.not_found(&params.name)));
         };
-        let Some(audit) = self.audit.get() else {
+        if self.audit.get().is_none() && !self.live.listening() {
             return self.call_routed(&view, server, tool, params, &context).await.map(|(body, _)| body);
-        };
+        }
         let started = Instant::now();
         let arguments = params.arguments.clone();
         let outcome = self.call_routed(&view, server, tool, params, &context).await;
-        let audited = match &outcome {
+        let ended = match &outcome {
             Ok((_, false)) => AuditOutcome::Ok,
             Ok((_, true)) => AuditOutcome::ToolError,
-            Err(e) if e.code == DENIED => AuditOutcome::Denied,
-            Err(e) if e.code == RATE_LIMITED => AuditOutcome::RateLimited,
-            Err(_) => AuditOutcome::Error,
+            Err(e) => outcome_of(e),
         };
-        audit.record(AuditEntry {
-            caller: context.principal(),
-            session: context.session_id(),
-            method: "tools/call",
-            server,
-            name: tool,
-            outcome: audited,
-            latency: started.elapsed(),
-            id: serde_json::to_value(context.request_id()).unwrap_or_default(),
-            arguments: arguments.as_ref(),
-        });
+        let mut entry = observed(&context, "tools/call", server, tool, ended, started);
+        entry.arguments = arguments.as_ref();
+        self.observe(&entry);
         outcome.map(|(body, _)| body)
+    }
+
+    /// Hands a call that ended to the audit log (a `tools/call` routed to a server) and to the
+    /// live feed's listeners: the one place both are fed.
+    fn observe(&self, entry: &AuditEntry<'_>) {
+        if let Some(audit) = self.audit.get() {
+            if entry.method == "tools/call" && !entry.server.is_empty() {
+                audit.record(entry);
+            }
+        }
+        self.live.publish(entry);
+    }
+
+    /// A listener of every call from now on, as it ends (see [`live`]).
+    pub fn live(&self) -> Listener {
+        self.live.listen()
+    }
+
+    /// Items the listeners of [`Gateway::live`] lost by falling behind, since the start.
+    pub fn live_dropped(&self) -> u64 {
+        self.live.dropped()
     }
 
     /// [`Gateway::call_tool`] once routed to `tool` of `server`: the result, and whether it
@@ -1134,6 +1181,26 @@ impl Forwarder for Forwarding {
     fn forward(&self, request: Forwarded) -> ForwardFuture {
         let gateway = self.0.clone();
         let Forwarded { method, params, context, .. } = request;
+        // `tools/call` feeds the live view itself (beside the audit log); the other methods
+        // are observed here, and only while someone listens.
+        if method == "tools/call" || !gateway.live.listening() {
+            return Forwarding::route(gateway, method, params, context);
+        }
+        let (server, name) = gateway.view().target(method, params.as_ref());
+        let started = Instant::now();
+        let observed_context = context.clone();
+        let answer = Forwarding::route(gateway.clone(), method, params, context);
+        Box::pin(async move {
+            let answer = answer.await;
+            let outcome = answer.as_ref().map_or_else(outcome_of, |_| AuditOutcome::Ok);
+            gateway.live.publish(&observed(&observed_context, method, &server, &name, outcome, started));
+            answer
+        })
+    }
+}
+
+impl Forwarding {
+    fn route(gateway: Arc<Gateway>, method: &'static str, params: Option<Body>, context: Context) -> ForwardFuture {
         // Each method's future is boxed on its own: one future holding every method's states
         // would be as large as the largest, and be moved whole into its box on every call.
         match method {
@@ -1143,6 +1210,38 @@ impl Forwarder for Forwarding {
             "completion/complete" => Box::pin(async move { gateway.complete(params, context).await }),
             listing => Box::pin(std::future::ready(gateway.listing(listing, &context))),
         }
+    }
+}
+
+/// How a call that failed with `error` ended, as the audit log and the live view say it.
+fn outcome_of(error: &ErrorObject) -> AuditOutcome {
+    match error.code {
+        DENIED => AuditOutcome::Denied,
+        RATE_LIMITED => AuditOutcome::RateLimited,
+        _ => AuditOutcome::Error,
+    }
+}
+
+/// The entry of the `method` request of `context` to `name` of `server` (empty: none), which
+/// ended with `outcome`, `started` then.
+fn observed<'a>(
+    context: &'a Context,
+    method: &'a str,
+    server: &'a str,
+    name: &'a str,
+    outcome: AuditOutcome,
+    started: Instant,
+) -> AuditEntry<'a> {
+    AuditEntry {
+        caller: context.principal(),
+        session: context.session_id(),
+        method,
+        server,
+        name,
+        outcome,
+        latency: started.elapsed(),
+        id: serde_json::to_value(context.request_id()).unwrap_or_default(),
+        arguments: None,
     }
 }
 

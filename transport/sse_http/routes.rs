@@ -8,15 +8,20 @@
 //! [`HttpServerConfig::route`](super::HttpServerConfig::route), not to those added with
 //! [`route_public`](super::HttpServerConfig::route_public).
 //!
+//! A route may stream its body ([`RouteResponse::streaming`], e.g. server-sent events): the
+//! chunks go out as the handler's channel yields them, until it closes, the client goes, or
+//! the server shuts down.
+//!
 //! Not here: request bodies, query parameters, path patterns, other methods: a route is one
 //! fixed path that reports something.
 
 use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use tokio::sync::mpsc;
 
 /// What a route answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,12 +35,50 @@ pub struct RouteResponse {
     /// More response headers (e.g. `Content-Security-Policy`), in order; a name or value that
     /// is not a valid header is left out.
     pub headers: Vec<(Cow<'static, str>, Cow<'static, str>)>,
+    /// The chunks of a streamed body, sent after `body` (see [`RouteResponse::streaming`]).
+    pub stream: Option<Streamed>,
 }
+
+/// The chunks of a streamed route body. A clone shares the one channel: whichever copy is
+/// served first takes it, the others send nothing more than their `body`.
+#[derive(Debug, Clone)]
+pub struct Streamed(Arc<Mutex<Option<mpsc::Receiver<Bytes>>>>);
+
+impl Streamed {
+    /// The channel, if no copy took it yet.
+    pub(crate) fn take(&self) -> Option<mpsc::Receiver<Bytes>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+impl PartialEq for Streamed {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Streamed {}
 
 impl RouteResponse {
     /// A response of `status` with `content_type` and `body`.
     pub fn new(status: u16, content_type: impl Into<Cow<'static, str>>, body: impl Into<Bytes>) -> RouteResponse {
-        RouteResponse { status, content_type: content_type.into(), body: body.into(), headers: Vec::new() }
+        RouteResponse {
+            status,
+            content_type: content_type.into(),
+            body: body.into(),
+            headers: Vec::new(),
+            stream: None,
+        }
+    }
+
+    /// A 200 response of `content_type` whose body is what `chunks` yields, as it yields it:
+    /// it ends when every sender is dropped, and the receiver is dropped when the client goes
+    /// (a sender sees its channel closed) or the server shuts down. A HEAD gets the head only.
+    pub fn streaming(content_type: impl Into<Cow<'static, str>>, chunks: mpsc::Receiver<Bytes>) -> RouteResponse {
+        RouteResponse {
+            stream: Some(Streamed(Arc::new(Mutex::new(Some(chunks))))),
+            ..RouteResponse::new(200, content_type, Bytes::new())
+        }
     }
 
     /// This response with header `name: value` too.

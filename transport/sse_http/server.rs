@@ -1421,6 +1421,8 @@ pub(super) struct Shared {
     session_caps: Arc<SessionCaps>,
     /// Messages the sessions' standalone streams dropped for a GET not open ([`QUEUED_FOR_GET`]).
     standalone_drops: Arc<Drops>,
+    /// Turns true at shutdown: the routes' streamed bodies end.
+    route_streams_end: watch::Sender<bool>,
 }
 
 impl Shared {
@@ -1457,6 +1459,7 @@ impl Shared {
             failed_tokens: Mutex::default(),
             session_caps: Arc::default(),
             standalone_drops: Arc::default(),
+            route_streams_end: watch::channel(false).0,
         });
         crate::transport::task::spawn(reap_idle(Arc::downgrade(&shared), stopped.clone()));
         if let Some(ended) = shared.config.session_store.as_ref().and_then(|s| s.ended_elsewhere()) {
@@ -1484,6 +1487,7 @@ impl Shared {
     /// (nothing would ever end them), the POST streams in flight go on.
     pub(super) async fn begin_shutdown(&self) {
         self.shutting_down.store(true, Ordering::Release);
+        self.route_streams_end.send_replace(true);
         let sessions: Vec<Arc<Session>> = self.sessions.lock().expect("sessions lock").values().cloned().collect();
         for session in &sessions {
             if session.legacy {
@@ -2022,7 +2026,7 @@ pub(super) async fn handle(shared: Arc<Shared>, req: Request<RequestBody>) -> Re
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, TRANSPORT_ERROR, "Server shutting down");
     }
     if let Some(route) = route {
-        return serve_route(route, req.method()).await;
+        return serve_route(route, req.method(), shared.route_streams_end.subscribe()).await;
     }
     let token_expires = match &config.protected_resource {
         Some(_) => req.extensions().get::<Authenticated>().and_then(|a| token_expiry::deadline(&a.0)),
@@ -2161,8 +2165,9 @@ fn unauthorized(verdict: BearerCheck) -> Response<HttpBody> {
 }
 
 /// An extra route: GET calls the handler, HEAD too but sends no body, other methods get 405;
-/// a handler that panics is answered 500.
-async fn serve_route(route: &Route, method: &Method) -> Response<HttpBody> {
+/// a handler that panics is answered 500. A streamed body ends when `ended` turns true
+/// (the server shuts down).
+async fn serve_route(route: &Route, method: &Method, ended: watch::Receiver<bool>) -> Response<HttpBody> {
     let head = method == Method::HEAD;
     if method != Method::GET && !head {
         let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
@@ -2174,7 +2179,13 @@ async fn serve_route(route: &Route, method: &Method) -> Response<HttpBody> {
         .await
         .unwrap_or_else(|_| RouteResponse::text(500, "Internal Server Error: the route's handler failed\n"));
     let length = answer.body.len();
-    let mut response = Response::new(if head { empty() } else { full(answer.body) });
+    let stream = answer.stream.as_ref().and_then(|s| s.take()).filter(|_| !head);
+    let body = match stream {
+        Some(chunks) => streamed_route_body(answer.body.clone(), chunks, ended),
+        None if head => empty(),
+        None => full(answer.body.clone()),
+    };
+    let mut response = Response::new(body);
     *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let content_type = HeaderValue::from_str(&answer.content_type)
         .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
@@ -2186,10 +2197,37 @@ async fn serve_route(route: &Route, method: &Method) -> Response<HttpBody> {
             response.headers_mut().append(name, value);
         }
     }
-    if head {
+    if head && answer.stream.is_none() {
         response.headers_mut().insert(CONTENT_LENGTH, HeaderValue::from(length));
     }
     response
+}
+
+/// `first`, then the chunks of `chunks` as they come, until it closes, the client goes (the
+/// body is dropped) or `ended` turns true.
+fn streamed_route_body(first: Bytes, mut chunks: mpsc::Receiver<Bytes>, mut ended: watch::Receiver<bool>) -> HttpBody {
+    let (tx, rx) = mpsc::channel::<Bytes>(16);
+    tokio::spawn(async move {
+        if !first.is_empty() && tx.send(first).await.is_err() {
+            return;
+        }
+        loop {
+            let pass_one = async {
+                let chunk = chunks.recv().await?;
+                tx.send(chunk).await.ok()
+            };
+            tokio::select! {
+                passed = pass_one => {
+                    if passed.is_none() {
+                        break;
+                    }
+                }
+                _ = ended.wait_for(|ended| *ended) => break,
+                () = tx.closed() => break,
+            }
+        }
+    });
+    ChannelBody::boxed(rx)
 }
 
 fn method_not_allowed(shared: &Shared) -> Response<HttpBody> {
