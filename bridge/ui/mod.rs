@@ -11,11 +11,19 @@
 //! The listener's Host and Origin checks apply to every path: a page of another origin is
 //! refused.
 //!
+//! `/ui/api/traffic` (guarded like the other JSON) streams the gateway's calls as they end, as
+//! server-sent events: one `data:` line of JSON per [`Item`] ([`Item::to_json`]: who called
+//! which tool of which server, how it ended, in how long; never a token or an argument), a
+//! comment every 15 s so that a client that went away is noticed.
+//!
 //! Not here: the JSON documents themselves (`mcpwire::gateway::console`), the listener (serve.rs).
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use mcpwire::gateway::console::StderrTails;
+use mcpwire::gateway::live::{Item, Listener};
 use mcpwire::gateway::Gateway;
 use mcpwire::transport::sse_http::{HttpServerConfig, RouteResponse};
 
@@ -50,7 +58,7 @@ pub(crate) fn routes(
     mcp_path: &str,
 ) -> HttpServerConfig {
     let index = INDEX_HTML.replace("{{MCP_PATH}}", &attribute(mcp_path));
-    let (upstreams, catalog) = (gateway.clone(), gateway.clone());
+    let (upstreams, catalog, traffic) = (gateway.clone(), gateway.clone(), gateway.clone());
     http.route_public("/ui", move || {
         let page = index.clone();
         async move { hardened(RouteResponse::new(200, "text/html; charset=utf-8", page)) }
@@ -67,6 +75,40 @@ pub(crate) fn routes(
         let body = catalog.console_catalog().to_string();
         async move { hardened(RouteResponse::new(200, "application/json", body)) }
     })
+    .route("/ui/api/traffic", move || {
+        // Listening starts here, before the answer's head goes out: a client that has the
+        // head misses no call made after it.
+        let listener = traffic.live();
+        async move {
+            let (events, stream) = tokio::sync::mpsc::channel(64);
+            tokio::spawn(relay_traffic(listener, events));
+            hardened(RouteResponse::streaming("text/event-stream", stream))
+        }
+    })
+}
+
+/// Sends each item of `listener` to `events` as a server-sent event, and a comment every 15 s,
+/// until the client goes (`events` closed) or the gateway does.
+async fn relay_traffic<B: From<String>>(mut listener: Listener, events: tokio::sync::mpsc::Sender<B>) {
+    let mut keepalive = tokio::time::interval(Duration::from_secs(15));
+    loop {
+        let event = tokio::select! {
+            item = listener.next() => match item {
+                Some(item) => event(&item),
+                None => break,
+            },
+            _ = keepalive.tick() => ": keepalive\n\n".to_owned(),
+            () = events.closed() => break,
+        };
+        if events.send(event.into()).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// `item` as one server-sent event.
+fn event(item: &Item) -> String {
+    format!("data: {}\n\n", item.to_json())
 }
 
 #[cfg(test)]

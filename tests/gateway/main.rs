@@ -28,4 +28,5 @@ mod bridge_serve;
 mod bridge_soak;
 mod console_browser;
 mod console_http;
+mod console_traffic;
 mod recording_tee;
