@@ -798,6 +798,7 @@ impl Gateway {
         #[cfg(feature = "http")]
         let dropped = dropped + self.http.get().map_or(0, |http| http.standalone_messages_dropped());
         self.metrics.notifications_dropped.raise_to([], dropped);
+        self.metrics.live_dropped.raise_to([], self.live.dropped());
         for status in self.set.summary().servers {
             self.metrics.set_upstream_state(&status.name, status.state, status.failed_attempts);
             self.metrics.set_upstream_up(&status.name, status.state == ServerState::Ready);

@@ -1,7 +1,9 @@
 // The mcp-bridge console: reads /ui/api/* for the upstreams and the catalog, and speaks MCP
 // to the bridge's endpoint as a client does (initialize, then requests; answers as JSON or as
-// server-sent events) to call tools, get prompts and read resources. Every text from a server
-// goes into the page as text (textContent), never as markup.
+// server-sent events) to call tools, get prompts and read resources; follows /ui/api/traffic
+// (server-sent events) for the calls of every client as they end, with p50/p99 latency per
+// tool computed here. Every text from a server goes into the page as text (textContent), never
+// as markup.
 'use strict';
 
 const PROTOCOL_VERSION = '2025-11-25';
@@ -433,6 +435,153 @@ async function send(event) {
   }
 }
 
+// --- Live traffic -------------------------------------------------------------------------
+
+// The last calls seen (newest first), and markers where the page fell behind and lost some.
+const traffic = { items: [], keep: 500, abort: null, servers: new Set(), pending: false };
+
+async function listenTraffic() {
+  if (traffic.abort) traffic.abort.abort();
+  const abort = new AbortController();
+  traffic.abort = abort;
+  const status = $('traffic-status');
+  try {
+    const response = await fetch('/ui/api/traffic', { headers: headers(), cache: 'no-store', signal: abort.signal });
+    if (!response.ok) throw new Error('HTTP ' + response.status);
+    status.textContent = 'Listening: calls appear as they end.';
+    status.classList.remove('error');
+    document.body.setAttribute('data-traffic', 'listening');
+    for await (const item of sseMessages(response)) addTraffic(item);
+    status.textContent = 'The traffic stream ended (reconnect to listen again).';
+  } catch (e) {
+    if (abort.signal.aborted) return;
+    status.textContent = 'Traffic not available: ' + (e.message || e);
+    status.classList.add('error');
+  }
+  document.body.removeAttribute('data-traffic');
+}
+
+function addTraffic(item) {
+  traffic.items.unshift(item);
+  if (traffic.items.length > traffic.keep) traffic.items.length = traffic.keep;
+  if (item.kind === 'call' && item.server && !traffic.servers.has(item.server)) {
+    traffic.servers.add(item.server);
+    $('traffic-server').append(el('option', { value: item.server, text: item.server }));
+  }
+  // One redraw per frame however many events arrive meanwhile.
+  if (!traffic.pending) {
+    traffic.pending = true;
+    requestAnimationFrame(() => { traffic.pending = false; renderTraffic(); });
+  }
+}
+
+// What a row names: the tool (or prompt, URI) and, for other methods than tools/call, the method.
+function trafficLabel(call) {
+  if (call.method === 'tools/call') return call.name;
+  return call.name ? call.method + ' ' + call.name : call.method;
+}
+
+function trafficShown() {
+  const server = $('traffic-server').value;
+  const name = $('traffic-name').value.trim().toLowerCase();
+  const outcome = $('traffic-outcome').value;
+  return traffic.items.filter((item) => item.kind !== 'call' || (
+    (!server || item.server === server)
+    && (!name || trafficLabel(item).toLowerCase().includes(name))
+    && (!outcome || item.outcome === outcome)));
+}
+
+// The p-th percentile of sorted `values` (nearest rank).
+function percentile(sorted, p) {
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function ms(value) {
+  return value < 10 ? value.toFixed(2) : value.toFixed(1);
+}
+
+function renderTraffic() {
+  const shown = trafficShown();
+  const body = $('traffic').querySelector('tbody');
+  body.replaceChildren(...shown.map((item) => {
+    if (item.kind !== 'call') {
+      return el('tr', { class: 'dropped' }, el('td', { colspan: 7, text: item.count + ' calls not shown: the page fell behind' }));
+    }
+    return el('tr', { 'data-server': item.server || '', 'data-name': item.name, 'data-outcome': item.outcome },
+      el('td', { text: (item.time || '').slice(11, 23) }),
+      el('td', { text: item.caller || '—' }),
+      el('td', { text: item.session === null || item.session === undefined ? '—' : String(item.session) }),
+      el('td', { text: item.server || '—' }),
+      el('td', { text: trafficLabel(item) }),
+      el('td', { class: 'outcome-' + item.outcome, text: item.outcome }),
+      el('td', { text: ms(item.latencyMs) }));
+  }));
+  renderLatency(shown.filter((item) => item.kind === 'call'));
+}
+
+// p50 and p99 per tool over `calls`, and per minute as a small chart.
+function renderLatency(calls) {
+  const groups = new Map();
+  for (const call of calls) {
+    const key = (call.server || '') + '\n' + trafficLabel(call);
+    if (!groups.has(key)) groups.set(key, { server: call.server, label: trafficLabel(call), calls: [] });
+    groups.get(key).calls.push(call);
+  }
+  const body = $('latency').querySelector('tbody');
+  body.replaceChildren(...[...groups.values()].sort((a, b) => (a.server || '').localeCompare(b.server || '') || a.label.localeCompare(b.label)).map((group) => {
+    const sorted = group.calls.map((c) => c.latencyMs).sort((a, b) => a - b);
+    const failed = group.calls.filter((c) => c.outcome !== 'ok').length;
+    return el('tr', { 'data-server': group.server || '', 'data-name': group.label },
+      el('th', { scope: 'row', text: group.server || '—' }),
+      el('td', { text: group.label }),
+      el('td', { class: 'calls', text: String(sorted.length) }),
+      el('td', { text: String(failed) }),
+      el('td', { class: 'p50', text: ms(percentile(sorted, 50)) }),
+      el('td', { class: 'p99', text: ms(percentile(sorted, 99)) }),
+      el('td', {}, chart(group)));
+  }));
+}
+
+// The SVG namespace, as the HTML parser gave it to the page's chart template.
+function svg(tag, attrs) {
+  const namespace = $('chart-template').content.firstElementChild.namespaceURI;
+  const node = document.createElementNS(namespace, tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
+  return node;
+}
+
+// p50 and p99 of each minute of `group`'s calls (the last 30 minutes with calls), as lines.
+function chart(group) {
+  const minutes = new Map();
+  for (const call of group.calls) {
+    const minute = (call.time || '').slice(0, 16);
+    if (!minutes.has(minute)) minutes.set(minute, []);
+    minutes.get(minute).push(call.latencyMs);
+  }
+  const points = [...minutes.keys()].sort().slice(-30).map((minute) => {
+    const sorted = minutes.get(minute).sort((a, b) => a - b);
+    return { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+  });
+  const [width, height] = [120, 25];
+  const top = Math.max(...points.map((p) => p.p99), 0.001);
+  const x = (i) => (points.length === 1 ? width / 2 : (i * width) / (points.length - 1));
+  const y = (v) => height - 1 - (v / top) * (height - 2);
+  const line = (key) => points.map((p, i) => x(i).toFixed(1) + ',' + y(p[key]).toFixed(1)).join(' ');
+  const label = 'p50 and p99 latency per minute of ' + group.label + ', up to ' + ms(top) + ' ms';
+  const node = svg('svg', { class: 'chart', viewBox: '0 0 ' + width + ' ' + height, role: 'img', 'aria-label': label });
+  const title = svg('title', {});
+  title.textContent = label;
+  node.append(title);
+  if (points.length === 1) {
+    node.append(svg('circle', { class: 'p50', cx: x(0), cy: y(points[0].p50), r: 1.5 }));
+    node.append(svg('circle', { class: 'p99', cx: x(0), cy: y(points[0].p99), r: 1.5 }));
+  } else {
+    node.append(svg('polyline', { class: 'p50', points: line('p50') }));
+    node.append(svg('polyline', { class: 'p99', points: line('p99') }));
+  }
+  return node;
+}
+
 async function connect(event) {
   if (event) event.preventDefault();
   state.token = $('token').value;
@@ -442,6 +591,7 @@ async function connect(event) {
     await connectMcp();
     setStatus('Connected.');
     document.body.setAttribute('data-connected', 'true');
+    listenTraffic();
   } catch (e) {
     setStatus('Cannot connect: ' + (e.message || e), true);
   }
@@ -452,5 +602,8 @@ document.addEventListener('DOMContentLoaded', () => {
   $('refresh').addEventListener('click', () => loadUpstreams().catch((e) => setStatus(String(e.message || e), true)));
   $('search').addEventListener('input', () => { if (state.catalog) renderCatalog(); });
   $('playground').addEventListener('submit', (e) => { send(e); });
+  for (const id of ['traffic-server', 'traffic-outcome']) $(id).addEventListener('change', renderTraffic);
+  $('traffic-name').addEventListener('input', renderTraffic);
+  $('traffic-clear').addEventListener('click', () => { traffic.items = []; renderTraffic(); });
   connect();
 });

@@ -47,6 +47,9 @@ pub struct BridgeMetrics {
     pub rate_limited: Arc<CounterVec<1>>,
     /// `mcp_bridge_audit_dropped_total`: audit lines dropped because the writer was behind.
     pub audit_dropped: Arc<CounterVec<0>>,
+    /// `mcp_bridge_live_dropped_total`: live traffic items a listener lost because it fell
+    /// behind ([`crate::gateway::live`]).
+    pub live_dropped: Arc<CounterVec<0>>,
 }
 
 impl Default for BridgeMetrics {
@@ -142,9 +145,17 @@ impl BridgeMetrics {
                 [],
             )
             .expect(taken);
+        let live_dropped = registry
+            .counter(
+                "mcp_bridge_live_dropped_total",
+                "Live traffic items a listener (the console's traffic view) lost by falling behind; calls never wait for it.",
+                [],
+            )
+            .expect(taken);
         BridgeMetrics {
             registry,
             audit_dropped,
+            live_dropped,
             policy_denied,
             rate_limited,
             notifications_dropped,

@@ -87,6 +87,7 @@ fn the_bridge_metrics_have_their_names() {
     let one = metrics.session_opened();
     let two = metrics.session_opened();
     drop(one);
+    metrics.live_dropped.raise_to([], 6);
     let text = metrics.render();
     let lines: Vec<&str> = text.lines().collect();
     for line in [
@@ -110,6 +111,8 @@ fn the_bridge_metrics_have_their_names() {
         "mcp_bridge_upstream_state{server=\"git\",state=\"retrying\"} 1",
         "mcp_bridge_upstream_state{server=\"git\",state=\"ready\"} 0",
         "mcp_bridge_upstream_failed_attempts{server=\"git\"} 3",
+        "# TYPE mcp_bridge_live_dropped_total counter",
+        "mcp_bridge_live_dropped_total 6",
     ] {
         assert!(lines.contains(&line), "{line:?} missing from\n{text}");
     }

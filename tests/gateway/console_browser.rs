@@ -73,6 +73,17 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
     assert!(progress["value"].as_f64().unwrap() >= 2.0 && progress["max"] == 600.0, "{progress}");
     assert_eq!(seen["cancelledResult"], "Cancelled.");
     assert_eq!(seen["afterCancel"], "The sum of 2 and 40 is 42.");
+    // The live traffic (time, caller, session, server, tool, outcome, latency): no caller
+    // without a token.
+    assert_eq!(
+        seen["trafficRow"],
+        serde_json::json!(["string", "—", "string", "everything", "get-sum", "ok", "string"])
+    );
+    assert_eq!(seen["latencyRow"], serde_json::json!({"calls": "1", "p50": true, "chart": true}));
+    assert_eq!(
+        seen["trafficMemory"],
+        serde_json::json!(["memory resources/read memory://knowledge-graph ok", "memory create_entities ok"])
+    );
     for step in [
         "1-upstreams",
         "2-search",
@@ -82,6 +93,7 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
         "6-prompt-got",
         "7-progress",
         "8-cancelled",
+        "9-traffic",
     ] {
         assert!(shots.join(format!("{step}.png")).is_file(), "no screenshot of {step}");
     }

@@ -1,7 +1,8 @@
 //! The console's live traffic (`/ui/api/traffic` of `mcp-bridge serve`, over mcpwire's
 //! echo_server): with the token, a server-sent event stream that carries each call made
 //! after it opened, in order, with its server, tool and outcome (ok, tool error, unknown tool),
-//! and never the token or an argument; without the token 401, from a foreign Origin 403.
+//! and never the token or an argument; without the token 401, from a foreign Origin 403; the
+//! listener, keeping up, lost nothing (`mcp_bridge_live_dropped_total 0`).
 
 use crate::examples;
 use crate::serving::ServingBridge;
@@ -116,6 +117,10 @@ async fn the_traffic_stream_carries_each_call_with_its_outcome_and_never_a_secre
         assert!(event["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{event}");
     }
     assert!(!text.contains(TOKEN) && !text.contains(SECRET_ARGUMENT), "a secret in the stream: {text}");
+    // A listener that keeps up loses nothing, and the metrics say so.
+    let (status, metrics) = crate::serving::http_get(&bridge.url, "/metrics", Some(TOKEN));
+    assert_eq!(status, 200);
+    assert!(metrics.lines().any(|l| l == "mcp_bridge_live_dropped_total 0"), "{metrics}");
 
     drop(client);
     drop(bridge);

@@ -11,7 +11,9 @@
 // empty (refused in the page with a message), then filled and sent, its result shown; the
 // knowledge graph resource read (it holds the entity just made); a prompt got with an argument.
 // The tool is chosen and its form sent from the keyboard; axe-core's WCAG 2 A/AA rules run on
-// the page connected, with the form, and with the result.
+// the page connected, with the form, with the result, and with the traffic. The live traffic
+// table: the page's own calls appear in it as they end, with p50/p99 per tool; filtered by
+// server.
 // Prints one JSON line of what it saw, and every console error and page error. Exit 0 when it
 // ran to the end (the line is the result), 1 on a failure of the script itself.
 import { createRequire } from 'node:module';
@@ -56,6 +58,7 @@ try {
 
   await page.goto(base + '/ui');
   await page.waitForSelector('body[data-connected="true"]');
+  await page.waitForSelector('body[data-traffic="listening"]');
   seen.upstreams = await page.$$eval('#upstreams tbody tr', (rows) => rows.map((r) => ({
     server: r.dataset.server, state: r.querySelector('td').textContent })));
   await shot('1-upstreams');
@@ -123,6 +126,20 @@ try {
   await page.click('#send');
   await page.waitForSelector('#result[data-done]');
   seen.afterCancel = await page.textContent('#result');
+
+  // The live traffic: the call just made appears as it ended; the latency per tool beside it.
+  await page.waitForSelector('#traffic tbody tr[data-name="get-sum"][data-outcome="ok"]');
+  seen.trafficRow = await page.$eval('#traffic tbody tr[data-name="get-sum"]',
+    (r) => [...r.cells].map((c, i) => (i === 0 || i === 2 || i === 6 ? typeof c.textContent : c.textContent)));
+  seen.latencyRow = await page.$eval('#latency tbody tr[data-name="get-sum"]', (r) => ({
+    calls: r.querySelector('.calls').textContent,
+    p50: Number(r.querySelector('.p50').textContent) >= 0,
+    chart: r.querySelector('svg.chart title').textContent.startsWith('p50 and p99 latency per minute of get-sum'),
+  }));
+  await page.getByLabel('Server', { exact: true }).selectOption('memory');
+  seen.trafficMemory = await page.$$eval('#traffic tbody tr', (rows) => rows.map((r) => r.cells[3].textContent + ' ' + r.cells[4].textContent + ' ' + r.cells[5].textContent));
+  await shot('9-traffic');
+  await accessibility(page, 'traffic');
   process.stdout.write(JSON.stringify(seen) + '\n');
 } finally {
   await context.close();
