@@ -988,7 +988,8 @@ impl Gateway {
             return self.call_routed(&view, server, tool, params, &context).await.map(|(body, _)| body);
         }
         let started = Instant::now();
-        let arguments = params.arguments.clone();
+        // Only the audit log may keep arguments; the live feed never shows them.
+        let arguments = if self.audit.get().is_some() { params.arguments.clone() } else { None };
         let outcome = self.call_routed(&view, server, tool, params, &context).await;
         let ended = match &outcome {
             Ok((_, false)) => AuditOutcome::Ok,

@@ -77,7 +77,7 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
     // without a token.
     assert_eq!(
         seen["trafficRow"],
-        serde_json::json!(["string", "—", "string", "everything", "get-sum", "ok", "string"])
+        serde_json::json!(["shape ok", "—", "shape ok", "everything", "get-sum", "ok", "shape ok"])
     );
     assert_eq!(seen["latencyRow"], serde_json::json!({"calls": "1", "p50": true, "chart": true}));
     assert_eq!(

@@ -130,7 +130,11 @@ try {
   // The live traffic: the call just made appears as it ended; the latency per tool beside it.
   await page.waitForSelector('#traffic tbody tr[data-name="get-sum"][data-outcome="ok"]');
   seen.trafficRow = await page.$eval('#traffic tbody tr[data-name="get-sum"]',
-    (r) => [...r.cells].map((c, i) => (i === 0 || i === 2 || i === 6 ? typeof c.textContent : c.textContent)));
+    (r) => [...r.cells].map((c, i) => {
+      // What varies (time, session number, latency) as its shape.
+      const shape = { 0: /^\d\d:\d\d:\d\d\.\d{3}$/, 2: /^\d+$/, 6: /^\d+\.\d+$/ }[i];
+      return shape ? (shape.test(c.textContent) ? 'shape ok' : 'bad: ' + c.textContent) : c.textContent;
+    }));
   seen.latencyRow = await page.$eval('#latency tbody tr[data-name="get-sum"]', (r) => ({
     calls: r.querySelector('.calls').textContent,
     p50: Number(r.querySelector('.p50').textContent) >= 0,
