@@ -565,7 +565,7 @@ function chart(group) {
   const [width, height] = [120, 25];
   const top = Math.max(...points.map((p) => p.p99), 0.001);
   const x = (i) => (points.length === 1 ? width / 2 : (i * width) / (points.length - 1));
-  const y = (v) => height - 1 - (v / top) * (height - 2);
+  const y = (v) => height - 2 - (v / top) * (height - 4);
   const line = (key) => points.map((p, i) => x(i).toFixed(1) + ',' + y(p[key]).toFixed(1)).join(' ');
   const label = 'p50 and p99 latency per minute of ' + group.label + ', up to ' + ms(top) + ' ms';
   const node = svg('svg', { class: 'chart', viewBox: '0 0 ' + width + ' ' + height, role: 'img', 'aria-label': label });
