@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use mcpwire::client::connection_set::{qualify, ConnectionSet, MergedCatalog, ServerState, SetError};
 use mcpwire::client::Client;
 use mcpwire::gateway::printable;
@@ -75,8 +75,8 @@ pub(crate) enum ReachCommand {
     /// Ask the server for log messages at LEVEL and above (logging/setLevel).
     LogLevel {
         /// The least severe level wanted.
-        #[arg(value_enum)]
-        level: Level,
+        #[arg(value_parser = level_parser())]
+        level: LoggingLevel,
         #[command(flatten)]
         at: At,
     },
@@ -136,23 +136,12 @@ pub(crate) struct At {
     pub(crate) source: super::Source,
 }
 
-/// A log level, as the command line spells it.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Level {
-    Debug,
-    Info,
-    Notice,
-    Warning,
-    Error,
-    Critical,
-    Alert,
-    Emergency,
-}
-
-impl From<Level> for LoggingLevel {
-    fn from(level: Level) -> LoggingLevel {
-        LoggingLevel::ALL[level as usize]
-    }
+/// A log level, spelled on the command line as on the wire (`debug` … `emergency`).
+fn level_parser() -> impl clap::builder::TypedValueParser<Value = LoggingLevel> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(LoggingLevel::ALL.map(LoggingLevel::as_str)).map(|name| {
+        LoggingLevel::ALL.into_iter().find(|level| level.as_str() == name).expect("one of the possible values")
+    })
 }
 
 /// What a prompt or a template completion is about.
@@ -193,7 +182,7 @@ impl ReachCommand {
                 };
                 (Request::Complete { subject, argument, value, context: context.into_iter().collect() }, at)
             }
-            ReachCommand::LogLevel { level, at } => (Request::LogLevel(level.into()), at),
+            ReachCommand::LogLevel { level, at } => (Request::LogLevel(level), at),
         }
     }
 

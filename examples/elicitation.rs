@@ -6,7 +6,9 @@
 //! Run: `cargo run --example elicitation` (MCP on stdin/stdout), with a client that answers
 //! elicitation and sampling; call `plan_trip` with `{"city": "Lisbon"}`.
 
-use mcpwire::proto::mcp_types::{CreateMessageRequestParams, ElicitAction, ElicitValue, SamplingMessage};
+use mcpwire::proto::mcp_types::{
+    CreateMessageRequestParams, ElicitAction, ElicitValue, ElicitationSchema, NumberSchema, SamplingMessage,
+};
 use mcpwire::server::{error_result, text_result, Server, ToolError};
 use serde::Deserialize;
 use serde_json::json;
@@ -26,13 +28,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = Server::builder()
         .name("elicitation")
         .typed_tool("plan_trip", "Plans a trip with the user and the model", schema, |trip: Trip, ctx| async move {
-            // The form's schema is a protocol type, written as JSON here (with feature `schema`,
-            // `server::Form` derives it from a Rust type instead).
-            let form = serde_json::from_value(json!({
-                "type": "object",
-                "properties": {"travellers": {"type": "integer", "minimum": 1}},
-                "required": ["travellers"]
-            }))?;
+            // With feature `schema`, `server::Form` derives the form from a Rust type instead.
+            let form = ElicitationSchema::new().required_field("travellers", NumberSchema::integer().minimum(1));
             let answer = ctx.elicit(format!("How many people travel to {}?", trip.city), form).await.map_err(failed)?;
             let travellers = match (answer.action, answer.content.unwrap_or_default().remove("travellers")) {
                 (ElicitAction::Accept, Some(ElicitValue::Number(n))) => n.to_string(),

@@ -315,6 +315,21 @@ mod tests {
         assert_eq!((line.get("arguments"), &line["outcome"]), (None, &Value::from("denied")));
     }
 
+    /// An anonymous `tools/call` of `s`'s tool `t` numbered `id`, answered at once.
+    fn anonymous_call(id: usize) -> Entry<'static> {
+        Entry {
+            caller: None,
+            session: None,
+            method: "tools/call",
+            server: "s",
+            name: "t",
+            outcome: Outcome::Ok,
+            latency: Duration::ZERO,
+            id: Value::from(id),
+            arguments: None,
+        }
+    }
+
     #[tokio::test]
     async fn the_file_rotates_by_size_keeping_n_old_files() {
         let dir = std::env::temp_dir().join(format!("mcpwire-audit-rotate-{}", std::process::id()));
@@ -325,17 +340,7 @@ mod tests {
         let (log, writer) = AuditLog::new(sink, || {}).unwrap();
         let written = tokio::spawn(writer);
         for i in 0..20 {
-            log.record(&Entry {
-                caller: None,
-                session: None,
-                method: "tools/call",
-                server: "s",
-                name: "t",
-                outcome: Outcome::Ok,
-                latency: Duration::ZERO,
-                id: Value::from(i),
-                arguments: None,
-            });
+            log.record(&anonymous_call(i));
         }
         drop(log);
         written.await.unwrap();
@@ -362,17 +367,7 @@ mod tests {
         })
         .unwrap();
         for i in 0..QUEUE + 5 {
-            log.record(&Entry {
-                caller: None,
-                session: None,
-                method: "tools/call",
-                server: "s",
-                name: "t",
-                outcome: Outcome::Ok,
-                latency: Duration::ZERO,
-                id: Value::from(i),
-                arguments: None,
-            });
+            log.record(&anonymous_call(i));
         }
         assert_eq!(dropped.load(std::sync::atomic::Ordering::Relaxed), 5);
     }

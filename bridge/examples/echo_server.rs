@@ -36,6 +36,7 @@ use std::sync::OnceLock;
 #[path = "../demo/echo.rs"]
 mod echo;
 use echo::echo_builder;
+use mcpwire::proto::mcp_types::{ElicitationSchema, StringSchema};
 use mcpwire::server::{text_result, Server, ServerBuilder, ToolError};
 use mcpwire::transport::sse_http::HttpServerConfig;
 use serde_json::json;
@@ -147,10 +148,7 @@ fn replica_tools(builder: ServerBuilder, name: String) -> ServerBuilder {
             let name = asked_by.clone();
             async move {
                 eprintln!("echo_server {name}: tools/call ask");
-                let schema = serde_json::from_value(json!({
-                    "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
-                }))
-                .expect("a valid elicitation schema");
+                let schema = ElicitationSchema::new().required_field("name", StringSchema::new());
                 let answer = ctx.elicit("Your name?", schema).await.map_err(|e| ToolError::failed(e.to_string()))?;
                 let content = answer.content.and_then(|c| serde_json::to_value(c).ok()).unwrap_or_default();
                 let told = content["name"].as_str().unwrap_or("nothing").to_owned();

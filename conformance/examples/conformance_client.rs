@@ -43,7 +43,7 @@ use mcpwire::client::oauth::{
 };
 use mcpwire::client::{Client, ClientError, ClientOptions, EraPolicy};
 use mcpwire::proto::jsonrpc::ErrorObject;
-use mcpwire::proto::mcp_types::{ElicitRequestParams, ElicitResult};
+use mcpwire::proto::mcp_types::{ElicitRequestParams, ElicitResult, ElicitValue};
 use mcpwire::proto::version::ProtocolVersion;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
 use serde_json::{json, Map, Value};
@@ -237,14 +237,14 @@ async fn run(scenario: &str, url: &str) -> Result<(), ClientError> {
 /// (SEP-1034: the client pre-fills defaults; here no user changes them).
 async fn accept_with_defaults(params: ElicitRequestParams) -> Result<ElicitResult, ErrorObject> {
     let ElicitRequestParams::Form(form) = params else {
-        return Ok(serde_json::from_value(json!({"action": "decline"})).expect("a valid result"));
+        return Ok(ElicitResult::decline());
     };
     let schema = serde_json::to_value(&form.requested_schema).unwrap_or(Value::Null);
-    let defaults: BTreeMap<String, Value> = schema["properties"]
+    let defaults: BTreeMap<String, ElicitValue> = schema["properties"]
         .as_object()
         .into_iter()
         .flatten()
-        .filter_map(|(name, field)| field.get("default").map(|d| (name.clone(), d.clone())))
+        .filter_map(|(name, field)| field.get("default").map(|d| (name.clone(), ElicitValue::from(d.clone()))))
         .collect();
-    Ok(serde_json::from_value(json!({"action": "accept", "content": defaults})).expect("a valid result"))
+    Ok(ElicitResult::accept(defaults))
 }

@@ -385,6 +385,173 @@ pub struct ElicitationSchema {
     pub extra: Extra,
 }
 
+impl ElicitationSchema {
+    /// A form with no fields yet: add them with [`field`](Self::field) and
+    /// [`required_field`](Self::required_field).
+    pub fn new() -> ElicitationSchema {
+        ElicitationSchema {
+            schema: None,
+            kind: ObjectType::Value,
+            properties: BTreeMap::new(),
+            required: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// Adds a field the user may leave empty.
+    pub fn field(mut self, name: impl Into<String>, field: impl Into<PrimitiveSchemaDefinition>) -> ElicitationSchema {
+        self.properties.insert(name.into(), field.into());
+        self
+    }
+
+    /// Adds a field the user must fill.
+    pub fn required_field(
+        mut self,
+        name: impl Into<String>,
+        field: impl Into<PrimitiveSchemaDefinition>,
+    ) -> ElicitationSchema {
+        let name = name.into();
+        self.required.get_or_insert_with(Vec::new).push(name.clone());
+        self.field(name, field)
+    }
+}
+
+impl Default for ElicitationSchema {
+    fn default() -> ElicitationSchema {
+        ElicitationSchema::new()
+    }
+}
+
+/// Builder methods shared by the field kinds: `title` and `description`.
+macro_rules! labelled {
+    ($kind:ident, $variant:ident) => {
+        impl $kind {
+            /// A short label for the field.
+            pub fn title(mut self, title: impl Into<String>) -> $kind {
+                self.title = Some(title.into());
+                self
+            }
+
+            /// What the field is for.
+            pub fn description(mut self, description: impl Into<String>) -> $kind {
+                self.description = Some(description.into());
+                self
+            }
+        }
+
+        impl From<$kind> for PrimitiveSchemaDefinition {
+            fn from(field: $kind) -> PrimitiveSchemaDefinition {
+                PrimitiveSchemaDefinition::$variant(field)
+            }
+        }
+    };
+}
+
+impl StringSchema {
+    /// A free-text field with no bounds.
+    pub fn new() -> StringSchema {
+        StringSchema {
+            kind: StringType::Value,
+            title: None,
+            description: None,
+            min_length: None,
+            max_length: None,
+            format: None,
+            default: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// Bounds on the text's length, in characters.
+    pub fn length(mut self, min: Option<u64>, max: Option<u64>) -> StringSchema {
+        (self.min_length, self.max_length) = (min, max);
+        self
+    }
+
+    /// The text's form (`email`, `uri`, `date`, `date-time`).
+    pub fn format(mut self, format: StringFormat) -> StringSchema {
+        self.format = Some(format);
+        self
+    }
+
+    /// The value offered before the user types.
+    pub fn default_value(mut self, default: impl Into<String>) -> StringSchema {
+        self.default = Some(default.into());
+        self
+    }
+}
+
+impl Default for StringSchema {
+    fn default() -> StringSchema {
+        StringSchema::new()
+    }
+}
+
+impl NumberSchema {
+    /// A whole-number field with no bounds.
+    pub fn integer() -> NumberSchema {
+        NumberSchema::of(NumberType::Integer)
+    }
+
+    /// A number field with no bounds.
+    pub fn number() -> NumberSchema {
+        NumberSchema::of(NumberType::Number)
+    }
+
+    fn of(kind: NumberType) -> NumberSchema {
+        NumberSchema {
+            kind,
+            title: None,
+            description: None,
+            minimum: None,
+            maximum: None,
+            default: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// The least value allowed.
+    pub fn minimum(mut self, minimum: impl Into<Number>) -> NumberSchema {
+        self.minimum = Some(minimum.into());
+        self
+    }
+
+    /// The greatest value allowed.
+    pub fn maximum(mut self, maximum: impl Into<Number>) -> NumberSchema {
+        self.maximum = Some(maximum.into());
+        self
+    }
+
+    /// The value offered before the user types.
+    pub fn default_value(mut self, default: impl Into<Number>) -> NumberSchema {
+        self.default = Some(default.into());
+        self
+    }
+}
+
+impl BooleanSchema {
+    /// A yes/no field.
+    pub fn new() -> BooleanSchema {
+        BooleanSchema { kind: BooleanType::Value, title: None, description: None, default: None, extra: Extra::new() }
+    }
+
+    /// The value offered before the user chooses.
+    pub fn default_value(mut self, default: bool) -> BooleanSchema {
+        self.default = Some(default);
+        self
+    }
+}
+
+impl Default for BooleanSchema {
+    fn default() -> BooleanSchema {
+        BooleanSchema::new()
+    }
+}
+
+labelled!(StringSchema, String);
+labelled!(NumberSchema, Number);
+labelled!(BooleanSchema, Boolean);
+
 /// Params of a form-mode elicitation (the only mode before 2025-11-25, where `mode` is absent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -490,6 +657,21 @@ pub enum ElicitValue {
     Other(Value),
 }
 
+impl From<Value> for ElicitValue {
+    /// The kind a decoder would find in `value`.
+    fn from(value: Value) -> ElicitValue {
+        match value {
+            Value::String(s) => ElicitValue::String(s),
+            Value::Number(n) => ElicitValue::Number(n),
+            Value::Bool(b) => ElicitValue::Boolean(b),
+            Value::Array(items) if items.iter().all(Value::is_string) => ElicitValue::StringArray(
+                items.into_iter().filter_map(|item| item.as_str().map(str::to_owned)).collect(),
+            ),
+            other => ElicitValue::Other(other),
+        }
+    }
+}
+
 /// Result of `elicitation/create`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
@@ -505,6 +687,27 @@ pub struct ElicitResult {
     /// Members not modelled here.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl ElicitResult {
+    /// The user submitted the form with these answers.
+    pub fn accept(content: BTreeMap<String, ElicitValue>) -> ElicitResult {
+        ElicitResult::of(ElicitAction::Accept, Some(content))
+    }
+
+    /// The user refused.
+    pub fn decline() -> ElicitResult {
+        ElicitResult::of(ElicitAction::Decline, None)
+    }
+
+    /// The user dismissed the request without choosing.
+    pub fn cancel() -> ElicitResult {
+        ElicitResult::of(ElicitAction::Cancel, None)
+    }
+
+    fn of(action: ElicitAction, content: Option<BTreeMap<String, ElicitValue>>) -> ElicitResult {
+        ElicitResult { action, content, meta: None, extra: Extra::new() }
+    }
 }
 
 /// Params of `notifications/elicitation/complete`.
@@ -547,6 +750,41 @@ mod tests {
         let t: T = serde_json::from_value(v.clone()).expect("decode");
         assert_eq!(serde_json::to_value(&t).expect("encode"), v);
         t
+    }
+
+    #[test]
+    fn the_builder_writes_what_the_spec_reads() {
+        let form = ElicitationSchema::new()
+            .required_field("name", StringSchema::new().title("Name").length(Some(1), Some(50)))
+            .field("email", StringSchema::new().format(StringFormat::Email).default_value("a@b.c"))
+            .required_field("travellers", NumberSchema::integer().minimum(1).maximum(9).default_value(2))
+            .field("ratio", NumberSchema::number().description("0 to 1"))
+            .field("confirm", BooleanSchema::new().default_value(false));
+        let written = serde_json::to_value(&form).unwrap();
+        assert_eq!(
+            written,
+            json!({"type": "object", "properties": {
+                "name": {"type": "string", "title": "Name", "minLength": 1, "maxLength": 50},
+                "email": {"type": "string", "format": "email", "default": "a@b.c"},
+                "travellers": {"type": "integer", "minimum": 1, "maximum": 9, "default": 2},
+                "ratio": {"type": "number", "description": "0 to 1"},
+                "confirm": {"type": "boolean", "default": false}},
+              "required": ["name", "travellers"]})
+        );
+        assert_eq!(serde_json::from_value::<ElicitationSchema>(written).unwrap(), form, "read back as built");
+    }
+
+    #[test]
+    fn a_value_becomes_the_answer_kind_a_decoder_finds() {
+        for value in [json!("a"), json!(2.5), json!(true), json!(["x", "y"]), json!([1]), json!({"k": 1}), json!(null)]
+        {
+            let decoded: ElicitValue = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(ElicitValue::from(value.clone()), decoded, "{value}");
+        }
+        let accepted = ElicitResult::accept(BTreeMap::from([("n".to_owned(), ElicitValue::from(json!(3)))]));
+        assert_eq!(serde_json::to_value(accepted).unwrap(), json!({"action": "accept", "content": {"n": 3}}));
+        assert_eq!(serde_json::to_value(ElicitResult::decline()).unwrap(), json!({"action": "decline"}));
+        assert_eq!(serde_json::to_value(ElicitResult::cancel()).unwrap(), json!({"action": "cancel"}));
     }
 
     #[test]

@@ -142,19 +142,24 @@ fn the_time_server_replays_whatever_date_the_machine_clock_reads() {
     // March); an evening in summer, when the day in Los Angeles is still the day before. The
     // recordings were made on a Monday in November.
     let files = &stdio_recordings()["mcp-time"];
-    for moment in ["2028-02-29T12:00:00Z", "2027-03-28T01:00:30Z", "2027-07-15T23:30:00Z"] {
-        let machine = machine_clock_at(moment);
-        let (out, stdout) = replay_with_env(files, &time_server(), &[], &machine);
-        assert_eq!(stdout.lines().last(), Some("3 passed, 0 failed"), "machine clock at {moment}:\n{stdout}");
-        assert!(out.status.success());
+    // The moments are independent (each replay starts its own servers): run side by side.
+    std::thread::scope(|scope| {
+        for moment in ["2028-02-29T12:00:00Z", "2027-03-28T01:00:30Z", "2027-07-15T23:30:00Z"] {
+            scope.spawn(move || {
+                let machine = machine_clock_at(moment);
+                let (out, stdout) = replay_with_env(files, &time_server(), &[], &machine);
+                assert_eq!(stdout.lines().last(), Some("3 passed, 0 failed"), "machine clock at {moment}:\n{stdout}");
+                assert!(out.status.success());
 
-        // The same replay on the machine's (faked) clock must fail, or the check above proves
-        // nothing: the weekday differs on each of these dates.
-        let (out, stdout) = replay_with_env(files, &time_server(), &["--clock", "system"], &machine);
-        assert!(!out.status.success(), "machine clock at {moment}, --clock system:\n{stdout}");
-        assert!(stdout.contains("FAIL time-python-2026-07-28"), "{stdout}");
-        assert!(stdout.contains(r#"\"day_of_week\": \"Monday\""#), "the weekday is shown: {stdout}");
-    }
+                // The same replay on the machine's (faked) clock must fail, or the check above
+                // proves nothing: the weekday differs on each of these dates.
+                let (out, stdout) = replay_with_env(files, &time_server(), &["--clock", "system"], &machine);
+                assert!(!out.status.success(), "machine clock at {moment}, --clock system:\n{stdout}");
+                assert!(stdout.contains("FAIL time-python-2026-07-28"), "{stdout}");
+                assert!(stdout.contains(r#"\"day_of_week\": \"Monday\""#), "the weekday is shown: {stdout}");
+            });
+        }
+    });
 }
 
 #[test]

@@ -3,33 +3,12 @@
 //! the exact names and texts the server gives, `--json` parsed, and the errors and exit codes
 //! of a URI, a prompt or an argument the server does not have.
 
-use crate::examples;
+use crate::serving::{everything_stdio as everything, run as bridge, stderr_text as stderr, stdout_text as stdout};
 use crate::support;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn bridge(args: &[&str], server: &[String]) -> Output {
-    let mut command = Command::new(examples::bin_path("mcp-bridge"));
-    command.args(args);
-    if !server.is_empty() {
-        command.arg("--").args(server);
-    }
-    command.output().expect("mcp-bridge runs")
-}
-
-fn everything() -> Vec<String> {
-    vec![support::peer("MCP_NODE"), support::peer("MCP_EVERYTHING_JS"), "stdio".to_owned()]
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
 
 /// Runs against server-everything; asserts exit 0 and returns stdout.
 fn ok(args: &[&str]) -> String {

@@ -122,3 +122,28 @@ pub fn http_get(url: &str, path: &str, token: Option<&str>) -> (u16, String) {
     let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
     (status, body)
 }
+
+/// Runs the built `mcp-bridge ARGS [-- SERVER…]` (a shell command such as `tools`) to its end.
+pub fn run(args: &[&str], server: &[String]) -> std::process::Output {
+    let mut command = Command::new(crate::examples::bin_path("mcp-bridge"));
+    command.args(args);
+    if !server.is_empty() {
+        command.arg("--").args(server);
+    }
+    command.output().expect("mcp-bridge runs")
+}
+
+/// The command line of server-everything over stdio.
+pub fn everything_stdio() -> Vec<String> {
+    vec![crate::support::peer("MCP_NODE"), crate::support::peer("MCP_EVERYTHING_JS"), "stdio".to_owned()]
+}
+
+/// A finished command's stdout as text.
+pub fn stdout_text(output: &std::process::Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+/// A finished command's stderr as text.
+pub fn stderr_text(output: &std::process::Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}

@@ -9,8 +9,8 @@
 use std::sync::OnceLock;
 
 use mcpwire::proto::mcp_types::{
-    ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel, Role, SamplingMessage, TaskSupport,
-    TextContent, Tool,
+    BooleanSchema, ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel,
+    PrimitiveSchemaDefinition, Role, SamplingMessage, StringSchema, TaskSupport, TextContent, Tool,
 };
 use mcpwire::server::{prompt, prompt_message, prompt_result, text_result, Server, ServerBuilder, ToolError};
 use serde_json::{json, Map, Value};
@@ -30,11 +30,8 @@ fn sampling(text: &str, max_tokens: u32) -> CreateMessageRequestParams {
     CreateMessageRequestParams::new(vec![SamplingMessage::user_text(text)], max_tokens)
 }
 
-fn form(property: &str, kind: &str) -> ElicitationSchema {
-    serde_json::from_value(json!({
-        "type": "object", "properties": {property: {"type": kind}}, "required": [property]
-    }))
-    .expect("a valid elicitation schema")
+fn form(property: &str, field: impl Into<PrimitiveSchemaDefinition>) -> ElicitationSchema {
+    ElicitationSchema::new().required_field(property, field)
 }
 
 fn elicited(result: &mcpwire::proto::mcp_types::ElicitResult, field: &str) -> String {
@@ -54,8 +51,10 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
             "Asks for the user's name",
             no_arguments(),
             |_args, ctx| async move {
-                let result =
-                    ctx.with_input_key("user_name").elicit("What is your name?", form("name", "string")).await?;
+                let result = ctx
+                    .with_input_key("user_name")
+                    .elicit("What is your name?", form("name", StringSchema::new()))
+                    .await?;
                 Ok(text_result(format!("Hello, {}!", elicited(&result, "name"))))
             },
         )
@@ -87,7 +86,8 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
             "Asks for a confirmation",
             no_arguments(),
             |_args, ctx| async move {
-                let result = ctx.with_input_key("confirm").elicit("Please confirm", form("ok", "boolean")).await?;
+                let result =
+                    ctx.with_input_key("confirm").elicit("Please confirm", form("ok", BooleanSchema::new())).await?;
                 // The framework opened and checked the sealed requestState before this run.
                 Ok(text_result(format!("state-ok: confirmed={}", elicited(&result, "ok"))))
             },
@@ -103,7 +103,7 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
                     ctx.with_input_key("client_roots"),
                 );
                 let (name, greeting, roots) = tokio::join!(
-                    name.elicit("What is your name?", form("name", "string")),
+                    name.elicit("What is your name?", form("name", StringSchema::new())),
                     greeting.create_message(sampling("Generate a greeting", 50)),
                     roots.list_roots(),
                 );
@@ -116,11 +116,13 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
             "Asks two questions, one after the other",
             no_arguments(),
             |_args, ctx| async move {
-                let name =
-                    ctx.with_input_key("step1").elicit("Step 1: What is your name?", form("name", "string")).await?;
+                let name = ctx
+                    .with_input_key("step1")
+                    .elicit("Step 1: What is your name?", form("name", StringSchema::new()))
+                    .await?;
                 let color = ctx
                     .with_input_key("step2")
-                    .elicit("Step 2: What is your favorite color?", form("color", "string"))
+                    .elicit("Step 2: What is your favorite color?", form("color", StringSchema::new()))
                     .await?;
                 Ok(text_result(format!("{} likes {}", elicited(&name, "name"), elicited(&color, "color"))))
             },
@@ -130,7 +132,8 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
             "Asks for a confirmation",
             no_arguments(),
             |_args, ctx| async move {
-                let result = ctx.with_input_key("confirm").elicit("Please confirm", form("ok", "boolean")).await?;
+                let result =
+                    ctx.with_input_key("confirm").elicit("Please confirm", form("ok", BooleanSchema::new())).await?;
                 Ok(text_result(format!("confirmed={}", elicited(&result, "ok"))))
             },
         )
@@ -149,7 +152,7 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
                 };
                 let asked = async {
                     match caps.elicitation {
-                        Some(_) => elicit.elicit("Your name?", form("name", "string")).await.map(|_| true),
+                        Some(_) => elicit.elicit("Your name?", form("name", StringSchema::new())).await.map(|_| true),
                         None => Ok(false),
                     }
                 };
@@ -168,7 +171,7 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
                 })?;
                 let result = ctx
                     .with_input_key("user_context")
-                    .elicit("What context should the prompt use?", form("context", "string"))
+                    .elicit("What context should the prompt use?", form("context", StringSchema::new()))
                     .await
                     .map_err(|e| {
                         mcpwire::proto::jsonrpc::ErrorObject::new(
@@ -232,7 +235,7 @@ fn register_tasks(builder: ServerBuilder) -> ServerBuilder {
             task_tool("confirm_delete", "Asks for a confirmation, then deletes", no_arguments(), "optional"),
             |_args, ctx| async move {
                 ctx.run_as_task().await;
-                let result = ctx.elicit("Delete the file?", form("confirm", "boolean")).await?;
+                let result = ctx.elicit("Delete the file?", form("confirm", BooleanSchema::new())).await?;
                 Ok(text_result(format!("delete: {}", result.action.as_str())))
             },
         )
@@ -241,8 +244,8 @@ fn register_tasks(builder: ServerBuilder) -> ServerBuilder {
             |_args, ctx| async move {
                 ctx.run_as_task().await;
                 let (a, b) = tokio::join!(
-                    ctx.elicit("First?", form("first", "string")),
-                    ctx.elicit("Second?", form("second", "string"))
+                    ctx.elicit("First?", form("first", StringSchema::new())),
+                    ctx.elicit("Second?", form("second", StringSchema::new()))
                 );
                 Ok(text_result(format!("{} / {}", elicited(&a?, "first"), elicited(&b?, "second"))))
             },
@@ -254,7 +257,8 @@ fn register_composition(builder: ServerBuilder) -> ServerBuilder {
     builder.tool_with(
         task_tool("test_tool_with_task", "Asks for a name, then greets as a task", no_arguments(), "required"),
         |_args, ctx| async move {
-            let name = ctx.with_input_key("user_name").elicit("What is your name?", form("name", "string")).await?;
+            let name =
+                ctx.with_input_key("user_name").elicit("What is your name?", form("name", StringSchema::new())).await?;
             ctx.run_as_task().await;
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             Ok(text_result(format!("Hello, {}!", elicited(&name, "name"))))
@@ -275,11 +279,7 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             },
         )
         .tool("test_streaming_elicitation", "Asks the user for a name", no_arguments(), |_args, ctx| async move {
-            let requested: ElicitationSchema = serde_json::from_value(json!({
-                "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]
-            }))
-            .expect("a valid elicitation schema");
-            let result = ctx.elicit("What is your name?", requested).await?;
+            let result = ctx.elicit("What is your name?", form("name", StringSchema::new())).await?;
             Ok(text_result(format!("action={}", result.action.as_str())))
         })
         .tool("test_logging_tool", "Logs three messages at info", no_arguments(), |_args, ctx| async move {
@@ -289,18 +289,7 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             Ok(text_result("logged"))
         })
         .tool("test_trigger_tool_change", "Adds a tool (the tool list changes)", no_arguments(), |_args, _ctx| async {
-            let tool = Tool {
-                name: "test_dynamic_tool".to_owned(),
-                description: Some("Added by test_trigger_tool_change".to_owned()),
-                title: None,
-                input_schema: no_arguments(),
-                output_schema: None,
-                annotations: None,
-                icons: None,
-                execution: None,
-                meta: None,
-                extra: Map::new(),
-            };
+            let tool = Tool::new("test_dynamic_tool", no_arguments()).description("Added by test_trigger_tool_change");
             server()?
                 .add_tool(tool, |_args, _ctx| async { Ok(text_result("dynamic")) })
                 .map_err(|e| ToolError::failed(e.to_string()))?;
