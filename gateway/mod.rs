@@ -1185,7 +1185,7 @@ impl Forwarder for Forwarding {
         let Forwarded { method, params, context, .. } = request;
         // `tools/call` feeds the live view itself (beside the audit log); the other methods
         // are observed here, and only while someone listens.
-        if method == "tools/call" || !gateway.live.listening() {
+        if !gateway.live.listening() || method == "tools/call" {
             return Forwarding::route(gateway, method, params, context);
         }
         let (server, name) = gateway.view().target(method, params.as_ref());
