@@ -16,6 +16,7 @@
 //! Spec (2026-07-28): `basic/index` ("Per-request protocol fields", "Error Codes"),
 //! `basic/versioning`, `basic/transports/streamable-http` ("Request Metadata").
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::de::IgnoredAny;
@@ -28,6 +29,7 @@ use super::mcp_types::{
     CacheScope, CallToolRequestParams, ClientCapabilities, Implementation, LoggingLevel, RequestMeta,
     UnsupportedProtocolVersionData, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
+use super::request_headers::{param_headers, ParamHeader};
 use super::version::ProtocolVersion;
 
 /// `_meta` key of the request's protocol version.
@@ -354,16 +356,17 @@ pub fn decode_header_value(value: &str) -> Option<String> {
     }
 }
 
-/// Encodes a header value, wrapping it in the base64 sentinel when it is not plain visible
-/// ASCII without surrounding whitespace (or looks like the sentinel itself).
-pub fn encode_header_value(value: &str) -> String {
+/// A value as a header carries it (Streamable HTTP, "Value Encoding"): as it is when it is
+/// plain visible ASCII (spaces inside allowed) without surrounding whitespace and not itself
+/// of the sentinel's shape; else `=?base64?{UTF-8 as Base64}?=`.
+pub fn encode_header_value(value: &str) -> Cow<'_, str> {
     let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b))
         && value.trim() == value
         && !(value.starts_with("=?base64?") && value.ends_with("?="));
     if plain {
-        value.to_owned()
+        Cow::Borrowed(value)
     } else {
-        format!("=?base64?{}?=", encode_base64(value.as_bytes()))
+        Cow::Owned(format!("=?base64?{}?=", encode_base64(value.as_bytes())))
     }
 }
 
@@ -413,26 +416,6 @@ pub(crate) fn decode_base64_strict(text: &str) -> Option<Vec<u8>> {
     (encode_base64(&out) == text).then_some(out)
 }
 
-/// The `x-mcp-header` annotations of a tool's input schema that sit on top-level-reachable
-/// properties (a chain of `properties` keys): (property path, header token, property type).
-pub fn param_headers(input_schema: &Value) -> Vec<(Vec<String>, String, Option<String>)> {
-    fn walk(schema: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, String, Option<String>)>) {
-        let Some(props) = schema.get("properties").and_then(Value::as_object) else { return };
-        for (name, sub) in props {
-            path.push(name.clone());
-            if let Some(token) = sub.get(X_MCP_HEADER).and_then(Value::as_str) {
-                let kind = sub.get("type").and_then(Value::as_str).map(str::to_owned);
-                out.push((path.clone(), token.to_owned(), kind));
-            }
-            walk(sub, path, out);
-            path.pop();
-        }
-    }
-    let mut out = Vec::new();
-    walk(input_schema, &mut Vec::new(), &mut out);
-    out
-}
-
 /// Checks a `tools/call`'s `Mcp-Param-*` headers against its arguments, for the annotated
 /// properties of the tool's input schema: present together and equal after decoding (integers
 /// compared as numbers), or absent together (`null` counts as absent).
@@ -444,7 +427,9 @@ pub fn check_param_headers<'h>(
     arguments: &Map<String, Value>,
     header: impl Fn(&str) -> Result<Option<&'h str>, ()>,
 ) -> Result<(), ErrorObject> {
-    for (path, token, kind) in param_headers(input_schema) {
+    // Declarations a client must refuse (tools, "x-mcp-header") designate nothing: a
+    // conforming client drops such a tool rather than send its headers.
+    for ParamHeader { name: token, path, integer } in param_headers(input_schema).unwrap_or_default() {
         let name = format!("Mcp-Param-{token}");
         let raw = header(&name.to_ascii_lowercase())
             .map_err(|()| header_mismatch(format!("Header mismatch: {name} appears more than once")))?
@@ -473,7 +458,7 @@ pub fn check_param_headers<'h>(
                 let Some(decoded) = decode_header_value(raw) else {
                     return Err(header_mismatch(format!("Header mismatch: {name} is not valid base64")));
                 };
-                let numeric = kind.as_deref() == Some("integer")
+                let numeric = integer
                     && value.and_then(Value::as_f64).zip(decoded.parse::<f64>().ok()).is_some_and(|(a, b)| a == b);
                 if decoded != rendered && !numeric {
                     return Err(header_mismatch(format!("Header mismatch: {name} does not match {argument}")));

@@ -21,6 +21,7 @@ pub mod json_write;
 pub mod jsonrpc;
 pub mod mcp_types;
 pub mod printable;
+pub mod request_headers;
 pub mod session;
 pub mod timestamp;
 pub mod validate;

@@ -12,6 +12,10 @@
 //! Not here: the lifecycle gate, duplicate ids and the in-flight cap (the session core answers
 //! those before a request gets here), or framing errors (the peer's default `on_malformed`).
 
+mod features;
+mod forwarding;
+mod subscriptions;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -114,7 +114,6 @@ mod client_requests;
 pub mod completion;
 mod context;
 mod dispatch;
-mod features;
 #[cfg(feature = "schema")]
 mod form;
 pub mod forward;
@@ -124,7 +123,6 @@ mod registry;
 pub mod request_state;
 pub mod resources;
 pub mod schema;
-mod subscriptions;
 mod task_extension;
 mod tasks;
 mod tool;

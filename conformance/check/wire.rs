@@ -657,12 +657,9 @@ fn metadata_headers(wire: &HttpWire, message: &Value) -> Vec<(&'static str, Opti
     let mut extra = Vec::new();
     if let Some(method) = message.get("method").and_then(Value::as_str) {
         extra.push(("mcp-method", Some(method.to_owned())));
-        if let Some(key) = mcpwire::transport::sse_http::request_headers::name_source(method) {
+        if let Some(key) = mcpwire::proto::envelope::name_member(method) {
             if let Some(name) = message.pointer(&format!("/params/{key}")).and_then(Value::as_str) {
-                extra.push((
-                    "mcp-name",
-                    Some(mcpwire::transport::sse_http::request_headers::encode_value(name).into_owned()),
-                ));
+                extra.push(("mcp-name", Some(mcpwire::proto::envelope::encode_header_value(name).into_owned())));
             }
         }
     }

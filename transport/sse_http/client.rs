@@ -57,11 +57,12 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Notify};
 
-use super::request_headers::{self, InvalidParamHeader, ParamHeader};
 use super::{full, is_media, requeue_once, HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use crate::proto::envelope::{self, encode_header_value};
 use crate::proto::framing::{FrameError, LineError, SseDecoder, DEFAULT_MAX_FRAME_BYTES};
 use crate::proto::jsonrpc::{self, Id, Message, Payload, TypedResults};
 use crate::proto::mcp_types::{ClientTypedResults, Tool};
+use crate::proto::request_headers::{self, InvalidParamHeader, ParamHeader};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::{Transport, TransportError};
 
@@ -941,8 +942,8 @@ impl Inner {
             Message::Response(_) | Message::Error(_) => return Ok(()),
         };
         let value = |text: &str| HeaderValue::from_str(text).map_err(bad_config);
-        headers.push((HeaderName::from_static(request_headers::MCP_METHOD_HEADER), value(method)?));
-        let Some(source) = request_headers::name_source(method) else { return Ok(()) };
+        headers.push((HeaderName::from_static(envelope::METHOD_HEADER), value(method)?));
+        let Some(source) = envelope::name_member(method) else { return Ok(()) };
         #[derive(serde::Deserialize)]
         struct Named {
             name: Option<String>,
@@ -959,10 +960,7 @@ impl Inner {
             _ => named.name,
         };
         let Some(name) = name else { return Ok(()) };
-        headers.push((
-            HeaderName::from_static(request_headers::MCP_NAME_HEADER),
-            value(&request_headers::encode_value(&name))?,
-        ));
+        headers.push((HeaderName::from_static(envelope::NAME_HEADER), value(&encode_header_value(&name))?));
         if method == "tools/call" {
             let designated = self.tool_headers.lock().expect("client lock").get(&name).cloned();
             if let Some(designated) = designated {

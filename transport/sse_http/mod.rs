@@ -51,7 +51,6 @@ pub mod failed_tokens;
 #[cfg(feature = "redis")]
 pub mod redis_store;
 pub mod request_context;
-pub mod request_headers;
 pub mod resource;
 pub mod routes;
 pub mod server;

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use hyper::{HeaderMap, Method, Request, Uri, Version};
 
 use super::service::RemoteAddr;
-use crate::auth::Principal;
+use crate::transport::principal::Principal;
 
 /// The parts of the HTTP request a peer's request arrived in (see the [module docs](self)).
 ///

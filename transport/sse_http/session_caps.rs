@@ -87,7 +87,7 @@ impl SessionCaps {
 
 /// What a principal's sessions are counted under: its token's issuer, and its subject (or, for
 /// a machine client, its client id; for a named static token, its name).
-pub(crate) fn principal_key(p: &crate::auth::Principal) -> (Option<String>, Option<String>) {
+pub(crate) fn principal_key(p: &crate::transport::principal::Principal) -> (Option<String>, Option<String>) {
     let name = p.token_name.as_ref().map(|name| format!("token:{name}"));
     (p.issuer.clone(), p.subject.clone().or_else(|| p.client_id.clone()).or(name))
 }

@@ -19,18 +19,18 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::dispatch::{invalid_params, Dispatcher, Era};
-use super::registry::{Listener, NOTIFY_QUEUE};
+use super::{invalid_params, Dispatcher, Era};
 use crate::peer::Peer;
 use crate::proto::envelope::SUBSCRIPTION_ID_KEY;
 use crate::proto::jsonrpc::{Body, Id};
 use crate::proto::mcp_types::{
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
 };
+use crate::server::registry::{Listener, NOTIFY_QUEUE};
 use crate::transport::Transport;
 
 /// What of `asked` a server with these features can honour.
-fn agreed(asked: &SubscriptionFilter, features: super::registry::Features) -> SubscriptionFilter {
+fn agreed(asked: &SubscriptionFilter, features: crate::server::registry::Features) -> SubscriptionFilter {
     let wanted = |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
     SubscriptionFilter {
         tools_list_changed: wanted(asked.tools_list_changed, true),
@@ -115,7 +115,7 @@ mod tests {
         }))
         .unwrap();
         let features =
-            super::super::registry::Features { resources: false, prompts: true, completions: false, forwarded: false };
+            crate::server::registry::Features { resources: false, prompts: true, completions: false, forwarded: false };
         let agreed = agreed(&asked, features);
         assert_eq!(
             serde_json::to_value(&agreed).unwrap(),

@@ -7,21 +7,16 @@
 //! tool at all.
 //!
 //! Pure functions over JSON values: no IO, no HTTP types. Not here: the server's checking of
-//! these headers against a body, and sending them (the client transport).
+//! these headers against a body ([`check_headers`](super::envelope::check_headers),
+//! [`check_param_headers`](super::envelope::check_param_headers), which take the designated
+//! arguments from here), the value encoding ([`encode_header_value`]) and sending them (the
+//! client transport).
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::{Map, Value};
 
-/// The header that mirrors the JSON-RPC `method`.
-pub const MCP_METHOD_HEADER: &str = "mcp-method";
-/// The header that mirrors `params.name` or `params.uri`.
-pub const MCP_NAME_HEADER: &str = "mcp-name";
-/// The prefix of the headers that mirror designated tool arguments.
-pub const MCP_PARAM_HEADER_PREFIX: &str = "mcp-param-";
-
-const X_MCP_HEADER: &str = "x-mcp-header";
+use super::envelope::{encode_header_value, PARAM_HEADER_PREFIX, X_MCP_HEADER};
 
 /// One argument a tool designates for mirroring: the declared header name (after
 /// `Mcp-Param-`) and the chain of `properties` keys that leads to the argument.
@@ -31,6 +26,9 @@ pub struct ParamHeader {
     pub name: String,
     /// The property path from the arguments' root, e.g. `["region"]`.
     pub path: Vec<String>,
+    /// Whether the argument is declared `integer`: its header is compared as a number
+    /// (`42` and `42.0` agree).
+    pub integer: bool,
 }
 
 /// Why a tool's `x-mcp-header` declarations are invalid (the tool must then be left out of
@@ -143,7 +141,9 @@ fn collect(
             let Value::Object(subschema) = subschema else { continue };
             path.push(property.clone());
             if let Some(declared) = subschema.get(X_MCP_HEADER) {
-                found.push(ParamHeader { name: checked_name(property, declared, subschema)?, path: path.clone() });
+                let name = checked_name(property, declared, subschema)?;
+                let integer = subschema.get("type").and_then(Value::as_str) == Some("integer");
+                found.push(ParamHeader { name, path: path.clone(), integer });
             }
             collect(subschema, path, found)?;
             path.pop();
@@ -197,53 +197,14 @@ pub fn param_header_values(headers: &[ParamHeader], arguments: Option<&Map<Strin
         let Some((first, rest)) = header.path.split_first() else { continue };
         let value = rest.iter().try_fold(arguments.get(first), |v, key| Some(v?.as_object()?.get(key)));
         let text = match value.flatten() {
-            Some(Value::String(s)) => encode_value(s).into_owned(),
+            Some(Value::String(s)) => encode_header_value(s).into_owned(),
             Some(Value::Bool(b)) => b.to_string(),
             Some(Value::Number(n)) => n.to_string(),
             _ => continue,
         };
-        out.push((format!("{MCP_PARAM_HEADER_PREFIX}{}", header.name.to_ascii_lowercase()), text));
+        out.push((format!("{PARAM_HEADER_PREFIX}{}", header.name.to_ascii_lowercase()), text));
     }
     out
-}
-
-/// A value as a header carries it: as is when it is plain visible ASCII (spaces inside
-/// allowed) with no leading or trailing whitespace and not itself of the sentinel's shape;
-/// else `=?base64?{UTF-8 as Base64}?=` (Streamable HTTP, "Value Encoding").
-pub fn encode_value(value: &str) -> Cow<'_, str> {
-    let sentinel_shaped = value.starts_with("=?base64?") && value.ends_with("?=");
-    let padded = value.starts_with(' ') || value.ends_with(' ');
-    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b)) && !padded && !sentinel_shaped;
-    if plain {
-        Cow::Borrowed(value)
-    } else {
-        Cow::Owned(format!("=?base64?{}?=", base64(value.as_bytes())))
-    }
-}
-
-/// Standard Base64 with padding (RFC 4648 §4).
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// The `Mcp-Name` source of a request: `params.name` of `tools/call` and `prompts/get`,
-/// `params.uri` of `resources/read`, `params.taskId` of the tasks extension's `tasks/get`,
-/// `tasks/update` and `tasks/cancel`; `None` for other methods. The rule the server checks
-/// ([`crate::proto::envelope::name_member`]), which a client follows when it writes.
-pub fn name_source(method: &str) -> Option<&'static str> {
-    crate::proto::envelope::name_member(method)
 }
 
 #[cfg(test)]
@@ -265,8 +226,8 @@ mod tests {
         assert_eq!(
             headers(schema).unwrap(),
             [
-                ParamHeader { name: "Region".into(), path: vec!["region".into()] },
-                ParamHeader { name: "Zone".into(), path: vec!["target".into(), "zone".into()] },
+                ParamHeader { name: "Region".into(), path: vec!["region".into()], integer: false },
+                ParamHeader { name: "Zone".into(), path: vec!["target".into(), "zone".into()], integer: true },
             ]
         );
         assert_eq!(headers(json!({"type": "object"})).unwrap(), []);
@@ -303,17 +264,17 @@ mod tests {
 
     #[test]
     fn values_are_plain_or_base64_as_the_spec_tabulates() {
-        assert_eq!(encode_value("us-west1"), "us-west1");
-        assert_eq!(encode_value("us west 1"), "us west 1");
-        assert_eq!(encode_value(""), "");
-        assert_eq!(encode_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
-        assert_eq!(encode_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
-        assert_eq!(encode_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
-        assert_eq!(encode_value("\tindented"), "=?base64?CWluZGVudGVk?=");
-        assert_eq!(encode_value("=?base64?literal?="), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
-        assert_eq!(base64(b"a"), "YQ==");
-        assert_eq!(base64(b"ab"), "YWI=");
-        assert_eq!(base64(b"abc"), "YWJj");
+        assert_eq!(encode_header_value("us-west1"), "us-west1");
+        assert_eq!(encode_header_value("us west 1"), "us west 1");
+        assert_eq!(encode_header_value(""), "");
+        assert_eq!(encode_header_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
+        assert_eq!(encode_header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(encode_header_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(encode_header_value("\tindented"), "=?base64?CWluZGVudGVk?=");
+        assert_eq!(encode_header_value("=?base64?literal?="), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
+        assert_eq!(crate::proto::envelope::encode_base64(b"a"), "YQ==");
+        assert_eq!(crate::proto::envelope::encode_base64(b"ab"), "YWI=");
+        assert_eq!(crate::proto::envelope::encode_base64(b"abc"), "YWJj");
     }
 
     #[test]

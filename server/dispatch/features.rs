@@ -6,16 +6,13 @@
 //! waits for them). A method of a capability the server does not advertise is -32601.
 //!
 //! Logging (`logging/setLevel`): the level is stored per session and filters what
-//! [`Server::log`](super::Server::log) sends to it; before any setLevel the session gets every
+//! [`Server::log`](crate::server::Server::log) sends to it; before any setLevel the session gets every
 //! message (the spec leaves the default to the server).
 
 use std::future::Future;
 use std::sync::Arc;
 
-use super::context::{InputRound, UntilInput};
-use super::dispatch::{input_required, invalid_params, params_or_default, Dispatcher, Era};
-use super::request_state::Binding;
-use super::{completion, pagination, prompts, resources};
+use super::{input_required, invalid_params, params_or_default, Dispatcher, Era};
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id};
 use crate::proto::mcp_types::{
@@ -23,6 +20,9 @@ use crate::proto::mcp_types::{
     ListResourceTemplatesRequestParams, ListResourceTemplatesResult, ListResourcesRequestParams, ListResourcesResult,
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
 };
+use crate::server::context::{InputRound, UntilInput};
+use crate::server::request_state::Binding;
+use crate::server::{completion, pagination, prompts, resources};
 use crate::transport::Transport;
 use serde_json::Value;
 
