@@ -357,6 +357,7 @@ fn percent_decode(value: &str) -> String {
 /// The future, inside the current span when that is one of ours (a request being served), so
 /// that the work a server spawns for a request stays in its trace. Only for per-request work:
 /// a task that outlives the request would keep its span open.
+#[cfg(feature = "server")]
 pub(crate) fn in_request_span(future: crate::transport::task::TaskFuture) -> crate::transport::task::TaskFuture {
     use tracing::Instrument;
     let current = Span::current();
