@@ -209,12 +209,14 @@ impl Core {
         }
     }
 
-    /// Ends the span of the peer's request `id`, if it has one, with the answer's outcome.
+    /// Records the answer's outcome on the span of the peer's request `id`, if it has one, and
+    /// returns the span: the caller drops it once the lock is released (closing a span hands it
+    /// to the exporter).
     #[cfg(feature = "otel")]
-    fn end_served_span(&mut self, id: &Id, outcome: Result<&Body, &ErrorObject>) {
-        if let Some(served) = self.served.remove(id) {
-            crate::telemetry::record_outcome(&served.span, &served.method, outcome);
-        }
+    fn end_served_span(&mut self, id: &Id, outcome: Result<&Body, &ErrorObject>) -> Option<ServedSpan> {
+        let served = self.served.remove(id)?;
+        crate::telemetry::record_outcome(&served.span, &served.method, outcome);
+        Some(served)
     }
 
     /// Forgets a held request the peer cancelled: it was never handed over, so nothing answers it.
@@ -655,10 +657,14 @@ impl<T: Transport> Peer<T> {
     /// # Errors
     /// When the transport fails.
     pub async fn respond(&self, id: &Id, outcome: Result<Body, ErrorObject>) -> Result<bool, TransportError> {
+        #[cfg(feature = "otel")]
+        let ended;
         let (sent, messages) = {
             let mut core = self.lock();
             #[cfg(feature = "otel")]
-            core.end_served_span(id, outcome.as_ref());
+            {
+                ended = core.end_served_span(id, outcome.as_ref());
+            }
             let sent = match outcome {
                 Ok(result) => core.session.respond(id, result),
                 Err(error) => core.session.respond_error(id, error),
@@ -668,6 +674,8 @@ impl<T: Transport> Peer<T> {
             }
             (sent, core.drain())
         };
+        #[cfg(feature = "otel")]
+        drop(ended);
         self.send_all(messages).await?;
         Ok(sent)
     }
@@ -680,7 +688,7 @@ impl<T: Transport> Peer<T> {
     pub fn respond_now(&self, id: &Id, outcome: Result<Body, ErrorObject>) -> Queued<T> {
         let mut core = self.lock();
         #[cfg(feature = "otel")]
-        core.end_served_span(id, outcome.as_ref());
+        let ended = core.end_served_span(id, outcome.as_ref());
         let sent = match outcome {
             Ok(result) => core.session.respond(id, result),
             Err(error) => core.session.respond_error(id, error),
@@ -688,7 +696,11 @@ impl<T: Transport> Peer<T> {
         if !core.held.is_empty() {
             self.shared.room.notify_one();
         }
-        Queued { peer: self.clone(), sent, messages: core.drain() }
+        let queued = Queued { peer: self.clone(), sent, messages: core.drain() };
+        drop(core);
+        #[cfg(feature = "otel")]
+        drop(ended);
+        queued
     }
 
     /// Closes the transport (queued messages are still delivered) and fails every request
@@ -705,6 +717,8 @@ impl<T: Transport> Peer<T> {
     /// (`close_session` false), the session stays open so that requests already received can
     /// still be answered ([`Peer::respond`]) until [`Peer::close`].
     fn finish(&self, reason: Option<String>, close_session: bool) {
+        #[cfg(feature = "otel")]
+        let ended;
         let waiters: Vec<Waiter> = {
             let mut core = self.lock();
             if core.closed_reason.is_none() {
@@ -714,9 +728,13 @@ impl<T: Transport> Peer<T> {
                 core.session.close();
             }
             #[cfg(feature = "otel")]
-            core.served.clear();
+            {
+                ended = std::mem::take(&mut core.served);
+            }
             core.waiters.drain().map(|(_, w)| w).collect()
         };
+        #[cfg(feature = "otel")]
+        drop(ended);
         for waiter in waiters {
             let _ = waiter.done.send(Err(RequestError::Closed { reason: reason.clone() }));
         }
@@ -751,7 +769,10 @@ impl<T: Transport> Peer<T> {
                 Event::Notification(notification) => self.shared.handler.on_notification(self, notification),
                 Event::Cancelled { id, .. } => {
                     #[cfg(feature = "otel")]
-                    self.lock().served.remove(&id);
+                    {
+                        let cancelled = self.lock().served.remove(&id);
+                        drop(cancelled);
+                    }
                     self.shared.handler.on_cancelled(self, &id)
                 }
                 Event::Initialized => self.shared.handler.on_initialized(self),
