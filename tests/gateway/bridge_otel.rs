@@ -270,3 +270,37 @@ async fn an_unreachable_collector_costs_no_call() {
     drop(bridge);
     upstream.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_traceparent_header_is_continued_and_a_stdio_upstream_is_a_pipe() {
+    let collector = Collector::start();
+    let echo = crate::examples::example_path("echo_server");
+    let mut bridge =
+        ServingBridge::start_with(&["--otlp-endpoint", &collector.url, "--", echo.to_str().unwrap()], |c| {
+            c.env("OTEL_BSP_SCHEDULE_DELAY", "100").env_remove("OTEL_SDK_DISABLED");
+        });
+    let trace = "6bf92f3577b34da6a3ce929d0e0e4736";
+    let parent = "10f067aa0ba902b7";
+    let config = HttpClientConfig::new(&bridge.url).header("traceparent", format!("00-{trace}-{parent}-01"));
+    let transport = HttpClientTransport::new(config).unwrap();
+    let downstream = Client::connect(transport, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
+    let tools = downstream.list_tools().await.unwrap();
+    let echo_tool = tools.iter().find(|t| t.name.ends_with("echo")).expect("the echo tool").name.clone();
+    let args = json!({"text": "hi"}).as_object().cloned();
+    let echoed = downstream.call_tool(echo_tool.clone(), args, CallOptions::default()).await.unwrap();
+    assert_eq!(text(&echoed), "hi");
+    let _ = downstream.close().await;
+    bridge.stop();
+
+    let is_call = |r: &Received| hex(&r.span.trace_id) == trace && r.span.name.starts_with("tools/call");
+    let spans = collector.spans_when(|spans| spans.iter().filter(|r| is_call(r)).count() >= 2);
+    let call: Vec<&Received> = spans.iter().filter(|r| is_call(r)).collect();
+    let server = call.iter().find(|r| r.span.kind == SpanKind::Server as i32).expect("the server span");
+    let client = call.iter().find(|r| r.span.kind == SpanKind::Client as i32).expect("the client span");
+    assert_eq!(hex(&server.span.parent_span_id), parent, "the header's context is the server span's parent");
+    assert_eq!(server.span.name, format!("tools/call {echo_tool}"));
+    assert_eq!(hex(&client.span.parent_span_id), hex(&server.span.span_id));
+    assert_eq!(client.span.name, "tools/call echo");
+    assert_eq!(attribute(&client.span, "network.transport").as_deref(), Some("pipe"));
+    assert_eq!(attribute(&server.span, "network.transport").as_deref(), Some("tcp"));
+}
