@@ -30,3 +30,6 @@ pub mod recording;
 /// where the derive looks for it (see `examples/typed_tools.rs`).
 #[cfg(feature = "schema")]
 pub use schemars;
+
+#[cfg(feature = "otel")]
+pub mod telemetry;

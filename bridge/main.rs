@@ -42,6 +42,7 @@ mod config_cli;
 mod demo;
 mod embedded;
 mod login;
+mod otel;
 mod serve;
 mod shell;
 mod shell_reach;
@@ -408,6 +409,12 @@ pub struct ServeArgs {
     /// MCP_BRIDGE_SESSION_STORE otherwise). Needs a build with the `redis` feature.
     #[arg(long, value_name = "redis://HOST:PORT")]
     pub session_store: Option<String>,
+    /// Export OpenTelemetry traces of every call (the bridge's server and client spans) to the
+    /// OTLP/HTTP collector at this base URL (e.g. http://127.0.0.1:4318); the standard
+    /// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and
+    /// OTEL_TRACES_SAMPLER apply too. Needs a build with the `otel` feature.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// Upstream: a stdio server, the command and its arguments after `--` (e.g. to serve it over HTTP).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -465,14 +472,60 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 
 /// Logs to stderr, filtered by `RUST_LOG` (`target=level,...`), `default` otherwise.
 fn init_logs(default: &str) {
-    use tracing_subscriber::filter::Targets;
     use tracing_subscriber::prelude::*;
+    tracing_subscriber::registry().with(log_layer(default)).init();
+}
+
+/// The stderr log layer, filtered by `RUST_LOG`, `default` otherwise (its own filter, so that
+/// the traces' layer sees spans the logs leave out).
+fn log_layer<S>(default: &str) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::Layer;
     let filter = std::env::var("RUST_LOG")
         .ok()
         .and_then(|spec| spec.parse::<Targets>().ok())
         .unwrap_or_else(|| default.parse().expect("a valid default filter"));
-    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false).with_target(false);
-    tracing_subscriber::registry().with(layer).with(filter).init();
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .with_filter(filter)
+}
+
+/// `serve`'s logs, and its traces when an OTLP endpoint is configured (otel.rs): the exporter
+/// to keep until the bridge exits, or why it could not start.
+#[cfg(feature = "otel")]
+fn init_serve_logs(otlp_endpoint: Option<&str>) -> Result<Option<otel::Exporting>, String> {
+    use tracing_subscriber::prelude::*;
+    let Some(endpoint) = otel::wanted(otlp_endpoint) else {
+        init_logs("info");
+        return Ok(None);
+    };
+    let (traces, exporting) = otel::layer(&endpoint)?;
+    tracing_subscriber::registry().with(log_layer("info")).with(traces).init();
+    Ok(Some(exporting))
+}
+
+/// `serve`'s logs; an OTLP endpoint needs the `otel` feature.
+#[cfg(not(feature = "otel"))]
+fn init_serve_logs(otlp_endpoint: Option<&str>) -> Result<Option<()>, String> {
+    match otel::wanted(otlp_endpoint) {
+        Some(otel::Endpoint::Flag(_)) => {
+            Err("--otlp-endpoint needs an mcp-bridge built with the `otel` feature".into())
+        }
+        Some(otel::Endpoint::Environment) => {
+            init_logs("info");
+            tracing::warn!("OTEL_EXPORTER_OTLP_ENDPOINT is set, but this mcp-bridge was built without the `otel` feature: no traces");
+            Ok(None)
+        }
+        None => {
+            init_logs("info");
+            Ok(None)
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -487,7 +540,14 @@ fn main() -> ExitCode {
     login::set_store_mode(store_mode(cli.credentials_store, &cli.command));
     match cli.command {
         Command::Serve(args) => {
-            init_logs("info");
+            // Kept until serve returns: dropping it flushes the spans still queued.
+            let _exporting = match init_serve_logs(args.otlp_endpoint.as_deref()) {
+                Ok(exporting) => exporting,
+                Err(why) => {
+                    eprintln!("mcp-bridge: {why}");
+                    return ExitCode::from(2);
+                }
+            };
             serve::main(*args)
         }
         Command::List { config, sources, json } => {

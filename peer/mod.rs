@@ -178,6 +178,17 @@ struct Core {
     /// The deadline the timer task sleeps until, to wake it only when an earlier one appears.
     timer_deadline: Option<Instant>,
     closed_reason: Option<String>,
+    /// The spans of the peer's requests being served, until each is answered or cancelled
+    /// (only those a subscriber wanted).
+    #[cfg(feature = "otel")]
+    served: HashMap<Id, ServedSpan>,
+}
+
+/// A request being served, for its span's outcome.
+#[cfg(feature = "otel")]
+struct ServedSpan {
+    span: tracing::Span,
+    method: String,
 }
 
 /// The peer's requests held back, past its in-flight cap, before the reader stops reading the
@@ -196,6 +207,16 @@ impl Core {
             let Some(request) = self.held.pop_front() else { return };
             self.session.handle_incoming(request, now());
         }
+    }
+
+    /// Records the answer's outcome on the span of the peer's request `id`, if it has one, and
+    /// returns the span: the caller drops it once the lock is released (closing a span hands it
+    /// to the exporter).
+    #[cfg(feature = "otel")]
+    fn end_served_span(&mut self, id: &Id, outcome: Result<&Body, &ErrorObject>) -> Option<ServedSpan> {
+        let served = self.served.remove(id)?;
+        crate::telemetry::record_outcome(&served.span, &served.method, outcome);
+        Some(served)
     }
 
     /// Forgets a held request the peer cancelled: it was never handed over, so nothing answers it.
@@ -263,6 +284,8 @@ impl<T: Transport> Peer<T> {
                 waiters: HashMap::new(),
                 timer_deadline: None,
                 closed_reason: None,
+                #[cfg(feature = "otel")]
+                served: HashMap::new(),
             }),
             handler: Box::new(handler),
             timer: Notify::new(),
@@ -432,6 +455,10 @@ impl<T: Transport> Peer<T> {
         };
         let timeout = options.timeout;
         let caller = current_caller();
+        #[cfg(feature = "otel")]
+        let span = crate::telemetry::client_span(method, params.as_ref(), || self.telemetry_connection());
+        #[cfg(feature = "otel")]
+        let params = crate::telemetry::inject_params(&span, params);
         let (done, outcome) = oneshot::channel();
         let (id, messages, wake_timer) = {
             let mut core = self.lock();
@@ -439,6 +466,8 @@ impl<T: Transport> Peer<T> {
                 return Err(RequestError::Closed { reason: Some(reason.clone()) });
             }
             let id = core.session.send_request_with(method, params, now(), options).map_err(RequestError::Session)?;
+            #[cfg(feature = "otel")]
+            crate::telemetry::record_id(&span, &id);
             core.waiters.insert(id.clone(), Waiter { done, timeout, progress: on_progress, caller });
             if let Some(on_id) = on_id {
                 on_id(&id);
@@ -486,7 +515,53 @@ impl<T: Transport> Peer<T> {
         .unwrap_or(Err(RequestError::Closed { reason: None }));
         let mut guard = guard;
         guard.id = None;
+        #[cfg(feature = "otel")]
+        record_request_outcome(&span, method, &result);
         result
+    }
+
+    /// What the spans of this peer's requests say about its connection.
+    #[cfg(feature = "otel")]
+    fn telemetry_connection(&self) -> crate::telemetry::Connection {
+        crate::telemetry::Connection {
+            network_transport: self.shared.transport.network_transport(),
+            session_id: self.shared.transport.session_id(),
+            protocol_version: self.protocol_version().map(|v| v.to_string()),
+        }
+    }
+
+    /// The span of the peer's request `request`, kept until it is answered when a subscriber
+    /// wants it.
+    #[cfg(feature = "otel")]
+    fn serve_span(&self, request: &Request) -> tracing::Span {
+        let span = crate::telemetry::server_span(
+            &request.method,
+            &request.id,
+            request.params.as_ref(),
+            || self.telemetry_connection(),
+            || self.traceparent_header(&request.id),
+        );
+        if !span.is_disabled() {
+            let served = ServedSpan { span: span.clone(), method: request.method.clone() };
+            self.lock().served.insert(request.id.clone(), served);
+        }
+        span
+    }
+
+    /// The `traceparent` and `tracestate` headers of the HTTP request that carried `id`.
+    #[cfg(feature = "otel")]
+    fn traceparent_header(&self, id: &Id) -> Option<(String, Option<String>)> {
+        #[cfg(feature = "http")]
+        {
+            let parts = self.shared.transport.http_request(id)?;
+            let header = |name: &str| parts.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            Some((header("traceparent")?, header("tracestate")))
+        }
+        #[cfg(not(feature = "http"))]
+        {
+            let _ = id;
+            None
+        }
     }
 
     /// The caller our request `id` was sent on behalf of, while it is in flight (`None` when it
@@ -582,8 +657,14 @@ impl<T: Transport> Peer<T> {
     /// # Errors
     /// When the transport fails.
     pub async fn respond(&self, id: &Id, outcome: Result<Body, ErrorObject>) -> Result<bool, TransportError> {
+        #[cfg(feature = "otel")]
+        let ended;
         let (sent, messages) = {
             let mut core = self.lock();
+            #[cfg(feature = "otel")]
+            {
+                ended = core.end_served_span(id, outcome.as_ref());
+            }
             let sent = match outcome {
                 Ok(result) => core.session.respond(id, result),
                 Err(error) => core.session.respond_error(id, error),
@@ -593,6 +674,8 @@ impl<T: Transport> Peer<T> {
             }
             (sent, core.drain())
         };
+        #[cfg(feature = "otel")]
+        drop(ended);
         self.send_all(messages).await?;
         Ok(sent)
     }
@@ -604,6 +687,8 @@ impl<T: Transport> Peer<T> {
     /// [`Queued::sent`] is `false` (and nothing is sent) when `id` was no longer in flight.
     pub fn respond_now(&self, id: &Id, outcome: Result<Body, ErrorObject>) -> Queued<T> {
         let mut core = self.lock();
+        #[cfg(feature = "otel")]
+        let ended = core.end_served_span(id, outcome.as_ref());
         let sent = match outcome {
             Ok(result) => core.session.respond(id, result),
             Err(error) => core.session.respond_error(id, error),
@@ -611,7 +696,11 @@ impl<T: Transport> Peer<T> {
         if !core.held.is_empty() {
             self.shared.room.notify_one();
         }
-        Queued { peer: self.clone(), sent, messages: core.drain() }
+        let queued = Queued { peer: self.clone(), sent, messages: core.drain() };
+        drop(core);
+        #[cfg(feature = "otel")]
+        drop(ended);
+        queued
     }
 
     /// Closes the transport (queued messages are still delivered) and fails every request
@@ -628,6 +717,8 @@ impl<T: Transport> Peer<T> {
     /// (`close_session` false), the session stays open so that requests already received can
     /// still be answered ([`Peer::respond`]) until [`Peer::close`].
     fn finish(&self, reason: Option<String>, close_session: bool) {
+        #[cfg(feature = "otel")]
+        let ended;
         let waiters: Vec<Waiter> = {
             let mut core = self.lock();
             if core.closed_reason.is_none() {
@@ -636,8 +727,14 @@ impl<T: Transport> Peer<T> {
             if close_session {
                 core.session.close();
             }
+            #[cfg(feature = "otel")]
+            {
+                ended = std::mem::take(&mut core.served);
+            }
             core.waiters.drain().map(|(_, w)| w).collect()
         };
+        #[cfg(feature = "otel")]
+        drop(ended);
         for waiter in waiters {
             let _ = waiter.done.send(Err(RequestError::Closed { reason: reason.clone() }));
         }
@@ -662,9 +759,22 @@ impl<T: Transport> Peer<T> {
                         callback(Progress { progress, total, message });
                     }
                 }
-                Event::Request(request) => self.shared.handler.on_request(self, request),
+                Event::Request(request) => {
+                    #[cfg(feature = "otel")]
+                    let span = self.serve_span(&request);
+                    #[cfg(feature = "otel")]
+                    let _in_span = span.enter();
+                    self.shared.handler.on_request(self, request)
+                }
                 Event::Notification(notification) => self.shared.handler.on_notification(self, notification),
-                Event::Cancelled { id, .. } => self.shared.handler.on_cancelled(self, &id),
+                Event::Cancelled { id, .. } => {
+                    #[cfg(feature = "otel")]
+                    {
+                        let cancelled = self.lock().served.remove(&id);
+                        drop(cancelled);
+                    }
+                    self.shared.handler.on_cancelled(self, &id)
+                }
                 Event::Initialized => self.shared.handler.on_initialized(self),
                 Event::Protocol(event) => {
                     if let ProtocolEvent::ErrorWithoutId { error } = &event {
@@ -803,6 +913,19 @@ impl<T: Transport> Peer<T> {
                 }
             }
         }
+    }
+}
+
+/// Records the outcome of a request of ours on its span.
+#[cfg(feature = "otel")]
+fn record_request_outcome(span: &tracing::Span, method: &str, result: &Result<Body, RequestError>) {
+    match result {
+        Ok(body) => crate::telemetry::record_outcome(span, method, Ok(body)),
+        Err(RequestError::Rpc(error)) => crate::telemetry::record_outcome(span, method, Err(error)),
+        Err(RequestError::Timeout { .. }) => crate::telemetry::record_error_type(span, "timeout"),
+        Err(RequestError::Closed { .. }) => crate::telemetry::record_error_type(span, "connection_closed"),
+        Err(RequestError::Session(_)) => crate::telemetry::record_error_type(span, "session"),
+        Err(RequestError::Transport(_)) => crate::telemetry::record_error_type(span, "transport"),
     }
 }
 

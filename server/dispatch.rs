@@ -536,7 +536,7 @@ impl Dispatcher {
         if crate::transport::task::poll_once(work.as_mut()).is_ready() {
             return;
         }
-        let work = crate::transport::task::spawn_boxed(work);
+        let work = crate::transport::task::spawn_boxed_for_request(work);
         self.running.lock().expect("running lock").insert(id.clone(), (serial, work.abort_handle(), canceller));
         if work.is_finished() {
             // It ended before it was registered: nothing is left to cancel.
@@ -710,7 +710,7 @@ impl Dispatcher {
         let mut work = (registered.handler)(args, context);
         let (inner, peer, era, guard, name) =
             (self.inner.clone(), peer.clone(), era.clone(), self.tracker.enter(), params.name);
-        crate::transport::task::spawn(async move {
+        crate::transport::task::spawn_for_request(async move {
             enum Phase {
                 Done(Box<Result<CallToolResult, super::ToolError>>),
                 Panicked(Box<dyn std::any::Any + Send>),

@@ -43,6 +43,8 @@ trait ErasedTransport: Send + Sync + 'static {
     fn related_request(&self, incoming: &Id) -> Option<Id>;
     fn set_protocol_version(&self, version: Option<ProtocolVersion>);
     fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)>;
+    fn network_transport(&self) -> Option<&'static str>;
+    fn session_id(&self) -> Option<String>;
     fn child_pid(&self) -> Option<u32>;
     fn exit_status(&self) -> Option<ExitStatus>;
     fn recv(&self) -> BoxFuture<'_, Result<Option<Message>, TransportError>>;
@@ -90,6 +92,14 @@ impl<T: Transport> ErasedTransport for T {
 
     fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)> {
         Transport::admit_tools(self, tools)
+    }
+
+    fn network_transport(&self) -> Option<&'static str> {
+        Transport::network_transport(self)
+    }
+
+    fn session_id(&self) -> Option<String> {
+        Transport::session_id(self)
     }
 
     fn child_pid(&self) -> Option<u32> {
@@ -191,6 +201,14 @@ impl Transport for BoxTransport {
 
     fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)> {
         self.0.admit_tools(tools)
+    }
+
+    fn network_transport(&self) -> Option<&'static str> {
+        self.0.network_transport()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.0.session_id()
     }
 
     fn child_pid(&self) -> Option<u32> {

@@ -358,6 +358,18 @@ pub trait Transport: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The OpenTelemetry `network.transport` of this transport: `pipe` for stdio, `tcp` for
+    /// HTTP; `None` for the others (in-process pairs) and by default.
+    fn network_transport(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The MCP session id this transport carries (Streamable HTTP's `Mcp-Session-Id`), when
+    /// it has one; `None` for the others and by default.
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+
     /// For a transport over a child process: its process id (`None` for the others).
     fn child_pid(&self) -> Option<u32> {
         None

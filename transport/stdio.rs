@@ -656,6 +656,10 @@ impl Transport for StdioTransport {
         self.local.state.lock().expect("stdio local lock").version = Some(version);
     }
 
+    fn network_transport(&self) -> Option<&'static str> {
+        Some("pipe")
+    }
+
     fn child_pid(&self) -> Option<u32> {
         StdioTransport::child_pid(self)
     }

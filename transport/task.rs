@@ -32,6 +32,25 @@ pub(crate) fn spawn_boxed(future: TaskFuture) -> JoinHandle<()> {
     tokio::spawn(future)
 }
 
+/// Like [`spawn`], for a server's work on one of the peer's requests: with the feature `otel`,
+/// the task runs inside that request's span (see [`crate::telemetry`]), so what it sends
+/// upstream joins the request's trace. Not for tasks that outlive the request.
+#[cfg(feature = "server")]
+pub(crate) fn spawn_for_request<F>(future: F) -> JoinHandle<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    spawn_boxed_for_request(Box::pin(future))
+}
+
+/// [`spawn_for_request`] for a future that is boxed already.
+#[cfg(feature = "server")]
+pub(crate) fn spawn_boxed_for_request(future: TaskFuture) -> JoinHandle<()> {
+    #[cfg(feature = "otel")]
+    let future = crate::telemetry::in_request_span(future);
+    spawn_boxed(future)
+}
+
 /// Polls `future` once with a waker that does nothing.
 #[cfg(any(feature = "server", test))]
 pub(crate) fn poll_once<F: std::future::Future + ?Sized>(future: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {

@@ -125,7 +125,7 @@ impl Dispatcher {
         let guard = self.tracker.enter();
         let peer = peer.clone();
         let era = era.clone();
-        crate::transport::task::spawn(async move {
+        crate::transport::task::spawn_for_request(async move {
             let outcome = era.finish(work.await);
             let _ = peer.respond(&id, outcome).await;
             drop(guard);

@@ -21,6 +21,8 @@ mod bridge_faults;
 mod bridge_guards;
 mod bridge_login;
 mod bridge_oauth;
+#[cfg(feature = "otel")]
+mod bridge_otel;
 mod bridge_policy;
 mod bridge_reach;
 mod bridge_reload;

@@ -59,6 +59,9 @@ fn built(kind: &str, name: &str) -> &'static str {
     if cfg!(feature = "redis") {
         cargo.args(["--features", "mcpwire/redis,mcp-bridge/redis"]);
     }
+    if cfg!(feature = "otel") {
+        cargo.args(["--features", "mcp-bridge/otel"]);
+    }
     if cfg!(feature = "secret-service") {
         cargo.args(["--features", "mcpwire/secret-service"]);
     }

@@ -539,6 +539,14 @@ impl Transport for HttpClientTransport {
         Box::pin(self.send_unboxed(message)).await
     }
 
+    fn network_transport(&self) -> Option<&'static str> {
+        Some("tcp")
+    }
+
+    fn session_id(&self) -> Option<String> {
+        HttpClientTransport::session_id(self)
+    }
+
     fn related_request(&self, incoming: &Id) -> Option<Id> {
         self.inner.related.lock().expect("client lock").get(incoming).cloned()
     }

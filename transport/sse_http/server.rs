@@ -1388,6 +1388,14 @@ impl Transport for ServerTransport {
             .or_else(|| self.session.principal.lock().expect("session lock").clone())
     }
 
+    fn network_transport(&self) -> Option<&'static str> {
+        Some("tcp")
+    }
+
+    fn session_id(&self) -> Option<String> {
+        (!self.session.is_stateless()).then(|| self.session.id.clone())
+    }
+
     fn http_request(&self, request: &Id) -> Option<Arc<HttpRequestParts>> {
         self.session.routes.lock().expect("session lock").http_requests.get(request).cloned()
     }

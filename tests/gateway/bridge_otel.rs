@@ -1,0 +1,306 @@
+//! `mcp-bridge serve --otlp-endpoint` (features `otel`, `mcp-bridge/otel`): a downstream call
+//! and the upstream call it causes are one trace, exported over OTLP/HTTP protobuf to a
+//! receiver in this test, in both eras; and an unreachable collector costs no call.
+//!
+//! The downstream client is ours and sends `_meta.traceparent` itself (as an instrumented
+//! client would); the upstream is our server in this process, whose `meta` tool answers with
+//! the `_meta` it received, so the context the bridge injected can be compared with the spans
+//! it exported.
+
+use crate::serving::ServingBridge;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use mcpwire::client::{CallOptions, Client, ClientOptions, EraPolicy};
+use mcpwire::proto::version::ProtocolVersion;
+use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message as _;
+use serde_json::{json, Value};
+
+/// A span as received, with its resource's `service.name`.
+#[derive(Clone, Debug)]
+struct Received {
+    service: Option<String>,
+    span: Span,
+}
+
+/// An OTLP/HTTP receiver on loopback: `POST /v1/traces` with a protobuf
+/// `ExportTraceServiceRequest`, answered 200; every span kept.
+struct Collector {
+    url: String,
+    received: Arc<(Mutex<Vec<Received>>, Condvar)>,
+}
+
+impl Collector {
+    fn start() -> Collector {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let received: Arc<(Mutex<Vec<Received>>, Condvar)> = Arc::default();
+        let store = received.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let store = store.clone();
+                std::thread::spawn(move || serve_exports(stream, &store));
+            }
+        });
+        Collector { url, received }
+    }
+
+    /// The spans received so far once `enough` holds of them (within a generous bound, for a
+    /// slow machine: the bridge flushes what it queued when it stops).
+    fn spans_when(&self, enough: impl Fn(&[Received]) -> bool) -> Vec<Received> {
+        let (lock, changed) = &*self.received;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut spans = lock.lock().unwrap();
+        while !enough(&spans) {
+            let left = deadline.checked_duration_since(Instant::now()).expect("the spans arrive within 60 s");
+            spans = changed.wait_timeout(spans, left).unwrap().0;
+        }
+        spans.clone()
+    }
+}
+
+fn serve_exports(stream: TcpStream, store: &(Mutex<Vec<Received>>, Condvar)) {
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        assert!(request_line.starts_with("POST /v1/traces "), "{request_line}");
+        let export = ExportTraceServiceRequest::decode(body.as_slice()).expect("an OTLP protobuf export");
+        let mut spans = Vec::new();
+        for resource_spans in export.resource_spans {
+            let service = resource_spans
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|kv| kv.key == "service.name")
+                .and_then(string_of);
+            for scope in resource_spans.scope_spans {
+                spans.extend(scope.spans.into_iter().map(|span| Received { service: service.clone(), span }));
+            }
+        }
+        let (lock, changed) = store;
+        lock.lock().unwrap().extend(spans);
+        changed.notify_all();
+        let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+        writer.write_all(answer.as_bytes()).unwrap();
+    }
+}
+
+fn string_of(kv: &KeyValue) -> Option<String> {
+    match kv.value.as_ref()?.value.as_ref()? {
+        AnyValue::StringValue(s) => Some(s.clone()),
+        AnyValue::IntValue(i) => Some(i.to_string()),
+        other => Some(format!("{other:?}")),
+    }
+}
+
+fn attribute(span: &Span, key: &str) -> Option<String> {
+    span.attributes.iter().find(|kv| kv.key == key).and_then(string_of)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Our server over Streamable HTTP in this process: `meta` answers with the `_meta` its
+/// request carried; `fail` answers with a tool error.
+async fn upstream() -> HttpServer {
+    use mcpwire::server::{text_result, Server};
+    Server::builder()
+        .name("upstream")
+        .tool("meta", "the request's _meta", json!({"type": "object"}), |_args, ctx| {
+            let meta = serde_json::to_string(&ctx.meta()).unwrap();
+            async move { Ok(text_result(meta)) }
+        })
+        .tool("fail", "a tool error", json!({"type": "object"}), |_args, _ctx| async {
+            let mut result = text_result("it failed");
+            result.is_error = Some(true);
+            Ok(result)
+        })
+        .build()
+        .unwrap()
+        .serve_http(HttpServerConfig::default())
+        .await
+        .unwrap()
+}
+
+fn bridge_to(upstream: &HttpServer, name: &str, otlp: &str) -> ServingBridge {
+    let dir = std::env::temp_dir().join(format!("mcpwire-otel-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(&config, format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url())).unwrap();
+    ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", otlp], |command| {
+        command.env("OTEL_BSP_SCHEDULE_DELAY", "100").env_remove("OTEL_SERVICE_NAME").env_remove("OTEL_SDK_DISABLED");
+    })
+}
+
+async fn client(url: &str, era: EraPolicy) -> Client<HttpClientTransport> {
+    let transport = HttpClientTransport::new(HttpClientConfig::new(url)).unwrap();
+    Client::connect(transport, ClientOptions::default().with_era(era)).await.unwrap()
+}
+
+fn text(result: &mcpwire::proto::mcp_types::CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap()[0]["text"].as_str().unwrap().to_owned()
+}
+
+/// One era's calls through the bridge, and what they must have exported.
+async fn one_trace_per_call(era: EraPolicy, version: &str, trace: &str) {
+    let collector = Collector::start();
+    let upstream = upstream().await;
+    let mut bridge = bridge_to(&upstream, version, &collector.url);
+    let downstream = client(&bridge.url, era).await;
+    let parent = "00f067aa0ba902b7";
+    let with_parent =
+        |trace: &str| CallOptions::default().with_meta("traceparent", json!(format!("00-{trace}-{parent}-01")));
+
+    let seen = downstream.call_tool("mcp__up__meta", None, with_parent(trace)).await.unwrap();
+    let upstream_meta: Value = serde_json::from_str(&text(&seen)).unwrap();
+    let injected = upstream_meta["traceparent"].as_str().unwrap_or_else(|| panic!("no traceparent: {upstream_meta}"));
+    let fields: Vec<&str> = injected.split('-').collect();
+    assert_eq!((fields[0], fields[1], fields[3]), ("00", trace, "01"), "{injected}");
+    assert_ne!(fields[2], parent, "the upstream's parent is the bridge's client span, not our span");
+
+    let failing_trace = format!("{}{}", &trace[..31], "f");
+    let failed = downstream.call_tool("mcp__up__fail", None, with_parent(&failing_trace)).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    let _ = downstream.close().await;
+    bridge.stop();
+
+    let in_trace = |spans: &[Received], trace: &str| -> Vec<Received> {
+        spans.iter().filter(|r| hex(&r.span.trace_id) == trace).cloned().collect()
+    };
+    let spans =
+        collector.spans_when(|spans| in_trace(spans, trace).len() >= 2 && in_trace(spans, &failing_trace).len() >= 2);
+    let call = in_trace(&spans, trace);
+    let server = call.iter().find(|r| r.span.kind == SpanKind::Server as i32).expect("the bridge's server span");
+    let client = call.iter().find(|r| r.span.kind == SpanKind::Client as i32).expect("the bridge's client span");
+    assert_eq!(call.len(), 2, "{call:#?}");
+
+    // One trace: our span → the bridge's server span → its client span → the upstream.
+    assert_eq!(hex(&server.span.parent_span_id), parent);
+    assert_eq!(hex(&client.span.parent_span_id), hex(&server.span.span_id));
+    assert_eq!(hex(&client.span.span_id), fields[2], "the context injected upstream is the client span's");
+    assert_eq!(server.service.as_deref(), Some("mcp-bridge"));
+
+    assert_eq!(server.span.name, "tools/call mcp__up__meta");
+    assert_eq!(attribute(&server.span, "mcp.method.name").as_deref(), Some("tools/call"));
+    assert_eq!(attribute(&server.span, "gen_ai.tool.name").as_deref(), Some("mcp__up__meta"));
+    assert_eq!(attribute(&server.span, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
+    assert_eq!(attribute(&server.span, "network.transport").as_deref(), Some("tcp"));
+    assert_eq!(attribute(&server.span, "mcp.protocol.version").as_deref(), Some(version));
+    assert!(attribute(&server.span, "jsonrpc.request.id").is_some(), "{server:#?}");
+    assert_eq!(attribute(&server.span, "error.type"), None);
+    if version != "2026-07-28" {
+        assert!(attribute(&server.span, "mcp.session.id").is_some_and(|s| !s.is_empty()), "{server:#?}");
+    }
+
+    assert_eq!(client.span.name, "tools/call meta");
+    assert_eq!(attribute(&client.span, "mcp.method.name").as_deref(), Some("tools/call"));
+    assert_eq!(attribute(&client.span, "gen_ai.tool.name").as_deref(), Some("meta"));
+    assert_eq!(attribute(&client.span, "network.transport").as_deref(), Some("tcp"));
+    assert!(attribute(&client.span, "mcp.protocol.version").is_some(), "{client:#?}");
+    assert!(attribute(&client.span, "jsonrpc.request.id").is_some(), "{client:#?}");
+
+    // A tool error is an error of both spans, typed `tool_error`.
+    let failing = in_trace(&spans, &failing_trace);
+    assert_eq!(failing.len(), 2, "{failing:#?}");
+    for received in &failing {
+        assert_eq!(attribute(&received.span, "error.type").as_deref(), Some("tool_error"), "{received:#?}");
+        let status = received.span.status.as_ref().expect("a status");
+        assert_eq!(status.code, 2, "STATUS_CODE_ERROR: {received:#?}");
+    }
+    upstream.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_era_call_and_its_upstream_call_are_one_trace() {
+    one_trace_per_call(EraPolicy::Legacy, "2025-11-25", "4bf92f3577b34da6a3ce929d0e0e4736").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_call_and_its_upstream_call_are_one_trace() {
+    one_trace_per_call(
+        EraPolicy::Adopt(ProtocolVersion::V2026_07_28),
+        "2026-07-28",
+        "5bf92f3577b34da6a3ce929d0e0e4736",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_collector_costs_no_call() {
+    let upstream = upstream().await;
+    let bridge = bridge_to(&upstream, "unreachable", "http://127.0.0.1:1");
+    let downstream = client(&bridge.url, EraPolicy::Legacy).await;
+    for i in 0..50 {
+        let trace = format!("{i:032x}").replacen('0', "a", 1);
+        let options = CallOptions::default().with_meta("traceparent", json!(format!("00-{trace}-00f067aa0ba902b7-01")));
+        let seen = downstream.call_tool("mcp__up__meta", None, options).await.unwrap();
+        assert_ne!(seen.is_error, Some(true), "{seen:?}");
+    }
+    let _ = downstream.close().await;
+    drop(bridge);
+    upstream.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_traceparent_header_is_continued_and_a_stdio_upstream_is_a_pipe() {
+    let collector = Collector::start();
+    let echo = crate::examples::example_path("echo_server");
+    let mut bridge =
+        ServingBridge::start_with(&["--otlp-endpoint", &collector.url, "--", echo.to_str().unwrap()], |c| {
+            c.env("OTEL_BSP_SCHEDULE_DELAY", "100").env_remove("OTEL_SDK_DISABLED");
+        });
+    let trace = "6bf92f3577b34da6a3ce929d0e0e4736";
+    let parent = "10f067aa0ba902b7";
+    let config = HttpClientConfig::new(&bridge.url).header("traceparent", format!("00-{trace}-{parent}-01"));
+    let transport = HttpClientTransport::new(config).unwrap();
+    let downstream = Client::connect(transport, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
+    let tools = downstream.list_tools().await.unwrap();
+    let echo_tool = tools.iter().find(|t| t.name.ends_with("echo")).expect("the echo tool").name.clone();
+    let args = json!({"text": "hi"}).as_object().cloned();
+    let echoed = downstream.call_tool(echo_tool.clone(), args, CallOptions::default()).await.unwrap();
+    assert_eq!(text(&echoed), "hi");
+    let _ = downstream.close().await;
+    bridge.stop();
+
+    let is_call = |r: &Received| hex(&r.span.trace_id) == trace && r.span.name.starts_with("tools/call");
+    let spans = collector.spans_when(|spans| spans.iter().filter(|r| is_call(r)).count() >= 2);
+    let call: Vec<&Received> = spans.iter().filter(|r| is_call(r)).collect();
+    let server = call.iter().find(|r| r.span.kind == SpanKind::Server as i32).expect("the server span");
+    let client = call.iter().find(|r| r.span.kind == SpanKind::Client as i32).expect("the client span");
+    assert_eq!(hex(&server.span.parent_span_id), parent, "the header's context is the server span's parent");
+    assert_eq!(server.span.name, format!("tools/call {echo_tool}"));
+    assert_eq!(hex(&client.span.parent_span_id), hex(&server.span.span_id));
+    assert_eq!(client.span.name, "tools/call echo");
+    assert_eq!(attribute(&client.span, "network.transport").as_deref(), Some("pipe"));
+    assert_eq!(attribute(&server.span, "network.transport").as_deref(), Some("tcp"));
+}
