@@ -69,6 +69,19 @@ fn peek(params: Option<&Body>) -> Peek {
     params.and_then(|p| p.decode::<Peek>().ok()).unwrap_or_default()
 }
 
+/// A DEBUG span of ours named `$name` (renamed `{method} {target}` by `otel.name`), with every
+/// attribute of the conventions declared (tracing records only fields declared at creation).
+macro_rules! mcp_span {
+    ($name:literal, $kind:literal, $method:expr) => {
+        tracing::debug_span!(target: TARGET, $name,
+            otel.name = Empty, otel.kind = $kind, otel.status_code = Empty,
+            mcp.method.name = $method, gen_ai.tool.name = Empty, gen_ai.prompt.name = Empty,
+            mcp.resource.uri = Empty, jsonrpc.request.id = Empty, rpc.response.status_code = Empty,
+            error.type = Empty, mcp.protocol.version = Empty, mcp.session.id = Empty,
+            network.transport = Empty, gen_ai.operation.name = Empty)
+    };
+}
+
 /// The span of a request we serve, continuing the trace of its `_meta` or, when that has
 /// none, of `header_traceparent` / `header_tracestate` (the HTTP request's headers). Disabled
 /// (and nothing parsed) when no subscriber wants it.
@@ -79,12 +92,7 @@ pub(crate) fn server_span(
     connection: impl FnOnce() -> Connection,
     headers: impl FnOnce() -> Option<(String, Option<String>)>,
 ) -> Span {
-    let span = tracing::debug_span!(target: TARGET, "mcp.server",
-        otel.name = Empty, otel.kind = "server", otel.status_code = Empty,
-        mcp.method.name = method, gen_ai.tool.name = Empty, gen_ai.prompt.name = Empty,
-        mcp.resource.uri = Empty, jsonrpc.request.id = Empty, rpc.response.status_code = Empty,
-        error.type = Empty, mcp.protocol.version = Empty, mcp.session.id = Empty,
-        network.transport = Empty, gen_ai.operation.name = Empty);
+    let span = mcp_span!("mcp.server", "server", method);
     if span.is_disabled() {
         return span;
     }
@@ -110,12 +118,7 @@ pub(crate) fn server_span(
 /// The span of a request we send, child of the current span. Disabled when no subscriber
 /// wants it.
 pub(crate) fn client_span(method: &str, params: Option<&Body>, connection: impl FnOnce() -> Connection) -> Span {
-    let span = tracing::debug_span!(target: TARGET, "mcp.client",
-        otel.name = Empty, otel.kind = "client", otel.status_code = Empty,
-        mcp.method.name = method, gen_ai.tool.name = Empty, gen_ai.prompt.name = Empty,
-        mcp.resource.uri = Empty, jsonrpc.request.id = Empty, rpc.response.status_code = Empty,
-        error.type = Empty, mcp.protocol.version = Empty, mcp.session.id = Empty,
-        network.transport = Empty, gen_ai.operation.name = Empty);
+    let span = mcp_span!("mcp.client", "client", method);
     if span.is_disabled() {
         return span;
     }
