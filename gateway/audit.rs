@@ -45,10 +45,12 @@ pub enum Outcome {
     Denied,
     /// Refused by a rate limit.
     RateLimited,
+    /// Cancelled by the client before it was answered.
+    Cancelled,
 }
 
 impl Outcome {
-    /// As written in a line: `ok`, `tool_error`, `error`, `denied`, `rate_limited`.
+    /// As written in a line: `ok`, `tool_error`, `error`, `denied`, `rate_limited`, `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
@@ -56,6 +58,7 @@ impl Outcome {
             Outcome::Error => "error",
             Outcome::Denied => "denied",
             Outcome::RateLimited => "rate_limited",
+            Outcome::Cancelled => "cancelled",
         }
     }
 }

@@ -987,18 +987,26 @@ impl Gateway {
         if self.audit.get().is_none() && !self.live.listening() {
             return self.call_routed(&view, server, tool, params, &context).await.map(|(body, _)| body);
         }
-        let started = Instant::now();
         // Only the audit log may keep arguments; the live feed never shows them.
         let arguments = if self.audit.get().is_some() { params.arguments.clone() } else { None };
+        // Observed when the call ends, or as cancelled when the client's cancellation drops
+        // this future first.
+        let mut unanswered = Unanswered {
+            gateway: self,
+            context: &context,
+            server,
+            tool,
+            arguments: arguments.as_ref(),
+            started: Instant::now(),
+            ended: None,
+        };
         let outcome = self.call_routed(&view, server, tool, params, &context).await;
-        let ended = match &outcome {
+        unanswered.ended = Some(match &outcome {
             Ok((_, false)) => AuditOutcome::Ok,
             Ok((_, true)) => AuditOutcome::ToolError,
             Err(e) => outcome_of(e),
-        };
-        let mut entry = observed(&context, "tools/call", server, tool, ended, started);
-        entry.arguments = arguments.as_ref();
-        self.observe(&entry);
+        });
+        drop(unanswered);
         outcome.map(|(body, _)| body)
     }
 
@@ -1221,6 +1229,27 @@ fn outcome_of(error: &ErrorObject) -> AuditOutcome {
         DENIED => AuditOutcome::Denied,
         RATE_LIMITED => AuditOutcome::RateLimited,
         _ => AuditOutcome::Error,
+    }
+}
+
+/// A routed `tools/call` on its way: observed once, when dropped, with how it ended, or as
+/// [`AuditOutcome::Cancelled`] when it never did (its future dropped by a cancellation).
+struct Unanswered<'a> {
+    gateway: &'a Gateway,
+    context: &'a Context,
+    server: &'a str,
+    tool: &'a str,
+    arguments: Option<&'a serde_json::Map<String, serde_json::Value>>,
+    started: Instant,
+    ended: Option<AuditOutcome>,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        let ended = self.ended.unwrap_or(AuditOutcome::Cancelled);
+        let mut entry = observed(self.context, "tools/call", self.server, self.tool, ended, self.started);
+        entry.arguments = self.arguments;
+        self.gateway.observe(&entry);
     }
 }
 

@@ -1,7 +1,7 @@
 //! The console's live traffic (`/ui/api/traffic` of `mcp-bridge serve`, over mcpwire's
-//! echo_server): with the token, a server-sent event stream that carries each call made
-//! after it opened, in order, with its server, tool and outcome (ok, tool error, unknown tool),
-//! and never the token or an argument; without the token 401, from a foreign Origin 403; the
+//! echo_server and server-everything): with the token, a server-sent event stream that carries
+//! each call made after it opened, in order, with its server, tool and outcome (ok, tool error,
+//! unknown tool, cancelled by the client mid-call), and never the token or an argument; without the token 401, from a foreign Origin 403; the
 //! listener, keeping up, lost nothing (`mcp_bridge_live_dropped_total 0`).
 
 use crate::examples;
@@ -33,7 +33,15 @@ async fn the_traffic_stream_carries_each_call_with_its_outcome_and_never_a_secre
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("traffic.toml");
     let echo = examples::example_path("echo_server").display().to_string();
-    std::fs::write(&config, format!("[mcp_servers.echo]\ncommand = {echo:?}\n")).unwrap();
+    let (node, everything) = (crate::support::peer("MCP_NODE"), crate::support::peer("MCP_EVERYTHING_JS"));
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp_servers.echo]\ncommand = {echo:?}\n\n\
+             [mcp_servers.everything]\ncommand = {node:?}\nargs = [{everything:?}, \"stdio\"]\n"
+        ),
+    )
+    .unwrap();
     let bridge =
         ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--auth-token-env", "TRAFFIC_TOKEN"], |c| {
             c.env("TRAFFIC_TOKEN", TOKEN);
@@ -83,13 +91,30 @@ async fn the_traffic_stream_carries_each_call_with_its_outcome_and_never_a_secre
     let failed = call("mcp__echo__add", json!({"a": 1e308, "b": 1e308})).await.unwrap();
     assert_eq!(failed.is_error, Some(true), "an infinite sum is the tool's failure");
     assert!(call("no_such_tool", json!({})).await.is_err(), "an unknown tool is a protocol error");
+    // A 30-step operation, dropped (so cancelled: notifications/cancelled) once its first
+    // progress shows the bridge has it in flight.
+    let (progressed, first_progress) = tokio::sync::oneshot::channel();
+    let progressed = std::sync::Mutex::new(Some(progressed));
+    let long = client.call_tool(
+        "mcp__everything__trigger-long-running-operation".to_owned(),
+        json!({"duration": 30, "steps": 30}).as_object().cloned(),
+        CallOptions::default().with_progress(move |_| {
+            if let Some(first) = progressed.lock().unwrap().take() {
+                let _ = first.send(());
+            }
+        }),
+    );
+    tokio::select! {
+        answered = long => panic!("the 30 s operation answered before it was cancelled: {answered:?}"),
+        _ = first_progress => {}
+    }
 
     let mut seen = Vec::new();
     let mut text = String::new();
-    while seen.len() < 3 {
+    while seen.len() < 4 {
         let line = tokio::time::timeout(Duration::from_secs(30), received.recv())
             .await
-            .unwrap_or_else(|_| panic!("3 events expected, got {seen:?}"))
+            .unwrap_or_else(|_| panic!("4 events expected, got {seen:?}"))
             .expect("the stream stays open");
         text.push_str(&line);
         text.push('\n');
@@ -107,10 +132,12 @@ async fn the_traffic_stream_carries_each_call_with_its_outcome_and_never_a_secre
             json!({"kind": "call", "method": "tools/call", "server": "echo", "name": "echo", "outcome": "ok"}),
             json!({"kind": "call", "method": "tools/call", "server": "echo", "name": "add", "outcome": "tool_error"}),
             json!({"kind": "call", "method": "tools/call", "server": null, "name": "no_such_tool", "outcome": "error"}),
+            json!({"kind": "call", "method": "tools/call", "server": "everything",
+                "name": "trigger-long-running-operation", "outcome": "cancelled"}),
         ]
     );
     let ids: Vec<&Value> = seen.iter().map(|e| &e["id"]).collect();
-    assert!(ids.iter().all(|id| id.is_number()) && ids[0] != ids[1] && ids[1] != ids[2], "{ids:?}");
+    assert!(ids.iter().all(|id| id.is_number()) && ids[0] != ids[1] && ids[1] != ids[2] && ids[2] != ids[3], "{ids:?}");
     for event in &seen {
         assert!(event["latencyMs"].as_f64().is_some_and(|ms| ms >= 0.0), "{event}");
         assert!(event["session"].is_u64(), "a session of the bridge: {event}");
