@@ -10,7 +10,7 @@
 //! message (the spec leaves the default to the server).
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use super::{input_required, invalid_params, params_or_default, Dispatcher, Era};
 use crate::peer::Peer;
@@ -21,6 +21,7 @@ use crate::proto::mcp_types::{
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
 };
 use crate::server::context::{InputRound, UntilInput};
+use crate::server::registry::Registrations;
 use crate::server::request_state::Binding;
 use crate::server::{completion, pagination, prompts, resources};
 use crate::transport::Transport;
@@ -132,24 +133,33 @@ impl Dispatcher {
         });
     }
 
+    /// One page of `registered`, after the cursor of a list request's `params`, each entry
+    /// made into what the list carries by `item`.
+    fn page_of<E, T>(
+        &self,
+        registered: &RwLock<Registrations<E>>,
+        cursor: Option<&str>,
+        item: impl Fn(&E) -> T,
+    ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+        let all: Vec<Arc<E>> = registered.read().expect("registrations lock").values().cloned().collect();
+        let (page, next_cursor) = pagination::page(&all, cursor, self.inner.page_size)?;
+        Ok((page.iter().map(|entry| item(entry)).collect(), next_cursor))
+    }
+
     fn list_resources(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
         let params: ListResourcesRequestParams = params_or_default(params)?;
-        let all: Vec<_> = self.inner.registry.resources.read().expect("resources lock").values().cloned().collect();
-        let (page, next_cursor) = pagination::page(&all, params.cursor.as_deref(), self.inner.page_size)?;
-        Ok(Body::typed(ListResourcesResult {
-            resources: page.into_iter().map(|e| e.resource.clone()).collect(),
-            next_cursor,
-            meta: None,
-            extra: Default::default(),
-        }))
+        let registered = &self.inner.registry.resources;
+        let (resources, next_cursor) = self.page_of(registered, params.cursor.as_deref(), |e| e.resource.clone())?;
+        Ok(Body::typed(ListResourcesResult { resources, next_cursor, meta: None, extra: Default::default() }))
     }
 
     fn list_templates(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
         let params: ListResourceTemplatesRequestParams = params_or_default(params)?;
-        let all: Vec<_> = self.inner.registry.templates.read().expect("templates lock").values().cloned().collect();
-        let (page, next_cursor) = pagination::page(&all, params.cursor.as_deref(), self.inner.page_size)?;
+        let registered = &self.inner.registry.templates;
+        let (resource_templates, next_cursor) =
+            self.page_of(registered, params.cursor.as_deref(), |e| e.template.clone())?;
         Ok(Body::typed(ListResourceTemplatesResult {
-            resource_templates: page.into_iter().map(|e| e.template.clone()).collect(),
+            resource_templates,
             next_cursor,
             meta: None,
             extra: Default::default(),
@@ -158,14 +168,9 @@ impl Dispatcher {
 
     fn list_prompts(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
         let params: ListPromptsRequestParams = params_or_default(params)?;
-        let all: Vec<_> = self.inner.registry.prompts.read().expect("prompts lock").values().cloned().collect();
-        let (page, next_cursor) = pagination::page(&all, params.cursor.as_deref(), self.inner.page_size)?;
-        Ok(Body::typed(ListPromptsResult {
-            prompts: page.into_iter().map(|e| e.prompt.clone()).collect(),
-            next_cursor,
-            meta: None,
-            extra: Default::default(),
-        }))
+        let registered = &self.inner.registry.prompts;
+        let (prompts, next_cursor) = self.page_of(registered, params.cursor.as_deref(), |e| e.prompt.clone())?;
+        Ok(Body::typed(ListPromptsResult { prompts, next_cursor, meta: None, extra: Default::default() }))
     }
 
     fn read_resource<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
