@@ -238,6 +238,10 @@ pub enum ServerError {
         /// Why.
         reason: String,
     },
+    /// A type given to [`ServerBuilder::with_form`] is outside the elicitation subset (feature
+    /// `schema`: a nested object, a list of anything but a unit-only enum …), naming the field.
+    #[cfg(feature = "schema")]
+    InvalidForm(NotAForm),
     /// The input failed (not a clean end of stream).
     Input(String),
     /// Flushing and closing the transport failed.
@@ -254,6 +258,8 @@ impl fmt::Display for ServerError {
             }
             ServerError::InvalidSchema { name, reason } => write!(f, "tool {name:?}: {reason}"),
             ServerError::InvalidPromptArguments { name, reason } => write!(f, "prompt {name:?}: {reason}"),
+            #[cfg(feature = "schema")]
+            ServerError::InvalidForm(e) => write!(f, "{e}"),
             ServerError::NotCacheable { method } => {
                 write!(f, "{method} has no cacheable result (see CACHEABLE_METHODS)")
             }
@@ -349,7 +355,7 @@ pub struct ServerBuilder {
     cache_hints: Vec<(String, CacheHint)>,
     request_state_secret: Option<Vec<u8>>,
     forwarder: Option<(Arc<dyn forward::Forwarder>, forward::Forwarding)>,
-    /// Tools whose schemas cannot be used, reported by `build`.
+    /// Tools, prompts and forms whose schemas cannot be used, reported by `build`.
     schema_errors: Vec<ServerError>,
 }
 
@@ -645,7 +651,9 @@ impl ServerBuilder {
     ///
     /// # Errors
     /// [`ServerError::DuplicateTool`], [`ServerError::InvalidInputSchema`],
-    /// [`ServerError::Duplicate`], [`ServerError::InvalidSchema`].
+    /// [`ServerError::Duplicate`], [`ServerError::InvalidSchema`],
+    /// [`ServerError::InvalidPromptArguments`], and with feature `schema`
+    /// `ServerError::InvalidForm`.
     pub fn build(mut self) -> Result<Server, ServerError> {
         if !self.schema_errors.is_empty() {
             return Err(self.schema_errors.remove(0));

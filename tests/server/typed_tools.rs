@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use mcpwire::client::{Client, ClientOptions, EraPolicy};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Role, TextContent, Tool};
 use mcpwire::server::{
-    prompt, prompt_argument, prompt_message, prompt_result, text_result, Elicited, Form, Json, Server,
+    prompt, prompt_argument, prompt_message, prompt_result, text_result, Elicited, Form, Json, Server, ServerError,
 };
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use schemars::JsonSchema;
@@ -159,7 +159,6 @@ struct Shipping {
 }
 
 fn server() -> Server {
-    let approval = Form::<Approval>::new().unwrap();
     Server::builder()
         .name("typed")
         .prompt(
@@ -176,16 +175,20 @@ fn server() -> Server {
                 )]))
             },
         )
-        .derived_tool("approve", "Asks for an approval", move |HowToAnswer { answer }, ctx| {
-            let form = approval.clone();
-            async move {
-                let text = match ctx.elicit_form(format!("Approve? ({answer})"), &form).await? {
-                    Elicited::Accept(a) => format!("approve={} copies={} urgency={:?}", a.approve, a.copies, a.urgency),
-                    Elicited::Decline => "declined".to_owned(),
-                    Elicited::Cancel => "cancelled".to_owned(),
-                };
-                Ok(text_result(text))
-            }
+        .with_form(|builder, approval: Form<Approval>| {
+            builder.derived_tool("approve", "Asks for an approval", move |HowToAnswer { answer }, ctx| {
+                let form = approval.clone();
+                async move {
+                    let text = match ctx.elicit_form(format!("Approve? ({answer})"), &form).await? {
+                        Elicited::Accept(a) => {
+                            format!("approve={} copies={} urgency={:?}", a.approve, a.copies, a.urgency)
+                        }
+                        Elicited::Decline => "declined".to_owned(),
+                        Elicited::Cancel => "cancelled".to_owned(),
+                    };
+                    Ok(text_result(text))
+                }
+            })
         })
         .derived_tool("sign_up", "Opens an account", |a: SignUp, _ctx| async move {
             let depth = a.interests.as_ref().map_or(0, Interest::depth) as u32;
@@ -667,4 +670,42 @@ fn a_form_type_that_is_not_flat_is_refused_naming_the_field() {
         err.to_string().ends_with("cannot be an elicitation form: field \"to\" is a nested object (Place)"),
         "{err}"
     );
+}
+
+/// A list of free strings (no unit-only enum): no elicitation field either.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Invitees {
+    emails: Vec<String>,
+}
+
+/// The builder owns the refusal: a tool declaring a form of a nested struct, or of a list of
+/// strings, makes `build` fail naming the field (the tool is never registered, no call is
+/// needed to find out); the same tool with a flat form builds and is listed.
+#[test]
+fn a_tool_declaring_a_form_that_is_not_flat_fails_the_build_naming_the_field() {
+    fn with_form_of<T: serde::de::DeserializeOwned + JsonSchema + Send + Sync + 'static>() -> Result<Server, ServerError>
+    {
+        Server::builder()
+            .with_form(|builder, form: Form<T>| {
+                builder.derived_tool("ask", "Asks", move |HowToAnswer { .. }, ctx| {
+                    let form = form.clone();
+                    async move {
+                        ctx.elicit_form("?", &form).await?;
+                        Ok(text_result("asked"))
+                    }
+                })
+            })
+            .build()
+    }
+    for (refused, field, why) in [
+        (with_form_of::<Shipping>(), "to", "is a nested object (Place)"),
+        (with_form_of::<Invitees>(), "emails", "is a list of something other than a unit-only enum"),
+    ] {
+        let Err(ServerError::InvalidForm(e)) = refused else { panic!("{field}: refused at build") };
+        assert_eq!(e.field, field);
+        assert!(e.to_string().ends_with(&format!("field {field:?} {why}")), "{e}");
+    }
+    let built = with_form_of::<Approval>().expect("a flat form builds");
+    assert_eq!(built.tools().iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["ask"]);
 }
