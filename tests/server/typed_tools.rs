@@ -158,9 +158,32 @@ struct Shipping {
     to: Place,
 }
 
+/// A typed prompt's arguments: strings on the wire, one of them an enum.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ReviewArgs {
+    /// The code to review.
+    code: String,
+    /// How to say it.
+    tone: Option<Tone>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Tone {
+    Kind,
+    Blunt,
+}
+
 fn server() -> Server {
     Server::builder()
         .name("typed")
+        .derived_prompt("review", "Reviews code", |ReviewArgs { code, tone }, _request| async move {
+            let text = format!("Review {code} ({tone:?})");
+            Ok(prompt_result(vec![prompt_message(
+                Role::User,
+                ContentBlock::Text(TextContent { text, ..Default::default() }),
+            )]))
+        })
         .prompt(
             prompt(
                 "brief",
@@ -402,6 +425,57 @@ async fn python_sdk_client_lists_and_calls_a_typed_tool() {
     assert_eq!(steps[8]["result"]["isError"], true, "{}", steps[8]);
     let message = steps[8]["result"]["content"][0]["text"].as_str().unwrap();
     assert!(message.contains("/login: \"Ada!\" does not match"), "{message}");
+}
+
+/// A typed prompt served over Streamable HTTP to the Python SDK client: it lists the arguments
+/// derived from `ReviewArgs` (names, doc comments, required from `Option`-ness) and gets the
+/// prompt with them; a missing required argument and a value outside the enum are each -32602
+/// naming the argument, and the session goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_sdk_client_lists_and_gets_a_typed_prompt() {
+    let (_server, http) = serve().await;
+    let script = json!([
+        {"list": "prompts"},
+        {"prompt": "review", "args": {"code": "fn main() {}", "tone": "blunt"}},
+        {"prompt": "review", "args": {"code": "x"}},
+        {"prompt": "review", "args": {"tone": "kind"}},
+        {"prompt": "review", "args": {"code": "x", "tone": "rude"}},
+        {"call": "echo", "args": {"text": "unharmed"}}
+    ]);
+    let output = tokio::process::Command::new(support::peer("MCP_PYTHON"))
+        .arg(support::repo_path("tests/peers/py_client.py"))
+        .args(["--url", &http.url()])
+        .env("MCP_SCRIPT", script.to_string())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let steps: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(steps.len(), 8, "{steps:#?}");
+    let prompts = steps[2]["result"]["prompts"].as_array().unwrap();
+    let review = prompts.iter().find(|p| p["name"] == "review").unwrap();
+    assert_eq!(
+        review["arguments"],
+        json!([
+            {"name": "code", "description": "The code to review.", "required": true},
+            {"name": "tone", "description": "How to say it.", "required": false}
+        ]),
+        "{review}"
+    );
+    let said = |step: &Value| step["result"]["messages"][0]["content"]["text"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(said(&steps[3]), "Review fn main() {} (Some(Blunt))", "{}", steps[3]);
+    assert_eq!(said(&steps[4]), "Review x (None)", "{}", steps[4]);
+    for (step, expected) in [
+        (&steps[5], "Missing required arguments for prompt review: code"),
+        (&steps[6], "Invalid arguments for prompt review: /tone: \"rude\" is not"),
+    ] {
+        assert_eq!(step["ok"], false, "{step}");
+        assert_eq!(step["error"]["code"], -32602, "{step}");
+        let message = step["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(expected), "{message}");
+    }
+    assert_eq!(steps[7]["result"]["content"][0]["text"], "unharmed");
 }
 
 #[tokio::test(flavor = "multi_thread")]
