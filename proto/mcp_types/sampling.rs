@@ -347,6 +347,39 @@ impl CreateMessageRequestParams {
     }
 }
 
+impl ModelPreferences {
+    /// No preference yet; add hints and priorities with the setters.
+    pub fn new() -> Self {
+        ModelPreferences::default()
+    }
+
+    /// Adds a hint: a model name or a fragment of one (`"sonnet"`), after those already given
+    /// (the client weighs them in order).
+    pub fn hint(mut self, name: impl Into<String>) -> Self {
+        let hint = ModelHint { name: Some(name.into()), ..ModelHint::default() };
+        self.hints.get_or_insert_with(Vec::new).push(hint);
+        self
+    }
+
+    /// How much cost matters, 0..=1; a value that is no finite number is left out.
+    pub fn cost_priority(mut self, priority: f64) -> Self {
+        self.cost_priority = Number::from_f64(priority);
+        self
+    }
+
+    /// How much speed matters, 0..=1; a value that is no finite number is left out.
+    pub fn speed_priority(mut self, priority: f64) -> Self {
+        self.speed_priority = Number::from_f64(priority);
+        self
+    }
+
+    /// How much capability matters, 0..=1; a value that is no finite number is left out.
+    pub fn intelligence_priority(mut self, priority: f64) -> Self {
+        self.intelligence_priority = Number::from_f64(priority);
+        self
+    }
+}
+
 impl CreateMessageResult {
     /// An `assistant` result of `content` (a block or several) written by `model`, with no stop
     /// reason (set one with [`stop_reason`](Self::stop_reason)).
@@ -541,6 +574,92 @@ mod tests {
             (decoded.text().as_str(), decoded.tool_uses().map(|u| u.name.as_str()).collect::<Vec<_>>()),
             ("ok", vec!["f"])
         );
+    }
+
+    /// The spec's own schema (2025-11-25, the definitions sampling reaches, vendored) accepts
+    /// what the builders write with every field set, and every member written is one the spec
+    /// declares (its schema lets unknown members pass, so a misspelt one would not fail there).
+    #[test]
+    fn builders_write_json_the_2025_11_25_schema_accepts() {
+        let spec: Value = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/spec/2025-11-25-sampling.schema.json"
+        )))
+        .unwrap();
+        let definition = |name: &str| {
+            let mut schema = json!({"$ref": format!("#/$defs/{name}")});
+            schema["$defs"] = spec["$defs"].clone();
+            crate::proto::validate::Validator::new(&schema).unwrap()
+        };
+        let declared = |name: &str, value: &Value| {
+            let properties = spec["$defs"][name]["properties"].as_object().unwrap();
+            for member in value.as_object().unwrap().keys() {
+                assert!(properties.contains_key(member), "{name} declares no {member}");
+            }
+        };
+
+        let params = CreateMessageRequestParams::new(
+            vec![
+                SamplingMessage::user_text("What is 2 + 2?"),
+                SamplingMessage::assistant_text("4."),
+                SamplingMessage::user_text("And 3 + 3?"),
+            ],
+            64,
+        )
+        .system_prompt("Answer with a number.")
+        .model_preferences(
+            ModelPreferences::new()
+                .hint("claude-3-sonnet")
+                .hint("claude")
+                .cost_priority(0.3)
+                .speed_priority(0.5)
+                .intelligence_priority(0.9),
+        )
+        .temperature(0.2)
+        .stop_sequences(vec!["\n\n".into()])
+        .include_context(IncludeContext::ThisServer);
+        let written = serde_json::to_value(&params).unwrap();
+        assert_eq!(
+            written,
+            json!({
+                "messages": [
+                    {"role": "user", "content": {"type": "text", "text": "What is 2 + 2?"}},
+                    {"role": "assistant", "content": {"type": "text", "text": "4."}},
+                    {"role": "user", "content": {"type": "text", "text": "And 3 + 3?"}}
+                ],
+                "modelPreferences": {
+                    "hints": [{"name": "claude-3-sonnet"}, {"name": "claude"}],
+                    "costPriority": 0.3, "speedPriority": 0.5, "intelligencePriority": 0.9
+                },
+                "systemPrompt": "Answer with a number.",
+                "includeContext": "thisServer",
+                "temperature": 0.2,
+                "maxTokens": 64,
+                "stopSequences": ["\n\n"]
+            })
+        );
+        definition("CreateMessageRequestParams").check(&written).unwrap();
+        declared("CreateMessageRequestParams", &written);
+        declared("ModelPreferences", &written["modelPreferences"]);
+
+        let result = CreateMessageResult::new("claude-3-sonnet", SamplingMessageContentBlock::text("6"))
+            .stop_reason(StopReason::EndTurn);
+        let written = serde_json::to_value(&result).unwrap();
+        assert_eq!(
+            written,
+            json!({"role": "assistant", "content": {"type": "text", "text": "6"}, "model": "claude-3-sonnet", "stopReason": "endTurn"})
+        );
+        definition("CreateMessageResult").check(&written).unwrap();
+        declared("CreateMessageResult", &written);
+        // Read back typed: the answer's text, the model, the stop reason.
+        let read: CreateMessageResult = serde_json::from_value(written).unwrap();
+        assert_eq!((read.text().as_str(), read.model.as_str()), ("6", "claude-3-sonnet"));
+        assert_eq!(read.stop_reason, Some(StopReason::EndTurn));
+
+        // A request the spec refuses is refused by the same check (the check can fail).
+        let mut wrong = serde_json::to_value(&params).unwrap();
+        wrong["includeContext"] = json!("everything");
+        assert!(definition("CreateMessageRequestParams").check(&wrong).is_err());
     }
 
     #[test]
