@@ -37,8 +37,9 @@
 //!   call's task and no response is sent.
 //! - Typed tools (feature `schema`): `derived_tool` derives the input and output schemas from
 //!   Rust types (schemars) and decodes the arguments; a `Json` result fills
-//!   `structuredContent`; `Form` derives an elicitation form from a flat type and
-//!   `Context::elicit_form` decodes the answer.
+//!   `structuredContent`; `Form` derives an elicitation form from a flat type (made by
+//!   `ServerBuilder::with_form`, a type that is not flat fails `build`) and
+//!   `Context::elicit_form` decodes the answer; `derived_prompt` derives a prompt's arguments.
 //! - Each tool's schemas are compiled once, when it is registered (one that does not compile is
 //!   [`ServerError::InvalidSchema`]). Tool arguments are checked against the input schema
 //!   ([`schema`]: full JSON Schema 2020-12 with feature `validation`, a subset without) before
