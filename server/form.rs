@@ -4,7 +4,9 @@
 //! object whose fields are each a string (with `minLength`/`maxLength` and a `format` among
 //! `email`, `uri`, `date`, `date-time`), a number or integer (with bounds), a boolean, one of a
 //! set of strings (a unit-only enum) or several of them (a list of such an enum). A type with
-//! any other field is refused, naming the field. [`Context::elicit_form`] sends it and answers
+//! any other field is refused, naming the field. [`ServerBuilder::with_form`] makes the form
+//! while the server is assembled, so that such a type fails [`ServerBuilder::build`] rather
+//! than a call; [`Form::new`] makes one anywhere. [`Context::elicit_form`] sends it and answers
 //! [`Elicited::Accept`] with the answer validated against the schema and decoded, or
 //! [`Elicited::Decline`] / [`Elicited::Cancel`]. Both eras: a server-to-client request in the
 //! handshake era, a multi-round-trip request in 2026-07-28 (the untyped `Context::elicit`'s
@@ -20,7 +22,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::{ClientRequestError, Context};
+use super::{ClientRequestError, Context, ServerBuilder, ServerError};
 use crate::proto::json_schema;
 use crate::proto::mcp_types::{decode_value, ElicitAction, ElicitationSchema, PrimitiveSchemaDefinition};
 use crate::proto::validate::Validator;
@@ -79,10 +81,9 @@ pub enum Elicited<T> {
 }
 
 impl<T: DeserializeOwned + JsonSchema> Form<T> {
-    /// The form of `T`. Make it once, where the server is assembled, and move it into the
-    /// handler (as the echo demo's `greet` does): a type outside the subset is then refused when
-    /// the program starts, beside the tools [`ServerBuilder::build`](super::ServerBuilder::build)
-    /// refuses, never in the middle of a call.
+    /// The form of `T`. A tool's forms are best made by [`ServerBuilder::with_form`], where a
+    /// type outside the subset fails `build`; this is for a form made elsewhere (a tool added
+    /// while serving).
     ///
     /// # Errors
     /// [`NotAForm`] naming the first field outside the elicitation subset (a nested object, a
@@ -122,6 +123,63 @@ impl<T: DeserializeOwned + JsonSchema> Form<T> {
     /// The `requestedSchema` sent to the client.
     pub fn schema(&self) -> &ElicitationSchema {
         &self.schema
+    }
+}
+
+impl ServerBuilder {
+    /// Makes the form of `T` now, while the server is assembled, and hands it to `declare`,
+    /// which adds the tools that ask it (moving the form into their handlers). A `T` outside
+    /// the elicitation subset is not a runtime surprise: `declare` is not called and
+    /// [`build`](Self::build) fails with [`ServerError::InvalidForm`] naming the field.
+    ///
+    /// ```
+    /// use mcpwire::schemars::{self, JsonSchema};
+    /// use mcpwire::server::{text_result, Elicited, Form, Server, ServerError};
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Name {
+    ///     /// Your name.
+    ///     name: String,
+    /// }
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct NoArgs {}
+    ///
+    /// let server = Server::builder()
+    ///     .with_form(|builder, form: Form<Name>| {
+    ///         builder.derived_tool("greet", "Greets the user", move |NoArgs {}, ctx| {
+    ///             let form = form.clone();
+    ///             async move {
+    ///                 Ok(text_result(match ctx.elicit_form("Your name?", &form).await? {
+    ///                     Elicited::Accept(Name { name }) => format!("Hello, {name}!"),
+    ///                     _ => "Hello!".to_owned(),
+    ///                 }))
+    ///             }
+    ///         })
+    ///     })
+    ///     .build();
+    /// assert!(server.is_ok());
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Names {
+    ///     names: Vec<String>,
+    /// }
+    /// let refused = Server::builder().with_form(|builder, _: Form<Names>| builder).build();
+    /// let Err(ServerError::InvalidForm(e)) = refused else { panic!("refused") };
+    /// assert_eq!(e.field, "names");
+    /// ```
+    pub fn with_form<T: DeserializeOwned + JsonSchema>(
+        mut self,
+        declare: impl FnOnce(ServerBuilder, Form<T>) -> ServerBuilder,
+    ) -> ServerBuilder {
+        match Form::<T>::new() {
+            Ok(form) => declare(self, form),
+            Err(refused) => {
+                self.schema_errors.push(ServerError::InvalidForm(refused));
+                self
+            }
+        }
     }
 }
 

@@ -37,8 +37,9 @@
 //!   call's task and no response is sent.
 //! - Typed tools (feature `schema`): `derived_tool` derives the input and output schemas from
 //!   Rust types (schemars) and decodes the arguments; a `Json` result fills
-//!   `structuredContent`; `Form` derives an elicitation form from a flat type and
-//!   `Context::elicit_form` decodes the answer.
+//!   `structuredContent`; `Form` derives an elicitation form from a flat type (made by
+//!   `ServerBuilder::with_form`, a type that is not flat fails `build`) and
+//!   `Context::elicit_form` decodes the answer; `derived_prompt` derives a prompt's arguments.
 //! - Each tool's schemas are compiled once, when it is registered (one that does not compile is
 //!   [`ServerError::InvalidSchema`]). Tool arguments are checked against the input schema
 //!   ([`schema`]: full JSON Schema 2020-12 with feature `validation`, a subset without) before
@@ -238,6 +239,10 @@ pub enum ServerError {
         /// Why.
         reason: String,
     },
+    /// A type given to [`ServerBuilder::with_form`] is outside the elicitation subset (feature
+    /// `schema`: a nested object, a list of anything but a unit-only enum …), naming the field.
+    #[cfg(feature = "schema")]
+    InvalidForm(NotAForm),
     /// The input failed (not a clean end of stream).
     Input(String),
     /// Flushing and closing the transport failed.
@@ -254,6 +259,8 @@ impl fmt::Display for ServerError {
             }
             ServerError::InvalidSchema { name, reason } => write!(f, "tool {name:?}: {reason}"),
             ServerError::InvalidPromptArguments { name, reason } => write!(f, "prompt {name:?}: {reason}"),
+            #[cfg(feature = "schema")]
+            ServerError::InvalidForm(e) => write!(f, "{e}"),
             ServerError::NotCacheable { method } => {
                 write!(f, "{method} has no cacheable result (see CACHEABLE_METHODS)")
             }
@@ -349,7 +356,7 @@ pub struct ServerBuilder {
     cache_hints: Vec<(String, CacheHint)>,
     request_state_secret: Option<Vec<u8>>,
     forwarder: Option<(Arc<dyn forward::Forwarder>, forward::Forwarding)>,
-    /// Tools whose schemas cannot be used, reported by `build`.
+    /// Tools, prompts and forms whose schemas cannot be used, reported by `build`.
     schema_errors: Vec<ServerError>,
 }
 
@@ -645,7 +652,9 @@ impl ServerBuilder {
     ///
     /// # Errors
     /// [`ServerError::DuplicateTool`], [`ServerError::InvalidInputSchema`],
-    /// [`ServerError::Duplicate`], [`ServerError::InvalidSchema`].
+    /// [`ServerError::Duplicate`], [`ServerError::InvalidSchema`],
+    /// [`ServerError::InvalidPromptArguments`], and with feature `schema`
+    /// `ServerError::InvalidForm`.
     pub fn build(mut self) -> Result<Server, ServerError> {
         if !self.schema_errors.is_empty() {
             return Err(self.schema_errors.remove(0));

@@ -253,7 +253,6 @@ async fn run_agent(
 
 /// The agent server: one tool, `run_agent`.
 pub fn agent_server() -> Server {
-    let approval = Form::<Approval>::new().expect("an approval is a flat form");
     let tool = Tool::new("run_agent", json!({})).title("Run the agent").description(
         "Works towards a goal on the files under root, step by step, with the host's model; asks before writing",
     );
@@ -263,7 +262,9 @@ pub fn agent_server() -> Server {
         .instructions(
             "run_agent works on local files with your model (sampling) and asks before any write (elicitation)",
         )
-        .derived_tool_with(tool, move |args, ctx| run_agent(args, ctx, approval.clone()))
+        .with_form(|builder, approval: Form<Approval>| {
+            builder.derived_tool_with(tool, move |args, ctx| run_agent(args, ctx, approval.clone()))
+        })
         .build()
         .expect("a valid server")
 }

@@ -64,7 +64,6 @@ pub fn echo_server() -> Server {
 /// The echo server's builder, for a host that sets more (a `requestState` secret shared by
 /// several processes, limits) before building it.
 pub fn echo_builder() -> ServerBuilder {
-    let name = Form::<Name>::new().expect("a name is a flat form");
     Server::builder()
         .name("mcpwire-echo-server")
         .version(env!("CARGO_PKG_VERSION"))
@@ -74,23 +73,25 @@ pub fn echo_builder() -> ServerBuilder {
         .derived_tool("echo", "Return the `text` argument as text content", |EchoArgs { text }, _ctx| async move {
             Ok(text_result(text))
         })
-        .derived_tool(
-            "greet",
-            "Ask the user for their name (an elicitation), then greet them",
-            move |NoArgs {}, ctx| {
-                let form = name.clone();
-                async move {
-                    let greeting = match ctx.elicit_form("What is your name?", &form).await {
-                        Ok(Elicited::Accept(Name { name })) => format!("Hello, {name}!"),
-                        Ok(Elicited::Cancel) => "Greeting cancelled.".to_owned(),
-                        // Declined, or an answer that is no name.
-                        Ok(Elicited::Decline) | Err(ClientRequestError::InvalidResult(_)) => {
-                            "Hello, whoever you are!".to_owned()
-                        }
-                        Err(e) => return Err(e.into()),
-                    };
-                    Ok(text_result(greeting))
-                }
-            },
-        )
+        .with_form(|builder, name: Form<Name>| {
+            builder.derived_tool(
+                "greet",
+                "Ask the user for their name (an elicitation), then greet them",
+                move |NoArgs {}, ctx| {
+                    let form = name.clone();
+                    async move {
+                        let greeting = match ctx.elicit_form("What is your name?", &form).await {
+                            Ok(Elicited::Accept(Name { name })) => format!("Hello, {name}!"),
+                            Ok(Elicited::Cancel) => "Greeting cancelled.".to_owned(),
+                            // Declined, or an answer that is no name.
+                            Ok(Elicited::Decline) | Err(ClientRequestError::InvalidResult(_)) => {
+                                "Hello, whoever you are!".to_owned()
+                            }
+                            Err(e) => return Err(e.into()),
+                        };
+                        Ok(text_result(greeting))
+                    }
+                },
+            )
+        })
 }

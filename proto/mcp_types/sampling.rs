@@ -334,6 +334,12 @@ impl CreateMessageRequestParams {
         self
     }
 
+    /// Provider-specific metadata, passed through to the client as written.
+    pub fn metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = Some(metadata);
+        self
+    }
+
     /// Tools the model may ask to call (2025-11-25 on).
     pub fn tools(mut self, tools: Vec<Tool>) -> Self {
         self.tools = Some(tools);
@@ -343,6 +349,39 @@ impl CreateMessageRequestParams {
     /// How the model may use the tools (2025-11-25 on).
     pub fn tool_choice(mut self, mode: ToolChoiceMode) -> Self {
         self.tool_choice = Some(ToolChoice { mode: Some(mode), extra: Extra::new() });
+        self
+    }
+}
+
+impl ModelPreferences {
+    /// No preference yet; add hints and priorities with the setters.
+    pub fn new() -> Self {
+        ModelPreferences::default()
+    }
+
+    /// Adds a hint: a model name or a fragment of one (`"sonnet"`), after those already given
+    /// (the client weighs them in order).
+    pub fn hint(mut self, name: impl Into<String>) -> Self {
+        let hint = ModelHint { name: Some(name.into()), ..ModelHint::default() };
+        self.hints.get_or_insert_with(Vec::new).push(hint);
+        self
+    }
+
+    /// How much cost matters, 0..=1; a value that is no finite number is left out.
+    pub fn cost_priority(mut self, priority: f64) -> Self {
+        self.cost_priority = Number::from_f64(priority);
+        self
+    }
+
+    /// How much speed matters, 0..=1; a value that is no finite number is left out.
+    pub fn speed_priority(mut self, priority: f64) -> Self {
+        self.speed_priority = Number::from_f64(priority);
+        self
+    }
+
+    /// How much capability matters, 0..=1; a value that is no finite number is left out.
+    pub fn intelligence_priority(mut self, priority: f64) -> Self {
+        self.intelligence_priority = Number::from_f64(priority);
         self
     }
 }
@@ -541,6 +580,66 @@ mod tests {
             (decoded.text().as_str(), decoded.tool_uses().map(|u| u.name.as_str()).collect::<Vec<_>>()),
             ("ok", vec!["f"])
         );
+    }
+
+    /// What the builders write with every member set, exactly: our own expectation. Whether a
+    /// third party reads it as the spec means it is checked in `tests/interop/python_sdk_types.rs`
+    /// (the Python SDK's pydantic models).
+    #[test]
+    fn builders_write_every_member_under_the_spec_name() {
+        let params = CreateMessageRequestParams::new(
+            vec![
+                SamplingMessage::user_text("What is 2 + 2?"),
+                SamplingMessage::assistant_text("4."),
+                SamplingMessage::user_text("And 3 + 3?"),
+            ],
+            64,
+        )
+        .system_prompt("Answer with a number.")
+        .model_preferences(
+            ModelPreferences::new()
+                .hint("claude-3-sonnet")
+                .hint("claude")
+                .cost_priority(0.3)
+                .speed_priority(0.5)
+                .intelligence_priority(0.9),
+        )
+        .temperature(0.2)
+        .stop_sequences(vec!["\n\n".into()])
+        .include_context(IncludeContext::ThisServer)
+        .metadata(Map::from_iter([("provider".to_owned(), json!({"seed": 7}))]));
+        assert_eq!(
+            serde_json::to_value(&params).unwrap(),
+            json!({
+                "messages": [
+                    {"role": "user", "content": {"type": "text", "text": "What is 2 + 2?"}},
+                    {"role": "assistant", "content": {"type": "text", "text": "4."}},
+                    {"role": "user", "content": {"type": "text", "text": "And 3 + 3?"}}
+                ],
+                "modelPreferences": {
+                    "hints": [{"name": "claude-3-sonnet"}, {"name": "claude"}],
+                    "costPriority": 0.3, "speedPriority": 0.5, "intelligencePriority": 0.9
+                },
+                "systemPrompt": "Answer with a number.",
+                "includeContext": "thisServer",
+                "temperature": 0.2,
+                "maxTokens": 64,
+                "stopSequences": ["\n\n"],
+                "metadata": {"provider": {"seed": 7}}
+            })
+        );
+
+        let result = CreateMessageResult::new("claude-3-sonnet", SamplingMessageContentBlock::text("6"))
+            .stop_reason(StopReason::EndTurn);
+        let written = serde_json::to_value(&result).unwrap();
+        assert_eq!(
+            written,
+            json!({"role": "assistant", "content": {"type": "text", "text": "6"}, "model": "claude-3-sonnet", "stopReason": "endTurn"})
+        );
+        // Read back typed: the answer's text, the model, the stop reason.
+        let read: CreateMessageResult = serde_json::from_value(written).unwrap();
+        assert_eq!((read.text().as_str(), read.model.as_str()), ("6", "claude-3-sonnet"));
+        assert_eq!(read.stop_reason, Some(StopReason::EndTurn));
     }
 
     #[test]

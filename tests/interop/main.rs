@@ -13,3 +13,4 @@ mod http2;
 mod http_interop;
 mod interop_clients;
 mod interop_eras;
+mod python_sdk_types;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use mcpwire::client::{Client, ClientOptions, EraPolicy};
 use mcpwire::proto::mcp_types::{CallToolResult, ContentBlock, Role, TextContent, Tool};
 use mcpwire::server::{
-    prompt, prompt_argument, prompt_message, prompt_result, text_result, Elicited, Form, Json, Server,
+    prompt, prompt_argument, prompt_message, prompt_result, text_result, Elicited, Form, Json, Server, ServerError,
 };
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use schemars::JsonSchema;
@@ -158,10 +158,32 @@ struct Shipping {
     to: Place,
 }
 
+/// A typed prompt's arguments: strings on the wire, one of them an enum.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ReviewArgs {
+    /// The code to review.
+    code: String,
+    /// How to say it.
+    tone: Option<Tone>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Tone {
+    Kind,
+    Blunt,
+}
+
 fn server() -> Server {
-    let approval = Form::<Approval>::new().unwrap();
     Server::builder()
         .name("typed")
+        .derived_prompt("review", "Reviews code", |ReviewArgs { code, tone }, _request| async move {
+            let text = format!("Review {code} ({tone:?})");
+            Ok(prompt_result(vec![prompt_message(
+                Role::User,
+                ContentBlock::Text(TextContent { text, ..Default::default() }),
+            )]))
+        })
         .prompt(
             prompt(
                 "brief",
@@ -176,16 +198,20 @@ fn server() -> Server {
                 )]))
             },
         )
-        .derived_tool("approve", "Asks for an approval", move |HowToAnswer { answer }, ctx| {
-            let form = approval.clone();
-            async move {
-                let text = match ctx.elicit_form(format!("Approve? ({answer})"), &form).await? {
-                    Elicited::Accept(a) => format!("approve={} copies={} urgency={:?}", a.approve, a.copies, a.urgency),
-                    Elicited::Decline => "declined".to_owned(),
-                    Elicited::Cancel => "cancelled".to_owned(),
-                };
-                Ok(text_result(text))
-            }
+        .with_form(|builder, approval: Form<Approval>| {
+            builder.derived_tool("approve", "Asks for an approval", move |HowToAnswer { answer }, ctx| {
+                let form = approval.clone();
+                async move {
+                    let text = match ctx.elicit_form(format!("Approve? ({answer})"), &form).await? {
+                        Elicited::Accept(a) => {
+                            format!("approve={} copies={} urgency={:?}", a.approve, a.copies, a.urgency)
+                        }
+                        Elicited::Decline => "declined".to_owned(),
+                        Elicited::Cancel => "cancelled".to_owned(),
+                    };
+                    Ok(text_result(text))
+                }
+            })
         })
         .derived_tool("sign_up", "Opens an account", |a: SignUp, _ctx| async move {
             let depth = a.interests.as_ref().map_or(0, Interest::depth) as u32;
@@ -399,6 +425,57 @@ async fn python_sdk_client_lists_and_calls_a_typed_tool() {
     assert_eq!(steps[8]["result"]["isError"], true, "{}", steps[8]);
     let message = steps[8]["result"]["content"][0]["text"].as_str().unwrap();
     assert!(message.contains("/login: \"Ada!\" does not match"), "{message}");
+}
+
+/// A typed prompt served over Streamable HTTP to the Python SDK client: it lists the arguments
+/// derived from `ReviewArgs` (names, doc comments, required from `Option`-ness) and gets the
+/// prompt with them; a missing required argument and a value outside the enum are each -32602
+/// naming the argument, and the session goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_sdk_client_lists_and_gets_a_typed_prompt() {
+    let (_server, http) = serve().await;
+    let script = json!([
+        {"list": "prompts"},
+        {"prompt": "review", "args": {"code": "fn main() {}", "tone": "blunt"}},
+        {"prompt": "review", "args": {"code": "x"}},
+        {"prompt": "review", "args": {"tone": "kind"}},
+        {"prompt": "review", "args": {"code": "x", "tone": "rude"}},
+        {"call": "echo", "args": {"text": "unharmed"}}
+    ]);
+    let output = tokio::process::Command::new(support::peer("MCP_PYTHON"))
+        .arg(support::repo_path("tests/peers/py_client.py"))
+        .args(["--url", &http.url()])
+        .env("MCP_SCRIPT", script.to_string())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let steps: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(steps.len(), 8, "{steps:#?}");
+    let prompts = steps[2]["result"]["prompts"].as_array().unwrap();
+    let review = prompts.iter().find(|p| p["name"] == "review").unwrap();
+    assert_eq!(
+        review["arguments"],
+        json!([
+            {"name": "code", "description": "The code to review.", "required": true},
+            {"name": "tone", "description": "How to say it.", "required": false}
+        ]),
+        "{review}"
+    );
+    let said = |step: &Value| step["result"]["messages"][0]["content"]["text"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(said(&steps[3]), "Review fn main() {} (Some(Blunt))", "{}", steps[3]);
+    assert_eq!(said(&steps[4]), "Review x (None)", "{}", steps[4]);
+    for (step, expected) in [
+        (&steps[5], "Missing required arguments for prompt review: code"),
+        (&steps[6], "Invalid arguments for prompt review: /tone: \"rude\" is not"),
+    ] {
+        assert_eq!(step["ok"], false, "{step}");
+        assert_eq!(step["error"]["code"], -32602, "{step}");
+        let message = step["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(expected), "{message}");
+    }
+    assert_eq!(steps[7]["result"]["content"][0]["text"], "unharmed");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -667,4 +744,42 @@ fn a_form_type_that_is_not_flat_is_refused_naming_the_field() {
         err.to_string().ends_with("cannot be an elicitation form: field \"to\" is a nested object (Place)"),
         "{err}"
     );
+}
+
+/// A list of free strings (no unit-only enum): no elicitation field either.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Invitees {
+    emails: Vec<String>,
+}
+
+/// The builder owns the refusal: a tool declaring a form of a nested struct, or of a list of
+/// strings, makes `build` fail naming the field (the tool is never registered, no call is
+/// needed to find out); the same tool with a flat form builds and is listed.
+#[test]
+fn a_tool_declaring_a_form_that_is_not_flat_fails_the_build_naming_the_field() {
+    fn with_form_of<T: serde::de::DeserializeOwned + JsonSchema + Send + Sync + 'static>() -> Result<Server, ServerError>
+    {
+        Server::builder()
+            .with_form(|builder, form: Form<T>| {
+                builder.derived_tool("ask", "Asks", move |HowToAnswer { .. }, ctx| {
+                    let form = form.clone();
+                    async move {
+                        ctx.elicit_form("?", &form).await?;
+                        Ok(text_result("asked"))
+                    }
+                })
+            })
+            .build()
+    }
+    for (refused, field, why) in [
+        (with_form_of::<Shipping>(), "to", "is a nested object (Place)"),
+        (with_form_of::<Invitees>(), "emails", "is a list of something other than a unit-only enum"),
+    ] {
+        let Err(ServerError::InvalidForm(e)) = refused else { panic!("{field}: refused at build") };
+        assert_eq!(e.field, field);
+        assert!(e.to_string().ends_with(&format!("field {field:?} {why}")), "{e}");
+    }
+    let built = with_form_of::<Approval>().expect("a flat form builds");
+    assert_eq!(built.tools().iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["ask"]);
 }

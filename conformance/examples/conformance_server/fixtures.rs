@@ -1,7 +1,9 @@
 //! The fixtures of the conformance suite's server scenarios (its reference is
 //! `examples/servers/typescript/everything-server.ts` in `modelcontextprotocol/conformance`),
-//! built with the public server API only. The prompts with arguments are typed
-//! (`derived_prompt_with`): their arguments are derived from a Rust type.
+//! built with the public server API only. The tools and the prompts with arguments are typed
+//! (`derived_tool`, `derived_prompt_with`): their schemas are derived from Rust types; only
+//! `json_schema_2020_12_tool` keeps a hand-written schema, which SEP-1613's scenario checks
+//! is listed exactly as written.
 
 use mcpwire::proto::mcp_types::{
     AudioContent, CallToolResult, ContentBlock, EmbeddedResource, ImageContent, Prompt, ResourceContents, Role,
@@ -55,9 +57,9 @@ fn result(content: Vec<ContentBlock>) -> Result<CallToolResult, ToolError> {
     Ok(CallToolResult { content, ..CallToolResult::default() })
 }
 
-fn no_arguments() -> Value {
-    json!({"type": "object", "properties": {}})
-}
+/// The arguments of a tool that takes none.
+#[derive(Deserialize, JsonSchema)]
+pub struct NoArguments {}
 
 /// A tool definition with a name, a description and an input schema.
 fn tool(name: &str, description: &str, input_schema: Value) -> Tool {
@@ -94,27 +96,26 @@ fn json_schema_2020_12() -> Value {
 
 fn tools(builder: ServerBuilder) -> ServerBuilder {
     builder
-        .tool("test_simple_text", "Tests simple text content response", no_arguments(), |_, _| async {
+        .derived_tool("test_simple_text", "Tests simple text content response", |NoArguments {}, _| async {
             result(vec![text("This is a simple text response for testing.")])
         })
-        .tool("test_image_content", "Tests image content response", no_arguments(), |_, _| async {
+        .derived_tool("test_image_content", "Tests image content response", |NoArguments {}, _| async {
             result(vec![image()])
         })
-        .tool("test_audio_content", "Tests audio content response", no_arguments(), |_, _| async {
+        .derived_tool("test_audio_content", "Tests audio content response", |NoArguments {}, _| async {
             result(vec![ContentBlock::Audio(AudioContent {
                 data: TEST_AUDIO_BASE64.to_owned(),
                 mime_type: "audio/wav".to_owned(),
                 ..AudioContent::default()
             })])
         })
-        .tool("test_embedded_resource", "Tests embedded resource content response", no_arguments(), |_, _| async {
+        .derived_tool("test_embedded_resource", "Tests embedded resource content response", |NoArguments {}, _| async {
             result(vec![embedded("test://embedded-resource", "text/plain", "This is an embedded resource content.")])
         })
-        .tool(
+        .derived_tool(
             "test_multiple_content_types",
             "Tests response with multiple content types (text, image, resource)",
-            no_arguments(),
-            |_, _| async {
+            |NoArguments {}, _| async {
                 result(vec![
                     text("Multiple content types test:"),
                     image(),
@@ -126,8 +127,8 @@ fn tools(builder: ServerBuilder) -> ServerBuilder {
                 ])
             },
         )
-        .tool("test_error_handling", "Tests error response handling", no_arguments(), |_, _| async {
-            Err(ToolError::failed("This tool intentionally returns an error for testing"))
+        .derived_tool("test_error_handling", "Tests error response handling", |NoArguments {}, _| async {
+            Err::<CallToolResult, _>(ToolError::failed("This tool intentionally returns an error for testing"))
         })
         .tool_with(
             tool(

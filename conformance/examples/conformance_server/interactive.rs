@@ -6,33 +6,43 @@
 
 use std::time::Duration;
 
-use mcpwire::proto::mcp_types::{CreateMessageRequestParams, ElicitationSchema, LoggingLevel, SamplingMessage};
-use mcpwire::server::{text_result, ServerBuilder, ToolError};
-use serde_json::{json, Map, Value};
+use mcpwire::proto::mcp_types::{
+    CreateMessageRequestParams, ElicitationSchema, LoggingLevel, SamplingMessage, StringSchema,
+};
+use mcpwire::schemars::{self, JsonSchema};
+use mcpwire::server::{text_result, ServerBuilder};
+use serde::Deserialize;
+use serde_json::{json, Value};
 
-fn no_arguments() -> Value {
-    json!({"type": "object", "properties": {}})
-}
+use crate::fixtures::NoArguments;
 
+/// The legacy and titled enum shapes of SEP-1330 (`enumNames`, `anyOf` items) as the suite
+/// writes them: the builder makes the shapes the 2025-11-25 schema names, not these.
 fn schema(value: Value) -> ElicitationSchema {
     serde_json::from_value(value).expect("a valid elicitation schema")
 }
 
-fn string_arg(args: &Map<String, Value>, name: &str) -> Result<String, ToolError> {
-    args.get(name)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| ToolError::invalid_arguments(format!("{name} must be a string")))
+/// `test_sampling`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct SamplingArguments {
+    /// The prompt to send to the LLM
+    prompt: String,
+}
+
+/// `test_elicitation`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct ElicitationArguments {
+    /// The message to show the user
+    message: String,
 }
 
 /// Adds the interactive fixtures to `builder`.
 pub fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
-        .tool(
+        .derived_tool(
             "test_tool_with_logging",
             "Sends three info log messages while it runs",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let nap = Duration::from_millis(50);
                 let _ = ctx.log(LoggingLevel::Info, None, "Tool execution started").await;
                 tokio::time::sleep(nap).await;
@@ -42,11 +52,10 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 Ok(text_result("Tool with logging executed successfully"))
             },
         )
-        .tool(
+        .derived_tool(
             "test_tool_with_progress",
             "Reports progress 0, 50 and 100 of 100 when asked for progress",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
                     if i > 0 {
                         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -56,41 +65,31 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 Ok(text_result("Tool with progress executed successfully"))
             },
         )
-        .tool(
+        .derived_tool(
             "test_sampling",
             "Asks the client's model to answer a prompt",
-            json!({"type": "object", "properties": {"prompt": {"type": "string", "description": "The prompt to send to the LLM"}}, "required": ["prompt"]}),
-            |args, ctx| async move {
-                let prompt = string_arg(&args, "prompt")?;
+            |SamplingArguments { prompt }, ctx| async move {
                 let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 100);
                 let result = ctx.create_message(params).await?;
                 Ok(text_result(format!("LLM response: {}", result.text())))
             },
         )
-        .tool(
+        .derived_tool(
             "test_elicitation",
             "Asks the user for a username and an email address",
-            json!({"type": "object", "properties": {"message": {"type": "string", "description": "The message to show the user"}}, "required": ["message"]}),
-            |args, ctx| async move {
-                let message = string_arg(&args, "message")?;
-                let requested = schema(json!({
-                    "type": "object",
-                    "properties": {
-                        "username": {"type": "string", "description": "User's response"},
-                        "email": {"type": "string", "description": "User's email address"}
-                    },
-                    "required": ["username", "email"]
-                }));
+            |ElicitationArguments { message }, ctx| async move {
+                let requested = ElicitationSchema::new()
+                    .required_field("username", StringSchema::new().description("User's response"))
+                    .required_field("email", StringSchema::new().description("User's email address"));
                 let result = ctx.elicit(message, requested).await?;
                 let content = serde_json::to_string(&result.content.unwrap_or_default()).unwrap_or_default();
                 Ok(text_result(format!("User response: action={}, content={content}", result.action.as_str())))
             },
         )
-        .tool(
+        .derived_tool(
             "test_elicitation_sep1034_defaults",
             "Elicitation with a default for every primitive type (SEP-1034)",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let requested = schema(json!({
                     "type": "object",
                     "properties": {
@@ -106,11 +105,10 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 Ok(completed(result))
             },
         )
-        .tool(
+        .derived_tool(
             "test_elicitation_sep1330_enums",
             "Elicitation with every enum variant (SEP-1330)",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let requested = schema(json!({
                     "type": "object",
                     "properties": {
@@ -134,11 +132,10 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 Ok(completed(result))
             },
         )
-        .tool(
+        .derived_tool(
             "test_reconnection",
             "Takes a moment, so that a client may lose and resume its stream (SEP-1699)",
-            no_arguments(),
-            |_args, _ctx| async move {
+            |NoArguments {}, _ctx| async move {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 Ok(text_result("Reconnection test completed successfully"))
             },

@@ -9,17 +9,42 @@
 use std::sync::OnceLock;
 
 use mcpwire::proto::mcp_types::{
-    BooleanSchema, ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel,
+    BooleanSchema, CallToolResult, ContentBlock, CreateMessageRequestParams, ElicitationSchema, LoggingLevel,
     PrimitiveSchemaDefinition, Role, SamplingMessage, StringSchema, TaskSupport, TextContent, Tool,
 };
+use mcpwire::schemars::{self, JsonSchema};
 use mcpwire::server::{prompt, prompt_message, prompt_result, text_result, Server, ServerBuilder, ToolError};
-use serde_json::{json, Map, Value};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::fixtures::NoArguments;
 
 /// The server, for the tools that change its lists (set once it is built).
 pub static SERVER: OnceLock<Server> = OnceLock::new();
 
+/// The input schema of the tool added while serving, the one untyped tool here.
 fn no_arguments() -> Value {
     json!({"type": "object", "properties": {}})
+}
+
+/// `greet`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct GreetArguments {
+    name: Option<String>,
+}
+
+/// `slow_compute`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+struct ComputeArguments {
+    seconds: Option<f64>,
+}
+
+/// `test_header_param`'s arguments: the region travels in the `Mcp-Param-Region` header too.
+#[derive(Deserialize, JsonSchema)]
+struct RegionArguments {
+    /// A region
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
 }
 
 fn server() -> Result<&'static Server, ToolError> {
@@ -46,11 +71,10 @@ fn elicited(result: &mcpwire::proto::mcp_types::ElicitResult, field: &str) -> St
 /// Adds the MRTR fixtures (`input-required-result-*` scenarios).
 fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
     builder
-        .tool(
+        .derived_tool(
             "test_input_required_result_elicitation",
             "Asks for the user's name",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let result = ctx
                     .with_input_key("user_name")
                     .elicit("What is your name?", form("name", StringSchema::new()))
@@ -58,45 +82,40 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
                 Ok(text_result(format!("Hello, {}!", elicited(&result, "name"))))
             },
         )
-        .tool(
+        .derived_tool(
             "test_input_required_result_sampling",
             "Asks the model a question",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let result = ctx
                     .with_input_key("capital_question")
                     .create_message(sampling("What is the capital of France?", 100))
                     .await?;
-                let text = serde_json::to_value(&result.content).unwrap_or_default();
-                Ok(text_result(format!("LLM said: {}", text["text"].as_str().unwrap_or_default())))
+                Ok(text_result(format!("LLM said: {}", result.text())))
             },
         )
-        .tool(
+        .derived_tool(
             "test_input_required_result_list_roots",
             "Lists the client's roots",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let roots = ctx.with_input_key("client_roots").list_roots().await?;
                 let uris: Vec<String> = roots.into_iter().map(|r| r.uri).collect();
                 Ok(text_result(format!("Roots: {}", uris.join(", "))))
             },
         )
-        .tool(
+        .derived_tool(
             "test_input_required_result_request_state",
             "Asks for a confirmation",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let result =
                     ctx.with_input_key("confirm").elicit("Please confirm", form("ok", BooleanSchema::new())).await?;
                 // The framework opened and checked the sealed requestState before this run.
                 Ok(text_result(format!("state-ok: confirmed={}", elicited(&result, "ok"))))
             },
         )
-        .tool(
+        .derived_tool(
             "test_input_required_result_multiple_inputs",
             "Asks for three things at once",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let (name, greeting, roots) = (
                     ctx.with_input_key("user_name"),
                     ctx.with_input_key("greeting"),
@@ -111,11 +130,10 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
                 Ok(text_result(format!("name={}, roots={}", elicited(&name, "name"), roots.len())))
             },
         )
-        .tool(
+        .derived_tool(
             "test_input_required_result_multi_round",
             "Asks two questions, one after the other",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let name = ctx
                     .with_input_key("step1")
                     .elicit("Step 1: What is your name?", form("name", StringSchema::new()))
@@ -127,21 +145,19 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
                 Ok(text_result(format!("{} likes {}", elicited(&name, "name"), elicited(&color, "color"))))
             },
         )
-        .tool(
+        .derived_tool(
             "test_input_required_result_tampered_state",
             "Asks for a confirmation",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let result =
                     ctx.with_input_key("confirm").elicit("Please confirm", form("ok", BooleanSchema::new())).await?;
                 Ok(text_result(format!("confirmed={}", elicited(&result, "ok"))))
             },
         )
-        .tool(
+        .derived_tool(
             "test_input_required_result_capabilities",
             "Asks only for what the client can give",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 let caps = ctx.client_capabilities().unwrap_or_default();
                 let (sample, elicit) = (ctx.with_input_key("sampling"), ctx.with_input_key("elicitation"));
                 let sampled = async {
@@ -188,42 +204,36 @@ fn register_input_required(builder: ServerBuilder) -> ServerBuilder {
         )
 }
 
-/// A tool definition that may (`optional`) or must (`required`) run as a task.
-fn task_tool(name: &str, description: &str, input_schema: Value, support: &str) -> Tool {
-    Tool::new(name, input_schema).description(description).task_support(TaskSupport::from(support.to_owned()))
+/// A typed tool's definition that may (`optional`) or must (`required`) run as a task (its
+/// input schema is derived when it is added).
+fn task_tool(name: &str, description: &str, support: &str) -> Tool {
+    Tool::new(name, json!({})).description(description).task_support(TaskSupport::from(support.to_owned()))
 }
 
 /// Adds the fixtures of the tasks extension (`tasks-*` scenarios, SEP-2663).
 fn register_tasks(builder: ServerBuilder) -> ServerBuilder {
-    let seconds = json!({"type": "object", "properties": {"seconds": {"type": "number"}}});
     builder
-        .tool(
-            "greet",
-            "Greets by name (never a task)",
-            json!({"type": "object", "properties": {"name": {"type": "string"}}}),
-            |args: Map<String, Value>, _ctx| async move {
-                let name = args.get("name").and_then(Value::as_str).unwrap_or("world").to_owned();
-                Ok(text_result(format!("Hello, {name}!")))
-            },
-        )
-        .tool_with(
-            task_tool("slow_compute", "Sleeps `seconds`, then answers", seconds, "optional"),
-            |args, _ctx| async move {
-                let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(1.0).clamp(0.0, 60.0);
+        .derived_tool("greet", "Greets by name (never a task)", |GreetArguments { name }, _ctx| async move {
+            Ok(text_result(format!("Hello, {}!", name.as_deref().unwrap_or("world"))))
+        })
+        .derived_tool_with(
+            task_tool("slow_compute", "Sleeps `seconds`, then answers", "optional"),
+            |ComputeArguments { seconds }, _ctx| async move {
+                let seconds = seconds.unwrap_or(1.0).clamp(0.0, 60.0);
                 tokio::time::sleep(std::time::Duration::from_secs_f64(seconds)).await;
                 Ok(text_result(format!("computed after {seconds} s")))
             },
         )
-        .tool_with(
-            task_tool("failing_job", "Fails as a tool after about a second", no_arguments(), "required"),
-            |_args, _ctx| async {
+        .derived_tool_with(
+            task_tool("failing_job", "Fails as a tool after about a second", "required"),
+            |NoArguments {}, _ctx| async {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                Err(ToolError::failed("the job failed"))
+                Err::<CallToolResult, _>(ToolError::failed("the job failed"))
             },
         )
-        .tool_with(
-            task_tool("protocol_error_job", "Panics: a protocol error", no_arguments(), "optional"),
-            |_args, _ctx| async {
+        .derived_tool_with(
+            task_tool("protocol_error_job", "Panics: a protocol error", "optional"),
+            |NoArguments {}, _ctx| async {
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 if SERVER.get().is_some() {
                     panic!("protocol_error_job always fails");
@@ -231,17 +241,17 @@ fn register_tasks(builder: ServerBuilder) -> ServerBuilder {
                 Ok(text_result("unreachable"))
             },
         )
-        .tool_with(
-            task_tool("confirm_delete", "Asks for a confirmation, then deletes", no_arguments(), "optional"),
-            |_args, ctx| async move {
+        .derived_tool_with(
+            task_tool("confirm_delete", "Asks for a confirmation, then deletes", "optional"),
+            |NoArguments {}, ctx| async move {
                 ctx.run_as_task().await;
                 let result = ctx.elicit("Delete the file?", form("confirm", BooleanSchema::new())).await?;
                 Ok(text_result(format!("delete: {}", result.action.as_str())))
             },
         )
-        .tool_with(
-            task_tool("multi_input", "Asks two questions at once", no_arguments(), "optional"),
-            |_args, ctx| async move {
+        .derived_tool_with(
+            task_tool("multi_input", "Asks two questions at once", "optional"),
+            |NoArguments {}, ctx| async move {
                 ctx.run_as_task().await;
                 let (a, b) = tokio::join!(
                     ctx.elicit("First?", form("first", StringSchema::new())),
@@ -254,9 +264,9 @@ fn register_tasks(builder: ServerBuilder) -> ServerBuilder {
 
 /// SEP-2663's composition: input gathered by MRTR first, then the call becomes a task.
 fn register_composition(builder: ServerBuilder) -> ServerBuilder {
-    builder.tool_with(
-        task_tool("test_tool_with_task", "Asks for a name, then greets as a task", no_arguments(), "required"),
-        |_args, ctx| async move {
+    builder.derived_tool_with(
+        task_tool("test_tool_with_task", "Asks for a name, then greets as a task", "required"),
+        |NoArguments {}, ctx| async move {
             let name =
                 ctx.with_input_key("user_name").elicit("What is your name?", form("name", StringSchema::new())).await?;
             ctx.run_as_task().await;
@@ -269,37 +279,35 @@ fn register_composition(builder: ServerBuilder) -> ServerBuilder {
 /// Adds the 2026-07-28 fixtures to `builder`.
 pub fn register(builder: ServerBuilder) -> ServerBuilder {
     register_composition(register_tasks(register_input_required(builder)))
-        .tool(
+        .derived_tool(
             "test_missing_capability",
             "Asks the client's model for a message: needs the sampling capability",
-            no_arguments(),
-            |_args, ctx| async move {
+            |NoArguments {}, ctx| async move {
                 ctx.create_message(sampling("hello", 10)).await?;
                 Ok(text_result("sampled"))
             },
         )
-        .tool("test_streaming_elicitation", "Asks the user for a name", no_arguments(), |_args, ctx| async move {
+        .derived_tool("test_streaming_elicitation", "Asks the user for a name", |NoArguments {}, ctx| async move {
             let result = ctx.elicit("What is your name?", form("name", StringSchema::new())).await?;
             Ok(text_result(format!("action={}", result.action.as_str())))
         })
-        .tool("test_logging_tool", "Logs three messages at info", no_arguments(), |_args, ctx| async move {
+        .derived_tool("test_logging_tool", "Logs three messages at info", |NoArguments {}, ctx| async move {
             for text in ["one", "two", "three"] {
                 let _ = ctx.log(LoggingLevel::Info, None, text).await;
             }
             Ok(text_result("logged"))
         })
-        .tool("test_trigger_tool_change", "Adds a tool (the tool list changes)", no_arguments(), |_args, _ctx| async {
+        .derived_tool("test_trigger_tool_change", "Adds a tool (the tool list changes)", |NoArguments {}, _ctx| async {
             let tool = Tool::new("test_dynamic_tool", no_arguments()).description("Added by test_trigger_tool_change");
             server()?
                 .add_tool(tool, |_args, _ctx| async { Ok(text_result("dynamic")) })
                 .map_err(|e| ToolError::failed(e.to_string()))?;
             Ok(text_result("tool list changed"))
         })
-        .tool(
+        .derived_tool(
             "test_trigger_prompt_change",
             "Adds a prompt (the prompt list changes)",
-            no_arguments(),
-            |_args, _ctx| async {
+            |NoArguments {}, _ctx| async {
                 let added = prompt("test_dynamic_prompt", "Added by test_trigger_prompt_change", vec![]);
                 server()?.add_prompt(added, |_request| async {
                     let text = ContentBlock::Text(TextContent { text: "dynamic".to_owned(), ..TextContent::default() });
@@ -308,15 +316,9 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
                 Ok(text_result("prompt list changed"))
             },
         )
-        .tool(
+        .derived_tool(
             "test_header_param",
             "Echoes its region, which travels in the Mcp-Param-Region header too",
-            json!({"type": "object", "properties": {
-                "region": {"type": "string", "description": "A region", "x-mcp-header": "Region"}
-            }, "required": ["region"]}),
-            |args: Map<String, Value>, _ctx| async move {
-                let region = args.get("region").and_then(Value::as_str).unwrap_or_default().to_owned();
-                Ok(text_result(format!("region={region}")))
-            },
+            |RegionArguments { region }, _ctx| async move { Ok(text_result(format!("region={region}"))) },
         )
 }
