@@ -695,6 +695,34 @@ impl ElicitResult {
         ElicitResult::of(ElicitAction::Accept, Some(content))
     }
 
+    /// The user submitted the form with `answers`, a value of the form's own type (a struct
+    /// whose fields serialize to strings, numbers, booleans or lists of strings; a `None` field
+    /// is left out).
+    ///
+    /// # Errors
+    /// When `answers` does not serialize to an object, or one of its fields is not of those
+    /// kinds (the field is named): the spec's forms hold nothing else.
+    pub fn accept_typed<T: Serialize>(answers: &T) -> Result<ElicitResult, String> {
+        let Value::Object(fields) = serde_json::to_value(answers).map_err(|e| e.to_string())? else {
+            return Err("an elicitation's answers are an object of fields".to_owned());
+        };
+        let mut content = BTreeMap::new();
+        for (name, value) in fields {
+            match ElicitValue::from(value) {
+                ElicitValue::Other(Value::Null) => {}
+                ElicitValue::Other(_) => {
+                    return Err(format!(
+                        "the answer `{name}` is not a string, number, boolean or list of strings"
+                    ))
+                }
+                value => {
+                    content.insert(name, value);
+                }
+            }
+        }
+        Ok(ElicitResult::accept(content))
+    }
+
     /// The user refused.
     pub fn decline() -> ElicitResult {
         ElicitResult::of(ElicitAction::Decline, None)
@@ -750,6 +778,35 @@ mod tests {
         let t: T = serde_json::from_value(v.clone()).expect("decode");
         assert_eq!(serde_json::to_value(&t).expect("encode"), v);
         t
+    }
+
+    #[test]
+    fn a_typed_answer_becomes_the_forms_fields_and_a_nested_one_is_refused_by_name() {
+        #[derive(Serialize)]
+        struct Booking {
+            name: String,
+            travellers: u8,
+            confirm: bool,
+            seats: Vec<String>,
+            note: Option<String>,
+        }
+        let answer = Booking { name: "Ada".into(), travellers: 2, confirm: true, seats: vec!["4A".into()], note: None };
+        let result = ElicitResult::accept_typed(&answer).expect("a flat answer");
+        assert_eq!(
+            serde_json::to_value(&result).expect("encode"),
+            json!({"action": "accept", "content": {"name": "Ada", "travellers": 2, "confirm": true, "seats": ["4A"]}})
+        );
+
+        #[derive(Serialize)]
+        struct Nested {
+            to: Booking,
+        }
+        let nested = Nested { to: answer };
+        assert_eq!(
+            ElicitResult::accept_typed(&nested).unwrap_err(),
+            "the answer `to` is not a string, number, boolean or list of strings"
+        );
+        assert!(ElicitResult::accept_typed(&3).is_err());
     }
 
     #[test]
