@@ -255,6 +255,7 @@ impl Run<'_> {
         }
         if !self.modern() {
             self.unknown_version().await;
+            self.before_initialize().await;
         }
         // What came unasked over the whole session.
         if let Wire::Stdio(w) = &mut wire {
@@ -1046,6 +1047,40 @@ impl Run<'_> {
                 }
             }
         }
+    }
+
+    /// A fresh connection whose first message is `tools/list`, no `initialize` before it: a
+    /// server of the handshake era refuses it (an error, an HTTP error status, or the connection
+    /// closed), and never answers it with a result.
+    async fn before_initialize(&mut self) {
+        let id = "lifecycle.before-initialize";
+        let Ok(mut wire) = connect(&self.options.target, None).await else { return };
+        let list = self.message("tools/list", json!({}));
+        let answer = wire.request(&list, self.timeout()).await;
+        match (&answer.reply, &answer.http) {
+            (Reply::Message(m), _) if m.get("error").is_some() => self.pass(id),
+            (Reply::Message(m), _) => self.fail(
+                id,
+                Some(&list),
+                Some(excerpt(&m.to_string())),
+                "tools/list was served before initialize: the initialization phase must come first",
+            ),
+            (Reply::Closed(_), Some(h)) if h.status >= 400 => self.pass(id),
+            (Reply::Closed(_), None) => self.pass(id),
+            (other, _) => self.fail(
+                id,
+                Some(&list),
+                Some(other.describe()),
+                "a request before initialize must be refused with an error (every request is answered)",
+            ),
+        }
+        if let (Some(w), Some(h)) = (http_wire(&mut wire), &answer.http) {
+            if let Some(session) = h.headers.get("mcp-session-id") {
+                w.session = Some(session.clone());
+                let _ = w.exchange("DELETE", None, &[], None, Instant::now() + self.options.timeout).await;
+            }
+        }
+        wire.close().await;
     }
 
     /// A second connection offering an unknown version.

@@ -115,6 +115,16 @@ pub static RULES: &[Rule] = &[
         scope: Scope::Handshake,
     },
     Rule {
+        id: "lifecycle.before-initialize",
+        title: "a request (other than ping) before initialize is refused, not served",
+        level: Should,
+        section: "basic/lifecycle#initialization",
+        quote: "The initialization phase MUST be the first interaction between client and server. … The client \
+                SHOULD NOT send requests other than pings before the server has responded to the initialize \
+                request. (What the server does with one is not stated with a keyword: SHOULD.)",
+        scope: Scope::Handshake,
+    },
+    Rule {
         id: "lifecycle.discover",
         title: "server/discover answers with supportedVersions, capabilities and serverInfo",
         level: Must,

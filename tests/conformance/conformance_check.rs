@@ -195,7 +195,7 @@ fn the_fixture_passes_every_check_in_both_eras_over_http() {
 /// warning for a SHOULD), in every era it applies to, and no other MUST check fails.
 #[test]
 fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
-    let cases: [(&str, bool, &str, &[&str]); 13] = [
+    let cases: [(&str, bool, &str, &[&str]); 14] = [
         ("name-spaces", false, "tools.name-charset", &["2025-11-25", "2026-07-28"]),
         ("name-long", false, "tools.name-length", &["2025-11-25", "2026-07-28"]),
         ("duplicate-tool", false, "tools.name-unique", &["2025-11-25", "2026-07-28"]),
@@ -209,6 +209,7 @@ fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
         ("any-origin", true, "http.origin", &["2025-11-25", "2026-07-28"]),
         ("any-name", true, "http.name-mismatch", &["2026-07-28"]),
         ("any-version-header", true, "http.version-header-mismatch", &["2026-07-28"]),
+        ("serve-before-initialize", false, "lifecycle.before-initialize", &["2025-11-25"]),
     ];
     let mut problems = Vec::new();
     for (rule, http, id, eras) in cases {
@@ -486,4 +487,38 @@ fn a_protected_server_is_checked_with_its_token_and_refused_without_it() {
             assert!(!text.contains(token) && !report.contains(token), "{name}: the token was written out");
         }
     }
+}
+
+/// The revisions' schemas (`REV/schema.json` of the specification's repository): the project's
+/// `../shared/spec`, or `MCP_SPEC_SCHEMAS`.
+fn spec_schemas() -> String {
+    std::env::var("MCP_SPEC_SCHEMAS").unwrap_or_else(|_| support::repo_path("../shared/spec").display().to_string())
+}
+
+/// `results.schema` judges each result by the schema of the revision negotiated: the clean
+/// fixture passes it at every revision of the handshake era, and a resource link (a content
+/// block since 2025-06-18) in a prompt fails it at 2025-03-26 and 2024-11-05 only.
+#[test]
+fn results_are_checked_against_the_negotiated_revisions_schema() {
+    let spec = spec_schemas();
+    let clean = stdio_fixture(None);
+    let old_content = stdio_fixture(Some("old-content"));
+    let mut problems = Vec::new();
+    for era in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        for (server, should_fail) in [(&clean, false), (&old_content, era < "2025-06-18")] {
+            let args = ["--server", server.as_str(), "--era", era, "--spec-schemas", &spec, "--timeout-ms", "5000"];
+            let (code, text, report) = check_json(&format!("schema-{era}-{should_fail}"), &args);
+            let key = format!("{era}/results.schema");
+            let found = findings_against(&report);
+            let (want_code, want_found) =
+                if should_fail { (Some(1), vec![(key.clone(), "MUST".to_owned())]) } else { (Some(0), vec![]) };
+            if found != want_found || code != want_code {
+                problems.push(format!("{server} at {era}: {found:?}, exit {code:?}\n{text}"));
+            }
+            if !should_fail && !with_status(&report, "pass").contains(&key) {
+                problems.push(format!("{server} at {era}: results.schema did not run\n{text}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
