@@ -249,10 +249,12 @@ impl Run<'_> {
         }
         if self.http {
             self.http_checks(&mut wire).await;
+            self.response_to_nothing_over_http(&mut wire).await;
+            self.resume(&mut wire).await;
         } else {
             self.parse_error(&mut wire).await;
-            self.cancellation(&mut wire).await;
         }
+        self.cancellation(&mut wire).await;
         if !self.modern() {
             self.unknown_version().await;
             self.before_initialize().await;
@@ -1024,28 +1026,151 @@ impl Run<'_> {
         }
     }
 
-    /// `--slow-tool`: call it, cancel at once, and see that no answer comes.
+    /// `--slow-tool`: call it, cancel it, and see that no answer comes. Over stdio the
+    /// cancellation follows the call on the same pipe; over HTTP (handshake era) it is POSTed
+    /// once the call's response stream has begun, so the server has the call when it comes.
     async fn cancellation(&mut self, wire: &mut Wire) {
+        let id = "cancellation.no-response";
         let Some((name, arguments)) = self.options.slow_tool.clone() else {
-            self.skip("cancellation.no-response", "no --slow-tool given");
+            self.skip(id, "no --slow-tool given");
             return;
         };
-        let Wire::Stdio(w) = wire else { return };
+        if self.http && self.modern() {
+            self.skip(
+                id,
+                "at 2026-07-28 over HTTP, closing the response stream is the cancellation (no \
+                 notifications/cancelled): nothing to observe",
+            );
+            return;
+        }
         let call = self.message("tools/call", json!({"name": name, "arguments": arguments}));
         let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": self.with_meta(json!({"requestId": call["id"], "reason": "mcp-conformance cancels"}))});
-        if let (Ok(()), Ok(())) = (w.send(&call).await, w.send(&cancel).await) {
-            match w.wait_for(&call["id"], Instant::now() + self.timeout()).await {
-                Reply::Message(m) => self.fail(
-                    "cancellation.no-response",
-                    Some(&call),
-                    Some(excerpt(&m.to_string())),
-                    "the request was cancelled at once, yet answered",
-                ),
-                Reply::Timeout => self.pass("cancellation.no-response"),
-                Reply::Closed(why) => {
-                    self.fail("cancellation.no-response", Some(&call), Some(why), "the server went away")
+        let deadline = Instant::now() + self.timeout();
+        let http = http_wire(wire).cloned();
+        let reply = match (wire, http) {
+            (Wire::Stdio(w), _) => {
+                if let (Ok(()), Ok(())) = (w.send(&call).await, w.send(&cancel).await) {
+                    w.wait_for(&call["id"], deadline).await
+                } else {
+                    return;
                 }
             }
+            (wire @ Wire::Http(..), Some(w)) => {
+                let (head_tx, head_rx) = tokio::sync::oneshot::channel();
+                let body = call.to_string();
+                let call_id = call["id"].clone();
+                let task = tokio::spawn(async move {
+                    w.exchange_telling_head("POST", Some(body.as_bytes()), &[], Some(&call_id), deadline, Some(head_tx))
+                        .await
+                });
+                if !matches!(tokio::time::timeout_at(deadline, head_rx).await, Ok(Ok(()))) {
+                    task.abort();
+                    self.skip(id, "the call's response did not begin within the timeout: no cancellation sent");
+                    return;
+                }
+                let _ = wire.notify(&cancel, self.timeout()).await;
+                let Ok(x) = task.await else { return };
+                let sse = x.seen.headers.get("content-type").is_some_and(|c| c.starts_with("text/event-stream"));
+                let answer = x.messages.iter().find(|m| m.get("id") == Some(&call["id"]) && m.get("method").is_none());
+                match answer {
+                    Some(_) if !sse => {
+                        self.skip(
+                            id,
+                            "the server answered the call whole, in JSON, before a cancellation could follow",
+                        );
+                        return;
+                    }
+                    Some(m) => Reply::Message(m.clone()),
+                    None if x.error.as_deref() == Some("timed out") => Reply::Timeout,
+                    None => Reply::Closed(format!("http {}: the stream ended with no answer", x.seen.status)),
+                }
+            }
+            _ => return,
+        };
+        match reply {
+            Reply::Message(m) => {
+                self.fail(id, Some(&call), Some(excerpt(&m.to_string())), "the request was cancelled, yet answered")
+            }
+            Reply::Timeout => self.pass(id),
+            Reply::Closed(_) if self.http => self.pass(id),
+            Reply::Closed(why) => self.fail(id, Some(&call), Some(why), "the server went away"),
+        }
+    }
+
+    /// Over HTTP in the handshake era, a response to no request POSTed: accepted (202, no
+    /// body) or refused with an error status, never answered.
+    async fn response_to_nothing_over_http(&mut self, wire: &mut Wire) {
+        let id = "jsonrpc.response-to-nothing";
+        if self.modern() {
+            self.skip(
+                id,
+                "at 2026-07-28 clients send no responses over HTTP (\"The client MUST NOT send JSON-RPC responses\")",
+            );
+            return;
+        }
+        let timeout = self.timeout();
+        let Some(w) = http_wire(wire) else { return };
+        let stray = json!({"jsonrpc": "2.0", "id": "mcp-conformance-unasked", "result": {}});
+        let x = w.exchange("POST", Some(stray.to_string().as_bytes()), &[], None, Instant::now() + timeout).await;
+        let answered = x.messages.iter().find(|m| m.get("id") == stray.get("id"));
+        let status = x.seen.status;
+        match answered {
+            None if status == 202 || (400..500).contains(&status) => self.pass(id),
+            None => self.fail(
+                id,
+                Some(&stray),
+                Some(format!("http {status} {}", x.error.unwrap_or_default())),
+                "a response POSTed must get 202 Accepted with no body, or an HTTP error status",
+            ),
+            Some(m) => self.fail(
+                id,
+                Some(&stray),
+                Some(format!("http {status}: {}", excerpt(&m.to_string()))),
+                "our response to no request was answered",
+            ),
+        }
+    }
+
+    /// When a request's SSE stream carries event ids, a GET with `Last-Event-ID` set to an id
+    /// before the response replays the response.
+    async fn resume(&mut self, wire: &mut Wire) {
+        let id = "http.resume";
+        if self.modern() {
+            return;
+        }
+        let timeout = self.timeout();
+        let ping = self.message("ping", json!({}));
+        let Some(w) = http_wire(wire) else { return };
+        let w = w.clone();
+        let x =
+            w.exchange("POST", Some(ping.to_string().as_bytes()), &[], ping.get("id"), Instant::now() + timeout).await;
+        if x.event_ids.is_empty() {
+            self.skip(id, "the server gives no SSE event ids (JSON answers, or events without ids): nothing to resume");
+            return;
+        }
+        let Some((last, _)) = x.event_ids.iter().take_while(|(_, response)| !response).last() else {
+            self.skip(id, "the first event id came with the response itself: nothing after it to replay");
+            return;
+        };
+        let headers = [("accept", Some("text/event-stream".to_owned())), ("last-event-id", Some(last.clone()))];
+        let resumed = w
+            .exchange("GET", None, &headers, ping.get("id"), Instant::now() + timeout.min(Duration::from_secs(3)))
+            .await;
+        let replayed = resumed.messages.iter().any(|m| m.get("id") == ping.get("id") && m.get("method").is_none());
+        if replayed {
+            self.pass(id);
+        } else {
+            self.fail(
+                id,
+                Some(&json!({"method": "GET", "last-event-id": last})),
+                Some(format!(
+                    "http {}: {} message(s), none the response to ping {}",
+                    resumed.seen.status,
+                    resumed.messages.len(),
+                    resumed.error.map(|e| format!("({e})")).unwrap_or_default()
+                )),
+                "the server gave event ids; resuming after one before the response should replay the response",
+            );
         }
     }
 
@@ -1229,6 +1354,24 @@ impl Run<'_> {
         ];
         for p in probes {
             self.expect_http(&w, p, deadline()).await;
+        }
+        if w.is_local() {
+            let rebound = "mcp-conformance.invalid";
+            self.expect_http(
+                &w,
+                HttpProbe {
+                    id: "http.host",
+                    sent: probe.clone(),
+                    headers: with("host", rebound),
+                    ok: Box::new(|status: u16, _: Option<i64>| (400..500).contains(&status)),
+                    shown: format!("Host: {rebound}"),
+                    why: "a local server reached under a foreign name (a rebound DNS name) should refuse the request",
+                },
+                deadline(),
+            )
+            .await;
+        } else {
+            self.skip("http.host", "not a local server (its Host is the name it is reached by)");
         }
         if modern {
             // No tool of that name exists: a server that skips the header check answers

@@ -353,7 +353,7 @@ pub static RULES: &[Rule] = &[
         level: Should,
         section: "basic/utilities/cancellation#behavior-requirements",
         quote: "Receivers of cancellation notifications SHOULD: … Not send a response for the cancelled request",
-        scope: Scope::Stdio,
+        scope: Scope::All,
     },
     // results
     Rule {
@@ -427,6 +427,17 @@ pub static RULES: &[Rule] = &[
         scope: Scope::Http,
     },
     Rule {
+        id: "http.host",
+        title: "a request to a local server with a foreign Host gets an HTTP error status (DNS rebinding)",
+        level: Should,
+        section: "basic/transports#security-warning",
+        quote: "Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding \
+                attacks … Without these protections, attackers could use DNS rebinding to interact with local MCP \
+                servers from remote websites. (A rebound request names the attacker's host in Host; the text states \
+                no Host rule: SHOULD.)",
+        scope: Scope::Http,
+    },
+    Rule {
         id: "http.accept",
         title: "a POST whose Accept lists neither application/json nor text/event-stream gets 406",
         level: Should,
@@ -477,6 +488,17 @@ pub static RULES: &[Rule] = &[
         section: "basic/transports#session-management",
         quote: "The server MAY terminate the session at any time, after which it MUST respond to requests \
                 containing that session ID with HTTP 404 Not Found.",
+        scope: Scope::HttpHandshake,
+    },
+    Rule {
+        id: "http.resume",
+        title: "when the server gives SSE event ids, a GET with Last-Event-ID resumes the stream",
+        level: Should,
+        section: "basic/transports#resumability-and-redelivery",
+        quote: "If the client wishes to resume after a disconnection …, it SHOULD issue an HTTP GET to the MCP \
+                endpoint, and include the Last-Event-ID header … The server MAY use this header to replay messages \
+                that would have been sent after the last event ID, on the stream that was disconnected (event ids \
+                are the server's offer to resume: SHOULD)",
         scope: Scope::HttpHandshake,
     },
     Rule {

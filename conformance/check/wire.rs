@@ -401,6 +401,9 @@ pub struct HttpExchange {
     pub messages: Vec<Value>,
     /// Why the exchange failed or was cut short, if it was.
     pub error: Option<String>,
+    /// The ids of the SSE events, in order, each with whether its event carried the response
+    /// awaited (what a resumption with `Last-Event-ID` starts after).
+    pub event_ids: Vec<(String, bool)>,
 }
 
 impl HttpWire {
@@ -412,6 +415,13 @@ impl HttpWire {
         let endpoint = Endpoint::parse(url, "--url")?;
         let path = if endpoint.path.is_empty() { "/".to_owned() } else { endpoint.path.clone() };
         Ok(HttpWire { endpoint, path, headers, session: None, protocol_version: None })
+    }
+
+    /// Whether the URL names this machine (`localhost`, 127.0.0.0/8, `::1`): a server that a
+    /// rebound name can reach.
+    pub fn is_local(&self) -> bool {
+        let host = self.endpoint.host.as_str();
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
     }
 
     /// The URL's origin (`http://host:port`), the one a same-origin page would send.
@@ -434,6 +444,20 @@ impl HttpWire {
         extra: &[(&str, Option<String>)],
         until_id: Option<&Value>,
         deadline: Instant,
+    ) -> HttpExchange {
+        self.exchange_telling_head(method, body, extra, until_id, deadline, None).await
+    }
+
+    /// [`HttpWire::exchange`], telling `head` when the response's status and headers have come
+    /// (before its body or stream: what a request in flight on an SSE stream looks like).
+    pub async fn exchange_telling_head(
+        &self,
+        method: &str,
+        body: Option<&[u8]>,
+        extra: &[(&str, Option<String>)],
+        until_id: Option<&Value>,
+        deadline: Instant,
+        head: Option<tokio::sync::oneshot::Sender<()>>,
     ) -> HttpExchange {
         let mut headers: Vec<(String, String)> = vec![
             ("host".into(), self.endpoint.authority.clone()),
@@ -465,13 +489,18 @@ impl HttpWire {
             Ok(r) => r,
             Err(e) => return HttpExchange { error: Some(format!("building the request: {e}")), ..Default::default() },
         };
-        match timeout_at(deadline, self.run(request, until_id)).await {
+        match timeout_at(deadline, self.run(request, until_id, head)).await {
             Ok(exchange) => exchange,
             Err(_) => HttpExchange { error: Some("timed out".into()), ..Default::default() },
         }
     }
 
-    async fn run(&self, request: hyper::Request<Full<Bytes>>, until_id: Option<&Value>) -> HttpExchange {
+    async fn run(
+        &self,
+        request: hyper::Request<Full<Bytes>>,
+        until_id: Option<&Value>,
+        head: Option<tokio::sync::oneshot::Sender<()>>,
+    ) -> HttpExchange {
         let mut out = HttpExchange::default();
         let mut sender = match self.connect().await {
             Ok(s) => s,
@@ -487,6 +516,9 @@ impl HttpWire {
                 return out;
             }
         };
+        if let Some(head) = head {
+            let _ = head.send(());
+        }
         out.seen.status = response.status().as_u16();
         for (name, value) in response.headers() {
             out.seen.headers.insert(name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned());
@@ -526,11 +558,18 @@ impl HttpWire {
                     buf.extend_from_slice(&data);
                     while let Some(event) = decoder.decode(&mut buf) {
                         match event {
-                            Ok(event) if event.data.is_empty() => {}
+                            Ok(event) if event.data.is_empty() => {
+                                if let Some(id) = event.id.filter(|i| !i.is_empty()) {
+                                    out.event_ids.push((id, false));
+                                }
+                            }
                             Ok(event) => match serde_json::from_str::<Value>(&event.data) {
                                 Ok(message) => {
                                     let done = until_id
                                         .is_some_and(|id| is_response(&message) && message.get("id") == Some(id));
+                                    if let Some(id) = event.id.filter(|i| !i.is_empty()) {
+                                        out.event_ids.push((id, done));
+                                    }
                                     out.messages.push(message);
                                     if done {
                                         return out;

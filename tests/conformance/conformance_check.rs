@@ -159,6 +159,7 @@ fn the_fixture_passes_every_check_in_both_eras_over_stdio() {
         "2025-11-25/pagination.cursor",
         "2025-11-25/stdio.stdout-messages-only",
         "2025-11-25/completion.complete",
+        "2025-11-25/lifecycle.before-initialize",
     ] {
         assert!(passed.contains(&key.to_owned()), "{key} did not pass: {text}");
     }
@@ -186,6 +187,11 @@ fn the_fixture_passes_every_check_in_both_eras_over_http() {
         "2026-07-28/http.get-405",
         "2025-11-25/http.accept",
         "2025-11-25/http.content-type",
+        "2025-11-25/http.host",
+        "2026-07-28/http.host",
+        "2025-11-25/http.resume",
+        "2025-11-25/cancellation.no-response",
+        "2025-11-25/jsonrpc.response-to-nothing",
     ] {
         assert!(passed.contains(&key.to_owned()), "{key} did not pass: {text}");
     }
@@ -195,7 +201,7 @@ fn the_fixture_passes_every_check_in_both_eras_over_http() {
 /// warning for a SHOULD), in every era it applies to, and no other MUST check fails.
 #[test]
 fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
-    let cases: [(&str, bool, &str, &[&str]); 14] = [
+    let cases: [(&str, bool, &str, &[&str]); 17] = [
         ("name-spaces", false, "tools.name-charset", &["2025-11-25", "2026-07-28"]),
         ("name-long", false, "tools.name-length", &["2025-11-25", "2026-07-28"]),
         ("duplicate-tool", false, "tools.name-unique", &["2025-11-25", "2026-07-28"]),
@@ -210,6 +216,9 @@ fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
         ("any-name", true, "http.name-mismatch", &["2026-07-28"]),
         ("any-version-header", true, "http.version-header-mismatch", &["2026-07-28"]),
         ("serve-before-initialize", false, "lifecycle.before-initialize", &["2025-11-25"]),
+        ("any-host", true, "http.host", &["2025-11-25", "2026-07-28"]),
+        ("no-resume", true, "http.resume", &["2025-11-25"]),
+        ("answer-cancelled", true, "cancellation.no-response", &["2025-11-25"]),
     ];
     let mut problems = Vec::new();
     for (rule, http, id, eras) in cases {
@@ -223,7 +232,7 @@ fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
         // (twice: one per era): only the case that breaks it is given the slow tool.
         let flags = if rule == "answer-cancelled" { &FIXTURE_FLAGS[..] } else { &FIXTURE_FLAGS[..4] };
         args.extend(flags);
-        let (code, text, report) = check_json(rule, &args);
+        let (code, text, report) = check_json(&format!("{rule}-{http}"), &args);
         let found = findings_against(&report);
         let level = found.iter().find(|(k, _)| k.ends_with(&format!("/{id}"))).map(|(_, l)| l.clone());
         for era in eras {
@@ -340,7 +349,11 @@ fn everything_findings(http: bool) -> Vec<(String, String)> {
     if http {
         found.extend([("2025-11-25/http.origin", "MUST"), ("2025-11-25/http.session-deleted", "MUST")]);
     } else {
-        found.push(("2025-11-25/errors.parse-error", "SHOULD"));
+        // Over HTTP a request without a session is refused before any handler sees it.
+        found.extend([
+            ("2025-11-25/errors.parse-error", "SHOULD"),
+            ("2025-11-25/lifecycle.before-initialize", "SHOULD"),
+        ]);
     }
     let mut found: Vec<(String, String)> = found.into_iter().map(|(k, l)| (k.to_owned(), l.to_owned())).collect();
     found.sort();
