@@ -15,6 +15,8 @@ use tokio::time::Instant;
 
 use super::rules::{rule, RULES};
 use super::schema::{self, SpecSchemas};
+use super::rules::Transport;
+use super::sse_wire::SseWire;
 use super::wire::{excerpt, HttpWire, Reply, StdioWire, Unsolicited, Wire};
 use super::{CheckOptions, Era, Failure, Finding, Status, Target};
 
@@ -134,9 +136,12 @@ impl<'o> Run<'o> {
 }
 
 /// Starts a fresh connection to the target.
-async fn connect(target: &Target, http_version: Option<&str>) -> Result<Wire, String> {
+async fn connect(target: &Target, http_version: Option<&str>, timeout: Duration) -> Result<Wire, String> {
     match target {
         Target::Stdio(command) => StdioWire::spawn(command).map(Wire::Stdio),
+        Target::LegacySse { url, headers } => {
+            SseWire::connect(url, headers.clone(), Instant::now() + timeout).await.map(Wire::Sse)
+        }
         Target::Http { url, headers } => {
             let mut wire = HttpWire::new(url, headers.clone())?;
             wire.protocol_version = http_version.map(str::to_owned);
@@ -153,7 +158,7 @@ fn advertised(capabilities: &Value, capability: &str) -> bool {
 fn http_wire(wire: &mut Wire) -> Option<&mut HttpWire> {
     match wire {
         Wire::Http(w, _) => Some(w),
-        Wire::Stdio(_) => None,
+        Wire::Stdio(_) | Wire::Sse(_) => None,
     }
 }
 
@@ -170,14 +175,19 @@ fn stderr_hint(wire: &Wire) -> String {
                 )
             }
         }
-        Wire::Http(..) => String::new(),
+        Wire::Http(..) | Wire::Sse(_) => String::new(),
     }
 }
 
 /// Runs the battery in `era`. `required`: the era was asked for by name, so a server that does
 /// not speak it fails instead of being skipped.
 pub(super) async fn run_era(options: &CheckOptions, era: Era, required: bool) -> EraRun {
-    let http = matches!(options.target, Target::Http { .. });
+    let transport = match options.target {
+        Target::Stdio(_) => Transport::Stdio,
+        Target::Http { .. } => Transport::StreamableHttp,
+        Target::LegacySse { .. } => Transport::LegacySse,
+    };
+    let http = transport == Transport::StreamableHttp;
     let mut run = Run {
         options,
         era,
@@ -188,16 +198,20 @@ pub(super) async fn run_era(options: &CheckOptions, era: Era, required: bool) ->
         spec: SpecSchemas::new(options.spec_schemas.clone()),
         sent_ids: HashSet::new(),
     };
-    let outcome = run.battery(required).await;
+    let outcome = if transport == Transport::LegacySse && era.is_modern() {
+        Err("the legacy HTTP+SSE transport belongs to the handshake era: 2026-07-28 is not spoken over it".to_owned())
+    } else {
+        run.battery(required).await
+    };
     if let Err(why) = outcome {
-        for r in RULES.iter().filter(|r| r.scope.applies(era.is_modern(), http)) {
+        for r in RULES.iter().filter(|r| r.scope.applies(era.is_modern(), transport)) {
             run.findings.entry(r.id).or_insert_with(|| Status::Skip(why.clone()));
         }
     }
     // Labelled with the revision checked: the one the server chose, when it chose an older one.
     let label = run.era.as_str();
     let mut findings = Vec::new();
-    for r in RULES.iter().filter(|r| r.scope.applies(era.is_modern(), http)) {
+    for r in RULES.iter().filter(|r| r.scope.applies(era.is_modern(), transport)) {
         let status = run.findings.remove(r.id).unwrap_or_else(|| Status::Skip("not reached".into()));
         findings.push(Finding { era: label.to_owned(), rule: r, status });
     }
@@ -208,7 +222,7 @@ impl Run<'_> {
     /// The whole battery; `Err(why)` when the era could not be run (the remaining checks skip).
     async fn battery(&mut self, required: bool) -> Result<(), String> {
         let target = &self.options.target;
-        let mut wire = connect(target, self.modern().then_some(self.era.as_str())).await.map_err(|e| {
+        let mut wire = connect(target, self.modern().then_some(self.era.as_str()), self.timeout()).await.map_err(|e| {
             let id = if self.modern() { "lifecycle.discover" } else { "lifecycle.initialize" };
             self.fail(id, None, None, format!("cannot connect: {e}"));
             format!("no connection: {e}")
@@ -251,6 +265,8 @@ impl Run<'_> {
             self.http_checks(&mut wire).await;
             self.response_to_nothing_over_http(&mut wire).await;
             self.resume(&mut wire).await;
+        } else if matches!(wire, Wire::Sse(_)) {
+            self.response_to_nothing_over_http(&mut wire).await;
         } else {
             self.parse_error(&mut wire).await;
         }
@@ -260,8 +276,10 @@ impl Run<'_> {
             self.before_initialize().await;
         }
         // What came unasked over the whole session.
-        if let Wire::Stdio(w) = &mut wire {
-            w.drain_until(Instant::now() + Duration::from_millis(100)).await;
+        match &mut wire {
+            Wire::Stdio(w) => w.drain_until(Instant::now() + Duration::from_millis(100)).await,
+            Wire::Sse(w) => w.drain_until(Instant::now() + Duration::from_millis(100)).await,
+            Wire::Http(..) => {}
         }
         self.unsolicited_checks(wire.unsolicited().clone());
         if self.http && !self.modern() {
@@ -1055,6 +1073,14 @@ impl Run<'_> {
                     return;
                 }
             }
+            (Wire::Sse(w), _) => {
+                // The call is accepted (202) before the cancellation is POSTed: in order.
+                if let (Ok(_), Ok(_)) = (w.send(&call).await, w.send(&cancel).await) {
+                    w.wait_for(&call["id"], deadline).await
+                } else {
+                    return;
+                }
+            }
             (wire @ Wire::Http(..), Some(w)) => {
                 let (head_tx, head_rx) = tokio::sync::oneshot::channel();
                 let body = call.to_string();
@@ -1109,8 +1135,16 @@ impl Run<'_> {
             return;
         }
         let timeout = self.timeout();
-        let Some(w) = http_wire(wire) else { return };
         let stray = json!({"jsonrpc": "2.0", "id": "mcp-conformance-unasked", "result": {}});
+        if let Wire::Sse(w) = wire {
+            // An answer would come on the stream: the unsolicited checks see it.
+            match w.send(&stray).await {
+                Ok(_) => self.pass(id),
+                Err(e) => self.fail(id, Some(&stray), Some(e), "a response POSTed must be accepted or refused, not break the session"),
+            }
+            return;
+        }
+        let Some(w) = http_wire(wire) else { return };
         let x = w.exchange("POST", Some(stray.to_string().as_bytes()), &[], None, Instant::now() + timeout).await;
         let answered = x.messages.iter().find(|m| m.get("id") == stray.get("id"));
         let status = x.seen.status;
@@ -1179,7 +1213,7 @@ impl Run<'_> {
     /// closed), and never answers it with a result.
     async fn before_initialize(&mut self) {
         let id = "lifecycle.before-initialize";
-        let Ok(mut wire) = connect(&self.options.target, None).await else { return };
+        let Ok(mut wire) = connect(&self.options.target, None, self.timeout()).await else { return };
         let list = self.message("tools/list", json!({}));
         let answer = wire.request(&list, self.timeout()).await;
         match (&answer.reply, &answer.http) {
@@ -1211,7 +1245,7 @@ impl Run<'_> {
     /// A second connection offering an unknown version.
     async fn unknown_version(&mut self) {
         let target = &self.options.target;
-        let Ok(mut wire) = connect(target, None).await else { return };
+        let Ok(mut wire) = connect(target, None, self.timeout()).await else { return };
         let init = self.message(
             "initialize",
             json!({"protocolVersion": UNKNOWN_VERSION, "capabilities": {}, "clientInfo": client_info()}),

@@ -45,14 +45,26 @@ pub enum Scope {
     HttpModern,
 }
 
+/// The transport a run speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process's stdin and stdout.
+    Stdio,
+    /// Streamable HTTP.
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport of 2024-11-05 (no rule of Streamable HTTP applies).
+    LegacySse,
+}
+
 impl Scope {
-    /// Whether the rule applies to a run in `modern` (2026-07-28) or not, over HTTP or not.
-    pub fn applies(self, modern: bool, http: bool) -> bool {
+    /// Whether the rule applies to a run in `modern` (2026-07-28) or not, over `transport`.
+    pub fn applies(self, modern: bool, transport: Transport) -> bool {
+        let http = transport == Transport::StreamableHttp;
         match self {
             Scope::All => true,
             Scope::Handshake => !modern,
             Scope::Modern => modern,
-            Scope::Stdio => !http,
+            Scope::Stdio => transport == Transport::Stdio,
             Scope::Http => http,
             Scope::HttpHandshake => http && !modern,
             Scope::HttpModern => http && modern,

@@ -43,7 +43,7 @@ pub struct Unsolicited {
 }
 
 impl Unsolicited {
-    fn note(&mut self, message: Value) {
+    pub(super) fn note(&mut self, message: Value) {
         if message.get("method").is_some() && message.get("id").is_none() {
             self.notification_count += 1;
             if self.notifications.len() < MAX_KEPT {
@@ -54,7 +54,7 @@ impl Unsolicited {
         }
     }
 
-    fn garbage(&mut self, excerpt: String) {
+    pub(super) fn garbage(&mut self, excerpt: String) {
         if self.garbage.len() < MAX_KEPT {
             self.garbage.push(excerpt);
         }
@@ -128,7 +128,7 @@ pub fn excerpt(text: &str) -> String {
 }
 
 /// Items the stdout reader hands over.
-enum Incoming {
+pub(super) enum Incoming {
     Message(Value),
     Garbage(String),
     TooLong(usize),
@@ -305,12 +305,12 @@ impl Drop for StdioWire {
     }
 }
 
-fn is_response(message: &Value) -> bool {
+pub(super) fn is_response(message: &Value) -> bool {
     message.get("method").is_none() && (message.get("result").is_some() || message.get("error").is_some())
 }
 
 /// Our answer to a request from the server: we offer no client features.
-fn refuse_server_request(message: &Value) -> Option<Value> {
+pub(super) fn refuse_server_request(message: &Value) -> Option<Value> {
     let id = message.get("id")?;
     let method = message.get("method")?.as_str()?;
     if method == "ping" {
@@ -417,6 +417,16 @@ impl HttpWire {
         Ok(HttpWire { endpoint, path, headers, session: None, protocol_version: None })
     }
 
+    /// The path (and query) requested.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// `host:port`, as the URL gave it.
+    pub fn authority(&self) -> &str {
+        &self.endpoint.authority
+    }
+
     /// Whether the URL names this machine (`localhost`, 127.0.0.0/8, `::1`): a server that a
     /// rebound name can reach.
     pub fn is_local(&self) -> bool {
@@ -429,7 +439,7 @@ impl HttpWire {
         self.endpoint.origin()
     }
 
-    async fn connect(&self) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String> {
+    pub(super) async fn connect(&self) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String> {
         handshake(self.endpoint.open().await?).await
     }
 
@@ -606,6 +616,8 @@ where
 pub enum Wire {
     /// A child process.
     Stdio(StdioWire),
+    /// The legacy HTTP+SSE transport.
+    Sse(super::sse_wire::SseWire),
     /// An HTTP endpoint, and the unsolicited messages seen on its streams.
     Http(HttpWire, Unsolicited),
 }
@@ -625,6 +637,7 @@ impl Wire {
     pub async fn request(&mut self, message: &Value, timeout: Duration) -> Answer {
         match self {
             Wire::Stdio(w) => Answer { reply: w.request(message, timeout).await, http: None },
+            Wire::Sse(w) => Answer { reply: w.request(message, timeout).await, http: None },
             Wire::Http(w, unsolicited) => {
                 let body = message.to_string();
                 let id = message.get("id").cloned().unwrap_or(Value::Null);
@@ -659,6 +672,7 @@ impl Wire {
     pub async fn notify(&mut self, message: &Value, timeout: Duration) -> Result<Option<HttpExchange>, String> {
         match self {
             Wire::Stdio(w) => w.send(message).await.map(|()| None),
+            Wire::Sse(w) => w.send(message).await.map(|_| None),
             Wire::Http(w, unsolicited) => {
                 let body = message.to_string();
                 let extra = metadata_headers(w, message);
@@ -675,14 +689,17 @@ impl Wire {
     pub fn unsolicited(&self) -> &Unsolicited {
         match self {
             Wire::Stdio(w) => &w.unsolicited,
+            Wire::Sse(w) => &w.unsolicited,
             Wire::Http(_, u) => u,
         }
     }
 
     /// Ends the connection (a child process is stopped; an HTTP session is left to the caller).
     pub async fn close(self) {
-        if let Wire::Stdio(w) = self {
-            w.close().await;
+        match self {
+            Wire::Stdio(w) => w.close().await,
+            Wire::Sse(w) => w.close(),
+            Wire::Http(..) => {}
         }
     }
 }

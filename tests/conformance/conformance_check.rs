@@ -347,7 +347,11 @@ fn everything_findings(http: bool) -> Vec<(String, String)> {
         ("2025-11-25/errors.unknown-tool-protocol-error", "SHOULD"),
     ];
     if http {
-        found.extend([("2025-11-25/http.origin", "MUST"), ("2025-11-25/http.session-deleted", "MUST")]);
+        found.extend([
+            ("2025-11-25/http.origin", "MUST"),
+            ("2025-11-25/http.session-deleted", "MUST"),
+            ("2025-11-25/http.host", "SHOULD"),
+        ]);
     } else {
         // Over HTTP a request without a session is refused before any handler sees it.
         found.extend([
