@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
+use super::rules::Transport;
 use super::rules::{rule, RULES};
 use super::schema::{self, SpecSchemas};
-use super::rules::Transport;
 use super::sse_wire::SseWire;
 use super::wire::{excerpt, HttpWire, Reply, StdioWire, Unsolicited, Wire};
 use super::{CheckOptions, Era, Failure, Finding, Status, Target};
@@ -222,11 +222,12 @@ impl Run<'_> {
     /// The whole battery; `Err(why)` when the era could not be run (the remaining checks skip).
     async fn battery(&mut self, required: bool) -> Result<(), String> {
         let target = &self.options.target;
-        let mut wire = connect(target, self.modern().then_some(self.era.as_str()), self.timeout()).await.map_err(|e| {
-            let id = if self.modern() { "lifecycle.discover" } else { "lifecycle.initialize" };
-            self.fail(id, None, None, format!("cannot connect: {e}"));
-            format!("no connection: {e}")
-        })?;
+        let mut wire =
+            connect(target, self.modern().then_some(self.era.as_str()), self.timeout()).await.map_err(|e| {
+                let id = if self.modern() { "lifecycle.discover" } else { "lifecycle.initialize" };
+                self.fail(id, None, None, format!("cannot connect: {e}"));
+                format!("no connection: {e}")
+            })?;
         let capabilities = match self.handshake(&mut wire, required).await {
             Ok(c) => c,
             Err(why) => {
@@ -1140,7 +1141,12 @@ impl Run<'_> {
             // An answer would come on the stream: the unsolicited checks see it.
             match w.send(&stray).await {
                 Ok(_) => self.pass(id),
-                Err(e) => self.fail(id, Some(&stray), Some(e), "a response POSTed must be accepted or refused, not break the session"),
+                Err(e) => self.fail(
+                    id,
+                    Some(&stray),
+                    Some(e),
+                    "a response POSTed must be accepted or refused, not break the session",
+                ),
             }
             return;
         }

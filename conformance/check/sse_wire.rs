@@ -86,7 +86,10 @@ impl SseWire {
     /// The POST failed or was refused (the status and body said).
     pub async fn send(&mut self, message: &Value) -> Result<HttpExchange, String> {
         let body = message.to_string();
-        let x = self.post.exchange("POST", Some(body.as_bytes()), &[], None, Instant::now() + Duration::from_secs(10)).await;
+        let x = self
+            .post
+            .exchange("POST", Some(body.as_bytes()), &[], None, Instant::now() + Duration::from_secs(10))
+            .await;
         if let Some(e) = &x.error {
             return Err(format!("POST: {e}"));
         }

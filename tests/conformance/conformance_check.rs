@@ -539,3 +539,40 @@ fn results_are_checked_against_the_negotiated_revisions_schema() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
+
+/// The legacy HTTP+SSE transport (2024-11-05), found as clients find it (POST initialize refused,
+/// then GET gives an `endpoint` event) or named with `--transport sse`: server-everything's `sse`
+/// mode has the findings it has over stdio, but for the parse error (a stdio check), and
+/// `mcp-bridge serve`'s legacy endpoint passes with no failure and no warning.
+#[test]
+fn the_legacy_sse_transport_is_found_and_checked() {
+    let everything = support::everything_http("sse");
+    let url = format!("http://127.0.0.1:{}/sse", everything.port);
+    let (code, text, report) = check_json("everything-sse", &["--url", &url, "--timeout-ms", "20000"]);
+    assert!(text.contains("checked over the legacy HTTP+SSE transport"), "{text}");
+    assert!(report["target"].as_str().unwrap().starts_with("legacy sse "), "{text}");
+    let mut found = findings_against(&report);
+    found.sort();
+    let expected: Vec<(String, String)> = [
+        "2025-11-25/errors.invalid-params",
+        "2025-11-25/errors.unknown-tool-protocol-error",
+        "2025-11-25/lifecycle.before-initialize",
+    ]
+    .iter()
+    .map(|k| ((*k).to_owned(), "SHOULD".to_owned()))
+    .collect();
+    assert_eq!(found, expected, "{text}");
+    assert!(with_status(&report, "pass").contains(&"2025-11-25/lifecycle.initialize".to_owned()), "{text}");
+    assert_eq!(code, Some(0), "{text}");
+
+    let echo = examples::example_path("echo_server").display().to_string();
+    let bridge = serving::ServingBridge::start(&["--", &echo]);
+    let sse = bridge.url.replace("/mcp", "/sse");
+    for transport in ["sse", "auto"] {
+        let args = ["--url", &sse, "--transport", transport, "--strict", "--timeout-ms", "20000"];
+        let (code, text, report) = check_json(&format!("bridge-sse-{transport}"), &args);
+        assert_eq!(findings_against(&report), vec![], "{text}");
+        assert!(with_status(&report, "pass").contains(&"2025-11-25/tools.name-unique".to_owned()), "{text}");
+        assert_eq!(code, Some(0), "{text}");
+    }
+}
