@@ -233,8 +233,8 @@ impl Run<'_> {
             Err(why) => {
                 // What the server wrote instead of an answer is still a finding.
                 if let Wire::Stdio(w) = &wire {
-                    if let Some(first) = w.unsolicited.garbage.first() {
-                        let count = w.unsolicited.garbage.len();
+                    if let Some(first) = w.inbox.unsolicited.garbage.first() {
+                        let count = w.inbox.unsolicited.garbage.len();
                         self.fail(
                             "stdio.stdout-messages-only",
                             None,

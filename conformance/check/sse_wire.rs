@@ -14,20 +14,16 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{timeout_at, Instant};
 
-use super::wire::{
-    excerpt, is_response, refuse_server_request, HttpExchange, HttpWire, Incoming, Reply, Unsolicited, MAX_FRAME,
-};
+use super::wire::{excerpt, HttpExchange, HttpWire, Inbox, Incoming, Next, Reply, MAX_FRAME};
 use mcpwire::proto::framing::SseDecoder;
 
 /// A connection over the legacy HTTP+SSE transport.
 pub struct SseWire {
     /// The endpoint the server named, POSTed to.
     post: HttpWire,
-    incoming: mpsc::Receiver<Incoming>,
     reader: tokio::task::JoinHandle<()>,
-    ended: Option<String>,
-    /// What came unasked.
-    pub unsolicited: Unsolicited,
+    /// What the server sends on the stream.
+    pub inbox: Inbox,
 }
 
 impl SseWire {
@@ -76,7 +72,7 @@ impl SseWire {
             }
         };
         let post = HttpWire::new(&resolve(&base, url, &endpoint), headers)?;
-        Ok(SseWire { post, incoming, reader, ended: None, unsolicited: Unsolicited::default() })
+        Ok(SseWire { post, reader, inbox: Inbox::new(incoming, "an event") })
     }
 
     /// POSTs one message to the endpoint; the server accepts it with a 2xx (its answer comes on
@@ -102,28 +98,12 @@ impl SseWire {
     /// Waits until `deadline` for the response with `id` on the stream, noting everything else.
     pub async fn wait_for(&mut self, id: &Value, deadline: Instant) -> Reply {
         loop {
-            if let Some(why) = &self.ended {
-                return Reply::Closed(why.clone());
-            }
-            let item = match timeout_at(deadline, self.incoming.recv()).await {
-                Err(_) => return Reply::Timeout,
-                Ok(None) => Incoming::End("the SSE stream ended".into()),
-                Ok(Some(item)) => item,
-            };
-            match item {
-                Incoming::Message(message) => {
-                    if is_response(&message) && message.get("id") == Some(id) {
-                        return Reply::Message(message);
-                    }
-                    if let Some(answer) = refuse_server_request(&message) {
-                        let _ = self.send(&answer).await;
-                        continue;
-                    }
-                    self.unsolicited.note(message);
+            match self.inbox.next(id, deadline).await {
+                Next::Reply(reply) => return reply,
+                Next::Answer(answer) => {
+                    let _ = self.send(&answer).await;
                 }
-                Incoming::Garbage(text) => self.unsolicited.garbage(text),
-                Incoming::TooLong(n) => self.unsolicited.garbage(format!("an event of more than {n} bytes")),
-                Incoming::End(why) => self.ended = Some(why),
+                Next::End(why) => self.inbox.end(why),
             }
         }
     }

@@ -43,7 +43,7 @@ pub struct Unsolicited {
 }
 
 impl Unsolicited {
-    pub(super) fn note(&mut self, message: Value) {
+    fn note(&mut self, message: Value) {
         if message.get("method").is_some() && message.get("id").is_none() {
             self.notification_count += 1;
             if self.notifications.len() < MAX_KEPT {
@@ -54,7 +54,7 @@ impl Unsolicited {
         }
     }
 
-    pub(super) fn garbage(&mut self, excerpt: String) {
+    fn garbage(&mut self, excerpt: String) {
         if self.garbage.len() < MAX_KEPT {
             self.garbage.push(excerpt);
         }
@@ -135,15 +135,81 @@ pub(super) enum Incoming {
     End(String),
 }
 
+/// The messages read from one stream of the server (a child's stdout, a legacy SSE stream),
+/// and what came on it unasked.
+pub struct Inbox {
+    incoming: mpsc::Receiver<Incoming>,
+    ended: Option<String>,
+    /// What a frame is called in the report (`a line`, `an event`).
+    frame: &'static str,
+    /// What came unasked.
+    pub unsolicited: Unsolicited,
+}
+
+/// What the next item of an [`Inbox`] means to the one waiting.
+pub(super) enum Next {
+    /// The response awaited, or the end of the wait.
+    Reply(Reply),
+    /// A request of the server's: send this answer, and wait on.
+    Answer(Value),
+    /// The stream ended (why): say so with [`Inbox::end`], with what the caller knows more.
+    End(String),
+}
+
+impl Inbox {
+    pub(super) fn new(incoming: mpsc::Receiver<Incoming>, frame: &'static str) -> Inbox {
+        Inbox { incoming, ended: None, frame, unsolicited: Unsolicited::default() }
+    }
+
+    /// Reads until the response with `id` (null: an id that could not be read, null or
+    /// missing), a request of the server's, the end of the stream or `deadline`, noting
+    /// everything else.
+    pub(super) async fn next(&mut self, id: &Value, deadline: Instant) -> Next {
+        loop {
+            if let Some(why) = &self.ended {
+                return Next::Reply(Reply::Closed(why.clone()));
+            }
+            let item = match timeout_at(deadline, self.incoming.recv()).await {
+                Err(_) => return Next::Reply(Reply::Timeout),
+                Ok(None) => return Next::End("the stream ended".into()),
+                Ok(Some(item)) => item,
+            };
+            match item {
+                Incoming::Message(message) => {
+                    let matches = match message.get("id") {
+                        None => id.is_null(),
+                        found => found == Some(id),
+                    };
+                    if is_response(&message) && matches {
+                        return Next::Reply(Reply::Message(message));
+                    }
+                    if let Some(answer) = refuse_server_request(&message) {
+                        return Next::Answer(answer);
+                    }
+                    self.unsolicited.note(message);
+                }
+                Incoming::Garbage(text) => self.unsolicited.garbage(text),
+                Incoming::TooLong(n) => self
+                    .unsolicited
+                    .garbage(format!("{} of more than {n} bytes (skipped; the limit is {MAX_FRAME})", self.frame)),
+                Incoming::End(why) => return Next::End(why),
+            }
+        }
+    }
+
+    /// The stream is over: every later wait ends at once with `why`.
+    pub(super) fn end(&mut self, why: String) {
+        self.ended = Some(why);
+    }
+}
+
 /// A server started as a child process, spoken to in newline-delimited JSON.
 pub struct StdioWire {
     child: tokio::process::Child,
     stdin: Option<tokio::process::ChildStdin>,
-    incoming: mpsc::Receiver<Incoming>,
     stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    ended: Option<String>,
-    /// What came unasked.
-    pub unsolicited: Unsolicited,
+    /// What the server writes on stdout.
+    pub inbox: Inbox,
 }
 
 impl StdioWire {
@@ -186,14 +252,7 @@ impl StdioWire {
         });
         let (tx, incoming) = mpsc::channel(256);
         tokio::spawn(read_lines(stdout, tx));
-        Ok(StdioWire {
-            stdin: child.stdin.take(),
-            child,
-            incoming,
-            stderr,
-            ended: None,
-            unsolicited: Unsolicited::default(),
-        })
+        Ok(StdioWire { stdin: child.stdin.take(), child, stderr, inbox: Inbox::new(incoming, "a line") })
     }
 
     /// The last lines the server wrote on stderr.
@@ -226,40 +285,17 @@ impl StdioWire {
     /// Waits until `deadline` for the response with `id`, noting everything else.
     pub async fn wait_for(&mut self, id: &Value, deadline: Instant) -> Reply {
         loop {
-            if let Some(why) = &self.ended {
-                return Reply::Closed(why.clone());
-            }
-            let item = match timeout_at(deadline, self.incoming.recv()).await {
-                Err(_) => return Reply::Timeout,
-                Ok(None) => Incoming::End("the server's stdout ended".into()),
-                Ok(Some(item)) => item,
-            };
-            match item {
-                Incoming::Message(message) => {
-                    // Null stands for an id that could not be read: null or missing.
-                    let matches = match message.get("id") {
-                        None => id.is_null(),
-                        found => found == Some(id),
-                    };
-                    if is_response(&message) && matches {
-                        return Reply::Message(message);
-                    }
-                    if let Some(answer) = refuse_server_request(&message) {
-                        let _ = self.send(&answer).await;
-                        continue;
-                    }
-                    self.unsolicited.note(message);
+            match self.inbox.next(id, deadline).await {
+                Next::Reply(reply) => return reply,
+                Next::Answer(answer) => {
+                    let _ = self.send(&answer).await;
                 }
-                Incoming::Garbage(text) => self.unsolicited.garbage(text),
-                Incoming::TooLong(n) => self
-                    .unsolicited
-                    .garbage(format!("a line of more than {n} bytes (skipped; the limit is {MAX_FRAME})")),
-                Incoming::End(why) => {
+                Next::End(why) => {
                     let status = match tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await {
                         Ok(Ok(status)) => format!(", {status}"),
                         _ => String::new(),
                     };
-                    self.ended = Some(format!("{why}{status}"));
+                    self.inbox.end(format!("{why}{status}"));
                 }
             }
         }
@@ -305,12 +341,12 @@ impl Drop for StdioWire {
     }
 }
 
-pub(super) fn is_response(message: &Value) -> bool {
+fn is_response(message: &Value) -> bool {
     message.get("method").is_none() && (message.get("result").is_some() || message.get("error").is_some())
 }
 
 /// Our answer to a request from the server: we offer no client features.
-pub(super) fn refuse_server_request(message: &Value) -> Option<Value> {
+fn refuse_server_request(message: &Value) -> Option<Value> {
     let id = message.get("id")?;
     let method = message.get("method")?.as_str()?;
     if method == "ping" {
@@ -688,8 +724,8 @@ impl Wire {
     /// What came unasked so far.
     pub fn unsolicited(&self) -> &Unsolicited {
         match self {
-            Wire::Stdio(w) => &w.unsolicited,
-            Wire::Sse(w) => &w.unsolicited,
+            Wire::Stdio(w) => &w.inbox.unsolicited,
+            Wire::Sse(w) => &w.inbox.unsolicited,
             Wire::Http(_, u) => u,
         }
     }
