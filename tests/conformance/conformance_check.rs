@@ -201,7 +201,7 @@ fn the_fixture_passes_every_check_in_both_eras_over_http() {
 /// warning for a SHOULD), in every era it applies to, and no other MUST check fails.
 #[test]
 fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
-    let cases: [(&str, bool, &str, &[&str]); 17] = [
+    let cases: [(&str, bool, &str, &[&str]); 19] = [
         ("name-spaces", false, "tools.name-charset", &["2025-11-25", "2026-07-28"]),
         ("name-long", false, "tools.name-length", &["2025-11-25", "2026-07-28"]),
         ("duplicate-tool", false, "tools.name-unique", &["2025-11-25", "2026-07-28"]),
@@ -219,6 +219,8 @@ fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
         ("any-host", true, "http.host", &["2025-11-25", "2026-07-28"]),
         ("no-resume", true, "http.resume", &["2025-11-25"]),
         ("answer-cancelled", true, "cancellation.no-response", &["2025-11-25"]),
+        ("answer-response", false, "jsonrpc.response-to-nothing", &["2025-11-25", "2026-07-28"]),
+        ("answer-response", true, "jsonrpc.response-to-nothing", &["2025-11-25"]),
     ];
     let mut problems = Vec::new();
     for (rule, http, id, eras) in cases {
