@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn bin() -> &'static str {
     examples::bin_path("mcp-conformance")
@@ -508,15 +508,88 @@ fn a_protected_server_is_checked_with_its_token_and_refused_without_it() {
     }
 }
 
-/// The revisions' schemas (`REV/schema.json` of the specification's repository): the project's
-/// `../shared/spec`, or `MCP_SPEC_SCHEMAS`.
+/// The revisions' schemas the schema test checks against, in the layout `--spec-schemas` reads
+/// (`DIR/REV/schema.json`): `MCP_SPEC_SCHEMAS` when set (by hand, the specification's own:
+/// `MCP_SPEC_SCHEMAS=../shared/spec`), else the small ones [`write_own_spec_schemas`] writes.
 fn spec_schemas() -> String {
-    std::env::var("MCP_SPEC_SCHEMAS").unwrap_or_else(|_| support::repo_path("../shared/spec").display().to_string())
+    match std::env::var("MCP_SPEC_SCHEMAS") {
+        Ok(dir) => dir,
+        Err(_) => write_own_spec_schemas().display().to_string(),
+    }
+}
+
+/// Writes schemas of our own for the handshake revisions, holding only the definitions the check
+/// looks up (the results it validates and `Tool`), loose but for the content blocks, whose union
+/// differs between revisions as the specification's does: audio from 2025-03-26, `resource_link`
+/// from 2025-06-18. The specification's schemas are read, never copied into the repository, and
+/// CI has no `../shared`.
+fn write_own_spec_schemas() -> PathBuf {
+    let dir = scratch("spec-schemas");
+    for revision in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        std::fs::create_dir_all(dir.join(revision)).unwrap();
+        std::fs::write(dir.join(revision).join("schema.json"), own_revision_schema(revision).to_string()).unwrap();
+    }
+    dir
+}
+
+/// One revision's schema: draft-07 with `definitions` before 2025-11-25, draft 2020-12 with
+/// `$defs` from it, as the specification's files are.
+fn own_revision_schema(revision: &str) -> Value {
+    let (dialect, defs) = if revision < "2025-11-25" {
+        ("http://json-schema.org/draft-07/schema#", "definitions")
+    } else {
+        ("https://json-schema.org/draft/2020-12/schema", "$defs")
+    };
+    let to = |name: &str| json!({ "$ref": format!("#/{defs}/{name}") });
+    let object = |required: &[&str]| json!({ "type": "object", "required": required });
+    let list_of = |member: &str, items: Value| json!({ "type": "object", "required": [member], "properties": { member: { "type": "array", "items": items } } });
+
+    let mut blocks = vec![("TextContent", "text", vec!["text"]), ("ImageContent", "image", vec!["data", "mimeType"])];
+    if revision >= "2025-03-26" {
+        blocks.push(("AudioContent", "audio", vec!["data", "mimeType"]));
+    }
+    if revision >= "2025-06-18" {
+        blocks.push(("ResourceLink", "resource_link", vec!["uri", "name"]));
+    }
+    blocks.push(("EmbeddedResource", "resource", vec!["resource"]));
+
+    let mut definitions = serde_json::Map::new();
+    for (name, kind, required) in &blocks {
+        let mut required = required.clone();
+        required.push("type");
+        let block = json!({ "type": "object", "required": required, "properties": { "type": { "const": kind } } });
+        definitions.insert((*name).to_owned(), block);
+    }
+    let union: Vec<Value> = blocks.iter().map(|(name, _, _)| to(name)).collect();
+    definitions.insert("ContentBlock".into(), json!({ "anyOf": union }));
+    definitions.insert("InitializeResult".into(), object(&["protocolVersion", "capabilities", "serverInfo"]));
+    definitions.insert("Tool".into(), object(&["name", "inputSchema"]));
+    definitions.insert("ListToolsResult".into(), list_of("tools", to("Tool")));
+    definitions.insert("ListResourcesResult".into(), list_of("resources", object(&["uri", "name"])));
+    definitions
+        .insert("ListResourceTemplatesResult".into(), list_of("resourceTemplates", object(&["uriTemplate", "name"])));
+    definitions.insert("ListPromptsResult".into(), list_of("prompts", object(&["name"])));
+    definitions.insert("CallToolResult".into(), list_of("content", to("ContentBlock")));
+    definitions.insert("ReadResourceResult".into(), list_of("contents", object(&["uri"])));
+    let message =
+        json!({ "type": "object", "required": ["role", "content"], "properties": { "content": to("ContentBlock") } });
+    definitions.insert("GetPromptResult".into(), list_of("messages", message));
+    let completion =
+        json!({ "type": "object", "required": ["values"], "properties": { "values": { "type": "array" } } });
+    definitions.insert(
+        "CompleteResult".into(),
+        json!({ "type": "object", "required": ["completion"], "properties": { "completion": completion } }),
+    );
+    json!({ "$schema": dialect, defs: definitions })
 }
 
 /// `results.schema` judges each result by the schema of the revision negotiated: the clean
 /// fixture passes it at every revision of the handshake era, and a resource link (a content
 /// block since 2025-06-18) in a prompt fails it at 2025-03-26 and 2024-11-05 only.
+///
+/// The schemas are our own (see [`write_own_spec_schemas`]), so that the test runs where the
+/// specification is not at hand; run it by hand against the specification's own with
+/// `MCP_SPEC_SCHEMAS=../shared/spec cargo test --test conformance -- results_are_checked`.
 #[test]
 fn results_are_checked_against_the_negotiated_revisions_schema() {
     let spec = spec_schemas();
