@@ -97,6 +97,17 @@ enum Command {
     Serve(ServeArgs),
 }
 
+/// The transport spoken to `--url`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum HttpTransport {
+    /// Streamable HTTP, or the legacy HTTP+SSE transport when the server turns out to speak it.
+    Auto,
+    /// Streamable HTTP only.
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport (2024-11-05).
+    Sse,
+}
+
 #[derive(Args)]
 // A repeated option overrides the earlier one, as the hand-written parser had it (the tests pass a
 // default `--timeout-ms` first and a case's own after it).
@@ -108,6 +119,11 @@ struct CheckArgs {
     /// The Streamable HTTP endpoint of a running server (`http://127.0.0.1:3001/mcp`).
     #[arg(long, value_name = "URL")]
     url: Option<String>,
+    /// The transport of `--url`: `auto` (Streamable HTTP, falling back to the legacy HTTP+SSE
+    /// transport as clients do: a POST of initialize refused with 400, 404 or 405, then a GET
+    /// that gives an `endpoint` event), `streamable-http`, or `sse` (the URL of the SSE stream).
+    #[arg(long, value_name = "auto|streamable-http|sse", default_value = "auto", requires = "url")]
+    transport: HttpTransport,
     /// A header sent with every HTTP request (`K:V`; repeatable).
     #[arg(long = "header", value_name = "K:V", value_parser = parse_header)]
     headers: Vec<(String, String)>,
@@ -307,7 +323,10 @@ fn check_cmd(args: CheckArgs) -> ExitCode {
                     }
                 }
             }
-            Target::Http { url, headers }
+            match args.transport {
+                HttpTransport::Sse => Target::LegacySse { url, headers },
+                _ => Target::Http { url, headers },
+            }
         }
         _ => {
             eprintln!("mcp-conformance check: one of --server and --url");
@@ -335,6 +354,7 @@ fn check_cmd(args: CheckArgs) -> ExitCode {
         slow_tool: args.slow_tool,
         call_readonly: args.call_readonly,
         spec_schemas: args.spec_schemas,
+        detect_legacy_sse: args.transport == HttpTransport::Auto,
     };
     let report = runtime().block_on(check::run(&options));
     let verdict = report.verdict(args.strict, &expected);

@@ -13,8 +13,10 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
+use super::rules::Transport;
 use super::rules::{rule, RULES};
 use super::schema::{self, SpecSchemas};
+use super::sse_wire::SseWire;
 use super::wire::{excerpt, HttpWire, Reply, StdioWire, Unsolicited, Wire};
 use super::{CheckOptions, Era, Failure, Finding, Status, Target};
 
@@ -134,9 +136,12 @@ impl<'o> Run<'o> {
 }
 
 /// Starts a fresh connection to the target.
-async fn connect(target: &Target, http_version: Option<&str>) -> Result<Wire, String> {
+async fn connect(target: &Target, http_version: Option<&str>, timeout: Duration) -> Result<Wire, String> {
     match target {
         Target::Stdio(command) => StdioWire::spawn(command).map(Wire::Stdio),
+        Target::LegacySse { url, headers } => {
+            SseWire::connect(url, headers.clone(), Instant::now() + timeout).await.map(Wire::Sse)
+        }
         Target::Http { url, headers } => {
             let mut wire = HttpWire::new(url, headers.clone())?;
             wire.protocol_version = http_version.map(str::to_owned);
@@ -153,7 +158,7 @@ fn advertised(capabilities: &Value, capability: &str) -> bool {
 fn http_wire(wire: &mut Wire) -> Option<&mut HttpWire> {
     match wire {
         Wire::Http(w, _) => Some(w),
-        Wire::Stdio(_) => None,
+        Wire::Stdio(_) | Wire::Sse(_) => None,
     }
 }
 
@@ -170,14 +175,19 @@ fn stderr_hint(wire: &Wire) -> String {
                 )
             }
         }
-        Wire::Http(..) => String::new(),
+        Wire::Http(..) | Wire::Sse(_) => String::new(),
     }
 }
 
 /// Runs the battery in `era`. `required`: the era was asked for by name, so a server that does
 /// not speak it fails instead of being skipped.
 pub(super) async fn run_era(options: &CheckOptions, era: Era, required: bool) -> EraRun {
-    let http = matches!(options.target, Target::Http { .. });
+    let transport = match options.target {
+        Target::Stdio(_) => Transport::Stdio,
+        Target::Http { .. } => Transport::StreamableHttp,
+        Target::LegacySse { .. } => Transport::LegacySse,
+    };
+    let http = transport == Transport::StreamableHttp;
     let mut run = Run {
         options,
         era,
@@ -188,16 +198,20 @@ pub(super) async fn run_era(options: &CheckOptions, era: Era, required: bool) ->
         spec: SpecSchemas::new(options.spec_schemas.clone()),
         sent_ids: HashSet::new(),
     };
-    let outcome = run.battery(required).await;
+    let outcome = if transport == Transport::LegacySse && era.is_modern() {
+        Err("the legacy HTTP+SSE transport belongs to the handshake era: 2026-07-28 is not spoken over it".to_owned())
+    } else {
+        run.battery(required).await
+    };
     if let Err(why) = outcome {
-        for r in RULES.iter().filter(|r| r.scope.applies(era.is_modern(), http)) {
+        for r in RULES.iter().filter(|r| r.scope.applies(era.is_modern(), transport)) {
             run.findings.entry(r.id).or_insert_with(|| Status::Skip(why.clone()));
         }
     }
     // Labelled with the revision checked: the one the server chose, when it chose an older one.
     let label = run.era.as_str();
     let mut findings = Vec::new();
-    for r in RULES.iter().filter(|r| r.scope.applies(era.is_modern(), http)) {
+    for r in RULES.iter().filter(|r| r.scope.applies(era.is_modern(), transport)) {
         let status = run.findings.remove(r.id).unwrap_or_else(|| Status::Skip("not reached".into()));
         findings.push(Finding { era: label.to_owned(), rule: r, status });
     }
@@ -208,18 +222,19 @@ impl Run<'_> {
     /// The whole battery; `Err(why)` when the era could not be run (the remaining checks skip).
     async fn battery(&mut self, required: bool) -> Result<(), String> {
         let target = &self.options.target;
-        let mut wire = connect(target, self.modern().then_some(self.era.as_str())).await.map_err(|e| {
-            let id = if self.modern() { "lifecycle.discover" } else { "lifecycle.initialize" };
-            self.fail(id, None, None, format!("cannot connect: {e}"));
-            format!("no connection: {e}")
-        })?;
+        let mut wire =
+            connect(target, self.modern().then_some(self.era.as_str()), self.timeout()).await.map_err(|e| {
+                let id = if self.modern() { "lifecycle.discover" } else { "lifecycle.initialize" };
+                self.fail(id, None, None, format!("cannot connect: {e}"));
+                format!("no connection: {e}")
+            })?;
         let capabilities = match self.handshake(&mut wire, required).await {
             Ok(c) => c,
             Err(why) => {
                 // What the server wrote instead of an answer is still a finding.
                 if let Wire::Stdio(w) = &wire {
-                    if let Some(first) = w.unsolicited.garbage.first() {
-                        let count = w.unsolicited.garbage.len();
+                    if let Some(first) = w.inbox.unsolicited.garbage.first() {
+                        let count = w.inbox.unsolicited.garbage.len();
                         self.fail(
                             "stdio.stdout-messages-only",
                             None,
@@ -249,16 +264,23 @@ impl Run<'_> {
         }
         if self.http {
             self.http_checks(&mut wire).await;
+            self.response_to_nothing_over_http(&mut wire).await;
+            self.resume(&mut wire).await;
+        } else if matches!(wire, Wire::Sse(_)) {
+            self.response_to_nothing_over_http(&mut wire).await;
         } else {
             self.parse_error(&mut wire).await;
-            self.cancellation(&mut wire).await;
         }
+        self.cancellation(&mut wire).await;
         if !self.modern() {
             self.unknown_version().await;
+            self.before_initialize().await;
         }
         // What came unasked over the whole session.
-        if let Wire::Stdio(w) = &mut wire {
-            w.drain_until(Instant::now() + Duration::from_millis(100)).await;
+        match &mut wire {
+            Wire::Stdio(w) => w.drain_until(Instant::now() + Duration::from_millis(100)).await,
+            Wire::Sse(w) => w.drain_until(Instant::now() + Duration::from_millis(100)).await,
+            Wire::Http(..) => {}
         }
         self.unsolicited_checks(wire.unsolicited().clone());
         if self.http && !self.modern() {
@@ -1023,35 +1045,213 @@ impl Run<'_> {
         }
     }
 
-    /// `--slow-tool`: call it, cancel at once, and see that no answer comes.
+    /// `--slow-tool`: call it, cancel it, and see that no answer comes. Over stdio the
+    /// cancellation follows the call on the same pipe; over HTTP (handshake era) it is POSTed
+    /// once the call's response stream has begun, so the server has the call when it comes.
     async fn cancellation(&mut self, wire: &mut Wire) {
+        let id = "cancellation.no-response";
         let Some((name, arguments)) = self.options.slow_tool.clone() else {
-            self.skip("cancellation.no-response", "no --slow-tool given");
+            self.skip(id, "no --slow-tool given");
             return;
         };
-        let Wire::Stdio(w) = wire else { return };
+        if self.http && self.modern() {
+            self.skip(
+                id,
+                "at 2026-07-28 over HTTP, closing the response stream is the cancellation (no \
+                 notifications/cancelled): nothing to observe",
+            );
+            return;
+        }
         let call = self.message("tools/call", json!({"name": name, "arguments": arguments}));
         let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": self.with_meta(json!({"requestId": call["id"], "reason": "mcp-conformance cancels"}))});
-        if let (Ok(()), Ok(())) = (w.send(&call).await, w.send(&cancel).await) {
-            match w.wait_for(&call["id"], Instant::now() + self.timeout()).await {
-                Reply::Message(m) => self.fail(
-                    "cancellation.no-response",
-                    Some(&call),
-                    Some(excerpt(&m.to_string())),
-                    "the request was cancelled at once, yet answered",
-                ),
-                Reply::Timeout => self.pass("cancellation.no-response"),
-                Reply::Closed(why) => {
-                    self.fail("cancellation.no-response", Some(&call), Some(why), "the server went away")
+        let deadline = Instant::now() + self.timeout();
+        let http = http_wire(wire).cloned();
+        let reply = match (wire, http) {
+            (Wire::Stdio(w), _) => {
+                if let (Ok(()), Ok(())) = (w.send(&call).await, w.send(&cancel).await) {
+                    w.wait_for(&call["id"], deadline).await
+                } else {
+                    return;
                 }
             }
+            (Wire::Sse(w), _) => {
+                // The call is accepted (202) before the cancellation is POSTed: in order.
+                if let (Ok(_), Ok(_)) = (w.send(&call).await, w.send(&cancel).await) {
+                    w.wait_for(&call["id"], deadline).await
+                } else {
+                    return;
+                }
+            }
+            (wire @ Wire::Http(..), Some(w)) => {
+                let (head_tx, head_rx) = tokio::sync::oneshot::channel();
+                let body = call.to_string();
+                let call_id = call["id"].clone();
+                let task = tokio::spawn(async move {
+                    w.exchange_telling_head("POST", Some(body.as_bytes()), &[], Some(&call_id), deadline, Some(head_tx))
+                        .await
+                });
+                if !matches!(tokio::time::timeout_at(deadline, head_rx).await, Ok(Ok(()))) {
+                    task.abort();
+                    self.skip(id, "the call's response did not begin within the timeout: no cancellation sent");
+                    return;
+                }
+                let _ = wire.notify(&cancel, self.timeout()).await;
+                let Ok(x) = task.await else { return };
+                let sse = x.seen.headers.get("content-type").is_some_and(|c| c.starts_with("text/event-stream"));
+                let answer = x.messages.iter().find(|m| m.get("id") == Some(&call["id"]) && m.get("method").is_none());
+                match answer {
+                    Some(_) if !sse => {
+                        self.skip(
+                            id,
+                            "the server answered the call whole, in JSON, before a cancellation could follow",
+                        );
+                        return;
+                    }
+                    Some(m) => Reply::Message(m.clone()),
+                    None if x.error.as_deref() == Some("timed out") => Reply::Timeout,
+                    None => Reply::Closed(format!("http {}: the stream ended with no answer", x.seen.status)),
+                }
+            }
+            _ => return,
+        };
+        match reply {
+            Reply::Message(m) => {
+                self.fail(id, Some(&call), Some(excerpt(&m.to_string())), "the request was cancelled, yet answered")
+            }
+            Reply::Timeout => self.pass(id),
+            Reply::Closed(_) if self.http => self.pass(id),
+            Reply::Closed(why) => self.fail(id, Some(&call), Some(why), "the server went away"),
         }
+    }
+
+    /// Over HTTP in the handshake era, a response to no request POSTed: accepted (202, no
+    /// body) or refused with an error status, never answered.
+    async fn response_to_nothing_over_http(&mut self, wire: &mut Wire) {
+        let id = "jsonrpc.response-to-nothing";
+        if self.modern() {
+            self.skip(
+                id,
+                "at 2026-07-28 clients send no responses over HTTP (\"The client MUST NOT send JSON-RPC responses\")",
+            );
+            return;
+        }
+        let timeout = self.timeout();
+        let stray = json!({"jsonrpc": "2.0", "id": "mcp-conformance-unasked", "result": {}});
+        if let Wire::Sse(w) = wire {
+            // An answer would come on the stream: the unsolicited checks see it.
+            match w.send(&stray).await {
+                Ok(_) => self.pass(id),
+                Err(e) => self.fail(
+                    id,
+                    Some(&stray),
+                    Some(e),
+                    "a response POSTed must be accepted or refused, not break the session",
+                ),
+            }
+            return;
+        }
+        let Some(w) = http_wire(wire) else { return };
+        let x = w.exchange("POST", Some(stray.to_string().as_bytes()), &[], None, Instant::now() + timeout).await;
+        let answered = x.messages.iter().find(|m| m.get("id") == stray.get("id"));
+        let status = x.seen.status;
+        match answered {
+            None if status == 202 || (400..500).contains(&status) => self.pass(id),
+            None => self.fail(
+                id,
+                Some(&stray),
+                Some(format!("http {status} {}", x.error.unwrap_or_default())),
+                "a response POSTed must get 202 Accepted with no body, or an HTTP error status",
+            ),
+            Some(m) => self.fail(
+                id,
+                Some(&stray),
+                Some(format!("http {status}: {}", excerpt(&m.to_string()))),
+                "our response to no request was answered",
+            ),
+        }
+    }
+
+    /// When a request's SSE stream carries event ids, a GET with `Last-Event-ID` set to an id
+    /// before the response replays the response.
+    async fn resume(&mut self, wire: &mut Wire) {
+        let id = "http.resume";
+        if self.modern() {
+            return;
+        }
+        let timeout = self.timeout();
+        let ping = self.message("ping", json!({}));
+        let Some(w) = http_wire(wire) else { return };
+        let w = w.clone();
+        let x =
+            w.exchange("POST", Some(ping.to_string().as_bytes()), &[], ping.get("id"), Instant::now() + timeout).await;
+        if x.event_ids.is_empty() {
+            self.skip(id, "the server gives no SSE event ids (JSON answers, or events without ids): nothing to resume");
+            return;
+        }
+        let Some((last, _)) = x.event_ids.iter().take_while(|(_, response)| !response).last() else {
+            self.skip(id, "the first event id came with the response itself: nothing after it to replay");
+            return;
+        };
+        let headers = [("accept", Some("text/event-stream".to_owned())), ("last-event-id", Some(last.clone()))];
+        let resumed = w
+            .exchange("GET", None, &headers, ping.get("id"), Instant::now() + timeout.min(Duration::from_secs(3)))
+            .await;
+        let replayed = resumed.messages.iter().any(|m| m.get("id") == ping.get("id") && m.get("method").is_none());
+        if replayed {
+            self.pass(id);
+        } else {
+            self.fail(
+                id,
+                Some(&json!({"method": "GET", "last-event-id": last})),
+                Some(format!(
+                    "http {}: {} message(s), none the response to ping {}",
+                    resumed.seen.status,
+                    resumed.messages.len(),
+                    resumed.error.map(|e| format!("({e})")).unwrap_or_default()
+                )),
+                "the server gave event ids; resuming after one before the response should replay the response",
+            );
+        }
+    }
+
+    /// A fresh connection whose first message is `tools/list`, no `initialize` before it: a
+    /// server of the handshake era refuses it (an error, an HTTP error status, or the connection
+    /// closed), and never answers it with a result.
+    async fn before_initialize(&mut self) {
+        let id = "lifecycle.before-initialize";
+        let Ok(mut wire) = connect(&self.options.target, None, self.timeout()).await else { return };
+        let list = self.message("tools/list", json!({}));
+        let answer = wire.request(&list, self.timeout()).await;
+        match (&answer.reply, &answer.http) {
+            (Reply::Message(m), _) if m.get("error").is_some() => self.pass(id),
+            (Reply::Message(m), _) => self.fail(
+                id,
+                Some(&list),
+                Some(excerpt(&m.to_string())),
+                "tools/list was served before initialize: the initialization phase must come first",
+            ),
+            (Reply::Closed(_), Some(h)) if h.status >= 400 => self.pass(id),
+            (Reply::Closed(_), None) => self.pass(id),
+            (other, _) => self.fail(
+                id,
+                Some(&list),
+                Some(other.describe()),
+                "a request before initialize must be refused with an error (every request is answered)",
+            ),
+        }
+        if let (Some(w), Some(h)) = (http_wire(&mut wire), &answer.http) {
+            if let Some(session) = h.headers.get("mcp-session-id") {
+                w.session = Some(session.clone());
+                let _ = w.exchange("DELETE", None, &[], None, Instant::now() + self.options.timeout).await;
+            }
+        }
+        wire.close().await;
     }
 
     /// A second connection offering an unknown version.
     async fn unknown_version(&mut self) {
         let target = &self.options.target;
-        let Ok(mut wire) = connect(target, None).await else { return };
+        let Ok(mut wire) = connect(target, None, self.timeout()).await else { return };
         let init = self.message(
             "initialize",
             json!({"protocolVersion": UNKNOWN_VERSION, "capabilities": {}, "clientInfo": client_info()}),
@@ -1194,6 +1394,24 @@ impl Run<'_> {
         ];
         for p in probes {
             self.expect_http(&w, p, deadline()).await;
+        }
+        if w.is_local() {
+            let rebound = "mcp-conformance.invalid";
+            self.expect_http(
+                &w,
+                HttpProbe {
+                    id: "http.host",
+                    sent: probe.clone(),
+                    headers: with("host", rebound),
+                    ok: Box::new(|status: u16, _: Option<i64>| (400..500).contains(&status)),
+                    shown: format!("Host: {rebound}"),
+                    why: "a local server reached under a foreign name (a rebound DNS name) should refuse the request",
+                },
+                deadline(),
+            )
+            .await;
+        } else {
+            self.skip("http.host", "not a local server (its Host is the name it is reached by)");
         }
         if modern {
             // No tool of that name exists: a server that skips the header check answers

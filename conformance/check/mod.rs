@@ -7,15 +7,17 @@
 //! - `rules`: the catalog of checks;
 //! - `battery`: the checks themselves;
 //! - `wire`: the raw connections (bytes on stdio, HTTP exchanges);
+//! - `sse_wire`: the legacy HTTP+SSE transport (2024-11-05), found by the fallback clients use;
 //! - `schema`: JSON Schema validity, `$ref` resolution and validation against the revisions'
 //!   schemas.
 //!
-//! Not here: tool calls the user did not ask for (`--call`), writes of any kind, the legacy
-//! HTTP+SSE transport, OAuth flows (a token comes from `--bearer-env`).
+//! Not here: tool calls the user did not ask for (`--call`), writes of any kind, OAuth flows (a
+//! token comes from `--bearer-env`).
 
 mod battery;
 pub mod rules;
 pub mod schema;
+pub mod sse_wire;
 pub mod wire;
 
 use std::collections::BTreeSet;
@@ -74,6 +76,13 @@ pub enum Target {
         /// Sent with every request.
         headers: Vec<(String, String)>,
     },
+    /// The legacy HTTP+SSE transport (2024-11-05): the URL of its SSE stream.
+    LegacySse {
+        /// `http://host:port/sse`.
+        url: String,
+        /// Sent with every request.
+        headers: Vec<(String, String)>,
+    },
 }
 
 impl Target {
@@ -81,6 +90,7 @@ impl Target {
         match self {
             Target::Stdio(words) => format!("stdio `{}`", words.join(" ")),
             Target::Http { url, .. } => format!("http {url}"),
+            Target::LegacySse { url, .. } => format!("legacy sse {url}"),
         }
     }
 }
@@ -104,6 +114,9 @@ pub struct CheckOptions {
     /// Where each revision's JSON schema is (`DIR/REV/schema.json`, the `schema/` folder of the
     /// specification's repository, `--spec-schemas`); `None`: the checks that need them skip.
     pub spec_schemas: Option<std::path::PathBuf>,
+    /// For an HTTP target: fall back to the legacy HTTP+SSE transport as clients do (a POST
+    /// of initialize refused with 400, 404 or 405, then a GET that gives an `endpoint` event).
+    pub detect_legacy_sse: bool,
 }
 
 impl CheckOptions {
@@ -117,6 +130,7 @@ impl CheckOptions {
             slow_tool: None,
             call_readonly: false,
             spec_schemas: None,
+            detect_legacy_sse: true,
         }
     }
 }
@@ -211,7 +225,16 @@ pub struct Report {
 
 /// Runs the checks.
 pub async fn run(options: &CheckOptions) -> Report {
+    let mut fallback = None;
+    if let (true, Target::Http { url, headers }) = (options.detect_legacy_sse, &options.target) {
+        if let Some(seen) = sse_wire::detect(url, headers, options.timeout).await {
+            let target = Target::LegacySse { url: url.clone(), headers: headers.clone() };
+            fallback = Some((CheckOptions { target, ..options.clone() }, seen));
+        }
+    }
+    let options = fallback.as_ref().map_or(options, |(o, _)| o);
     let mut report = Report { target: options.target.describe(), findings: Vec::new(), notes: Vec::new() };
+    report.notes.extend(fallback.as_ref().map(|(_, seen)| seen.clone()));
     let eras: Vec<(Era, bool)> = match options.eras {
         Some(era) => vec![(era, true)],
         None => vec![(Era::HANDSHAKE, false), (Era::MODERN, false)],

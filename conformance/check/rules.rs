@@ -45,14 +45,26 @@ pub enum Scope {
     HttpModern,
 }
 
+/// The transport a run speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process's stdin and stdout.
+    Stdio,
+    /// Streamable HTTP.
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport of 2024-11-05 (no rule of Streamable HTTP applies).
+    LegacySse,
+}
+
 impl Scope {
-    /// Whether the rule applies to a run in `modern` (2026-07-28) or not, over HTTP or not.
-    pub fn applies(self, modern: bool, http: bool) -> bool {
+    /// Whether the rule applies to a run in `modern` (2026-07-28) or not, over `transport`.
+    pub fn applies(self, modern: bool, transport: Transport) -> bool {
+        let http = transport == Transport::StreamableHttp;
         match self {
             Scope::All => true,
             Scope::Handshake => !modern,
             Scope::Modern => modern,
-            Scope::Stdio => !http,
+            Scope::Stdio => transport == Transport::Stdio,
             Scope::Http => http,
             Scope::HttpHandshake => http && !modern,
             Scope::HttpModern => http && modern,
@@ -112,6 +124,16 @@ pub static RULES: &[Rule] = &[
         section: "basic/lifecycle#version-negotiation",
         quote: "If the server supports the requested protocol version, it MUST respond with the same version. \
                 Otherwise, the server MUST respond with another protocol version it supports.",
+        scope: Scope::Handshake,
+    },
+    Rule {
+        id: "lifecycle.before-initialize",
+        title: "a request (other than ping) before initialize is refused, not served",
+        level: Should,
+        section: "basic/lifecycle#initialization",
+        quote: "The initialization phase MUST be the first interaction between client and server. … The client \
+                SHOULD NOT send requests other than pings before the server has responded to the initialize \
+                request. (What the server does with one is not stated with a keyword: SHOULD.)",
         scope: Scope::Handshake,
     },
     Rule {
@@ -343,7 +365,7 @@ pub static RULES: &[Rule] = &[
         level: Should,
         section: "basic/utilities/cancellation#behavior-requirements",
         quote: "Receivers of cancellation notifications SHOULD: … Not send a response for the cancelled request",
-        scope: Scope::Stdio,
+        scope: Scope::All,
     },
     // results
     Rule {
@@ -417,6 +439,17 @@ pub static RULES: &[Rule] = &[
         scope: Scope::Http,
     },
     Rule {
+        id: "http.host",
+        title: "a request to a local server with a foreign Host gets an HTTP error status (DNS rebinding)",
+        level: Should,
+        section: "basic/transports#security-warning",
+        quote: "Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding \
+                attacks … Without these protections, attackers could use DNS rebinding to interact with local MCP \
+                servers from remote websites. (A rebound request names the attacker's host in Host; the text states \
+                no Host rule: SHOULD.)",
+        scope: Scope::Http,
+    },
+    Rule {
         id: "http.accept",
         title: "a POST whose Accept lists neither application/json nor text/event-stream gets 406",
         level: Should,
@@ -467,6 +500,17 @@ pub static RULES: &[Rule] = &[
         section: "basic/transports#session-management",
         quote: "The server MAY terminate the session at any time, after which it MUST respond to requests \
                 containing that session ID with HTTP 404 Not Found.",
+        scope: Scope::HttpHandshake,
+    },
+    Rule {
+        id: "http.resume",
+        title: "when the server gives SSE event ids, a GET with Last-Event-ID resumes the stream",
+        level: Should,
+        section: "basic/transports#resumability-and-redelivery",
+        quote: "If the client wishes to resume after a disconnection …, it SHOULD issue an HTTP GET to the MCP \
+                endpoint, and include the Last-Event-ID header … The server MAY use this header to replay messages \
+                that would have been sent after the last event ID, on the stream that was disconnected (event ids \
+                are the server's offer to resume: SHOULD)",
         scope: Scope::HttpHandshake,
     },
     Rule {

@@ -128,22 +128,88 @@ pub fn excerpt(text: &str) -> String {
 }
 
 /// Items the stdout reader hands over.
-enum Incoming {
+pub(super) enum Incoming {
     Message(Value),
     Garbage(String),
     TooLong(usize),
     End(String),
 }
 
+/// The messages read from one stream of the server (a child's stdout, a legacy SSE stream),
+/// and what came on it unasked.
+pub struct Inbox {
+    incoming: mpsc::Receiver<Incoming>,
+    ended: Option<String>,
+    /// What a frame is called in the report (`a line`, `an event`).
+    frame: &'static str,
+    /// What came unasked.
+    pub unsolicited: Unsolicited,
+}
+
+/// What the next item of an [`Inbox`] means to the one waiting.
+pub(super) enum Next {
+    /// The response awaited, or the end of the wait.
+    Reply(Reply),
+    /// A request of the server's: send this answer, and wait on.
+    Answer(Value),
+    /// The stream ended (why): say so with [`Inbox::end`], with what the caller knows more.
+    End(String),
+}
+
+impl Inbox {
+    pub(super) fn new(incoming: mpsc::Receiver<Incoming>, frame: &'static str) -> Inbox {
+        Inbox { incoming, ended: None, frame, unsolicited: Unsolicited::default() }
+    }
+
+    /// Reads until the response with `id` (null: an id that could not be read, null or
+    /// missing), a request of the server's, the end of the stream or `deadline`, noting
+    /// everything else.
+    pub(super) async fn next(&mut self, id: &Value, deadline: Instant) -> Next {
+        loop {
+            if let Some(why) = &self.ended {
+                return Next::Reply(Reply::Closed(why.clone()));
+            }
+            let item = match timeout_at(deadline, self.incoming.recv()).await {
+                Err(_) => return Next::Reply(Reply::Timeout),
+                Ok(None) => return Next::End("the stream ended".into()),
+                Ok(Some(item)) => item,
+            };
+            match item {
+                Incoming::Message(message) => {
+                    let matches = match message.get("id") {
+                        None => id.is_null(),
+                        found => found == Some(id),
+                    };
+                    if is_response(&message) && matches {
+                        return Next::Reply(Reply::Message(message));
+                    }
+                    if let Some(answer) = refuse_server_request(&message) {
+                        return Next::Answer(answer);
+                    }
+                    self.unsolicited.note(message);
+                }
+                Incoming::Garbage(text) => self.unsolicited.garbage(text),
+                Incoming::TooLong(n) => self
+                    .unsolicited
+                    .garbage(format!("{} of more than {n} bytes (skipped; the limit is {MAX_FRAME})", self.frame)),
+                Incoming::End(why) => return Next::End(why),
+            }
+        }
+    }
+
+    /// The stream is over: every later wait ends at once with `why`.
+    pub(super) fn end(&mut self, why: String) {
+        self.ended = Some(why);
+    }
+}
+
 /// A server started as a child process, spoken to in newline-delimited JSON.
 pub struct StdioWire {
     child: tokio::process::Child,
     stdin: Option<tokio::process::ChildStdin>,
-    incoming: mpsc::Receiver<Incoming>,
     stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    ended: Option<String>,
-    /// What came unasked.
-    pub unsolicited: Unsolicited,
+    /// What the server writes on stdout.
+    pub inbox: Inbox,
 }
 
 impl StdioWire {
@@ -186,14 +252,7 @@ impl StdioWire {
         });
         let (tx, incoming) = mpsc::channel(256);
         tokio::spawn(read_lines(stdout, tx));
-        Ok(StdioWire {
-            stdin: child.stdin.take(),
-            child,
-            incoming,
-            stderr,
-            ended: None,
-            unsolicited: Unsolicited::default(),
-        })
+        Ok(StdioWire { stdin: child.stdin.take(), child, stderr, inbox: Inbox::new(incoming, "a line") })
     }
 
     /// The last lines the server wrote on stderr.
@@ -226,40 +285,17 @@ impl StdioWire {
     /// Waits until `deadline` for the response with `id`, noting everything else.
     pub async fn wait_for(&mut self, id: &Value, deadline: Instant) -> Reply {
         loop {
-            if let Some(why) = &self.ended {
-                return Reply::Closed(why.clone());
-            }
-            let item = match timeout_at(deadline, self.incoming.recv()).await {
-                Err(_) => return Reply::Timeout,
-                Ok(None) => Incoming::End("the server's stdout ended".into()),
-                Ok(Some(item)) => item,
-            };
-            match item {
-                Incoming::Message(message) => {
-                    // Null stands for an id that could not be read: null or missing.
-                    let matches = match message.get("id") {
-                        None => id.is_null(),
-                        found => found == Some(id),
-                    };
-                    if is_response(&message) && matches {
-                        return Reply::Message(message);
-                    }
-                    if let Some(answer) = refuse_server_request(&message) {
-                        let _ = self.send(&answer).await;
-                        continue;
-                    }
-                    self.unsolicited.note(message);
+            match self.inbox.next(id, deadline).await {
+                Next::Reply(reply) => return reply,
+                Next::Answer(answer) => {
+                    let _ = self.send(&answer).await;
                 }
-                Incoming::Garbage(text) => self.unsolicited.garbage(text),
-                Incoming::TooLong(n) => self
-                    .unsolicited
-                    .garbage(format!("a line of more than {n} bytes (skipped; the limit is {MAX_FRAME})")),
-                Incoming::End(why) => {
+                Next::End(why) => {
                     let status = match tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await {
                         Ok(Ok(status)) => format!(", {status}"),
                         _ => String::new(),
                     };
-                    self.ended = Some(format!("{why}{status}"));
+                    self.inbox.end(format!("{why}{status}"));
                 }
             }
         }
@@ -401,6 +437,9 @@ pub struct HttpExchange {
     pub messages: Vec<Value>,
     /// Why the exchange failed or was cut short, if it was.
     pub error: Option<String>,
+    /// The ids of the SSE events, in order, each with whether its event carried the response
+    /// awaited (what a resumption with `Last-Event-ID` starts after).
+    pub event_ids: Vec<(String, bool)>,
 }
 
 impl HttpWire {
@@ -414,12 +453,29 @@ impl HttpWire {
         Ok(HttpWire { endpoint, path, headers, session: None, protocol_version: None })
     }
 
+    /// The path (and query) requested.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// `host:port`, as the URL gave it.
+    pub fn authority(&self) -> &str {
+        &self.endpoint.authority
+    }
+
+    /// Whether the URL names this machine (`localhost`, 127.0.0.0/8, `::1`): a server that a
+    /// rebound name can reach.
+    pub fn is_local(&self) -> bool {
+        let host = self.endpoint.host.as_str();
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+
     /// The URL's origin (`http://host:port`), the one a same-origin page would send.
     pub fn origin(&self) -> String {
         self.endpoint.origin()
     }
 
-    async fn connect(&self) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String> {
+    pub(super) async fn connect(&self) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String> {
         handshake(self.endpoint.open().await?).await
     }
 
@@ -434,6 +490,20 @@ impl HttpWire {
         extra: &[(&str, Option<String>)],
         until_id: Option<&Value>,
         deadline: Instant,
+    ) -> HttpExchange {
+        self.exchange_telling_head(method, body, extra, until_id, deadline, None).await
+    }
+
+    /// [`HttpWire::exchange`], telling `head` when the response's status and headers have come
+    /// (before its body or stream: what a request in flight on an SSE stream looks like).
+    pub async fn exchange_telling_head(
+        &self,
+        method: &str,
+        body: Option<&[u8]>,
+        extra: &[(&str, Option<String>)],
+        until_id: Option<&Value>,
+        deadline: Instant,
+        head: Option<tokio::sync::oneshot::Sender<()>>,
     ) -> HttpExchange {
         let mut headers: Vec<(String, String)> = vec![
             ("host".into(), self.endpoint.authority.clone()),
@@ -465,13 +535,18 @@ impl HttpWire {
             Ok(r) => r,
             Err(e) => return HttpExchange { error: Some(format!("building the request: {e}")), ..Default::default() },
         };
-        match timeout_at(deadline, self.run(request, until_id)).await {
+        match timeout_at(deadline, self.run(request, until_id, head)).await {
             Ok(exchange) => exchange,
             Err(_) => HttpExchange { error: Some("timed out".into()), ..Default::default() },
         }
     }
 
-    async fn run(&self, request: hyper::Request<Full<Bytes>>, until_id: Option<&Value>) -> HttpExchange {
+    async fn run(
+        &self,
+        request: hyper::Request<Full<Bytes>>,
+        until_id: Option<&Value>,
+        head: Option<tokio::sync::oneshot::Sender<()>>,
+    ) -> HttpExchange {
         let mut out = HttpExchange::default();
         let mut sender = match self.connect().await {
             Ok(s) => s,
@@ -487,6 +562,9 @@ impl HttpWire {
                 return out;
             }
         };
+        if let Some(head) = head {
+            let _ = head.send(());
+        }
         out.seen.status = response.status().as_u16();
         for (name, value) in response.headers() {
             out.seen.headers.insert(name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned());
@@ -526,11 +604,18 @@ impl HttpWire {
                     buf.extend_from_slice(&data);
                     while let Some(event) = decoder.decode(&mut buf) {
                         match event {
-                            Ok(event) if event.data.is_empty() => {}
+                            Ok(event) if event.data.is_empty() => {
+                                if let Some(id) = event.id.filter(|i| !i.is_empty()) {
+                                    out.event_ids.push((id, false));
+                                }
+                            }
                             Ok(event) => match serde_json::from_str::<Value>(&event.data) {
                                 Ok(message) => {
                                     let done = until_id
                                         .is_some_and(|id| is_response(&message) && message.get("id") == Some(id));
+                                    if let Some(id) = event.id.filter(|i| !i.is_empty()) {
+                                        out.event_ids.push((id, done));
+                                    }
                                     out.messages.push(message);
                                     if done {
                                         return out;
@@ -567,6 +652,8 @@ where
 pub enum Wire {
     /// A child process.
     Stdio(StdioWire),
+    /// The legacy HTTP+SSE transport.
+    Sse(super::sse_wire::SseWire),
     /// An HTTP endpoint, and the unsolicited messages seen on its streams.
     Http(HttpWire, Unsolicited),
 }
@@ -586,6 +673,7 @@ impl Wire {
     pub async fn request(&mut self, message: &Value, timeout: Duration) -> Answer {
         match self {
             Wire::Stdio(w) => Answer { reply: w.request(message, timeout).await, http: None },
+            Wire::Sse(w) => Answer { reply: w.request(message, timeout).await, http: None },
             Wire::Http(w, unsolicited) => {
                 let body = message.to_string();
                 let id = message.get("id").cloned().unwrap_or(Value::Null);
@@ -620,6 +708,7 @@ impl Wire {
     pub async fn notify(&mut self, message: &Value, timeout: Duration) -> Result<Option<HttpExchange>, String> {
         match self {
             Wire::Stdio(w) => w.send(message).await.map(|()| None),
+            Wire::Sse(w) => w.send(message).await.map(|_| None),
             Wire::Http(w, unsolicited) => {
                 let body = message.to_string();
                 let extra = metadata_headers(w, message);
@@ -635,15 +724,18 @@ impl Wire {
     /// What came unasked so far.
     pub fn unsolicited(&self) -> &Unsolicited {
         match self {
-            Wire::Stdio(w) => &w.unsolicited,
+            Wire::Stdio(w) => &w.inbox.unsolicited,
+            Wire::Sse(w) => &w.inbox.unsolicited,
             Wire::Http(_, u) => u,
         }
     }
 
     /// Ends the connection (a child process is stopped; an HTTP session is left to the caller).
     pub async fn close(self) {
-        if let Wire::Stdio(w) = self {
-            w.close().await;
+        match self {
+            Wire::Stdio(w) => w.close().await,
+            Wire::Sse(w) => w.close(),
+            Wire::Http(..) => {}
         }
     }
 }

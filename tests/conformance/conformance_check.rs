@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn bin() -> &'static str {
     examples::bin_path("mcp-conformance")
@@ -159,6 +159,7 @@ fn the_fixture_passes_every_check_in_both_eras_over_stdio() {
         "2025-11-25/pagination.cursor",
         "2025-11-25/stdio.stdout-messages-only",
         "2025-11-25/completion.complete",
+        "2025-11-25/lifecycle.before-initialize",
     ] {
         assert!(passed.contains(&key.to_owned()), "{key} did not pass: {text}");
     }
@@ -186,6 +187,11 @@ fn the_fixture_passes_every_check_in_both_eras_over_http() {
         "2026-07-28/http.get-405",
         "2025-11-25/http.accept",
         "2025-11-25/http.content-type",
+        "2025-11-25/http.host",
+        "2026-07-28/http.host",
+        "2025-11-25/http.resume",
+        "2025-11-25/cancellation.no-response",
+        "2025-11-25/jsonrpc.response-to-nothing",
     ] {
         assert!(passed.contains(&key.to_owned()), "{key} did not pass: {text}");
     }
@@ -195,7 +201,7 @@ fn the_fixture_passes_every_check_in_both_eras_over_http() {
 /// warning for a SHOULD), in every era it applies to, and no other MUST check fails.
 #[test]
 fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
-    let cases: [(&str, bool, &str, &[&str]); 13] = [
+    let cases: [(&str, bool, &str, &[&str]); 19] = [
         ("name-spaces", false, "tools.name-charset", &["2025-11-25", "2026-07-28"]),
         ("name-long", false, "tools.name-length", &["2025-11-25", "2026-07-28"]),
         ("duplicate-tool", false, "tools.name-unique", &["2025-11-25", "2026-07-28"]),
@@ -209,6 +215,12 @@ fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
         ("any-origin", true, "http.origin", &["2025-11-25", "2026-07-28"]),
         ("any-name", true, "http.name-mismatch", &["2026-07-28"]),
         ("any-version-header", true, "http.version-header-mismatch", &["2026-07-28"]),
+        ("serve-before-initialize", false, "lifecycle.before-initialize", &["2025-11-25"]),
+        ("any-host", true, "http.host", &["2025-11-25", "2026-07-28"]),
+        ("no-resume", true, "http.resume", &["2025-11-25"]),
+        ("answer-cancelled", true, "cancellation.no-response", &["2025-11-25"]),
+        ("answer-response", false, "jsonrpc.response-to-nothing", &["2025-11-25", "2026-07-28"]),
+        ("answer-response", true, "jsonrpc.response-to-nothing", &["2025-11-25"]),
     ];
     let mut problems = Vec::new();
     for (rule, http, id, eras) in cases {
@@ -222,7 +234,7 @@ fn each_broken_rule_is_caught_by_its_check_and_no_other_must_check() {
         // (twice: one per era): only the case that breaks it is given the slow tool.
         let flags = if rule == "answer-cancelled" { &FIXTURE_FLAGS[..] } else { &FIXTURE_FLAGS[..4] };
         args.extend(flags);
-        let (code, text, report) = check_json(rule, &args);
+        let (code, text, report) = check_json(&format!("{rule}-{http}"), &args);
         let found = findings_against(&report);
         let level = found.iter().find(|(k, _)| k.ends_with(&format!("/{id}"))).map(|(_, l)| l.clone());
         for era in eras {
@@ -337,9 +349,17 @@ fn everything_findings(http: bool) -> Vec<(String, String)> {
         ("2025-11-25/errors.unknown-tool-protocol-error", "SHOULD"),
     ];
     if http {
-        found.extend([("2025-11-25/http.origin", "MUST"), ("2025-11-25/http.session-deleted", "MUST")]);
+        found.extend([
+            ("2025-11-25/http.origin", "MUST"),
+            ("2025-11-25/http.session-deleted", "MUST"),
+            ("2025-11-25/http.host", "SHOULD"),
+        ]);
     } else {
-        found.push(("2025-11-25/errors.parse-error", "SHOULD"));
+        // Over HTTP a request without a session is refused before any handler sees it.
+        found.extend([
+            ("2025-11-25/errors.parse-error", "SHOULD"),
+            ("2025-11-25/lifecycle.before-initialize", "SHOULD"),
+        ]);
     }
     let mut found: Vec<(String, String)> = found.into_iter().map(|(k, l)| (k.to_owned(), l.to_owned())).collect();
     found.sort();
@@ -485,5 +505,149 @@ fn a_protected_server_is_checked_with_its_token_and_refused_without_it() {
         if name == "bearer-env" {
             assert!(!text.contains(token) && !report.contains(token), "{name}: the token was written out");
         }
+    }
+}
+
+/// The revisions' schemas the schema test checks against, in the layout `--spec-schemas` reads
+/// (`DIR/REV/schema.json`): `MCP_SPEC_SCHEMAS` when set (by hand, the specification's own:
+/// `MCP_SPEC_SCHEMAS=../shared/spec`), else the small ones [`write_own_spec_schemas`] writes.
+fn spec_schemas() -> String {
+    match std::env::var("MCP_SPEC_SCHEMAS") {
+        Ok(dir) => dir,
+        Err(_) => write_own_spec_schemas().display().to_string(),
+    }
+}
+
+/// Writes schemas of our own for the handshake revisions, holding only the definitions the check
+/// looks up (the results it validates and `Tool`), loose but for the content blocks, whose union
+/// differs between revisions as the specification's does: audio from 2025-03-26, `resource_link`
+/// from 2025-06-18. The specification's schemas are read, never copied into the repository, and
+/// CI has no `../shared`.
+fn write_own_spec_schemas() -> PathBuf {
+    let dir = scratch("spec-schemas");
+    for revision in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        std::fs::create_dir_all(dir.join(revision)).unwrap();
+        std::fs::write(dir.join(revision).join("schema.json"), own_revision_schema(revision).to_string()).unwrap();
+    }
+    dir
+}
+
+/// One revision's schema: draft-07 with `definitions` before 2025-11-25, draft 2020-12 with
+/// `$defs` from it, as the specification's files are.
+fn own_revision_schema(revision: &str) -> Value {
+    let (dialect, defs) = if revision < "2025-11-25" {
+        ("http://json-schema.org/draft-07/schema#", "definitions")
+    } else {
+        ("https://json-schema.org/draft/2020-12/schema", "$defs")
+    };
+    let to = |name: &str| json!({ "$ref": format!("#/{defs}/{name}") });
+    let object = |required: &[&str]| json!({ "type": "object", "required": required });
+    let list_of = |member: &str, items: Value| json!({ "type": "object", "required": [member], "properties": { member: { "type": "array", "items": items } } });
+
+    let mut blocks = vec![("TextContent", "text", vec!["text"]), ("ImageContent", "image", vec!["data", "mimeType"])];
+    if revision >= "2025-03-26" {
+        blocks.push(("AudioContent", "audio", vec!["data", "mimeType"]));
+    }
+    if revision >= "2025-06-18" {
+        blocks.push(("ResourceLink", "resource_link", vec!["uri", "name"]));
+    }
+    blocks.push(("EmbeddedResource", "resource", vec!["resource"]));
+
+    let mut definitions = serde_json::Map::new();
+    for (name, kind, required) in &blocks {
+        let mut required = required.clone();
+        required.push("type");
+        let block = json!({ "type": "object", "required": required, "properties": { "type": { "const": kind } } });
+        definitions.insert((*name).to_owned(), block);
+    }
+    let union: Vec<Value> = blocks.iter().map(|(name, _, _)| to(name)).collect();
+    definitions.insert("ContentBlock".into(), json!({ "anyOf": union }));
+    definitions.insert("InitializeResult".into(), object(&["protocolVersion", "capabilities", "serverInfo"]));
+    definitions.insert("Tool".into(), object(&["name", "inputSchema"]));
+    definitions.insert("ListToolsResult".into(), list_of("tools", to("Tool")));
+    definitions.insert("ListResourcesResult".into(), list_of("resources", object(&["uri", "name"])));
+    definitions
+        .insert("ListResourceTemplatesResult".into(), list_of("resourceTemplates", object(&["uriTemplate", "name"])));
+    definitions.insert("ListPromptsResult".into(), list_of("prompts", object(&["name"])));
+    definitions.insert("CallToolResult".into(), list_of("content", to("ContentBlock")));
+    definitions.insert("ReadResourceResult".into(), list_of("contents", object(&["uri"])));
+    let message =
+        json!({ "type": "object", "required": ["role", "content"], "properties": { "content": to("ContentBlock") } });
+    definitions.insert("GetPromptResult".into(), list_of("messages", message));
+    let completion =
+        json!({ "type": "object", "required": ["values"], "properties": { "values": { "type": "array" } } });
+    definitions.insert(
+        "CompleteResult".into(),
+        json!({ "type": "object", "required": ["completion"], "properties": { "completion": completion } }),
+    );
+    json!({ "$schema": dialect, defs: definitions })
+}
+
+/// `results.schema` judges each result by the schema of the revision negotiated: the clean
+/// fixture passes it at every revision of the handshake era, and a resource link (a content
+/// block since 2025-06-18) in a prompt fails it at 2025-03-26 and 2024-11-05 only.
+///
+/// The schemas are our own (see [`write_own_spec_schemas`]), so that the test runs where the
+/// specification is not at hand; run it by hand against the specification's own with
+/// `MCP_SPEC_SCHEMAS=../shared/spec cargo test --test conformance -- results_are_checked`.
+#[test]
+fn results_are_checked_against_the_negotiated_revisions_schema() {
+    let spec = spec_schemas();
+    let clean = stdio_fixture(None);
+    let old_content = stdio_fixture(Some("old-content"));
+    let mut problems = Vec::new();
+    for era in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        for (server, should_fail) in [(&clean, false), (&old_content, era < "2025-06-18")] {
+            let args = ["--server", server.as_str(), "--era", era, "--spec-schemas", &spec, "--timeout-ms", "5000"];
+            let (code, text, report) = check_json(&format!("schema-{era}-{should_fail}"), &args);
+            let key = format!("{era}/results.schema");
+            let found = findings_against(&report);
+            let (want_code, want_found) =
+                if should_fail { (Some(1), vec![(key.clone(), "MUST".to_owned())]) } else { (Some(0), vec![]) };
+            if found != want_found || code != want_code {
+                problems.push(format!("{server} at {era}: {found:?}, exit {code:?}\n{text}"));
+            }
+            if !should_fail && !with_status(&report, "pass").contains(&key) {
+                problems.push(format!("{server} at {era}: results.schema did not run\n{text}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// The legacy HTTP+SSE transport (2024-11-05), found as clients find it (POST initialize refused,
+/// then GET gives an `endpoint` event) or named with `--transport sse`: server-everything's `sse`
+/// mode has the findings it has over stdio, but for the parse error (a stdio check), and
+/// `mcp-bridge serve`'s legacy endpoint passes with no failure and no warning.
+#[test]
+fn the_legacy_sse_transport_is_found_and_checked() {
+    let everything = support::everything_http("sse");
+    let url = format!("http://127.0.0.1:{}/sse", everything.port);
+    let (code, text, report) = check_json("everything-sse", &["--url", &url, "--timeout-ms", "20000"]);
+    assert!(text.contains("checked over the legacy HTTP+SSE transport"), "{text}");
+    assert!(report["target"].as_str().unwrap().starts_with("legacy sse "), "{text}");
+    let mut found = findings_against(&report);
+    found.sort();
+    let expected: Vec<(String, String)> = [
+        "2025-11-25/errors.invalid-params",
+        "2025-11-25/errors.unknown-tool-protocol-error",
+        "2025-11-25/lifecycle.before-initialize",
+    ]
+    .iter()
+    .map(|k| ((*k).to_owned(), "SHOULD".to_owned()))
+    .collect();
+    assert_eq!(found, expected, "{text}");
+    assert!(with_status(&report, "pass").contains(&"2025-11-25/lifecycle.initialize".to_owned()), "{text}");
+    assert_eq!(code, Some(0), "{text}");
+
+    let echo = examples::example_path("echo_server").display().to_string();
+    let bridge = serving::ServingBridge::start(&["--", &echo]);
+    let sse = bridge.url.replace("/mcp", "/sse");
+    for transport in ["sse", "auto"] {
+        let args = ["--url", &sse, "--transport", transport, "--strict", "--timeout-ms", "20000"];
+        let (code, text, report) = check_json(&format!("bridge-sse-{transport}"), &args);
+        assert_eq!(findings_against(&report), vec![], "{text}");
+        assert!(with_status(&report, "pass").contains(&"2025-11-25/tools.name-unique".to_owned()), "{text}");
+        assert_eq!(code, Some(0), "{text}");
     }
 }
