@@ -53,6 +53,15 @@ pub struct Limits {
     pub request_timeout: Duration,
     /// How long a child process gets after its stdin closes, and again after SIGTERM: 2 s.
     pub shutdown_grace: Duration,
+    /// How long the stdio transport's reader keeps polling a pipe for input before it waits to
+    /// be woken: 50 µs (a child's stdout, our own stdin when it is a pipe; see
+    /// `StdioTransport::with_read_spin`). On virtual machines whose idle CPUs are slow to wake
+    /// (tens of µs), waiting costs a call that much on each side of a pipe; polling a little
+    /// longer catches an answer that is on its way. Each poll lets the runtime's other tasks and
+    /// the CPU's other threads run first; polling stops for a while when another thread turns
+    /// out to share the CPU (the peer, likely, which the polling would only delay), and never
+    /// starts while part of a line is at hand. Zero waits at once.
+    pub read_spin: Duration,
 }
 
 impl Default for Limits {
@@ -63,6 +72,7 @@ impl Default for Limits {
             max_in_flight: 1024,
             request_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(2),
+            read_spin: Duration::from_micros(50),
         }
     }
 }
@@ -95,6 +105,12 @@ impl Limits {
     /// These limits with another shutdown grace period.
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// These limits with another read spin ([`Limits::read_spin`]; zero for none).
+    pub fn with_read_spin(mut self, spin: Duration) -> Self {
+        self.read_spin = spin;
         self
     }
 }

@@ -3,7 +3,10 @@
 //! or any reader/writer pair ([`StdioTransport::from_io`]).
 //!
 //! Reading happens in the caller's task, inside [`Transport::recv`]: bytes are decoded in place
-//! with [`MessageDecoder`], so an incoming message costs no task hop. Writing goes through a
+//! with [`MessageDecoder`], so an incoming message costs no task hop. With no input at hand the
+//! reader polls a little longer before it waits to be woken ([`Limits::read_spin`], 50 µs):
+//! where waking an idle CPU is slow, as on many virtual machines, that saves the wakeup on each
+//! side of a call that is answered within it. Writing goes through a
 //! bounded queue to one writer task that batches whatever is queued into one write and one
 //! flush, so many concurrent senders cost few system calls.
 //!
@@ -192,7 +195,7 @@ impl ChildCommand {
             Stderr::Lines(f) => Some(f.clone()),
             _ => None,
         };
-        let mut transport = StdioTransport::from_io(stdout, stdin, self.limits);
+        let mut transport = StdioTransport::from_io(stdout, stdin, self.limits).with_read_spin(self.limits.read_spin);
         transport.malformed = MalformedLines::Skip(notes);
         transport.child = Some(ChildProcess {
             pid,
@@ -257,6 +260,10 @@ struct Reader {
     too_large: Option<LineError>,
     /// Where a request of the peer's over the frame cap is answered (the writer's queue).
     refusals: mpsc::Sender<WriterCommand>,
+    /// [`Limits::read_spin`].
+    spin: Duration,
+    /// Reads left before spinning again (see [`spin_for_input`]).
+    spin_off: u32,
 }
 
 /// What the transport and its writer leave for the reader while a `recv` holds it.
@@ -285,6 +292,15 @@ struct LocalState {
 }
 
 const READ_CHUNK: usize = 64 * 1024;
+
+/// A `std::thread::yield_now` that took longer than this gave the CPU to another thread.
+const SHARED_CPU_YIELD: Duration = Duration::from_micros(10);
+
+/// Reads (waits for input) without spinning after the CPU was found shared.
+const SPIN_OFF_READS: u32 = 256;
+
+/// Reads without spinning after a spin in which no input came.
+const SPIN_OFF_AFTER_MISS: u32 = 8;
 
 impl Reader {
     /// The next decoded line, reading more when needed; `None` at the end of input.
@@ -342,18 +358,66 @@ impl Reader {
             if item.is_some() || self.eof {
                 return Ok(item);
             }
+            // Part of a line at hand: the rest is being written, and comes faster by waiting
+            // for it than by polling it in pieces.
+            let partial = !self.buf.is_empty();
             self.buf.reserve(READ_CHUNK);
-            // Cancel safety: `read_buf` either appends bytes or is dropped having read none.
-            tokio::select! {
-                biased;
-                () = self.local.answered.notified() => {}
-                read = self.io.read_buf(&mut self.buf) => {
-                    if read? == 0 {
-                        self.eof = true;
-                    }
+            let read = self.io.read_buf(&mut self.buf);
+            tokio::pin!(read);
+            let early = if self.spin.is_zero() || self.spin_off > 0 || partial {
+                self.spin_off = self.spin_off.saturating_sub(1);
+                None
+            } else {
+                spin_for_input(self.spin, &mut self.spin_off, read.as_mut()).await
+            };
+            let read = match early {
+                Some(r) => Some(r),
+                // Cancel safety: `read_buf` either appends bytes or is dropped having read none.
+                None => tokio::select! {
+                    biased;
+                    () = self.local.answered.notified() => None,
+                    read = &mut read => Some(read),
+                },
+            };
+            if let Some(read) = read {
+                if read? == 0 {
+                    self.eof = true;
                 }
             }
         }
+    }
+}
+
+/// Polls `read` until it has input or [`Limits::read_spin`] has passed, letting the
+/// runtime's other tasks (each `yield_now` also polls the IO driver) and the CPU's other
+/// threads run between polls. `None` when nothing came: the caller waits to be woken, and the
+/// next [`SPIN_OFF_AFTER_MISS`] reads do not spin. When a thread yield finds another thread
+/// on this CPU, spinning stops for the next [`SPIN_OFF_READS`] reads (counted down in
+/// `spin_off`).
+async fn spin_for_input<F: std::future::Future>(
+    spin: Duration,
+    spin_off: &mut u32,
+    mut read: std::pin::Pin<&mut F>,
+) -> Option<F::Output> {
+    let until = std::time::Instant::now() + spin;
+    loop {
+        if let std::task::Poll::Ready(output) =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await
+        {
+            return Some(output);
+        }
+        let before = std::time::Instant::now();
+        if before >= until {
+            // Nothing came in time: the peer is busy or idle, and polling would only burn CPU.
+            *spin_off = SPIN_OFF_AFTER_MISS;
+            return None;
+        }
+        std::thread::yield_now();
+        if before.elapsed() > SHARED_CPU_YIELD {
+            *spin_off = SPIN_OFF_READS;
+            return None;
+        }
+        tokio::task::yield_now().await;
     }
 }
 
@@ -604,6 +668,8 @@ impl StdioTransport {
                 stashed: VecDeque::new(),
                 too_large: None,
                 refusals: writer.clone(),
+                spin: Duration::ZERO,
+                spin_off: 0,
             }),
             local,
             writer,
@@ -622,7 +688,7 @@ impl StdioTransport {
     /// stdin/stdout are used, which cost a thread hop per read and write.
     pub fn own_stdio(limits: Limits) -> StdioTransport {
         match reopen_stdio_pipes() {
-            Some((input, output)) => StdioTransport::from_io(input, output, limits),
+            Some((input, output)) => StdioTransport::from_io(input, output, limits).with_read_spin(limits.read_spin),
             None => StdioTransport::from_io(tokio::io::stdin(), tokio::io::stdout(), limits),
         }
     }
@@ -634,6 +700,16 @@ impl StdioTransport {
     #[must_use]
     pub fn with_typed_params(mut self, on: bool) -> StdioTransport {
         self.reader.get_mut().decoder.set_typed_params(on);
+        self
+    }
+
+    /// Polls for input this long before waiting to be woken ([`Limits::read_spin`]). Set by
+    /// [`ChildCommand::spawn`] and [`StdioTransport::own_stdio`] on a pipe from their limits;
+    /// [`StdioTransport::from_io`] starts with none (its streams may be in-process, where the
+    /// peer runs on the same thread and polling only delays it).
+    #[must_use]
+    pub fn with_read_spin(mut self, spin: Duration) -> StdioTransport {
+        self.reader.get_mut().spin = spin;
         self
     }
 
