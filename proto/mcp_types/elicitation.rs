@@ -711,9 +711,7 @@ impl ElicitResult {
             match ElicitValue::from(value) {
                 ElicitValue::Other(Value::Null) => {}
                 ElicitValue::Other(_) => {
-                    return Err(format!(
-                        "the answer `{name}` is not a string, number, boolean or list of strings"
-                    ))
+                    return Err(format!("the answer `{name}` is not a string, number, boolean or list of strings"))
                 }
                 value => {
                     content.insert(name, value);
