@@ -64,7 +64,6 @@ use hyper::client::conn::{http1, http2};
 use hyper::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Notify};
 
 use super::{full, is_media, requeue_once, HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
@@ -330,8 +329,8 @@ struct Inner {
     /// 2026-07-28: the tasks reading the answer to one of our stateless POSTs, by the id of
     /// the request it carried; closing one is how that request is cancelled.
     readers: Mutex<HashMap<Id, tokio::task::AbortHandle>>,
-    #[cfg(feature = "tls")]
-    tls: Option<Arc<rustls::ClientConfig>>,
+    /// Opens connections (TCP, TLS with ALPN), under the connect timeout.
+    connector: super::connector::Connector,
 }
 
 /// How many of the server's requests related to ours are remembered at once (see
@@ -503,15 +502,10 @@ impl HttpClientTransport {
             headers.push((AUTHORIZATION, value));
         }
         #[cfg(feature = "tls")]
-        let tls = if url.scheme_str() == Some("https") {
-            let mut tls = super::tls::client_config(&config.extra_roots)?;
-            if config.http2 {
-                Arc::make_mut(&mut tls).alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-            }
-            Some(tls)
-        } else {
-            None
-        };
+        let connector = super::connector::Connector::with_roots(&config.extra_roots)?;
+        #[cfg(not(feature = "tls"))]
+        let connector = super::connector::Connector::new()?;
+        let connector = connector.offer_http2(config.http2).connect_timeout(config.connect_timeout);
         let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
         let inner = Arc::new(Inner {
             url,
@@ -531,8 +525,7 @@ impl HttpClientTransport {
             tool_headers: Mutex::new(HashMap::new()),
             related: Mutex::new(HashMap::new()),
             readers: Mutex::new(HashMap::new()),
-            #[cfg(feature = "tls")]
-            tls,
+            connector,
             config,
         });
         Ok(HttpClientTransport { inner, incoming: tokio::sync::Mutex::new(rx) })
@@ -943,27 +936,12 @@ impl Inner {
     /// A new connection: TCP, then TLS for https, then the HTTP/2 handshake when the server
     /// chose `h2` by ALPN or prior knowledge is configured on plain http, else HTTP/1.1's.
     async fn connect(&self, host: &str, port: u16, https: bool) -> Result<Sender, TransportError> {
-        let timeout = self.config.connect_timeout;
-        let tcp = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
-            .await
-            .map_err(|_| TransportError::Timeout)??;
-        let _ = tcp.set_nodelay(true);
-        if https {
-            #[cfg(feature = "tls")]
-            {
-                let config = self.tls.clone().ok_or_else(|| bad_config("https without tls configuration"))?;
-                let name = rustls_pki_types::ServerName::try_from(host.to_owned()).map_err(bad_config)?;
-                let stream = tokio::time::timeout(timeout, tokio_rustls::TlsConnector::from(config).connect(name, tcp))
-                    .await
-                    .map_err(|_| TransportError::Timeout)??;
-                let http2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-                self.handshake(stream, http2).await
-            }
-            #[cfg(not(feature = "tls"))]
-            return Err(bad_config("https needs the `tls` feature"));
-        } else {
-            self.handshake(tcp, self.config.http2_prior_knowledge).await
-        }
+        let connection = self.connector.open(https, host, port).await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::TimedOut => TransportError::Timeout,
+            _ => TransportError::Io(e),
+        })?;
+        let http2 = if https { connection.http2 } else { self.config.http2_prior_knowledge };
+        self.handshake(connection.io, http2).await
     }
 
     async fn send_streamable(self: &Arc<Self>, message: &Message) -> Result<(), TransportError> {
@@ -1568,19 +1546,12 @@ impl Read {
 
 impl Inner {
     /// The HTTP handshake on an open connection, and the task that drives the connection.
-    async fn handshake<IO>(&self, io: IO, http2: bool) -> Result<Sender, TransportError>
-    where
-        IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        let io = TokioIo::new(io);
-        let failed = |e: hyper::Error| TransportError::Io(std::io::Error::other(e));
+    async fn handshake(&self, io: Box<dyn super::connector::Io>, http2: bool) -> Result<Sender, TransportError> {
         if !http2 {
-            let (sender, conn) = http1::handshake(io).await.map_err(failed)?;
-            crate::transport::task::spawn(async move {
-                let _ = conn.await;
-            });
-            return Ok(Sender::Http1(sender));
+            return Ok(Sender::Http1(super::connector::http1_handshake(io).await?.0));
         }
+        let failed = |e: hyper::Error| TransportError::Io(std::io::Error::other(e));
+        let io = TokioIo::new(io);
         let config = &self.config;
         let (sender, conn) = http2::Builder::new(hyper_util::rt::TokioExecutor::new())
             .initial_stream_window_size(config.http2_initial_stream_window_size)
