@@ -10,7 +10,6 @@
 //! ALPN chose).
 
 use std::io;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -46,7 +45,7 @@ impl std::fmt::Debug for Connection {
 pub struct Connector {
     connect_timeout: Duration,
     #[cfg(feature = "tls")]
-    tls: Arc<rustls::ClientConfig>,
+    tls: std::sync::Arc<rustls::ClientConfig>,
 }
 
 impl std::fmt::Debug for Connector {
@@ -71,7 +70,7 @@ impl Connector {
     pub fn new() -> io::Result<Connector> {
         #[cfg(feature = "tls")]
         {
-            static SHARED: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
+            static SHARED: std::sync::OnceLock<std::sync::Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
             let tls = match SHARED.get() {
                 Some(tls) => tls.clone(),
                 None => {
@@ -107,7 +106,7 @@ impl Connector {
             let alpn: Vec<Vec<u8>> =
                 if on { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
             if this.tls.alpn_protocols != alpn {
-                Arc::make_mut(&mut this.tls).alpn_protocols = alpn;
+                std::sync::Arc::make_mut(&mut this.tls).alpn_protocols = alpn;
             }
             this
         }
