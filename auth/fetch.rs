@@ -1,7 +1,7 @@
 //! The few HTTP requests a verifier makes to its authorization server: GET a JWKS document,
-//! POST an introspection form. One connection per request (http, or https through rustls
-//! with Mozilla's roots when the `tls` feature is on), a timeout on the whole exchange, a cap on
-//! the answer's size.
+//! POST an introspection form. One connection per request, opened by the shared
+//! [`Connector`] (http, or https through rustls with Mozilla's roots when the `tls` feature is
+//! on), a timeout on the whole exchange, a cap on the answer's size.
 //!
 //! Not here: connection pooling, redirects, proxies, retries (the callers decide when to ask
 //! again). Nothing here logs; a request's headers (which may hold client credentials) are never
@@ -10,12 +10,11 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::BodyExt;
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, Uri};
-use hyper_util::rt::TokioIo;
 
-use crate::transport::sse_http::{full, HttpBody};
+use crate::transport::sse_http::connector::{read_capped, Connector};
+use crate::transport::sse_http::full;
 
 /// Largest answer read from an authorization server: 1 MiB.
 pub(crate) const MAX_ANSWER_BYTES: usize = 1 << 20;
@@ -39,13 +38,13 @@ pub(crate) async fn send_for_headers(
     request: Outgoing<'_>,
     timeout: Duration,
 ) -> Result<(u16, hyper::HeaderMap, Bytes), String> {
-    match tokio::time::timeout(timeout, exchange(request)).await {
+    match tokio::time::timeout(timeout, exchange(request, timeout)).await {
         Ok(result) => result,
         Err(_) => Err(format!("no answer within {timeout:?}")),
     }
 }
 
-async fn exchange(request: Outgoing<'_>) -> Result<(u16, hyper::HeaderMap, Bytes), String> {
+async fn exchange(request: Outgoing<'_>, timeout: Duration) -> Result<(u16, hyper::HeaderMap, Bytes), String> {
     let url = request.url;
     let https = match url.scheme_str() {
         Some("http") => false,
@@ -56,8 +55,6 @@ async fn exchange(request: Outgoing<'_>) -> Result<(u16, hyper::HeaderMap, Bytes
     let port = url.port_u16().unwrap_or(if https { 443 } else { 80 });
     let authority = url.authority().map(|a| a.as_str().to_owned()).unwrap_or_else(|| host.clone());
     let tcp_host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
-    let tcp = tokio::net::TcpStream::connect((tcp_host.as_str(), port)).await.map_err(|e| format!("{url}: {e}"))?;
-    let _ = tcp.set_nodelay(true);
     let path = url.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let mut builder = Request::builder()
         .method(request.method)
@@ -71,54 +68,16 @@ async fn exchange(request: Outgoing<'_>) -> Result<(u16, hyper::HeaderMap, Bytes
         builder = builder.header(CONTENT_TYPE, "application/x-www-form-urlencoded");
     }
     let http_request = builder.body(full(request.body)).map_err(|_| format!("{url}: a header cannot be sent"))?;
-    if https {
-        #[cfg(feature = "tls")]
-        {
-            let stream = connect_tls(&tcp_host, tcp).await.map_err(|e| format!("{url}: {e}"))?;
-            return round_trip(TokioIo::new(stream), http_request).await.map_err(|e| format!("{url}: {e}"));
-        }
-        #[cfg(not(feature = "tls"))]
-        return Err(format!("{url}: https needs the tls feature"));
-    }
-    round_trip(TokioIo::new(tcp), http_request).await.map_err(|e| format!("{url}: {e}"))
-}
-
-async fn round_trip<IO>(io: IO, request: Request<HttpBody>) -> Result<(u16, hyper::HeaderMap, Bytes), String>
-where
-    IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-{
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.map_err(|e| e.to_string())?;
-    crate::transport::task::spawn(async move {
-        let _ = conn.await;
-    });
-    let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+    // The whole exchange is under `timeout` already: the connection gets no shorter one.
+    let connector = Connector::new().map_err(|e| format!("{url}: {e}"))?.connect_timeout(timeout);
+    let mut sender = connector.http1(https, &tcp_host, port).await.map_err(|e| format!("{url}: {e}"))?;
+    let response = sender.send_request(http_request).await.map_err(|e| format!("{url}: {e}"))?;
     let status = response.status().as_u16();
     let (parts, body) = response.into_parts();
-    let body = http_body_util::Limited::new(body, MAX_ANSWER_BYTES)
-        .collect()
+    let body = read_capped(body, MAX_ANSWER_BYTES)
         .await
-        .map_err(|_| format!("the answer is unreadable or larger than {MAX_ANSWER_BYTES} bytes"))?
-        .to_bytes();
+        .map_err(|_| format!("the answer is unreadable or larger than {MAX_ANSWER_BYTES} bytes"))?;
     Ok((status, parts.headers, body))
-}
-
-#[cfg(feature = "tls")]
-async fn connect_tls(
-    host: &str,
-    tcp: tokio::net::TcpStream,
-) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
-    use std::sync::{Arc, OnceLock};
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    let config = match CONFIG.get() {
-        Some(config) => config.clone(),
-        None => {
-            let config = crate::transport::sse_http::tls::client_config(&[])?;
-            CONFIG.get_or_init(|| config).clone()
-        }
-    };
-    let name = rustls_pki_types::ServerName::try_from(host.to_owned())
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    tokio_rustls::TlsConnector::from(config).connect(name, tcp).await
 }
 
 /// `application/x-www-form-urlencoded` encoding of one value (RFC 6749 Appendix B).

@@ -1,16 +1,12 @@
 //! The HTTP server under test, as the runner reaches it: its URL taken apart (scheme, host,
 //! port, authority, path) and a connection opened to it (TCP without Nagle, rustls for
-//! `https://` with feature `tls`). `check` and `replay --server-url` both start here.
+//! `https://` with feature `tls`), by the library's [`Connector`]. `check` and
+//! `replay --server-url` both start here.
 //!
 //! Not here: the HTTP handshake over the connection and what is sent on it (each caller's).
 
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
-
-/// A connection to the endpoint: plain TCP or TLS over it.
-pub trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
-
-impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
+use mcpwire::transport::sse_http::connector::Connector;
+pub use mcpwire::transport::sse_http::connector::Io;
 
 /// Where the server under test listens.
 #[derive(Clone)]
@@ -25,8 +21,7 @@ pub struct Endpoint {
     pub authority: String,
     /// The path and query (`/` when the URL has none).
     pub path: String,
-    #[cfg(feature = "tls")]
-    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    connector: Connector,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -51,25 +46,12 @@ impl Endpoint {
         let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
         let path = uri.path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
-        #[cfg(feature = "tls")]
-        let tls = if https {
-            Some(mcpwire::transport::sse_http::tls::client_config(&[]).map_err(|e| e.to_string())?)
-        } else {
-            None
-        };
+        let connector = Connector::new().map_err(|e| e.to_string())?;
         #[cfg(not(feature = "tls"))]
         if https {
             return Err("https needs the `tls` feature".into());
         }
-        Ok(Endpoint {
-            https,
-            host,
-            port,
-            authority: authority.as_str().to_owned(),
-            path,
-            #[cfg(feature = "tls")]
-            tls,
-        })
+        Ok(Endpoint { https, host, port, authority: authority.as_str().to_owned(), path, connector })
     }
 
     /// The URL's origin (`http://host:port`), the one a same-origin page would send.
@@ -82,25 +64,9 @@ impl Endpoint {
     /// # Errors
     /// The connection or the TLS handshake failed, naming the endpoint.
     pub async fn open(&self) -> Result<Box<dyn Io>, String> {
-        let tcp = TcpStream::connect((self.host.as_str(), self.port))
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", self.authority))?;
-        let _ = tcp.set_nodelay(true);
-        if self.https {
-            #[cfg(feature = "tls")]
-            {
-                let config = self.tls.clone().ok_or("https without a tls configuration")?;
-                let name = rustls_pki_types::ServerName::try_from(self.host.clone()).map_err(|e| e.to_string())?;
-                let stream = tokio_rustls::TlsConnector::from(config)
-                    .connect(name, tcp)
-                    .await
-                    .map_err(|e| format!("tls with {}: {e}", self.authority))?;
-                return Ok(Box::new(stream));
-            }
-            #[cfg(not(feature = "tls"))]
-            return Err("https needs the `tls` feature".into());
-        }
-        Ok(Box::new(tcp))
+        // A TLS failure's message says it is one (rustls' own words).
+        let connection = self.connector.open(self.https, &self.host, self.port).await;
+        Ok(connection.map_err(|e| format!("cannot connect to {}: {e}", self.authority))?.io)
     }
 }
 

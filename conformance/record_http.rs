@@ -31,7 +31,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
@@ -40,7 +40,9 @@ use hyper::header::{HeaderMap, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
+
+use mcpwire::transport::sse_http::connector::Connector;
 use tokio::sync::mpsc;
 
 use super::replay_http::headers_where;
@@ -409,13 +411,10 @@ impl Proxy {
     }
 
     async fn send(&self, request: Request<HttpBody>) -> io::Result<Response<Incoming>> {
-        let tcp = TcpStream::connect((self.target.host.as_str(), self.target.port)).await?;
-        let _ = tcp.set_nodelay(true);
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await.map_err(io::Error::other)?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        // The target is plain http (checked by `Target::parse`); no connect timeout of our own
+        // (a proxy waits as long as its client does).
+        let connector = Connector::new()?.connect_timeout(Duration::MAX);
+        let mut sender = connector.http1(false, &self.target.host, self.target.port).await?;
         sender.send_request(request).await.map_err(io::Error::other)
     }
 

@@ -31,7 +31,6 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -275,16 +274,8 @@ impl Target {
     }
 }
 
-async fn handshake<IO>(io: IO) -> Result<(SendRequest<Full<Bytes>>, AbortHandle), String>
-where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, conn) =
-        hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(|e| format!("http handshake: {e}"))?;
-    let task = tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok((sender, task.abort_handle()))
+async fn handshake(io: Box<dyn crate::endpoint::Io>) -> Result<(SendRequest<Full<Bytes>>, AbortHandle), String> {
+    mcpwire::transport::sse_http::connector::http1_handshake(io).await.map_err(|e| format!("http handshake: {e}"))
 }
 
 /// What the task reading one exchange reports.

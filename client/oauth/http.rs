@@ -1,7 +1,7 @@
 //! The few HTTP exchanges an OAuth client makes (metadata GETs, form POSTs to the token and
-//! registration endpoints, the GET of an authorization URL), each on a connection of its own:
-//! they are rare, so no pool. https with the `tls` feature (the same roots as the MCP
-//! transport). Redirects are never followed: a metadata document or token answer that redirects
+//! registration endpoints, the GET of an authorization URL), each on a connection of its own
+//! opened by the shared [`Connector`]: they are rare, so no pool. https with the `tls` feature
+//! (the same roots as the MCP transport). Redirects are never followed: a metadata document or token answer that redirects
 //! is refused, and the `Location` of an authorization endpoint is what its caller wants.
 //!
 //! Not here: what the bodies mean (discovery, registration, token), retries.
@@ -9,12 +9,12 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, LOCATION};
 use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 use url::Url;
+
+use crate::transport::sse_http::connector::{read_capped, Connector};
 
 use super::{AuthError, Secret};
 
@@ -44,8 +44,7 @@ impl Answer {
 #[derive(Clone)]
 pub(crate) struct HttpClient {
     timeout: Duration,
-    #[cfg(feature = "tls")]
-    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    connector: Connector,
 }
 
 impl HttpClient {
@@ -53,14 +52,13 @@ impl HttpClient {
         timeout: Duration,
         #[cfg(feature = "tls")] extra_roots: &[rustls_pki_types::CertificateDer<'static>],
     ) -> Result<HttpClient, AuthError> {
-        Ok(HttpClient {
-            timeout,
-            #[cfg(feature = "tls")]
-            tls: Some(
-                crate::transport::sse_http::tls::client_config(extra_roots)
-                    .map_err(|e| AuthError::Config(format!("tls: {e}")))?,
-            ),
-        })
+        #[cfg(feature = "tls")]
+        let connector = Connector::with_roots(extra_roots);
+        #[cfg(not(feature = "tls"))]
+        let connector = Connector::new();
+        // The whole exchange is under `timeout` already: the connection gets no shorter one.
+        let connector = connector.map_err(|e| AuthError::Config(format!("tls: {e}")))?.connect_timeout(timeout);
+        Ok(HttpClient { timeout, connector })
     }
 
     /// GET `url`, accepting JSON.
@@ -126,20 +124,13 @@ impl HttpClient {
         let failed = |e: &dyn std::fmt::Display| AuthError::Http(format!("{}: {e}", without_query(url)));
         let host = url.host_str().ok_or_else(|| failed(&"no host"))?.trim_start_matches('[').trim_end_matches(']');
         let port = url.port_or_known_default().ok_or_else(|| failed(&"no port"))?;
-        let tcp = TcpStream::connect((host, port)).await.map_err(|e| failed(&e))?;
-        let _ = tcp.set_nodelay(true);
-        let mut sender = match url.scheme() {
-            "http" => handshake(tcp).await.map_err(|e| failed(&e))?,
+        let https = match url.scheme() {
+            "http" => false,
             #[cfg(feature = "tls")]
-            "https" => {
-                let config = self.tls.clone().ok_or_else(|| failed(&"no tls configuration"))?;
-                let name = rustls_pki_types::ServerName::try_from(host.to_owned()).map_err(|e| failed(&e))?;
-                let stream =
-                    tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| failed(&e))?;
-                handshake(stream).await.map_err(|e| failed(&e))?
-            }
+            "https" => true,
             other => return Err(failed(&format!("unsupported scheme {other}"))),
         };
+        let mut sender = self.connector.http1(https, host, port).await.map_err(|e| failed(&e))?;
         let mut target = url.path().to_owned();
         if let Some(query) = url.query() {
             target.push('?');
@@ -166,21 +157,9 @@ impl HttpClient {
             .iter()
             .filter_map(|v| v.to_str().ok().map(str::to_owned))
             .collect();
-        let limited = http_body_util::Limited::new(response.into_body(), MAX_BODY_BYTES);
-        let body = limited.collect().await.map_err(|e| failed(&e))?.to_bytes();
+        let body = read_capped(response.into_body(), MAX_BODY_BYTES).await.map_err(|e| failed(&e))?;
         Ok(Answer { status, location, dpop_nonce, challenges, body })
     }
-}
-
-async fn handshake<IO>(io: IO) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, hyper::Error>
-where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
-    crate::transport::task::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(sender)
 }
 
 /// `Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1), marked sensitive.

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -636,16 +635,11 @@ impl HttpWire {
     }
 }
 
-async fn handshake<IO>(io: IO) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String>
-where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, conn) =
-        hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(|e| format!("http handshake: {e}"))?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(sender)
+async fn handshake(
+    io: Box<dyn crate::endpoint::Io>,
+) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String> {
+    let handshake = mcpwire::transport::sse_http::connector::http1_handshake(io).await;
+    Ok(handshake.map_err(|e| format!("http handshake: {e}"))?.0)
 }
 
 /// A connection to the server under test, whichever the transport: what the battery uses.

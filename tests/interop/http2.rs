@@ -1,7 +1,9 @@
 //! HTTP/2 on the server's listener, beside HTTP/1.1 on the same port, against third-party
 //! HTTP/2 clients: curl (`--http2-prior-knowledge`, h2c) opening a session and calling a tool
 //! on `echo_server --http ADDR`, answered exactly as over HTTP/1.1; Node's `http2` module
-//! running 100 concurrent calls with SSE answers over one connection.
+//! running 100 concurrent calls with SSE answers over one connection; and our own client with
+//! prior knowledge doing the same through a relay that counts its TCP connections, in the
+//! handshake era and in 2026-07-28 (a POST per request, each a stream of the one connection).
 
 use crate::examples::example_path;
 use crate::support;
@@ -166,4 +168,75 @@ async fn an_http2_header_list_over_the_limit_is_refused_and_the_listener_serves_
     let served = tokio::time::timeout(Duration::from_secs(30), with_header(30_000)).await.unwrap().unwrap();
     let text = String::from_utf8_lossy(&served.stdout);
     assert!(text.starts_with("HTTP/2 200"), "{text}");
+}
+
+#[tokio::test]
+async fn our_client_with_prior_knowledge_runs_a_hundred_concurrent_calls_over_one_connection() {
+    use crate::http_support::{client_peer, counting_relay};
+    use mcpwire::proto::jsonrpc::Body;
+    use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+    use std::sync::atomic::Ordering;
+
+    let (_server, addr) = echo_http().await;
+    let (relay, accepted) = counting_relay(addr).await;
+    let config = HttpClientConfig::new(format!("http://{relay}/mcp")).http2_prior_knowledge(true);
+    let (peer, init) = client_peer(HttpClientTransport::new(config).unwrap(), "2025-11-25").await;
+    assert_eq!(init["serverInfo"]["name"], "mcpwire-echo-server");
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..100 {
+        let peer = peer.clone();
+        calls.spawn(async move {
+            let params = json!({"name": "echo", "arguments": {"text": format!("call {n}")}});
+            let result: Value = peer
+                .request("tools/call", Some(Body::typed(params)), Default::default())
+                .await
+                .unwrap()
+                .decode()
+                .unwrap();
+            (n, result)
+        });
+    }
+    let mut answered = 0;
+    while let Some(joined) = calls.join_next().await {
+        let (n, result) = joined.unwrap();
+        assert_eq!(result, json!({"content": [{"type": "text", "text": format!("call {n}")}]}));
+        answered += 1;
+    }
+    assert_eq!(answered, 100);
+    peer.close().await.unwrap();
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "every request and stream on one h2c connection");
+}
+
+#[tokio::test]
+async fn our_client_runs_2026_07_28_over_h2c_with_concurrent_calls_on_one_connection() {
+    use crate::http_support::counting_relay;
+    use mcpwire::client::{Client, ClientOptions};
+    use mcpwire::proto::mcp_types::ContentBlock;
+    use mcpwire::proto::version::ProtocolVersion;
+    use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    let (_server, addr) = echo_http().await;
+    let (relay, accepted) = counting_relay(addr).await;
+    let config = HttpClientConfig::new(format!("http://{relay}/mcp")).http2_prior_knowledge(true);
+    let client =
+        Arc::new(Client::connect(HttpClientTransport::new(config).unwrap(), ClientOptions::default()).await.unwrap());
+    // Each request a POST of its own, with its own metadata headers, as streams of one connection.
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..20 {
+        let client = client.clone();
+        calls.spawn(async move {
+            let text = format!("stateless {n}");
+            let arguments = json!({"text": text}).as_object().cloned();
+            let result = client.call_tool("echo", arguments, Default::default()).await.unwrap();
+            assert!(matches!(&result.content[..], [ContentBlock::Text(t)] if t.text == text), "{result:?}");
+        });
+    }
+    while let Some(joined) = calls.join_next().await {
+        joined.unwrap();
+    }
+    client.close().await.unwrap();
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "every 2026-07-28 POST on one h2c connection");
 }

@@ -291,3 +291,25 @@ pub async fn read_request(socket: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(
     buf.drain(..head_end + length);
     Some((head, body))
 }
+
+/// A TCP relay in front of `target` that counts the connections it accepts: how a test shows
+/// that a client multiplexed its requests over one connection (HTTP/2) rather than opened
+/// several. Returns the relay's address and the count.
+pub async fn counting_relay(target: SocketAddr) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut down, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                if let Ok(mut up) = TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut down, &mut up).await;
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}

@@ -55,10 +55,11 @@ async fn https_offers_h2_by_alpn_beside_http1_and_only_http1_when_http2_is_off()
     let server = HttpServer::bind(HttpServerConfig::default().tls(server_tls.clone()), serve_echo).await.unwrap();
     // curl offers h2 and http/1.1; the server picks h2.
     assert_eq!(curl_status_over_tls(server.local_addr().port()).await, "HTTP/2 200");
-    // Our client offers http/1.1 alone, on the same listener.
+    // Our client told to offer http/1.1 alone, on the same listener.
     let url = format!("https://localhost:{}/mcp", server.local_addr().port());
     let root = tls::certificates_from_pem(cert_pem.as_bytes()).unwrap().remove(0);
-    let transport = HttpClientTransport::new(HttpClientConfig::new(url).add_root_certificate(root)).unwrap();
+    let http1 = HttpClientConfig::new(url).add_root_certificate(root).http2(false);
+    let transport = HttpClientTransport::new(http1).unwrap();
     let (peer, _) = client_peer(transport, "2025-11-25").await;
     assert_eq!(call(&peer, "echo", json!({"text": "h1 beside h2"})).await["content"][0]["text"], "h1 beside h2");
     peer.close().await.unwrap();

@@ -10,6 +10,8 @@ mod oauth_support;
 #[path = "../support/mod.rs"]
 mod support;
 
+#[cfg(feature = "tls")]
+mod http2_client;
 mod http_client;
 mod http_client_authorizer;
 mod http_client_stateless;

@@ -37,10 +37,20 @@
 //!   a POST's SSE stream that ends for good before its answer gets an error answer
 //!   (-32603, "the server ended the response stream without answering") rather than none.
 //!
-//! Connections are HTTP/1.1 with keep-alive: a connection goes back to a small pool only once
-//! the response it carried has been read to its end (a JSON body, a 202, or an SSE stream that
-//! the server ended), so a request never queues behind a stream that is still open — a stream
-//! that may be waiting for that very request (an elicitation answer during a tool call).
+//! Connections are HTTP/1.1 with keep-alive, or HTTP/2:
+//! - HTTP/1.1: a connection goes back to a small pool only once the response it carried has
+//!   been read to its end (a JSON body, a 202, or an SSE stream that the server ended), so a
+//!   request never queues behind a stream that is still open — a stream that may be waiting
+//!   for that very request (an elicitation answer during a tool call).
+//! - HTTP/2: over TLS the client offers `h2` then `http/1.1` by ALPN
+//!   ([`HttpClientConfig::http2`], on) and speaks h2 when the server picks it; on plain http,
+//!   h2c with prior knowledge when asked ([`HttpClientConfig::http2_prior_knowledge`], off:
+//!   there is no way to learn that a plain-http server speaks h2 without trying). One h2
+//!   connection per server then carries every request and SSE stream at once, each a stream
+//!   of its own, up to the server's `SETTINGS_MAX_CONCURRENT_STREAMS` (a request past it waits
+//!   for a stream to end: the h2 flow, not an error). Requests that start while that
+//!   connection is being opened wait for it rather than open connections of their own. No h2c
+//!   upgrade from HTTP/1.1 (`Upgrade: h2c`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,11 +60,10 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
+use hyper::client::conn::{http1, http2};
 use hyper::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, Notify};
 
 use super::{full, is_media, requeue_once, HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
@@ -116,6 +125,23 @@ pub struct HttpClientConfig {
     /// ([`jsonrpc::decode_answer`] with [`ClientTypedResults`]): on. The result is then
     /// re-serialized if anything asks for its JSON; turn this off where the exact bytes matter.
     pub typed_results: bool,
+    /// Over TLS, offer HTTP/2 by ALPN (`h2`, then `http/1.1`) and speak it when the server
+    /// picks it: on. Off, only `http/1.1` is offered.
+    pub http2: bool,
+    /// On plain http, speak HTTP/2 from the first byte (h2c with prior knowledge, as curl's
+    /// `--http2-prior-knowledge`): off. Only for a server known to speak h2c (ours does); an
+    /// HTTP/1.1-only server fails every request then.
+    pub http2_prior_knowledge: bool,
+    /// HTTP/2: how many bytes of one response body the server may send before we read them
+    /// (`SETTINGS_INITIAL_WINDOW_SIZE`): 2 MiB, hyper's default. A slow reader of one SSE
+    /// stream holds back that stream alone up to this.
+    pub http2_initial_stream_window_size: u32,
+    /// HTTP/2: how many bytes of all response bodies together the server may send before we
+    /// read them (the connection's window): 5 MiB, hyper's default.
+    pub http2_initial_connection_window_size: u32,
+    /// HTTP/2: the largest header list of a response we accept (`SETTINGS_MAX_HEADER_LIST_SIZE`):
+    /// 16 KiB, hyper's default.
+    pub http2_max_header_list_size: u32,
     #[cfg(feature = "tls")]
     /// Root certificates trusted on top of the webpki roots (e.g. a test CA).
     pub extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
@@ -140,6 +166,11 @@ impl HttpClientConfig {
             typed_results: true,
             max_reconnects: 5,
             default_retry: Duration::from_secs(1),
+            http2: true,
+            http2_prior_knowledge: false,
+            http2_initial_stream_window_size: 2 * 1024 * 1024,
+            http2_initial_connection_window_size: 5 * 1024 * 1024,
+            http2_max_header_list_size: 16 * 1024,
             #[cfg(feature = "tls")]
             extra_roots: Vec::new(),
         }
@@ -230,6 +261,34 @@ impl HttpClientConfig {
         self
     }
 
+    /// Whether to offer HTTP/2 by ALPN over TLS (see [`HttpClientConfig::http2`]).
+    pub fn http2(mut self, on: bool) -> Self {
+        self.http2 = on;
+        self
+    }
+
+    /// Whether to speak h2c with prior knowledge on plain http (see
+    /// [`HttpClientConfig::http2_prior_knowledge`]).
+    pub fn http2_prior_knowledge(mut self, on: bool) -> Self {
+        self.http2_prior_knowledge = on;
+        self
+    }
+
+    /// HTTP/2 stream and connection receive windows, in bytes (see
+    /// [`HttpClientConfig::http2_initial_stream_window_size`]).
+    pub fn http2_windows(mut self, stream: u32, connection: u32) -> Self {
+        self.http2_initial_stream_window_size = stream;
+        self.http2_initial_connection_window_size = connection;
+        self
+    }
+
+    /// HTTP/2: the largest response header list accepted (see
+    /// [`HttpClientConfig::http2_max_header_list_size`]).
+    pub fn http2_max_header_list_size(mut self, bytes: u32) -> Self {
+        self.http2_max_header_list_size = bytes;
+        self
+    }
+
     /// Trusts another root certificate (DER).
     #[cfg(feature = "tls")]
     pub fn add_root_certificate(mut self, cert: rustls_pki_types::CertificateDer<'static>) -> Self {
@@ -256,6 +315,10 @@ struct Inner {
     closed_notify: Notify,
     /// Open HTTP/1.1 connections, by authority, kept for reuse (keep-alive).
     pool: Mutex<Vec<Pooled>>,
+    /// HTTP/2: the one connection per authority that every request shares, or the note that
+    /// the server chose HTTP/1.1 by ALPN. Held while that connection is being opened, so that
+    /// requests starting meanwhile wait for it instead of opening their own.
+    http2: tokio::sync::Mutex<HashMap<Arc<str>, Http2Slot>>,
     /// Where the standalone GET stream is; requests wait while it is being opened.
     standalone: watch::Sender<Standalone>,
     /// 2026-07-28: the `x-mcp-header` designations of the admitted tools, by tool name.
@@ -266,8 +329,8 @@ struct Inner {
     /// 2026-07-28: the tasks reading the answer to one of our stateless POSTs, by the id of
     /// the request it carried; closing one is how that request is cancelled.
     readers: Mutex<HashMap<Id, tokio::task::AbortHandle>>,
-    #[cfg(feature = "tls")]
-    tls: Option<Arc<rustls::ClientConfig>>,
+    /// Opens connections (TCP, TLS with ALPN), under the connect timeout.
+    connector: super::connector::Connector,
 }
 
 /// How many of the server's requests related to ours are remembered at once (see
@@ -294,6 +357,8 @@ struct Target {
     https: bool,
     /// The request target: the URL's path and query.
     path: Uri,
+    /// The whole URL, the target of an HTTP/2 request (its `:scheme`, `:authority` and `:path`).
+    absolute: Uri,
     /// The `Host` header.
     authority: HeaderValue,
 }
@@ -311,16 +376,51 @@ impl Target {
         let key = format!("{}://{host}:{port}", if https { "https" } else { "http" }).into();
         let path = uri.path_and_query().map_or("/", |p| p.as_str()).parse().map_err(bad_config)?;
         let authority = uri.authority().map_or(host, |a| a.as_str());
+        let absolute =
+            format!("{}://{authority}{path}", if https { "https" } else { "http" }).parse().map_err(bad_config)?;
         let authority = HeaderValue::from_str(authority).map_err(bad_config)?;
-        Ok(Target { key, host: host.to_owned(), port, https, path, authority })
+        Ok(Target { key, host: host.to_owned(), port, https, path, absolute, authority })
     }
 }
 
 /// An idle connection kept for reuse: its authority, its sender, and when it went idle.
 struct Pooled {
     key: Arc<str>,
-    sender: SendRequest<HttpBody>,
+    sender: http1::SendRequest<HttpBody>,
     idle_since: std::time::Instant,
+}
+
+/// What is known of HTTP/2 with one server.
+enum Http2Slot {
+    /// The shared connection (a cheap clone each request).
+    Open(http2::SendRequest<HttpBody>),
+    /// The server chose `http/1.1` by ALPN: connections to it go to the HTTP/1.1 pool.
+    Refused,
+}
+
+/// A connection's request half, of either version.
+enum Sender {
+    Http1(http1::SendRequest<HttpBody>),
+    Http2(http2::SendRequest<HttpBody>),
+}
+
+impl Sender {
+    async fn try_send_request(
+        &mut self,
+        request: Request<HttpBody>,
+    ) -> Result<Response<Incoming>, hyper::client::conn::TrySendError<Request<HttpBody>>> {
+        match self {
+            Sender::Http1(s) => s.try_send_request(request).await,
+            Sender::Http2(s) => s.try_send_request(request).await,
+        }
+    }
+
+    async fn send_request(&mut self, request: Request<HttpBody>) -> Result<Response<Incoming>, hyper::Error> {
+        match self {
+            Sender::Http1(s) => s.send_request(request).await,
+            Sender::Http2(s) => s.send_request(request).await,
+        }
+    }
 }
 
 /// The standalone GET stream's progress. Requests after `notifications/initialized` wait while
@@ -347,7 +447,7 @@ const READY_TURNS: usize = 4;
 /// response has been read to its end; dropped otherwise (the connection then closes).
 struct Lease {
     key: Arc<str>,
-    sender: SendRequest<HttpBody>,
+    sender: Sender,
 }
 
 /// The client end of an MCP connection over HTTP. See the module docs.
@@ -402,11 +502,10 @@ impl HttpClientTransport {
             headers.push((AUTHORIZATION, value));
         }
         #[cfg(feature = "tls")]
-        let tls = if url.scheme_str() == Some("https") {
-            Some(super::tls::client_config(&config.extra_roots)?)
-        } else {
-            None
-        };
+        let connector = super::connector::Connector::with_roots(&config.extra_roots)?;
+        #[cfg(not(feature = "tls"))]
+        let connector = super::connector::Connector::new()?;
+        let connector = connector.offer_http2(config.http2).connect_timeout(config.connect_timeout);
         let (tx, rx) = mpsc::channel(config.queue_depth.max(1));
         let inner = Arc::new(Inner {
             url,
@@ -421,12 +520,12 @@ impl HttpClientTransport {
             closed: AtomicBool::new(false),
             closed_notify: Notify::new(),
             pool: Mutex::new(Vec::new()),
+            http2: tokio::sync::Mutex::new(HashMap::new()),
             standalone: watch::channel(Standalone::NotOpened).0,
             tool_headers: Mutex::new(HashMap::new()),
             related: Mutex::new(HashMap::new()),
             readers: Mutex::new(HashMap::new()),
-            #[cfg(feature = "tls")]
-            tls,
+            connector,
             config,
         });
         Ok(HttpClientTransport { inner, incoming: tokio::sync::Mutex::new(rx) })
@@ -718,16 +817,17 @@ impl Inner {
         body: Bytes,
         authorization: Vec<(HeaderName, HeaderValue)>,
     ) -> Result<(Response<Incoming>, Lease), TransportError> {
-        let Target { key, host, port, https, path, authority } = target;
-        let (mut sender, reused) = match self.pooled(key).await {
-            Some(sender) => (sender, true),
-            None => (self.connect(host, *port, *https).await?, false),
-        };
+        let (mut sender, reused) = self.sender(target, true).await?;
         let mut request = Request::new(full(body));
         *request.method_mut() = method;
-        *request.uri_mut() = path.clone();
+        if let Sender::Http2(_) = sender {
+            // The authority goes in `:authority`, which replaces `Host` in HTTP/2.
+            *request.uri_mut() = target.absolute.clone();
+        } else {
+            *request.uri_mut() = target.path.clone();
+            request.headers_mut().insert(HOST, target.authority.clone());
+        }
         let headers = request.headers_mut();
-        headers.insert(HOST, authority.clone());
         if let Some(id) = session {
             headers.insert(SESSION_ID, HeaderValue::from_str(id).map_err(bad_config)?);
         }
@@ -750,7 +850,7 @@ impl Inner {
             // request comes back unsent, so it goes again on a fresh connection.
             Err(mut e) if reused && e.message().is_some() => {
                 let request = e.take_message().expect("checked above");
-                sender = self.connect(host, *port, *https).await?;
+                sender = self.sender(target, false).await?.0;
                 tokio::time::timeout(self.config.request_timeout, sender.send_request(request))
                     .await
                     .map_err(|_| TransportError::Timeout)?
@@ -758,19 +858,53 @@ impl Inner {
             }
             Err(e) => return Err(io(e.into_error())),
         };
-        Ok((response, Lease { key: key.clone(), sender }))
+        Ok((response, Lease { key: target.key.clone(), sender }))
+    }
+
+    /// A connection for a request to `target`: the shared HTTP/2 one, or with `reuse` a pooled
+    /// HTTP/1.1 one, else a new one. The flag says whether it was reused (and so may have been
+    /// closed by the server a moment ago).
+    async fn sender(&self, target: &Target, reuse: bool) -> Result<(Sender, bool), TransportError> {
+        let Target { key, host, port, https, .. } = target;
+        let may_be_http2 = if *https { self.config.http2 } else { self.config.http2_prior_knowledge };
+        if may_be_http2 && self.config.reuse_connections {
+            let mut shared = self.http2.lock().await;
+            match shared.get(key) {
+                Some(Http2Slot::Open(sender)) if reuse && !sender.is_closed() => {
+                    return Ok((Sender::Http2(sender.clone()), true));
+                }
+                Some(Http2Slot::Refused) => {}
+                _ => {
+                    let sender = self.connect(host, *port, *https).await?;
+                    let slot = match &sender {
+                        Sender::Http2(sender) => Http2Slot::Open(sender.clone()),
+                        Sender::Http1(_) => Http2Slot::Refused,
+                    };
+                    shared.insert(key.clone(), slot);
+                    return Ok((sender, false));
+                }
+            }
+        }
+        if reuse {
+            if let Some(sender) = self.pooled(key).await {
+                return Ok((Sender::Http1(sender), true));
+            }
+        }
+        Ok((self.connect(host, *port, *https).await?, false))
     }
 
     /// Puts the connection of a response that has been read to its end back in the pool.
     /// Only then: a connection still carrying a body (an open SSE stream) is never handed out,
     /// so no request waits behind a stream.
+    /// An HTTP/2 lease is a clone of the shared connection's sender: nothing to give back.
     fn release(&self, lease: Lease) {
-        if !self.config.reuse_connections || lease.sender.is_closed() || self.closed.load(Ordering::Acquire) {
+        let Sender::Http1(sender) = lease.sender else { return };
+        if !self.config.reuse_connections || sender.is_closed() || self.closed.load(Ordering::Acquire) {
             return;
         }
         let mut pool = self.pool.lock().expect("pool lock");
         if pool.len() < MAX_POOLED_CONNECTIONS {
-            pool.push(Pooled { key: lease.key, sender: lease.sender, idle_since: std::time::Instant::now() });
+            pool.push(Pooled { key: lease.key, sender, idle_since: std::time::Instant::now() });
         }
     }
 
@@ -784,7 +918,7 @@ impl Inner {
     }
 
     /// An idle pooled connection to `key`, ready for a request; stale ones are dropped.
-    async fn pooled(&self, key: &str) -> Option<SendRequest<HttpBody>> {
+    async fn pooled(&self, key: &str) -> Option<http1::SendRequest<HttpBody>> {
         loop {
             let mut sender = {
                 let mut pool = self.pool.lock().expect("pool lock");
@@ -799,28 +933,15 @@ impl Inner {
         }
     }
 
-    /// A new connection (TCP, then TLS for https, then the HTTP/1.1 handshake).
-    async fn connect(&self, host: &str, port: u16, https: bool) -> Result<SendRequest<HttpBody>, TransportError> {
-        let timeout = self.config.connect_timeout;
-        let tcp = tokio::time::timeout(timeout, TcpStream::connect((host, port)))
-            .await
-            .map_err(|_| TransportError::Timeout)??;
-        let _ = tcp.set_nodelay(true);
-        if https {
-            #[cfg(feature = "tls")]
-            {
-                let config = self.tls.clone().ok_or_else(|| bad_config("https without tls configuration"))?;
-                let name = rustls_pki_types::ServerName::try_from(host.to_owned()).map_err(bad_config)?;
-                let stream = tokio::time::timeout(timeout, tokio_rustls::TlsConnector::from(config).connect(name, tcp))
-                    .await
-                    .map_err(|_| TransportError::Timeout)??;
-                handshake(stream).await
-            }
-            #[cfg(not(feature = "tls"))]
-            return Err(bad_config("https needs the `tls` feature"));
-        } else {
-            handshake(tcp).await
-        }
+    /// A new connection: TCP, then TLS for https, then the HTTP/2 handshake when the server
+    /// chose `h2` by ALPN or prior knowledge is configured on plain http, else HTTP/1.1's.
+    async fn connect(&self, host: &str, port: u16, https: bool) -> Result<Sender, TransportError> {
+        let connection = self.connector.open(https, host, port).await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::TimedOut => TransportError::Timeout,
+            _ => TransportError::Io(e),
+        })?;
+        let http2 = if https { connection.http2 } else { self.config.http2_prior_knowledge };
+        self.handshake(connection.io, http2).await
     }
 
     async fn send_streamable(self: &Arc<Self>, message: &Message) -> Result<(), TransportError> {
@@ -1423,17 +1544,27 @@ impl Read {
     }
 }
 
-async fn handshake<IO>(io: IO) -> Result<SendRequest<HttpBody>, TransportError>
-where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| TransportError::Io(std::io::Error::other(e)))?;
-    crate::transport::task::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(sender)
+impl Inner {
+    /// The HTTP handshake on an open connection, and the task that drives the connection.
+    async fn handshake(&self, io: Box<dyn super::connector::Io>, http2: bool) -> Result<Sender, TransportError> {
+        if !http2 {
+            return Ok(Sender::Http1(super::connector::http1_handshake(io).await?.0));
+        }
+        let failed = |e: hyper::Error| TransportError::Io(std::io::Error::other(e));
+        let io = TokioIo::new(io);
+        let config = &self.config;
+        let (sender, conn) = http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(config.http2_initial_stream_window_size)
+            .initial_connection_window_size(config.http2_initial_connection_window_size)
+            .max_header_list_size(config.http2_max_header_list_size)
+            .handshake(io)
+            .await
+            .map_err(failed)?;
+        crate::transport::task::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Sender::Http2(sender))
+    }
 }
 
 async fn http_error(response: Response<Incoming>) -> TransportError {

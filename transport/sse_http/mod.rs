@@ -46,6 +46,7 @@ pub mod bearer;
 mod buffers;
 pub mod client;
 mod connection;
+pub mod connector;
 pub mod event_store;
 pub mod failed_tokens;
 #[cfg(feature = "redis")]

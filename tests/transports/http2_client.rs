@@ -1,0 +1,93 @@
+//! Our HTTP client over HTTP/2 (needs the `tls` feature): against our server configured to
+//! offer only `h2` by ALPN, it negotiates h2 and carries initialize, a hundred concurrent
+//! `tools/call`s answered on SSE streams, the standalone GET stream and the closing DELETE over
+//! one TCP connection (counted by a relay in front of the server); a client that offers only
+//! `http/1.1` cannot connect to that server at all.
+
+use crate::http_support;
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use http_support::*;
+use mcpwire::peer::Progress;
+use mcpwire::proto::jsonrpc::Body;
+use mcpwire::transport::sse_http::{tls, HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
+use mcpwire::transport::Transport;
+use serde_json::{json, Value};
+
+/// Calls the `slow` tool (three progress notifications, then its result, all on the POST's SSE
+/// stream) and returns the progress values seen and the result's text.
+async fn slow_call<T: Transport>(peer: &mcpwire::peer::Peer<T>, token: usize) -> (Vec<u64>, String) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let params = json!({"name": "slow", "arguments": {}, "_meta": {"progressToken": token}});
+    let result: Value = peer
+        .request_with_progress(
+            "tools/call",
+            Some(Body::serialized(&params).unwrap()),
+            Default::default(),
+            Some(Box::new(move |p: Progress| sink.lock().unwrap().push(p.progress.as_u64().unwrap()))),
+        )
+        .await
+        .unwrap()
+        .decode()
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    (seen, result["content"][0]["text"].as_str().unwrap().to_owned())
+}
+
+/// A hundred concurrent slow calls: each saw its three progress events and its result.
+async fn a_hundred_concurrent_sse_calls<T: Transport + 'static>(peer: &mcpwire::peer::Peer<T>) {
+    let mut calls = tokio::task::JoinSet::new();
+    for token in 0..100 {
+        let peer = peer.clone();
+        calls.spawn(async move { slow_call(&peer, token).await });
+    }
+    let mut answered = 0;
+    while let Some(outcome) = calls.join_next().await {
+        let (seen, text) = outcome.unwrap();
+        assert_eq!(seen, [1, 2, 3], "every progress event of its own call, in order");
+        assert_eq!(text, "slow done");
+        answered += 1;
+    }
+    assert_eq!(answered, 100);
+}
+
+#[tokio::test]
+async fn our_client_speaks_h2_to_an_h2_only_tls_server_over_one_connection() {
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert_pem, key_pem) = (generated.cert.pem(), generated.key_pair.serialize_pem());
+    let mut server_tls = tls::server_config_from_pem(cert_pem.as_bytes(), key_pem.as_bytes()).unwrap();
+    // HTTP/2 only: a client that offers `http/1.1` alone fails the TLS handshake
+    // (`no_application_protocol`, RFC 7301 §3.2).
+    Arc::make_mut(&mut server_tls).alpn_protocols = vec![b"h2".to_vec()];
+    let server = HttpServer::bind(HttpServerConfig::default().tls(server_tls), serve_echo).await.unwrap();
+    let (relay, accepted) = counting_relay(server.local_addr()).await;
+    let url = format!("https://localhost:{}/mcp", relay.port());
+    let root = tls::certificates_from_pem(cert_pem.as_bytes()).unwrap().remove(0);
+
+    let transport =
+        HttpClientTransport::new(HttpClientConfig::new(url.clone()).add_root_certificate(root.clone())).unwrap();
+    let (peer, init) = client_peer(transport, "2025-11-25").await;
+    assert_eq!(init["serverInfo"]["name"], "mcpwire-http-test");
+    assert!(peer.transport().session_id().is_some());
+    a_hundred_concurrent_sse_calls(&peer).await;
+    assert_eq!(
+        call(&peer, "echo", json!({"text": "after the hundred"})).await["content"][0]["text"],
+        "after the hundred"
+    );
+    peer.close().await.unwrap();
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "initialize, 101 calls, the GET stream and DELETE on one connection"
+    );
+
+    // The same server refuses a client that will not speak h2.
+    let http1_only = HttpClientConfig::new(url).add_root_certificate(root).http2(false);
+    let transport = HttpClientTransport::new(http1_only).unwrap();
+    let init = mcpwire::proto::jsonrpc::Request::new(0, "initialize", &json!({})).unwrap();
+    assert!(transport.send(init.into()).await.is_err());
+    server.shutdown().await;
+}
