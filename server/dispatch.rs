@@ -27,6 +27,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::AbortHandle;
 
 use super::context::{cancel_pair, Canceller, Connection, InputRound, Outgoing, UntilInput};
+use super::method_table::{self, Feature, Lifecycle, Prompts, Tasks, Tools};
 use super::registry::SessionState;
 use super::request_state::Binding;
 use super::task_extension::{self, TaskAsk};
@@ -83,17 +84,6 @@ impl Era {
         }
     }
 }
-
-/// Methods that 2026-07-28 removed: a per-request client that sends them gets -32601.
-const REMOVED_IN_PER_REQUEST_ERA: &[&str] = &[
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "tasks/result",
-    "tasks/list",
-];
 
 /// Counts work in flight; [`Tracker::wait_idle`] waits until there is none.
 #[derive(Clone, Default)]
@@ -546,52 +536,6 @@ impl Dispatcher {
 }
 
 impl Dispatcher {
-    /// A request of the handshake era (its `_meta` names no revision).
-    fn handshake_request<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>) {
-        let era = &Era::Handshake;
-        if let Some(method) = self.inner.forwarder.as_ref().and_then(|_| super::forward::forwarded(method)) {
-            return self.forward(peer, id, method, params, era);
-        }
-        match method {
-            "initialize" => {
-                let outcome = self.initialize(params);
-                self.answer(peer, id, era, outcome);
-            }
-            "ping" => self.answer(peer, id, era, Ok(Body::typed(EmptyResult::default()))),
-            "server/discover" => self.answer(peer, id, era, Ok(self.discover())),
-            "tools/list" => {
-                let outcome = self.list_tools(params);
-                self.answer(peer, id, era, outcome);
-            }
-            "tools/call" => self.call_tool(peer, id, params, era),
-            "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-            | "prompts/list"
-            | "prompts/get"
-            | "completion/complete"
-            | "logging/setLevel" => self.feature(peer, id, method, params, era),
-            "tasks/get" => {
-                let outcome = Self::task_params(params).and_then(|p| self.tasks.get(&p.task_id)).map(Body::typed);
-                self.answer(peer, id, era, outcome);
-            }
-            "tasks/cancel" => {
-                let outcome = Self::task_params(params).and_then(|p| self.tasks.cancel(&p.task_id)).map(Body::typed);
-                self.answer(peer, id, era, outcome);
-            }
-            "tasks/list" => {
-                let outcome = params_or_default::<ListTasksRequestParams>(params)
-                    .and_then(|p| self.tasks.list(p.cursor.as_deref()))
-                    .map(Body::typed);
-                self.answer(peer, id, era, outcome);
-            }
-            "tasks/result" => self.task_result(peer, id, params),
-            _ => self.answer(peer, id, era, Err(ErrorObject::method_not_found())),
-        }
-    }
-
     /// A 2026-07-28 request: served from what its `_meta` says, whatever the connection did
     /// before; its result is stamped.
     fn per_request<T: Transport>(
@@ -602,10 +546,6 @@ impl Dispatcher {
         params: Option<Body>,
         envelope: Envelope,
     ) {
-        if REMOVED_IN_PER_REQUEST_ERA.contains(&method) {
-            return self.answer(peer, id, &Era::Handshake, Err(ErrorObject::method_not_found()));
-        }
-        let tasks_declared = task_extension::declared(&envelope.client_capabilities);
         let hint = self.inner.cache_hints.get(method);
         let stamp = ResultStamp {
             ttl_ms: hint.as_ref().map(|h| h.ttl_ms),
@@ -613,42 +553,83 @@ impl Dispatcher {
             server_info: self.inner.info_meta.clone(),
         };
         let era = &Era::PerRequest(Arc::new(PerRequest { envelope: Arc::new(envelope), stamp }));
-        if let Some(method) = self.inner.forwarder.as_ref().and_then(|_| super::forward::forwarded(method)) {
-            return self.forward(peer, id, method, params, era);
+        self.route(peer, id, method, params, era);
+    }
+
+    /// Routes a request of either era through the method table: -32601 for a method the era
+    /// does not serve or whose capability the server does not advertise; the forwarder, when
+    /// there is one, for a forwardable method; its handler otherwise.
+    fn route<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>, era: &Era) {
+        let per_request = matches!(era, Era::PerRequest(_));
+        let route = method_table::find(method).filter(|route| route.serves(per_request));
+        let Some(route) = route.filter(|route| route.capability.offered_by(self.inner.features)) else {
+            return self.answer(peer, id, era, Err(ErrorObject::method_not_found()));
+        };
+        if route.forwardable && self.inner.forwarder.is_some() {
+            return self.forward(peer, id, route.name, params, era);
         }
-        match method {
-            "server/discover" => self.answer(peer, id, era, Ok(self.discover())),
-            "tools/list" => {
+        match route.handler {
+            Feature::Lifecycle(Lifecycle::Initialize) => {
+                let outcome = self.initialize(params);
+                self.answer(peer, id, era, outcome);
+            }
+            Feature::Lifecycle(Lifecycle::Ping) => self.answer(peer, id, era, Ok(Body::typed(EmptyResult::default()))),
+            Feature::Lifecycle(Lifecycle::Discover) => self.answer(peer, id, era, Ok(self.discover())),
+            Feature::Tools(Tools::List) => {
                 let outcome = self.list_tools(params);
                 self.answer(peer, id, era, outcome);
             }
-            "tools/call" => self.call_tool(peer, id, params, era),
-            "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-            | "prompts/list"
-            | "prompts/get"
-            | "completion/complete" => self.feature(peer, id, method, params, era),
-            "subscriptions/listen" => self.listen(peer, id, params, era),
-            "tasks/get" | "tasks/update" | "tasks/cancel" if !tasks_declared => {
-                let required = task_extension::required_capabilities();
-                self.answer(
-                    peer,
-                    id,
-                    era,
-                    Err(envelope::missing_capability(&required, task_extension::TASKS_EXTENSION)),
-                )
-            }
-            "tasks/get" | "tasks/update" | "tasks/cancel" => {
-                let outcome = self.extension_task_request(method, params);
+            Feature::Tools(Tools::Call) => self.call_tool(peer, id, params, era),
+            Feature::Resources(method) => self.resources(peer, id, (method, route.name), params, era),
+            Feature::Prompts(Prompts::List) => {
+                let outcome = self.list_prompts(params);
                 self.answer(peer, id, era, outcome);
             }
-            _ => self.answer(peer, id, era, Err(ErrorObject::method_not_found())),
+            Feature::Prompts(Prompts::Get) => self.get_prompt(peer, id, params, era),
+            Feature::Completion => self.complete(peer, id, params, era),
+            Feature::Logging => {
+                let outcome = self.set_level(params);
+                self.answer(peer, id, era, outcome);
+            }
+            Feature::Tasks(method) => self.tasks(peer, id, (method, route.name), params, era),
+            Feature::Subscriptions => self.listen(peer, id, params, era),
         }
     }
 
+    /// `tasks/*`: the session's tasks in the handshake era; the tasks extension's in the
+    /// per-request era, for a client that declared it.
+    fn tasks<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        (method, name): (Tasks, &str),
+        params: Option<Body>,
+        era: &Era,
+    ) {
+        if let Era::PerRequest(request) = era {
+            let outcome = if task_extension::declared(&request.envelope.client_capabilities) {
+                self.extension_task_request(method, name, params)
+            } else {
+                let required = task_extension::required_capabilities();
+                Err(envelope::missing_capability(&required, task_extension::TASKS_EXTENSION))
+            };
+            return self.answer(peer, id, era, outcome);
+        }
+        let outcome = match method {
+            Tasks::Get => Self::task_params(params).and_then(|p| self.tasks.get(&p.task_id)).map(Body::typed),
+            Tasks::Cancel => Self::task_params(params).and_then(|p| self.tasks.cancel(&p.task_id)).map(Body::typed),
+            Tasks::List => params_or_default::<ListTasksRequestParams>(params)
+                .and_then(|p| self.tasks.list(p.cursor.as_deref()))
+                .map(Body::typed),
+            Tasks::Result => return self.task_result(peer, id, params),
+            // The table serves `tasks/update` only per request.
+            Tasks::Update => Err(ErrorObject::method_not_found()),
+        };
+        self.answer(peer, id, era, outcome);
+    }
+
     /// `tasks/get`, `tasks/update`, `tasks/cancel` of the 2026-07-28 tasks extension.
-    fn extension_task_request(&self, method: &str, params: Option<Body>) -> Result<Body, ErrorObject> {
+    fn extension_task_request(&self, method: Tasks, name: &str, params: Option<Body>) -> Result<Body, ErrorObject> {
         #[derive(Clone, serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct TaskParams {
@@ -657,16 +638,18 @@ impl Dispatcher {
             input_responses: Option<Map<String, Value>>,
         }
         let params: TaskParams = match params {
-            None => return Err(invalid_params(format!("{method} needs params"))),
+            None => return Err(invalid_params(format!("{name} needs params"))),
             Some(body) => body.into_decoded().map_err(invalid_params)?,
         };
         let tasks = &self.inner.task_registry;
         match method {
-            "tasks/get" => tasks.get(&params.task_id).map(Body::typed),
-            "tasks/update" => tasks
+            Tasks::Get => tasks.get(&params.task_id).map(Body::typed),
+            Tasks::Update => tasks
                 .update(&params.task_id, &params.input_responses.unwrap_or_default())
                 .map(|()| Body::typed(EmptyResult::default())),
-            _ => tasks.cancel(&params.task_id).map(|()| Body::typed(EmptyResult::default())),
+            Tasks::Cancel => tasks.cancel(&params.task_id).map(|()| Body::typed(EmptyResult::default())),
+            // The table serves only these three per request.
+            Tasks::List | Tasks::Result => Err(ErrorObject::method_not_found()),
         }
     }
 
@@ -878,7 +861,7 @@ impl<T: Transport> Handler<T> for Dispatcher {
     fn on_request(&self, peer: &Peer<T>, request: Request) {
         let Request { id, method, params } = request;
         match envelope::read(params.as_ref(), &ProtocolVersion::PER_REQUEST) {
-            None => self.handshake_request(peer, id, &method, params),
+            None => self.route(peer, id, &method, params, &Era::Handshake),
             Some(Err(refused)) => self.answer(peer, id, &Era::Handshake, Err(refused)),
             Some(Ok(envelope)) => self.per_request(peer, id, &method, params, envelope),
         }

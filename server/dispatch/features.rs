@@ -3,7 +3,8 @@
 //!
 //! Lists and `logging/setLevel`/`resources/(un)subscribe` are answered at once; reads, prompt
 //! renders and completions run their handler in a task of their own (tracked, so that shutdown
-//! waits for them). A method of a capability the server does not advertise is -32601.
+//! waits for them). Which request comes here is the method table's business: a method of a
+//! capability the server does not advertise never does.
 //!
 //! Logging (`logging/setLevel`): the level is stored per session and filters what
 //! [`Server::log`](crate::server::Server::log) sends to it; before any setLevel the session gets every
@@ -21,6 +22,7 @@ use crate::proto::mcp_types::{
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
 };
 use crate::server::context::{InputRound, UntilInput};
+use crate::server::method_table::Resources;
 use crate::server::registry::Registrations;
 use crate::server::request_state::Binding;
 use crate::server::{completion, pagination, prompts, resources};
@@ -38,33 +40,29 @@ fn required<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
 }
 
 impl Dispatcher {
-    /// Answers one of the methods of this module.
-    pub(super) fn feature<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>, era: &Era) {
-        let features = self.inner.features;
-        let offered = match method {
-            "resources/list" | "resources/templates/list" | "resources/read" => features.resources,
-            "resources/subscribe" | "resources/unsubscribe" => features.resources && !features.forwarded,
-            "prompts/list" | "prompts/get" => features.prompts,
-            "completion/complete" => features.completions,
-            _ => true,
-        };
-        if !offered {
-            return self.answer(peer, id, era, Err(ErrorObject::method_not_found()));
-        }
+    /// Answers a `resources/*` request (`name` is its method).
+    pub(super) fn resources<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        (method, name): (Resources, &str),
+        params: Option<Body>,
+        era: &Era,
+    ) {
         match method {
-            "resources/list" => {
+            Resources::List => {
                 let outcome = self.list_resources(params);
                 self.answer(peer, id, era, outcome);
             }
-            "resources/templates/list" => {
+            Resources::ListTemplates => {
                 let outcome = self.list_templates(params);
                 self.answer(peer, id, era, outcome);
             }
-            "resources/read" => self.read_resource(peer, id, params, era),
-            "resources/subscribe" | "resources/unsubscribe" => {
-                let outcome = required::<SubscribeRequestParams>(method, params).map(|p| {
+            Resources::Read => self.read_resource(peer, id, params, era),
+            Resources::Subscribe | Resources::Unsubscribe => {
+                let outcome = required::<SubscribeRequestParams>(name, params).map(|p| {
                     let mut subscriptions = self.session.1.subscriptions.lock().expect("subscriptions lock");
-                    if method == "resources/subscribe" {
+                    if method == Resources::Subscribe {
                         subscriptions.insert(p.uri);
                     } else {
                         subscriptions.remove(&p.uri);
@@ -73,23 +71,17 @@ impl Dispatcher {
                 });
                 self.answer(peer, id, era, outcome);
             }
-            "prompts/list" => {
-                let outcome = self.list_prompts(params);
-                self.answer(peer, id, era, outcome);
-            }
-            "prompts/get" => self.get_prompt(peer, id, params, era),
-            "completion/complete" => self.complete(peer, id, params, era),
-            "logging/setLevel" => {
-                let outcome = required::<SetLevelRequestParams>(method, params).map(|p| {
-                    // One level for both log paths: `Server::log` and handlers' `Context::log`.
-                    self.connection.set_log_level(p.level);
-                    *self.session.1.level.lock().expect("level lock") = Some(p.level);
-                    Body::typed(EmptyResult::default())
-                });
-                self.answer(peer, id, era, outcome);
-            }
-            _ => self.answer(peer, id, era, Err(ErrorObject::method_not_found())),
         }
+    }
+
+    /// `logging/setLevel`.
+    pub(super) fn set_level(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        required::<SetLevelRequestParams>("logging/setLevel", params).map(|p| {
+            // One level for both log paths: `Server::log` and handlers' `Context::log`.
+            self.connection.set_log_level(p.level);
+            *self.session.1.level.lock().expect("level lock") = Some(p.level);
+            Body::typed(EmptyResult::default())
+        })
     }
 
     /// Runs `work` in a tracked task and answers `id` with its outcome.
@@ -166,7 +158,7 @@ impl Dispatcher {
         }))
     }
 
-    fn list_prompts(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+    pub(super) fn list_prompts(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
         let params: ListPromptsRequestParams = params_or_default(params)?;
         let registered = &self.inner.registry.prompts;
         let (prompts, next_cursor) = self.page_of(registered, params.cursor.as_deref(), |e| e.prompt.clone())?;
@@ -205,7 +197,7 @@ impl Dispatcher {
         self.answer_or_ask(peer, id, era, input, read(request));
     }
 
-    fn get_prompt<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
+    pub(super) fn get_prompt<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
         let params: GetPromptRequestParams = match required("prompts/get", params) {
             Ok(params) => params,
             Err(e) => return self.answer(peer, id, era, Err(e)),
@@ -238,7 +230,7 @@ impl Dispatcher {
         self.answer_or_ask(peer, id, era, input, get(request));
     }
 
-    fn complete<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
+    pub(super) fn complete<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
         let resolved = required::<CompleteRequestParams>("completion/complete", params)
             .and_then(|params| completion::resolve(&self.inner, &params));
         let (completer, request) = match resolved {
