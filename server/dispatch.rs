@@ -457,19 +457,17 @@ impl Dispatcher {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let input = match self.input_round(
-            era,
-            "tools/call",
-            &params.name,
-            || Value::Object(args.clone()),
-            params.input_responses.as_ref(),
-            params.request_state.as_deref(),
-        ) {
-            Ok(input) => input,
+        let round = RoundOf {
+            method: "tools/call",
+            target: &params.name,
+            arguments: || Value::Object(args.clone()),
+            responses: params.input_responses.as_ref(),
+            state: params.request_state.as_deref(),
+        };
+        let (context, canceller, input) = match self.context_with_round(peer, &id, era, params.meta, round) {
+            Ok(opened) => opened,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
-        let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
-        context.input = input.as_ref().map(|(round, _)| round.clone());
         // Only a 2026 request may need the server's key (for its `requestState`).
         let inner = input.as_ref().map(|_| self.inner.clone());
         let semaphore = self.semaphore.clone();
@@ -676,16 +674,18 @@ impl Dispatcher {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let responses = params.input_responses.as_ref();
-        let state = params.request_state.as_deref();
-        let (round, binding) =
-            match self.input_round(era, "tools/call", &params.name, || Value::Object(args.clone()), responses, state) {
-                Ok(Some(input)) => input,
-                Ok(None) => {
-                    return self.answer(peer, id, era, Err(invalid_params("a task needs a 2026-07-28 request")))
-                }
-                Err(e) => return self.answer(peer, id, era, Err(e)),
-            };
+        let request = RoundOf {
+            method: "tools/call",
+            target: &params.name,
+            arguments: || Value::Object(args.clone()),
+            responses: params.input_responses.as_ref(),
+            state: params.request_state.as_deref(),
+        };
+        let (round, binding) = match self.input_round(era, request) {
+            Ok(Some(input)) => input,
+            Ok(None) => return self.answer(peer, id, era, Err(invalid_params("a task needs a 2026-07-28 request"))),
+            Err(e) => return self.answer(peer, id, era, Err(e)),
+        };
         let slot: Arc<std::sync::OnceLock<TaskAsk>> = Arc::default();
         let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
         context.input = Some(round.clone());
@@ -797,16 +797,13 @@ impl Dispatcher {
     pub(super) fn input_round(
         &self,
         era: &Era,
-        method: &str,
-        target: &str,
-        arguments: impl FnOnce() -> Value,
-        responses: Option<&Map<String, Value>>,
-        state: Option<&str>,
-    ) -> Result<Option<(Arc<InputRound>, Binding)>, ErrorObject> {
+        request: RoundOf<'_, impl FnOnce() -> Value>,
+    ) -> Result<Option<Round>, ErrorObject> {
         if matches!(era, Era::Handshake) {
             return Ok(None);
         }
         // Read only in the per-request era: the handshake era's hot path copies nothing here.
+        let RoundOf { method, target, arguments, responses, state } = request;
         let binding = Binding::new(method, target, arguments());
         let mut answers = match state {
             Some(token) => self.inner.state_key.open(token, &binding, SystemTime::now()).map_err(invalid_params)?,
@@ -820,6 +817,41 @@ impl Dispatcher {
         }
         Ok(Some((Arc::new(InputRound::new(answers)), binding)))
     }
+
+    /// The context of a handler serving request `id` that may ask the client for input: the
+    /// request's round ([`Dispatcher::input_round`]) opened and put in the context, returned
+    /// beside it for the answer (`None` in the handshake era).
+    ///
+    /// # Errors
+    /// As [`Dispatcher::input_round`].
+    pub(super) fn context_with_round<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: &Id,
+        era: &Era,
+        meta: Option<RequestMeta>,
+        request: RoundOf<'_, impl FnOnce() -> Value>,
+    ) -> Result<(Context, Canceller, Option<Round>), ErrorObject> {
+        let input = self.input_round(era, request)?;
+        let (mut context, canceller) = self.context(peer, id, meta, None, era);
+        context.input = input.as_ref().map(|(round, _)| round.clone());
+        Ok((context, canceller, input))
+    }
+}
+
+/// A 2026-07-28 request's round as it is opened: the answers so far and what binds them to
+/// the request.
+pub(super) type Round = (Arc<InputRound>, Binding);
+
+/// What a request that may ask the client for input carries for its round: what binds the
+/// round to it (the method, its target, its arguments, read only in the per-request era) and
+/// the answers it brings (`inputResponses`, `requestState`).
+pub(super) struct RoundOf<'a, F> {
+    pub(super) method: &'a str,
+    pub(super) target: &'a str,
+    pub(super) arguments: F,
+    pub(super) responses: Option<&'a Map<String, Value>>,
+    pub(super) state: Option<&'a str>,
 }
 
 /// Removes `id` from the running calls if the entry is still the one numbered `serial` (the

@@ -13,7 +13,7 @@
 use std::future::Future;
 use std::sync::{Arc, RwLock};
 
-use super::{input_required, invalid_params, params_or_default, Dispatcher, Era};
+use super::{input_required, invalid_params, params_or_default, Dispatcher, Era, Round, RoundOf};
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id};
 use crate::proto::mcp_types::{
@@ -21,10 +21,9 @@ use crate::proto::mcp_types::{
     ListResourceTemplatesRequestParams, ListResourceTemplatesResult, ListResourcesRequestParams, ListResourcesResult,
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
 };
-use crate::server::context::{InputRound, UntilInput};
+use crate::server::context::UntilInput;
 use crate::server::method_table::Resources;
 use crate::server::registry::Registrations;
-use crate::server::request_state::Binding;
 use crate::server::{completion, pagination, prompts, resources};
 use crate::transport::Transport;
 use serde_json::Value;
@@ -92,7 +91,7 @@ impl Dispatcher {
         peer: &Peer<T>,
         id: Id,
         era: &Era,
-        input: Option<(Arc<InputRound>, Binding)>,
+        input: Option<Round>,
         work: impl Future<Output = Result<R, ErrorObject>> + Unpin + Send + 'static,
     ) {
         let inner = self.inner.clone();
@@ -179,19 +178,17 @@ impl Dispatcher {
             return self.answer(peer, id, era, Err(error));
         };
         let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
-        let input = match self.input_round(
-            era,
-            "resources/read",
-            &params.uri,
-            || serde_json::json!({}),
-            responses.as_ref().and_then(Value::as_object),
-            params.request_state.as_deref(),
-        ) {
-            Ok(input) => input,
+        let round = RoundOf {
+            method: "resources/read",
+            target: &params.uri,
+            arguments: || serde_json::json!({}),
+            responses: responses.as_ref().and_then(Value::as_object),
+            state: params.request_state.as_deref(),
+        };
+        let (context, _, input) = match self.context_with_round(peer, &id, era, params.meta.clone(), round) {
+            Ok(opened) => opened,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
-        let (mut context, _) = self.context(peer, &id, params.meta.clone(), None, era);
-        context.input = input.as_ref().map(|(round, _)| round.clone());
         let request =
             resources::ResourceRequest { uri: params.uri, variables, meta: params.meta, context: Some(context) };
         self.answer_or_ask(peer, id, era, input, read(request));
@@ -211,19 +208,17 @@ impl Dispatcher {
             return self.answer(peer, id, era, Err(e));
         }
         let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
-        let input = match self.input_round(
-            era,
-            "prompts/get",
-            &params.name,
-            || serde_json::to_value(&arguments).unwrap_or_default(),
-            responses.as_ref().and_then(Value::as_object),
-            params.request_state.as_deref(),
-        ) {
-            Ok(input) => input,
+        let round = RoundOf {
+            method: "prompts/get",
+            target: &params.name,
+            arguments: || serde_json::to_value(&arguments).unwrap_or_default(),
+            responses: responses.as_ref().and_then(Value::as_object),
+            state: params.request_state.as_deref(),
+        };
+        let (context, _, input) = match self.context_with_round(peer, &id, era, params.meta.clone(), round) {
+            Ok(opened) => opened,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
-        let (mut context, _) = self.context(peer, &id, params.meta.clone(), None, era);
-        context.input = input.as_ref().map(|(round, _)| round.clone());
         let request =
             prompts::PromptRequest { name: params.name, arguments, meta: params.meta, context: Some(context) };
         let get = entry.get.clone();

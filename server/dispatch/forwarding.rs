@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{forget_running, input_required, invalid_params, panicked, CatchUnwind, Dispatcher, Era};
+use super::{forget_running, input_required, invalid_params, panicked, CatchUnwind, Dispatcher, Era, RoundOf};
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, Id};
 use crate::proto::mcp_types::{CallToolRequestParams, RequestMeta};
@@ -82,19 +82,17 @@ impl Dispatcher {
                 bound.arguments.unwrap_or_else(|| Value::Object(Map::new()))
             }
         };
-        let input = match self.input_round(
-            era,
+        let round = RoundOf {
             method,
             target,
-            bound,
-            head.input_responses.as_ref(),
-            head.request_state.as_deref(),
-        ) {
-            Ok(input) => input,
+            arguments: bound,
+            responses: head.input_responses.as_ref(),
+            state: head.request_state.as_deref(),
+        };
+        let (context, canceller, input) = match self.context_with_round(peer, &id, era, head.meta, round) {
+            Ok(opened) => opened,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
-        let (mut context, canceller) = self.context(peer, &id, head.meta, None, era);
-        context.input = input.as_ref().map(|(round, _)| round.clone());
         let inner = input.as_ref().map(|_| self.inner.clone());
         let semaphore = (method == "tools/call").then(|| self.semaphore.clone());
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
