@@ -390,7 +390,7 @@ impl Dispatcher {
             None => Err(invalid_params("tools/call needs params")),
             Some(body) => body.into_decoded::<CallToolRequestParams>().map_err(invalid_params),
         };
-        let params = match params {
+        let mut params = match params {
             Ok(params) => params,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
@@ -452,19 +452,14 @@ impl Dispatcher {
         let args = match schema::check_arguments(
             &registered.tool,
             &registered.schemas,
-            params.arguments.unwrap_or_default(),
+            params.arguments.take().unwrap_or_default(),
         ) {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let round = RoundOf {
-            method: "tools/call",
-            target: &params.name,
-            arguments: || Value::Object(args.clone()),
-            responses: params.input_responses.as_ref(),
-            state: params.request_state.as_deref(),
-        };
-        let (context, canceller, input) = match self.context_with_round(peer, &id, era, params.meta, round) {
+        let meta = params.meta.take();
+        let round = RoundOf::call(&params, &args);
+        let (context, canceller, input) = match self.context_with_round(peer, &id, era, meta, round) {
             Ok(opened) => opened,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
@@ -662,26 +657,19 @@ impl Dispatcher {
         &self,
         peer: &Peer<T>,
         id: Id,
-        params: CallToolRequestParams,
+        mut params: CallToolRequestParams,
         registered: Arc<super::Registered>,
         era: &Era,
     ) {
         let args = match schema::check_arguments(
             &registered.tool,
             &registered.schemas,
-            params.arguments.unwrap_or_default(),
+            params.arguments.take().unwrap_or_default(),
         ) {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let request = RoundOf {
-            method: "tools/call",
-            target: &params.name,
-            arguments: || Value::Object(args.clone()),
-            responses: params.input_responses.as_ref(),
-            state: params.request_state.as_deref(),
-        };
-        let (round, binding) = match self.input_round(era, request) {
+        let (round, binding) = match self.input_round(era, RoundOf::call(&params, &args)) {
             Ok(Some(input)) => input,
             Ok(None) => return self.answer(peer, id, era, Err(invalid_params("a task needs a 2026-07-28 request"))),
             Err(e) => return self.answer(peer, id, era, Err(e)),
@@ -852,6 +840,22 @@ pub(super) struct RoundOf<'a, F> {
     pub(super) arguments: F,
     pub(super) responses: Option<&'a Map<String, Value>>,
     pub(super) state: Option<&'a str>,
+}
+
+impl<'a> RoundOf<'a, ()> {
+    /// The round of a `tools/call` whose arguments passed the tool's input schema.
+    fn call(
+        params: &'a CallToolRequestParams,
+        arguments: &'a Map<String, Value>,
+    ) -> RoundOf<'a, impl FnOnce() -> Value + 'a> {
+        RoundOf {
+            method: "tools/call",
+            target: &params.name,
+            arguments: || Value::Object(arguments.clone()),
+            responses: params.input_responses.as_ref(),
+            state: params.request_state.as_deref(),
+        }
+    }
 }
 
 /// Removes `id` from the running calls if the entry is still the one numbered `serial` (the
