@@ -9,6 +9,9 @@
 //! methods -32601, its result stamped; MRTR rounds and the tasks extension); any other as the
 //! session's handshake says.
 //!
+//! Every request of both eras is routed through the server's method table (`method_table`:
+//! which era serves a method, the capability it needs, its handler, forwarding as the fallback).
+//!
 //! Not here: the lifecycle gate, duplicate ids and the in-flight cap (the session core answers
 //! those before a request gets here), or framing errors (the peer's default `on_malformed`).
 
