@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::proto::envelope::is_reserved_meta_key;
 use crate::proto::jsonrpc::Body;
-use crate::proto::mcp_types::Notification as NotificationMethod;
+use crate::proto::mcp_types::NotificationMethod;
 use crate::proto::mcp_types::RequestMeta;
 use crate::proto::mcp_types::{
     CallTool, CallToolOutput, CallToolRequestParams, CallToolResult, CancelTask, Complete, CompleteArgument,

@@ -9,6 +9,9 @@
 //! methods -32601, its result stamped; MRTR rounds and the tasks extension); any other as the
 //! session's handshake says.
 //!
+//! Every request of both eras is routed through the server's method table (`method_table`:
+//! which era serves a method, the capability it needs, its handler, forwarding as the fallback).
+//!
 //! Not here: the lifecycle gate, duplicate ids and the in-flight cap (the session core answers
 //! those before a request gets here), or framing errors (the peer's default `on_malformed`).
 
@@ -27,6 +30,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::AbortHandle;
 
 use super::context::{cancel_pair, Canceller, Connection, InputRound, Outgoing, UntilInput};
+use super::method_table::{self, Feature, Lifecycle, Prompts, Tasks, Tools};
 use super::registry::SessionState;
 use super::request_state::Binding;
 use super::task_extension::{self, TaskAsk};
@@ -83,17 +87,6 @@ impl Era {
         }
     }
 }
-
-/// Methods that 2026-07-28 removed: a per-request client that sends them gets -32601.
-const REMOVED_IN_PER_REQUEST_ERA: &[&str] = &[
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "tasks/result",
-    "tasks/list",
-];
 
 /// Counts work in flight; [`Tracker::wait_idle`] waits until there is none.
 #[derive(Clone, Default)]
@@ -400,7 +393,7 @@ impl Dispatcher {
             None => Err(invalid_params("tools/call needs params")),
             Some(body) => body.into_decoded::<CallToolRequestParams>().map_err(invalid_params),
         };
-        let params = match params {
+        let mut params = match params {
             Ok(params) => params,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
@@ -462,24 +455,17 @@ impl Dispatcher {
         let args = match schema::check_arguments(
             &registered.tool,
             &registered.schemas,
-            params.arguments.unwrap_or_default(),
+            params.arguments.take().unwrap_or_default(),
         ) {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let input = match self.input_round(
-            era,
-            "tools/call",
-            &params.name,
-            || Value::Object(args.clone()),
-            params.input_responses.as_ref(),
-            params.request_state.as_deref(),
-        ) {
-            Ok(input) => input,
+        let meta = params.meta.take();
+        let round = RoundOf::call(&params, &args);
+        let (context, canceller, input) = match self.context_with_round(peer, &id, era, meta, round) {
+            Ok(opened) => opened,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
-        let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
-        context.input = input.as_ref().map(|(round, _)| round.clone());
         // Only a 2026 request may need the server's key (for its `requestState`).
         let inner = input.as_ref().map(|_| self.inner.clone());
         let semaphore = self.semaphore.clone();
@@ -546,52 +532,6 @@ impl Dispatcher {
 }
 
 impl Dispatcher {
-    /// A request of the handshake era (its `_meta` names no revision).
-    fn handshake_request<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>) {
-        let era = &Era::Handshake;
-        if let Some(method) = self.inner.forwarder.as_ref().and_then(|_| super::forward::forwarded(method)) {
-            return self.forward(peer, id, method, params, era);
-        }
-        match method {
-            "initialize" => {
-                let outcome = self.initialize(params);
-                self.answer(peer, id, era, outcome);
-            }
-            "ping" => self.answer(peer, id, era, Ok(Body::typed(EmptyResult::default()))),
-            "server/discover" => self.answer(peer, id, era, Ok(self.discover())),
-            "tools/list" => {
-                let outcome = self.list_tools(params);
-                self.answer(peer, id, era, outcome);
-            }
-            "tools/call" => self.call_tool(peer, id, params, era),
-            "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-            | "prompts/list"
-            | "prompts/get"
-            | "completion/complete"
-            | "logging/setLevel" => self.feature(peer, id, method, params, era),
-            "tasks/get" => {
-                let outcome = Self::task_params(params).and_then(|p| self.tasks.get(&p.task_id)).map(Body::typed);
-                self.answer(peer, id, era, outcome);
-            }
-            "tasks/cancel" => {
-                let outcome = Self::task_params(params).and_then(|p| self.tasks.cancel(&p.task_id)).map(Body::typed);
-                self.answer(peer, id, era, outcome);
-            }
-            "tasks/list" => {
-                let outcome = params_or_default::<ListTasksRequestParams>(params)
-                    .and_then(|p| self.tasks.list(p.cursor.as_deref()))
-                    .map(Body::typed);
-                self.answer(peer, id, era, outcome);
-            }
-            "tasks/result" => self.task_result(peer, id, params),
-            _ => self.answer(peer, id, era, Err(ErrorObject::method_not_found())),
-        }
-    }
-
     /// A 2026-07-28 request: served from what its `_meta` says, whatever the connection did
     /// before; its result is stamped.
     fn per_request<T: Transport>(
@@ -602,10 +542,6 @@ impl Dispatcher {
         params: Option<Body>,
         envelope: Envelope,
     ) {
-        if REMOVED_IN_PER_REQUEST_ERA.contains(&method) {
-            return self.answer(peer, id, &Era::Handshake, Err(ErrorObject::method_not_found()));
-        }
-        let tasks_declared = task_extension::declared(&envelope.client_capabilities);
         let hint = self.inner.cache_hints.get(method);
         let stamp = ResultStamp {
             ttl_ms: hint.as_ref().map(|h| h.ttl_ms),
@@ -613,42 +549,83 @@ impl Dispatcher {
             server_info: self.inner.info_meta.clone(),
         };
         let era = &Era::PerRequest(Arc::new(PerRequest { envelope: Arc::new(envelope), stamp }));
-        if let Some(method) = self.inner.forwarder.as_ref().and_then(|_| super::forward::forwarded(method)) {
-            return self.forward(peer, id, method, params, era);
+        self.route(peer, id, method, params, era);
+    }
+
+    /// Routes a request of either era through the method table: -32601 for a method the era
+    /// does not serve or whose capability the server does not advertise; the forwarder, when
+    /// there is one, for a forwardable method; its handler otherwise.
+    fn route<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>, era: &Era) {
+        let per_request = matches!(era, Era::PerRequest(_));
+        let route = method_table::find(method).filter(|route| route.serves(per_request));
+        let Some(route) = route.filter(|route| route.capability.offered_by(self.inner.features)) else {
+            return self.answer(peer, id, era, Err(ErrorObject::method_not_found()));
+        };
+        if route.forwardable && self.inner.forwarder.is_some() {
+            return self.forward(peer, id, route.name, params, era);
         }
-        match method {
-            "server/discover" => self.answer(peer, id, era, Ok(self.discover())),
-            "tools/list" => {
+        match route.handler {
+            Feature::Lifecycle(Lifecycle::Initialize) => {
+                let outcome = self.initialize(params);
+                self.answer(peer, id, era, outcome);
+            }
+            Feature::Lifecycle(Lifecycle::Ping) => self.answer(peer, id, era, Ok(Body::typed(EmptyResult::default()))),
+            Feature::Lifecycle(Lifecycle::Discover) => self.answer(peer, id, era, Ok(self.discover())),
+            Feature::Tools(Tools::List) => {
                 let outcome = self.list_tools(params);
                 self.answer(peer, id, era, outcome);
             }
-            "tools/call" => self.call_tool(peer, id, params, era),
-            "resources/list"
-            | "resources/templates/list"
-            | "resources/read"
-            | "prompts/list"
-            | "prompts/get"
-            | "completion/complete" => self.feature(peer, id, method, params, era),
-            "subscriptions/listen" => self.listen(peer, id, params, era),
-            "tasks/get" | "tasks/update" | "tasks/cancel" if !tasks_declared => {
-                let required = task_extension::required_capabilities();
-                self.answer(
-                    peer,
-                    id,
-                    era,
-                    Err(envelope::missing_capability(&required, task_extension::TASKS_EXTENSION)),
-                )
-            }
-            "tasks/get" | "tasks/update" | "tasks/cancel" => {
-                let outcome = self.extension_task_request(method, params);
+            Feature::Tools(Tools::Call) => self.call_tool(peer, id, params, era),
+            Feature::Resources(method) => self.resources(peer, id, (method, route.name), params, era),
+            Feature::Prompts(Prompts::List) => {
+                let outcome = self.list_prompts(params);
                 self.answer(peer, id, era, outcome);
             }
-            _ => self.answer(peer, id, era, Err(ErrorObject::method_not_found())),
+            Feature::Prompts(Prompts::Get) => self.get_prompt(peer, id, params, era),
+            Feature::Completion => self.complete(peer, id, params, era),
+            Feature::Logging => {
+                let outcome = self.set_level(params);
+                self.answer(peer, id, era, outcome);
+            }
+            Feature::Tasks(method) => self.tasks(peer, id, (method, route.name), params, era),
+            Feature::Subscriptions => self.listen(peer, id, params, era),
         }
     }
 
+    /// `tasks/*`: the session's tasks in the handshake era; the tasks extension's in the
+    /// per-request era, for a client that declared it.
+    fn tasks<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        (method, name): (Tasks, &str),
+        params: Option<Body>,
+        era: &Era,
+    ) {
+        if let Era::PerRequest(request) = era {
+            let outcome = if task_extension::declared(&request.envelope.client_capabilities) {
+                self.extension_task_request(method, name, params)
+            } else {
+                let required = task_extension::required_capabilities();
+                Err(envelope::missing_capability(&required, task_extension::TASKS_EXTENSION))
+            };
+            return self.answer(peer, id, era, outcome);
+        }
+        let outcome = match method {
+            Tasks::Get => Self::task_params(params).and_then(|p| self.tasks.get(&p.task_id)).map(Body::typed),
+            Tasks::Cancel => Self::task_params(params).and_then(|p| self.tasks.cancel(&p.task_id)).map(Body::typed),
+            Tasks::List => params_or_default::<ListTasksRequestParams>(params)
+                .and_then(|p| self.tasks.list(p.cursor.as_deref()))
+                .map(Body::typed),
+            Tasks::Result => return self.task_result(peer, id, params),
+            // The table serves `tasks/update` only per request.
+            Tasks::Update => Err(ErrorObject::method_not_found()),
+        };
+        self.answer(peer, id, era, outcome);
+    }
+
     /// `tasks/get`, `tasks/update`, `tasks/cancel` of the 2026-07-28 tasks extension.
-    fn extension_task_request(&self, method: &str, params: Option<Body>) -> Result<Body, ErrorObject> {
+    fn extension_task_request(&self, method: Tasks, name: &str, params: Option<Body>) -> Result<Body, ErrorObject> {
         #[derive(Clone, serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct TaskParams {
@@ -657,16 +634,18 @@ impl Dispatcher {
             input_responses: Option<Map<String, Value>>,
         }
         let params: TaskParams = match params {
-            None => return Err(invalid_params(format!("{method} needs params"))),
+            None => return Err(invalid_params(format!("{name} needs params"))),
             Some(body) => body.into_decoded().map_err(invalid_params)?,
         };
         let tasks = &self.inner.task_registry;
         match method {
-            "tasks/get" => tasks.get(&params.task_id).map(Body::typed),
-            "tasks/update" => tasks
+            Tasks::Get => tasks.get(&params.task_id).map(Body::typed),
+            Tasks::Update => tasks
                 .update(&params.task_id, &params.input_responses.unwrap_or_default())
                 .map(|()| Body::typed(EmptyResult::default())),
-            _ => tasks.cancel(&params.task_id).map(|()| Body::typed(EmptyResult::default())),
+            Tasks::Cancel => tasks.cancel(&params.task_id).map(|()| Body::typed(EmptyResult::default())),
+            // The table serves only these three per request.
+            Tasks::List | Tasks::Result => Err(ErrorObject::method_not_found()),
         }
     }
 
@@ -681,28 +660,23 @@ impl Dispatcher {
         &self,
         peer: &Peer<T>,
         id: Id,
-        params: CallToolRequestParams,
+        mut params: CallToolRequestParams,
         registered: Arc<super::Registered>,
         era: &Era,
     ) {
         let args = match schema::check_arguments(
             &registered.tool,
             &registered.schemas,
-            params.arguments.unwrap_or_default(),
+            params.arguments.take().unwrap_or_default(),
         ) {
             Ok(args) => args,
             Err(result) => return self.answer(peer, id, era, Ok(Body::typed(CallToolOutput::Result(*result)))),
         };
-        let responses = params.input_responses.as_ref();
-        let state = params.request_state.as_deref();
-        let (round, binding) =
-            match self.input_round(era, "tools/call", &params.name, || Value::Object(args.clone()), responses, state) {
-                Ok(Some(input)) => input,
-                Ok(None) => {
-                    return self.answer(peer, id, era, Err(invalid_params("a task needs a 2026-07-28 request")))
-                }
-                Err(e) => return self.answer(peer, id, era, Err(e)),
-            };
+        let (round, binding) = match self.input_round(era, RoundOf::call(&params, &args)) {
+            Ok(Some(input)) => input,
+            Ok(None) => return self.answer(peer, id, era, Err(invalid_params("a task needs a 2026-07-28 request"))),
+            Err(e) => return self.answer(peer, id, era, Err(e)),
+        };
         let slot: Arc<std::sync::OnceLock<TaskAsk>> = Arc::default();
         let (mut context, canceller) = self.context(peer, &id, params.meta, None, era);
         context.input = Some(round.clone());
@@ -814,16 +788,13 @@ impl Dispatcher {
     pub(super) fn input_round(
         &self,
         era: &Era,
-        method: &str,
-        target: &str,
-        arguments: impl FnOnce() -> Value,
-        responses: Option<&Map<String, Value>>,
-        state: Option<&str>,
-    ) -> Result<Option<(Arc<InputRound>, Binding)>, ErrorObject> {
+        request: RoundOf<'_, impl FnOnce() -> Value>,
+    ) -> Result<Option<Round>, ErrorObject> {
         if matches!(era, Era::Handshake) {
             return Ok(None);
         }
         // Read only in the per-request era: the handshake era's hot path copies nothing here.
+        let RoundOf { method, target, arguments, responses, state } = request;
         let binding = Binding::new(method, target, arguments());
         let mut answers = match state {
             Some(token) => self.inner.state_key.open(token, &binding, SystemTime::now()).map_err(invalid_params)?,
@@ -836,6 +807,57 @@ impl Dispatcher {
             answers.insert(key.clone(), answer.clone());
         }
         Ok(Some((Arc::new(InputRound::new(answers)), binding)))
+    }
+
+    /// The context of a handler serving request `id` that may ask the client for input: the
+    /// request's round ([`Dispatcher::input_round`]) opened and put in the context, returned
+    /// beside it for the answer (`None` in the handshake era).
+    ///
+    /// # Errors
+    /// As [`Dispatcher::input_round`].
+    pub(super) fn context_with_round<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: &Id,
+        era: &Era,
+        meta: Option<RequestMeta>,
+        request: RoundOf<'_, impl FnOnce() -> Value>,
+    ) -> Result<(Context, Canceller, Option<Round>), ErrorObject> {
+        let input = self.input_round(era, request)?;
+        let (mut context, canceller) = self.context(peer, id, meta, None, era);
+        context.input = input.as_ref().map(|(round, _)| round.clone());
+        Ok((context, canceller, input))
+    }
+}
+
+/// A 2026-07-28 request's round as it is opened: the answers so far and what binds them to
+/// the request.
+pub(super) type Round = (Arc<InputRound>, Binding);
+
+/// What a request that may ask the client for input carries for its round: what binds the
+/// round to it (the method, its target, its arguments, read only in the per-request era) and
+/// the answers it brings (`inputResponses`, `requestState`).
+pub(super) struct RoundOf<'a, F> {
+    pub(super) method: &'a str,
+    pub(super) target: &'a str,
+    pub(super) arguments: F,
+    pub(super) responses: Option<&'a Map<String, Value>>,
+    pub(super) state: Option<&'a str>,
+}
+
+impl<'a> RoundOf<'a, ()> {
+    /// The round of a `tools/call` whose arguments passed the tool's input schema.
+    fn call(
+        params: &'a CallToolRequestParams,
+        arguments: &'a Map<String, Value>,
+    ) -> RoundOf<'a, impl FnOnce() -> Value + 'a> {
+        RoundOf {
+            method: "tools/call",
+            target: &params.name,
+            arguments: || Value::Object(arguments.clone()),
+            responses: params.input_responses.as_ref(),
+            state: params.request_state.as_deref(),
+        }
     }
 }
 
@@ -878,7 +900,7 @@ impl<T: Transport> Handler<T> for Dispatcher {
     fn on_request(&self, peer: &Peer<T>, request: Request) {
         let Request { id, method, params } = request;
         match envelope::read(params.as_ref(), &ProtocolVersion::PER_REQUEST) {
-            None => self.handshake_request(peer, id, &method, params),
+            None => self.route(peer, id, &method, params, &Era::Handshake),
             Some(Err(refused)) => self.answer(peer, id, &Era::Handshake, Err(refused)),
             Some(Ok(envelope)) => self.per_request(peer, id, &method, params, envelope),
         }

@@ -2,7 +2,7 @@
 //! something else — another server, or many (a gateway) — instead of registered handlers.
 //!
 //! [`ServerBuilder::forward`](super::ServerBuilder::forward) plugs in a [`Forwarder`]; every
-//! request of [`FORWARDED_METHODS`] then goes to it, params as received, with a [`Context`] of
+//! request of [`forwarded_methods`] then goes to it, params as received, with a [`Context`] of
 //! its own, and its answer (a result body or a JSON-RPC error) goes back as it is. Everything
 //! else stays with the server: `initialize`, `server/discover`, `ping`, `logging/setLevel` per
 //! session, both eras (a 2026-07-28 result is stamped, a handler's asks to the client become
@@ -12,7 +12,8 @@
 //! [`Server::list_changed`](super::Server::list_changed).
 //!
 //! A method of a capability [`Forwarding`] does not advertise is -32601 and never reaches the
-//! forwarder.
+//! forwarder: the server's method table routes a forwardable method to the forwarder, its
+//! fallback, only after the era and the capability are checked.
 //!
 //! Not here: argument and output schema checks (the server behind the forwarder makes them),
 //! tasks (a forwarded `tools/call` runs synchronously), `resources/subscribe` (kept per session
@@ -21,20 +22,16 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use super::method_table;
 use super::Context;
 use crate::proto::jsonrpc::{Body, ErrorObject};
 
-/// The methods a [`Forwarder`] answers.
-pub const FORWARDED_METHODS: [&str; 8] = [
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-];
+/// The methods a [`Forwarder`] answers: `tools/list`, `tools/call`, `resources/list`,
+/// `resources/templates/list`, `resources/read`, `prompts/list`, `prompts/get` and
+/// `completion/complete` (the forwardable rows of the server's method table).
+pub fn forwarded_methods() -> impl Iterator<Item = &'static str> {
+    method_table::forwarded_methods()
+}
 
 /// The future a forwarder returns: the result body, or the JSON-RPC error to answer.
 pub type ForwardFuture = Pin<Box<dyn Future<Output = Result<Body, ErrorObject>> + Send>>;
@@ -42,7 +39,7 @@ pub type ForwardFuture = Pin<Box<dyn Future<Output = Result<Body, ErrorObject>> 
 /// One request handed to a [`Forwarder`].
 #[non_exhaustive]
 pub struct Forwarded {
-    /// One of [`FORWARDED_METHODS`].
+    /// One of [`forwarded_methods`].
     pub method: &'static str,
     /// The params as the client sent them.
     pub params: Option<Body>,
@@ -50,7 +47,7 @@ pub struct Forwarded {
     pub context: Context,
 }
 
-/// Answers the requests of [`FORWARDED_METHODS`]. Any
+/// Answers the requests of [`forwarded_methods`]. Any
 /// `Fn(Forwarded) -> impl Future<Output = Result<Body, ErrorObject>>` closure is one.
 pub trait Forwarder: Send + Sync + 'static {
     /// Answers one request. The future is dropped when the client cancels the request.
@@ -84,9 +81,4 @@ impl Forwarding {
     pub fn new(resources: bool, prompts: bool, completions: bool) -> Forwarding {
         Forwarding { resources, prompts, completions }
     }
-}
-
-/// The forwarded method `method` names, as a `'static` str.
-pub(super) fn forwarded(method: &str) -> Option<&'static str> {
-    FORWARDED_METHODS.iter().copied().find(|m| *m == method)
 }

@@ -118,6 +118,7 @@ mod dispatch;
 #[cfg(feature = "schema")]
 mod form;
 pub mod forward;
+mod method_table;
 mod pagination;
 pub mod prompts;
 mod registry;
@@ -322,7 +323,7 @@ pub(crate) struct Inner {
     pub(crate) cache_hints: CacheHints,
     pub(crate) state_key: request_state::StateKey,
     pub(crate) task_registry: Arc<task_extension::TaskRegistry>,
-    /// Who answers [`forward::FORWARDED_METHODS`], when set.
+    /// Who answers [`forward::forwarded_methods`], when set.
     pub(crate) forwarder: Option<Arc<dyn forward::Forwarder>>,
 }
 

@@ -504,7 +504,7 @@ super::decode::decode_via_value!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::mcp_types::{Direction, Method, Notification};
+    use crate::proto::mcp_types::{Direction, Method, NotificationMethod};
     use crate::proto::version::ProtocolVersion;
     use serde_json::json;
 

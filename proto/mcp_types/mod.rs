@@ -7,7 +7,7 @@
 //! round trip loses nothing. Numbers that the spec leaves open stay `serde_json::Number`, which
 //! keeps `1` and `1.0` apart.
 //!
-//! The [`Method`] and [`Notification`] traits tie each method name to its params and result
+//! The [`Method`] and [`NotificationMethod`] traits tie each method name to its params and result
 //! types in both directions, and [`MethodInfo`] makes the same table available at run time
 //! (for routing and for the conformance round trip). No IO happens here.
 
@@ -62,8 +62,9 @@ pub trait Method {
     type Output: Serialize + DeserializeOwned;
 }
 
-/// A notification method: its wire name, who sends it and its params.
-pub trait Notification {
+/// A notification method: its wire name, who sends it and its params. (The message itself is
+/// [`jsonrpc::Notification`](crate::proto::jsonrpc::Notification).)
+pub trait NotificationMethod {
     /// The `method` string on the wire.
     const NAME: &'static str;
     /// Who sends it.
@@ -118,7 +119,7 @@ impl MethodInfo {
     }
 
     /// The row for notification method `N`.
-    pub const fn notification<N: Notification>() -> MethodInfo {
+    pub const fn notification<N: NotificationMethod>() -> MethodInfo {
         MethodInfo {
             name: N::NAME,
             direction: N::DIRECTION,
@@ -171,7 +172,7 @@ macro_rules! __mcp_method {
 }
 pub use crate::__mcp_method as method;
 
-/// Declares a notification method type and its [`Notification`] impl, like [`method!`].
+/// Declares a notification method type and its [`NotificationMethod`] impl, like [`method!`].
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __mcp_notification {
@@ -179,7 +180,7 @@ macro_rules! __mcp_notification {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
         pub struct $ty;
-        impl $crate::proto::mcp_types::Notification for $ty {
+        impl $crate::proto::mcp_types::NotificationMethod for $ty {
             const NAME: &'static str = $name;
             const DIRECTION: $crate::proto::mcp_types::Direction = $crate::proto::mcp_types::Direction::$dir;
             const SINCE: $crate::proto::version::ProtocolVersion = $crate::proto::version::ProtocolVersion::$since;

@@ -3,7 +3,8 @@
 //!
 //! Lists and `logging/setLevel`/`resources/(un)subscribe` are answered at once; reads, prompt
 //! renders and completions run their handler in a task of their own (tracked, so that shutdown
-//! waits for them). A method of a capability the server does not advertise is -32601.
+//! waits for them). Which request comes here is the method table's business: a method of a
+//! capability the server does not advertise never does.
 //!
 //! Logging (`logging/setLevel`): the level is stored per session and filters what
 //! [`Server::log`](crate::server::Server::log) sends to it; before any setLevel the session gets every
@@ -12,7 +13,7 @@
 use std::future::Future;
 use std::sync::{Arc, RwLock};
 
-use super::{input_required, invalid_params, params_or_default, Dispatcher, Era};
+use super::{input_required, invalid_params, params_or_default, Dispatcher, Era, Round, RoundOf};
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id};
 use crate::proto::mcp_types::{
@@ -20,9 +21,9 @@ use crate::proto::mcp_types::{
     ListResourceTemplatesRequestParams, ListResourceTemplatesResult, ListResourcesRequestParams, ListResourcesResult,
     ReadResourceRequestParams, SetLevelRequestParams, SubscribeRequestParams,
 };
-use crate::server::context::{InputRound, UntilInput};
+use crate::server::context::UntilInput;
+use crate::server::method_table::Resources;
 use crate::server::registry::Registrations;
-use crate::server::request_state::Binding;
 use crate::server::{completion, pagination, prompts, resources};
 use crate::transport::Transport;
 use serde_json::Value;
@@ -38,33 +39,29 @@ fn required<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'static>(
 }
 
 impl Dispatcher {
-    /// Answers one of the methods of this module.
-    pub(super) fn feature<T: Transport>(&self, peer: &Peer<T>, id: Id, method: &str, params: Option<Body>, era: &Era) {
-        let features = self.inner.features;
-        let offered = match method {
-            "resources/list" | "resources/templates/list" | "resources/read" => features.resources,
-            "resources/subscribe" | "resources/unsubscribe" => features.resources && !features.forwarded,
-            "prompts/list" | "prompts/get" => features.prompts,
-            "completion/complete" => features.completions,
-            _ => true,
-        };
-        if !offered {
-            return self.answer(peer, id, era, Err(ErrorObject::method_not_found()));
-        }
+    /// Answers a `resources/*` request (`name` is its method).
+    pub(super) fn resources<T: Transport>(
+        &self,
+        peer: &Peer<T>,
+        id: Id,
+        (method, name): (Resources, &str),
+        params: Option<Body>,
+        era: &Era,
+    ) {
         match method {
-            "resources/list" => {
+            Resources::List => {
                 let outcome = self.list_resources(params);
                 self.answer(peer, id, era, outcome);
             }
-            "resources/templates/list" => {
+            Resources::ListTemplates => {
                 let outcome = self.list_templates(params);
                 self.answer(peer, id, era, outcome);
             }
-            "resources/read" => self.read_resource(peer, id, params, era),
-            "resources/subscribe" | "resources/unsubscribe" => {
-                let outcome = required::<SubscribeRequestParams>(method, params).map(|p| {
+            Resources::Read => self.read_resource(peer, id, params, era),
+            Resources::Subscribe | Resources::Unsubscribe => {
+                let outcome = required::<SubscribeRequestParams>(name, params).map(|p| {
                     let mut subscriptions = self.session.1.subscriptions.lock().expect("subscriptions lock");
-                    if method == "resources/subscribe" {
+                    if method == Resources::Subscribe {
                         subscriptions.insert(p.uri);
                     } else {
                         subscriptions.remove(&p.uri);
@@ -73,23 +70,17 @@ impl Dispatcher {
                 });
                 self.answer(peer, id, era, outcome);
             }
-            "prompts/list" => {
-                let outcome = self.list_prompts(params);
-                self.answer(peer, id, era, outcome);
-            }
-            "prompts/get" => self.get_prompt(peer, id, params, era),
-            "completion/complete" => self.complete(peer, id, params, era),
-            "logging/setLevel" => {
-                let outcome = required::<SetLevelRequestParams>(method, params).map(|p| {
-                    // One level for both log paths: `Server::log` and handlers' `Context::log`.
-                    self.connection.set_log_level(p.level);
-                    *self.session.1.level.lock().expect("level lock") = Some(p.level);
-                    Body::typed(EmptyResult::default())
-                });
-                self.answer(peer, id, era, outcome);
-            }
-            _ => self.answer(peer, id, era, Err(ErrorObject::method_not_found())),
         }
+    }
+
+    /// `logging/setLevel`.
+    pub(super) fn set_level(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+        required::<SetLevelRequestParams>("logging/setLevel", params).map(|p| {
+            // One level for both log paths: `Server::log` and handlers' `Context::log`.
+            self.connection.set_log_level(p.level);
+            *self.session.1.level.lock().expect("level lock") = Some(p.level);
+            Body::typed(EmptyResult::default())
+        })
     }
 
     /// Runs `work` in a tracked task and answers `id` with its outcome.
@@ -100,7 +91,7 @@ impl Dispatcher {
         peer: &Peer<T>,
         id: Id,
         era: &Era,
-        input: Option<(Arc<InputRound>, Binding)>,
+        input: Option<Round>,
         work: impl Future<Output = Result<R, ErrorObject>> + Unpin + Send + 'static,
     ) {
         let inner = self.inner.clone();
@@ -166,7 +157,7 @@ impl Dispatcher {
         }))
     }
 
-    fn list_prompts(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
+    pub(super) fn list_prompts(&self, params: Option<Body>) -> Result<Body, ErrorObject> {
         let params: ListPromptsRequestParams = params_or_default(params)?;
         let registered = &self.inner.registry.prompts;
         let (prompts, next_cursor) = self.page_of(registered, params.cursor.as_deref(), |e| e.prompt.clone())?;
@@ -187,25 +178,23 @@ impl Dispatcher {
             return self.answer(peer, id, era, Err(error));
         };
         let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
-        let input = match self.input_round(
-            era,
-            "resources/read",
-            &params.uri,
-            || serde_json::json!({}),
-            responses.as_ref().and_then(Value::as_object),
-            params.request_state.as_deref(),
-        ) {
-            Ok(input) => input,
+        let round = RoundOf {
+            method: "resources/read",
+            target: &params.uri,
+            arguments: || serde_json::json!({}),
+            responses: responses.as_ref().and_then(Value::as_object),
+            state: params.request_state.as_deref(),
+        };
+        let (context, _, input) = match self.context_with_round(peer, &id, era, params.meta.clone(), round) {
+            Ok(opened) => opened,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
-        let (mut context, _) = self.context(peer, &id, params.meta.clone(), None, era);
-        context.input = input.as_ref().map(|(round, _)| round.clone());
         let request =
             resources::ResourceRequest { uri: params.uri, variables, meta: params.meta, context: Some(context) };
         self.answer_or_ask(peer, id, era, input, read(request));
     }
 
-    fn get_prompt<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
+    pub(super) fn get_prompt<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
         let params: GetPromptRequestParams = match required("prompts/get", params) {
             Ok(params) => params,
             Err(e) => return self.answer(peer, id, era, Err(e)),
@@ -219,26 +208,24 @@ impl Dispatcher {
             return self.answer(peer, id, era, Err(e));
         }
         let responses = params.input_responses.as_ref().and_then(|r| serde_json::to_value(r).ok());
-        let input = match self.input_round(
-            era,
-            "prompts/get",
-            &params.name,
-            || serde_json::to_value(&arguments).unwrap_or_default(),
-            responses.as_ref().and_then(Value::as_object),
-            params.request_state.as_deref(),
-        ) {
-            Ok(input) => input,
+        let round = RoundOf {
+            method: "prompts/get",
+            target: &params.name,
+            arguments: || serde_json::to_value(&arguments).unwrap_or_default(),
+            responses: responses.as_ref().and_then(Value::as_object),
+            state: params.request_state.as_deref(),
+        };
+        let (context, _, input) = match self.context_with_round(peer, &id, era, params.meta.clone(), round) {
+            Ok(opened) => opened,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
-        let (mut context, _) = self.context(peer, &id, params.meta.clone(), None, era);
-        context.input = input.as_ref().map(|(round, _)| round.clone());
         let request =
             prompts::PromptRequest { name: params.name, arguments, meta: params.meta, context: Some(context) };
         let get = entry.get.clone();
         self.answer_or_ask(peer, id, era, input, get(request));
     }
 
-    fn complete<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
+    pub(super) fn complete<T: Transport>(&self, peer: &Peer<T>, id: Id, params: Option<Body>, era: &Era) {
         let resolved = required::<CompleteRequestParams>("completion/complete", params)
             .and_then(|params| completion::resolve(&self.inner, &params));
         let (completer, request) = match resolved {

@@ -1,5 +1,5 @@
 //! The dispatcher's side of forwarding: a request of
-//! [`FORWARDED_METHODS`](crate::server::forward::FORWARDED_METHODS) handed to the server's
+//! [`forwarded_methods`](crate::server::forward::forwarded_methods) handed to the server's
 //! [`Forwarder`](crate::server::forward::Forwarder) with a context of its own, in both eras
 //! (a 2026-07-28 round's answers and binding), under the tool-call limit, cancellable, its
 //! panic a -32603, and its answer sent back as the forwarder gives it.
@@ -12,9 +12,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{forget_running, input_required, invalid_params, panicked, CatchUnwind, Dispatcher, Era};
+use super::{forget_running, input_required, invalid_params, panicked, CatchUnwind, Dispatcher, Era, RoundOf};
 use crate::peer::Peer;
-use crate::proto::jsonrpc::{Body, ErrorObject, Id};
+use crate::proto::jsonrpc::{Body, Id};
 use crate::proto::mcp_types::{CallToolRequestParams, RequestMeta};
 use crate::server::context::UntilInput;
 use crate::server::forward::Forwarded;
@@ -54,17 +54,6 @@ impl Dispatcher {
         era: &Era,
     ) {
         let forwarder = self.inner.forwarder.clone().expect("called only with a forwarder");
-        let features = self.inner.features;
-        let offered = match method {
-            "resources/list" | "resources/templates/list" | "resources/read" => features.resources,
-            "prompts/list" | "prompts/get" => features.prompts,
-            "completion/complete" => features.completions,
-            _ => true,
-        };
-        if !offered {
-            let error = ErrorObject::new(crate::proto::jsonrpc::ErrorCode::METHOD_NOT_FOUND, "Method not found");
-            return self.answer(peer, id, era, Err(error));
-        }
         // A `tools/call` the transport already decoded is read as it is: decoding a typed body
         // as another type would write all its arguments out as JSON first.
         let typed_call = params.as_ref().and_then(Body::typed_as::<CallToolRequestParams>);
@@ -93,19 +82,17 @@ impl Dispatcher {
                 bound.arguments.unwrap_or_else(|| Value::Object(Map::new()))
             }
         };
-        let input = match self.input_round(
-            era,
+        let round = RoundOf {
             method,
             target,
-            bound,
-            head.input_responses.as_ref(),
-            head.request_state.as_deref(),
-        ) {
-            Ok(input) => input,
+            arguments: bound,
+            responses: head.input_responses.as_ref(),
+            state: head.request_state.as_deref(),
+        };
+        let (context, canceller, input) = match self.context_with_round(peer, &id, era, head.meta, round) {
+            Ok(opened) => opened,
             Err(e) => return self.answer(peer, id, era, Err(e)),
         };
-        let (mut context, canceller) = self.context(peer, &id, head.meta, None, era);
-        context.input = input.as_ref().map(|(round, _)| round.clone());
         let inner = input.as_ref().map(|_| self.inner.clone());
         let semaphore = (method == "tools/call").then(|| self.semaphore.clone());
         let serial = self.serial.fetch_add(1, Ordering::Relaxed);
