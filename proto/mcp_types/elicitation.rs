@@ -548,9 +548,152 @@ impl Default for BooleanSchema {
     }
 }
 
+impl TitledEnumOption {
+    /// A choice sending back `value`, shown as `title`.
+    pub fn new(value: impl Into<String>, title: impl Into<String>) -> TitledEnumOption {
+        TitledEnumOption { value: value.into(), title: title.into(), extra: Extra::new() }
+    }
+}
+
+fn strings<I: IntoIterator<Item = S>, S: Into<String>>(items: I) -> Vec<String> {
+    items.into_iter().map(Into::into).collect()
+}
+
+impl UntitledSingleSelectEnumSchema {
+    /// Pick one of `values`.
+    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(values: I) -> UntitledSingleSelectEnumSchema {
+        UntitledSingleSelectEnumSchema {
+            kind: StringType::Value,
+            title: None,
+            description: None,
+            values: strings(values),
+            default: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// The choice offered before the user picks.
+    pub fn default_value(mut self, default: impl Into<String>) -> UntitledSingleSelectEnumSchema {
+        self.default = Some(default.into());
+        self
+    }
+}
+
+impl TitledSingleSelectEnumSchema {
+    /// Pick one of `options`, each shown by its title.
+    pub fn new(options: impl IntoIterator<Item = TitledEnumOption>) -> TitledSingleSelectEnumSchema {
+        TitledSingleSelectEnumSchema {
+            kind: StringType::Value,
+            title: None,
+            description: None,
+            one_of: options.into_iter().collect(),
+            default: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// The choice (a value) offered before the user picks.
+    pub fn default_value(mut self, default: impl Into<String>) -> TitledSingleSelectEnumSchema {
+        self.default = Some(default.into());
+        self
+    }
+}
+
+impl UntitledMultiSelectEnumSchema {
+    /// Pick any of `values` (2025-11-25 on).
+    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(values: I) -> UntitledMultiSelectEnumSchema {
+        UntitledMultiSelectEnumSchema {
+            kind: ArrayType::Value,
+            title: None,
+            description: None,
+            min_items: None,
+            max_items: None,
+            items: UntitledEnumItems { kind: StringType::Value, values: strings(values), extra: Extra::new() },
+            default: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// How few and how many choices the user may pick.
+    pub fn picks(mut self, min: Option<u64>, max: Option<u64>) -> UntitledMultiSelectEnumSchema {
+        (self.min_items, self.max_items) = (min, max);
+        self
+    }
+
+    /// The choices offered before the user picks.
+    pub fn default_values<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        defaults: I,
+    ) -> UntitledMultiSelectEnumSchema {
+        self.default = Some(strings(defaults));
+        self
+    }
+}
+
+impl TitledMultiSelectEnumSchema {
+    /// Pick any of `options`, each shown by its title (2025-11-25 on).
+    pub fn new(options: impl IntoIterator<Item = TitledEnumOption>) -> TitledMultiSelectEnumSchema {
+        TitledMultiSelectEnumSchema {
+            kind: ArrayType::Value,
+            title: None,
+            description: None,
+            min_items: None,
+            max_items: None,
+            items: TitledEnumItems { any_of: options.into_iter().collect(), extra: Extra::new() },
+            default: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// How few and how many choices the user may pick.
+    pub fn picks(mut self, min: Option<u64>, max: Option<u64>) -> TitledMultiSelectEnumSchema {
+        (self.min_items, self.max_items) = (min, max);
+        self
+    }
+
+    /// The choices (values) offered before the user picks.
+    pub fn default_values<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        defaults: I,
+    ) -> TitledMultiSelectEnumSchema {
+        self.default = Some(strings(defaults));
+        self
+    }
+}
+
+impl LegacyTitledEnumSchema {
+    /// Pick one of `values`, shown by `names` in the same order (the 2025-06-18 `enumNames`
+    /// form, for clients of that revision).
+    pub fn new<I: IntoIterator<Item = S>, J: IntoIterator<Item = T>, S: Into<String>, T: Into<String>>(
+        values: I,
+        names: J,
+    ) -> LegacyTitledEnumSchema {
+        LegacyTitledEnumSchema {
+            kind: StringType::Value,
+            title: None,
+            description: None,
+            values: strings(values),
+            enum_names: strings(names),
+            default: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// The choice offered before the user picks.
+    pub fn default_value(mut self, default: impl Into<String>) -> LegacyTitledEnumSchema {
+        self.default = Some(default.into());
+        self
+    }
+}
+
 labelled!(StringSchema, String);
 labelled!(NumberSchema, Number);
 labelled!(BooleanSchema, Boolean);
+labelled!(UntitledSingleSelectEnumSchema, UntitledSingleSelectEnum);
+labelled!(TitledSingleSelectEnumSchema, TitledSingleSelectEnum);
+labelled!(UntitledMultiSelectEnumSchema, UntitledMultiSelectEnum);
+labelled!(TitledMultiSelectEnumSchema, TitledMultiSelectEnum);
+labelled!(LegacyTitledEnumSchema, LegacyTitledEnum);
 
 /// Params of a form-mode elicitation (the only mode before 2025-11-25, where `mode` is absent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -776,6 +919,47 @@ mod tests {
         let t: T = serde_json::from_value(v.clone()).expect("decode");
         assert_eq!(serde_json::to_value(&t).expect("encode"), v);
         t
+    }
+
+    #[test]
+    fn the_enum_builders_write_each_kind_the_decoder_reads_back() {
+        let form = ElicitationSchema::new()
+            .required_field("size", UntitledSingleSelectEnumSchema::new(["s", "m"]).default_value("m"))
+            .field(
+                "colour",
+                TitledSingleSelectEnumSchema::new([
+                    TitledEnumOption::new("r", "Red"),
+                    TitledEnumOption::new("g", "Green"),
+                ])
+                .title("Colour"),
+            )
+            .field(
+                "tags",
+                UntitledMultiSelectEnumSchema::new(["a", "b", "c"]).picks(Some(1), Some(2)).default_values(["a"]),
+            )
+            .field(
+                "sides",
+                TitledMultiSelectEnumSchema::new([TitledEnumOption::new("f", "Fries")]).description("Pick any"),
+            )
+            .field("plan", LegacyTitledEnumSchema::new(["free", "pro"], ["Free", "Pro"]).default_value("free"));
+        let written = serde_json::to_value(&form).expect("encode");
+        assert_eq!(
+            written["properties"],
+            json!({
+                "size": {"type": "string", "enum": ["s", "m"], "default": "m"},
+                "colour": {"type": "string", "title": "Colour", "oneOf": [{"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]},
+                "tags": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "string", "enum": ["a", "b", "c"]}, "default": ["a"]},
+                "sides": {"type": "array", "description": "Pick any", "items": {"anyOf": [{"const": "f", "title": "Fries"}]}},
+                "plan": {"type": "string", "enum": ["free", "pro"], "enumNames": ["Free", "Pro"], "default": "free"}
+            })
+        );
+        let read: ElicitationSchema = serde_json::from_value(written).expect("decode");
+        assert_eq!(read, form);
+        assert!(matches!(read.properties["size"], PrimitiveSchemaDefinition::UntitledSingleSelectEnum(_)));
+        assert!(matches!(read.properties["colour"], PrimitiveSchemaDefinition::TitledSingleSelectEnum(_)));
+        assert!(matches!(read.properties["tags"], PrimitiveSchemaDefinition::UntitledMultiSelectEnum(_)));
+        assert!(matches!(read.properties["sides"], PrimitiveSchemaDefinition::TitledMultiSelectEnum(_)));
+        assert!(matches!(read.properties["plan"], PrimitiveSchemaDefinition::LegacyTitledEnum(_)));
     }
 
     #[test]

@@ -7,19 +7,29 @@
 use std::time::Duration;
 
 use mcpwire::proto::mcp_types::{
-    CreateMessageRequestParams, ElicitationSchema, LoggingLevel, SamplingMessage, StringSchema,
+    BooleanSchema, CreateMessageRequestParams, ElicitationSchema, LegacyTitledEnumSchema, LoggingLevel, NumberSchema,
+    SamplingMessage, StringSchema, TitledEnumOption, TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema,
+    UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
 };
 use mcpwire::schemars::{self, JsonSchema};
 use mcpwire::server::{text_result, ServerBuilder};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Number;
 
 use crate::fixtures::NoArguments;
 
-/// The legacy and titled enum shapes of SEP-1330 (`enumNames`, `anyOf` items) as the suite
-/// writes them: the builder makes the shapes the 2025-11-25 schema names, not these.
-fn schema(value: Value) -> ElicitationSchema {
-    serde_json::from_value(value).expect("a valid elicitation schema")
+/// A form with no required field, written with `"required": []` as the suite's own servers do.
+fn nothing_required(form: ElicitationSchema) -> ElicitationSchema {
+    ElicitationSchema { required: Some(Vec::new()), ..form }
+}
+
+/// Three titled options `valueN` named `"{first, second, third} {noun}"`.
+fn three_titled(noun: &str) -> [TitledEnumOption; 3] {
+    [
+        TitledEnumOption::new("value1", format!("First {noun}")),
+        TitledEnumOption::new("value2", format!("Second {noun}")),
+        TitledEnumOption::new("value3", format!("Third {noun}")),
+    ]
 }
 
 /// `test_sampling`'s arguments.
@@ -90,17 +100,24 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             "test_elicitation_sep1034_defaults",
             "Elicitation with a default for every primitive type (SEP-1034)",
             |NoArguments {}, ctx| async move {
-                let requested = schema(json!({
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string", "description": "User name", "default": "John Doe"},
-                        "age": {"type": "integer", "description": "User age", "default": 30},
-                        "score": {"type": "number", "description": "User score", "default": 95.5},
-                        "status": {"type": "string", "description": "User status", "enum": ["active", "inactive", "pending"], "default": "active"},
-                        "verified": {"type": "boolean", "description": "Verification status", "default": true}
-                    },
-                    "required": []
-                }));
+                let requested = nothing_required(
+                    ElicitationSchema::new()
+                        .field("name", StringSchema::new().description("User name").default_value("John Doe"))
+                        .field("age", NumberSchema::integer().description("User age").default_value(30))
+                        .field(
+                            "score",
+                            NumberSchema::number()
+                                .description("User score")
+                                .default_value(Number::from_f64(95.5).expect("a finite number")),
+                        )
+                        .field(
+                            "status",
+                            UntitledSingleSelectEnumSchema::new(["active", "inactive", "pending"])
+                                .description("User status")
+                                .default_value("active"),
+                        )
+                        .field("verified", BooleanSchema::new().description("Verification status").default_value(true)),
+                );
                 let result = ctx.elicit("Please review and update the form fields with defaults", requested).await?;
                 Ok(completed(result))
             },
@@ -109,25 +126,35 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
             "test_elicitation_sep1330_enums",
             "Elicitation with every enum variant (SEP-1330)",
             |NoArguments {}, ctx| async move {
-                let requested = schema(json!({
-                    "type": "object",
-                    "properties": {
-                        "untitledSingle": {"type": "string", "description": "Untitled single-select", "enum": ["option1", "option2", "option3"]},
-                        "titledSingle": {"type": "string", "description": "Titled single-select", "oneOf": [
-                            {"const": "value1", "title": "First Option"},
-                            {"const": "value2", "title": "Second Option"},
-                            {"const": "value3", "title": "Third Option"}
-                        ]},
-                        "legacyEnum": {"type": "string", "description": "Legacy titled enum", "enum": ["opt1", "opt2", "opt3"], "enumNames": ["Option One", "Option Two", "Option Three"]},
-                        "untitledMulti": {"type": "array", "description": "Untitled multi-select", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-                        "titledMulti": {"type": "array", "description": "Titled multi-select", "items": {"anyOf": [
-                            {"const": "value1", "title": "First Choice"},
-                            {"const": "value2", "title": "Second Choice"},
-                            {"const": "value3", "title": "Third Choice"}
-                        ]}}
-                    },
-                    "required": []
-                }));
+                let options = ["option1", "option2", "option3"];
+                let requested = nothing_required(
+                    ElicitationSchema::new()
+                        .field(
+                            "untitledSingle",
+                            UntitledSingleSelectEnumSchema::new(options).description("Untitled single-select"),
+                        )
+                        .field(
+                            "titledSingle",
+                            TitledSingleSelectEnumSchema::new(three_titled("Option"))
+                                .description("Titled single-select"),
+                        )
+                        .field(
+                            "legacyEnum",
+                            LegacyTitledEnumSchema::new(
+                                ["opt1", "opt2", "opt3"],
+                                ["Option One", "Option Two", "Option Three"],
+                            )
+                            .description("Legacy titled enum"),
+                        )
+                        .field(
+                            "untitledMulti",
+                            UntitledMultiSelectEnumSchema::new(options).description("Untitled multi-select"),
+                        )
+                        .field(
+                            "titledMulti",
+                            TitledMultiSelectEnumSchema::new(three_titled("Choice")).description("Titled multi-select"),
+                        ),
+                );
                 let result = ctx.elicit("Please select options from the enum fields", requested).await?;
                 Ok(completed(result))
             },
