@@ -369,6 +369,21 @@ async fn mcpwire_client_lists_calls_and_decodes_a_typed_tool() {
     );
 }
 
+/// The Python SDK client (`tests/peers/py_client.py`) run over `http` with `script`: one JSON
+/// value per step it took.
+async fn python_client_steps(http: &HttpServer, script: &Value) -> Vec<Value> {
+    let output = tokio::process::Command::new(support::peer("MCP_PYTHON"))
+        .arg(support::repo_path("tests/peers/py_client.py"))
+        .args(["--url", &http.url()])
+        .env("MCP_SCRIPT", script.to_string())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn python_sdk_client_lists_and_calls_a_typed_tool() {
     let (_server, http) = serve().await;
@@ -381,16 +396,7 @@ async fn python_sdk_client_lists_and_calls_a_typed_tool() {
         {"call": "sign_up", "args": {"login": "ada", "email": "ada@example.com", "age": 36, "interests": {"name": "maths", "under": {"name": "logic"}}}},
         {"call": "sign_up", "args": {"login": "Ada!", "email": "ada@example.com", "age": 36}}
     ]);
-    let output = tokio::process::Command::new(support::peer("MCP_PYTHON"))
-        .arg(support::repo_path("tests/peers/py_client.py"))
-        .args(["--url", &http.url()])
-        .env("MCP_SCRIPT", script.to_string())
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    let steps: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let steps = python_client_steps(&http, &script).await;
     assert_eq!(steps.len(), 9, "{steps:#?}");
     assert_eq!(steps[0]["ok"], true, "{}", steps[0]);
 
@@ -442,16 +448,7 @@ async fn python_sdk_client_lists_and_gets_a_typed_prompt() {
         {"prompt": "review", "args": {"code": "x", "tone": "rude"}},
         {"call": "echo", "args": {"text": "unharmed"}}
     ]);
-    let output = tokio::process::Command::new(support::peer("MCP_PYTHON"))
-        .arg(support::repo_path("tests/peers/py_client.py"))
-        .args(["--url", &http.url()])
-        .env("MCP_SCRIPT", script.to_string())
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    let steps: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let steps = python_client_steps(&http, &script).await;
     assert_eq!(steps.len(), 8, "{steps:#?}");
     let prompts = steps[2]["result"]["prompts"].as_array().unwrap();
     let review = prompts.iter().find(|p| p["name"] == "review").unwrap();
