@@ -24,10 +24,13 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
     let toml = format!(
         "[mcp_servers.everything]\ncommand = {node:?}\nargs = [{:?}, \"stdio\"]\nrequired = true\nstartup_timeout_sec = 60\n\n\
          [mcp_servers.memory]\ncommand = {node:?}\nargs = [{:?}]\nenv = {{ MEMORY_FILE_PATH = {:?} }}\nrequired = true\n\
-         startup_timeout_sec = 60\n",
+         startup_timeout_sec = 60\n\n\
+         [mcp_servers.recorder]\ncommand = {:?}\nargs = [{:?}]\nrequired = true\n",
         support::peer("MCP_EVERYTHING_JS"),
         support::peer("MCP_MEMORY_JS"),
         memory_file.display().to_string(),
+        support::peer("MCP_PYTHON"),
+        support::repo_path("tests/peers/cancel_recorder.py").display().to_string(),
         node = support::peer("MCP_NODE"),
     );
     let config = dir.join("console.toml");
@@ -41,6 +44,7 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
         .args([&base, shots.to_str().unwrap()])
         .env("MCP_PLAYWRIGHT_DIR", support::peer("MCP_PLAYWRIGHT_DIR"))
         .env("MCP_CHROMIUM", support::peer("MCP_CHROMIUM"))
+        .env("MCP_PYTHON", support::peer("MCP_PYTHON"))
         .output()
         .expect("node runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -49,7 +53,11 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
 
     assert_eq!(
         seen["upstreams"],
-        serde_json::json!([{"server": "everything", "state": "ready"}, {"server": "memory", "state": "ready"}])
+        serde_json::json!([
+            {"server": "everything", "state": "ready"},
+            {"server": "memory", "state": "ready"},
+            {"server": "recorder", "state": "ready"}
+        ])
     );
     assert_eq!(seen["searchFound"], serde_json::json!(["mcp__memory__create_entities"]));
     assert_eq!(seen["sendLabel"], "Call");
@@ -64,6 +72,50 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
     assert!(resource.starts_with("memory+memory://knowledge-graph (application/json)"), "{resource}");
     assert!(resource.contains(r#""name": "console-entity""#), "{resource}");
     assert_eq!(seen["promptResult"], "userWhat's weather in Paris?");
+    // Completion: a suggestion picked with the mouse; the next argument's suggestions follow
+    // from the first (its context), picked from the keyboard; what they filled was sent.
+    assert_eq!(seen["completedDepartment"], "Engineering");
+    assert_eq!(seen["nameSuggestions"], serde_json::json!(["Alice", "Bob", "Charlie"]));
+    assert_eq!(seen["completedName"], "Bob");
+    assert_eq!(seen["completionFocus"], "name", "the focus is back in the field completed");
+    assert_eq!(seen["completedPrompt"], "userPlease promote Bob to the head of the Engineering team.");
+    let template = seen["completedTemplate"].as_str().unwrap();
+    assert!(template.contains("demo://resource/dynamic/text/7"), "{template}");
+    // Another client's call (the Python SDK's) appears in the page, under another session.
+    assert_eq!(seen["otherClientSaid"], serde_json::json!(["Echo: from python"]));
+    assert_eq!(seen["otherClientRow"], "everything echo ok");
+    assert_eq!(seen["otherClientSession"], true, "the other client's session is not the page's");
+    // The elicitation asked in the page, answered there, and what the tool got.
+    assert_eq!(seen["elicitationTitle"], "The server asks: Please provide inputs for the following fields:");
+    assert_eq!(seen["elicitationFocused"], true, "the first field has the focus");
+    assert_eq!(seen["elicitationRefused"], "Not sent: String is required");
+    let elicited = seen["elicitationResult"].as_str().unwrap();
+    for line in [
+        "- Name: Ada Lovelace",
+        "- Agreed to terms: true",
+        "- Email: ada@example.org",
+        "- Favorite Integer: 7",
+        "- Favorite Number: 3.14",
+    ] {
+        assert!(elicited.contains(line), "{line} not in {elicited}");
+    }
+    let raw: String = elicited.chars().filter(|c| !c.is_whitespace()).collect();
+    for value in [
+        r#""action":"accept""#,
+        r#""untitledSingleSelectEnum":"Joey""#,
+        r#""untitledMultipleSelectEnum":["Guitar","Piano"]"#,
+        r#""titledSingleSelectEnum":"hero-3""#,
+        r#""titledMultipleSelectEnum":["fish-1","fish-2"]"#,
+        r#""legacyTitledEnum":"pet-3""#,
+        r#""firstLine":"Itwasadarkandstormynight.""#,
+    ] {
+        assert!(raw.contains(value), "{value} not in {raw}");
+    }
+    assert!(
+        seen["elicitationDeclined"].as_str().unwrap().contains(r#""action": "decline""#),
+        "{}",
+        seen["elicitationDeclined"]
+    );
     assert_eq!(seen["consoleErrors"], serde_json::json!([]), "browser console errors");
     assert_eq!(seen["pageErrors"], serde_json::json!([]), "page errors");
     assert_eq!(seen["accessibility"], serde_json::json!([]), "serious or critical axe-core violations");
@@ -72,6 +124,21 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
     let progress = &seen["progressShown"];
     assert!(progress["value"].as_f64().unwrap() >= 2.0 && progress["max"] == 600.0, "{progress}");
     assert_eq!(seen["cancelledResult"], "Cancelled.");
+    // The cancellation reached the upstream itself: the recorder wrote it to its stderr, the
+    // page shows that tail (one line: the one cancellation); the live feed has both cancelled calls as cancelled.
+    let recorder = seen["recorderStderr"].as_str().unwrap();
+    // (The reason is the bridge's own: it cancels its upstream request when the caller's ends.)
+    assert!(
+        recorder.starts_with("cancelled request ") && recorder.ends_with(": the caller stopped waiting"),
+        "{recorder}"
+    );
+    assert_eq!(
+        seen["trafficCancelled"],
+        serde_json::json!([
+            "recorder wait_for_cancel cancelled",
+            "everything trigger-long-running-operation cancelled"
+        ])
+    );
     assert_eq!(seen["afterCancel"], "The sum of 2 and 40 is 42.");
     // The live traffic (time, caller, session, server, tool, outcome, latency): no caller
     // without a token.
@@ -91,9 +158,15 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
         "4-tool-result",
         "5-resource-read",
         "6-prompt-got",
+        "6b-elicitation-asked",
+        "6c-elicitation-answered",
+        "6d-completion-offered",
+        "6e-template-completed",
         "7-progress",
         "8-cancelled",
+        "8b-cancel-reached-upstream",
         "9-traffic",
+        "9b-other-client",
     ] {
         assert!(shots.join(format!("{step}.png")).is_file(), "no screenshot of {step}");
     }

@@ -19,6 +19,7 @@
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
 const [base, shots] = process.argv.slice(2);
@@ -40,6 +41,7 @@ async function accessibility(page, when) {
   });
   seen.accessibility.push(...found.map((f) => when + ': ' + f));
 }
+const pyClient = join(import.meta.dirname, 'py_client.py');
 const STEP = 60_000; // a hang guard per step, never a timing assertion
 
 const context = await chromium.launchPersistentContext(profile, {
@@ -105,6 +107,72 @@ try {
   seen.promptResult = await page.textContent('#result');
   await shot('6-prompt-got');
 
+  // Completion as the user types: server-everything's completable prompt (the second
+  // argument's values depend on the first) and a resource template's variable. A suggestion
+  // picked with the mouse, then from the keyboard.
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('completable');
+  await page.click('#prompts button[data-name="mcp__everything__completable-prompt"]');
+  await page.getByLabel('department (required)').pressSequentially('Eng');
+  await page.click('[aria-label="Suggestions for department"] button.suggestion:text-is("Engineering")');
+  seen.completedDepartment = await page.getByLabel('department (required)').inputValue();
+  // Tab to the next field: asked on focus, with the department as context.
+  await page.keyboard.press('Tab');
+  const names = page.locator('[aria-label="Suggestions for name"]:not([hidden]) button.suggestion');
+  await names.first().waitFor();
+  seen.nameSuggestions = await names.allTextContents();
+  await shot('6d-completion-offered');
+  await accessibility(page, 'completion suggestions');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  seen.completedName = await page.getByLabel('name (required)').inputValue();
+  seen.completionFocus = await page.evaluate(() => document.activeElement.dataset.field);
+  await page.click('#send');
+  await page.waitForSelector('#result[data-done]');
+  seen.completedPrompt = await page.textContent('#result');
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('dynamic/text');
+  await page.click('#templates button.entry');
+  await page.getByLabel('resourceId (required)').pressSequentially('7');
+  await page.locator('[aria-label="Suggestions for resourceId"] button.suggestion:text-is("7")').click();
+  await page.click('#send');
+  await page.waitForSelector('#result[data-done]');
+  seen.completedTemplate = await page.textContent('#result .uri');
+  await shot('6e-template-completed');
+
+  // An elicitation: server-everything's tool asks, the page shows the requestedSchema as a
+  // form, it is filled (strings, a boolean, numbers, single and multiple choices) and accepted
+  // from the keyboard; the tool's result says what it got. Then asked again and declined.
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('trigger-elicitation');
+  await page.click('#tools button[data-name="mcp__everything__trigger-elicitation-request"]');
+  await page.click('#send');
+  const asked = page.locator('form.elicitation[data-elicitation="asking"]');
+  await asked.waitFor();
+  seen.elicitationFocused = await page.evaluate(() =>
+    document.activeElement === document.querySelector('form.elicitation input, form.elicitation select'));
+  seen.elicitationTitle = await asked.locator('h4').textContent();
+  await asked.locator('[data-field="check"]').check();
+  await asked.locator('[data-field="email"]').fill('ada@example.org');
+  await asked.locator('[data-field="integer"]').fill('7');
+  await asked.locator('[data-field="untitledSingleSelectEnum"]').selectOption({ label: 'Joey' });
+  await asked.locator('[data-field="untitledMultipleSelectEnum: Piano"]').check();
+  await asked.locator('[data-field="titledSingleSelectEnum"]').selectOption({ label: 'Wonder Woman' });
+  await asked.locator('[data-field="titledMultipleSelectEnum: Salmon"]').check();
+  await asked.locator('[data-field="legacyTitledEnum"]').selectOption({ label: 'Birds' });
+  // Accepted with the required name empty: refused in the page, nothing sent.
+  await asked.locator('button[type="submit"]').click();
+  seen.elicitationRefused = await asked.locator('p[role="alert"]').last().textContent();
+  await asked.locator('[data-field="name"]').fill('Ada Lovelace');
+  await shot('6b-elicitation-asked');
+  await accessibility(page, 'elicitation form');
+  await asked.locator('[data-field="name"]').press('Enter');
+  await page.waitForSelector('#result[data-done]');
+  seen.elicitationResult = await page.textContent('#result');
+  await shot('6c-elicitation-answered');
+  await page.click('#send');
+  await page.locator('form.elicitation[data-elicitation="asking"]').getByRole('button', { name: 'Decline' }).click();
+  await page.waitForSelector('#result[data-done]');
+  seen.elicitationDeclined = await page.textContent('#result');
+
   // A long call: its progress shown as it comes, then cancelled from the page.
   await page.getByLabel('Search tools, prompts, resources and templates').fill('long-running');
   await page.click('#tools button[data-name="mcp__everything__trigger-long-running-operation"]');
@@ -118,6 +186,33 @@ try {
   await page.waitForSelector('#result[data-done="cancelled"]');
   seen.cancelledResult = await page.textContent('#result');
   await shot('8-cancelled');
+  // The cancel reaches the upstream: the recorder (tests/peers/cancel_recorder.py) writes each
+  // notifications/cancelled it gets to its stderr, whose tail the page shows; and the live
+  // feed has both calls as cancelled.
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('wait_for_cancel');
+  await page.click('#tools button[data-name="mcp__recorder__wait_for_cancel"]');
+  await page.click('#send');
+  await page.waitForSelector('#result progress[data-progress="1"]');
+  await page.click('#cancel');
+  await page.waitForSelector('#result[data-done="cancelled"]');
+  // The recorder's stderr line comes when it comes: the page is refreshed until it shows it.
+  const deadline = Date.now() + STEP;
+  let recorderTail = '';
+  while (!recorderTail.includes('cancelled request')) {
+    if (Date.now() > deadline) throw new Error('the recorder never showed a cancellation: ' + recorderTail);
+    await page.click('#refresh');
+    await page.waitForTimeout(100);
+    recorderTail = await page.textContent('#upstreams tr[data-server="recorder"] td:last-child');
+  }
+  await page.click('#upstreams tr[data-server="recorder"] summary');
+  seen.recorderStderr = await page.textContent('#upstreams tr[data-server="recorder"] pre');
+  await shot('8b-cancel-reached-upstream');
+  for (const name of ['trigger-long-running-operation', 'wait_for_cancel']) {
+    await page.waitForSelector(`#traffic tbody tr[data-name="${name}"][data-outcome="cancelled"]`);
+  }
+  seen.trafficCancelled = await page.$$eval('#traffic tbody tr[data-outcome="cancelled"]',
+    (rows) => rows.map((r) => r.cells[3].textContent + ' ' + r.cells[4].textContent + ' ' + r.cells[5].textContent));
+
   // The session goes on after the cancel.
   await page.getByLabel('Search tools, prompts, resources and templates').fill('get-sum');
   await page.click('#tools button[data-name="mcp__everything__get-sum"]');
@@ -140,6 +235,21 @@ try {
     p50: Number(r.querySelector('.p50').textContent) >= 0,
     chart: r.querySelector('svg.chart title').textContent.startsWith('p50 and p99 latency per minute of get-sum'),
   }));
+  // Another client's call: the Python SDK calls a tool through the bridge while the page is
+  // open; its row appears in the page, under a session other than the page's.
+  const other = spawnSync(process.env.MCP_PYTHON, [pyClient, '--url', base + '/mcp'], {
+    env: { ...process.env, MCP_SCRIPT: JSON.stringify([{ call: 'mcp__everything__echo', args: { message: 'from python' } }]) },
+    encoding: 'utf8',
+    timeout: STEP,
+  });
+  if (other.status !== 0) throw new Error('py_client.py failed: ' + other.stderr + other.stdout);
+  seen.otherClientSaid = other.stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.step === 'tools/call').map((l) => (l.ok ? l.result.content[0].text : l.error));
+  await page.waitForSelector('#traffic tbody tr[data-name="echo"][data-outcome="ok"]');
+  const sessionOf = (name) => page.$eval(`#traffic tbody tr[data-name="${name}"]`, (r) => r.cells[2].textContent);
+  seen.otherClientRow = await page.$eval('#traffic tbody tr[data-name="echo"]', (r) => r.cells[3].textContent + ' ' + r.cells[4].textContent + ' ' + r.cells[5].textContent);
+  seen.otherClientSession = (await sessionOf('echo')) !== (await sessionOf('get-sum'));
+  await shot('9b-other-client');
+
   await page.getByLabel('Server', { exact: true }).selectOption('memory');
   seen.trafficMemory = await page.$$eval('#traffic tbody tr', (rows) => rows.map((r) => r.cells[3].textContent + ' ' + r.cells[4].textContent + ' ' + r.cells[5].textContent));
   await shot('9-traffic');
