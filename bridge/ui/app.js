@@ -2,8 +2,10 @@
 // to the bridge's endpoint as a client does (initialize, then requests; answers as JSON or as
 // server-sent events) to call tools, get prompts and read resources; follows /ui/api/traffic
 // (server-sent events) for the calls of every client as they end, with p50/p99 latency per
-// tool computed here. Every text from a server goes into the page as text (textContent), never
-// as markup.
+// tool computed here; answers the server's elicitations in the page, completes prompt and
+// template arguments as they are typed; lists the sessions, starts and stops their recording
+// and downloads recordings (/ui/api/sessions, /ui/api/recording). Every text from a server
+// goes into the page as text (textContent), never as markup.
 'use strict';
 
 const PROTOCOL_VERSION = '2025-11-25';
@@ -730,6 +732,67 @@ function chart(group) {
   return node;
 }
 
+// --- Sessions and recordings -------------------------------------------------------------
+
+async function loadSessions() {
+  const { sessions, recordings } = await api('/ui/api/sessions');
+  $('sessions').querySelector('tbody').replaceChildren(...sessions.map((s) => {
+    const client = s.client ? (s.client.name || '?') + ' ' + (s.client.version || '') : '—';
+    const recording = s.recording !== null && s.recording !== undefined;
+    const button = el('button', { type: 'button', text: (recording ? 'Stop recording session ' : 'Record session ') + s.number });
+    button.addEventListener('click', () => switchRecording(s.number, recording ? 'stop' : 'start'));
+    return el('tr', { 'data-session': s.number, 'data-client': s.client ? s.client.name : '', 'data-recording': recording ? 'true' : 'false' },
+      el('th', { scope: 'row', text: String(s.number) }),
+      el('td', { text: client }),
+      el('td', { text: s.carrier }),
+      el('td', { text: (s.opened || '').slice(11, 23) }),
+      el('td', {}, recording ? el('span', { text: 'recording ' + s.recording + ' ' }) : null, button));
+  }));
+  $('recordings').querySelector('tbody').replaceChildren(...recordings.map((r) => {
+    const button = el('button', { type: 'button', text: 'Download recording ' + r.number });
+    button.addEventListener('click', () => downloadRecording(r.number, r.file).catch((e) => setStatus('Not downloaded: ' + (e.message || e), true)));
+    return el('tr', { 'data-recording': r.number, 'data-stopped': r.stopped ? 'true' : 'false' },
+      el('th', { scope: 'row', text: String(r.number) }),
+      el('td', { text: String(r.session) }),
+      el('td', { text: r.file || '—' }),
+      el('td', { text: (r.started || '').slice(11, 23) }),
+      el('td', { text: r.stopped ? r.stopped.slice(11, 23) : 'recording' }),
+      el('td', { text: r.bytes === null || r.bytes === undefined ? '—' : String(r.bytes) }),
+      el('td', {}, button));
+  }));
+}
+
+async function switchRecording(session, action) {
+  try {
+    const response = await fetch('/ui/api/recording', {
+      method: 'POST',
+      headers: headers({ 'Content-Type': 'application/json' }),
+      body: JSON.stringify({ session, action }),
+      cache: 'no-store',
+    });
+    const answer = await response.json();
+    if (!response.ok) throw new Error(answer.error || 'HTTP ' + response.status);
+    setStatus(action === 'start' ? 'Recording session ' + session + ' (recording ' + answer.recording + ').' : 'Stopped recording session ' + session + '.');
+  } catch (e) {
+    setStatus('Recording not switched: ' + (e.message || e), true);
+  }
+  await loadSessions().catch((e) => setStatus(String(e.message || e), true));
+}
+
+// Fetched with the token (a plain link would go without it), then saved from memory.
+async function downloadRecording(number, file) {
+  const response = await fetch('/ui/api/recording?number=' + encodeURIComponent(number), { headers: headers(), cache: 'no-store' });
+  if (!response.ok) throw new Error('HTTP ' + response.status);
+  const url = URL.createObjectURL(await response.blob());
+  const link = el('a', { href: url, download: file || 'recording.jsonl', hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setStatus('Downloaded recording ' + number + '.');
+  // The memory is let go well after the download took the URL.
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
 async function connect(event) {
   if (event) event.preventDefault();
   state.token = $('token').value;
@@ -737,6 +800,7 @@ async function connect(event) {
   try {
     await Promise.all([loadUpstreams(), loadCatalog()]);
     await connectMcp();
+    await loadSessions();
     setStatus('Connected.');
     document.body.setAttribute('data-connected', 'true');
     listenTraffic();
@@ -752,6 +816,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('playground').addEventListener('submit', (e) => { send(e); });
   for (const id of ['traffic-server', 'traffic-outcome']) $(id).addEventListener('change', renderTraffic);
   $('traffic-name').addEventListener('input', renderTraffic);
+  $('sessions-refresh').addEventListener('click', () => loadSessions().catch((e) => setStatus(String(e.message || e), true)));
   $('traffic-clear').addEventListener('click', () => { traffic.items = []; renderTraffic(); });
   connect();
 });

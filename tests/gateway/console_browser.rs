@@ -13,6 +13,7 @@
 use crate::serving::ServingBridge;
 use crate::support;
 
+use mcpwire::recording::Recording;
 use serde_json::Value;
 
 #[test]
@@ -151,6 +152,38 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
         seen["trafficMemory"],
         serde_json::json!(["memory resources/read memory://knowledge-graph ok", "memory create_entities ok"])
     );
+    // The page's own session, recorded from the page while get-sum was called: the download
+    // opens with the session's initialize exchange, then holds that call and nothing else.
+    assert_eq!(seen["sessionsListed"], serde_json::json!(["mcp-bridge-console false"]));
+    let name = seen["recordingName"].as_str().unwrap();
+    assert!(name.starts_with("session-") && name.ends_with(".jsonl"), "{name}");
+    let recording = Recording::parse(std::path::Path::new(name), seen["recording"].as_str().unwrap()).unwrap();
+    assert_eq!(recording.header.client.as_ref().map(|c| c["name"].clone()), Some(Value::from("mcp-bridge-console")));
+    let messages: Vec<String> = recording
+        .entries
+        .iter()
+        .map(|e| {
+            let message: Value = serde_json::from_str(e.msg.as_ref().unwrap().get()).unwrap();
+            let what = match &message["method"] {
+                Value::String(method) if method == "tools/call" => {
+                    format!("{method} {}", message["params"]["arguments"])
+                }
+                Value::String(method) => method.clone(),
+                _ => format!("answer {}", message["result"]["content"][0]["text"]),
+            };
+            format!("{} {what}", e.dir.as_str())
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "c2s initialize",
+            "s2c answer null",
+            "c2s notifications/initialized",
+            r#"c2s tools/call {"a":3,"b":4}"#,
+            r#"s2c answer "The sum of 3 and 4 is 7.""#,
+        ]
+    );
     for step in [
         "1-upstreams",
         "2-search",
@@ -167,6 +200,7 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
         "8b-cancel-reached-upstream",
         "9-traffic",
         "9b-other-client",
+        "10-recording",
     ] {
         assert!(shots.join(format!("{step}.png")).is_file(), "no screenshot of {step}");
     }

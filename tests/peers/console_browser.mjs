@@ -254,6 +254,31 @@ try {
   seen.trafficMemory = await page.$$eval('#traffic tbody tr', (rows) => rows.map((r) => r.cells[3].textContent + ' ' + r.cells[4].textContent + ' ' + r.cells[5].textContent));
   await shot('9-traffic');
   await accessibility(page, 'traffic');
+
+  // Recording from the page: the page's own session (its client is the console) recorded
+  // while one call is made, then stopped, and the recording downloaded.
+  await page.click('#sessions-refresh');
+  const own = page.locator('#sessions tbody tr[data-client="mcp-bridge-console"]');
+  await own.waitFor();
+  seen.sessionsListed = await page.$$eval('#sessions tbody tr', (rows) => rows.map((r) => r.dataset.client + ' ' + r.dataset.recording));
+  await own.getByRole('button', { name: /^Record session \d+$/ }).click();
+  await page.waitForSelector('#sessions tbody tr[data-client="mcp-bridge-console"][data-recording="true"]');
+  await page.getByLabel('Search tools, prompts, resources and templates').fill('get-sum');
+  await page.click('#tools button[data-name="mcp__everything__get-sum"]');
+  await page.getByLabel('a (required)').fill('3');
+  await page.getByLabel('b (required)').fill('4');
+  await page.click('#send');
+  await page.waitForSelector('#result[data-done]');
+  await own.getByRole('button', { name: /^Stop recording session \d+$/ }).click();
+  await page.waitForSelector('#recordings tbody tr[data-stopped="true"]');
+  await shot('10-recording');
+  await accessibility(page, 'sessions and recordings');
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.locator('#recordings tbody tr[data-stopped="true"]').last().getByRole('button', { name: /^Download recording \d+$/ }).click(),
+  ]);
+  seen.recordingName = download.suggestedFilename();
+  seen.recording = readFileSync(await download.path(), 'utf8');
   process.stdout.write(JSON.stringify(seen) + '\n');
 } finally {
   await context.close();
