@@ -5,7 +5,8 @@
 //   node console_browser.mjs BASE_URL SCREENSHOT_DIR
 //
 // BASE_URL is the bridge's origin (http://127.0.0.1:PORT). Needs MCP_PLAYWRIGHT_DIR (the
-// playwright-core package) and MCP_CHROMIUM (the browser) from peers.env. Steps, each with a
+// playwright-core package), MCP_CHROMIUM (the browser) and MCP_PYTHON (the Python SDK's) from
+// peers.env. Steps, each with a
 // screenshot in SCREENSHOT_DIR: the upstreams shown; a search that finds one tool; a form with
 // nested arguments (memory's create_entities: an array of objects holding an array) first sent
 // empty (refused in the page with a message), then filled and sent, its result shown; the
@@ -13,7 +14,11 @@
 // The tool is chosen and its form sent from the keyboard; axe-core's WCAG 2 A/AA rules run on
 // the page connected, with the form, with the result, and with the traffic. The live traffic
 // table: the page's own calls appear in it as they end, with p50/p99 per tool; filtered by
-// server.
+// server. Then what the page does with a server and other clients: completion on a prompt's
+// arguments and a template's variable; an elicitation answered in the page (and one declined);
+// a cancel that reaches the upstream (the recorder's stderr tail in the page); another client's
+// call (the Python SDK's, tests/peers/py_client.py) appearing in the live view; the page's own
+// session recorded from the page and the recording downloaded.
 // Prints one JSON line of what it saw, and every console error and page error. Exit 0 when it
 // ran to the end (the line is the result), 1 on a failure of the script itself.
 import { createRequire } from 'node:module';
