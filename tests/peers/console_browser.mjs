@@ -6,8 +6,8 @@
 //
 // BASE_URL is the bridge's origin (http://127.0.0.1:PORT). Needs MCP_PLAYWRIGHT_DIR (the
 // playwright-core package), MCP_CHROMIUM (the browser) and MCP_PYTHON (the Python SDK's) from
-// peers.env. Steps, each with a
-// screenshot in SCREENSHOT_DIR: the upstreams shown; a search that finds one tool; a form with
+// peers.env. Steps, each with a screenshot in SCREENSHOT_DIR: the upstreams shown; a search
+// that finds one tool; a form with
 // nested arguments (memory's create_entities: an array of objects holding an array) first sent
 // empty (refused in the page with a message), then filled and sent, its result shown; the
 // knowledge graph resource read (it holds the entity just made); a prompt got with an argument.
