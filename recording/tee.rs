@@ -476,9 +476,18 @@ impl<T> Drop for RecordingTransport<T> {
 /// A recording started after the session opened still replays as a session: it begins with
 /// the session's opening exchange (`initialize`, its answer and `notifications/initialized`,
 /// kept by the switch from the start; `t_ms` 0), then what passes from the moment it started.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RecordingSwitch {
+    /// Whether a message passing needs the state at all (the opening is still being kept, or a
+    /// recording is under way): off, a message costs one atomic load.
+    active: std::sync::atomic::AtomicBool,
     state: Mutex<SwitchState>,
+}
+
+impl Default for RecordingSwitch {
+    fn default() -> Self {
+        RecordingSwitch { active: std::sync::atomic::AtomicBool::new(true), state: Mutex::default() }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -507,11 +516,15 @@ impl RecordingSwitch {
             writer.record(*dir, message);
         }
         state.recording = Some((path, writer));
+        self.active.store(true, Ordering::Release);
     }
 
     /// Stops recording: the file is made whole; its path, if a recording was under way.
     pub fn stop(&self) -> Option<PathBuf> {
-        let (path, mut writer) = self.lock().recording.take()?;
+        let mut state = self.lock();
+        let (path, mut writer) = state.recording.take()?;
+        self.active.store(!state.opened, Ordering::Release);
+        drop(state);
         writer.finish(&path);
         Some(path)
     }
@@ -540,6 +553,9 @@ impl RecordingSwitch {
     }
 
     fn record(&self, dir: Dir, message: &Message) {
+        if !self.active.load(Ordering::Acquire) {
+            return;
+        }
         let mut state = self.lock();
         if !state.opened {
             let opening = match message {
@@ -551,6 +567,9 @@ impl RecordingSwitch {
                 state.opening.push((dir, message.clone()));
             }
             state.opened = !opening || state.opening.len() == 3;
+            if state.opened && state.recording.is_none() {
+                self.active.store(false, Ordering::Release);
+            }
         }
         if let Some((_, writer)) = state.recording.as_mut() {
             writer.record(dir, message);
@@ -559,7 +578,7 @@ impl RecordingSwitch {
 }
 
 /// A transport that records its session only while its [`RecordingSwitch`] is on (see there);
-/// off, it costs a lock per message.
+/// off (once the opening exchange is kept), it costs an atomic load per message.
 pub struct SwitchedRecording<T> {
     inner: T,
     side: Side,
