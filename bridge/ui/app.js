@@ -121,7 +121,12 @@ let elicitationCount = 0;
 function askInPage(params, answer) {
   const n = ++elicitationCount;
   const schema = params.requestedSchema || {};
-  const form = objectFields(schema, true);
+  // The required fields first: the order of the others may not be the server's (a relay that
+  // re-encodes the schema may sort its properties).
+  const required = new Set(schema.required || []);
+  const entries = Object.entries(schema.properties || {});
+  const properties = Object.fromEntries([...entries.filter(([n]) => required.has(n)), ...entries.filter(([n]) => !required.has(n))]);
+  const form = objectFields(Object.assign({}, schema, { properties }), true);
   const title = el('h4', { id: 'elicitation-' + n + '-title', text: 'The server asks: ' + (params.message || '') });
   const note = el('p', { class: 'field-error', role: 'alert' });
   const accept = el('button', { type: 'submit', text: 'Accept' });

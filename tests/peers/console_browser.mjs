@@ -152,8 +152,7 @@ try {
   await page.click('#send');
   const asked = page.locator('form.elicitation[data-elicitation="asking"]');
   await asked.waitFor();
-  seen.elicitationFocused = await page.evaluate(() =>
-    document.activeElement === document.querySelector('form.elicitation input, form.elicitation select'));
+  seen.elicitationFocused = await page.evaluate(() => document.activeElement.dataset.field);
   seen.elicitationTitle = await asked.locator('h4').textContent();
   await asked.locator('[data-field="check"]').check();
   await asked.locator('[data-field="email"]').fill('ada@example.org');
