@@ -1,24 +1,24 @@
 //! The console of `mcp-bridge serve` in a real browser: Debian's headless chromium driven by
 //! playwright-core (tests/peers/console_browser.mjs) opens `/ui` of a bridge over
-//! server-everything, server-memory and a cancellation recorder (tests/peers/cancel_recorder.py).
-//! The upstreams show ready; a search finds one tool; the form of memory's `create_entities`
-//! (an array of objects holding an array) is refused in the page while a required field is
-//! empty, then filled, sent, and its result shown; the knowledge graph resource, read in the
-//! page, holds the entity the form made; a prompt is got with an argument; completion on a
-//! prompt's arguments (the second's suggestions following the first) and on a template's
-//! variable, suggestions picked with the mouse and the keyboard; server-everything's
-//! elicitation tool asks in the page, its form (strings, a boolean, numbers, single and multiple
-//! choices) is refused while its required field is empty, then accepted, and the tool's result
-//! holds the values typed; asked again, declined; a long-running tool shows its progress and is
-//! cancelled from the page, and the session answers the next call; the recorder's stderr tail,
-//! shown in the page, proves a cancellation reached the upstream, and the live view shows both
-//! calls as cancelled; the Python SDK client calls a tool through the bridge while the page is
-//! open and its row appears in the page; the page's own session is recorded from the page
-//! around one call, and the recording downloaded holds the session's opening and that call
-//! only. The tool is picked and its form sent from the keyboard; axe-core (WCAG 2 A and AA)
-//! finds no serious or critical violation on the page connected, with each form, with the
-//! result, with the suggestions, the traffic and the recordings; the browser logs no error.
-//! Screenshots of each step go to target/console-browser/ (test artifacts, not committed).
+//! server-everything, server-memory and a cancellation recorder (tests/peers/cancel_recorder.py). The
+//! upstreams show ready; a search finds one tool; the form of memory's `create_entities` (an array
+//! of objects holding an array) is refused in the page while a required field is empty, then
+//! filled, sent, and its result shown; the knowledge graph resource, read in the page, holds the
+//! entity the form made; a prompt is got with an argument; completion on a prompt's arguments (the
+//! second's suggestions following the first) and on a template's variable, suggestions picked with
+//! the mouse and the keyboard; server-everything's elicitation tool asks in the page, its form
+//! (strings, a boolean, numbers, single and multiple choices) is refused while its required field
+//! is empty, then accepted, and the tool's result holds the values typed; asked again, declined,
+//! and again, cancelled; a long-running tool shows its progress and is cancelled from the page, and
+//! the session answers the next call; the recorder's stderr tail, shown in the page, proves a
+//! cancellation reached the upstream, and the live view shows both calls as cancelled; the Python
+//! SDK client calls a tool through the bridge while the page is open and its row appears in the
+//! page; the page's own session is recorded from the page around one call, and the recording
+//! downloaded holds the session's opening and that call only. The tool is picked and its form sent
+//! from the keyboard; axe-core (WCAG 2 A and AA) finds no serious or critical violation on the page
+//! connected, with each form, with the result, with the suggestions, the traffic and the
+//! recordings; the browser logs no error. Screenshots of each step go to target/console-browser/
+//! (test artifacts, not committed).
 
 use crate::serving::ServingBridge;
 use crate::support;
@@ -127,6 +127,8 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
         "{}",
         seen["elicitationDeclined"]
     );
+    let cancelled = seen["elicitationCancelled"].as_str().unwrap();
+    assert!(cancelled.contains(r#""action": "cancel""#), "{cancelled}");
     assert_eq!(seen["consoleErrors"], serde_json::json!([]), "browser console errors");
     assert_eq!(seen["pageErrors"], serde_json::json!([]), "page errors");
     assert_eq!(seen["accessibility"], serde_json::json!([]), "serious or critical axe-core violations");

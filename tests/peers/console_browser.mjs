@@ -1,24 +1,23 @@
 #!/usr/bin/env node
-// console_browser.mjs — drives the console of `mcp-bridge serve` (over server-everything and
-// server-memory) in Debian's headless chromium through playwright-core, as a person would.
+// console_browser.mjs — drives the console of `mcp-bridge serve` (over server-everything,
+// server-memory and a cancellation recorder) in Debian's headless chromium through playwright-core, as a person would.
 //
 //   node console_browser.mjs BASE_URL SCREENSHOT_DIR
 //
 // BASE_URL is the bridge's origin (http://127.0.0.1:PORT). Needs MCP_PLAYWRIGHT_DIR (the
 // playwright-core package), MCP_CHROMIUM (the browser) and MCP_PYTHON (the Python SDK's) from
-// peers.env. Steps, each with a screenshot in SCREENSHOT_DIR: the upstreams shown; a search
-// that finds one tool; a form with
-// nested arguments (memory's create_entities: an array of objects holding an array) first sent
-// empty (refused in the page with a message), then filled and sent, its result shown; the
-// knowledge graph resource read (it holds the entity just made); a prompt got with an argument.
-// The tool is chosen and its form sent from the keyboard; axe-core's WCAG 2 A/AA rules run on
-// the page connected, with the form, with the result, and with the traffic. The live traffic
-// table: the page's own calls appear in it as they end, with p50/p99 per tool; filtered by
-// server. Then what the page does with a server and other clients: completion on a prompt's
-// arguments and a template's variable; an elicitation answered in the page (and one declined);
-// a cancel that reaches the upstream (the recorder's stderr tail in the page); another client's
-// call (the Python SDK's, tests/peers/py_client.py) appearing in the live view; the page's own
-// session recorded from the page and the recording downloaded.
+// peers.env. Steps, each with a screenshot in SCREENSHOT_DIR: the upstreams shown; a search that
+// finds one tool; a form with nested arguments (memory's create_entities: an array of objects
+// holding an array) first sent empty (refused in the page with a message), then filled and sent,
+// its result shown; the knowledge graph resource read (it holds the entity just made); a prompt
+// got with an argument. The tool is chosen and its form sent from the keyboard; axe-core's WCAG 2
+// A/AA rules run on the page connected, with the form, with the result, and with the traffic. The
+// live traffic table: the page's own calls appear in it as they end, with p50/p99 per tool;
+// filtered by server. Then what the page does with a server and other clients: completion on a
+// prompt's arguments and a template's variable; an elicitation answered in the page (and one
+// declined); a cancel that reaches the upstream (the recorder's stderr tail in the page); another
+// client's call (the Python SDK's, tests/peers/py_client.py) appearing in the live view; the
+// page's own session recorded from the page and the recording downloaded.
 // Prints one JSON line of what it saw, and every console error and page error. Exit 0 when it
 // ran to the end (the line is the result), 1 on a failure of the script itself.
 import { createRequire } from 'node:module';
@@ -146,7 +145,8 @@ try {
 
   // An elicitation: server-everything's tool asks, the page shows the requestedSchema as a
   // form, it is filled (strings, a boolean, numbers, single and multiple choices) and accepted
-  // from the keyboard; the tool's result says what it got. Then asked again and declined.
+  // from the keyboard; the tool's result says what it got. Then asked again and declined, and
+  // again and cancelled.
   await page.getByLabel('Search tools, prompts, resources and templates').fill('trigger-elicitation');
   await page.click('#tools button[data-name="mcp__everything__trigger-elicitation-request"]');
   await page.click('#send');
@@ -176,6 +176,10 @@ try {
   await page.locator('form.elicitation[data-elicitation="asking"]').getByRole('button', { name: 'Decline' }).click();
   await page.waitForSelector('#result[data-done]');
   seen.elicitationDeclined = await page.textContent('#result');
+  await page.click('#send');
+  await page.locator('form.elicitation[data-elicitation="asking"]').getByRole('button', { name: 'Cancel the question' }).click();
+  await page.waitForSelector('#result[data-done]');
+  seen.elicitationCancelled = await page.textContent('#result');
 
   // A long call: its progress shown as it comes, then cancelled from the page.
   await page.getByLabel('Search tools, prompts, resources and templates').fill('long-running');
