@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // console_browser.mjs — drives the console of `mcp-bridge serve` (over server-everything,
-// server-memory and a cancellation recorder) in Debian's headless chromium through playwright-core, as a person would.
+// server-memory and a cancellation recorder) in Debian's headless chromium through
+// playwright-core, as a person would.
 //
 //   node console_browser.mjs BASE_URL SCREENSHOT_DIR
 //
