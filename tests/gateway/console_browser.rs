@@ -14,12 +14,14 @@
 //! cancellation reached the upstream, and the live view shows both calls as cancelled; the Python
 //! SDK client calls a tool through the bridge while the page is open and its row appears in the
 //! page; the page's own session is recorded from the page around one call, and the recording
-//! downloaded holds the session's opening and that call only. The tool is picked and its form sent
+//! downloaded holds the session's opening and that call only, and replays (mcp-conformance) against
+//! the same bridge over stdio. The tool is picked and its form sent
 //! from the keyboard; axe-core (WCAG 2 A and AA) finds no serious or critical violation on the page
 //! connected, with each form, with the result, with the suggestions, the traffic and the
 //! recordings; the browser logs no error. Screenshots of each step go to target/console-browser/
 //! (test artifacts, not committed).
 
+use crate::examples;
 use crate::serving::ServingBridge;
 use crate::support;
 
@@ -204,6 +206,19 @@ fn the_console_shows_searches_calls_reads_and_gets_in_a_browser() {
             r#"s2c answer "The sum of 3 and 4 is 7.""#,
         ]
     );
+    // And it replays: the same bridge (over stdio, the same upstreams) answers it as recorded.
+    let file = dir.join(name);
+    std::fs::write(&file, seen["recording"].as_str().unwrap()).unwrap();
+    let bridge_cmd = format!("{} serve --listen stdio --config {}", examples::bin_path("mcp-bridge"), config.display());
+    let replay = std::process::Command::new(examples::bin_path("mcp-conformance"))
+        .arg("replay")
+        .arg(&file)
+        .args(["--server", &bridge_cmd])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&replay.stdout);
+    assert!(replay.status.success(), "{report}\n{}", String::from_utf8_lossy(&replay.stderr));
+    assert!(report.contains(" 0 failed"), "{report}");
     for step in [
         "1-upstreams",
         "2-search",
