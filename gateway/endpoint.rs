@@ -199,7 +199,7 @@ impl Endpoint {
     /// Why this endpoint does not offer the `kind` named `name` (a URI for a resource) of
     /// upstream `server`, or `None` when it does.
     pub fn why_hidden(&self, kind: Kind, server: &str, name: &str) -> Option<String> {
-        if !self.servers.is_empty() && !self.servers.iter().any(|g| g.matches(server)) {
+        if !self.serves(server) {
             return Some(format!("server {server} is not among its servers"));
         }
         let what = match kind {
@@ -208,6 +208,11 @@ impl Endpoint {
             Kind::Resource => "resources",
         };
         self.filter(kind).refuses(&format!("{server}/{name}"), what)
+    }
+
+    /// Whether this endpoint offers anything of `server`.
+    pub fn serves(&self, server: &str) -> bool {
+        self.servers.is_empty() || self.servers.iter().any(|g| g.matches(server))
     }
 
     /// Whether this endpoint offers the `kind` named `name` of `server`.

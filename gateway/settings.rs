@@ -22,6 +22,23 @@
 //! rate = "100/hour"                    # N/second, N/minute, N/hour or N/day
 //! burst = 10                           # default 1
 //! per = "caller"                       # one bucket per caller (default), or "tool": per caller and tool
+//!
+//!
+//! [gateway.endpoints.readonly]        # a virtual server (see super::endpoint)
+//! path = "/mcp/readonly"
+//! servers = ["echo"]                   # server-name globs; absent: every server
+//! tools = ["echo/*"]                   # SERVER/NAME globs offered; absent: all
+//! exclude_tools = ["*/delete_*"]       # never offered (also prompts, exclude_prompts,
+//!                                      # resources, exclude_resources)
+//! tokens = ["ci"]                      # the named tokens it accepts; absent: all of them
+//! scopes = ["mcp:read"]                # OAuth scopes it needs beyond the listener's
+//!
+//! [[gateway.endpoints.readonly.rename]]
+//! tool = "echo/echo"                   # or prompt = "SERVER/NAME"
+//! name = "say"                         # its name here; description = "…" its description
+//!
+//! [gateway.endpoints.readonly.policy]  # its own policy (as [gateway.policy]), in place of
+//! default = "allow"                    # the gateway's
 //! ```
 //!
 //! Never a token in the file: a token is named by the variable that holds it, read when the
@@ -35,7 +52,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::policy::{Callers, Effect, Glob, Policy, Rule};
+use super::endpoint::{Endpoint, Rename};
+use super::policy::{Callers, Effect, Glob, Kind, Policy, Rule};
 use super::rate_limit::{Limit, Per};
 
 /// What the `[gateway]` table says.
@@ -48,6 +66,8 @@ pub struct Settings {
     pub policy: Option<Policy>,
     /// The rate limits on tool calls (`[[gateway.rate_limits]]`), in the order written.
     pub rate_limits: Vec<Limit>,
+    /// The virtual servers (`[gateway.endpoints.NAME]`), in name order.
+    pub endpoints: Vec<Endpoint>,
 }
 
 #[derive(Deserialize)]
@@ -63,6 +83,44 @@ struct GatewayToml {
     policy: Option<PolicyToml>,
     #[serde(default)]
     rate_limits: Vec<Spanned<LimitToml>>,
+    #[serde(default)]
+    endpoints: BTreeMap<String, Spanned<EndpointToml>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndpointToml {
+    path: String,
+    #[serde(default)]
+    servers: Vec<String>,
+    #[serde(default)]
+    tools: Vec<String>,
+    #[serde(default)]
+    exclude_tools: Vec<String>,
+    #[serde(default)]
+    prompts: Vec<String>,
+    #[serde(default)]
+    exclude_prompts: Vec<String>,
+    #[serde(default)]
+    resources: Vec<String>,
+    #[serde(default)]
+    exclude_resources: Vec<String>,
+    #[serde(default)]
+    rename: Vec<RenameToml>,
+    #[serde(default)]
+    tokens: Vec<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    policy: Option<PolicyToml>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RenameToml {
+    tool: Option<String>,
+    prompt: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -241,11 +299,79 @@ impl Settings {
             };
             settings.rate_limits.push(built);
         }
+        for (name, spanned) in &gateway.endpoints {
+            let at = |what: String| {
+                format!("{file}: line {}: gateway.endpoints.{name}: {what}", line_of(text, spanned.span().start))
+            };
+            let endpoint = endpoint(&settings, name, spanned.get_ref()).map_err(at)?;
+            if let Some(other) = settings.endpoints.iter().find(|e| e.path == endpoint.path) {
+                return Err(at(format!("path: {:?} is the path of endpoint {}", endpoint.path, other.name)));
+            }
+            let policy = match &spanned.get_ref().policy {
+                Some(policy) => Some(read_policy(policy, &settings, text, file, &format!("gateway.endpoints.{name}.policy"))?),
+                None => None,
+            };
+            settings.endpoints.push(endpoint.policy(policy));
+        }
         let Some(policy) = gateway.policy else { return Ok(settings) };
+        settings.policy = Some(read_policy(&policy, &settings, text, file, "gateway.policy")?);
+        Ok(settings)
+    }
+}
+
+/// The endpoint `name` as written (its policy aside).
+fn endpoint(settings: &Settings, name: &str, written: &EndpointToml) -> Result<Endpoint, String> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        return Err("an endpoint's name is letters, digits, -, _ and .".to_owned());
+    }
+    let path = &written.path;
+    if !path.starts_with('/') || path.len() < 2 || path.ends_with('/') || path.contains(['?', '#', '*', ' ']) {
+        return Err(format!("path: {path:?}: a path such as \"/mcp/{name}\" (starting with /, not ending with one)"));
+    }
+    for token in &written.tokens {
+        if !settings.tokens.iter().any(|(n, _)| n == token) {
+            return Err(format!("tokens: {token:?} names no token of [gateway.tokens]"));
+        }
+    }
+    let mut endpoint = Endpoint::new(name, path.as_str())
+        .servers(written.servers.iter().cloned())
+        .include(Kind::Tool, written.tools.iter().cloned())
+        .exclude(Kind::Tool, written.exclude_tools.iter().cloned())
+        .include(Kind::Prompt, written.prompts.iter().cloned())
+        .exclude(Kind::Prompt, written.exclude_prompts.iter().cloned())
+        .include(Kind::Resource, written.resources.iter().cloned())
+        .exclude(Kind::Resource, written.exclude_resources.iter().cloned())
+        .tokens(written.tokens.iter().cloned())
+        .scopes(written.scopes.iter().cloned());
+    for (i, rename) in written.rename.iter().enumerate() {
+        let (kind, target) = match (&rename.tool, &rename.prompt) {
+            (Some(tool), None) => (Kind::Tool, tool),
+            (None, Some(prompt)) => (Kind::Prompt, prompt),
+            _ => return Err(format!("rename[{i}]: give tool = \"SERVER/NAME\" or prompt = \"SERVER/NAME\" (one of them)")),
+        };
+        if !target.split_once('/').is_some_and(|(s, n)| !s.is_empty() && !n.is_empty()) {
+            return Err(format!("rename[{i}]: {target:?}: expected SERVER/NAME"));
+        }
+        if rename.name.is_none() && rename.description.is_none() {
+            return Err(format!("rename[{i}]: give name, description or both"));
+        }
+        if rename.name.as_deref() == Some("") {
+            return Err(format!("rename[{i}]: name: empty"));
+        }
+        let mut built = Rename::new(kind, target.as_str());
+        built.name.clone_from(&rename.name);
+        built.description.clone_from(&rename.description);
+        endpoint = endpoint.rename(built);
+    }
+    Ok(endpoint)
+}
+
+/// The policy `policy` of the table `table` (`gateway.policy` or an endpoint's).
+fn read_policy(policy: &PolicyToml, settings: &Settings, text: &str, file: &str, table: &str) -> Result<Policy, String> {
         let mut rules: Vec<Rule> = Vec::new();
         for (i, spanned) in policy.rules.iter().enumerate() {
             let at = |what: String| {
-                format!("{file}: line {}: gateway.policy.rules[{i}]: {what}", line_of(text, spanned.span().start))
+                format!("{file}: line {}: {table}.rules[{i}]: {what}", line_of(text, spanned.span().start))
             };
             let rule = spanned.get_ref();
             if rule.name.is_empty() {
@@ -258,7 +384,7 @@ impl Settings {
                 return Err(at("no target: give tools, prompts or resources (globs; \"*\" for all)".to_owned()));
             }
             let callers = callers(rule.callers.as_ref());
-            check_tokens(&settings, &callers).map_err(at)?;
+            check_tokens(settings, &callers).map_err(at)?;
             let globs = |list: &[String]| list.iter().map(Glob::new).collect();
             let mut built = Rule::new(rule.name.as_str(), rule.effect.into()).callers(callers);
             built.tools = globs(&rule.tools);
@@ -266,9 +392,7 @@ impl Settings {
             built.resources = globs(&rule.resources);
             rules.push(built);
         }
-        settings.policy = Some(Policy { default: policy.default.into(), rules });
-        Ok(settings)
-    }
+        Ok(Policy { default: policy.default.into(), rules })
 }
 
 #[cfg(test)]

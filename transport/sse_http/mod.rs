@@ -49,6 +49,7 @@ mod connection;
 pub mod connector;
 pub mod event_store;
 pub mod failed_tokens;
+pub mod mount;
 #[cfg(feature = "redis")]
 pub mod redis_store;
 pub mod request_context;
@@ -71,6 +72,7 @@ pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEven
 pub use request_context::HttpRequestParts;
 pub use routes::{RouteResponse, Streamed};
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
+pub use mount::MountedServer;
 pub use service::{HttpService, RemoteAddr};
 pub use session_store::{
     MemorySessionStore, RelayKind, Relayed, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture,
