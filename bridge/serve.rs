@@ -58,8 +58,8 @@ use mcpwire::transport::Limits;
 
 use super::ServeArgs;
 use mcpwire::gateway::audit::{AuditLog, Sink};
-use mcpwire::gateway::endpoint::Endpoint;
 use mcpwire::gateway::console::StderrTails;
+use mcpwire::gateway::endpoint::Endpoint;
 use mcpwire::gateway::policy::Glob;
 use mcpwire::gateway::settings::Settings;
 use mcpwire::gateway::{Callers, Gateway, PerSession, PrefixMode};

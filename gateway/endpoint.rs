@@ -221,9 +221,9 @@ impl Endpoint {
     }
 
     fn renamed(&self, kind: Kind, server: &str, name: &str) -> Option<&Rename> {
-        self.renames.iter().find(|r| {
-            r.kind == kind && r.target.split_once('/').is_some_and(|(s, n)| s == server && n == name)
-        })
+        self.renames
+            .iter()
+            .find(|r| r.kind == kind && r.target.split_once('/').is_some_and(|(s, n)| s == server && n == name))
     }
 }
 
@@ -397,7 +397,10 @@ mod tests {
             readonly.why_hidden(Kind::Tool, "echo", "delete_all").as_deref(),
             Some("excluded by its exclude_tools \"*/delete_*\"")
         );
-        assert_eq!(readonly.why_hidden(Kind::Tool, "time", "now").as_deref(), Some("server time is not among its servers"));
+        assert_eq!(
+            readonly.why_hidden(Kind::Tool, "time", "now").as_deref(),
+            Some("server time is not among its servers")
+        );
         let only = Endpoint::new("dev", "/mcp/dev").include(Kind::Tool, ["time/*", "echo/echo"]);
         assert_eq!(names(&base().restrict(&only).unwrap()), ["echo", "now"]);
         assert_eq!(only.why_hidden(Kind::Tool, "echo", "add").as_deref(), Some("not among its tools"));

@@ -958,7 +958,9 @@ impl Gateway {
     pub fn endpoint_server(self: &Arc<Self>, endpoint: Endpoint, builder: ServerBuilder) -> Result<Server, String> {
         let served = {
             let mut endpoints = self.endpoints.write().expect("endpoints lock");
-            if let Some(other) = endpoints.iter().map(|e| e.endpoint()).find(|e| e.name == endpoint.name || e.path == endpoint.path) {
+            if let Some(other) =
+                endpoints.iter().map(|e| e.endpoint()).find(|e| e.name == endpoint.name || e.path == endpoint.path)
+            {
                 return Err(format!("endpoint {}: its name or path is that of endpoint {}", endpoint.name, other.name));
             }
             let view = self.view().restrict(&endpoint)?;

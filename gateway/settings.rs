@@ -308,7 +308,9 @@ impl Settings {
                 return Err(at(format!("path: {:?} is the path of endpoint {}", endpoint.path, other.name)));
             }
             let policy = match &spanned.get_ref().policy {
-                Some(policy) => Some(read_policy(policy, &settings, text, file, &format!("gateway.endpoints.{name}.policy"))?),
+                Some(policy) => {
+                    Some(read_policy(policy, &settings, text, file, &format!("gateway.endpoints.{name}.policy"))?)
+                }
                 None => None,
             };
             settings.endpoints.push(endpoint.policy(policy));
@@ -347,7 +349,11 @@ fn endpoint(settings: &Settings, name: &str, written: &EndpointToml) -> Result<E
         let (kind, target) = match (&rename.tool, &rename.prompt) {
             (Some(tool), None) => (Kind::Tool, tool),
             (None, Some(prompt)) => (Kind::Prompt, prompt),
-            _ => return Err(format!("rename[{i}]: give tool = \"SERVER/NAME\" or prompt = \"SERVER/NAME\" (one of them)")),
+            _ => {
+                return Err(format!(
+                    "rename[{i}]: give tool = \"SERVER/NAME\" or prompt = \"SERVER/NAME\" (one of them)"
+                ))
+            }
         };
         if !target.split_once('/').is_some_and(|(s, n)| !s.is_empty() && !n.is_empty()) {
             return Err(format!("rename[{i}]: {target:?}: expected SERVER/NAME"));
@@ -367,32 +373,37 @@ fn endpoint(settings: &Settings, name: &str, written: &EndpointToml) -> Result<E
 }
 
 /// The policy `policy` of the table `table` (`gateway.policy` or an endpoint's).
-fn read_policy(policy: &PolicyToml, settings: &Settings, text: &str, file: &str, table: &str) -> Result<Policy, String> {
-        let mut rules: Vec<Rule> = Vec::new();
-        for (i, spanned) in policy.rules.iter().enumerate() {
-            let at = |what: String| {
-                format!("{file}: line {}: {table}.rules[{i}]: {what}", line_of(text, spanned.span().start))
-            };
-            let rule = spanned.get_ref();
-            if rule.name.is_empty() {
-                return Err(at("name: empty".to_owned()));
-            }
-            if rules.iter().any(|r| *r.name == *rule.name) {
-                return Err(at(format!("name: {:?} is the name of an earlier rule", rule.name)));
-            }
-            if rule.tools.is_empty() && rule.prompts.is_empty() && rule.resources.is_empty() {
-                return Err(at("no target: give tools, prompts or resources (globs; \"*\" for all)".to_owned()));
-            }
-            let callers = callers(rule.callers.as_ref());
-            check_tokens(settings, &callers).map_err(at)?;
-            let globs = |list: &[String]| list.iter().map(Glob::new).collect();
-            let mut built = Rule::new(rule.name.as_str(), rule.effect.into()).callers(callers);
-            built.tools = globs(&rule.tools);
-            built.prompts = globs(&rule.prompts);
-            built.resources = globs(&rule.resources);
-            rules.push(built);
+fn read_policy(
+    policy: &PolicyToml,
+    settings: &Settings,
+    text: &str,
+    file: &str,
+    table: &str,
+) -> Result<Policy, String> {
+    let mut rules: Vec<Rule> = Vec::new();
+    for (i, spanned) in policy.rules.iter().enumerate() {
+        let at =
+            |what: String| format!("{file}: line {}: {table}.rules[{i}]: {what}", line_of(text, spanned.span().start));
+        let rule = spanned.get_ref();
+        if rule.name.is_empty() {
+            return Err(at("name: empty".to_owned()));
         }
-        Ok(Policy { default: policy.default.into(), rules })
+        if rules.iter().any(|r| *r.name == *rule.name) {
+            return Err(at(format!("name: {:?} is the name of an earlier rule", rule.name)));
+        }
+        if rule.tools.is_empty() && rule.prompts.is_empty() && rule.resources.is_empty() {
+            return Err(at("no target: give tools, prompts or resources (globs; \"*\" for all)".to_owned()));
+        }
+        let callers = callers(rule.callers.as_ref());
+        check_tokens(settings, &callers).map_err(at)?;
+        let globs = |list: &[String]| list.iter().map(Glob::new).collect();
+        let mut built = Rule::new(rule.name.as_str(), rule.effect.into()).callers(callers);
+        built.tools = globs(&rule.tools);
+        built.prompts = globs(&rule.prompts);
+        built.resources = globs(&rule.resources);
+        rules.push(built);
+    }
+    Ok(Policy { default: policy.default.into(), rules })
 }
 
 #[cfg(test)]

@@ -69,10 +69,10 @@ pub use authorizer::{Authorizer, Credentials, Denial, Verdict};
 pub use bearer::{BearerToken, NamedTokens};
 pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEvent};
+pub use mount::MountedServer;
 pub use request_context::HttpRequestParts;
 pub use routes::{RouteResponse, Streamed};
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
-pub use mount::MountedServer;
 pub use service::{HttpService, RemoteAddr};
 pub use session_store::{
     MemorySessionStore, RelayKind, Relayed, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture,

@@ -37,7 +37,10 @@ pub struct MountedServer {
 
 impl std::fmt::Debug for MountedServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MountedServer").field("addr", &self.addr).field("mounted", &self.mounted).finish_non_exhaustive()
+        f.debug_struct("MountedServer")
+            .field("addr", &self.addr)
+            .field("mounted", &self.mounted)
+            .finish_non_exhaustive()
     }
 }
 
@@ -60,9 +63,7 @@ fn is_endpoint(service: &HttpService, path: &str) -> bool {
 fn not_found() -> Response<HttpBody> {
     let mut response = Response::new(super::full("Not Found"));
     *response.status_mut() = hyper::StatusCode::NOT_FOUND;
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain"));
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain"));
     response
 }
 
