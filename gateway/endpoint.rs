@@ -303,6 +303,8 @@ fn claim(
 
 /// An endpoint served by the gateway: its description, its view, its downstream server.
 pub(crate) struct Served {
+    /// The endpoint's name (it does not change: a reload finds the endpoint by it).
+    pub(crate) name: String,
     pub(crate) endpoint: RwLock<Arc<Endpoint>>,
     pub(crate) view: RwLock<Arc<View>>,
     /// The endpoint's own policy, shared (not cloned) by the requests that ask it.

@@ -704,6 +704,11 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
+    /// The name of the virtual server served through, if any.
+    fn endpoint_name(&self) -> Option<&str> {
+        self.endpoint.as_ref().map(|e| e.name.as_str())
+    }
+
     /// The key of the session of `context` among every endpoint's sessions (per-session
     /// upstreams are by it).
     fn session_key(&self, context: &Context) -> Option<u64> {
@@ -965,6 +970,7 @@ impl Gateway {
             }
             let view = self.view().restrict(&endpoint)?;
             let served = Arc::new(Served {
+                name: endpoint.name.clone(),
                 policy: RwLock::new(endpoint.policy.clone().map(Arc::new)),
                 endpoint: RwLock::new(Arc::new(endpoint)),
                 view: RwLock::new(Arc::new(view)),
@@ -1131,7 +1137,8 @@ impl Gateway {
                 self.live.publish(&entry);
             }
             if let Some((error, server, tool)) = hidden {
-                let entry = observed(&context, "tools/call", &server, &tool, AuditOutcome::Denied, Instant::now());
+                let mut entry = observed(&context, "tools/call", &server, &tool, AuditOutcome::Denied, Instant::now());
+                entry.endpoint = scope.endpoint_name();
                 self.observe(&entry);
                 return Err(error);
             }
@@ -1147,6 +1154,7 @@ impl Gateway {
         // this future first.
         let mut unanswered = Unanswered {
             gateway: self,
+            endpoint: scope.endpoint_name(),
             context: &context,
             server,
             tool,
@@ -1168,7 +1176,7 @@ impl Gateway {
     /// live feed's listeners: the one place both are fed.
     fn observe(&self, entry: &AuditEntry<'_>) {
         if let Some(audit) = self.audit.get() {
-            if entry.method == "tools/call" && !entry.server.is_empty() {
+            if AUDITED.contains(&entry.method) && !entry.server.is_empty() {
                 audit.record(entry);
             }
         }
@@ -1372,19 +1380,24 @@ impl Forwarder for Forwarding {
         let gateway = self.0.clone();
         let scope = gateway.scope(self.1.as_ref());
         let Forwarded { method, params, context, .. } = request;
-        // `tools/call` feeds the live view itself (beside the audit log); the other methods
-        // are observed here, and only while someone listens.
-        if !gateway.live.listening() || method == "tools/call" {
+        // `tools/call` feeds the live view and the audit log itself; the other methods are
+        // observed here, only while someone listens or (`prompts/get`, `resources/read`) the
+        // audit log is on.
+        let audited = gateway.audit.get().is_some() && AUDITED.contains(&method);
+        if method == "tools/call" || !(gateway.live.listening() || audited) {
             return Forwarding::route(gateway, scope, method, params, context);
         }
         let (server, name) = scope.view.target(method, params.as_ref());
+        let endpoint = self.1.as_ref().map(|e| e.name.clone());
         let started = Instant::now();
         let observed_context = context.clone();
         let answer = Forwarding::route(gateway.clone(), scope, method, params, context);
         Box::pin(async move {
             let answer = answer.await;
             let outcome = answer.as_ref().map_or_else(outcome_of, |_| AuditOutcome::Ok);
-            gateway.live.publish(&observed(&observed_context, method, &server, &name, outcome, started));
+            let mut entry = observed(&observed_context, method, &server, &name, outcome, started);
+            entry.endpoint = endpoint.as_deref();
+            gateway.observe(&entry);
             answer
         })
     }
@@ -1410,6 +1423,9 @@ impl Forwarding {
     }
 }
 
+/// The methods the audit log has a line for: those that use a tool, a prompt or a resource.
+const AUDITED: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+
 /// How a call that failed with `error` ended, as the audit log and the live view say it.
 fn outcome_of(error: &ErrorObject) -> AuditOutcome {
     match error.code {
@@ -1423,6 +1439,7 @@ fn outcome_of(error: &ErrorObject) -> AuditOutcome {
 /// [`AuditOutcome::Cancelled`] when it never did (its future dropped by a cancellation).
 struct Unanswered<'a> {
     gateway: &'a Gateway,
+    endpoint: Option<&'a str>,
     context: &'a Context,
     server: &'a str,
     tool: &'a str,
@@ -1436,6 +1453,7 @@ impl Drop for Unanswered<'_> {
         let ended = self.ended.unwrap_or(AuditOutcome::Cancelled);
         let mut entry = observed(self.context, "tools/call", self.server, self.tool, ended, self.started);
         entry.arguments = self.arguments;
+        entry.endpoint = self.endpoint;
         self.gateway.observe(&entry);
     }
 }
@@ -1453,6 +1471,7 @@ fn observed<'a>(
     AuditEntry {
         caller: context.principal(),
         session: context.session_id(),
+        endpoint: None,
         method,
         server,
         name,

@@ -162,6 +162,8 @@ async fn two_endpoints_over_one_upstream_each_with_its_view_and_tokens() {
     let said: Vec<&Value> = lines.iter().filter(|l| l["caller"] == "reader" && l["outcome"] == "ok").collect();
     assert_eq!(said.len(), 2, "{log}");
     assert!(said.iter().all(|l| l["server"] == "echo" && l["name"] == "echo"), "{log}");
+    assert!(lines.iter().all(|l| l["endpoint"] == "readonly" || l["caller"] == "dev"), "{log}");
+    assert!(lines.iter().any(|l| l["endpoint"] == "dev"), "{log}");
     assert!(lines.iter().any(|l| l["name"] == "add" && l["outcome"] == "denied"), "{log}");
     assert!(!log.contains(DEV_TOKEN) && !log.contains(READER_TOKEN));
     let _ = std::fs::remove_dir_all(&dir);
