@@ -474,6 +474,60 @@ resources = ["*"]
     }
 
     #[test]
+    fn endpoints_read_with_their_filters_renames_tokens_and_policy() {
+        let text = format!(
+            r#"{FILE}
+[gateway.endpoints.readonly]
+path = "/mcp/readonly"
+servers = ["echo"]
+exclude_tools = ["echo/add"]
+prompts = ["echo/*"]
+tokens = ["ci"]
+
+[[gateway.endpoints.readonly.rename]]
+tool = "echo/echo"
+name = "say"
+description = "Says it back."
+
+[gateway.endpoints.readonly.policy]
+default = "deny"
+
+[[gateway.endpoints.readonly.policy.rules]]
+name = "ci-say"
+effect = "allow"
+callers = {{ tokens = ["ci"] }}
+tools = ["echo/echo"]
+
+[gateway.endpoints.dev]
+path = "/mcp/dev"
+"#
+        );
+        let settings = Settings::from_toml(&text, "gw.toml").unwrap();
+        let [dev, readonly] = &settings.endpoints[..] else { panic!("{:?}", settings.endpoints) };
+        assert_eq!((dev.name.as_str(), dev.path.as_str(), dev.policy.is_none()), ("dev", "/mcp/dev", true));
+        assert_eq!(readonly.path, "/mcp/readonly");
+        assert!(readonly.offers(Kind::Tool, "echo", "echo") && !readonly.offers(Kind::Tool, "echo", "add"));
+        assert!(!readonly.offers(Kind::Tool, "everything", "echo") && !readonly.offers(Kind::Prompt, "x", "p"));
+        assert_eq!(readonly.tokens, ["ci"]);
+        assert_eq!(readonly.renames, [Rename::new(Kind::Tool, "echo/echo").to("say").described("Says it back.")]);
+        let policy = readonly.policy.as_ref().unwrap();
+        assert_eq!((policy.default, &*policy.rules[0].name), (Effect::Deny, "ci-say"));
+        assert_eq!(settings.policy.as_ref().unwrap().rules.len(), 2, "the gateway's own policy stays");
+        for (bad, field) in [
+            ("path = \"/mcp/readonly\"", "path: \"/mcp/readonly\" is the path of endpoint dev"),
+            ("path = \"mcp/dev\"", "path: \"mcp/dev\""),
+            ("path = \"/mcp/dev\"\ntokens = [\"cj\"]", "tokens: \"cj\" names no token"),
+            ("path = \"/mcp/dev\"\nexclude = [\"x\"]", "unknown field `exclude`"),
+        ] {
+            let broken = text.replace("path = \"/mcp/dev\"", bad);
+            let error = Settings::from_toml(&broken, "gw.toml").unwrap_err();
+            assert!(error.contains(field) && error.contains("line "), "{field}: {error}");
+        }
+        let renamed_twice = text.replace("tool = \"echo/echo\"\n", "tool = \"echo/echo\"\nprompt = \"echo/p\"\n");
+        assert!(Settings::from_toml(&renamed_twice, "gw.toml").unwrap_err().contains("rename[0]: give tool"));
+    }
+
+    #[test]
     fn errors_name_the_line_and_the_field() {
         let cases = [
             (

@@ -540,7 +540,7 @@ resources = ["everything/*"]
     let prompts = dev.list_prompts().await.unwrap();
     let prompt = prompts
         .iter()
-        .find(|p| p.arguments.as_ref().map_or(true, |a| a.iter().all(|a| a.required != Some(true))))
+        .find(|p| p.arguments.as_ref().is_none_or(|a| a.iter().all(|a| a.required != Some(true))))
         .expect("a prompt without required arguments");
     let resource = dev.list_resources().await.unwrap().remove(0);
     dev.get_prompt(prompt.name.clone(), None).await.unwrap();
