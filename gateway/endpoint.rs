@@ -2,8 +2,7 @@
 //! them. An [`Endpoint`] says what one offers — a subset of the servers, tools, prompts and
 //! resources (globs, include and exclude), tools and prompts renamed or described anew — whom
 //! it lets in (named tokens, OAuth scopes) and its own [`Policy`]. The upstream connections are
-//! the gateway's, shared by every endpoint; each endpoint is a downstream
-//! [`Server`](crate::server::Server) of its own
+//! the gateway's, shared by every endpoint; each endpoint is a downstream [`Server`] of its own
 //! ([`Gateway::endpoint_server`](super::Gateway::endpoint_server)), with its own sessions and
 //! `list_changed`.
 //!
