@@ -168,3 +168,75 @@ async fn two_endpoints_over_one_upstream_each_with_its_view_and_tokens() {
     assert!(!log.contains(DEV_TOKEN) && !log.contains(READER_TOKEN));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With OAuth: each endpoint wants tokens for its own URL (a token for one is 401 at the
+/// other), `ops` wants a scope more (403 without it), and `ops` is governed by its own policy
+/// while `public` is by the gateway's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_endpoints_want_their_audience_and_scopes_and_apply_their_own_policy() {
+    let auth = crate::oauth_support::AuthServer::start().await;
+    let dir = scratch("oauth");
+    let config = dir.join("endpoints.toml");
+    let text = format!(
+        r#"[mcp_servers.echo]
+command = {echo:?}
+
+[gateway.policy]
+default = "allow"
+
+[gateway.endpoints.ops]
+path = "/mcp/ops"
+scopes = ["mcp:ops"]
+
+[gateway.endpoints.ops.policy]
+default = "deny"
+
+[[gateway.endpoints.ops.policy.rules]]
+name = "ops-group-add"
+effect = "allow"
+callers = {{ claims = {{ groups = "ops" }} }}
+tools = ["echo/add"]
+
+[gateway.endpoints.public]
+path = "/mcp/public"
+exclude_tools = ["echo/add"]
+"#,
+        echo = examples::example_path("echo_server").display().to_string()
+    );
+    std::fs::write(&config, text).unwrap();
+    let bridge = ServingBridge::start(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--auth-issuer",
+        auth.issuer(),
+        "--auth-jwks",
+        auth.url("jwks_uri"),
+    ]);
+    let origin = bridge.url.split("/mcp").next().unwrap().to_owned();
+    let (ops_url, public_url) = (format!("{origin}/mcp/ops"), format!("{origin}/mcp/public"));
+    let mint =
+        |aud: &str, scope: &str| json!({"claims": {"aud": aud, "scope": scope, "sub": "carol", "groups": ["ops"]}});
+    let carol_ops = auth.mint(mint(&ops_url, "mcp mcp:ops")).await;
+    let carol_public = auth.mint(mint(&public_url, "mcp")).await;
+    let without_scope = auth.mint(mint(&ops_url, "mcp")).await;
+
+    assert_eq!(http_get(&origin, "/mcp/ops", Some(&carol_public)).0, 401, "a token for another endpoint");
+    assert_eq!(http_get(&origin, "/mcp/public", Some(&carol_ops)).0, 401, "a token for another endpoint");
+    assert_eq!(http_get(&origin, "/mcp/ops", Some(&without_scope)).0, 403, "the endpoint's scope missing");
+    let (status, metadata) = http_get(&origin, "/.well-known/oauth-protected-resource/mcp/ops", None);
+    assert_eq!(status, 200, "{metadata}");
+    assert_eq!(serde_json::from_str::<Value>(&metadata).unwrap()["resource"], json!(ops_url));
+
+    let (tx, _notified) = tokio::sync::mpsc::unbounded_channel();
+    let ops = connect(&ops_url, &carol_ops, tx.clone()).await;
+    let public = connect(&public_url, &carol_public, tx).await;
+    assert_eq!(names(&tools(&ops).await), ["mcp__echo__add"], "the endpoint's policy");
+    assert_eq!(names(&tools(&public).await), ["mcp__echo__echo", "mcp__echo__greet"], "the gateway's policy");
+    assert_eq!(call(&ops, "mcp__echo__add", json!({"a": 1, "b": 2})).await.unwrap(), "3");
+    let (code, message, data) = rpc_error(call(&ops, "mcp__echo__echo", json!({"text": "x"})).await);
+    assert_eq!((code, data["rule"].clone()), (-32003, json!("default")), "{message}");
+    assert_eq!(call(&public, "mcp__echo__echo", json!({"text": "open"})).await.unwrap(), "open");
+    let _ = ops.close().await;
+    let _ = public.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
