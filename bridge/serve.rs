@@ -454,6 +454,9 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 match MountedServer::serve_on(listener, fallback, mounted, false).await {
                     Ok(http) => {
                         gateway.observe_http(http.fallback());
+                        for service in http.mounted() {
+                            gateway.observe_http(service);
+                        }
                         for (endpoint, _) in &endpoint_servers {
                             print_banner(&http.url(&endpoint.path));
                         }

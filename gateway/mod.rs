@@ -35,6 +35,11 @@
 //!   may use, a refusal -32003 naming the rule) and [`Gateway::set_rate_limits`]
 //!   ([`rate_limit`]: token buckets per caller and tool, a refusal -32029 with
 //!   `retryAfterMs`), the caller being the request's verified principal.
+//! - Virtual servers: [`Gateway::endpoint_server`] ([`endpoint`]): more downstream servers over
+//!   the same upstream connections, each offering a part of the view (renamed as it says)
+//!   under its own policy or the gateway's; every request is served through a `Scope`, the
+//!   view and policy of the endpoint it came through.
+//! - Audit: one line per `tools/call`, `prompts/get` and `resources/read` ([`audit`]).
 //!
 //! Not here: listening, signals, reloading a configuration file, the command line: the
 //! application does that (`mcp-bridge serve` in the `mcp-bridge` package is one).
@@ -681,7 +686,7 @@ pub struct Gateway {
     server: OnceLock<Server>,
     /// The HTTP listener serving the gateway, for the messages its streams dropped.
     #[cfg(feature = "http")]
-    http: OnceLock<crate::transport::sse_http::HttpService>,
+    http: Mutex<Vec<crate::transport::sse_http::HttpService>>,
     metrics: Arc<BridgeMetrics>,
     /// The rules of [`Gateway::set_policy`]; `None`: everything allowed, nothing asked.
     policy: RwLock<Option<Arc<Policy>>>,
@@ -764,7 +769,7 @@ impl Gateway {
             view: RwLock::new(Arc::new(view)),
             server: OnceLock::new(),
             #[cfg(feature = "http")]
-            http: OnceLock::new(),
+            http: Mutex::default(),
             metrics: Arc::default(),
             policy: RwLock::new(None),
             limiter: RwLock::new(None),
@@ -861,9 +866,18 @@ impl Gateway {
     /// The metrics as text (see [`BridgeMetrics::render`]), with every shared upstream's state
     /// and failed tries as they are now.
     pub fn render_metrics(&self) -> String {
-        let dropped = self.server.get().map_or(0, Server::notifications_dropped);
+        let endpoints = self.endpoints();
+        let servers = self.server.get().into_iter().chain(endpoints.iter().filter_map(|e| e.server.get()));
+        let dropped: u64 = servers.map(Server::notifications_dropped).sum();
         #[cfg(feature = "http")]
-        let dropped = dropped + self.http.get().map_or(0, |http| http.standalone_messages_dropped());
+        let dropped = dropped
+            + self
+                .http
+                .lock()
+                .expect("http services lock")
+                .iter()
+                .map(|h| h.standalone_messages_dropped())
+                .sum::<u64>();
         self.metrics.notifications_dropped.raise_to([], dropped);
         self.metrics.live_dropped.raise_to([], self.live.dropped());
         for status in self.set.summary().servers {
@@ -876,10 +890,11 @@ impl Gateway {
     /// Counts the messages `service`'s standalone streams drop (a GET stream not open: see
     /// [`HttpService::standalone_messages_dropped`](crate::transport::sse_http::HttpService::standalone_messages_dropped))
     /// in `mcp_bridge_notifications_dropped_total`, beside those of the sessions' own queues.
-    /// The first service given stays.
+    /// Each service given is counted (the listener's, and each virtual server's): give each
+    /// once.
     #[cfg(feature = "http")]
     pub fn observe_http(&self, service: &crate::transport::sse_http::HttpService) {
-        let _ = self.http.set(service.clone());
+        self.http.lock().expect("http services lock").push(service.clone());
     }
 
     /// The shared upstreams.
