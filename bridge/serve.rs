@@ -47,7 +47,7 @@ use mcpwire::client::catalog::CatalogCache;
 use mcpwire::client::config::{ChildEnv, McpConfig, ServerConfig};
 use mcpwire::client::connection_set::{ChildStderr, ConnectionSet, ServerState, SetError, SetOptions};
 use mcpwire::client::ClientOptions;
-use mcpwire::recording::{RecordingDir, TeeOptions};
+use mcpwire::recording::{RecordingDir, Side, SwitchedRecording};
 use mcpwire::server::Server;
 use mcpwire::transport::boxed::BoxTransport;
 use mcpwire::transport::sse_http::failed_tokens::FailedTokenPause;
@@ -198,6 +198,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         Some(dir) => Some(Arc::new(RecordingDir::new(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?)),
         None => None,
     };
+    let recordings = Arc::new(super::ui::recordings::Sessions::new(recordings));
     let child_env = child_env(&args, &settings)?;
     forbid_reading_us();
     let (config, inline) = upstreams(&args)?;
@@ -376,7 +377,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 }
             }
             http = health_routes(http, &gateway);
-            http = super::ui::routes(http, &gateway, tails.clone(), &path);
+            http = super::ui::routes(http, &gateway, tails.clone(), recordings.clone(), &path);
             if tls {
                 let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
                     set.shutdown().await;
@@ -646,35 +647,23 @@ fn protected_resource(args: &ServeArgs, served_url: &str) -> Result<Option<Prote
     Ok(Some(resource))
 }
 
-/// Serves one downstream session, recorded in the next file of `recordings` when given (a file
-/// that cannot be made is logged and the session served unrecorded). The recording is of the
-/// messages (its header's `transport` is `stdio`, the message-level form, without `http`
-/// members, so it replays as any stdio recording); `carrier` (`stdio`, `streamable-http`,
-/// `sse`) names what really carried the session in its `description`. Every session, of any
-/// transport, recorded or not, is served over a `BoxTransport`: the server's dispatch is then
-/// compiled once into the binary, not once per transport.
+/// Serves one downstream session, listed in `sessions`, whose recording can be started and
+/// stopped there (it starts recording at once with `--record`; a file that cannot be made is
+/// logged and the session served unrecorded). The recording is of the messages (its header's
+/// `transport` is `stdio`, the message-level form, without `http` members, so it replays as any
+/// stdio recording); `carrier` (`stdio`, `streamable-http`, `sse`) names what really carried
+/// the session in its `description`. Every session, of any transport, is served over a
+/// `BoxTransport`: the server's dispatch is then compiled once into the binary, not once per
+/// transport.
 async fn serve_recorded(
     server: Server,
     transport: BoxTransport,
-    recordings: Option<Arc<RecordingDir>>,
-    carrier: &str,
+    sessions: Arc<super::ui::recordings::Sessions>,
+    carrier: &'static str,
 ) -> Result<(), String> {
-    let description = format!("mcp-bridge serve: a {carrier} session, recorded at the message level");
-    let recorder = recordings.and_then(|dir| match dir.next(TeeOptions::server_side().description(description)) {
-        Ok(recorder) => Some(recorder),
-        Err(e) => {
-            tracing::warn!("cannot record this session: {e}");
-            None
-        }
-    });
-    let served = match recorder {
-        Some(recorder) => {
-            tracing::debug!(file = %recorder.path().display(), "recording a session");
-            server.serve(BoxTransport::new(recorder.wrap(transport))).await
-        }
-        None => server.serve(transport).await,
-    };
-    served.map_err(|e| e.to_string())
+    let switched = SwitchedRecording::new(transport, Side::Server);
+    let _listed = sessions.open(carrier, switched.switch());
+    server.serve(BoxTransport::new(switched)).await.map_err(|e| e.to_string())
 }
 
 /// `http` sharing its sessions and streams through the Redis at `url`.

@@ -71,7 +71,7 @@ pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEvent};
 pub use mount::MountedServer;
 pub use request_context::HttpRequestParts;
-pub use routes::{RouteResponse, Streamed};
+pub use routes::{RouteRequest, RouteResponse, Streamed};
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
 pub use service::{HttpService, RemoteAddr};
 pub use session_store::{

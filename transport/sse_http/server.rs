@@ -107,7 +107,7 @@ use super::connection;
 use super::event_store::{EventId, EventStore, MemoryEventStore, StoredEvent};
 use super::failed_tokens::{self, FailedTokenPause, FailedTokens};
 use super::request_context::HttpRequestParts;
-use super::routes::{self, Route, RouteResponse};
+use super::routes::{self, Route, RouteRequest, RouteResponse};
 use super::service::{HttpService, RemoteAddr, RequestBody};
 use super::session_caps::{self, SessionCaps};
 use super::session_store::{changes_state, RelayKind, Relayed, SessionRecord, SessionStore, StoreError};
@@ -581,9 +581,26 @@ impl HttpServerConfig {
         self.add_route(path.into(), false, routes::handler(handler))
     }
 
+    /// Adds a route at `path` that reads its request ([`RouteRequest`]: the query string, a
+    /// POST's JSON body) and answers GET, HEAD and POST, guarded as [`route`](Self::route) is.
+    /// A POST must be `Content-Type: application/json` (else 415) and its body at most
+    /// [`max_body_bytes`](Self::max_body_bytes) (else 413).
+    pub fn route_with_request<F, Fut>(self, path: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(RouteRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = RouteResponse> + Send + 'static,
+    {
+        let path = path.into();
+        let mut config = self.add_route(path.clone(), true, routes::request_handler(handler));
+        if let Some(route) = config.routes.iter_mut().find(|r| r.path == path) {
+            route.accepts_post = true;
+        }
+        config
+    }
+
     fn add_route(mut self, path: String, guarded: bool, handler: routes::RouteHandler) -> Self {
         self.routes.retain(|r| r.path != path);
-        self.routes.push(Route { path, guarded, handler });
+        self.routes.push(Route { path, guarded, accepts_post: false, handler });
         self
     }
 
@@ -2034,7 +2051,8 @@ pub(super) async fn handle(shared: Arc<Shared>, req: Request<RequestBody>) -> Re
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, TRANSPORT_ERROR, "Server shutting down");
     }
     if let Some(route) = route {
-        return serve_route(route, req.method(), shared.route_streams_end.subscribe()).await;
+        let route = route.clone();
+        return serve_route(&shared, &route, req, shared.route_streams_end.subscribe()).await;
     }
     let token_expires = match &config.protected_resource {
         Some(_) => req.extensions().get::<Authenticated>().and_then(|a| token_expiry::deadline(&a.0)),
@@ -2172,18 +2190,44 @@ fn unauthorized(verdict: BearerCheck) -> Response<HttpBody> {
     response
 }
 
-/// An extra route: GET calls the handler, HEAD too but sends no body, other methods get 405;
-/// a handler that panics is answered 500. A streamed body ends when `ended` turns true
-/// (the server shuts down).
-async fn serve_route(route: &Route, method: &Method, ended: watch::Receiver<bool>) -> Response<HttpBody> {
+/// An extra route: GET calls the handler, HEAD too but sends no body, POST too for a route
+/// that reads its request (a JSON body, read up to the cap), other methods get 405; a handler
+/// that panics is answered 500. A streamed body ends when `ended` turns true (the server shuts
+/// down).
+async fn serve_route(
+    shared: &Shared,
+    route: &Route,
+    req: Request<RequestBody>,
+    ended: watch::Receiver<bool>,
+) -> Response<HttpBody> {
+    let method = req.method().clone();
     let head = method == Method::HEAD;
-    if method != Method::GET && !head {
+    let post = method == Method::POST && route.accepts_post;
+    if method != Method::GET && !head && !post {
         let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
-        response.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        let allow = if route.accepts_post { "GET, HEAD, POST" } else { "GET, HEAD" };
+        response.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
         return response;
     }
+    let mut request = RouteRequest {
+        method: method.as_str().to_owned(),
+        query: req.uri().query().map(str::to_owned),
+        body: Bytes::new(),
+    };
+    if post {
+        let json = header(&req, CONTENT_TYPE)
+            .and_then(|t| t.split(';').next())
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"));
+        if !json {
+            return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type: send application/json");
+        }
+        request.body = match read_body(shared, req.into_body()).await {
+            Ok(body) => body,
+            Err(refused) => return refused,
+        };
+    }
     // In a task of its own, so that a panicking handler is a 500, not a dropped connection.
-    let answer = tokio::spawn((route.handler)())
+    let answer = tokio::spawn((route.handler)(request))
         .await
         .unwrap_or_else(|_| RouteResponse::text(500, "Internal Server Error: the route's handler failed\n"));
     let length = answer.body.len();
