@@ -420,6 +420,63 @@ impl<T> RecordingTransport<T> {
     }
 }
 
+/// The [`Transport`] methods a recording wrapper answers as the transport it wraps does: all
+/// but sending, receiving and closing (which it records). Every one, so that nothing the
+/// layers above ask of a transport (cancel on close, the request a server-to-client request
+/// relates to, the trace attributes, the child process) changes when a session is recorded.
+macro_rules! forward_to_inner {
+    () => {
+        fn is_stateless(&self) -> bool {
+            self.inner.is_stateless()
+        }
+
+        fn outlives_its_input(&self) -> bool {
+            self.inner.outlives_its_input()
+        }
+
+        fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
+            self.inner.param_headers(request)
+        }
+
+        fn principal(&self, request: &Id) -> Option<std::sync::Arc<crate::auth::Principal>> {
+            self.inner.principal(request)
+        }
+
+        #[cfg(feature = "http")]
+        fn http_request(&self, request: &Id) -> Option<std::sync::Arc<crate::transport::sse_http::HttpRequestParts>> {
+            self.inner.http_request(request)
+        }
+
+        fn related_request(&self, incoming: &Id) -> Option<Id> {
+            self.inner.related_request(incoming)
+        }
+
+        fn set_protocol_version(&self, version: Option<crate::proto::version::ProtocolVersion>) {
+            self.inner.set_protocol_version(version)
+        }
+
+        fn admit_tools(&self, tools: &mut Vec<crate::proto::mcp_types::Tool>) -> Vec<(String, String)> {
+            self.inner.admit_tools(tools)
+        }
+
+        fn network_transport(&self) -> Option<&'static str> {
+            self.inner.network_transport()
+        }
+
+        fn session_id(&self) -> Option<String> {
+            self.inner.session_id()
+        }
+
+        fn child_pid(&self) -> Option<u32> {
+            self.inner.child_pid()
+        }
+
+        fn exit_status(&self) -> Option<std::process::ExitStatus> {
+            self.inner.exit_status()
+        }
+    };
+}
+
 impl<T: Transport> Transport for RecordingTransport<T> {
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         self.record(self.side.received().reverse(), &message);
@@ -431,22 +488,7 @@ impl<T: Transport> Transport for RecordingTransport<T> {
         self.inner.send_related(message, related).await
     }
 
-    fn is_stateless(&self) -> bool {
-        self.inner.is_stateless()
-    }
-
-    fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
-        self.inner.param_headers(request)
-    }
-
-    fn principal(&self, request: &Id) -> Option<std::sync::Arc<crate::auth::Principal>> {
-        self.inner.principal(request)
-    }
-
-    #[cfg(feature = "http")]
-    fn http_request(&self, request: &Id) -> Option<std::sync::Arc<crate::transport::sse_http::HttpRequestParts>> {
-        self.inner.http_request(request)
-    }
+    forward_to_inner!();
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;
@@ -617,22 +659,7 @@ impl<T: Transport> Transport for SwitchedRecording<T> {
         self.inner.send_related(message, related).await
     }
 
-    fn is_stateless(&self) -> bool {
-        self.inner.is_stateless()
-    }
-
-    fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
-        self.inner.param_headers(request)
-    }
-
-    fn principal(&self, request: &Id) -> Option<std::sync::Arc<crate::auth::Principal>> {
-        self.inner.principal(request)
-    }
-
-    #[cfg(feature = "http")]
-    fn http_request(&self, request: &Id) -> Option<std::sync::Arc<crate::transport::sse_http::HttpRequestParts>> {
-        self.inner.http_request(request)
-    }
+    forward_to_inner!();
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;
@@ -833,5 +860,79 @@ mod tests {
         let c = again.next(TeeOptions::server_side()).unwrap();
         assert_ne!(c.path(), a.path());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A transport whose every answer differs from the trait's default.
+    struct Unusual;
+
+    impl Transport for Unusual {
+        async fn send(&self, _message: Message) -> Result<(), TransportError> {
+            Ok(())
+        }
+
+        fn is_stateless(&self) -> bool {
+            true
+        }
+
+        fn outlives_its_input(&self) -> bool {
+            false
+        }
+
+        fn param_headers(&self, _request: &Id) -> Option<Vec<(String, String)>> {
+            Some(vec![("Mcp-Param-X".into(), "1".into())])
+        }
+
+        fn related_request(&self, incoming: &Id) -> Option<Id> {
+            Some(incoming.clone())
+        }
+
+        fn admit_tools(&self, tools: &mut Vec<crate::proto::mcp_types::Tool>) -> Vec<(String, String)> {
+            tools.clear();
+            vec![("t".into(), "left out".into())]
+        }
+
+        fn network_transport(&self) -> Option<&'static str> {
+            Some("tcp")
+        }
+
+        fn session_id(&self) -> Option<String> {
+            Some("s-1".into())
+        }
+
+        fn child_pid(&self) -> Option<u32> {
+            Some(42)
+        }
+
+        async fn recv(&self) -> Result<Option<Message>, TransportError> {
+            Ok(None)
+        }
+
+        async fn close(&self) -> Result<(), TransportError> {
+            Ok(())
+        }
+    }
+
+    fn answers_as_unusual<T: Transport>(wrapped: &T) {
+        let id = Id::Number(7);
+        assert!(wrapped.is_stateless());
+        assert!(!wrapped.outlives_its_input(), "cancel on close survives the wrapper");
+        assert_eq!(wrapped.param_headers(&id), Some(vec![("Mcp-Param-X".into(), "1".into())]));
+        assert_eq!(wrapped.related_request(&id), Some(id.clone()));
+        let mut tools = vec![crate::proto::mcp_types::Tool::new("t", json!({"type": "object"}))];
+        assert_eq!(wrapped.admit_tools(&mut tools), [("t".to_owned(), "left out".to_owned())]);
+        assert!(tools.is_empty());
+        assert_eq!(wrapped.network_transport(), Some("tcp"));
+        assert_eq!(wrapped.session_id().as_deref(), Some("s-1"));
+        assert_eq!(wrapped.child_pid(), Some(42));
+    }
+
+    #[test]
+    fn both_recording_wrappers_answer_every_question_as_the_transport_they_wrap() {
+        answers_as_unusual(&SwitchedRecording::new(Unusual, Side::Server));
+        let dir = scratch("forwarding");
+        let recording = RecordingTransport::create(Unusual, dir.join("r.jsonl"), TeeOptions::server_side()).unwrap();
+        answers_as_unusual(&recording);
+        drop(recording);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
