@@ -29,6 +29,18 @@ const UNKNOWN_VERSION: &str = "1900-01-01";
 /// Pages followed at most per list.
 const MAX_PAGES: usize = 100;
 
+/// The checks of the listed tools' definitions: skipped together when there are none.
+const TOOL_DEFINITION_CHECKS: [&str; 8] = [
+    "tools.name-length",
+    "tools.name-charset",
+    "tools.name-unique",
+    "tools.input-schema-object",
+    "tools.output-schema-object",
+    "tools.schema-valid",
+    "tools.schema-refs",
+    "tools.definitions",
+];
+
 /// What one era's run found, and whether the server speaks it at all.
 pub(super) struct EraRun {
     pub findings: Vec<Finding>,
@@ -659,16 +671,7 @@ impl Run<'_> {
             self.skip("pagination.no-duplicates", "no list had more than one page");
         }
         if !advertised(capabilities, "tools") {
-            for id in [
-                "tools.name-length",
-                "tools.name-charset",
-                "tools.name-unique",
-                "tools.input-schema-object",
-                "tools.output-schema-object",
-                "tools.schema-valid",
-                "tools.schema-refs",
-                "tools.definitions",
-            ] {
+            for id in TOOL_DEFINITION_CHECKS {
                 self.skip(id, "tools not advertised");
             }
         }

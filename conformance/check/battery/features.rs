@@ -9,22 +9,13 @@ use serde_json::{json, Map, Value};
 
 use super::super::schema;
 use super::super::wire::{excerpt, Wire};
-use super::{advertised, Run};
+use super::{advertised, Run, TOOL_DEFINITION_CHECKS};
 
 impl Run<'_> {
     /// Names, schemas and definitions of the listed tools.
     pub(super) fn tool_checks(&mut self, tools: &[Value]) {
         if tools.is_empty() {
-            for id in [
-                "tools.name-length",
-                "tools.name-charset",
-                "tools.name-unique",
-                "tools.input-schema-object",
-                "tools.output-schema-object",
-                "tools.schema-valid",
-                "tools.schema-refs",
-                "tools.definitions",
-            ] {
+            for id in TOOL_DEFINITION_CHECKS {
                 self.skip(id, "no tools listed");
             }
             return;
