@@ -82,17 +82,26 @@
 //!
 //! Not here: verifying tokens ([`crate::auth`]), what the messages mean.
 //!
-//! The parts, each in its own file under `server/`: `config` (the builder), `listener` (the
-//! accept loop), `router` (the guards' order and the handler a request goes to), `guards`
-//! (Host, Origin, tokens), `post`, `per_request` (2026-07-28), `answer` (a POST's SSE or JSON
-//! answer), `get_delete` (the standalone stream, resumption, DELETE), `legacy` (HTTP+SSE),
-//! `routes_served`, `session` and `stream` (one session and its streams), `registry` (the
-//! sessions' table and admission), `replicas` (sessions shared through a store), `reply`
-//! (answers every handler shares), `cancelled`.
+//! The parts, one job each, in `server/`:
+//! - `config`: [`HttpServerConfig`] and its builder.
+//! - `listener`: [`HttpServer`], the accept loop, HTTP/1.1 and HTTP/2 per connection.
+//! - `router`: the guards in order, then the handler a request goes to.
+//! - `decide`: the request's decisions as pure functions of its head and the configuration
+//!   (Host and Origin, path and method, media types, the era of a POST, version headers,
+//!   session lookups, admission, the 2026-07-28 checks), unit-tested without a socket.
+//! - `guards`: the bearer token and the protected resource's checks and answers.
+//! - `post`, `per_request` (2026-07-28), `get_delete` (the standalone stream, resumption,
+//!   DELETE), `legacy` (HTTP+SSE), `routes_served`: the handlers.
+//! - `answer`: a POST's answer (202, an SSE stream, one JSON body).
+//! - `session`, `stream`, `cancelled`: one session, its streams, cancelled requests.
+//! - `registry`: the sessions' table, admission, idle expiry, shutdown.
+//! - `replicas`: sessions shared with other replicas through a session store.
+//! - `reply`: the small answers and readers the handlers share.
 
 mod answer;
 mod cancelled;
 mod config;
+mod decide;
 mod get_delete;
 mod guards;
 mod legacy;

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
-use hyper::header::ACCEPT;
+use hyper::http::request::Parts;
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::mpsc;
 
@@ -15,53 +15,28 @@ use crate::transport::sse_http::event_store::EventId;
 use crate::transport::sse_http::service::RequestBody;
 
 use super::answer::sse_response;
+use super::decide;
 use super::registry::Shared;
-use super::reply::{
-    foreign_session, header, header_version, method_not_allowed, rpc_error, session_header_value, store_unavailable,
-    SESSION_NOT_FOUND, TRANSPORT_ERROR,
-};
+use super::reply::{rpc_error, session_header_value, store_unavailable, TRANSPORT_ERROR};
 use super::session::Session;
 use super::stream::{AttachError, Outgoing};
-use crate::proto::version::ProtocolVersion;
-use crate::transport::sse_http::{accepts, empty, HttpBody, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
-
-/// Whether a GET or DELETE speaks 2026-07-28, which has neither (answered 405).
-pub(super) fn is_per_request_version<B>(req: &Request<B>) -> bool {
-    header(req, PROTOCOL_VERSION)
-        .and_then(|v| v.trim().parse::<ProtocolVersion>().ok())
-        .is_some_and(|v| !v.has_initialize_handshake())
-}
+use crate::transport::sse_http::{empty, HttpBody, LAST_EVENT_ID, SESSION_ID};
 
 pub(super) async fn get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
-    if shared.config.stateless || !shared.config.standalone_get || is_per_request_version(&req) {
-        return method_not_allowed(&shared);
+    let (parts, _) = req.into_parts();
+    if let Some(refused) = decide::stream_method_refusal(&shared.config, &parts) {
+        return refused;
     }
-    if !header(&req, ACCEPT).is_some_and(|a| accepts(a, "text/event-stream")) {
-        return rpc_error(
-            StatusCode::NOT_ACCEPTABLE,
-            TRANSPORT_ERROR,
-            "Not Acceptable: Client must accept text/event-stream",
-        );
+    if let Err(refused) = decide::stream_accept(&parts) {
+        return refused;
     }
-    let Some(id) = header(&req, SESSION_ID) else {
-        return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: Mcp-Session-Id header is required");
+    let session = match find_held(&shared, &parts).await {
+        Ok(session) => session,
+        Err(refused) => return refused,
     };
-    let found = match shared.find_session(id).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let Some(session) = found.filter(|s| !s.legacy) else {
-        return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
-    };
-    if !session.bind_principal(&req) {
-        return foreign_session();
-    }
-    if let Err(response) = header_version(&shared, &req) {
-        return response;
-    }
     session.touch();
     let depth = shared.config.limits.queue_depth.max(1);
-    let resume = header(&req, LAST_EVENT_ID).and_then(EventId::parse);
+    let resume = decide::header_value(&parts, LAST_EVENT_ID).and_then(EventId::parse);
     let target = resume.as_ref().and_then(|event| {
         if event.stream == session.standalone.name {
             return Some(session.standalone.clone());
@@ -163,25 +138,14 @@ pub(super) async fn resume_elsewhere(
 }
 
 pub(super) async fn delete(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
-    if shared.config.stateless || is_per_request_version(&req) {
-        return method_not_allowed(&shared);
+    let (parts, _) = req.into_parts();
+    if let Some(refused) = decide::stream_method_refusal(&shared.config, &parts) {
+        return refused;
     }
-    let Some(id) = header(&req, SESSION_ID) else {
-        return rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: Mcp-Session-Id header is required");
+    let session = match find_held(&shared, &parts).await {
+        Ok(session) => session,
+        Err(refused) => return refused,
     };
-    let found = match shared.find_session(id).await {
-        Ok(found) => found,
-        Err(response) => return response,
-    };
-    let Some(session) = found.filter(|s| !s.legacy) else {
-        return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
-    };
-    if !session.bind_principal(&req) {
-        return foreign_session();
-    }
-    if let Err(response) = header_version(&shared, &req) {
-        return response;
-    }
     if let Some(store) = &shared.config.session_store {
         if let Err(e) = store.remove(&session.id).await {
             return store_unavailable(&e);
@@ -189,4 +153,15 @@ pub(super) async fn delete(shared: Arc<Shared>, req: Request<RequestBody>) -> Re
     }
     session.close().await;
     Response::new(empty())
+}
+
+/// The caller's session named by a GET's or DELETE's `Mcp-Session-Id`, once its
+/// `MCP-Protocol-Version` passed; else the refusal (400, 404, 503 when the store cannot be
+/// asked).
+async fn find_held(shared: &Arc<Shared>, parts: &Parts) -> Result<Arc<Session>, Response<HttpBody>> {
+    let id = decide::session_id(parts)?;
+    let found = shared.find_session(id).await?;
+    let session = Session::held(found, &parts.extensions).map_err(decide::not_held)?;
+    decide::header_version(&shared.config, parts)?;
+    Ok(session)
 }

@@ -6,44 +6,20 @@
 use std::sync::Arc;
 
 use hyper::header::{HeaderName, HeaderValue, ALLOW, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
+use hyper::http::Extensions;
 use hyper::{Method, Request, Response, StatusCode};
 
 use crate::transport::sse_http::bearer::{self, BearerCheck, BearerToken};
 
-use super::config::{HostCheck, HttpServerConfig, OriginCheck};
 use super::registry::Shared;
 use super::reply::plain;
 use crate::proto::jsonrpc::{self, Message};
 use crate::proto::mcp_types::CallToolRequestParams;
-use crate::transport::sse_http::{empty, full, host_of_authority, is_loopback_host, HttpBody};
+use crate::transport::sse_http::{empty, full, HttpBody};
 use crate::transport::{
     principal::{Principal, Refusal},
     sse_http::resource::ProtectedResource,
 };
-
-pub(super) fn host_allowed(config: &HttpServerConfig, host: Option<&str>) -> bool {
-    match &config.hosts {
-        HostCheck::Any => true,
-        HostCheck::Loopback(extra) => host.is_some_and(|h| {
-            let name = host_of_authority(h);
-            is_loopback_host(name) || extra.iter().any(|e| e.eq_ignore_ascii_case(name))
-        }),
-    }
-}
-
-pub(super) fn origin_allowed(config: &HttpServerConfig, origin: &str) -> bool {
-    let listed = |list: &[String]| list.iter().any(|o| o.eq_ignore_ascii_case(origin));
-    match &config.origins {
-        OriginCheck::Any => true,
-        OriginCheck::Only(list) => listed(list),
-        OriginCheck::Loopback(list) => {
-            listed(list)
-                || origin.split_once("://").is_some_and(|(scheme, authority)| {
-                    matches!(scheme, "http" | "https") && is_loopback_host(host_of_authority(authority))
-                })
-        }
-    }
-}
 
 /// The principal of a request that passed the protected resource's verifier.
 #[derive(Clone)]
@@ -114,15 +90,15 @@ pub(super) fn resource_metadata(resource: &ProtectedResource, method: &Method) -
 /// For a protected server: the 403 for `messages` when the request's token lacks a scope one
 /// of them needs (every scope needed by all of them, in one challenge).
 #[allow(clippy::result_large_err)] // the error is the HTTP answer itself
-pub(super) fn check_scopes<B>(
+pub(super) fn check_scopes(
     shared: &Shared,
-    req: &Request<B>,
+    extensions: &Extensions,
     messages: &[Message],
 ) -> Result<(), Response<HttpBody>> {
     let Some(resource) = shared.config.protected_resource.as_ref().filter(|r| r.has_scope_rules()) else {
         return Ok(());
     };
-    let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>() else { return Ok(()) };
+    let Some(Authenticated(principal)) = extensions.get::<Authenticated>() else { return Ok(()) };
     let mut needed: Vec<String> = Vec::new();
     for message in messages {
         let Message::Request(request) = message else { continue };
@@ -158,4 +134,96 @@ pub(super) fn unauthorized(verdict: BearerCheck) -> Response<HttpBody> {
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    //! The guards' answers, built without a request on the wire: status, challenge, body.
+
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use http_body_util::BodyExt;
+
+    use super::*;
+    use crate::transport::sse_http::verifier::StaticTokenVerifier;
+
+    fn open(response: Response<HttpBody>) -> (u16, hyper::HeaderMap, serde_json::Value) {
+        let (parts, body) = response.into_parts();
+        let mut collect = pin!(body.collect());
+        let Poll::Ready(Ok(collected)) = collect.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+            panic!("a built body is complete at once")
+        };
+        let bytes = collected.to_bytes();
+        let json = match serde_json::from_slice(&bytes) {
+            _ if bytes.is_empty() => serde_json::Value::Null,
+            Ok(json) => json,
+            Err(_) => serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned()),
+        };
+        (parts.status.as_u16(), parts.headers, json)
+    }
+
+    fn resource() -> ProtectedResource {
+        let verifier = Arc::new(StaticTokenVerifier::new("t0ken").unwrap());
+        ProtectedResource::new("https://mcp.example/mcp", verifier).authorization_server("https://as.example")
+    }
+
+    #[test]
+    fn a_missing_or_wrong_static_token_is_401_with_its_challenge() {
+        let (status, headers, body) = open(unauthorized(BearerCheck::Missing));
+        assert_eq!((status, headers["www-authenticate"].to_str().unwrap()), (401, "Bearer"));
+        assert_eq!(body["error"], "invalid_request");
+        let (status, headers, body) = open(unauthorized(BearerCheck::Invalid));
+        assert_eq!((status, headers["www-authenticate"].to_str().unwrap()), (401, r#"Bearer error="invalid_token""#));
+        assert_eq!(body["error"], "invalid_token");
+    }
+
+    #[test]
+    fn the_protected_resource_answers_401_403_503_by_refusal() {
+        let resource = resource();
+        let (status, headers, body) = open(auth_refused(&resource, None));
+        assert_eq!(status, 401);
+        let challenge = headers["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge.starts_with(
+                r#"Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp""#
+            ),
+            "{challenge}"
+        );
+        assert!(!challenge.contains("error="), "no token: no error code in the challenge");
+        assert_eq!(body["error"], "invalid_request");
+
+        let (status, headers, body) = open(auth_refused(&resource, Some(&Refusal::Expired)));
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_token")));
+        assert!(headers["www-authenticate"].to_str().unwrap().contains(r#"error="invalid_token""#));
+
+        let scope = Refusal::InsufficientScope { required: vec!["mcp:tools".into(), "mcp:admin".into()] };
+        let (status, headers, body) = open(auth_refused(&resource, Some(&scope)));
+        assert_eq!((status, body["error"].as_str()), (403, Some("insufficient_scope")));
+        assert!(headers["www-authenticate"].to_str().unwrap().contains(r#"scope="mcp:tools mcp:admin""#));
+
+        // What failed between us and the authorization server is not told, and has no challenge.
+        let down = Refusal::Unavailable("connect 10.0.0.7:443: refused".into());
+        let (status, headers, body) = open(auth_refused(&resource, Some(&down)));
+        assert_eq!((status, body["error"].as_str()), (503, Some("temporarily_unavailable")));
+        assert!(!body.to_string().contains("10.0.0.7"));
+        assert!(headers.get("www-authenticate").is_none());
+    }
+
+    #[test]
+    fn the_metadata_document_is_public_get_and_head_only() {
+        let resource = resource();
+        let (status, headers, body) = open(resource_metadata(&resource, &Method::GET));
+        assert_eq!((status, headers["access-control-allow-origin"].to_str().unwrap()), (200, "*"));
+        assert_eq!(body["resource"], "https://mcp.example/mcp");
+        assert_eq!(body["authorization_servers"][0], "https://as.example");
+        let length: usize = headers["content-length"].to_str().unwrap().parse().unwrap();
+        assert_eq!(length, body.to_string().len());
+        let (status, head_headers, head_body) = open(resource_metadata(&resource, &Method::HEAD));
+        assert_eq!((status, head_body), (200, serde_json::Value::Null));
+        assert_eq!(head_headers["content-length"], headers["content-length"], "HEAD: the length GET would send");
+        let (status, headers, _) = open(resource_metadata(&resource, &Method::POST));
+        assert_eq!((status, headers["allow"].to_str().unwrap()), (405, "GET, HEAD"));
+    }
 }

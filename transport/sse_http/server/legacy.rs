@@ -7,43 +7,39 @@
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use hyper::header::{ACCEPT, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 
 use crate::transport::sse_http::service::RequestBody;
 use crate::transport::sse_http::session_caps;
 
 use super::answer::sse_response;
+use super::decide;
 use super::guards::check_scopes;
 use super::post::shared_head;
-use super::registry::{reserve_session_place, too_many_sessions, Shared};
-use super::reply::{decode, header, plain, read_body, rpc_error, TRANSPORT_ERROR};
+use super::registry::{reserve_session_place, Shared};
+use super::reply::{plain, read_body};
 use crate::proto::framing::{encode_event, SseEvent};
 use crate::proto::jsonrpc::Message;
 use crate::proto::version::ProtocolVersion;
-use crate::transport::sse_http::{accepts, is_media, HttpBody};
+use crate::transport::sse_http::HttpBody;
 
 /// Legacy HTTP+SSE (2024-11-05): a GET opens the session's only stream, whose first event
 /// (`endpoint`) names where to POST.
-
 pub(super) async fn legacy_get(shared: Arc<Shared>, req: Request<RequestBody>) -> Response<HttpBody> {
-    if !header(&req, ACCEPT).is_none_or(|a| accepts(a, "text/event-stream")) {
-        return rpc_error(
-            StatusCode::NOT_ACCEPTABLE,
-            TRANSPORT_ERROR,
-            "Not Acceptable: Client must accept text/event-stream",
-        );
+    let (parts, _) = req.into_parts();
+    if let Err(refused) = decide::legacy_stream_accept(&parts) {
+        return refused;
     }
-    let held = match reserve_session_place(&shared, req.extensions()) {
+    let held = match reserve_session_place(&shared, &parts.extensions) {
         Ok(held) => held,
         Err(refused) => return session_caps::refusal(refused, shared.config.sessions_retry_after),
     };
     let Some((session, transport)) = shared.new_session(true, false, true) else {
-        return too_many_sessions(&shared);
+        return decide::too_many_sessions(&shared.config);
     };
     *session.caps.lock().expect("session lock") = Some(held);
     *session.version.lock().expect("session lock") = Some(ProtocolVersion::V2024_11_05);
-    session.bind_principal(&req);
+    session.bind_principal(&parts.extensions);
     let depth = shared.config.limits.queue_depth.max(1);
     let (_, live) = session.standalone.attach(&*session.store, None, depth).await.expect("a new stream");
     crate::transport::task::spawn((shared.app)(transport));
@@ -65,23 +61,23 @@ pub(super) async fn legacy_post(shared: Arc<Shared>, req: Request<RequestBody>) 
     let Some(session) = shared.session(&id).filter(|s| s.legacy) else {
         return plain(StatusCode::NOT_FOUND, "Session not found");
     };
-    if !session.bind_principal(&req) {
+    if !session.bind_principal(req.extensions()) {
         return plain(StatusCode::NOT_FOUND, "Session not found");
     }
-    if !header(&req, CONTENT_TYPE).is_some_and(|c| is_media(c, "application/json")) {
-        return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
-    }
     let (parts, body) = req.into_parts();
+    if let Err(refused) = decide::legacy_post_media(&parts) {
+        return refused;
+    }
     let req_head = shared_head(&shared, parts);
-    let bytes = match read_body(&shared, body).await {
+    let bytes = match read_body(&shared.config, body).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
-    let messages = match decode(&shared, &bytes, session.version()) {
+    let messages = match decide::decode(&shared.config, &bytes, session.version()) {
         Ok(m) => m,
         Err(response) => return response,
     };
-    if let Err(response) = check_scopes(&shared, &req_head, &messages) {
+    if let Err(response) = check_scopes(&shared, req_head.extensions(), &messages) {
         return response;
     }
     for message in &messages {

@@ -11,8 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use hyper::header::HeaderValue;
-use hyper::{Response, StatusCode};
+use hyper::Response;
 use tokio::sync::{mpsc, watch};
 
 use crate::transport::sse_http::event_store::{EventStore, MemoryEventStore};
@@ -22,9 +21,9 @@ use crate::transport::sse_http::session_caps::{self, SessionCaps};
 
 use super::answer::HoldTimer;
 use super::config::HttpServerConfig;
+use super::decide;
 use super::guards::Authenticated;
 use super::replicas::{end_sessions_ended_elsewhere, restore, take_relayed};
-use super::reply::{rpc_error, TRANSPORT_ERROR};
 use super::session::{Forget, Outbound, Routes, ServerTransport, Session};
 use super::stream::Stream;
 use crate::transport::drops::Drops;
@@ -144,7 +143,7 @@ impl Shared {
         let (session, transport) = self.build_session(id, legacy, json);
         if keep {
             let mut sessions = self.sessions.lock().expect("sessions lock");
-            if sessions.len() >= self.config.max_sessions {
+            if !decide::room_for_session(&self.config, sessions.len()) {
                 return None;
             }
             sessions.insert(session.id.clone(), session.clone());
@@ -222,18 +221,6 @@ impl Shared {
         }
         restore(self, id).await
     }
-}
-
-/// 503 with `Retry-After` and a JSON-RPC error naming the limit: the server holds
-/// [`HttpServerConfig::max_sessions`] sessions already.
-pub(super) fn too_many_sessions(shared: &Shared) -> Response<HttpBody> {
-    let max = shared.config.max_sessions;
-    tracing::debug!(max, "a new session refused: max_sessions reached");
-    let message = format!("Service Unavailable: too many sessions (the limit max_sessions = {max}); try again later");
-    let mut response = rpc_error(StatusCode::SERVICE_UNAVAILABLE, TRANSPORT_ERROR, message);
-    let retry = shared.config.sessions_retry_after.as_secs().max(1);
-    response.headers_mut().insert(hyper::header::RETRY_AFTER, HeaderValue::from(retry));
-    response
 }
 
 /// A place for a new session of the request whose extensions are `extensions` under the caps

@@ -6,20 +6,20 @@
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::header::{HeaderName, HeaderValue, ALLOW, CONTENT_TYPE};
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
 
-use crate::transport::sse_http::service::RequestBody;
 use crate::transport::sse_http::session_store::StoreError;
 
-use super::registry::Shared;
-use crate::proto::jsonrpc::{self, ErrorCode, ErrorObject, ErrorResponse, Message, Payload};
-use crate::proto::mcp_types::ServerTypedParams;
-use crate::proto::version::ProtocolVersion;
-use crate::transport::sse_http::{full, HttpBody, PROTOCOL_VERSION};
+use super::config::HttpServerConfig;
+use crate::proto::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message};
+use crate::transport::sse_http::{empty, full, HttpBody};
 
-pub(super) fn header<B>(req: &Request<B>, name: HeaderName) -> Option<&str> {
-    req.headers().get(name).and_then(|v| v.to_str().ok())
+/// An empty body with `status` (202 for a POST of notifications and responses only).
+pub(super) fn empty_with(status: StatusCode) -> Response<HttpBody> {
+    let mut response = Response::new(empty());
+    *response.status_mut() = status;
+    response
 }
 
 pub(super) fn plain(status: StatusCode, text: &'static str) -> Response<HttpBody> {
@@ -43,23 +43,14 @@ pub(super) const TRANSPORT_ERROR: ErrorCode = ErrorCode(-32000);
 /// -32001: session not found (as the TypeScript SDK answers it).
 pub(super) const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
 
-/// A session id presented with another holder's token: answered as an unknown session.
-pub(super) fn foreign_session() -> Response<HttpBody> {
-    rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found")
-}
-
-pub(super) fn method_not_allowed(shared: &Shared) -> Response<HttpBody> {
-    let mut response = rpc_error(StatusCode::METHOD_NOT_ALLOWED, TRANSPORT_ERROR, "Method not allowed");
-    let allow =
-        if shared.config.stateless || !shared.config.standalone_get { "POST, DELETE" } else { "GET, POST, DELETE" };
-    response.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
-    response
-}
-
 /// Reads the body up to the cap: `Err` is the response to send instead.
-pub(super) async fn read_body(shared: &Shared, body: RequestBody) -> Result<Bytes, Response<HttpBody>> {
-    let limited = http_body_util::Limited::new(body, shared.config.max_body_bytes);
-    let collected = match shared.config.body_read_timeout {
+pub(super) async fn read_body<B>(config: &HttpServerConfig, body: B) -> Result<Bytes, Response<HttpBody>>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let limited = http_body_util::Limited::new(body, config.max_body_bytes);
+    let collected = match config.body_read_timeout {
         Some(limit) => match tokio::time::timeout(limit, limited.collect()).await {
             Ok(collected) => collected,
             Err(_) => {
@@ -74,40 +65,6 @@ pub(super) async fn read_body(shared: &Shared, body: RequestBody) -> Result<Byte
             Err(rpc_error(StatusCode::PAYLOAD_TOO_LARGE, TRANSPORT_ERROR, "Payload Too Large"))
         }
         Err(_) => Err(rpc_error(StatusCode::BAD_REQUEST, TRANSPORT_ERROR, "Bad Request: unreadable body")),
-    }
-}
-
-/// The `MCP-Protocol-Version` header: absent means 2025-03-26; `Err` for an unsupported one.
-#[allow(clippy::result_large_err)] // the error is the HTTP answer itself, built once per refused request
-pub(super) fn header_version<B>(shared: &Shared, req: &Request<B>) -> Result<ProtocolVersion, Response<HttpBody>> {
-    match header(req, PROTOCOL_VERSION) {
-        None => Ok(ProtocolVersion::HTTP_HEADER_DEFAULT),
-        Some(text) => match text.trim().parse::<ProtocolVersion>() {
-            Ok(v) if shared.config.versions.contains(&v) => Ok(v),
-            _ => Err(rpc_error(
-                StatusCode::BAD_REQUEST,
-                TRANSPORT_ERROR,
-                format!("Bad Request: Unsupported protocol version: {text}"),
-            )),
-        },
-    }
-}
-
-#[allow(clippy::result_large_err)] // as above
-pub(super) fn decode(
-    shared: &Shared,
-    bytes: &[u8],
-    version: Option<ProtocolVersion>,
-) -> Result<Vec<Message>, Response<HttpBody>> {
-    let decoded = if shared.config.typed_params {
-        jsonrpc::decode_typed::<ServerTypedParams>(bytes, version)
-    } else {
-        jsonrpc::decode(bytes, version)
-    };
-    match decoded {
-        Ok(Payload::Single(message)) => Ok(vec![message]),
-        Ok(Payload::Batch(messages)) => Ok(messages),
-        Err(e) => Err(rpc_error(StatusCode::BAD_REQUEST, e.code(), e.to_string())),
     }
 }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use bytes::Bytes;
+use hyper::http::Extensions;
 use hyper::Request;
 use tokio::sync::mpsc;
 
@@ -20,6 +21,7 @@ use crate::transport::sse_http::session_caps;
 use crate::transport::sse_http::session_store::{RelayKind, Relayed, SessionRecord};
 
 use super::answer::HoldTimer;
+use super::decide::NotHeld;
 use super::guards::Authenticated;
 use super::registry::Shared;
 use super::stream::Stream;
@@ -155,11 +157,21 @@ pub(super) enum Forget {
 }
 
 impl Session {
-    /// Binds the session to the request's principal (protected servers): the first one is kept,
+    /// The caller's session among what a lookup `found` for the endpoint (not a legacy
+    /// session), bound to the principal of the request whose extensions are `extensions` ([`Session::bind_principal`]); else why not.
+    pub(super) fn held(found: Option<Arc<Session>>, extensions: &Extensions) -> Result<Arc<Session>, NotHeld> {
+        let session = found.filter(|s| !s.legacy).ok_or(NotHeld::Unknown)?;
+        match session.bind_principal(extensions) {
+            true => Ok(session),
+            false => Err(NotHeld::OtherHolder),
+        }
+    }
+
+    /// Binds the session to the principal of the request whose extensions are `extensions` (protected servers): the first one is kept,
     /// a later one must be the same holder and replaces it (a refreshed token's scopes and
     /// expiry). `false` for another holder's token.
-    pub(super) fn bind_principal<B>(&self, req: &Request<B>) -> bool {
-        let Some(Authenticated(presented)) = req.extensions().get::<Authenticated>() else { return true };
+    pub(super) fn bind_principal(&self, extensions: &Extensions) -> bool {
+        let Some(Authenticated(presented)) = extensions.get::<Authenticated>() else { return true };
         let mut principal = self.principal.lock().expect("session lock");
         if principal.as_ref().is_some_and(|held| !held.same_holder(presented)) {
             return false;
