@@ -8,10 +8,10 @@
 //! - A POST without `Mcp-Session-Id` carrying `initialize` creates a session: a new
 //!   [`ServerTransport`] is handed to the application callback, and the initialize response
 //!   carries the session id. Every message POSTed later with that id comes out of the same
-//!   transport's [`recv`](Transport::recv).
+//!   transport's [`recv`](crate::transport::Transport::recv).
 //! - A POST holding only notifications and responses is answered 202 with no body. A POST
 //!   holding requests is answered with an SSE stream (or one JSON body in JSON-response mode):
-//!   the responses the application [`send`](Transport::send)s for those requests go there, with
+//!   the responses the application [`send`](crate::transport::Transport::send)s for those requests go there, with
 //!   progress notifications whose token one of them carried; the stream ends after the last
 //!   response.
 //! - Other server-initiated messages go to the standalone stream opened by GET; when none is
@@ -26,21 +26,21 @@
 //!   carry it, so the answer becomes an SSE stream (without event ids: nothing can resume).
 //! - 2026-07-28 (`MCP-Protocol-Version` naming it, or an unknown version; without a session,
 //!   also a body whose `_meta` names it): each POST stands alone, like stateless mode, after
-//!   the per-request checks of [`envelope::check_http`] (`_meta`, the `MCP-Protocol-Version`,
+//!   the per-request checks of [`envelope::check_http`](crate::proto::envelope::check_http) (`_meta`, the `MCP-Protocol-Version`,
 //!   `Mcp-Method` and `Mcp-Name` headers against the body, the version); a refusal or an error
 //!   answer goes out with the revision's status (400, 404 for -32601). No session id is
 //!   minted, GET and DELETE are 405, the `Mcp-Param-*` headers are kept for the application
-//!   ([`Transport::param_headers`]), and a client that goes away before its answer ends the
+//!   ([`Transport::param_headers`](crate::transport::Transport::param_headers)), and a client that goes away before its answer ends the
 //!   exchange's transport (its request is cancelled).
-//! - DELETE, idle expiry, and [`Transport::close`] by the application end the session: the
+//! - DELETE, idle expiry, and [`Transport::close`](crate::transport::Transport::close) by the application end the session: the
 //!   transport's `recv` returns `None`, every stream ends, and the id is answered 404 from then on.
 //! - Sessions shared with other replicas ([`HttpServerConfig::session_store`]): a replica that
 //!   does not hold a session rebuilds it from the store. The application's requests to the
 //!   client go out under ids `<replica>-<n>` naming this replica; a response naming another
-//!   replica is relayed to it through the store ([`SessionStore::relay`]) and the POST gets
+//!   replica is relayed to it through the store ([`SessionStore::relay`](crate::transport::sse_http::SessionStore::relay)) and the POST gets
 //!   202, one naming this replica gets the application's id back. A message for the standalone
 //!   stream while this replica's GET is not open goes to the replica that last opened it
-//!   ([`SessionStore::stream_holder`]; renewed with the session's record while the GET stays
+//!   ([`SessionStore::stream_holder`](crate::transport::sse_http::SessionStore::stream_holder); renewed with the session's record while the GET stays
 //!   open), else stays here as above. Dropped with a log line
 //!   (`tracing`): a response for a replica that is gone or never was, one that answers no
 //!   request of its session, a relayed message for a session not held here. The store
@@ -78,7 +78,7 @@
 //! token and resumes with `Last-Event-ID`.
 //!
 //! The listener ([`HttpServer`]) serves HTTP/1.1 and HTTP/2 on one port; the same handling is
-//! the [`HttpService`] an application mounts in its own stack ([`super::service`]).
+//! the [`HttpService`](crate::transport::sse_http::HttpService) an application mounts in its own stack ([`super::service`]).
 //!
 //! Not here: verifying tokens ([`crate::auth`]), what the messages mean.
 //!

@@ -52,7 +52,7 @@ pub struct HttpClientConfig {
     /// Off, every request opens a connection of its own.
     pub reuse_connections: bool,
     /// Decode a `tools/call` result into its type in the pass that reads the answer
-    /// ([`jsonrpc::decode_answer`] with [`ClientTypedResults`]): on. The result is then
+    /// ([`jsonrpc::decode_answer`](crate::proto::jsonrpc::decode_answer) with [`ClientTypedResults`](crate::proto::mcp_types::ClientTypedResults)): on. The result is then
     /// re-serialized if anything asks for its JSON; turn this off where the exact bytes matter.
     pub typed_results: bool,
     /// Over TLS, offer HTTP/2 by ALPN (`h2`, then `http/1.1`) and speak it when the server
@@ -113,7 +113,7 @@ impl HttpClientConfig {
     }
 
     /// Sends `Authorization: Bearer <token>` with every request (never logged, never shown by
-    /// `Debug`). A token a header cannot carry makes [`HttpClientTransport::new`] fail.
+    /// `Debug`). A token a header cannot carry makes [`HttpClientTransport::new`](crate::transport::sse_http::HttpClientTransport::new) fail.
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer = Some(Secret(token.into()));
         self

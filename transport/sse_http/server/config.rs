@@ -54,7 +54,7 @@ pub enum ResponseMode {
 /// The default of [`HttpServerConfig::max_sessions`]: 10,000 sessions.
 pub const DEFAULT_MAX_SESSIONS: usize = 10_000;
 
-/// The configuration of an [`HttpServer`]. Every field has a documented default.
+/// The configuration of an [`HttpServer`](crate::transport::sse_http::HttpServer). Every field has a documented default.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpServerConfig {
@@ -75,8 +75,8 @@ pub struct HttpServerConfig {
     pub stateless: bool,
     /// Whether GET opens the standalone stream (otherwise 405): on.
     pub standalone_get: bool,
-    /// `tools/call` params decoded into [`CallToolRequestParams`]
-    /// as the request is read ([`jsonrpc::decode_typed`]): on. A large call is then scanned
+    /// `tools/call` params decoded into [`CallToolRequestParams`](crate::proto::mcp_types::CallToolRequestParams)
+    /// as the request is read ([`jsonrpc::decode_typed`](crate::proto::jsonrpc::decode_typed)): on. A large call is then scanned
     /// and copied once. Off for an application that needs the params' exact JSON text (a proxy
     /// or a recorder): typed params are re-serialized when asked for their text.
     pub typed_params: bool,
@@ -116,7 +116,7 @@ pub struct HttpServerConfig {
     /// The `Retry-After` of a refusal past [`max_sessions`](HttpServerConfig::max_sessions):
     /// 5 s (whole seconds, at least 1).
     pub sessions_retry_after: Duration,
-    /// How long [`HttpServer::shutdown`] waits for requests in flight: 5 s.
+    /// How long [`HttpServer::shutdown`](crate::transport::sse_http::HttpServer::shutdown) waits for requests in flight: 5 s.
     pub shutdown_grace: Duration,
     /// How long a connection may take to send a request's head (request line and headers),
     /// counted from when the server starts waiting for it, so it also ends a keep-alive
@@ -147,7 +147,7 @@ pub struct HttpServerConfig {
     /// headers, a 408 KiB head, else 431.)
     pub http2_max_header_list_size: u32,
     /// Where events are kept for resumption; `None` (the default) makes a
-    /// [`MemoryEventStore`] of `event_store_capacity`.
+    /// [`MemoryEventStore`](crate::transport::sse_http::MemoryEventStore) of `event_store_capacity`.
     pub event_store: Option<Arc<dyn EventStore>>,
     /// Where handshake-era sessions are shared with other replicas (see
     /// [`crate::transport::sse_http::session_store`]): none, each session lives in this server alone. With one,
@@ -164,7 +164,7 @@ pub struct HttpServerConfig {
     /// routes must carry as `Authorization: Bearer <token>`: none. Never shown by `Debug`.
     pub bearer_token: Option<BearerToken>,
     /// Named tokens accepted beside (or instead of) `bearer_token`, each making its requests'
-    /// principal [`Principal::named_token`] (see [`HttpServerConfig::named_tokens`]): none.
+    /// principal [`Principal::named_token`](crate::transport::principal::Principal::named_token) (see [`HttpServerConfig::named_tokens`]): none.
     pub named_tokens: NamedTokens,
     /// The token given to [`HttpServerConfig::bearer_token`] when it is not a valid one:
     /// [`HttpServer::bind`] refuses to start with it (the builder cannot return the error).
@@ -356,7 +356,7 @@ impl HttpServerConfig {
         self
     }
 
-    /// Grace period of [`HttpServer::shutdown`].
+    /// Grace period of [`HttpServer::shutdown`](crate::transport::sse_http::HttpServer::shutdown).
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
         self
@@ -407,7 +407,7 @@ impl HttpServerConfig {
 
     /// Requires `Authorization: Bearer <token>` on the MCP endpoint, the legacy endpoints and
     /// the guarded routes (`None`: no token, the default). A token that is empty or holds
-    /// characters a header cannot carry makes [`HttpServer::bind`] fail.
+    /// characters a header cannot carry makes [`HttpServer::bind`](crate::transport::sse_http::HttpServer::bind) fail.
     pub fn bearer_token(mut self, token: Option<String>) -> Self {
         match token.map(BearerToken::new).transpose() {
             Ok(token) => {
@@ -425,7 +425,7 @@ impl HttpServerConfig {
     /// Accepts each of `tokens` as `Authorization: Bearer <token>` where
     /// [`bearer_token`](Self::bearer_token) is asked for (beside it, when both are set): a
     /// request with one of them reaches handlers with the principal of its name
-    /// ([`Principal::token_name`]), and a session is bound to the name that opened it (another
+    /// ([`Principal::token_name`](crate::transport::principal::Principal::token_name)), and a session is bound to the name that opened it (another
     /// name's token gets 404 for its id). [`protected_resource`](Self::protected_resource)
     /// takes the place of these too.
     pub fn named_tokens(mut self, tokens: NamedTokens) -> Self {
@@ -438,7 +438,7 @@ impl HttpServerConfig {
     /// with a `WWW-Authenticate: Bearer resource_metadata="…"` challenge, one whose token lacks
     /// a scope the request needs gets 403 `insufficient_scope`, and the Protected Resource
     /// Metadata is served (public) at the well-known path of the endpoint and at the root one.
-    /// The verified [`Principal`] reaches handlers (`Context::principal`); a session is bound to
+    /// The verified [`Principal`](crate::transport::principal::Principal) reaches handlers (`Context::principal`); a session is bound to
     /// the holder that opened it (another holder's token gets 404 for its id); an SSE stream
     /// ends at the `exp` of the token that opened it. Takes the place
     /// of [`bearer_token`](Self::bearer_token) when both are set.
@@ -449,7 +449,7 @@ impl HttpServerConfig {
 
     /// Adds a GET (and HEAD) route at `path` that needs the bearer token when one is
     /// configured, e.g. a metrics page. A route added again at the same path replaces the
-    /// first; a path of an MCP endpoint makes [`HttpServer::bind`] fail.
+    /// first; a path of an MCP endpoint makes [`HttpServer::bind`](crate::transport::sse_http::HttpServer::bind) fail.
     pub fn route<F, Fut>(self, path: impl Into<String>, handler: F) -> Self
     where
         F: Fn() -> Fut + Send + Sync + 'static,

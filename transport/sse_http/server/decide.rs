@@ -39,7 +39,7 @@ use crate::transport::sse_http::{
 pub(super) type Refused = Response<HttpBody>;
 
 /// The value of header `name` when it is visible ASCII.
-pub(super) fn header_value<'p>(parts: &'p Parts, name: impl hyper::header::AsHeaderName) -> Option<&'p str> {
+pub(super) fn header_value(parts: &Parts, name: impl hyper::header::AsHeaderName) -> Option<&str> {
     parts.headers.get(name).and_then(|v| v.to_str().ok())
 }
 

@@ -2,6 +2,9 @@
 //! its status, headers and JSON-RPC error, and every path. No listener, no socket, no runtime
 //! (a built body is complete at its first poll).
 
+// The closures return decide.rs's refusals: whole HTTP answers, large by nature.
+#![allow(clippy::result_large_err)]
+
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};

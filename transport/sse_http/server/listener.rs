@@ -59,7 +59,7 @@ impl HttpServer {
 
     /// As [`bind`](Self::bind), on a listener already bound (`config.bind` is not used): the
     /// address is known before the configuration is made, e.g. to name the resource URI of a
-    /// [`ProtectedResource`] on a port chosen by the system.
+    /// [`ProtectedResource`](crate::transport::sse_http::resource::ProtectedResource) on a port chosen by the system.
     ///
     /// # Errors
     /// When the configuration is invalid or the listener's address cannot be read.
