@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark matrix of docs/benchmarks.md, in one run: every client against every server over
-# stdio, in-process, and Streamable HTTP (sessions and stateless), release builds.
+# stdio, in-process, and Streamable HTTP (sessions and stateless; HTTP/1.1, and HTTP/2 for our
+# own pair), release builds.
 #
 #   benches/matrix.sh [OUT_DIR] [--pairs-only] [-- extra bench args, e.g. --n 5000]
 #
@@ -77,6 +78,16 @@ for server in mcpwire rmcp; do
     if [ $server = mcpwire ] && [ $mode = stateless ]; then
       "$OURS/mcp-bench" --http http://127.0.0.1:$port/mcp --era 2026-07-28 "${EXTRA[@]}" \
         | sed "s/\"transport\":\"http\"/\"transport\":\"http-$mode\"/" | tag mcpwire-2026 "$server"
+    fi
+    # HTTP/2 (h2c, prior knowledge) on the same listener: our client only (rmcp-bench speaks
+    # HTTP/1.1), in the handshake era and, stateless, in 2026-07-28.
+    if [ $server = mcpwire ]; then
+      "$OURS/mcp-bench" --h2c http://127.0.0.1:$port/mcp "${EXTRA[@]}" \
+        | sed "s/\"transport\":\"h2c\"/\"transport\":\"h2c-$mode\"/" | tag mcpwire "$server"
+      if [ $mode = stateless ]; then
+        "$OURS/mcp-bench" --h2c http://127.0.0.1:$port/mcp --era 2026-07-28 "${EXTRA[@]}" \
+          | sed "s/\"transport\":\"h2c\"/\"transport\":\"h2c-$mode\"/" | tag mcpwire-2026 "$server"
+      fi
     fi
     echo "{\"scenario\":\"server_peak_rss\",\"transport\":\"http-$mode\",\"kb\":$(peak_rss_kb $pid)}" | tag - "$server"
     kill $pid; wait $pid 2>/dev/null || true

@@ -3,11 +3,13 @@
 //! the two can be crossed against each other's servers.
 //!
 //!   mcp-bench [--n 2000] [--concurrency 16] [--sizes 16,65536] [--startup-runs 20]
-//!             [--stdio "CMD ARG.."]... [--http URL]... [--inproc]
+//!             [--stdio "CMD ARG.."]... [--http URL]... [--h2c URL]... [--inproc]
 //!
 //! --stdio   spawn CMD as a child process and speak MCP over its stdin/stdout (split on
 //!           whitespace; any stdio MCP server with an `echo {text}` tool)
 //! --http    Streamable HTTP endpoint, e.g. http://127.0.0.1:8931/mcp
+//! --h2c     the same over HTTP/2 with prior knowledge (cleartext; one connection, a stream
+//!           per request)
 //! --threads tokio worker threads of this client (default 1: a current-thread runtime)
 //! --tool    the echo tool's name (default `echo`; e.g. `mcp__echo__echo` behind a gateway that
 //!           qualifies names)
@@ -45,6 +47,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 enum Target {
     Stdio(Vec<String>),
     Http(String),
+    H2c(String),
     InprocChannel,
     InprocDuplex,
 }
@@ -54,6 +57,7 @@ impl Target {
         match self {
             Target::Stdio(cmd) => (cmd.join(" "), "stdio"),
             Target::Http(url) => (url.clone(), "http"),
+            Target::H2c(url) => (url.clone(), "h2c"),
             Target::InprocChannel => ("mcpwire echo_server".into(), "inproc-channel"),
             Target::InprocDuplex => ("mcpwire echo_server".into(), "inproc-duplex"),
         }
@@ -83,8 +87,10 @@ async fn connect(target: &Target, era: EraPolicy) -> Result<(Connected, Option<u
             let pid = client.transport().child_pid();
             (Connected::Stdio(client), pid)
         }
-        Target::Http(url) => {
-            let transport = HttpClientTransport::new(HttpClientConfig::new(url.clone()))?;
+        Target::Http(url) | Target::H2c(url) => {
+            let h2c = matches!(target, Target::H2c(_));
+            let config = HttpClientConfig::new(url.clone()).http2_prior_knowledge(h2c);
+            let transport = HttpClientTransport::new(config)?;
             (Connected::Http(Client::connect(transport, options(era)).await?), None)
         }
         Target::InprocChannel => {
@@ -170,6 +176,7 @@ fn parse_args() -> Result<Opts, BoxError> {
             "--sizes" => o.sizes = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
             "--stdio" => o.targets.push(Target::Stdio(value()?.split_whitespace().map(String::from).collect())),
             "--http" => o.targets.push(Target::Http(value()?)),
+            "--h2c" => o.targets.push(Target::H2c(value()?)),
             "--inproc" => o.targets.extend([Target::InprocChannel, Target::InprocDuplex]),
             "--inproc-channel" => o.targets.push(Target::InprocChannel),
             "--inproc-duplex" => o.targets.push(Target::InprocDuplex),

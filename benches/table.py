@@ -16,7 +16,7 @@ for r in rows:
 def fmt(v):
     return "-" if v is None else (f"{v/1000:.1f}k" if v >= 1000 else f"{v:.0f}")
 
-for transport in ["stdio", "inproc-channel", "inproc-duplex", "http-sessions", "http-stateless", "http-floor"]:
+for transport in ["stdio", "inproc-channel", "inproc-duplex", "http-sessions", "http-stateless", "h2c-sessions", "h2c-stateless", "http-floor"]:
     keys = sorted(k for k in cells if k[0] == transport)
     if not keys:
         continue

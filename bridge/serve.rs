@@ -47,18 +47,19 @@ use mcpwire::client::catalog::CatalogCache;
 use mcpwire::client::config::{ChildEnv, McpConfig, ServerConfig};
 use mcpwire::client::connection_set::{ChildStderr, ConnectionSet, ServerState, SetError, SetOptions};
 use mcpwire::client::ClientOptions;
-use mcpwire::recording::{RecordingDir, TeeOptions};
+use mcpwire::recording::{RecordingDir, Side, SwitchedRecording};
 use mcpwire::server::Server;
 use mcpwire::transport::boxed::BoxTransport;
 use mcpwire::transport::sse_http::failed_tokens::FailedTokenPause;
 use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
-use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, RouteResponse};
+use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, HttpService, MountedServer, RouteResponse};
 use mcpwire::transport::stdio::{Stderr, StdioTransport};
 use mcpwire::transport::Limits;
 
 use super::ServeArgs;
 use mcpwire::gateway::audit::{AuditLog, Sink};
 use mcpwire::gateway::console::StderrTails;
+use mcpwire::gateway::endpoint::Endpoint;
 use mcpwire::gateway::policy::Glob;
 use mcpwire::gateway::settings::Settings;
 use mcpwire::gateway::{Callers, Gateway, PerSession, PrefixMode};
@@ -197,6 +198,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         Some(dir) => Some(Arc::new(RecordingDir::new(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?)),
         None => None,
     };
+    let recordings = Arc::new(super::ui::recordings::Sessions::new(recordings));
     let child_env = child_env(&args, &settings)?;
     forbid_reading_us();
     let (config, inline) = upstreams(&args)?;
@@ -275,8 +277,23 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     }
     gateway.set_policy(settings.policy.clone());
     gateway.set_rate_limits(settings.rate_limits.clone());
-    let builder = Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
-    let server = gateway.server(builder)?;
+    let builder = || Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
+    let server = gateway.server(builder())?;
+    let mut endpoint_servers = Vec::new();
+    if !settings.endpoints.is_empty() && !matches!(listen, Listen::Http { .. }) {
+        tracing::warn!("[gateway.endpoints] ignored: --listen stdio has one endpoint");
+    }
+    if matches!(listen, Listen::Http { .. }) {
+        for endpoint in &settings.endpoints {
+            match gateway.endpoint_server(endpoint.clone(), builder()) {
+                Ok(served) => endpoint_servers.push((endpoint.clone(), served)),
+                Err(e) => {
+                    set.shutdown().await;
+                    return Err(e);
+                }
+            }
+        }
+    }
     // As they stand now: those that failed are being retried.
     for status in &set.summary().servers {
         tracing::info!(server = %mcpwire::gateway::printable(&status.name), state = %status.state, tools = status.tools, "upstream");
@@ -291,6 +308,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             signal(tokio::signal::unix::SignalKind::hangup())?,
         ));
     }
+    let listened = listen.clone();
     let outcome = match listen {
         Listen::Stdio => {
             let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
@@ -325,6 +343,28 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 failures: args.auth_failures,
                 pause: std::time::Duration::from_secs(args.auth_failure_pause),
             });
+            if !args.allow_origin.is_empty() {
+                http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
+            }
+            if !addr.ip().is_loopback() {
+                // On a network the clients name the host as they reach it (an address, a DNS
+                // name, a proxy's); the loopback-only Host check (against DNS rebinding of a
+                // local server) refused them all with 403. Such a listen always has a token (a
+                // static one or OAuth).
+                http = http.hosts(HostCheck::Any);
+            }
+            // Each virtual server: the listener's settings, its own path, tokens and scopes.
+            let mut endpoint_configs = Vec::new();
+            for (endpoint, _) in &endpoint_servers {
+                let url = format!("{}{}", served_url.strip_suffix(path.as_str()).unwrap_or(&served_url), endpoint.path);
+                match endpoint_http(http.clone(), endpoint, &settings, &listened, &args, &url) {
+                    Ok(config) => endpoint_configs.push(config),
+                    Err(e) => {
+                        set.shutdown().await;
+                        return Err(e);
+                    }
+                }
+            }
             match protected_resource(&args, &served_url) {
                 Ok(Some(resource)) => {
                     tracing::info!(issuer = ?args.auth_issuer, audience = %resource.resource(), "OAuth protection");
@@ -337,17 +377,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 }
             }
             http = health_routes(http, &gateway);
-            http = super::ui::routes(http, &gateway, tails.clone(), &path);
-            if !args.allow_origin.is_empty() {
-                http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
-            }
-            if !addr.ip().is_loopback() {
-                // On a network the clients name the host as they reach it (an address, a DNS
-                // name, a proxy's); the loopback-only Host check (against DNS rebinding of a
-                // local server) refused them all with 403. Such a listen always has a token (a
-                // static one or OAuth).
-                http = http.hosts(HostCheck::Any);
-            }
+            http = super::ui::routes(http, &gateway, tails.clone(), recordings.clone(), &path);
             if tls {
                 let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
                     set.shutdown().await;
@@ -359,6 +389,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 http = http.tls(tls);
             }
             let store_url = args.session_store.clone().or_else(|| std::env::var(SESSION_STORE_ENV).ok());
+            if store_url.as_ref().is_some_and(|u| !u.is_empty()) && !endpoint_servers.is_empty() {
+                set.shutdown().await;
+                return Err("--session-store and [gateway.endpoints] cannot be used together (yet)".to_owned());
+            }
             if let Some(url) = store_url.filter(|u| !u.is_empty()) {
                 match with_session_store(http, &url).await {
                     Ok(shared) => http = shared,
@@ -368,31 +402,74 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     }
                 }
             }
-            let (serving, metrics) = (server.clone(), gateway.metrics().clone());
-            let bound = HttpServer::serve_on(listener, http, move |transport| {
-                let session = metrics.session_opened();
-                let carrier = if transport.is_legacy() { "sse" } else { "streamable-http" };
-                let served = serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone(), carrier);
-                async move {
-                    if let Err(e) = served.await {
-                        tracing::debug!("a downstream session ended: {e}");
+            let sessions = |serving: Server| {
+                let (metrics, recordings) = (gateway.metrics().clone(), recordings.clone());
+                move |transport: mcpwire::transport::sse_http::ServerTransport| {
+                    let session = metrics.session_opened();
+                    let carrier = if transport.is_legacy() { "sse" } else { "streamable-http" };
+                    let served =
+                        serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone(), carrier);
+                    async move {
+                        if let Err(e) = served.await {
+                            tracing::debug!("a downstream session ended: {e}");
+                        }
+                        drop(session);
                     }
-                    drop(session);
                 }
-            })
-            .await;
-            match bound {
-                Ok(http) => {
-                    gateway.observe_http(http.service());
-                    print_banner(&http.url());
-                    tokio::select! {
-                        _ = interrupt.recv() => {}
-                        _ = terminate.recv() => {}
+            };
+            if endpoint_servers.is_empty() {
+                let bound = HttpServer::serve_on(listener, http, sessions(server.clone())).await;
+                match bound {
+                    Ok(http) => {
+                        gateway.observe_http(http.service());
+                        print_banner(&http.url());
+                        tokio::select! {
+                            _ = interrupt.recv() => {}
+                            _ = terminate.recv() => {}
+                        }
+                        http.shutdown().await;
+                        Ok(())
                     }
-                    http.shutdown().await;
-                    Ok(())
+                    Err(e) => Err(format!("cannot listen on {addr}: {e}")),
                 }
-                Err(e) => Err(format!("cannot listen on {addr}: {e}")),
+            } else {
+                let mut mounted = Vec::new();
+                for ((_, served), config) in endpoint_servers.iter().zip(endpoint_configs) {
+                    match HttpService::new(config, sessions(served.clone())).await {
+                        Ok(service) => mounted.push(service),
+                        Err(e) => {
+                            set.shutdown().await;
+                            return Err(format!("cannot serve an endpoint: {e}"));
+                        }
+                    }
+                }
+                let fallback = match HttpService::new(http, sessions(server.clone())).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        set.shutdown().await;
+                        return Err(format!("cannot listen on {addr}: {e}"));
+                    }
+                };
+                // The plain endpoint is not served beside virtual servers: a token one of them
+                // refuses would reach everything there.
+                match MountedServer::serve_on(listener, fallback, mounted, false).await {
+                    Ok(http) => {
+                        gateway.observe_http(http.fallback());
+                        for service in http.mounted() {
+                            gateway.observe_http(service);
+                        }
+                        for (endpoint, _) in &endpoint_servers {
+                            print_banner(&http.url(&endpoint.path));
+                        }
+                        tokio::select! {
+                            _ = interrupt.recv() => {}
+                            _ = terminate.recv() => {}
+                        }
+                        http.shutdown().await;
+                        Ok(())
+                    }
+                    Err(e) => Err(format!("cannot listen on {addr}: {e}")),
+                }
             }
         }
     };
@@ -445,6 +522,16 @@ fn gateway_settings(args: &ServeArgs) -> Result<Settings, String> {
 /// The named tokens of `[gateway.tokens]`, each read from its variable (which must be set and
 /// not empty; on a non-loopback listener at least [`MIN_PUBLIC_TOKEN_BYTES`] long).
 fn named_tokens(settings: &Settings, listen: &Listen, args: &ServeArgs) -> Result<NamedTokens, String> {
+    named_tokens_of(settings, listen, args, None)
+}
+
+/// As [`named_tokens`], only those named in `only` when given.
+fn named_tokens_of(
+    settings: &Settings,
+    listen: &Listen,
+    args: &ServeArgs,
+    only: Option<&[String]>,
+) -> Result<NamedTokens, String> {
     let mut tokens = NamedTokens::new();
     if settings.tokens.is_empty() {
         return Ok(tokens);
@@ -459,6 +546,9 @@ fn named_tokens(settings: &Settings, listen: &Listen, args: &ServeArgs) -> Resul
         );
     }
     for (name, var) in &settings.tokens {
+        if only.is_some_and(|only| !only.contains(name)) {
+            continue;
+        }
         let token = match std::env::var(var) {
             Ok(token) if !token.is_empty() => token,
             _ => return Err(format!("gateway.tokens.{name}: the variable {var} is not set, or empty")),
@@ -473,6 +563,36 @@ fn named_tokens(settings: &Settings, listen: &Listen, args: &ServeArgs) -> Resul
         tokens = tokens.with(name, token).map_err(|e| format!("gateway.tokens.{name} (the variable {var}): {e}"))?;
     }
     Ok(tokens)
+}
+
+/// The HTTP configuration of the virtual server `endpoint`, served at `url`: `listener`'s
+/// (its limits, Host and Origin checks, token pause), on the endpoint's path (the legacy
+/// HTTP+SSE transport under it: `PATH/sse`, `PATH/message`), letting in the named tokens it
+/// lists (all of the listener's, and `--auth-token-env`'s, when it lists none), and with OAuth,
+/// tokens for its own URL (unless `--auth-audience`) with its scopes.
+fn endpoint_http(
+    listener: HttpServerConfig,
+    endpoint: &Endpoint,
+    settings: &Settings,
+    listen: &Listen,
+    args: &ServeArgs,
+    url: &str,
+) -> Result<HttpServerConfig, String> {
+    let mut http = listener.path(endpoint.path.clone());
+    http.legacy_sse_path = format!("{}/sse", endpoint.path);
+    http.legacy_message_path = format!("{}/message", endpoint.path);
+    if !endpoint.tokens.is_empty() {
+        http = http.bearer_token(None).named_tokens(named_tokens_of(settings, listen, args, Some(&endpoint.tokens))?);
+    }
+    if let Some(mut resource) = protected_resource(args, url)? {
+        for scope in &endpoint.scopes {
+            resource = resource.require_scope(scope);
+        }
+        http = http.protected_resource(resource);
+    } else if !endpoint.scopes.is_empty() {
+        return Err(format!("endpoint {}: scopes need OAuth (--auth-issuer)", endpoint.name));
+    }
+    Ok(http)
 }
 
 /// Makes the bridge's `/proc/PID/environ` and memory unreadable to the processes of its user,
@@ -527,35 +647,23 @@ fn protected_resource(args: &ServeArgs, served_url: &str) -> Result<Option<Prote
     Ok(Some(resource))
 }
 
-/// Serves one downstream session, recorded in the next file of `recordings` when given (a file
-/// that cannot be made is logged and the session served unrecorded). The recording is of the
-/// messages (its header's `transport` is `stdio`, the message-level form, without `http`
-/// members, so it replays as any stdio recording); `carrier` (`stdio`, `streamable-http`,
-/// `sse`) names what really carried the session in its `description`. Every session, of any
-/// transport, recorded or not, is served over a `BoxTransport`: the server's dispatch is then
-/// compiled once into the binary, not once per transport.
+/// Serves one downstream session, listed in `sessions`, whose recording can be started and
+/// stopped there (it starts recording at once with `--record`; a file that cannot be made is
+/// logged and the session served unrecorded). The recording is of the messages (its header's
+/// `transport` is `stdio`, the message-level form, without `http` members, so it replays as any
+/// stdio recording); `carrier` (`stdio`, `streamable-http`, `sse`) names what really carried
+/// the session in its `description`. Every session, of any transport, is served over a
+/// `BoxTransport`: the server's dispatch is then compiled once into the binary, not once per
+/// transport.
 async fn serve_recorded(
     server: Server,
     transport: BoxTransport,
-    recordings: Option<Arc<RecordingDir>>,
-    carrier: &str,
+    sessions: Arc<super::ui::recordings::Sessions>,
+    carrier: &'static str,
 ) -> Result<(), String> {
-    let description = format!("mcp-bridge serve: a {carrier} session, recorded at the message level");
-    let recorder = recordings.and_then(|dir| match dir.next(TeeOptions::server_side().description(description)) {
-        Ok(recorder) => Some(recorder),
-        Err(e) => {
-            tracing::warn!("cannot record this session: {e}");
-            None
-        }
-    });
-    let served = match recorder {
-        Some(recorder) => {
-            tracing::debug!(file = %recorder.path().display(), "recording a session");
-            server.serve(BoxTransport::new(recorder.wrap(transport))).await
-        }
-        None => server.serve(transport).await,
-    };
-    served.map_err(|e| e.to_string())
+    let switched = SwitchedRecording::new(transport, Side::Server);
+    let _listed = sessions.open(carrier, switched.switch());
+    server.serve(BoxTransport::new(switched)).await.map_err(|e| e.to_string())
 }
 
 /// `http` sharing its sessions and streams through the Redis at `url`.
@@ -583,9 +691,25 @@ fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerCo
     let (ready, details, metrics) = (gateway.clone(), gateway.clone(), gateway.clone());
     http.route_public("/healthz", || async { RouteResponse::text(200, "ok\n") })
         .route_public("/readyz", move || {
-            // Public: ready or not, no more (upstream names and errors name commands and paths).
-            let ready = ready.set_summary().failed_required().is_empty();
-            async move { readiness(ready, None) }
+            // Public: ready or not, and each virtual server's (upstream names and errors name
+            // commands and paths: not here).
+            let summary = ready.set_summary();
+            let failed = summary.failed_required();
+            let endpoints = ready.endpoint_list();
+            let mut answer = readiness(failed.is_empty(), None);
+            if !endpoints.is_empty() {
+                let entries: serde_json::Map<String, serde_json::Value> = endpoints
+                    .iter()
+                    .map(|e| {
+                        let up = !failed.iter().any(|server| e.serves(server));
+                        (e.name.clone(), serde_json::json!({"path": e.path, "ready": up}))
+                    })
+                    .collect();
+                let mut body: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+                body["endpoints"] = serde_json::Value::Object(entries);
+                answer.body = body.to_string().into();
+            }
+            async move { answer }
         })
         .route("/readyz/details", move || {
             let summary = details.set_summary();
@@ -703,6 +827,7 @@ async fn reload_on_change(
                     tracing::info!(limits = settings.rate_limits.len(), "rate limits reloaded");
                     gateway.set_rate_limits(settings.rate_limits);
                 }
+                reload_endpoints(&gateway, settings.endpoints);
                 let report = gateway.set().reload(config.clone()).await;
                 tracing::info!(file = %file.display(), %report, "reloaded ({why})");
                 let sessions = gateway.per_session().reload(&config).await;
@@ -711,6 +836,33 @@ async fn reload_on_change(
                 }
             }
             Err(e) => tracing::warn!("reload skipped ({why}): {e}"),
+        }
+    }
+}
+
+/// The virtual servers become `endpoints`: what each offers and its policy change at once (its
+/// live sessions are told `list_changed`); a path, tokens or scopes that changed, and an
+/// endpoint added or removed, need a restart (they are the listener's), and are logged.
+fn reload_endpoints(gateway: &Gateway, endpoints: Vec<Endpoint>) {
+    let serving = gateway.endpoint_list();
+    for gone in serving.iter().filter(|e| !endpoints.iter().any(|n| n.name == e.name)) {
+        tracing::warn!(endpoint = %gone.name, "endpoint removed from the config: restart to apply");
+    }
+    for endpoint in endpoints {
+        let Some(old) = serving.iter().find(|e| e.name == endpoint.name) else {
+            tracing::warn!(endpoint = %endpoint.name, "endpoint added to the config: restart to apply");
+            continue;
+        };
+        if **old == endpoint {
+            continue;
+        }
+        if (&old.path, &old.tokens, &old.scopes) != (&endpoint.path, &endpoint.tokens, &endpoint.scopes) {
+            tracing::warn!(endpoint = %endpoint.name, "endpoint path, tokens or scopes changed: restart to apply");
+        }
+        let name = endpoint.name.clone();
+        match gateway.set_endpoint(endpoint) {
+            Ok(()) => tracing::info!(endpoint = %name, "endpoint reloaded"),
+            Err(e) => tracing::warn!(endpoint = %name, "endpoint reload skipped: {}", mcpwire::gateway::printable(&e)),
         }
     }
 }

@@ -1,10 +1,12 @@
-//! The gateway's audit log: one JSON line per tool call (`tools/call`, forwarded or refused),
-//! written off the call path.
+//! The gateway's audit log: one JSON line per use of a tool, a prompt or a resource
+//! (`tools/call`, `prompts/get`, `resources/read`, forwarded or refused), written off the call
+//! path.
 //!
 //! A line: `time` (RFC 3339, UTC, milliseconds), `caller` (the token's name, else the OAuth
 //! subject, else the client id; absent when anonymous) and `caller_kind` (`token`, `subject`,
 //! `client`), `session` (the downstream session's number in this process, absent for a
-//! stateless request), `method`, `server`, `name` (the tool, prompt or resource URI as the
+//! stateless request), `endpoint` (the virtual server it came through, absent for the
+//! gateway's own endpoint), `method`, `server`, `name` (the tool, prompt or resource URI as the
 //! upstream knows it), `outcome` (`ok`, `tool_error`, `error`, `denied`, `rate_limited`),
 //! `latency_ms`, `id` (the JSON-RPC id). A tool's `arguments` only when the tool is opted in
 //! ([`AuditLog::with_arguments`]); results never. Never a token: a caller is named, not
@@ -70,6 +72,9 @@ pub struct Entry<'a> {
     pub caller: Option<&'a Principal>,
     /// The downstream session's number, if any.
     pub session: Option<u64>,
+    /// The virtual server it came through ([`super::endpoint`]); `None`: the gateway's own
+    /// endpoint.
+    pub endpoint: Option<&'a str>,
     /// `tools/call`, `prompts/get`, `resources/read`.
     pub method: &'a str,
     /// The upstream server.
@@ -164,6 +169,9 @@ impl AuditLog {
         }
         if let Some(session) = entry.session {
             line.insert("session".into(), Value::from(session));
+        }
+        if let Some(endpoint) = entry.endpoint {
+            line.insert("endpoint".into(), Value::String(endpoint.into()));
         }
         line.insert("method".into(), Value::String(entry.method.into()));
         line.insert("server".into(), Value::String(entry.server.into()));
@@ -298,6 +306,7 @@ mod tests {
         let entry = |name, outcome| Entry {
             caller: Some(&ci),
             session: Some(7),
+            endpoint: None,
             method: "tools/call",
             server: "echo",
             name,
@@ -323,6 +332,7 @@ mod tests {
         Entry {
             caller: None,
             session: None,
+            endpoint: None,
             method: "tools/call",
             server: "s",
             name: "t",

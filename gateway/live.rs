@@ -194,6 +194,7 @@ mod tests {
         Entry {
             caller,
             session: Some(3),
+            endpoint: None,
             method: "tools/call",
             server,
             name,

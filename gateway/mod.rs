@@ -35,6 +35,11 @@
 //!   may use, a refusal -32003 naming the rule) and [`Gateway::set_rate_limits`]
 //!   ([`rate_limit`]: token buckets per caller and tool, a refusal -32029 with
 //!   `retryAfterMs`), the caller being the request's verified principal.
+//! - Virtual servers: [`Gateway::endpoint_server`] ([`endpoint`]): more downstream servers over
+//!   the same upstream connections, each offering a part of the view (renamed as it says)
+//!   under its own policy or the gateway's; every request is served through a `Scope`, the
+//!   view and policy of the endpoint it came through.
+//! - Audit: one line per `tools/call`, `prompts/get` and `resources/read` ([`audit`]).
 //!
 //! Not here: listening, signals, reloading a configuration file, the command line: the
 //! application does that (`mcp-bridge serve` in the `mcp-bridge` package is one).
@@ -66,6 +71,7 @@ use crate::transport::boxed::BoxTransport;
 use crate::transport::{inproc, Limits};
 
 use self::audit::{AuditLog, Entry as AuditEntry, Outcome as AuditOutcome};
+use self::endpoint::{Endpoint, Served};
 use self::live::{Listener, LiveFeed};
 use self::policy::{Decision, Kind, Policy};
 use self::rate_limit::{Limit, RateLimiter};
@@ -73,6 +79,7 @@ use self::tool_result::ResultCheck;
 
 pub mod audit;
 pub mod console;
+pub mod endpoint;
 pub mod live;
 pub mod metrics;
 mod pending;
@@ -679,7 +686,7 @@ pub struct Gateway {
     server: OnceLock<Server>,
     /// The HTTP listener serving the gateway, for the messages its streams dropped.
     #[cfg(feature = "http")]
-    http: OnceLock<crate::transport::sse_http::HttpService>,
+    http: Mutex<Vec<crate::transport::sse_http::HttpService>>,
     metrics: Arc<BridgeMetrics>,
     /// The rules of [`Gateway::set_policy`]; `None`: everything allowed, nothing asked.
     policy: RwLock<Option<Arc<Policy>>>,
@@ -689,6 +696,55 @@ pub struct Gateway {
     audit: OnceLock<AuditLog>,
     /// The calls as they end, for [`Gateway::live`].
     live: LiveFeed,
+    /// The virtual servers of [`Gateway::endpoint_server`].
+    endpoints: RwLock<Vec<Arc<Served>>>,
+}
+
+/// What one request is served through: the gateway's own endpoint (`endpoint` `None`) or one
+/// of its virtual servers, with the view and the policy it has now.
+pub(crate) struct Scope {
+    view: Arc<View>,
+    policy: Option<Arc<Policy>>,
+    endpoint: Option<Arc<Served>>,
+}
+
+impl Scope {
+    /// The name of the virtual server served through, if any.
+    fn endpoint_name(&self) -> Option<&str> {
+        self.endpoint.as_ref().map(|e| e.name.as_str())
+    }
+
+    /// The key of the session of `context` among every endpoint's sessions (per-session
+    /// upstreams are by it).
+    fn session_key(&self, context: &Context) -> Option<u64> {
+        let session = context.session_id()?;
+        Some(self.endpoint.as_ref().map_or(session, |e| e.session_key(session)))
+    }
+
+    /// The refusal of a request for the `kind` `asked` (its name here) that this scope's view
+    /// lacks, when the gateway's own view has it as `name` of `server`: -32003 naming the
+    /// endpoint and why.
+    fn hidden(&self, kind: Kind, asked: &str, server: &str, name: &str) -> Option<ErrorObject> {
+        let served = self.endpoint.as_ref()?;
+        let endpoint = served.endpoint();
+        let why = match endpoint.why_hidden(kind, server, name) {
+            Some(why) => why,
+            None => match endpoint.renames.iter().find(|r| r.kind == kind && r.target == format!("{server}/{name}")) {
+                Some(rename) => format!("renamed {:?}", rename.name.as_deref().unwrap_or(asked)),
+                None => return None,
+            },
+        };
+        let message = format!(
+            "mcp-bridge: {} {} is not offered by endpoint {}: {}",
+            kind.as_str(),
+            printable(asked),
+            printable(&endpoint.name),
+            printable(&why)
+        );
+        let error = ErrorObject::new(DENIED, message);
+        let data = serde_json::json!({"endpoint": endpoint.name, "kind": kind.as_str(), "name": asked, "reason": why});
+        Some(error.clone().with_data(&data).unwrap_or(error))
+    }
 }
 
 impl Gateway {
@@ -713,12 +769,13 @@ impl Gateway {
             view: RwLock::new(Arc::new(view)),
             server: OnceLock::new(),
             #[cfg(feature = "http")]
-            http: OnceLock::new(),
+            http: Mutex::default(),
             metrics: Arc::default(),
             policy: RwLock::new(None),
             limiter: RwLock::new(None),
             audit: OnceLock::new(),
             live: LiveFeed::default(),
+            endpoints: RwLock::default(),
         })
     }
 
@@ -729,7 +786,14 @@ impl Gateway {
         let policy = policy.map(Arc::new);
         let old = std::mem::replace(&mut *self.policy.write().expect("policy lock"), policy.clone());
         if old != policy {
-            if let Some(server) = self.server.get() {
+            // The endpoints with a policy of their own see no change.
+            let governed: Vec<Server> = self
+                .endpoints()
+                .iter()
+                .filter(|e| e.endpoint().policy.is_none())
+                .filter_map(|e| e.server.get().cloned())
+                .collect();
+            for server in self.server.get().into_iter().chain(&governed) {
                 for list in ["tools", "prompts", "resources"] {
                     server.list_changed(list);
                 }
@@ -776,8 +840,16 @@ impl Gateway {
 
     /// Whether the caller of `context` may use the `kind` `name` of `server`; the error naming
     /// the deciding rule when not (`asked`: the name the client used).
-    fn permit(&self, context: &Context, kind: Kind, server: &str, name: &str, asked: &str) -> Result<(), ErrorObject> {
-        let Some(policy) = self.policy() else { return Ok(()) };
+    fn permit(
+        &self,
+        scope: &Scope,
+        context: &Context,
+        kind: Kind,
+        server: &str,
+        name: &str,
+        asked: &str,
+    ) -> Result<(), ErrorObject> {
+        let Some(policy) = &scope.policy else { return Ok(()) };
         let decision = policy.decide(context.principal(), kind, server, name);
         if decision.allowed() {
             return Ok(());
@@ -794,9 +866,18 @@ impl Gateway {
     /// The metrics as text (see [`BridgeMetrics::render`]), with every shared upstream's state
     /// and failed tries as they are now.
     pub fn render_metrics(&self) -> String {
-        let dropped = self.server.get().map_or(0, Server::notifications_dropped);
+        let endpoints = self.endpoints();
+        let servers = self.server.get().into_iter().chain(endpoints.iter().filter_map(|e| e.server.get()));
+        let dropped: u64 = servers.map(Server::notifications_dropped).sum();
         #[cfg(feature = "http")]
-        let dropped = dropped + self.http.get().map_or(0, |http| http.standalone_messages_dropped());
+        let dropped = dropped
+            + self
+                .http
+                .lock()
+                .expect("http services lock")
+                .iter()
+                .map(|h| h.standalone_messages_dropped())
+                .sum::<u64>();
         self.metrics.notifications_dropped.raise_to([], dropped);
         self.metrics.live_dropped.raise_to([], self.live.dropped());
         for status in self.set.summary().servers {
@@ -809,10 +890,11 @@ impl Gateway {
     /// Counts the messages `service`'s standalone streams drop (a GET stream not open: see
     /// [`HttpService::standalone_messages_dropped`](crate::transport::sse_http::HttpService::standalone_messages_dropped))
     /// in `mcp_bridge_notifications_dropped_total`, beside those of the sessions' own queues.
-    /// The first service given stays.
+    /// Each service given is counted (the listener's, and each virtual server's): give each
+    /// once.
     #[cfg(feature = "http")]
     pub fn observe_http(&self, service: &crate::transport::sse_http::HttpService) {
-        let _ = self.http.set(service.clone());
+        self.http.lock().expect("http services lock").push(service.clone());
     }
 
     /// The shared upstreams.
@@ -831,8 +913,8 @@ impl Gateway {
     }
 
     /// The set that serves `server` for the request of `context`.
-    async fn set_for(&self, server: &str, context: &Context) -> Result<ConnectionSet, ErrorObject> {
-        match context.session_id() {
+    async fn set_for(&self, server: &str, scope: &Scope, context: &Context) -> Result<ConnectionSet, ErrorObject> {
+        match scope.session_key(context) {
             Some(session) if self.per_session.serves(server) => {
                 // Boxed: starting a session's set is rare and its future large; inline, it
                 // would be part of every forwarded call's future.
@@ -878,11 +960,91 @@ impl Gateway {
             builder = builder.instructions(instructions);
         }
         let server = builder
-            .forward(Forwarding(self.clone()), advertised(&self.set))
+            .forward(Forwarding(self.clone(), None), advertised(&self.set))
             .build()
             .map_err(|e| format!("cannot build the downstream server: {e}"))?;
         self.attach(server.clone());
         Ok(server)
+    }
+
+    /// The downstream server of the virtual server `endpoint` (see [`endpoint`]): as
+    /// [`Gateway::server`], serving the part of the upstreams `endpoint` offers, under its
+    /// policy (or the gateway's). Serve it on the endpoint's path (its own HTTP service);
+    /// [`Gateway::set_endpoint`] changes what it offers.
+    ///
+    /// # Errors
+    /// Another endpoint has its name or path, its view cannot be built (a rename collides), or
+    /// the server cannot be built.
+    pub fn endpoint_server(self: &Arc<Self>, endpoint: Endpoint, builder: ServerBuilder) -> Result<Server, String> {
+        let served = {
+            let mut endpoints = self.endpoints.write().expect("endpoints lock");
+            if let Some(other) =
+                endpoints.iter().map(|e| e.endpoint()).find(|e| e.name == endpoint.name || e.path == endpoint.path)
+            {
+                return Err(format!("endpoint {}: its name or path is that of endpoint {}", endpoint.name, other.name));
+            }
+            let view = self.view().restrict(&endpoint)?;
+            let served = Arc::new(Served {
+                name: endpoint.name.clone(),
+                policy: RwLock::new(endpoint.policy.clone().map(Arc::new)),
+                endpoint: RwLock::new(Arc::new(endpoint)),
+                view: RwLock::new(Arc::new(view)),
+                server: OnceLock::new(),
+                ordinal: endpoints.len() as u64 + 1,
+            });
+            endpoints.push(served.clone());
+            served
+        };
+        let closing = Arc::downgrade(self);
+        let closed = Arc::downgrade(&served);
+        let mut builder = builder.on_session_closed(move |session| {
+            if let (Some(gateway), Some(served)) = (closing.upgrade(), closed.upgrade()) {
+                gateway.per_session().close(served.session_key(session));
+            }
+        });
+        if let Some(instructions) = merged_instructions(&self.set) {
+            builder = builder.instructions(instructions);
+        }
+        let server = builder
+            .forward(Forwarding(self.clone(), Some(served.clone())), advertised(&self.set))
+            .build()
+            .map_err(|e| format!("cannot build the server of endpoint {}: {e}", served.endpoint().name))?;
+        let _ = served.server.set(server.clone());
+        Ok(server)
+    }
+
+    /// The virtual servers, as they are described now.
+    pub fn endpoint_list(&self) -> Vec<Arc<Endpoint>> {
+        self.endpoints().iter().map(|e| e.endpoint()).collect()
+    }
+
+    fn endpoints(&self) -> Vec<Arc<Served>> {
+        self.endpoints.read().expect("endpoints lock").clone()
+    }
+
+    /// The virtual server of `endpoint`'s name offers from now on what `endpoint` says, under
+    /// its policy: its live sessions are told the lists that changed (`list_changed`), none is
+    /// dropped. Its path, tokens and scopes are the listener's concern: a change of them here
+    /// changes nothing on the wire.
+    ///
+    /// # Errors
+    /// No endpoint has that name, or the new view cannot be built (the previous one stays).
+    pub fn set_endpoint(&self, endpoint: Endpoint) -> Result<(), String> {
+        let served = self.endpoints().into_iter().find(|e| e.endpoint().name == endpoint.name);
+        let Some(served) = served else { return Err(format!("no endpoint {}", endpoint.name)) };
+        served.update(Some(endpoint), &self.view(), false)
+    }
+
+    /// What a request through `endpoint` (`None`: the gateway's own) is served with now.
+    fn scope(&self, endpoint: Option<&Arc<Served>>) -> Scope {
+        match endpoint {
+            None => Scope { view: self.view(), policy: self.policy(), endpoint: None },
+            Some(served) => Scope {
+                view: served.view(),
+                policy: if served.endpoint().policy.is_some() { served.policy() } else { self.policy() },
+                endpoint: Some(served.clone()),
+            },
+        }
     }
 
     /// Follows the shared set's events (from [`SetOptions::with_event_channel`]) until the set
@@ -945,6 +1107,11 @@ impl Gateway {
         };
         let old = std::mem::replace(&mut *self.view.write().expect("view lock"), Arc::new(new));
         let new = self.view();
+        for served in self.endpoints() {
+            if let Err(e) = served.update(None, &new, false) {
+                tracing::warn!("catalog change ignored by an endpoint: {}", printable(&e));
+            }
+        }
         let Some(server) = self.server.get() else { return };
         if old.tools != new.tools {
             server.list_changed("tools");
@@ -973,19 +1140,28 @@ impl Gateway {
         server.resource_updated(&self.view().map_uri(server_name, uri));
     }
 
-    async fn call_tool(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
+    async fn call_tool(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
         let params: CallToolRequestParams = decode(params, "tools/call")?;
-        let view = self.view();
+        let view = &scope.view;
         let Some((server, tool)) = view.tool_route(&params.name) else {
+            let hidden = self.view().tool_route(&params.name).and_then(|(server, tool)| {
+                scope.hidden(Kind::Tool, &params.name, server, tool).map(|e| (e, server.clone(), tool.clone()))
+            });
             if self.live.listening() {
                 let entry = observed(&context, "tools/call", "", &params.name, AuditOutcome::Error, Instant::now());
                 self.live.publish(&entry);
+            }
+            if let Some((error, server, tool)) = hidden {
+                let mut entry = observed(&context, "tools/call", &server, &tool, AuditOutcome::Denied, Instant::now());
+                entry.endpoint = scope.endpoint_name();
+                self.observe(&entry);
+                return Err(error);
             }
             // A protocol error, as for any server (server/tools, "Error Handling").
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, self.not_found(&params.name)));
         };
         if self.audit.get().is_none() && !self.live.listening() {
-            return self.call_routed(&view, server, tool, params, &context).await.map(|(body, _)| body);
+            return self.call_routed(scope, server, tool, params, &context).await.map(|(body, _)| body);
         }
         // Only the audit log may keep arguments; the live feed never shows them.
         let arguments = if self.audit.get().is_some() { params.arguments.clone() } else { None };
@@ -993,6 +1169,7 @@ impl Gateway {
         // this future first.
         let mut unanswered = Unanswered {
             gateway: self,
+            endpoint: scope.endpoint_name(),
             context: &context,
             server,
             tool,
@@ -1000,7 +1177,7 @@ impl Gateway {
             started: Instant::now(),
             ended: None,
         };
-        let outcome = self.call_routed(&view, server, tool, params, &context).await;
+        let outcome = self.call_routed(scope, server, tool, params, &context).await;
         unanswered.ended = Some(match &outcome {
             Ok((_, false)) => AuditOutcome::Ok,
             Ok((_, true)) => AuditOutcome::ToolError,
@@ -1014,7 +1191,7 @@ impl Gateway {
     /// live feed's listeners: the one place both are fed.
     fn observe(&self, entry: &AuditEntry<'_>) {
         if let Some(audit) = self.audit.get() {
-            if entry.method == "tools/call" && !entry.server.is_empty() {
+            if AUDITED.contains(&entry.method) && !entry.server.is_empty() {
                 audit.record(entry);
             }
         }
@@ -1035,16 +1212,16 @@ impl Gateway {
     /// is a tool's failure (`isError`).
     async fn call_routed(
         &self,
-        view: &View,
+        scope: &Scope,
         server: &str,
         tool: &str,
         params: CallToolRequestParams,
         context: &Context,
     ) -> Result<(Body, bool), ErrorObject> {
         let context = context.clone();
-        self.permit(&context, Kind::Tool, server, tool, &params.name)?;
+        self.permit(scope, &context, Kind::Tool, server, tool, &params.name)?;
         self.within_limits(&context, server, tool)?;
-        let set = self.set_for(server, &context).await?;
+        let set = self.set_for(server, scope, &context).await?;
         let _caller = self.callers.enter(&context);
         let caller = _caller.id;
         let mut options = SetCallOptions::default().with_timeout(self.timeout);
@@ -1064,7 +1241,7 @@ impl Gateway {
             // Progress sent by the upstream before its result reaches the client before ours.
             flush(queue).await;
         }
-        let passed = outcome.and_then(|body| pass_on(view, server, body));
+        let passed = outcome.and_then(|body| pass_on(&scope.view, server, body));
         let failed = passed.as_ref().map_or(true, |(_, is_error)| *is_error);
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
         self.metrics.record_call(server, tool, started.elapsed(), counted);
@@ -1098,16 +1275,19 @@ impl Gateway {
         message
     }
 
-    async fn read_resource(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
+    async fn read_resource(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
         let mut params: ReadResourceRequestParams = decode(params, "resources/read")?;
-        let view = self.view();
+        let view = &scope.view;
         let Some((server, uri)) = view.resolve_uri(&params.uri) else {
             return Err(crate::server::resource_not_found(&params.uri));
         };
-        self.permit(&context, Kind::Resource, &server, &uri, &params.uri)?;
+        if let Some(error) = scope.hidden(Kind::Resource, &params.uri, &server, &uri) {
+            return Err(error);
+        }
+        self.permit(scope, &context, Kind::Resource, &server, &uri, &params.uri)?;
         let asked = std::mem::replace(&mut params.uri, uri.clone());
         params.meta = None;
-        let mut result: ReadResourceResult = self.request::<ReadResource>(&server, params, &context).await?;
+        let mut result: ReadResourceResult = self.request::<ReadResource>(scope, &server, params, &context).await?;
         unstamp(&mut result.meta, &mut result.extra);
         if asked != uri {
             for contents in &mut result.contents {
@@ -1121,44 +1301,64 @@ impl Gateway {
         Ok(Body::typed(result))
     }
 
-    async fn get_prompt(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
+    async fn get_prompt(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
         let mut params: GetPromptRequestParams = decode(params, "prompts/get")?;
-        let view = self.view();
-        let Some((server, name)) = view.prompt_routes.get(&params.name).cloned() else {
+        let Some((server, name)) = self.prompt_route(scope, &params.name)? else {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", params.name)));
         };
-        self.permit(&context, Kind::Prompt, &server, &name, &params.name)?;
+        self.permit(scope, &context, Kind::Prompt, &server, &name, &params.name)?;
         params.name = name;
         params.meta = None;
-        let mut result = self.request::<GetPrompt>(&server, params, &context).await?;
+        let mut result = self.request::<GetPrompt>(scope, &server, params, &context).await?;
         unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
     }
 
+    /// The server and upstream name of the prompt `asked` in `scope`'s view; the refusal naming
+    /// why when the scope's endpoint hides a prompt the gateway has.
+    fn prompt_route(&self, scope: &Scope, asked: &str) -> Result<Option<(String, String)>, ErrorObject> {
+        if let Some(route) = scope.view.prompt_routes.get(asked) {
+            return Ok(Some(route.clone()));
+        }
+        match self.view().prompt_routes.get(asked) {
+            Some((server, name)) => match scope.hidden(Kind::Prompt, asked, server, name) {
+                Some(error) => Err(error),
+                None => Ok(None),
+            },
+            None => Ok(None),
+        }
+    }
+
     /// Sends `params` of method `M` to `server` (its per-session connection when it has one) on
     /// behalf of `context`, whose client then answers what the upstream asks meanwhile.
-    async fn request<M>(&self, server: &str, params: M::Params, context: &Context) -> Result<M::Output, ErrorObject>
+    async fn request<M>(
+        &self,
+        scope: &Scope,
+        server: &str,
+        params: M::Params,
+        context: &Context,
+    ) -> Result<M::Output, ErrorObject>
     where
         M: crate::proto::mcp_types::Method,
         M::Params: Send + Sync + 'static,
         M::Output: Clone + Send + Sync + 'static,
     {
-        let set = self.set_for(server, context).await?;
+        let set = self.set_for(server, scope, context).await?;
         let caller = self.callers.enter(context);
         // Boxed for the reason given in `call_tool`.
         let request = Box::pin(set.request_on::<M>(server, params));
         with_caller(caller.id, request).await.map_err(|e| upstream_error(server, e))
     }
 
-    async fn complete(&self, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
+    async fn complete(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
         let mut params: CompleteRequestParams = decode(params, "completion/complete")?;
-        let view = self.view();
+        let view = &scope.view;
         let server = match &mut params.reference {
             CompletionReference::Prompt(p) => {
-                let Some((server, name)) = view.prompt_routes.get(&p.name).cloned() else {
+                let Some((server, name)) = self.prompt_route(scope, &p.name)? else {
                     return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", p.name)));
                 };
-                self.permit(&context, Kind::Prompt, &server, &name, &p.name)?;
+                self.permit(scope, &context, Kind::Prompt, &server, &name, &p.name)?;
                 p.name = name;
                 server
             }
@@ -1169,7 +1369,10 @@ impl Gateway {
                         format!("Resource template {} not found", r.uri),
                     ));
                 };
-                self.permit(&context, Kind::Resource, &server, &uri, &r.uri)?;
+                if let Some(error) = scope.hidden(Kind::Resource, &r.uri, &server, &uri) {
+                    return Err(error);
+                }
+                self.permit(scope, &context, Kind::Resource, &server, &uri, &r.uri)?;
                 r.uri = uri;
                 server
             }
@@ -1178,50 +1381,65 @@ impl Gateway {
             }
         };
         params.meta = None;
-        let mut result = self.request::<Complete>(&server, params, &context).await?;
+        let mut result = self.request::<Complete>(scope, &server, params, &context).await?;
         unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
     }
 }
 
 /// The gateway as the downstream server's forwarder.
-pub(crate) struct Forwarding(pub(crate) Arc<Gateway>);
+pub(crate) struct Forwarding(pub(crate) Arc<Gateway>, pub(crate) Option<Arc<Served>>);
 
 impl Forwarder for Forwarding {
     fn forward(&self, request: Forwarded) -> ForwardFuture {
         let gateway = self.0.clone();
+        let scope = gateway.scope(self.1.as_ref());
         let Forwarded { method, params, context, .. } = request;
-        // `tools/call` feeds the live view itself (beside the audit log); the other methods
-        // are observed here, and only while someone listens.
-        if !gateway.live.listening() || method == "tools/call" {
-            return Forwarding::route(gateway, method, params, context);
+        // `tools/call` feeds the live view and the audit log itself; the other methods are
+        // observed here, only while someone listens or (`prompts/get`, `resources/read`) the
+        // audit log is on.
+        let audited = gateway.audit.get().is_some() && AUDITED.contains(&method);
+        if method == "tools/call" || !(gateway.live.listening() || audited) {
+            return Forwarding::route(gateway, scope, method, params, context);
         }
-        let (server, name) = gateway.view().target(method, params.as_ref());
+        let (server, name) = scope.view.target(method, params.as_ref());
+        let endpoint = self.1.as_ref().map(|e| e.name.clone());
         let started = Instant::now();
         let observed_context = context.clone();
-        let answer = Forwarding::route(gateway.clone(), method, params, context);
+        let answer = Forwarding::route(gateway.clone(), scope, method, params, context);
         Box::pin(async move {
             let answer = answer.await;
             let outcome = answer.as_ref().map_or_else(outcome_of, |_| AuditOutcome::Ok);
-            gateway.live.publish(&observed(&observed_context, method, &server, &name, outcome, started));
+            let mut entry = observed(&observed_context, method, &server, &name, outcome, started);
+            entry.endpoint = endpoint.as_deref();
+            gateway.observe(&entry);
             answer
         })
     }
 }
 
 impl Forwarding {
-    fn route(gateway: Arc<Gateway>, method: &'static str, params: Option<Body>, context: Context) -> ForwardFuture {
+    fn route(
+        gateway: Arc<Gateway>,
+        scope: Scope,
+        method: &'static str,
+        params: Option<Body>,
+        context: Context,
+    ) -> ForwardFuture {
         // Each method's future is boxed on its own: one future holding every method's states
         // would be as large as the largest, and be moved whole into its box on every call.
         match method {
-            "tools/call" => Box::pin(async move { gateway.call_tool(params, context).await }),
-            "prompts/get" => Box::pin(async move { gateway.get_prompt(params, context).await }),
-            "resources/read" => Box::pin(async move { gateway.read_resource(params, context).await }),
-            "completion/complete" => Box::pin(async move { gateway.complete(params, context).await }),
-            listing => Box::pin(std::future::ready(gateway.listing(listing, &context))),
+            "tools/call" => Box::pin(async move { gateway.call_tool(&scope, params, context).await }),
+            "prompts/get" => Box::pin(async move { gateway.get_prompt(&scope, params, context).await }),
+            "resources/read" => Box::pin(async move { gateway.read_resource(&scope, params, context).await }),
+            "completion/complete" => Box::pin(async move { gateway.complete(&scope, params, context).await }),
+            listing => Box::pin(std::future::ready(gateway.listing(&scope, listing, &context))),
         }
     }
 }
+
+/// The methods the audit log has a line for: those that use a tool, a prompt or a resource.
+const AUDITED: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
 /// How a call that failed with `error` ended, as the audit log and the live view say it.
 fn outcome_of(error: &ErrorObject) -> AuditOutcome {
@@ -1236,6 +1454,7 @@ fn outcome_of(error: &ErrorObject) -> AuditOutcome {
 /// [`AuditOutcome::Cancelled`] when it never did (its future dropped by a cancellation).
 struct Unanswered<'a> {
     gateway: &'a Gateway,
+    endpoint: Option<&'a str>,
     context: &'a Context,
     server: &'a str,
     tool: &'a str,
@@ -1249,6 +1468,7 @@ impl Drop for Unanswered<'_> {
         let ended = self.ended.unwrap_or(AuditOutcome::Cancelled);
         let mut entry = observed(self.context, "tools/call", self.server, self.tool, ended, self.started);
         entry.arguments = self.arguments;
+        entry.endpoint = self.endpoint;
         self.gateway.observe(&entry);
     }
 }
@@ -1266,6 +1486,7 @@ fn observed<'a>(
     AuditEntry {
         caller: context.principal(),
         session: context.session_id(),
+        endpoint: None,
         method,
         server,
         name,
@@ -1284,9 +1505,9 @@ fn pair(route: Option<&(String, String)>) -> Option<(&str, &str)> {
 impl Gateway {
     /// The answer to one of the list methods, from the current view, less what the policy
     /// denies the caller of `context`.
-    fn listing(&self, method: &str, context: &Context) -> Result<Body, ErrorObject> {
-        let view = self.view();
-        let policy = self.policy();
+    fn listing(&self, scope: &Scope, method: &str, context: &Context) -> Result<Body, ErrorObject> {
+        let view = &scope.view;
+        let policy = &scope.policy;
         let caller = context.principal();
         let allowed = |kind: Kind, route: Option<(&str, &str)>| match (&policy, route) {
             (None, _) => true,

@@ -22,6 +22,23 @@
 //! rate = "100/hour"                    # N/second, N/minute, N/hour or N/day
 //! burst = 10                           # default 1
 //! per = "caller"                       # one bucket per caller (default), or "tool": per caller and tool
+//!
+//!
+//! [gateway.endpoints.readonly]        # a virtual server (see super::endpoint)
+//! path = "/mcp/readonly"
+//! servers = ["echo"]                   # server-name globs; absent: every server
+//! tools = ["echo/*"]                   # SERVER/NAME globs offered; absent: all
+//! exclude_tools = ["*/delete_*"]       # never offered (also prompts, exclude_prompts,
+//!                                      # resources, exclude_resources)
+//! tokens = ["ci"]                      # the named tokens it accepts; absent: all of them
+//! scopes = ["mcp:read"]                # OAuth scopes it needs beyond the listener's
+//!
+//! [[gateway.endpoints.readonly.rename]]
+//! tool = "echo/echo"                   # or prompt = "SERVER/NAME"
+//! name = "say"                         # its name here; description = "…" its description
+//!
+//! [gateway.endpoints.readonly.policy]  # its own policy (as [gateway.policy]), in place of
+//! default = "allow"                    # the gateway's
 //! ```
 //!
 //! Never a token in the file: a token is named by the variable that holds it, read when the
@@ -35,7 +52,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::policy::{Callers, Effect, Glob, Policy, Rule};
+use super::endpoint::{Endpoint, Rename};
+use super::policy::{Callers, Effect, Glob, Kind, Policy, Rule};
 use super::rate_limit::{Limit, Per};
 
 /// What the `[gateway]` table says.
@@ -48,6 +66,8 @@ pub struct Settings {
     pub policy: Option<Policy>,
     /// The rate limits on tool calls (`[[gateway.rate_limits]]`), in the order written.
     pub rate_limits: Vec<Limit>,
+    /// The virtual servers (`[gateway.endpoints.NAME]`), in name order.
+    pub endpoints: Vec<Endpoint>,
 }
 
 #[derive(Deserialize)]
@@ -63,6 +83,44 @@ struct GatewayToml {
     policy: Option<PolicyToml>,
     #[serde(default)]
     rate_limits: Vec<Spanned<LimitToml>>,
+    #[serde(default)]
+    endpoints: BTreeMap<String, Spanned<EndpointToml>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndpointToml {
+    path: String,
+    #[serde(default)]
+    servers: Vec<String>,
+    #[serde(default)]
+    tools: Vec<String>,
+    #[serde(default)]
+    exclude_tools: Vec<String>,
+    #[serde(default)]
+    prompts: Vec<String>,
+    #[serde(default)]
+    exclude_prompts: Vec<String>,
+    #[serde(default)]
+    resources: Vec<String>,
+    #[serde(default)]
+    exclude_resources: Vec<String>,
+    #[serde(default)]
+    rename: Vec<RenameToml>,
+    #[serde(default)]
+    tokens: Vec<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+    policy: Option<PolicyToml>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RenameToml {
+    tool: Option<String>,
+    prompt: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -241,34 +299,111 @@ impl Settings {
             };
             settings.rate_limits.push(built);
         }
-        let Some(policy) = gateway.policy else { return Ok(settings) };
-        let mut rules: Vec<Rule> = Vec::new();
-        for (i, spanned) in policy.rules.iter().enumerate() {
+        for (name, spanned) in &gateway.endpoints {
             let at = |what: String| {
-                format!("{file}: line {}: gateway.policy.rules[{i}]: {what}", line_of(text, spanned.span().start))
+                format!("{file}: line {}: gateway.endpoints.{name}: {what}", line_of(text, spanned.span().start))
             };
-            let rule = spanned.get_ref();
-            if rule.name.is_empty() {
-                return Err(at("name: empty".to_owned()));
+            let endpoint = endpoint(&settings, name, spanned.get_ref()).map_err(at)?;
+            if let Some(other) = settings.endpoints.iter().find(|e| e.path == endpoint.path) {
+                return Err(at(format!("path: {:?} is the path of endpoint {}", endpoint.path, other.name)));
             }
-            if rules.iter().any(|r| *r.name == *rule.name) {
-                return Err(at(format!("name: {:?} is the name of an earlier rule", rule.name)));
-            }
-            if rule.tools.is_empty() && rule.prompts.is_empty() && rule.resources.is_empty() {
-                return Err(at("no target: give tools, prompts or resources (globs; \"*\" for all)".to_owned()));
-            }
-            let callers = callers(rule.callers.as_ref());
-            check_tokens(&settings, &callers).map_err(at)?;
-            let globs = |list: &[String]| list.iter().map(Glob::new).collect();
-            let mut built = Rule::new(rule.name.as_str(), rule.effect.into()).callers(callers);
-            built.tools = globs(&rule.tools);
-            built.prompts = globs(&rule.prompts);
-            built.resources = globs(&rule.resources);
-            rules.push(built);
+            let policy = match &spanned.get_ref().policy {
+                Some(policy) => {
+                    Some(read_policy(policy, &settings, text, file, &format!("gateway.endpoints.{name}.policy"))?)
+                }
+                None => None,
+            };
+            settings.endpoints.push(endpoint.policy(policy));
         }
-        settings.policy = Some(Policy { default: policy.default.into(), rules });
+        let Some(policy) = gateway.policy else { return Ok(settings) };
+        settings.policy = Some(read_policy(&policy, &settings, text, file, "gateway.policy")?);
         Ok(settings)
     }
+}
+
+/// The endpoint `name` as written (its policy aside).
+fn endpoint(settings: &Settings, name: &str, written: &EndpointToml) -> Result<Endpoint, String> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        return Err("an endpoint's name is letters, digits, -, _ and .".to_owned());
+    }
+    let path = &written.path;
+    if !path.starts_with('/') || path.len() < 2 || path.ends_with('/') || path.contains(['?', '#', '*', ' ']) {
+        return Err(format!("path: {path:?}: a path such as \"/mcp/{name}\" (starting with /, not ending with one)"));
+    }
+    for token in &written.tokens {
+        if !settings.tokens.iter().any(|(n, _)| n == token) {
+            return Err(format!("tokens: {token:?} names no token of [gateway.tokens]"));
+        }
+    }
+    let mut endpoint = Endpoint::new(name, path.as_str())
+        .servers(written.servers.iter().cloned())
+        .include(Kind::Tool, written.tools.iter().cloned())
+        .exclude(Kind::Tool, written.exclude_tools.iter().cloned())
+        .include(Kind::Prompt, written.prompts.iter().cloned())
+        .exclude(Kind::Prompt, written.exclude_prompts.iter().cloned())
+        .include(Kind::Resource, written.resources.iter().cloned())
+        .exclude(Kind::Resource, written.exclude_resources.iter().cloned())
+        .tokens(written.tokens.iter().cloned())
+        .scopes(written.scopes.iter().cloned());
+    for (i, rename) in written.rename.iter().enumerate() {
+        let (kind, target) = match (&rename.tool, &rename.prompt) {
+            (Some(tool), None) => (Kind::Tool, tool),
+            (None, Some(prompt)) => (Kind::Prompt, prompt),
+            _ => {
+                return Err(format!(
+                    "rename[{i}]: give tool = \"SERVER/NAME\" or prompt = \"SERVER/NAME\" (one of them)"
+                ))
+            }
+        };
+        if !target.split_once('/').is_some_and(|(s, n)| !s.is_empty() && !n.is_empty()) {
+            return Err(format!("rename[{i}]: {target:?}: expected SERVER/NAME"));
+        }
+        if rename.name.is_none() && rename.description.is_none() {
+            return Err(format!("rename[{i}]: give name, description or both"));
+        }
+        if rename.name.as_deref() == Some("") {
+            return Err(format!("rename[{i}]: name: empty"));
+        }
+        let mut built = Rename::new(kind, target.as_str());
+        built.name.clone_from(&rename.name);
+        built.description.clone_from(&rename.description);
+        endpoint = endpoint.rename(built);
+    }
+    Ok(endpoint)
+}
+
+/// The policy `policy` of the table `table` (`gateway.policy` or an endpoint's).
+fn read_policy(
+    policy: &PolicyToml,
+    settings: &Settings,
+    text: &str,
+    file: &str,
+    table: &str,
+) -> Result<Policy, String> {
+    let mut rules: Vec<Rule> = Vec::new();
+    for (i, spanned) in policy.rules.iter().enumerate() {
+        let at =
+            |what: String| format!("{file}: line {}: {table}.rules[{i}]: {what}", line_of(text, spanned.span().start));
+        let rule = spanned.get_ref();
+        if rule.name.is_empty() {
+            return Err(at("name: empty".to_owned()));
+        }
+        if rules.iter().any(|r| *r.name == *rule.name) {
+            return Err(at(format!("name: {:?} is the name of an earlier rule", rule.name)));
+        }
+        if rule.tools.is_empty() && rule.prompts.is_empty() && rule.resources.is_empty() {
+            return Err(at("no target: give tools, prompts or resources (globs; \"*\" for all)".to_owned()));
+        }
+        let callers = callers(rule.callers.as_ref());
+        check_tokens(settings, &callers).map_err(at)?;
+        let globs = |list: &[String]| list.iter().map(Glob::new).collect();
+        let mut built = Rule::new(rule.name.as_str(), rule.effect.into()).callers(callers);
+        built.tools = globs(&rule.tools);
+        built.prompts = globs(&rule.prompts);
+        built.resources = globs(&rule.resources);
+        rules.push(built);
+    }
+    Ok(Policy { default: policy.default.into(), rules })
 }
 
 #[cfg(test)]
@@ -336,6 +471,60 @@ resources = ["*"]
             let error = Settings::from_toml(&broken, "gw.toml").unwrap_err();
             assert!(error.contains(field) && error.contains("line "), "{field}: {error}");
         }
+    }
+
+    #[test]
+    fn endpoints_read_with_their_filters_renames_tokens_and_policy() {
+        let text = format!(
+            r#"{FILE}
+[gateway.endpoints.readonly]
+path = "/mcp/readonly"
+servers = ["echo"]
+exclude_tools = ["echo/add"]
+prompts = ["echo/*"]
+tokens = ["ci"]
+
+[[gateway.endpoints.readonly.rename]]
+tool = "echo/echo"
+name = "say"
+description = "Says it back."
+
+[gateway.endpoints.readonly.policy]
+default = "deny"
+
+[[gateway.endpoints.readonly.policy.rules]]
+name = "ci-say"
+effect = "allow"
+callers = {{ tokens = ["ci"] }}
+tools = ["echo/echo"]
+
+[gateway.endpoints.dev]
+path = "/mcp/dev"
+"#
+        );
+        let settings = Settings::from_toml(&text, "gw.toml").unwrap();
+        let [dev, readonly] = &settings.endpoints[..] else { panic!("{:?}", settings.endpoints) };
+        assert_eq!((dev.name.as_str(), dev.path.as_str(), dev.policy.is_none()), ("dev", "/mcp/dev", true));
+        assert_eq!(readonly.path, "/mcp/readonly");
+        assert!(readonly.offers(Kind::Tool, "echo", "echo") && !readonly.offers(Kind::Tool, "echo", "add"));
+        assert!(!readonly.offers(Kind::Tool, "everything", "echo") && !readonly.offers(Kind::Prompt, "x", "p"));
+        assert_eq!(readonly.tokens, ["ci"]);
+        assert_eq!(readonly.renames, [Rename::new(Kind::Tool, "echo/echo").to("say").described("Says it back.")]);
+        let policy = readonly.policy.as_ref().unwrap();
+        assert_eq!((policy.default, &*policy.rules[0].name), (Effect::Deny, "ci-say"));
+        assert_eq!(settings.policy.as_ref().unwrap().rules.len(), 2, "the gateway's own policy stays");
+        for (bad, field) in [
+            ("path = \"/mcp/readonly\"", "path: \"/mcp/readonly\" is the path of endpoint dev"),
+            ("path = \"mcp/dev\"", "path: \"mcp/dev\""),
+            ("path = \"/mcp/dev\"\ntokens = [\"cj\"]", "tokens: \"cj\" names no token"),
+            ("path = \"/mcp/dev\"\nexclude = [\"x\"]", "unknown field `exclude`"),
+        ] {
+            let broken = text.replace("path = \"/mcp/dev\"", bad);
+            let error = Settings::from_toml(&broken, "gw.toml").unwrap_err();
+            assert!(error.contains(field) && error.contains("line "), "{field}: {error}");
+        }
+        let renamed_twice = text.replace("tool = \"echo/echo\"\n", "tool = \"echo/echo\"\nprompt = \"echo/p\"\n");
+        assert!(Settings::from_toml(&renamed_twice, "gw.toml").unwrap_err().contains("rename[0]: give tool"));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! - [`Recording`] reads a file of that format; [`Header`], [`Entry`] and [`Dir`] are its parts.
 //! - [`RecordingTransport`] wraps any [`Transport`](crate::transport::Transport) and writes the
 //!   session it carries ([`RecordingDir`]: one new file per session, as `mcp-bridge serve
-//!   --record DIR` does).
+//!   --record DIR` does); [`SwitchedRecording`] records its session only while its
+//!   [`RecordingSwitch`] is on (a console's start and stop).
 //! - [`record`]: the stdio recorder that sits between a client and a server process.
 //!
 //! Not here: replaying, serving or checking a recording (the `mcp-conformance` package).
@@ -14,4 +15,6 @@ pub mod record;
 mod tee;
 
 pub use format::{Dir, Entry, Header, Recording, RecordingError};
-pub use tee::{Recorder, RecordingDir, RecordingTransport, Side, TeeOptions, HEADER_RESERVE};
+pub use tee::{
+    Recorder, RecordingDir, RecordingSwitch, RecordingTransport, Side, SwitchedRecording, TeeOptions, HEADER_RESERVE,
+};

@@ -469,6 +469,192 @@ impl<T> Drop for RecordingTransport<T> {
     }
 }
 
+/// The switch of a [`SwitchedRecording`]: records its session from [`start`](Self::start) to
+/// [`stop`](Self::stop), as many times as wanted, each time in the file of the [`Recorder`]
+/// given (e.g. a console's "record this session").
+///
+/// A recording started after the session opened still replays as a session: it begins with
+/// the session's opening exchange (`initialize`, its answer and `notifications/initialized`,
+/// kept by the switch from the start; `t_ms` 0), then what passes from the moment it started.
+#[derive(Debug)]
+pub struct RecordingSwitch {
+    /// Whether a message passing needs the state at all (the opening is still being kept, or a
+    /// recording is under way): off, a message costs one atomic load.
+    active: std::sync::atomic::AtomicBool,
+    state: Mutex<SwitchState>,
+}
+
+impl Default for RecordingSwitch {
+    fn default() -> Self {
+        RecordingSwitch { active: std::sync::atomic::AtomicBool::new(true), state: Mutex::default() }
+    }
+}
+
+#[derive(Debug, Default)]
+struct SwitchState {
+    /// The session's opening messages, kept until the first other message passes.
+    opening: Vec<(Dir, Message)>,
+    opened: bool,
+    /// The recording under way: its file and writer.
+    recording: Option<(PathBuf, Writer)>,
+}
+
+impl RecordingSwitch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SwitchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records from now on in `recorder`'s file (its side is the [`SwitchedRecording`]'s),
+    /// after the session's opening exchange; a recording under way is finished first.
+    pub fn start(&self, recorder: Recorder) {
+        let mut state = self.lock();
+        if let Some((path, mut writer)) = state.recording.take() {
+            writer.finish(&path);
+        }
+        let Recorder { path, mut writer, .. } = recorder;
+        for (dir, message) in &state.opening {
+            writer.record(*dir, message);
+        }
+        state.recording = Some((path, writer));
+        self.active.store(true, Ordering::Release);
+    }
+
+    /// Stops recording: the file is made whole; its path, if a recording was under way.
+    pub fn stop(&self) -> Option<PathBuf> {
+        let mut state = self.lock();
+        let (path, mut writer) = state.recording.take()?;
+        self.active.store(!state.opened, Ordering::Release);
+        drop(state);
+        writer.finish(&path);
+        Some(path)
+    }
+
+    /// The file being written, if recording.
+    pub fn recording(&self) -> Option<PathBuf> {
+        self.lock().recording.as_ref().map(|(path, _)| path.clone())
+    }
+
+    /// Why the recording under way stopped writing (a failed write), if it did.
+    pub fn recording_error(&self) -> Option<String> {
+        self.lock().recording.as_ref().and_then(|(_, writer)| writer.error.as_ref().map(ToString::to_string))
+    }
+
+    /// The `clientInfo` of the session's `initialize`, once it passed.
+    pub fn client_info(&self) -> Option<serde_json::Value> {
+        let state = self.lock();
+        state.opening.iter().find_map(|(_, message)| match message {
+            Message::Request(r) if r.method == "initialize" => {
+                let raw = r.params.as_ref()?.to_raw().ok()?;
+                let params: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+                params.get("clientInfo").cloned()
+            }
+            _ => None,
+        })
+    }
+
+    fn record(&self, dir: Dir, message: &Message) {
+        if !self.active.load(Ordering::Acquire) {
+            return;
+        }
+        let mut state = self.lock();
+        if !state.opened {
+            let opening = match message {
+                Message::Request(r) => r.method == "initialize",
+                Message::Notification(n) => n.method == "notifications/initialized",
+                Message::Response(_) | Message::Error(_) => state.opening.len() == 1,
+            };
+            if opening {
+                state.opening.push((dir, message.clone()));
+            }
+            state.opened = !opening || state.opening.len() == 3;
+            if state.opened && state.recording.is_none() {
+                self.active.store(false, Ordering::Release);
+            }
+        }
+        if let Some((_, writer)) = state.recording.as_mut() {
+            writer.record(dir, message);
+        }
+    }
+}
+
+/// A transport that records its session only while its [`RecordingSwitch`] is on (see there);
+/// off (once the opening exchange is kept), it costs an atomic load per message.
+pub struct SwitchedRecording<T> {
+    inner: T,
+    side: Side,
+    switch: std::sync::Arc<RecordingSwitch>,
+}
+
+impl<T> std::fmt::Debug for SwitchedRecording<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwitchedRecording")
+            .field("side", &self.side)
+            .field("switch", &self.switch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> SwitchedRecording<T> {
+    /// Wraps `inner`, the `side` end of its session, with a switch that is off.
+    pub fn new(inner: T, side: Side) -> SwitchedRecording<T> {
+        SwitchedRecording { inner, side, switch: std::sync::Arc::default() }
+    }
+
+    /// The switch, to keep where whoever starts and stops the recording finds it.
+    pub fn switch(&self) -> std::sync::Arc<RecordingSwitch> {
+        self.switch.clone()
+    }
+}
+
+impl<T: Transport> Transport for SwitchedRecording<T> {
+    async fn send(&self, message: Message) -> Result<(), TransportError> {
+        self.switch.record(self.side.received().reverse(), &message);
+        self.inner.send(message).await
+    }
+
+    async fn send_related(&self, message: Message, related: &Id) -> Result<(), TransportError> {
+        self.switch.record(self.side.received().reverse(), &message);
+        self.inner.send_related(message, related).await
+    }
+
+    fn is_stateless(&self) -> bool {
+        self.inner.is_stateless()
+    }
+
+    fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
+        self.inner.param_headers(request)
+    }
+
+    fn principal(&self, request: &Id) -> Option<std::sync::Arc<crate::auth::Principal>> {
+        self.inner.principal(request)
+    }
+
+    #[cfg(feature = "http")]
+    fn http_request(&self, request: &Id) -> Option<std::sync::Arc<crate::transport::sse_http::HttpRequestParts>> {
+        self.inner.http_request(request)
+    }
+
+    async fn recv(&self) -> Result<Option<Message>, TransportError> {
+        let received = self.inner.recv().await;
+        if let Ok(Some(message)) = &received {
+            self.switch.record(self.side.received(), message);
+        }
+        received
+    }
+
+    async fn close(&self) -> Result<(), TransportError> {
+        let closed = self.inner.close().await;
+        self.switch.stop();
+        closed
+    }
+}
+
+impl<T> Drop for SwitchedRecording<T> {
+    fn drop(&mut self) {
+        self.switch.stop();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -486,6 +672,62 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("mcpwire-tee-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    #[tokio::test]
+    async fn a_switched_recording_holds_the_opening_and_what_passed_while_on() {
+        let dir = scratch("switched");
+        let (server_end, client_end) = inproc::pair(Limits::default());
+        let tee = SwitchedRecording::new(server_end, Side::Server);
+        let switch = tee.switch();
+        let from_client = |value: serde_json::Value| {
+            let (client_end, tee) = (&client_end, &tee);
+            async move {
+                client_end.send(message(value)).await.unwrap();
+                tee.recv().await.unwrap().unwrap();
+            }
+        };
+        from_client(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}))
+        .await;
+        tee.send(message(json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25",
+            "capabilities":{},"serverInfo":{"name":"s","version":"2"}}})))
+            .await
+            .unwrap();
+        from_client(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+        from_client(json!({"jsonrpc":"2.0","id":1,"method":"tools/list"})).await;
+        assert_eq!(switch.client_info(), Some(json!({"name":"c","version":"1"})));
+        assert_eq!(switch.recording(), None);
+
+        let recordings = RecordingDir::new(&dir).unwrap();
+        switch.start(recordings.next(TeeOptions::server_side()).unwrap());
+        let path = switch.recording().unwrap();
+        from_client(json!({"jsonrpc":"2.0","id":2,"method":"ping"})).await;
+        tee.send(message(json!({"jsonrpc":"2.0","id":2,"result":{}}))).await.unwrap();
+        assert_eq!(switch.stop(), Some(path.clone()));
+        from_client(json!({"jsonrpc":"2.0","id":3,"method":"ping"})).await;
+
+        let r = Recording::read(&path).unwrap();
+        let methods: Vec<String> = r
+            .entries
+            .iter()
+            .map(|e| {
+                let value: serde_json::Value = serde_json::from_str(e.msg.as_ref().unwrap().get()).unwrap();
+                format!(
+                    "{} {}",
+                    e.dir.as_str(),
+                    value.get("method").map_or(format!("answer {}", value["id"]), |m| m.to_string())
+                )
+            })
+            .collect();
+        assert_eq!(
+            methods,
+            ["c2s \"initialize\"", "s2c answer 0", "c2s \"notifications/initialized\"", "c2s \"ping\"", "s2c answer 2"]
+        );
+        assert_eq!(r.header.client, Some(json!({"name":"c","version":"1"})));
+        assert_eq!(r.header.server, Some(json!({"name":"s","version":"2"})));
+        assert_eq!(switch.stop(), None, "stopped already");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[tokio::test]

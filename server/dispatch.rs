@@ -109,7 +109,7 @@ pub(crate) struct TrackGuard {
 }
 
 impl Tracker {
-    pub(super) fn enter(&self) -> TrackGuard {
+    fn enter(&self) -> TrackGuard {
         self.inner.count.fetch_add(1, Ordering::AcqRel);
         TrackGuard { tracker: self.clone() }
     }
@@ -142,7 +142,7 @@ impl Drop for TrackGuard {
 
 /// Tool calls running, by request id, with a serial so that a finished call never removes a
 /// later call that reused its id.
-pub(super) type Running = Arc<Mutex<HashMap<Id, (u64, AbortHandle, Canceller)>>>;
+type Running = Arc<Mutex<HashMap<Id, (u64, AbortHandle, Canceller)>>>;
 
 /// What a call's task ended with: `None` when it was aborted (cancelled: no answer), a panic
 /// as -32603.
@@ -164,30 +164,30 @@ fn task_support(tool: &crate::proto::mcp_types::Tool) -> TaskSupport {
 }
 
 pub(crate) struct Dispatcher {
-    pub(super) inner: Arc<Inner>,
-    pub(super) semaphore: Arc<Semaphore>,
-    pub(super) running: Running,
-    pub(super) serial: AtomicU64,
-    pub(super) tracker: Tracker,
+    inner: Arc<Inner>,
+    semaphore: Arc<Semaphore>,
+    running: Running,
+    serial: AtomicU64,
+    tracker: Tracker,
     input_error: Arc<Mutex<Option<String>>>,
     /// This connection's logging level and subscriptions, and its id in the registry.
-    pub(super) session: (u64, Arc<SessionState>),
-    pub(super) connection: Arc<Connection>,
+    session: (u64, Arc<SessionState>),
+    connection: Arc<Connection>,
     tasks: Arc<TaskStore>,
     /// This connection's `subscriptions/listen` requests and their keys in the registry.
-    pub(super) listeners: Mutex<HashMap<Id, u64>>,
+    listeners: Mutex<HashMap<Id, u64>>,
     /// The transport serves one exchange (stateless HTTP), or cannot answer once its input has
     /// ended (an HTTP session: [`Transport::outlives_its_input`]): when it ends, the client is
     /// gone and what still runs is cancelled (2026-07-28: closing the stream cancels).
-    pub(crate) cancel_on_close: bool,
+    cancel_on_close: bool,
 }
 
-pub(super) fn invalid_params(e: impl std::fmt::Display) -> ErrorObject {
+fn invalid_params(e: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}"))
 }
 
 /// Decodes optional params; absent params decode as `T::default()`.
-pub(super) fn params_or_default<T: serde::de::DeserializeOwned + Clone + Default + Send + Sync + 'static>(
+fn params_or_default<T: serde::de::DeserializeOwned + Clone + Default + Send + Sync + 'static>(
     params: Option<Body>,
 ) -> Result<T, ErrorObject> {
     match params {
@@ -197,7 +197,9 @@ pub(super) fn params_or_default<T: serde::de::DeserializeOwned + Clone + Default
 }
 
 impl Dispatcher {
-    pub(crate) fn new(inner: Arc<Inner>, stateless: bool) -> Dispatcher {
+    /// The dispatcher of one connection: `stateless` when the transport serves one exchange;
+    /// `outlives_its_input` as [`Transport::outlives_its_input`] says.
+    pub(crate) fn new(inner: Arc<Inner>, stateless: bool, outlives_its_input: bool) -> Dispatcher {
         let session = inner.registry.new_session();
         let connection = Arc::new(Connection::new(
             inner.on_roots_changed.clone(),
@@ -205,7 +207,8 @@ impl Dispatcher {
             (!stateless).then_some(session.0),
         ));
         Dispatcher {
-            cancel_on_close: stateless,
+            // When the input's end is the peer's, what still runs could never be answered.
+            cancel_on_close: stateless || !outlives_its_input,
             session,
             semaphore: Arc::new(Semaphore::new(inner.max_concurrent_tools)),
             inner,
@@ -229,7 +232,7 @@ impl Dispatcher {
 
     /// Records `outcome` as the answer to `id` now (so that an `initialize` answered here opens
     /// the gate for the requests read after it) and sends it from a tracked task.
-    pub(super) fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, era: &Era, outcome: Result<Body, ErrorObject>) {
+    fn answer<T: Transport>(&self, peer: &Peer<T>, id: Id, era: &Era, outcome: Result<Body, ErrorObject>) {
         let queued = peer.respond_now(&id, era.finish(outcome));
         let guard = self.tracker.enter();
         crate::transport::task::spawn(async move {
@@ -279,7 +282,7 @@ impl Dispatcher {
     }
 
     /// The context of a handler serving request `id`.
-    pub(super) fn context<T: Transport>(
+    fn context<T: Transport>(
         &self,
         peer: &Peer<T>,
         id: &Id,
@@ -515,7 +518,7 @@ impl Dispatcher {
     /// answers at once, the transport takes the answer) costs no task and no hop. Anything that
     /// waits goes on in a task of its own, polled again from there (the no-op waker of this
     /// first poll is never relied on).
-    pub(super) fn run_cancellable<F>(&self, id: Id, serial: u64, canceller: Canceller, mut work: std::pin::Pin<Box<F>>)
+    fn run_cancellable<F>(&self, id: Id, serial: u64, canceller: Canceller, mut work: std::pin::Pin<Box<F>>)
     where
         F: std::future::Future<Output = ()> + Send + 'static,
     {
@@ -769,7 +772,7 @@ impl Dispatcher {
 
 /// The answer of a 2026-07-28 request whose handler stopped on asks without answers: the asks,
 /// and every answer so far sealed in `requestState`.
-pub(super) fn input_required(inner: &Inner, round: &InputRound, binding: &Binding) -> Body {
+fn input_required(inner: &Inner, round: &InputRound, binding: &Binding) -> Body {
     let state = inner.state_key.seal(binding, &round.answers, SystemTime::now());
     Body::typed(serde_json::json!({
         "resultType": "input_required",
@@ -785,7 +788,7 @@ impl Dispatcher {
     ///
     /// # Errors
     /// -32602 for a `requestState` that does not open or input responses that are not objects.
-    pub(super) fn input_round(
+    fn input_round(
         &self,
         era: &Era,
         request: RoundOf<'_, impl FnOnce() -> Value>,
@@ -815,7 +818,7 @@ impl Dispatcher {
     ///
     /// # Errors
     /// As [`Dispatcher::input_round`].
-    pub(super) fn context_with_round<T: Transport>(
+    fn context_with_round<T: Transport>(
         &self,
         peer: &Peer<T>,
         id: &Id,
@@ -832,17 +835,17 @@ impl Dispatcher {
 
 /// A 2026-07-28 request's round as it is opened: the answers so far and what binds them to
 /// the request.
-pub(super) type Round = (Arc<InputRound>, Binding);
+type Round = (Arc<InputRound>, Binding);
 
 /// What a request that may ask the client for input carries for its round: what binds the
 /// round to it (the method, its target, its arguments, read only in the per-request era) and
 /// the answers it brings (`inputResponses`, `requestState`).
-pub(super) struct RoundOf<'a, F> {
-    pub(super) method: &'a str,
-    pub(super) target: &'a str,
-    pub(super) arguments: F,
-    pub(super) responses: Option<&'a Map<String, Value>>,
-    pub(super) state: Option<&'a str>,
+struct RoundOf<'a, F> {
+    method: &'a str,
+    target: &'a str,
+    arguments: F,
+    responses: Option<&'a Map<String, Value>>,
+    state: Option<&'a str>,
 }
 
 impl<'a> RoundOf<'a, ()> {
@@ -863,7 +866,7 @@ impl<'a> RoundOf<'a, ()> {
 
 /// Removes `id` from the running calls if the entry is still the one numbered `serial` (the
 /// client may have reused the id since).
-pub(super) fn forget_running(running: &Running, id: &Id, serial: u64) {
+fn forget_running(running: &Running, id: &Id, serial: u64) {
     let mut running = running.lock().expect("running lock");
     if running.get(id).is_some_and(|(s, _, _)| *s == serial) {
         running.remove(id);
@@ -871,7 +874,7 @@ pub(super) fn forget_running(running: &Running, id: &Id, serial: u64) {
 }
 
 /// The -32603 answer to a tool that panicked.
-pub(super) fn panicked(name: &str, payload: Box<dyn std::any::Any + Send>) -> ErrorObject {
+fn panicked(name: &str, payload: Box<dyn std::any::Any + Send>) -> ErrorObject {
     let what = payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
@@ -881,7 +884,7 @@ pub(super) fn panicked(name: &str, payload: Box<dyn std::any::Any + Send>) -> Er
 }
 
 /// A future whose panics become an `Err` holding the panic payload.
-pub(super) struct CatchUnwind<F>(pub(super) F);
+struct CatchUnwind<F>(pub(super) F);
 
 impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
     type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;

@@ -409,9 +409,8 @@ impl Server {
     pub fn serve<T: Transport>(&self, transport: T) -> impl Future<Output = Result<(), ServerError>> + Send + 'static {
         let inner = self.inner.clone();
         async move {
-            let mut dispatcher = dispatch::Dispatcher::new(inner.clone(), transport.is_stateless());
-            // When the input's end is the peer's, what still runs could never be answered.
-            dispatcher.cancel_on_close |= !transport.outlives_its_input();
+            let dispatcher =
+                dispatch::Dispatcher::new(inner.clone(), transport.is_stateless(), transport.outlives_its_input());
             let tracker = dispatcher.tracker();
             let input_error = dispatcher.input_error();
             let limits = session::SessionLimits {

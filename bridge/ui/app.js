@@ -2,8 +2,10 @@
 // to the bridge's endpoint as a client does (initialize, then requests; answers as JSON or as
 // server-sent events) to call tools, get prompts and read resources; follows /ui/api/traffic
 // (server-sent events) for the calls of every client as they end, with p50/p99 latency per
-// tool computed here. Every text from a server goes into the page as text (textContent), never
-// as markup.
+// tool computed here; answers the server's elicitations in the page, completes prompt and
+// template arguments as they are typed; lists the sessions, starts and stops their recording
+// and downloads recordings (/ui/api/sessions, /ui/api/recording). Every text from a server
+// goes into the page as text (textContent), never as markup.
 'use strict';
 
 const PROTOCOL_VERSION = '2025-11-25';
@@ -80,7 +82,8 @@ async function post(message, onMessage, signal) {
   if (type.startsWith('text/event-stream')) {
     for await (const msg of sseMessages(response)) {
       if (msg.id === message.id && ('result' in msg || 'error' in msg)) return msg;
-      if (onMessage) onMessage(msg);
+      if (msg.method && 'id' in msg) answerServerRequest(msg);
+      else if (onMessage) onMessage(msg);
     }
     throw new Error('the stream ended without an answer');
   }
@@ -96,11 +99,66 @@ async function request(method, params, onMessage, call) {
   return answer.result;
 }
 
+// A request the server makes of the page inside a call's stream: an elicitation in form mode
+// is asked in the page; ping is answered; anything else is refused (the page offers nothing
+// else). The answer is a POST of its own.
+function answerServerRequest(msg) {
+  const reply = (body) => post(Object.assign({ jsonrpc: '2.0', id: msg.id }, body))
+    .catch((e) => setStatus('Answer not sent: ' + (e.message || e), true));
+  if (msg.method === 'ping') { reply({ result: {} }); return; }
+  const params = msg.params || {};
+  if (msg.method === 'elicitation/create' && (params.mode === undefined || params.mode === 'form')) {
+    askInPage(params, (result) => reply({ result }));
+    return;
+  }
+  reply({ error: { code: -32601, message: 'the console does not answer ' + msg.method } });
+}
+
+let elicitationCount = 0;
+
+// The form of an elicitation, in the result area: its message, a field per property of its
+// requestedSchema, and Accept / Decline / Cancel; `answer` gets the ElicitResult.
+function askInPage(params, answer) {
+  const n = ++elicitationCount;
+  const schema = params.requestedSchema || {};
+  // The required fields first: the order of the others may not be the server's (a relay that
+  // re-encodes the schema may sort its properties).
+  const required = new Set(schema.required || []);
+  const entries = Object.entries(schema.properties || {});
+  const properties = Object.fromEntries([...entries.filter(([n]) => required.has(n)), ...entries.filter(([n]) => !required.has(n))]);
+  const form = objectFields(Object.assign({}, schema, { properties }), true);
+  const title = el('h4', { id: 'elicitation-' + n + '-title', text: 'The server asks: ' + (params.message || '') });
+  const note = el('p', { class: 'field-error', role: 'alert' });
+  const accept = el('button', { type: 'submit', text: 'Accept' });
+  const decline = el('button', { type: 'button', text: 'Decline' });
+  const cancel = el('button', { type: 'button', text: 'Cancel the question' });
+  const node = el('form', { class: 'elicitation', novalidate: true, 'aria-labelledby': title.id, 'data-elicitation': 'asking' },
+    title, ...form.nodes, el('div', { class: 'row' }, accept, decline, cancel), note);
+  const done = (result) => {
+    node.replaceChildren(el('p', { text: 'You answered the server: ' + result.action + '.' }));
+    node.setAttribute('data-elicitation', result.action);
+    answer(result);
+  };
+  node.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const { value, errors } = form.read();
+    if (errors.length) { note.textContent = 'Not sent: ' + errors.join('; '); return; }
+    done({ action: 'accept', content: value });
+  });
+  decline.addEventListener('click', () => done({ action: 'decline' }));
+  cancel.addEventListener('click', () => done({ action: 'cancel' }));
+  $('result').append(node);
+  setStatus('The server asks a question: answer it in the result area.');
+  const first = node.querySelector('input, select, textarea, button');
+  if (first) first.focus();
+}
+
 async function connectMcp() {
   state.session = null;
   await request('initialize', {
     protocolVersion: PROTOCOL_VERSION,
-    capabilities: {},
+    // Form elicitation is answered in the page; URL elicitation is not offered.
+    capabilities: { elicitation: { form: {} } },
     clientInfo: { name: 'mcp-bridge-console', version: '1' },
   });
   await post({ jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -165,9 +223,30 @@ async function loadCatalog() {
 
 let fieldCount = 0;
 
+// The choices a schema offers, as [{ value, text }]: its `enum` (named by the legacy
+// `enumNames` when present) or its `oneOf` / `anyOf` of `const`s (named by their `title`);
+// null when it offers none.
+function choices(schema) {
+  if (!schema) return null;
+  if (Array.isArray(schema.enum)) {
+    const names = Array.isArray(schema.enumNames) ? schema.enumNames : [];
+    return schema.enum.map((v, i) => ({ value: v, text: String(names[i] ?? v) }));
+  }
+  const list = schema.oneOf || schema.anyOf;
+  if (Array.isArray(list) && list.length && list.every((o) => o && typeof o === 'object' && 'const' in o)) {
+    return list.map((o) => ({ value: o.const, text: String(o.title ?? o.const) }));
+  }
+  return null;
+}
+
+// The input type for a string of JSON Schema `format`.
+const INPUT_TYPES = { email: 'email', uri: 'url', date: 'date' };
+
 // A field for `schema`: { node, read() -> { value, errors } } (value undefined: left empty).
-function field(schema, label, required) {
+// `key` (default: the label) names it in `data-field`.
+function field(schema, label, required, key) {
   schema = schema || {};
+  key = key ?? label;
   const id = 'f' + (++fieldCount);
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
   const labelText = label + (required ? ' (required)' : '');
@@ -177,27 +256,28 @@ function field(schema, label, required) {
   const wrap = (control) => el('div', { class: 'field' }, el('label', { for: id, text: labelText }), control, help, message);
   const finish = (errors) => { message.textContent = errors.join('; '); return errors; };
 
-  if (Array.isArray(schema.enum)) {
-    const select = el('select', { id, 'aria-describedby': describedBy, 'data-field': label });
+  const options = choices(schema);
+  if (options) {
+    const select = el('select', { id, 'aria-describedby': describedBy, 'data-field': key });
     select.append(el('option', { value: '', text: required ? '— choose —' : '(none)' }));
-    schema.enum.forEach((v, i) => select.append(el('option', { value: String(i), text: String(v) })));
+    options.forEach((o, i) => select.append(el('option', { value: String(i), text: o.text })));
     if (schema.default !== undefined) {
-      const i = schema.enum.indexOf(schema.default);
+      const i = options.findIndex((o) => o.value === schema.default);
       if (i >= 0) select.value = String(i);
     }
     return { node: wrap(select), read() {
-      const value = select.value === '' ? undefined : schema.enum[Number(select.value)];
+      const value = select.value === '' ? undefined : options[Number(select.value)].value;
       return { value, errors: finish(required && value === undefined ? [label + ' is required'] : []) };
     } };
   }
   if (type === 'boolean') {
-    const box = el('input', { id, type: 'checkbox', 'aria-describedby': describedBy, 'data-field': label });
+    const box = el('input', { id, type: 'checkbox', 'aria-describedby': describedBy, 'data-field': key });
     box.checked = schema.default === true;
     return { node: el('div', { class: 'field checkbox' }, box, el('label', { for: id, text: labelText }), help, message),
       read() { finish([]); return { value: box.checked, errors: [] }; } };
   }
   if (type === 'number' || type === 'integer') {
-    const input = el('input', { id, type: 'number', step: type === 'integer' ? '1' : 'any', 'aria-describedby': describedBy, 'data-field': label });
+    const input = el('input', { id, type: 'number', step: type === 'integer' ? '1' : 'any', 'aria-describedby': describedBy, 'data-field': key });
     if (schema.default !== undefined) input.value = String(schema.default);
     return { node: wrap(input), read() {
       const text = input.value.trim();
@@ -209,6 +289,25 @@ function field(schema, label, required) {
       if (schema.minimum !== undefined && value < schema.minimum) errors.push(label + ' must be at least ' + schema.minimum);
       if (schema.maximum !== undefined && value > schema.maximum) errors.push(label + ' must be at most ' + schema.maximum);
       return { value, errors: finish(errors) };
+    } };
+  }
+  const itemChoices = type === 'array' ? choices(schema.items) : null;
+  if (itemChoices) {
+    // A multiple choice: one checkbox per choice.
+    const boxes = itemChoices.map((o, i) => {
+      const box = el('input', { id: id + '-' + i, type: 'checkbox', 'data-field': key + ': ' + o.text });
+      box.checked = Array.isArray(schema.default) && schema.default.includes(o.value);
+      return box;
+    });
+    const fieldset = el('fieldset', { id, 'data-field': key, 'aria-describedby': describedBy }, el('legend', { text: labelText }), help,
+      ...boxes.map((box, i) => el('div', { class: 'field checkbox' }, box, el('label', { for: box.id, text: itemChoices[i].text }))), message);
+    return { node: fieldset, read() {
+      const value = itemChoices.filter((_, i) => boxes[i].checked).map((o) => o.value);
+      const errors = [];
+      if (required && !value.length) errors.push(label + ' is required');
+      if (schema.minItems !== undefined && value.length < schema.minItems) errors.push(label + ' needs at least ' + schema.minItems + ' choices');
+      if (schema.maxItems !== undefined && value.length > schema.maxItems) errors.push(label + ' takes at most ' + schema.maxItems + ' choices');
+      return { value: value.length || required ? value : undefined, errors: finish(errors) };
     } };
   }
   if (type === 'array') {
@@ -225,7 +324,7 @@ function field(schema, label, required) {
       list.append(row);
     };
     add.addEventListener('click', addItem);
-    const fieldset = el('fieldset', { id, 'data-field': label }, el('legend', { text: labelText }), help, list, add, message);
+    const fieldset = el('fieldset', { id, 'data-field': key }, el('legend', { text: labelText }), help, list, add, message);
     return { node: fieldset, read() {
       const results = items.map((i) => i.sub.read());
       const value = results.map((r) => r.value).filter((v) => v !== undefined);
@@ -237,7 +336,7 @@ function field(schema, label, required) {
   }
   if (type === 'object' || schema.properties) {
     const sub = objectFields(schema);
-    const fieldset = el('fieldset', { id, 'data-field': label }, el('legend', { text: labelText }), help, ...sub.nodes, message);
+    const fieldset = el('fieldset', { id, 'data-field': key }, el('legend', { text: labelText }), help, ...sub.nodes, message);
     return { node: fieldset, read() {
       const { value, errors } = sub.read();
       const empty = Object.keys(value).length === 0;
@@ -245,12 +344,16 @@ function field(schema, label, required) {
     } };
   }
   if (type === 'string') {
-    const input = el('input', { id, type: 'text', 'aria-describedby': describedBy, 'data-field': label });
+    const input = el('input', { id, type: INPUT_TYPES[schema.format] || 'text', 'aria-describedby': describedBy, 'data-field': key });
     if (schema.default !== undefined) input.value = String(schema.default);
-    return { node: wrap(input), read() {
+    return { node: wrap(input), input, read() {
       const value = input.value;
       if (!value) return { value: undefined, errors: finish(required ? [label + ' is required'] : []) };
       const errors = [];
+      if (schema.format === 'email' && !/^[^@\s]+@[^@\s]+$/.test(value)) errors.push(label + ' must be an email address');
+      if (schema.format === 'uri') {
+        try { new URL(value); } catch (_) { errors.push(label + ' must be a URI'); }
+      }
       if (schema.minLength !== undefined && value.length < schema.minLength) errors.push(label + ' needs at least ' + schema.minLength + ' characters');
       if (schema.maxLength !== undefined && value.length > schema.maxLength) errors.push(label + ' takes at most ' + schema.maxLength + ' characters');
       if (schema.pattern) {
@@ -260,7 +363,7 @@ function field(schema, label, required) {
     } };
   }
   // Anything else: JSON typed in.
-  const area = el('textarea', { id, rows: 3, 'aria-describedby': describedBy, 'data-field': label });
+  const area = el('textarea', { id, rows: 3, 'aria-describedby': describedBy, 'data-field': key });
   if (schema.default !== undefined) area.value = JSON.stringify(schema.default);
   return { node: wrap(area), read() {
     const text = area.value.trim();
@@ -269,11 +372,15 @@ function field(schema, label, required) {
   } };
 }
 
-function objectFields(schema) {
+// The fields of an object schema's properties, labelled by their names (or, with `titled`, by
+// their titles where they have one).
+function objectFields(schema, titled) {
   const required = new Set(schema.required || []);
-  const fields = Object.entries(schema.properties || {}).map(([name, sub]) => [name, field(sub, name, required.has(name))]);
+  const fields = Object.entries(schema.properties || {}).map(([name, sub]) =>
+    [name, field(sub, (titled && sub && sub.title) || name, required.has(name), name)]);
   return {
     nodes: fields.map(([, f]) => f.node),
+    fields: new Map(fields),
     read() {
       const value = {};
       const errors = [];
@@ -318,11 +425,59 @@ function select(kind, item, name) {
     form = objectFields({});
   }
   fields.append(...form.nodes);
+  if (kind === 'prompt') completeOn(form, { type: 'ref/prompt', name });
+  if (kind === 'resourceTemplate') completeOn(form, { type: 'ref/resource', uri: item.uriTemplate });
   state.form = form;
   $('send').textContent = { tool: 'Call', prompt: 'Get', resource: 'Read', resourceTemplate: 'Read' }[kind];
   $('playground').hidden = false;
   $('result').removeAttribute('data-done');
   $('result').replaceChildren();
+}
+
+// Completion on the text fields of `form` (a prompt's arguments, a template's variables; `ref`
+// names which): on focus and as the user types, completion/complete with the other fields'
+// values as context; the values offered are buttons under the field (ArrowDown reaches them,
+// ArrowUp / ArrowDown move among them, Escape goes back), and the one picked fills the field.
+// A server that completes nothing (or refuses) shows no suggestion.
+function completeOn(form, ref) {
+  for (const [name, f] of form.fields) {
+    if (!f.input) continue;
+    const input = f.input;
+    const list = el('div', { class: 'suggestions', role: 'group', 'aria-label': 'Suggestions for ' + name, hidden: true });
+    input.insertAdjacentElement('afterend', list);
+    let asked = 0;
+    let picked = false;
+    const hide = () => { list.hidden = true; list.replaceChildren(); };
+    const ask = async () => {
+      const n = ++asked;
+      const others = {};
+      for (const [other, g] of form.fields) if (other !== name && g.input && g.input.value) others[other] = g.input.value;
+      let values = [];
+      try {
+        const result = await request('completion/complete', { ref, argument: { name, value: input.value }, context: { arguments: others } });
+        values = (result && result.completion && result.completion.values) || [];
+      } catch (_) { /* no completion here: no suggestion */ }
+      if (n !== asked) return; // a later keystroke asked since: its answer is the one shown
+      list.replaceChildren(...values.slice(0, 20).map((value) => {
+        const button = el('button', { type: 'button', class: 'suggestion', text: value });
+        button.addEventListener('click', () => { input.value = value; hide(); picked = true; input.focus(); });
+        return button;
+      }));
+      list.hidden = !values.length;
+    };
+    input.addEventListener('input', ask);
+    input.addEventListener('focus', () => { if (picked) picked = false; else ask(); });
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'ArrowDown' && !list.hidden && list.firstElementChild) { e.preventDefault(); list.firstElementChild.focus(); }
+      if (e.key === 'Escape') hide();
+    });
+    list.addEventListener('keydown', (e) => {
+      const at = document.activeElement;
+      if (e.key === 'ArrowDown' && at.nextElementSibling) { e.preventDefault(); at.nextElementSibling.focus(); }
+      if (e.key === 'ArrowUp') { e.preventDefault(); (at.previousElementSibling || input).focus(); }
+      if (e.key === 'Escape') { e.preventDefault(); hide(); picked = true; input.focus(); }
+    });
+  }
 }
 
 function expandTemplate(template, values) {
@@ -582,6 +737,67 @@ function chart(group) {
   return node;
 }
 
+// --- Sessions and recordings -------------------------------------------------------------
+
+async function loadSessions() {
+  const { sessions, recordings } = await api('/ui/api/sessions');
+  $('sessions').querySelector('tbody').replaceChildren(...sessions.map((s) => {
+    const client = s.client ? (s.client.name || '?') + ' ' + (s.client.version || '') : '—';
+    const recording = s.recording !== null && s.recording !== undefined;
+    const button = el('button', { type: 'button', text: (recording ? 'Stop recording session ' : 'Record session ') + s.number });
+    button.addEventListener('click', () => switchRecording(s.number, recording ? 'stop' : 'start'));
+    return el('tr', { 'data-session': s.number, 'data-client': s.client ? s.client.name : '', 'data-recording': recording ? 'true' : 'false' },
+      el('th', { scope: 'row', text: String(s.number) }),
+      el('td', { text: client }),
+      el('td', { text: s.carrier }),
+      el('td', { text: (s.opened || '').slice(11, 23) }),
+      el('td', {}, recording ? el('span', { text: 'recording ' + s.recording + ' ' }) : null, button));
+  }));
+  $('recordings').querySelector('tbody').replaceChildren(...recordings.map((r) => {
+    const button = el('button', { type: 'button', text: 'Download recording ' + r.number });
+    button.addEventListener('click', () => downloadRecording(r.number, r.file).catch((e) => setStatus('Not downloaded: ' + (e.message || e), true)));
+    return el('tr', { 'data-recording': r.number, 'data-stopped': r.stopped ? 'true' : 'false' },
+      el('th', { scope: 'row', text: String(r.number) }),
+      el('td', { text: String(r.session) }),
+      el('td', { text: r.file || '—' }),
+      el('td', { text: (r.started || '').slice(11, 23) }),
+      el('td', { text: r.stopped ? r.stopped.slice(11, 23) : 'recording' }),
+      el('td', { text: r.bytes === null || r.bytes === undefined ? '—' : String(r.bytes) }),
+      el('td', {}, button));
+  }));
+}
+
+async function switchRecording(session, action) {
+  try {
+    const response = await fetch('/ui/api/recording', {
+      method: 'POST',
+      headers: headers({ 'Content-Type': 'application/json' }),
+      body: JSON.stringify({ session, action }),
+      cache: 'no-store',
+    });
+    const answer = await response.json();
+    if (!response.ok) throw new Error(answer.error || 'HTTP ' + response.status);
+    setStatus(action === 'start' ? 'Recording session ' + session + ' (recording ' + answer.recording + ').' : 'Stopped recording session ' + session + '.');
+  } catch (e) {
+    setStatus('Recording not switched: ' + (e.message || e), true);
+  }
+  await loadSessions().catch((e) => setStatus(String(e.message || e), true));
+}
+
+// Fetched with the token (a plain link would go without it), then saved from memory.
+async function downloadRecording(number, file) {
+  const response = await fetch('/ui/api/recording?number=' + encodeURIComponent(number), { headers: headers(), cache: 'no-store' });
+  if (!response.ok) throw new Error('HTTP ' + response.status);
+  const url = URL.createObjectURL(await response.blob());
+  const link = el('a', { href: url, download: file || 'recording.jsonl', hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setStatus('Downloaded recording ' + number + '.');
+  // The memory is let go well after the download took the URL.
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
 async function connect(event) {
   if (event) event.preventDefault();
   state.token = $('token').value;
@@ -589,6 +805,7 @@ async function connect(event) {
   try {
     await Promise.all([loadUpstreams(), loadCatalog()]);
     await connectMcp();
+    await loadSessions();
     setStatus('Connected.');
     document.body.setAttribute('data-connected', 'true');
     listenTraffic();
@@ -604,6 +821,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('playground').addEventListener('submit', (e) => { send(e); });
   for (const id of ['traffic-server', 'traffic-outcome']) $(id).addEventListener('change', renderTraffic);
   $('traffic-name').addEventListener('input', renderTraffic);
+  $('sessions-refresh').addEventListener('click', () => loadSessions().catch((e) => setStatus(String(e.message || e), true)));
   $('traffic-clear').addEventListener('click', () => { traffic.items = []; renderTraffic(); });
   connect();
 });

@@ -16,7 +16,14 @@
 //! which tool of which server, how it ended, in how long; never a token or an argument), a
 //! comment every 15 s so that a client that went away is noticed.
 //!
+//! Recording (see [`recordings`]): `/ui/api/sessions` lists the live downstream sessions and the
+//! recordings made; `POST /ui/api/recording` (`{"session": N, "action": "start" | "stop"}`,
+//! JSON only) starts or stops a session's recording; `GET /ui/api/recording?number=N`
+//! downloads one. All three guarded like the other JSON.
+//!
 //! Not here: the JSON documents themselves (`mcpwire::gateway::console`), the listener (serve.rs).
+
+pub(crate) mod recordings;
 
 use std::sync::Arc;
 
@@ -25,7 +32,9 @@ use std::time::Duration;
 use mcpwire::gateway::console::StderrTails;
 use mcpwire::gateway::live::{Item, Listener};
 use mcpwire::gateway::Gateway;
-use mcpwire::transport::sse_http::{HttpServerConfig, RouteResponse};
+use mcpwire::transport::sse_http::{HttpServerConfig, RouteRequest, RouteResponse};
+use recordings::Sessions;
+use serde_json::{json, Value};
 
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
@@ -50,13 +59,16 @@ fn attribute(text: &str) -> String {
     text.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;").replace('\'', "&#39;")
 }
 
-/// The console's routes on `http`, whose MCP endpoint is at `mcp_path`.
+/// The console's routes on `http`, whose MCP endpoint is at `mcp_path` and whose sessions
+/// are `sessions`.
 pub(crate) fn routes(
     http: HttpServerConfig,
     gateway: &Arc<Gateway>,
     tails: Arc<StderrTails>,
+    sessions: Arc<Sessions>,
     mcp_path: &str,
 ) -> HttpServerConfig {
+    let (listed, switched, downloaded) = (sessions.clone(), sessions.clone(), sessions);
     let index = INDEX_HTML.replace("{{MCP_PATH}}", &attribute(mcp_path));
     let (upstreams, catalog, traffic) = (gateway.clone(), gateway.clone(), gateway.clone());
     http.route_public("/ui", move || {
@@ -85,6 +97,52 @@ pub(crate) fn routes(
             hardened(RouteResponse::streaming("text/event-stream", stream))
         }
     })
+    .route("/ui/api/sessions", move || {
+        let body = listed.to_json().to_string();
+        async move { hardened(RouteResponse::new(200, "application/json", body)) }
+    })
+    .route_with_request("/ui/api/recording", move |request: RouteRequest| {
+        let answer = match request.method.as_str() {
+            "POST" => switch_recording(&switched, &request.body),
+            _ => download(&downloaded, &request),
+        };
+        async move { hardened(answer) }
+    })
+}
+
+/// A JSON answer `{"error": message}` of `status`.
+fn refused(status: u16, message: &str) -> RouteResponse {
+    RouteResponse::new(status, "application/json", json!({ "error": message }).to_string())
+}
+
+/// `POST /ui/api/recording`: `{"session": N, "action": "start" | "stop"}`, answered with the
+/// recording's number (`null`: none was under way to stop).
+fn switch_recording(sessions: &Sessions, body: &[u8]) -> RouteResponse {
+    let Ok(asked) = serde_json::from_slice::<Value>(body) else { return refused(400, "the body is not JSON") };
+    let Some(session) = asked["session"].as_u64() else { return refused(400, "no session number") };
+    let done = match asked["action"].as_str() {
+        Some("start") => sessions.start(session).map(Some),
+        Some("stop") => sessions.stop(session),
+        _ => return refused(400, "the action is start or stop"),
+    };
+    match done {
+        Ok(recording) => RouteResponse::new(200, "application/json", json!({ "recording": recording }).to_string()),
+        Err(e) => refused(404, &e),
+    }
+}
+
+/// `GET /ui/api/recording?number=N`: the recording's file, as an attachment.
+fn download(sessions: &Sessions, request: &RouteRequest) -> RouteResponse {
+    let Some(number) = request.query_value("number").and_then(|n| n.parse().ok()) else {
+        return refused(400, "no recording number");
+    };
+    let Some((path, name)) = sessions.recording(number) else { return refused(404, "no such recording") };
+    match std::fs::read(&path) {
+        // The name is the recorder's own (session-STAMP-NNNN.jsonl): nothing to quote in it.
+        Ok(bytes) => RouteResponse::new(200, "application/x-ndjson", bytes)
+            .header("Content-Disposition", format!("attachment; filename=\"{name}\"")),
+        Err(e) => refused(404, &format!("the recording cannot be read: {e}")),
+    }
 }
 
 /// Sends each item of `listener` to `events` as a server-sent event, and a comment every 15 s,

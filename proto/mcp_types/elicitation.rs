@@ -366,6 +366,138 @@ impl<'de> Deserialize<'de> for PrimitiveSchemaDefinition {
     }
 }
 
+/// The fields of a form ([`ElicitationSchema::properties`]), in the order they were written
+/// or added: a client shows them in that order, so a relay that decodes and re-encodes a form
+/// keeps it. A name given again replaces its field in place. Written as a JSON object, and
+/// compared as one: two forms with the same fields are equal in any order (as `indexmap`'s
+/// maps are; a form read back through a `serde_json::Value` comes sorted).
+#[derive(Debug, Clone, Default)]
+pub struct FormFields(Vec<(String, PrimitiveSchemaDefinition)>);
+
+impl FormFields {
+    /// No fields.
+    pub fn new() -> FormFields {
+        FormFields(Vec::new())
+    }
+
+    /// Adds `field` under `name` (last), or replaces the field of that name where it stands;
+    /// returns the field replaced.
+    pub fn insert(&mut self, name: impl Into<String>, field: PrimitiveSchemaDefinition) -> Option<PrimitiveSchemaDefinition> {
+        let name = name.into();
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, old)) => Some(std::mem::replace(old, field)),
+            None => {
+                self.0.push((name, field));
+                None
+            }
+        }
+    }
+
+    /// The field named `name`.
+    pub fn get(&self, name: &str) -> Option<&PrimitiveSchemaDefinition> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, f)| f)
+    }
+
+    /// Whether a field is named `name`.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// How many fields.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// No field at all.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The fields, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &PrimitiveSchemaDefinition)> {
+        self.0.iter().map(|(n, f)| (n, f))
+    }
+
+    /// The names, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(n, _)| n)
+    }
+
+    /// The fields' schemas, in order.
+    pub fn values(&self) -> impl Iterator<Item = &PrimitiveSchemaDefinition> {
+        self.0.iter().map(|(_, f)| f)
+    }
+}
+
+impl PartialEq for FormFields {
+    fn eq(&self, other: &FormFields) -> bool {
+        self.len() == other.len() && self.iter().all(|(name, field)| other.get(name) == Some(field))
+    }
+}
+
+impl std::ops::Index<&str> for FormFields {
+    type Output = PrimitiveSchemaDefinition;
+
+    fn index(&self, name: &str) -> &PrimitiveSchemaDefinition {
+        self.get(name).unwrap_or_else(|| panic!("no field named {name:?}"))
+    }
+}
+
+impl<'a> IntoIterator for &'a FormFields {
+    type Item = (&'a String, &'a PrimitiveSchemaDefinition);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, PrimitiveSchemaDefinition)>,
+        fn(&'a (String, PrimitiveSchemaDefinition)) -> (&'a String, &'a PrimitiveSchemaDefinition),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(n, f)| (n, f))
+    }
+}
+
+impl<N: Into<String>> FromIterator<(N, PrimitiveSchemaDefinition)> for FormFields {
+    fn from_iter<I: IntoIterator<Item = (N, PrimitiveSchemaDefinition)>>(fields: I) -> FormFields {
+        let mut all = FormFields::new();
+        for (name, field) in fields {
+            all.insert(name, field);
+        }
+        all
+    }
+}
+
+impl Serialize for FormFields {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, field) in &self.0 {
+            map.serialize_entry(name, field)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for FormFields {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<FormFields, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = FormFields;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of field schemas")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<FormFields, A::Error> {
+                let mut fields = FormFields(Vec::with_capacity(map.size_hint().unwrap_or(0).min(64)));
+                while let Some((name, field)) = map.next_entry::<String, PrimitiveSchemaDefinition>()? {
+                    fields.insert(name, field);
+                }
+                Ok(fields)
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
 /// The `requestedSchema` of a form: a flat object schema.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ElicitationSchema {
@@ -375,8 +507,8 @@ pub struct ElicitationSchema {
     /// Always `"object"`.
     #[serde(rename = "type")]
     pub kind: ObjectType,
-    /// The fields, by name.
-    pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
+    /// The fields, by name, in the order the form lists them.
+    pub properties: FormFields,
     /// Names of the fields that must be filled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required: Option<Vec<String>>,
@@ -392,7 +524,7 @@ impl ElicitationSchema {
         ElicitationSchema {
             schema: None,
             kind: ObjectType::Value,
-            properties: BTreeMap::new(),
+            properties: FormFields::new(),
             required: None,
             extra: Extra::new(),
         }
@@ -753,19 +885,23 @@ pub enum ElicitRequestParams {
     Other(Map<String, Value>),
 }
 
+/// Decoded from the params' text (not through a `Value`, whose objects sort their members), so
+/// a form's fields keep the order the server wrote them in.
 impl<'de> Deserialize<'de> for ElicitRequestParams {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        let map = Map::deserialize(d)?;
-        let value = Value::Object(map);
-        match value.get("mode") {
-            None => serde_json::from_value(value).map(Self::Form),
-            Some(Value::String(m)) if m == "form" => serde_json::from_value(value).map(Self::Form),
-            Some(Value::String(m)) if m == "url" => serde_json::from_value(value).map(Self::Url),
-            Some(_) => match value {
-                Value::Object(map) => Ok(Self::Other(map)),
-                _ => unreachable!("built from a map"),
-            },
+        #[derive(Deserialize)]
+        struct Mode {
+            mode: Option<Value>,
+        }
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        let text = raw.get();
+        let Mode { mode } = serde_json::from_str(text).map_err(D::Error::custom)?;
+        match mode {
+            None => serde_json::from_str(text).map(Self::Form),
+            Some(Value::String(m)) if m == "form" => serde_json::from_str(text).map(Self::Form),
+            Some(Value::String(m)) if m == "url" => serde_json::from_str(text).map(Self::Url),
+            Some(_) => serde_json::from_str(text).map(Self::Other),
         }
         .map_err(D::Error::custom)
     }
@@ -1128,4 +1264,31 @@ mod tests {
         assert!(!METHODS[1].exists_in(ProtocolVersion::V2025_06_18));
         assert!(!METHODS[1].exists_in(ProtocolVersion::V2026_07_28));
     }
+
+    #[test]
+    fn a_forms_fields_keep_their_order_through_decode_and_encode() {
+        let text = r#"{"message":"m","requestedSchema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"boolean"},"mid":{"type":"number"}},"required":["zeta"]}}"#;
+        let params: ElicitRequestParams = serde_json::from_str(text).unwrap();
+        let ElicitRequestParams::Form(form) = &params else { panic!("{params:?}") };
+        assert_eq!(form.requested_schema.properties.keys().collect::<Vec<_>>(), ["zeta", "alpha", "mid"]);
+        assert_eq!(serde_json::to_string(&params).unwrap(), text);
+        // Through a Body's raw text too, as a relay decodes it.
+        let raw = serde_json::value::RawValue::from_string(text.to_owned()).unwrap();
+        let again: ElicitRequestParams = serde_json::from_str(raw.get()).unwrap();
+        assert_eq!(again, params);
+        // The builder keeps the order fields are added in; a name added again stays in place.
+        let built = ElicitationSchema::new()
+            .field("b", BooleanSchema::new())
+            .required_field("a", StringSchema::new())
+            .field("b", StringSchema::new());
+        let names: Vec<&String> = built.properties.keys().collect();
+        assert_eq!(names, ["b", "a"]);
+        assert!(matches!(built.properties["b"], PrimitiveSchemaDefinition::String(_)));
+        // A duplicated member: the last one wins, in the first one's place (as serde_json's map).
+        let dup: FormFields =
+            serde_json::from_str(r#"{"x":{"type":"string"},"y":{"type":"boolean"},"x":{"type":"number"}}"#).unwrap();
+        assert_eq!(dup.keys().collect::<Vec<_>>(), ["x", "y"]);
+        assert!(matches!(dup["x"], PrimitiveSchemaDefinition::Number(_)));
+    }
+
 }

@@ -504,3 +504,91 @@ rate = "1/hour"
     let _ = dev.close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `prompts/get` and `resources/read` have their lines too (method and target; a prompt's
+/// arguments never), allowed and denied; no token anywhere in the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_has_prompts_and_resources_and_no_token() {
+    let dir = scratch("audit-prompts");
+    let config = dir.join("gateway.toml");
+    let audit = dir.join("audit.log");
+    let text = format!(
+        r#"{upstreams}
+[gateway.tokens]
+ci = {{ env = "CI_TOKEN" }}
+dev = {{ env = "DEV_TOKEN" }}
+
+[gateway.policy]
+default = "allow"
+
+[[gateway.policy.rules]]
+name = "ci-nothing-of-everything"
+effect = "deny"
+callers = {{ tokens = ["ci"] }}
+prompts = ["everything/*"]
+resources = ["everything/*"]
+"#,
+        upstreams = upstreams()
+    );
+    std::fs::write(&config, text).unwrap();
+    let args = ["--config", config.to_str().unwrap(), "--audit-log", audit.to_str().unwrap(), "--audit-arguments", "*"];
+    let bridge = ServingBridge::start_with(&args, |command| {
+        command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN);
+    });
+    let ci = connect(&bridge.url, CI_TOKEN, None).await;
+    let dev = connect(&bridge.url, DEV_TOKEN, None).await;
+    let prompts = dev.list_prompts().await.unwrap();
+    let prompt = prompts
+        .iter()
+        .find(|p| p.arguments.as_ref().is_none_or(|a| a.iter().all(|a| a.required != Some(true))))
+        .expect("a prompt without required arguments");
+    let resource = dev.list_resources().await.unwrap().remove(0);
+    dev.get_prompt(prompt.name.clone(), None).await.unwrap();
+    dev.read_resource(resource.uri.clone()).await.unwrap();
+    rpc_error(ci.get_prompt(prompt.name.clone(), None).await);
+    rpc_error(ci.read_resource(resource.uri.clone()).await);
+
+    let lines: Vec<Value> = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let text = std::fs::read_to_string(&audit).unwrap_or_default();
+            if text.lines().count() >= 4 {
+                return text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("four audit lines within 30 s");
+    let seen: Vec<(&str, &str, &str, &str)> = lines
+        .iter()
+        .map(|l| {
+            let field = |k: &str| l[k].as_str().unwrap();
+            (field("caller"), field("method"), field("server"), field("outcome"))
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("dev", "prompts/get", "everything", "ok"),
+            ("dev", "resources/read", "everything", "ok"),
+            ("ci", "prompts/get", "everything", "denied"),
+            ("ci", "resources/read", "everything", "denied"),
+        ]
+    );
+    let upstream_uri = resource.uri.strip_prefix("everything+").expect("a prefixed URI");
+    for line in &lines {
+        let expected = if line["method"] == "prompts/get" {
+            prompt.name.strip_prefix("mcp__everything__").unwrap()
+        } else {
+            upstream_uri
+        };
+        assert_eq!(line["name"], expected, "{line}");
+        assert!(line.get("arguments").is_none(), "a prompt's arguments never: {line}");
+    }
+    let _ = ci.close().await;
+    let _ = dev.close().await;
+    drop(bridge);
+    let text = std::fs::read_to_string(&audit).unwrap();
+    assert!(!text.contains(CI_TOKEN) && !text.contains(DEV_TOKEN), "a token in the audit log");
+    let _ = std::fs::remove_dir_all(&dir);
+}

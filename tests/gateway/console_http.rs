@@ -1,6 +1,7 @@
 //! The console of `mcp-bridge serve` over plain HTTP, with a bearer token on: the page's assets
-//! public with a strict Content-Security-Policy, its JSON (upstreams, catalog) refused without
-//! the token and served with it, everything refused from a foreign Origin.
+//! public with a strict Content-Security-Policy, its JSON (upstreams, catalog, sessions,
+//! recordings) refused without the token and served with it, a recording started by JSON only,
+//! everything refused from a foreign Origin.
 
 use crate::serving::ServingBridge;
 use crate::support;
@@ -13,10 +14,23 @@ const TOKEN: &str = "console-test-token";
 
 /// `GET path` with these extra header lines: status, lowercased headers, body.
 fn get(bridge: &ServingBridge, path: &str, extra: &[&str]) -> (u16, Vec<(String, String)>, String) {
+    send(bridge, "GET", path, extra, "")
+}
+
+/// `method path` with these extra header lines and `body`: status, lowercased headers, body.
+fn send(
+    bridge: &ServingBridge,
+    method: &str,
+    path: &str,
+    extra: &[&str],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
     let authority = format!("127.0.0.1:{}", bridge.port());
     let mut stream = std::net::TcpStream::connect(&authority).unwrap();
     let extra: String = extra.iter().map(|h| format!("{h}\r\n")).collect();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {authority}\r\n{extra}Connection: close\r\n\r\n").unwrap();
+    let length = if method == "GET" { String::new() } else { format!("Content-Length: {}\r\n", body.len()) };
+    write!(stream, "{method} {path} HTTP/1.1\r\nHost: {authority}\r\n{extra}{length}Connection: close\r\n\r\n{body}")
+        .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
@@ -109,8 +123,31 @@ fn the_page_is_public_its_json_needs_the_token_and_a_foreign_origin_is_refused()
         catalog["prompts"].as_array().unwrap().iter().find(|p| p["prompt"]["name"] == "mcp__everything__args-prompt");
     assert!(prompt.is_some(), "{catalog}");
 
+    // Sessions and recordings: guarded like the rest; starting a recording takes JSON only
+    // (no other site's form can send it), of a live session.
+    for path in ["/ui/api/sessions", "/ui/api/recording?number=1"] {
+        assert_eq!(get(&bridge, path, &[]).0, 401, "{path}");
+    }
+    let start = r#"{"session": 99, "action": "start"}"#;
+    let json = "Content-Type: application/json";
+    assert_eq!(send(&bridge, "POST", "/ui/api/recording", &[json], start).0, 401);
+    let (status, _, body) = send(&bridge, "POST", "/ui/api/recording", &[json, &bearer], start);
+    assert_eq!((status, body.as_str()), (404, r#"{"error":"no live session 99"}"#));
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    assert_eq!(send(&bridge, "POST", "/ui/api/recording", &[form, &bearer], "session=1&action=start").0, 415);
+    let (status, headers, _) = send(&bridge, "PUT", "/ui/api/recording", &[json, &bearer], start);
+    assert_eq!((status, header(&headers, "allow")), (405, Some("GET, HEAD, POST")));
+    let (status, _, body) = get(&bridge, "/ui/api/recording?number=1", &[&bearer]);
+    assert_eq!((status, body.as_str()), (404, r#"{"error":"no such recording"}"#));
+    let (status, _, body) = get(&bridge, "/ui/api/sessions", &[&bearer]);
+    assert_eq!((status, body.as_str()), (200, r#"{"recordings":[],"sessions":[]}"#));
+    let evil = "Origin: http://evil.example";
+    assert_eq!(send(&bridge, "POST", "/ui/api/recording", &[evil, json, &bearer], start).0, 403);
+
     // A page of another origin reaches nothing, with the token or without.
-    for path in ["/ui", "/ui/app.js", "/ui/api/upstreams", "/ui/api/catalog"] {
+    for path in
+        ["/ui", "/ui/app.js", "/ui/api/upstreams", "/ui/api/catalog", "/ui/api/sessions", "/ui/api/recording?number=1"]
+    {
         let (status, _, _) = get(&bridge, path, &["Origin: http://evil.example", &bearer]);
         assert_eq!(status, 403, "{path}");
     }

@@ -17,6 +17,7 @@ mod support;
 mod bridge_bounds;
 mod bridge_cli;
 mod bridge_config_cli;
+mod bridge_endpoints;
 mod bridge_faults;
 mod bridge_guards;
 mod bridge_login;

@@ -5,6 +5,7 @@
 //   node ts2_client.mjs [--mode legacy|auto] (--url URL | -- CMD ARGS...)
 //
 // --mode: the SDK's versionNegotiation mode; without it the SDK's own default (legacy: initialize).
+// With env MCP_HTTP_HEADERS (a JSON object) every HTTP request carries those headers too.
 // The client declares elicitation, sampling and roots and answers them with canned data (an
 // elicitation: accept, every form field "from-ts2"; or, with env MCP_ELICIT_ACTION=decline|cancel,
 // that action and no content); in the 2026-07-28 era those answers feed the
@@ -41,7 +42,9 @@ if (argv[0] === '--mode') {
 }
 let transport;
 if (argv[0] === '--url' && argv.length === 2) {
-  transport = new StreamableHTTPClientTransport(new URL(argv[1]));
+  const headers = JSON.parse(process.env.MCP_HTTP_HEADERS || '{}');
+  const options = Object.keys(headers).length ? { requestInit: { headers } } : undefined;
+  transport = new StreamableHTTPClientTransport(new URL(argv[1]), options);
 } else if (argv[0] === '--' && argv.length >= 2) {
   transport = new StdioClientTransport({ command: argv[1], args: argv.slice(2), env: process.env, stderr: 'inherit' });
 } else {

@@ -113,7 +113,7 @@ async fn a_child_sigkilled_mid_write_of_a_large_frame_fails_that_call_and_nothin
         )
     };
     // Half of a 3 MB answer is on the pipe (or in our buffer) before the kill.
-    reliability::wait_until(BOUND, "the child wrote half of its frame", || written(pid) >= before + 1_500_000).await;
+    support::wait_until(BOUND, "the child wrote half of its frame", || written(pid) >= before + 1_500_000).await;
     sigkill(pid);
     let err = tokio::time::timeout(BOUND, call).await.expect("no hang").unwrap().unwrap_err();
     assert!(err.is_server_exit(), "{err:?}");

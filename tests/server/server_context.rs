@@ -4,6 +4,7 @@
 //! the roots cache, and the tasks lifecycle.
 
 use crate::client;
+use crate::support::wait_until;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -20,7 +21,16 @@ fn empty() -> Value {
     json!({"type": "object"})
 }
 
-fn server(finished: Arc<AtomicUsize>, roots_changed: Arc<AtomicUsize>) -> Server {
+/// Counts its drops: a handler holding one was dropped, not run to its end, when it counts one.
+struct CountsDrop(Arc<AtomicUsize>);
+
+impl Drop for CountsDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn server(dropped: Arc<AtomicUsize>, roots_changed: Arc<AtomicUsize>) -> Server {
     let slow = Tool::new("slow_task", empty()).task_support(TaskSupport::Required);
     let optional = Tool::new("maybe_task", empty()).task_support(TaskSupport::Optional);
     let counted =
@@ -36,12 +46,12 @@ fn server(finished: Arc<AtomicUsize>, roots_changed: Arc<AtomicUsize>) -> Server
             ctx.progress(2.0, Some(2.0), None).await.unwrap();
             Ok(text_result("ok"))
         })
-        .tool("hang", "waits until cancelled", empty(), move |_a, ctx| {
-            let finished = finished.clone();
+        .tool("hang", "waits until cancelled", empty(), move |_a, _ctx| {
+            let guard = CountsDrop(dropped.clone());
             async move {
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                finished.fetch_add(1, Ordering::SeqCst);
-                Ok(text_result(format!("{}", ctx.is_cancelled())))
+                std::future::pending::<()>().await;
+                drop(guard);
+                Ok(text_result("never"))
             }
         })
         .tool("ask_all", "elicit, sample, roots, ping", empty(), |_a, ctx| async move {
@@ -90,8 +100,8 @@ fn server(finished: Arc<AtomicUsize>, roots_changed: Arc<AtomicUsize>) -> Server
             Ok(text_result(format!("task done {}", answer.action.as_str())))
         })
         .tool_with(optional, |_a, _ctx| async move {
-            tokio::time::sleep(Duration::from_secs(10)).await;
-            Ok(text_result("late"))
+            std::future::pending::<()>().await;
+            Ok(text_result("never"))
         })
         .tool_with(counted, move |args, _ctx| {
             let ran = ran.clone();
@@ -104,12 +114,13 @@ fn server(finished: Arc<AtomicUsize>, roots_changed: Arc<AtomicUsize>) -> Server
         .unwrap()
 }
 
+/// The server on loopback, with the count of `hang` handlers dropped and of roots changes.
 async fn start() -> (HttpServer, Arc<AtomicUsize>, Arc<AtomicUsize>) {
-    let finished = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(AtomicUsize::new(0));
     let roots = Arc::new(AtomicUsize::new(0));
-    let server = server(finished.clone(), roots.clone());
+    let server = server(dropped.clone(), roots.clone());
     let http = server.serve_http(HttpServerConfig::default()).await.unwrap();
-    (http, finished, roots)
+    (http, dropped, roots)
 }
 
 fn transport(http: &HttpServer) -> HttpClientTransport {
@@ -135,7 +146,7 @@ fn text(result: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn progress_only_with_a_token_and_cancellation_stops_the_handler() {
-    let (http, finished, _) = start().await;
+    let (http, dropped, _) = start().await;
     let (peer, seen) = connect(transport(&http), json!({}), host()).await;
     call_seen(&peer, &seen, json!({"name": "progress", "_meta": {"progressToken": "t"}})).await.unwrap();
     assert_eq!(seen.notifications("notifications/progress").len(), 2);
@@ -144,8 +155,8 @@ async fn progress_only_with_a_token_and_cancellation_stops_the_handler() {
 
     let hang = call(&peer, json!({"name": "hang"}));
     assert!(tokio::time::timeout(Duration::from_millis(200), hang).await.is_err());
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    assert_eq!(finished.load(Ordering::SeqCst), 0, "the cancelled handler was stopped");
+    wait_until(Duration::from_secs(10), "the cancelled handler is dropped", || dropped.load(Ordering::SeqCst) == 1)
+        .await;
     let _ = peer.close().await;
     http.shutdown().await;
 }
@@ -163,8 +174,8 @@ async fn round_trips_to_the_client_and_the_roots_cache() {
     assert_eq!(seen.requests("roots/list").len(), 1, "the second list came from the cache");
     assert_eq!(seen.requests("ping").len(), 1);
     peer.notify("notifications/roots/list_changed", None).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(roots_changed.load(Ordering::SeqCst), 1);
+    wait_until(Duration::from_secs(10), "the server hears roots changed", || roots_changed.load(Ordering::SeqCst) == 1)
+        .await;
     call(&peer, json!({"name": "ask_all"})).await.unwrap();
     assert_eq!(seen.requests("roots/list").len(), 2, "the cache was invalidated");
     let _ = peer.close().await;
@@ -209,14 +220,15 @@ async fn tasks_lifecycle() {
     assert_eq!(got["status"], "completed");
     let elicit = seen.requests("elicitation/create");
     assert_eq!(elicit[0]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task_id.as_str());
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let statuses: Vec<String> = seen
-        .notifications("notifications/tasks/status")
-        .iter()
-        .filter(|n| n["taskId"] == task_id.as_str())
-        .map(|n| n["status"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(statuses, ["input_required", "working", "completed"]);
+    let statuses = || -> Vec<String> {
+        seen.notifications("notifications/tasks/status")
+            .iter()
+            .filter(|n| n["taskId"] == task_id.as_str())
+            .map(|n| n["status"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    wait_until(Duration::from_secs(10), "three status notifications", || statuses().len() >= 3).await;
+    assert_eq!(statuses(), ["input_required", "working", "completed"]);
 
     // Cancel a running task.
     let created = call(&peer, json!({"name": "maybe_task", "task": {}})).await.unwrap();

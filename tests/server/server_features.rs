@@ -1,6 +1,7 @@
 //! Resources, prompts, completion, logging, pagination, `list_changed` and tool schema checks,
 //! driven with raw JSON lines through the stdio transport (newline framing over in-memory
 //! pipes), asserting the exact wire shapes.
+//! Every test runs on a paused clock (nothing here waits for a real process or socket).
 
 use std::time::Duration;
 
@@ -112,7 +113,7 @@ fn resource_server() -> ServerBuilder {
         })
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn resources_list_read_templates_and_not_found() {
     let server = resource_server().build().unwrap();
     let mut wire = Wire::open(&server).await;
@@ -146,7 +147,7 @@ async fn resources_list_read_templates_and_not_found() {
     assert_eq!(wire.error("resources/read", json!({})).await["code"], json!(-32602));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn subscribe_then_updated_then_unsubscribe() {
     let server = resource_server().build().unwrap();
     let mut wire = Wire::open(&server).await;
@@ -207,7 +208,7 @@ fn prompt_server() -> ServerBuilder {
         })
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn prompts_list_get_and_invalid_params() {
     let server = prompt_server().build().unwrap();
     let mut wire = Wire::open(&server).await;
@@ -244,7 +245,7 @@ async fn prompts_list_get_and_invalid_params() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn completion_of_prompt_arguments_and_template_variables() {
     let mut builder = prompt_server();
     // Both kinds on one server: add the resource side by hand.
@@ -292,7 +293,7 @@ async fn completion_of_prompt_arguments_and_template_variables() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn capabilities_follow_what_is_registered() {
     let mut wire = Wire::open(&prompt_server().build().unwrap()).await;
     // A connection opened by hand to read the initialize result.
@@ -319,7 +320,7 @@ async fn capabilities_follow_what_is_registered() {
     assert_eq!(wire.error("resources/list", json!({})).await["code"], json!(-32601));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn set_level_filters_log_messages() {
     let server = Server::builder().build().unwrap();
     let mut wire = Wire::open(&server).await;
@@ -345,7 +346,7 @@ async fn set_level_filters_log_messages() {
     assert_eq!(wire.error("logging/setLevel", json!({"level": "loud"})).await["code"], json!(-32602));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn every_list_pages_and_refuses_a_bad_cursor() {
     let mut builder = Server::builder().page_size(1);
     for i in 0..3 {
@@ -384,7 +385,7 @@ async fn every_list_pages_and_refuses_a_bad_cursor() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn run_time_changes_send_list_changed() {
     let server = Server::builder()
         .tool("first", "the first", schema(), |_, _| async { Ok(text_result("1")) })
@@ -437,7 +438,7 @@ fn structured_tool(name: &str) -> Tool {
     .task_support(TaskSupport::Optional)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn tool_schemas_are_enforced_on_input_and_output() {
     let server = Server::builder()
         .tool_with(structured_tool("good"), |args, _| async move {

@@ -1,6 +1,7 @@
 //! The server over stdio, byte for byte: the `echo_server` example as a child process driven with
 //! raw JSON lines, and a test server with slow and panicking tools served through the stdio
-//! transport over in-memory pipes (same framing, no child needed).
+//! transport over in-memory pipes (same framing, no child needed), those on a paused clock: a
+//! handler's sleep passes at once, in the order the timers say.
 //!
 //! The child is `target/<profile>/examples/echo_server`, built if needed (`support/examples.rs`).
 
@@ -350,7 +351,7 @@ fn test_server(dropped: Arc<AtomicBool>) -> Server {
 
 const TEST_INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"logging":{},"tools":{"listChanged":true}},"serverInfo":{"name":"test-server","version":"1"}}}"#;
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancellation_aborts_a_call_mid_handler_and_it_gets_no_answer() {
     let dropped = Arc::new(AtomicBool::new(false));
     let (mut wire, task) = Wire::in_memory(&test_server(dropped.clone()));
@@ -377,7 +378,7 @@ async fn cancellation_aborts_a_call_mid_handler_and_it_gets_no_answer() {
     task.await.unwrap().unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_panicking_tool_is_an_internal_error_and_the_server_still_answers() {
     let (mut wire, task) = Wire::in_memory(&test_server(Arc::default()));
     wire.initialized_as_test().await;
@@ -393,7 +394,7 @@ async fn a_panicking_tool_is_an_internal_error_and_the_server_still_answers() {
     task.await.unwrap().unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_duplicate_id_while_the_first_is_in_flight_is_refused() {
     let (mut wire, task) = Wire::in_memory(&test_server(Arc::default()));
     wire.initialized_as_test().await;
@@ -410,7 +411,7 @@ async fn a_duplicate_id_while_the_first_is_in_flight_is_refused() {
     task.await.unwrap().unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_end_of_input_waits_for_a_slow_call_and_writes_its_answer() {
     let (mut wire, task) = Wire::in_memory(&test_server(Arc::default()));
     wire.initialized_as_test().await;

@@ -142,3 +142,13 @@ pub async fn assert_groups_gone(groups: &[u32]) {
         assert_eq!(running_in_group(group), Vec::<u32>::new(), "process group {group} is still running");
     }
 }
+
+/// Polls `done` every 10 ms until it holds, failing after `within` with `what`: waits for
+/// something another task or process makes true, never for a fixed time.
+pub async fn wait_until(within: std::time::Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed() < within, "not within {within:?}: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}

@@ -135,12 +135,3 @@ impl Drop for LeavesNothing {
         }
     }
 }
-
-/// Polls `done` every 10 ms until it holds, failing after `within` with `what`.
-pub async fn wait_until(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < within, "not within {within:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}

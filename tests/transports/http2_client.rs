@@ -2,7 +2,9 @@
 //! offer only `h2` by ALPN, it negotiates h2 and carries initialize, a hundred concurrent
 //! `tools/call`s answered on SSE streams, the standalone GET stream and the closing DELETE over
 //! one TCP connection (counted by a relay in front of the server); a client that offers only
-//! `http/1.1` cannot connect to that server at all.
+//! `http/1.1` cannot connect to that server at all. Over h2c with prior knowledge, a
+//! 2026-07-28 call dropped by its caller resets only its own stream: the server's handler is
+//! dropped, and calls before and after it share the one connection.
 
 use crate::http_support;
 
@@ -12,7 +14,7 @@ use std::sync::Arc;
 use http_support::*;
 use mcpwire::transport::sse_http::{tls, HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use mcpwire::transport::Transport;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// A hundred concurrent slow calls: each saw its three progress events and its result.
 async fn a_hundred_concurrent_sse_calls<T: Transport + 'static>(peer: &mcpwire::peer::Peer<T>) {
@@ -66,5 +68,69 @@ async fn our_client_speaks_h2_to_an_h2_only_tls_server_over_one_connection() {
     let transport = HttpClientTransport::new(http1_only).unwrap();
     let init = mcpwire::proto::jsonrpc::Request::new(0, "initialize", &json!({})).unwrap();
     assert!(transport.send(init.into()).await.is_err());
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_2026_call_cancelled_over_h2c_resets_its_stream_and_drops_the_handler() {
+    use mcpwire::client::{Client, ClientOptions, EraPolicy};
+    use mcpwire::proto::version::ProtocolVersion;
+    use mcpwire::server::{text_result, Server};
+    use std::time::Duration;
+
+    struct SetOnDrop(tokio::sync::mpsc::UnboundedSender<&'static str>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.send("dropped");
+        }
+    }
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let (dropped_tx, mut dropped) = tokio::sync::mpsc::unbounded_channel();
+    let app = Server::builder()
+        .tool("hang", "Never answers", json!({"type": "object"}), move |_args, _ctx| {
+            let guard = SetOnDrop(dropped_tx.clone());
+            let _ = started_tx.send(());
+            async move {
+                std::future::pending::<()>().await;
+                drop(guard);
+                Ok(text_result("never"))
+            }
+        })
+        .tool("echo", "Echoes", json!({"type": "object"}), |args, _ctx| {
+            let text = args.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+            async move { Ok(text_result(text)) }
+        })
+        .build()
+        .unwrap();
+    let server = app.serve_http(HttpServerConfig::default()).await.unwrap();
+    let (relay, accepted) = counting_relay(server.local_addr()).await;
+    let config = HttpClientConfig::new(format!("http://{relay}/mcp")).http2_prior_knowledge(true);
+    let options = ClientOptions::default().with_era(EraPolicy::Adopt(ProtocolVersion::V2026_07_28));
+    let client = Client::connect(HttpClientTransport::new(config).unwrap(), options).await.unwrap();
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+
+    let echo = |text: &'static str| {
+        let client = &client;
+        async move {
+            let args = json!({ "text": text }).as_object().unwrap().clone();
+            let result = client.call_tool("echo", Some(args), Default::default()).await.unwrap();
+            serde_json::to_value(&result).unwrap()["content"][0]["text"].as_str().unwrap().to_owned()
+        }
+    };
+    assert_eq!(echo("before").await, "before");
+    {
+        let hang = client.call_tool("hang", None, Default::default());
+        tokio::pin!(hang);
+        tokio::select! {
+            _ = &mut hang => panic!("the hanging call answered"),
+            _ = started.recv() => {}
+        }
+        // Dropped here, in flight: the client resets the request's stream.
+    }
+    let seen = tokio::time::timeout(Duration::from_secs(10), dropped.recv()).await;
+    assert_eq!(seen.expect("the server dropped the handler within 10 s"), Some("dropped"));
+    assert_eq!(echo("after").await, "after");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "every call, the cancelled one too, on one h2 connection");
+    client.close().await.unwrap();
     server.shutdown().await;
 }

@@ -5,7 +5,7 @@
 //! `HttpService` driven with a body type of the caller's (no socket), the handler sees the
 //! extensions the application inserted, the address only when the application gave one, and
 //! the body cap holds for that body type; resource, prompt and completion handlers see the
-//! headers of their request as tool handlers do.
+//! headers of their request as tool handlers do, and so does a forwarding server's forwarder.
 
 use crate::http_support;
 
@@ -223,6 +223,55 @@ async fn resource_prompt_and_completion_handlers_see_the_request_too() {
     )
     .await;
     assert_eq!(completed["completion"]["values"], json!(["acme"]), "{completed}");
+    peer.close().await.unwrap();
+    http.shutdown().await;
+}
+
+/// A forwarding server (the gateway's shape): its [`Forwarder`](mcpwire::server::forward::Forwarder)
+/// reads the request's parts from the context it is handed, as a handler does, in both eras.
+#[tokio::test]
+async fn a_forwarder_reads_the_request_it_forwards() {
+    use mcpwire::proto::jsonrpc::Body;
+    use mcpwire::server::forward::{Forwarded, Forwarding};
+    use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport};
+
+    let forwarding = || {
+        Server::builder()
+            .name("forwarding")
+            .forward(
+                |request: Forwarded| {
+                    let http = request.context.http_request();
+                    let seen = json!({
+                        "method": request.method,
+                        "tenant": tenant(http),
+                        "user": http.and_then(|h| h.extensions().get::<User>()).map(|u| u.0),
+                    });
+                    async move { Ok(Body::typed(text_result(seen.to_string()))) }
+                },
+                Forwarding::default(),
+            )
+            .build()
+            .unwrap()
+    };
+
+    // Mounted, 2026-07-28: the application's extensions and headers reach the forwarder.
+    let service = forwarding().http_service(HttpServerConfig::default()).await.unwrap();
+    let answer = service.handle(app_request(call_2026(), None)).await;
+    assert_eq!(answer.status(), 200);
+    let body = answer.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        seen_in(&serde_json::from_slice(&body).unwrap()),
+        json!({"method": "tools/call", "tenant": "mounted", "user": "carol"})
+    );
+    service.shutdown().await;
+
+    // On its own listener, a handshake-era session: the POST the call arrived on.
+    let http = forwarding().serve_http(HttpServerConfig::default()).await.unwrap();
+    let config = HttpClientConfig::new(http.url()).header("X-Tenant", "acme");
+    let (peer, _) = http_support::client_peer(HttpClientTransport::new(config).unwrap(), "2025-11-25").await;
+    let params = Body::typed(json!({"name": "anything", "arguments": {}}));
+    let answer: Value = peer.request("tools/call", Some(params), Default::default()).await.unwrap().decode().unwrap();
+    assert_eq!(seen_in(&json!({ "result": answer })), json!({"method": "tools/call", "tenant": "acme", "user": null}));
     peer.close().await.unwrap();
     http.shutdown().await;
 }

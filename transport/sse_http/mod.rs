@@ -49,6 +49,7 @@ mod connection;
 pub mod connector;
 pub mod event_store;
 pub mod failed_tokens;
+pub mod mount;
 #[cfg(feature = "redis")]
 pub mod redis_store;
 pub mod request_context;
@@ -68,8 +69,9 @@ pub use authorizer::{Authorizer, Credentials, Denial, Verdict};
 pub use bearer::{BearerToken, NamedTokens};
 pub use client::{HttpClientConfig, HttpClientTransport};
 pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEvent};
+pub use mount::MountedServer;
 pub use request_context::HttpRequestParts;
-pub use routes::{RouteResponse, Streamed};
+pub use routes::{RouteRequest, RouteResponse, Streamed};
 pub use server::{HttpServer, HttpServerConfig, ServerTransport};
 pub use service::{HttpService, RemoteAddr};
 pub use session_store::{

@@ -3,7 +3,11 @@
 //!
 //! A route answers `GET` and `HEAD` (the same head, no body) and 405 to other methods; its
 //! handler takes no input and returns a [`RouteResponse`] (a handler that panics is answered
-//! 500, and the server goes on). The `Host` and `Origin` checks of
+//! 500, and the server goes on). A route added with
+//! [`route_with_request`](super::HttpServerConfig::route_with_request) reads its request
+//! ([`RouteRequest`]: the query string, and the JSON body of a `POST`, which it answers too),
+//! e.g. a console's actions; a `POST` whose `Content-Type` is not `application/json` gets 415
+//! (no HTML form of another site can send one without a CORS preflight, which is refused). The `Host` and `Origin` checks of
 //! the server apply to every route; the bearer token only to routes added with
 //! [`HttpServerConfig::route`](super::HttpServerConfig::route), not to those added with
 //! [`route_public`](super::HttpServerConfig::route_public).
@@ -12,8 +16,8 @@
 //! chunks go out as the handler's channel yields them, until it closes, the client goes, or
 //! the server shuts down.
 //!
-//! Not here: request bodies, query parameters, path patterns, other methods: a route is one
-//! fixed path that reports something.
+//! Not here: path patterns, headers of the request, other methods than GET, HEAD and POST: a
+//! route is one fixed path.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -93,8 +97,32 @@ impl RouteResponse {
     }
 }
 
-/// A route's handler: called once per GET or HEAD.
-pub type RouteHandler = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = RouteResponse> + Send>> + Send + Sync>;
+/// What a route added with [`route_with_request`](super::HttpServerConfig::route_with_request)
+/// is given of its request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouteRequest {
+    /// `GET`, `HEAD` or `POST`.
+    pub method: String,
+    /// The query string, without its `?` (`None`: the URL has none).
+    pub query: Option<String>,
+    /// A POST's body (JSON, at most the server's `max_body_bytes`); empty for GET and HEAD.
+    pub body: Bytes,
+}
+
+impl RouteRequest {
+    /// The value of the first `name=value` pair of the query named `name`, as written (no
+    /// percent-decoding).
+    pub fn query_value(&self, name: &str) -> Option<&str> {
+        self.query.as_deref()?.split('&').find_map(|pair| match pair.split_once('=') {
+            Some((key, value)) if key == name => Some(value),
+            None if pair == name => Some(""),
+            _ => None,
+        })
+    }
+}
+
+/// A route's handler: called once per request it answers.
+pub type RouteHandler = Arc<dyn Fn(RouteRequest) -> Pin<Box<dyn Future<Output = RouteResponse> + Send>> + Send + Sync>;
 
 /// One extra route.
 #[derive(Clone)]
@@ -102,6 +130,8 @@ pub(crate) struct Route {
     pub(crate) path: String,
     /// Whether the bearer token (when one is configured) is required.
     pub(crate) guarded: bool,
+    /// Whether POST is answered too (a route that reads its request).
+    pub(crate) accepts_post: bool,
     pub(crate) handler: RouteHandler,
 }
 
@@ -117,5 +147,29 @@ where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = RouteResponse> + Send + 'static,
 {
-    Arc::new(move || Box::pin(f()))
+    Arc::new(move |_| Box::pin(f()))
+}
+
+/// Makes a [`RouteHandler`] of an async function of the request.
+pub(crate) fn request_handler<F, Fut>(f: F) -> RouteHandler
+where
+    F: Fn(RouteRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = RouteResponse> + Send + 'static,
+{
+    Arc::new(move |request| Box::pin(f(request)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RouteRequest;
+
+    #[test]
+    fn a_query_value_is_found_by_its_name() {
+        let request = RouteRequest { query: Some("a=1&flag&b=two&a=3".into()), ..RouteRequest::default() };
+        assert_eq!(request.query_value("a"), Some("1"));
+        assert_eq!(request.query_value("b"), Some("two"));
+        assert_eq!(request.query_value("flag"), Some(""));
+        assert_eq!(request.query_value("c"), None);
+        assert_eq!(RouteRequest::default().query_value("a"), None);
+    }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::transport::sse_http::bearer::{self, BearerToken, NamedTokens};
 use crate::transport::sse_http::event_store::EventStore;
 use crate::transport::sse_http::failed_tokens::FailedTokenPause;
-use crate::transport::sse_http::routes::{self, Route, RouteResponse};
+use crate::transport::sse_http::routes::{self, Route, RouteRequest, RouteResponse};
 use crate::transport::sse_http::session_store::SessionStore;
 
 use crate::proto::version::ProtocolVersion;
@@ -468,9 +468,26 @@ impl HttpServerConfig {
         self.add_route(path.into(), false, routes::handler(handler))
     }
 
+    /// Adds a route at `path` that reads its request ([`RouteRequest`]: the query string, a
+    /// POST's JSON body) and answers GET, HEAD and POST, guarded as [`route`](Self::route) is.
+    /// A POST must be `Content-Type: application/json` (else 415) and its body at most
+    /// [`max_body_bytes`](Self::max_body_bytes) (else 413).
+    pub fn route_with_request<F, Fut>(self, path: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(RouteRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = RouteResponse> + Send + 'static,
+    {
+        let path = path.into();
+        let mut config = self.add_route(path.clone(), true, routes::request_handler(handler));
+        if let Some(route) = config.routes.iter_mut().find(|r| r.path == path) {
+            route.accepts_post = true;
+        }
+        config
+    }
+
     pub(super) fn add_route(mut self, path: String, guarded: bool, handler: routes::RouteHandler) -> Self {
         self.routes.retain(|r| r.path != path);
-        self.routes.push(Route { path, guarded, handler });
+        self.routes.push(Route { path, guarded, accepts_post: false, handler });
         self
     }
 

@@ -79,7 +79,7 @@ pub(in crate::transport::sse_http) async fn handle(
         None => None,
     };
     match target {
-        Target::Route(route) => serve_route(route, req.method(), shared.route_streams_end.subscribe()).await,
+        Target::Route(route) => serve_route(&shared, route, req, shared.route_streams_end.subscribe()).await,
         Target::Post => token_expiry::cut_at(post(shared, req).await, token_expires),
         Target::Get => token_expiry::cut_at(get(shared, req).await, token_expires),
         Target::Delete => delete(shared, req).await,

@@ -1,0 +1,223 @@
+//! One listener, several MCP endpoints: [`MountedServer`] accepts connections (TLS, HTTP/1.1
+//! and HTTP/2, as [`HttpServer`](super::HttpServer) does) and hands each request to the
+//! [`HttpService`] mounted on its path, or to the fallback service for every other path.
+//!
+//! Each mounted service keeps everything of its own: its sessions, its bearer tokens or OAuth
+//! protection, its limits. A request goes to the mounted service whose endpoint path, legacy
+//! HTTP+SSE paths (when on) or protected resource metadata path (when protected) it names
+//! exactly; anything else (its routes such as `/readyz`, and its own endpoint unless that is
+//! turned off: 404 then) to the fallback. The listener's settings (TLS, HTTP/2, the head read timeout, the shutdown grace)
+//! are the fallback's configuration's.
+//!
+//! Not here: what any service answers (`server.rs`, `service.rs`), path patterns or prefixes: a
+//! path is mounted as written.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use super::resource::ProtectedResource;
+use super::service::RequestBody;
+use super::{connection, HttpBody, HttpService, RemoteAddr};
+
+/// A listener serving several [`HttpService`]s by path (see the [module](self) docs). Dropping
+/// it does not stop it: call [`MountedServer::shutdown`].
+pub struct MountedServer {
+    addr: SocketAddr,
+    tls: bool,
+    mounted: Arc<Vec<HttpService>>,
+    fallback: HttpService,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for MountedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MountedServer")
+            .field("addr", &self.addr)
+            .field("mounted", &self.mounted)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `service` answers `path` (its endpoint, legacy or metadata paths).
+fn answers(service: &HttpService, path: &str) -> bool {
+    let config = &service.shared().config;
+    path == config.path
+        || (config.legacy_sse
+            && !config.stateless
+            && (path == config.legacy_sse_path || path == config.legacy_message_path))
+        || (config.protected_resource.is_some() && path == ProtectedResource::metadata_path(&config.path))
+}
+
+/// Whether `path` is `service`'s MCP endpoint or one of its legacy paths.
+fn is_endpoint(service: &HttpService, path: &str) -> bool {
+    let config = &service.shared().config;
+    path == config.path || (config.legacy_sse && (path == config.legacy_sse_path || path == config.legacy_message_path))
+}
+
+fn not_found() -> Response<HttpBody> {
+    let mut response = Response::new(super::full("Not Found"));
+    *response.status_mut() = hyper::StatusCode::NOT_FOUND;
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain"));
+    response
+}
+
+impl MountedServer {
+    /// Serves `listener` in a background task: requests for the paths of one of `mounted` go to
+    /// it, every other request to `fallback`, whose own MCP endpoint (and legacy paths) answer
+    /// 404 unless `fallback_endpoint`.
+    ///
+    /// # Errors
+    /// Two services answer one path, or the listener's address cannot be read.
+    pub async fn serve_on(
+        listener: TcpListener,
+        fallback: HttpService,
+        mounted: Vec<HttpService>,
+        fallback_endpoint: bool,
+    ) -> std::io::Result<MountedServer> {
+        let addr = listener.local_addr()?;
+        for (i, service) in mounted.iter().enumerate() {
+            let path = &service.shared().config.path;
+            let clash = (fallback_endpoint && answers(&fallback, path))
+                || mounted[..i].iter().any(|other| answers(other, path));
+            if clash {
+                let why = format!("two services are mounted on {path}");
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+            }
+        }
+        #[cfg(feature = "tls")]
+        let tls = fallback.shared().config.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        let tls = false;
+        let mounted = Arc::new(mounted);
+        let task =
+            crate::transport::task::spawn(accept_loop(listener, fallback.clone(), mounted.clone(), fallback_endpoint));
+        Ok(MountedServer { addr, tls, mounted, fallback, task })
+    }
+
+    /// The address listened on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The URL of `path` on this listener, e.g. `http://127.0.0.1:41234/mcp/dev`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}://{}{}", if self.tls { "https" } else { "http" }, self.addr, path)
+    }
+
+    /// The services mounted on their paths, in the order given.
+    pub fn mounted(&self) -> &[HttpService] {
+        &self.mounted
+    }
+
+    /// The service answering every other path.
+    pub fn fallback(&self) -> &HttpService {
+        &self.fallback
+    }
+
+    /// Graceful shutdown of the listener and of every service, as
+    /// [`HttpServer::shutdown`](super::HttpServer::shutdown) does for one.
+    pub async fn shutdown(self) {
+        self.fallback.stop();
+        let _ = self.task.await;
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    fallback: HttpService,
+    mounted: Arc<Vec<HttpService>>,
+    fallback_endpoint: bool,
+) {
+    let mut stopped = fallback.stopped();
+    let config = &fallback.shared().config;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let builders = Arc::new(connection::Builders::new(config));
+    #[cfg(feature = "tls")]
+    let tls = config.tls.clone().map(|tls| super::tls::offer_h2(tls, config.http2));
+    loop {
+        let (tcp, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            _ = stopped.changed() => break,
+        };
+        let _ = tcp.set_nodelay(true);
+        let (fallback, mounted) = (fallback.clone(), mounted.clone());
+        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+            let (mut parts, body) = req.into_parts();
+            parts.extensions.insert(RemoteAddr(remote));
+            let req = Request::from_parts(parts, RequestBody::from(body));
+            let path = req.uri().path();
+            let target = match mounted.iter().find(|s| answers(s, path)) {
+                Some(service) => Some(service),
+                None if !fallback_endpoint && is_endpoint(&fallback, path) => None,
+                None => Some(&fallback),
+            };
+            let answer = target.map(|target| super::server::handle(target.shared().clone(), req));
+            async move {
+                let answer = match answer {
+                    Some(answer) => answer.await,
+                    None => not_found(),
+                };
+                Ok::<Response<HttpBody>, Infallible>(answer)
+            }
+        });
+        let watcher = graceful.watcher();
+        let builders = builders.clone();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = tls.clone() {
+            crate::transport::task::spawn(async move {
+                let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+                let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await else {
+                    return;
+                };
+                serve_connection(stream, service, &builders, watcher).await;
+            });
+            continue;
+        }
+        crate::transport::task::spawn(async move { serve_connection(tcp, service, &builders, watcher).await });
+    }
+    drop(listener);
+    let every: Vec<&HttpService> = std::iter::once(&fallback).chain(mounted.iter()).collect();
+    for service in &every {
+        service.shared().begin_shutdown().await;
+    }
+    let _ = tokio::time::timeout(fallback.shared().config.shutdown_grace, graceful.shutdown()).await;
+    for service in &every {
+        service.stop();
+        service.shared().end_sessions().await;
+    }
+}
+
+/// Serves one connection as HTTP/1.1 or HTTP/2, as its first bytes say (`connection.rs`).
+async fn serve_connection<IO, S>(
+    io: IO,
+    service: S,
+    builders: &connection::Builders,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = HttpBody> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let Ok((is_h2, io)) = connection::sniff(io, builders.sniff_timeout).await else { return };
+    match &builders.http2 {
+        Some(http2) if is_h2 => {
+            let _ = watcher.watch(http2.serve_connection(TokioIo::new(io), service)).await;
+        }
+        _ => {
+            let _ = watcher.watch(builders.http1.serve_connection(TokioIo::new(io), service)).await;
+        }
+    }
+}
