@@ -382,7 +382,11 @@ impl FormFields {
 
     /// Adds `field` under `name` (last), or replaces the field of that name where it stands;
     /// returns the field replaced.
-    pub fn insert(&mut self, name: impl Into<String>, field: PrimitiveSchemaDefinition) -> Option<PrimitiveSchemaDefinition> {
+    pub fn insert(
+        &mut self,
+        name: impl Into<String>,
+        field: PrimitiveSchemaDefinition,
+    ) -> Option<PrimitiveSchemaDefinition> {
         let name = name.into();
         match self.0.iter_mut().find(|(n, _)| *n == name) {
             Some((_, old)) => Some(std::mem::replace(old, field)),
@@ -1290,5 +1294,4 @@ mod tests {
         assert_eq!(dup.keys().collect::<Vec<_>>(), ["x", "y"]);
         assert!(matches!(dup["x"], PrimitiveSchemaDefinition::Number(_)));
     }
-
 }
