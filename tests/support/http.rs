@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mcpwire::peer::{Handler, Peer};
+use mcpwire::peer::{Handler, Peer, Progress};
 use mcpwire::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Request};
 use mcpwire::proto::session::{self, Mode, Role};
 use mcpwire::proto::version::ProtocolVersion;
@@ -97,6 +97,28 @@ pub async fn call<T: Transport>(peer: &Peer<T>, name: &str, args: Value) -> Valu
         .expect("tools/call")
         .decode()
         .unwrap()
+}
+
+/// Calls the echo server's `slow` tool under progress token `token` (three progress
+/// notifications, then its result, all on the POST's SSE stream) and returns the progress
+/// values seen, in order, and the result's text.
+pub async fn slow_call<T: Transport>(peer: &Peer<T>, token: Value) -> (Vec<u64>, String) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let params = json!({"name": "slow", "arguments": {}, "_meta": {"progressToken": token}});
+    let result: Value = peer
+        .request_with_progress(
+            "tools/call",
+            Some(Body::serialized(&params).unwrap()),
+            Default::default(),
+            Some(Box::new(move |p: Progress| sink.lock().unwrap().push(p.progress.as_u64().unwrap()))),
+        )
+        .await
+        .expect("tools/call slow")
+        .decode()
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    (seen, result["content"][0]["text"].as_str().expect("a text result").to_owned())
 }
 
 /// A client that answers no server requests.

@@ -9,42 +9,19 @@
 use crate::http_support;
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use http_support::*;
-use mcpwire::peer::Progress;
-use mcpwire::proto::jsonrpc::Body;
 use mcpwire::transport::sse_http::{tls, HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use mcpwire::transport::Transport;
 use serde_json::{json, Value};
-
-/// Calls the `slow` tool (three progress notifications, then its result, all on the POST's SSE
-/// stream) and returns the progress values seen and the result's text.
-async fn slow_call<T: Transport>(peer: &mcpwire::peer::Peer<T>, token: usize) -> (Vec<u64>, String) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = seen.clone();
-    let params = json!({"name": "slow", "arguments": {}, "_meta": {"progressToken": token}});
-    let result: Value = peer
-        .request_with_progress(
-            "tools/call",
-            Some(Body::serialized(&params).unwrap()),
-            Default::default(),
-            Some(Box::new(move |p: Progress| sink.lock().unwrap().push(p.progress.as_u64().unwrap()))),
-        )
-        .await
-        .unwrap()
-        .decode()
-        .unwrap();
-    let seen = seen.lock().unwrap().clone();
-    (seen, result["content"][0]["text"].as_str().unwrap().to_owned())
-}
 
 /// A hundred concurrent slow calls: each saw its three progress events and its result.
 async fn a_hundred_concurrent_sse_calls<T: Transport + 'static>(peer: &mcpwire::peer::Peer<T>) {
     let mut calls = tokio::task::JoinSet::new();
     for token in 0..100 {
         let peer = peer.clone();
-        calls.spawn(async move { slow_call(&peer, token).await });
+        calls.spawn(async move { slow_call(&peer, json!(token)).await });
     }
     let mut answered = 0;
     while let Some(outcome) = calls.join_next().await {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_support::*;
-use mcpwire::peer::{Progress, RequestError};
+use mcpwire::peer::RequestError;
 use mcpwire::proto::jsonrpc::Body;
 use mcpwire::transport::sse_http::server::ResponseMode;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
@@ -177,23 +177,10 @@ async fn client_resumes_a_dropped_stream_without_losing_or_repeating_events() {
     let server = echo_server(config).await;
     let (proxy, cuts) = cutting_proxy(server.local_addr()).await;
     let (peer, _) = client_peer(client(format!("http://{proxy}/mcp")), "2025-11-25").await;
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let sink = seen.clone();
-    let params = json!({"name": "slow", "arguments": {}, "_meta": {"progressToken": "tok"}});
-    let result: Value = peer
-        .request_with_progress(
-            "tools/call",
-            Some(Body::serialized(&params).unwrap()),
-            Default::default(),
-            Some(Box::new(move |p: Progress| sink.lock().unwrap().push(p.progress.as_u64().unwrap()))),
-        )
-        .await
-        .unwrap()
-        .decode()
-        .unwrap();
-    assert_eq!(result["content"][0]["text"], "slow done");
+    let (seen, text) = slow_call(&peer, json!("tok")).await;
+    assert_eq!(text, "slow done");
     assert_eq!(*cuts.lock().unwrap(), 1, "the stream was cut once");
-    assert_eq!(*seen.lock().unwrap(), [1, 2, 3], "every progress event once, in order");
+    assert_eq!(seen, [1, 2, 3], "every progress event once, in order");
     peer.close().await.unwrap();
     server.shutdown().await;
 }

@@ -5,7 +5,9 @@
 //! message goes. Not here: cancelling the work (the application's business, told by the same
 //! notification), and 2026-07-28, where a client cancels by closing the stream itself.
 
-use super::{Id, Message, Session, Stream};
+use super::session::Session;
+use super::stream::Stream;
+use crate::proto::jsonrpc::{Id, Message};
 
 /// The `requestId`s the `notifications/cancelled` among `messages` name.
 pub(super) fn cancelled_ids(messages: &[Message]) -> Vec<Id> {
