@@ -357,6 +357,27 @@ fn percent_decode(value: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The span under which a request that an upstream made of the client (sampling, elicitation,
+/// roots) is relayed to the downstream client whose call (served in `call`) caused it: the
+/// current span (ours, of the upstream's request) when it continues the call's trace, because
+/// the upstream propagated it, so the relayed request is the upstream's request's grandchild;
+/// else `call`, so that the relayed request stays in the call's trace whatever the upstream
+/// propagates (nothing, or a trace of its own).
+#[cfg(feature = "gateway")]
+pub(crate) fn relay_parent(call: &Span) -> Span {
+    let current = Span::current();
+    if call.is_disabled() {
+        return current;
+    }
+    let ours = current.metadata().is_some_and(|m| m.target() == TARGET);
+    let trace_of = |span: &Span| span.context().span().span_context().trace_id();
+    if ours && trace_of(&current) == trace_of(call) {
+        current
+    } else {
+        call.clone()
+    }
+}
+
 /// The future, inside the current span when that is one of ours (a request being served), so
 /// that the work a server spawns for a request stays in its trace. Only for per-request work:
 /// a task that outlives the request would keep its span open.
