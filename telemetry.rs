@@ -18,7 +18,8 @@
 //! conventions: `mcp.method.name`, `gen_ai.tool.name`, `gen_ai.prompt.name`,
 //! `mcp.resource.uri`, `jsonrpc.request.id`, `rpc.response.status_code` and `error.type` on an
 //! error (`tool_error` for a tool result with `isError`), `mcp.protocol.version`,
-//! `mcp.session.id`, `network.transport` (`pipe` for stdio, `tcp` for HTTP) and
+//! `mcp.session.id`, `network.transport` (`pipe` for stdio, `tcp` for HTTP), `server.address`
+//! and `server.port` (of the server an HTTP client reaches) and
 //! `gen_ai.operation.name = execute_tool` for `tools/call`; the span's name is
 //! `{mcp.method.name} {target}`, the target being the tool or prompt name or the resource URI
 //! where there is one.
@@ -50,6 +51,8 @@ pub const PROPAGATION_KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"]
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Connection {
     pub(crate) network_transport: Option<&'static str>,
+    /// The peer's `server.address` and `server.port` (an HTTP client's, of the server it reaches).
+    pub(crate) server_endpoint: Option<(String, u16)>,
     pub(crate) session_id: Option<String>,
     pub(crate) protocol_version: Option<String>,
 }
@@ -78,7 +81,8 @@ macro_rules! mcp_span {
             mcp.method.name = $method, gen_ai.tool.name = Empty, gen_ai.prompt.name = Empty,
             mcp.resource.uri = Empty, jsonrpc.request.id = Empty, rpc.response.status_code = Empty,
             error.type = Empty, mcp.protocol.version = Empty, mcp.session.id = Empty,
-            network.transport = Empty, gen_ai.operation.name = Empty)
+            network.transport = Empty, gen_ai.operation.name = Empty, server.address = Empty,
+            server.port = Empty)
     };
 }
 
@@ -172,6 +176,10 @@ fn describe(span: &Span, method: &str, id: Option<&Id>, peeked: &Peek, connectio
     }
     if let Some(transport) = connection.network_transport {
         span.record("network.transport", transport);
+    }
+    if let Some((address, port)) = connection.server_endpoint {
+        span.record("server.address", address.as_str());
+        span.record("server.port", i64::from(port));
     }
 }
 

@@ -243,6 +243,9 @@ async fn one_trace_per_call(era: EraPolicy, version: &str, trace: &str) {
     assert_eq!(attribute(&client.span, "network.transport").as_deref(), Some("tcp"));
     assert!(attribute(&client.span, "mcp.protocol.version").is_some(), "{client:#?}");
     assert!(attribute(&client.span, "jsonrpc.request.id").is_some(), "{client:#?}");
+    let upstream_port = upstream.url().rsplit_once(':').unwrap().1.split('/').next().unwrap().to_owned();
+    assert_eq!(attribute(&client.span, "server.address").as_deref(), Some("127.0.0.1"), "{client:#?}");
+    assert_eq!(attribute(&client.span, "server.port"), Some(upstream_port));
 
     // A tool error is an error of both spans, typed `tool_error`.
     let failing = in_trace(&spans, &failing_trace);
