@@ -284,7 +284,72 @@ async fn an_unreachable_collector_costs_no_call() {
         let seen = downstream.call_tool("mcp__up__meta", None, options).await.unwrap();
         assert_ne!(seen.is_error, Some(true), "{seen:?}");
     }
+    // The spans of a failed export are counted (the batches go out every 100 ms).
+    dropped_until(&bridge, "export_failed", |n| n > 0);
     let _ = downstream.close().await;
+    drop(bridge);
+    upstream.shutdown().await;
+}
+
+/// `mcp_bridge_otel_spans_dropped_total{reason}` as the bridge's `/metrics` says it, polled
+/// until `enough` holds of it (within 60 s).
+fn dropped_until(bridge: &ServingBridge, reason: &str, enough: impl Fn(u64) -> bool) -> u64 {
+    let line = format!("mcp_bridge_otel_spans_dropped_total{{reason=\"{reason}\"}} ");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, metrics) = crate::serving::http_get(&bridge.url, "/metrics", None);
+        assert_eq!(status, 200, "{metrics}");
+        let count = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .unwrap_or_else(|| panic!("no {line}in {metrics}"))
+            .trim()
+            .parse()
+            .unwrap();
+        if enough(count) {
+            return count;
+        }
+        assert!(Instant::now() < deadline, "{line}stays at {count}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A collector that accepts and never answers holds the exporter in its first export (its
+/// timeout is ten minutes here); the spans past the queue's bound (4 here) are dropped and
+/// counted, and no call waits for any of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_collector_costs_no_call_and_the_spans_it_drops_are_counted() {
+    let stuck = TcpListener::bind("127.0.0.1:0").unwrap();
+    let stuck_url = format!("http://{}", stuck.local_addr().unwrap());
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let holder = held.clone();
+    std::thread::spawn(move || {
+        for stream in stuck.incoming().flatten() {
+            holder.lock().unwrap().push(stream);
+        }
+    });
+    let upstream = upstream().await;
+    let dir = std::env::temp_dir().join(format!("mcpwire-otel-{}-stuck", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(&config, format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url())).unwrap();
+    let bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", &stuck_url], |c| {
+        c.env("OTEL_BSP_SCHEDULE_DELAY", "100")
+            .env("OTEL_BSP_MAX_QUEUE_SIZE", "4")
+            .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4")
+            .env("OTEL_EXPORTER_OTLP_TIMEOUT", "600000")
+            .env_remove("OTEL_SDK_DISABLED");
+    });
+    let downstream = client(&bridge.url, EraPolicy::Legacy).await;
+    for _ in 0..20 {
+        let seen = downstream.call_tool("mcp__up__meta", None, CallOptions::default()).await.unwrap();
+        assert_ne!(seen.is_error, Some(true), "{seen:?}");
+    }
+    // 40 spans: at most 4 in the export that hangs and 4 queued behind it.
+    let dropped = dropped_until(&bridge, "queue_full", |n| n >= 32);
+    assert!(dropped <= 40, "{dropped}");
+    let _ = downstream.close().await;
+    held.lock().unwrap().clear(); // the hanging export fails now, and the bridge stops at once
     drop(bridge);
     upstream.shutdown().await;
 }
