@@ -14,7 +14,7 @@
 //!   injected into the request's `params._meta` before it goes out;
 //! - a request an upstream makes of the client during a call that the gateway forwards
 //!   (sampling, elicitation, roots), relayed to the caller's client, is sent under
-//!   [`relay_parent`]: in the call's trace whether or not the upstream propagated it.
+//!   `relay_parent`: in the call's trace whether or not the upstream propagated it.
 //!
 //! Without the layer nothing is created past a disabled callsite, and nothing is injected (a
 //! span with no OpenTelemetry context has nothing to propagate). Attributes per the

@@ -359,7 +359,7 @@ async fn answered_within<R>(
 
 /// `asked` (a request relayed to the downstream client of `call`), sent so that it stays in
 /// the trace of the call it is made on behalf of, whether or not the upstream propagated that
-/// trace ([`crate::telemetry::relay_parent`]); as it is without feature `otel`.
+/// trace (`telemetry::relay_parent`); as it is without feature `otel`.
 fn in_trace_of<F: std::future::Future>(call: &tracing::Span, asked: F) -> impl std::future::Future<Output = F::Output> {
     #[cfg(feature = "otel")]
     {
