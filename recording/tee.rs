@@ -448,6 +448,19 @@ impl<T: Transport> Transport for RecordingTransport<T> {
         self.inner.http_request(request)
     }
 
+    // What the connection is, for the spans of its requests (the `otel` feature).
+    fn network_transport(&self) -> Option<&'static str> {
+        self.inner.network_transport()
+    }
+
+    fn server_endpoint(&self) -> Option<(String, u16)> {
+        self.inner.server_endpoint()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.inner.session_id()
+    }
+
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;
         if let Ok(Some(message)) = &received {
@@ -632,6 +645,19 @@ impl<T: Transport> Transport for SwitchedRecording<T> {
     #[cfg(feature = "http")]
     fn http_request(&self, request: &Id) -> Option<std::sync::Arc<crate::transport::sse_http::HttpRequestParts>> {
         self.inner.http_request(request)
+    }
+
+    // What the connection is, for the spans of its requests (the `otel` feature).
+    fn network_transport(&self) -> Option<&'static str> {
+        self.inner.network_transport()
+    }
+
+    fn server_endpoint(&self) -> Option<(String, u16)> {
+        self.inner.server_endpoint()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.inner.session_id()
     }
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
