@@ -148,7 +148,11 @@ mod enabled {
 
     /// The queue's bound: `OTEL_BSP_MAX_QUEUE_SIZE`, 2048 by default (the SDK's default).
     fn queue_bound() -> usize {
-        std::env::var("OTEL_BSP_MAX_QUEUE_SIZE").ok().and_then(|v| v.trim().parse().ok()).filter(|&n| n > 0).unwrap_or(2048)
+        std::env::var("OTEL_BSP_MAX_QUEUE_SIZE")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(2048)
     }
 
     /// The SDK's batch processor, with the queue's bound kept in front of it: a span ended

@@ -147,14 +147,19 @@ async fn upstream() -> HttpServer {
             let meta = serde_json::to_string(&ctx.meta()).unwrap();
             async move { Ok(text_result(meta)) }
         })
-        .tool("ask", "asks the client's model, answers with its text", json!({"type": "object"}), |_args, ctx| async move {
-            let params: CreateMessageRequestParams = serde_json::from_value(
-                json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10}),
-            )
-            .unwrap();
-            let sampled = ctx.create_message(params).await?;
-            Ok(text_result(serde_json::to_value(&sampled.content).unwrap()["text"].as_str().unwrap_or_default()))
-        })
+        .tool(
+            "ask",
+            "asks the client's model, answers with its text",
+            json!({"type": "object"}),
+            |_args, ctx| async move {
+                let params: CreateMessageRequestParams = serde_json::from_value(
+                    json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10}),
+                )
+                .unwrap();
+                let sampled = ctx.create_message(params).await?;
+                Ok(text_result(serde_json::to_value(&sampled.content).unwrap()["text"].as_str().unwrap_or_default()))
+            },
+        )
         .tool("fail", "a tool error", json!({"type": "object"}), |_args, _ctx| async {
             let mut result = text_result("it failed");
             result.is_error = Some(true);
@@ -333,13 +338,14 @@ async fn a_stuck_collector_costs_no_call_and_the_spans_it_drops_are_counted() {
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("config.toml");
     std::fs::write(&config, format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url())).unwrap();
-    let bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", &stuck_url], |c| {
-        c.env("OTEL_BSP_SCHEDULE_DELAY", "100")
-            .env("OTEL_BSP_MAX_QUEUE_SIZE", "4")
-            .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4")
-            .env("OTEL_EXPORTER_OTLP_TIMEOUT", "600000")
-            .env_remove("OTEL_SDK_DISABLED");
-    });
+    let bridge =
+        ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", &stuck_url], |c| {
+            c.env("OTEL_BSP_SCHEDULE_DELAY", "100")
+                .env("OTEL_BSP_MAX_QUEUE_SIZE", "4")
+                .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4")
+                .env("OTEL_EXPORTER_OTLP_TIMEOUT", "600000")
+                .env_remove("OTEL_SDK_DISABLED");
+        });
     let downstream = client(&bridge.url, EraPolicy::Legacy).await;
     for _ in 0..20 {
         let seen = downstream.call_tool("mcp__up__meta", None, CallOptions::default()).await.unwrap();
@@ -399,13 +405,14 @@ async fn a_sampling_request_made_during_a_call_stays_in_its_trace() {
     let mut bridge = bridge_to(&upstream, "sampling", &collector.url);
     let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
     let seen = asked.clone();
-    let options = ClientOptions::default().with_era(EraPolicy::Legacy).with_sampling(move |p: CreateMessageRequestParams| {
-        seen.lock().unwrap().push(serde_json::to_value(&p.meta).unwrap());
-        async {
-            let answer = json!({"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"});
-            Ok(serde_json::from_value::<CreateMessageResult>(answer).unwrap())
-        }
-    });
+    let options =
+        ClientOptions::default().with_era(EraPolicy::Legacy).with_sampling(move |p: CreateMessageRequestParams| {
+            seen.lock().unwrap().push(serde_json::to_value(&p.meta).unwrap());
+            async {
+                let answer = json!({"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"});
+                Ok(serde_json::from_value::<CreateMessageResult>(answer).unwrap())
+            }
+        });
     let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url)).unwrap();
     let downstream = Client::connect(transport, options).await.unwrap();
     let trace = "7bf92f3577b34da6a3ce929d0e0e4736";
