@@ -98,7 +98,10 @@ measure() {
     exit 1
   fi
   local tool
-  tool=$("$bridge" tools --json --url "$url" | python3 -c 'import json, sys; print([t["name"] for t in json.load(sys.stdin) if t["name"].endswith("__echo")][0])')
+  tool=$("$bridge" tools --json --url "$url" | python3 -c '
+import json, sys
+names = [t["name"] for t in json.load(sys.stdin)]
+print("echo" if "echo" in names else [n for n in names if n.endswith("__echo")][0])')
   "$BENCH" --http "$url" --tool "$tool" --n "$N" --concurrency 16 --sizes 16 >"$WORK/$name.jsonl" 2>"$WORK/$name.err" ||
     { log "$name: mcp-bench failed: $(tail -3 "$WORK/$name.err")"; exit 1; }
   tag "$name" <"$WORK/$name.jsonl"
