@@ -126,16 +126,20 @@ python3 - "$OUT" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 echo = [r for r in rows if r.get("scenario") == "echo"]
+rounds = sorted({r["round"] for r in echo})
 configs = ["compiled-out", "otel-off", "otel-export"]
-print(f"{'configuration':<14} {'conc':>4} {'calls/s':>9} {'p50 µs':>8} {'calls/s vs out':>15} {'p50 vs out':>11}   (median of {max(r['round'] for r in echo)} rounds)")
+# Each configuration against compiled-out of the same round (the VM changes speed between
+# rounds), then the median over rounds; the medians of the raw figures beside them.
+print(f"{'configuration':<14} {'conc':>4} {'calls/s':>9} {'p50 µs':>8} {'calls/s vs out':>15} {'p50 vs out':>11}   (medians of {len(rounds)} rounds; vs out: per round)")
 for c in sorted({r["concurrency"] for r in echo}):
-    med = {}
+    by = {(r["peer"], r["round"]): r for r in echo if r["concurrency"] == c}
     for peer in configs:
-        runs = [r for r in echo if r["peer"] == peer and r["concurrency"] == c]
-        med[peer] = (statistics.median(r["calls_per_s"] for r in runs), statistics.median(r["p50_us"] for r in runs))
-    base = med["compiled-out"]
-    for peer in configs:
-        cps, p50 = med[peer]
-        print(f"{peer:<14} {c:>4} {cps:>9.0f} {p50:>8.1f} {100 * (cps / base[0] - 1):>+14.1f}% {100 * (p50 / base[1] - 1):>+10.1f}%")
+        runs = [by[(peer, n)] for n in rounds if (peer, n) in by]
+        cps = statistics.median(r["calls_per_s"] for r in runs)
+        p50 = statistics.median(r["p50_us"] for r in runs)
+        pairs = [(by[(peer, n)], by[("compiled-out", n)]) for n in rounds if (peer, n) in by and ("compiled-out", n) in by]
+        d_cps = statistics.median(a["calls_per_s"] / b["calls_per_s"] - 1 for a, b in pairs)
+        d_p50 = statistics.median(a["p50_us"] / b["p50_us"] - 1 for a, b in pairs)
+        print(f"{peer:<14} {c:>4} {cps:>9.0f} {p50:>8.1f} {100 * d_cps:>+14.1f}% {100 * d_p50:>+10.1f}%")
 PY
 log "results: $OUT"
