@@ -11,14 +11,18 @@
 //!   is recorded, and the server's work for the request runs inside it, so a request the
 //!   handler sends (the gateway forwarding a call upstream) is its child;
 //! - a request sent gets a span of kind client, child of the current span, whose context is
-//!   injected into the request's `params._meta` before it goes out.
+//!   injected into the request's `params._meta` before it goes out;
+//! - a request an upstream makes of the client during a call that the gateway forwards
+//!   (sampling, elicitation, roots), relayed to the caller's client, is sent under
+//!   `relay_parent`: in the call's trace whether or not the upstream propagated it.
 //!
 //! Without the layer nothing is created past a disabled callsite, and nothing is injected (a
 //! span with no OpenTelemetry context has nothing to propagate). Attributes per the
 //! conventions: `mcp.method.name`, `gen_ai.tool.name`, `gen_ai.prompt.name`,
 //! `mcp.resource.uri`, `jsonrpc.request.id`, `rpc.response.status_code` and `error.type` on an
 //! error (`tool_error` for a tool result with `isError`), `mcp.protocol.version`,
-//! `mcp.session.id`, `network.transport` (`pipe` for stdio, `tcp` for HTTP) and
+//! `mcp.session.id`, `network.transport` (`pipe` for stdio, `tcp` for HTTP), `server.address`
+//! and `server.port` (of the server an HTTP client reaches) and
 //! `gen_ai.operation.name = execute_tool` for `tools/call`; the span's name is
 //! `{mcp.method.name} {target}`, the target being the tool or prompt name or the resource URI
 //! where there is one.
@@ -50,6 +54,8 @@ pub const PROPAGATION_KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"]
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Connection {
     pub(crate) network_transport: Option<&'static str>,
+    /// The peer's `server.address` and `server.port` (an HTTP client's, of the server it reaches).
+    pub(crate) server_endpoint: Option<(String, u16)>,
     pub(crate) session_id: Option<String>,
     pub(crate) protocol_version: Option<String>,
 }
@@ -78,7 +84,8 @@ macro_rules! mcp_span {
             mcp.method.name = $method, gen_ai.tool.name = Empty, gen_ai.prompt.name = Empty,
             mcp.resource.uri = Empty, jsonrpc.request.id = Empty, rpc.response.status_code = Empty,
             error.type = Empty, mcp.protocol.version = Empty, mcp.session.id = Empty,
-            network.transport = Empty, gen_ai.operation.name = Empty)
+            network.transport = Empty, gen_ai.operation.name = Empty, server.address = Empty,
+            server.port = Empty)
     };
 }
 
@@ -172,6 +179,10 @@ fn describe(span: &Span, method: &str, id: Option<&Id>, peeked: &Peek, connectio
     }
     if let Some(transport) = connection.network_transport {
         span.record("network.transport", transport);
+    }
+    if let Some((address, port)) = connection.server_endpoint {
+        span.record("server.address", address.as_str());
+        span.record("server.port", i64::from(port));
     }
 }
 
@@ -355,6 +366,27 @@ fn percent_decode(value: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The span under which a request that an upstream made of the client (sampling, elicitation,
+/// roots) is relayed to the downstream client whose call (served in `call`) caused it: the
+/// current span (ours, of the upstream's request) when it continues the call's trace, because
+/// the upstream propagated it, so the relayed request is the upstream's request's grandchild;
+/// else `call`, so that the relayed request stays in the call's trace whatever the upstream
+/// propagates (nothing, or a trace of its own).
+#[cfg(feature = "gateway")]
+pub(crate) fn relay_parent(call: &Span) -> Span {
+    let current = Span::current();
+    if call.is_disabled() {
+        return current;
+    }
+    let ours = current.metadata().is_some_and(|m| m.target() == TARGET);
+    let trace_of = |span: &Span| span.context().span().span_context().trace_id();
+    if ours && trace_of(&current) == trace_of(call) {
+        current
+    } else {
+        call.clone()
+    }
 }
 
 /// The future, inside the current span when that is one of ours (a request being served), so

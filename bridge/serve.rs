@@ -730,7 +730,8 @@ fn health_routes(http: HttpServerConfig, gateway: &Arc<Gateway>) -> HttpServerCo
             async move { readiness(ready, Some(servers)) }
         })
         .route("/metrics", move || {
-            let text = metrics.render_metrics();
+            let mut text = metrics.render_metrics();
+            crate::otel::render_metrics(&mut text);
             async move { RouteResponse::new(200, mcpwire::gateway::metrics::CONTENT_TYPE, text) }
         })
 }

@@ -300,7 +300,7 @@ pub const DEFAULT_CLIENT_REQUEST_DEADLINE: Duration = Duration::from_secs(120);
 /// within a deadline ([`DEFAULT_CLIENT_REQUEST_DEADLINE`] unless set).
 pub struct Callers {
     next: AtomicU64,
-    contexts: Mutex<HashMap<CallerId, Context>>,
+    contexts: Mutex<HashMap<CallerId, Caller>>,
     deadline: Duration,
     pending: Arc<pending::Pending>,
     max_pending: usize,
@@ -310,6 +310,14 @@ impl Default for Callers {
     fn default() -> Self {
         Callers::with_deadline(DEFAULT_CLIENT_REQUEST_DEADLINE)
     }
+}
+
+/// A downstream request being forwarded: its context, and the span it is served in (with
+/// feature `otel`, what a request relayed to its client on its behalf stays in the trace of).
+#[derive(Clone)]
+struct Caller {
+    context: Context,
+    span: tracing::Span,
 }
 
 /// A forwarded request's entry in [`Callers`], removed when dropped.
@@ -356,6 +364,21 @@ async fn answered_within<R>(
     }
 }
 
+/// `asked` (a request relayed to the downstream client of `call`), sent so that it stays in
+/// the trace of the call it is made on behalf of, whether or not the upstream propagated that
+/// trace (`telemetry::relay_parent`); as it is without feature `otel`.
+fn in_trace_of<F: std::future::Future>(call: &tracing::Span, asked: F) -> impl std::future::Future<Output = F::Output> {
+    #[cfg(feature = "otel")]
+    {
+        tracing::Instrument::instrument(asked, crate::telemetry::relay_parent(call))
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        let _ = call;
+        asked
+    }
+}
+
 /// A downstream client's refusal, as the upstream gets it.
 fn refused(e: ClientRequestError) -> ErrorObject {
     match e {
@@ -396,22 +419,23 @@ impl Callers {
     /// Registers `context` as a caller for as long as the guard lives.
     fn enter(&self, context: &Context) -> CallerGuard<'_> {
         let id = CallerId(self.next.fetch_add(1, Ordering::Relaxed));
-        self.contexts.lock().expect("callers lock").insert(id, context.clone());
+        let caller = Caller { context: context.clone(), span: tracing::Span::current() };
+        self.contexts.lock().expect("callers lock").insert(id, caller);
         CallerGuard { callers: self, id }
     }
 
-    /// The context of the caller the client layer attributed the current request to.
-    fn current(&self, method: &str) -> Result<Context, ErrorObject> {
+    /// The caller the client layer attributed the current request to.
+    fn current(&self, method: &str) -> Result<Caller, ErrorObject> {
         let id = current_caller().ok_or_else(|| unrelated(method))?;
         self.contexts.lock().expect("callers lock").get(&id).cloned().ok_or_else(|| unrelated(method))
     }
 
     /// As [`current`](Self::current), with a place among the requests waiting on that
     /// caller's downstream connection, held until the answer.
-    fn current_with_slot(&self, method: &str) -> Result<(Context, pending::Slot), ErrorObject> {
-        let context = self.current(method)?;
-        let slot = self.pending.reserve(&context, method, self.max_pending)?;
-        Ok((context, slot))
+    fn current_with_slot(&self, method: &str) -> Result<(Caller, pending::Slot), ErrorObject> {
+        let caller = self.current(method)?;
+        let slot = self.pending.reserve(&caller.context, method, self.max_pending)?;
+        Ok((caller, slot))
     }
 
     /// `options` with handlers that answer every upstream's sampling, elicitation (form and URL)
@@ -425,8 +449,9 @@ impl Callers {
                 const METHOD: &str = "sampling/createMessage";
                 let caller = sampling.current_with_slot(METHOD);
                 async move {
-                    let (context, _slot) = caller?;
-                    answered_within(deadline, METHOD, context.create_message(params)).await
+                    let (caller, _slot) = caller?;
+                    let asked = in_trace_of(&caller.span, caller.context.create_message(params));
+                    answered_within(deadline, METHOD, asked).await
                 }
             })
             .with_elicitation_modes(
@@ -434,8 +459,9 @@ impl Callers {
                     const METHOD: &str = "elicitation/create";
                     let caller = elicitation.current_with_slot(METHOD);
                     async move {
-                        let (context, _slot) = caller?;
-                        answered_within(deadline, METHOD, context.elicit_with(params)).await
+                        let (caller, _slot) = caller?;
+                        let asked = in_trace_of(&caller.span, caller.context.elicit_with(params));
+                        answered_within(deadline, METHOD, asked).await
                     }
                 },
                 ElicitationModes { form: true, url: true },
@@ -447,8 +473,9 @@ impl Callers {
                     Err(_) => Ok(None),
                 };
                 async move {
-                    let Some((context, _slot)) = caller? else { return Ok(Vec::new()) };
-                    let roots: Vec<Root> = answered_within(deadline, "roots/list", context.list_roots()).await?;
+                    let Some((caller, _slot)) = caller? else { return Ok(Vec::new()) };
+                    let asked = in_trace_of(&caller.span, caller.context.list_roots());
+                    let roots: Vec<Root> = answered_within(deadline, "roots/list", asked).await?;
                     Ok(roots)
                 }
             })

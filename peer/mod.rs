@@ -525,6 +525,7 @@ impl<T: Transport> Peer<T> {
     fn telemetry_connection(&self) -> crate::telemetry::Connection {
         crate::telemetry::Connection {
             network_transport: self.shared.transport.network_transport(),
+            server_endpoint: self.shared.transport.server_endpoint(),
             session_id: self.shared.transport.session_id(),
             protocol_version: self.protocol_version().map(|v| v.to_string()),
         }

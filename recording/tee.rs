@@ -490,6 +490,19 @@ impl<T: Transport> Transport for RecordingTransport<T> {
 
     forward_to_inner!();
 
+    // What the connection is, for the spans of its requests (the `otel` feature).
+    fn network_transport(&self) -> Option<&'static str> {
+        self.inner.network_transport()
+    }
+
+    fn server_endpoint(&self) -> Option<(String, u16)> {
+        self.inner.server_endpoint()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.inner.session_id()
+    }
+
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;
         if let Ok(Some(message)) = &received {
@@ -660,6 +673,19 @@ impl<T: Transport> Transport for SwitchedRecording<T> {
     }
 
     forward_to_inner!();
+
+    // What the connection is, for the spans of its requests (the `otel` feature).
+    fn network_transport(&self) -> Option<&'static str> {
+        self.inner.network_transport()
+    }
+
+    fn server_endpoint(&self) -> Option<(String, u16)> {
+        self.inner.server_endpoint()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.inner.session_id()
+    }
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;

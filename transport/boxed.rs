@@ -44,6 +44,7 @@ trait ErasedTransport: Send + Sync + 'static {
     fn set_protocol_version(&self, version: Option<ProtocolVersion>);
     fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)>;
     fn network_transport(&self) -> Option<&'static str>;
+    fn server_endpoint(&self) -> Option<(String, u16)>;
     fn session_id(&self) -> Option<String>;
     fn child_pid(&self) -> Option<u32>;
     fn exit_status(&self) -> Option<ExitStatus>;
@@ -96,6 +97,10 @@ impl<T: Transport> ErasedTransport for T {
 
     fn network_transport(&self) -> Option<&'static str> {
         Transport::network_transport(self)
+    }
+
+    fn server_endpoint(&self) -> Option<(String, u16)> {
+        Transport::server_endpoint(self)
     }
 
     fn session_id(&self) -> Option<String> {
@@ -205,6 +210,10 @@ impl Transport for BoxTransport {
 
     fn network_transport(&self) -> Option<&'static str> {
         self.0.network_transport()
+    }
+
+    fn server_endpoint(&self) -> Option<(String, u16)> {
+        self.0.server_endpoint()
     }
 
     fn session_id(&self) -> Option<String> {

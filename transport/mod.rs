@@ -380,6 +380,13 @@ pub trait Transport: Send + Sync + 'static {
         None
     }
 
+    /// The OpenTelemetry `server.address` and `server.port` of the peer this transport reaches:
+    /// an HTTP client's URL's host and port (the scheme's default when the URL has none);
+    /// `None` for the others and by default.
+    fn server_endpoint(&self) -> Option<(String, u16)> {
+        None
+    }
+
     /// The MCP session id this transport carries (Streamable HTTP's `Mcp-Session-Id`), when
     /// it has one; `None` for the others and by default.
     fn session_id(&self) -> Option<String> {

@@ -1,11 +1,17 @@
 //! `mcp-bridge serve --otlp-endpoint` (features `otel`, `mcp-bridge/otel`): a downstream call
 //! and the upstream call it causes are one trace, exported over OTLP/HTTP protobuf to a
-//! receiver in this test, in both eras; and an unreachable collector costs no call.
+//! receiver in this test, in both eras; a sampling request an upstream makes during a call is
+//! in that call's trace; an unreachable collector costs no call; and across implementations, a
+//! Python SDK client → the bridge → a Python SDK server, each process exporting to the same
+//! receiver, are one trace.
 //!
 //! The downstream client is ours and sends `_meta.traceparent` itself (as an instrumented
 //! client would); the upstream is our server in this process, whose `meta` tool answers with
 //! the `_meta` it received, so the context the bridge injected can be compared with the spans
-//! it exported.
+//! it exported. This process installs no OpenTelemetry layer: that upstream propagates no
+//! context of its own (the sampling it asks for is an uninstrumented upstream's). The Python
+//! peers (tests/peers/py_otel_*.py, `MCP_PYTHON_OTEL`) are traced by the SDK's own
+//! instrumentation (mcp 2.3.0), exported by the OpenTelemetry Python SDK.
 
 use crate::serving::ServingBridge;
 
@@ -15,6 +21,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::client::{CallOptions, Client, ClientOptions, EraPolicy};
+use mcpwire::proto::mcp_types::{CreateMessageRequestParams, CreateMessageResult};
 use mcpwire::proto::version::ProtocolVersion;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -140,6 +147,19 @@ async fn upstream() -> HttpServer {
             let meta = serde_json::to_string(&ctx.meta()).unwrap();
             async move { Ok(text_result(meta)) }
         })
+        .tool(
+            "ask",
+            "asks the client's model, answers with its text",
+            json!({"type": "object"}),
+            |_args, ctx| async move {
+                let params: CreateMessageRequestParams = serde_json::from_value(
+                    json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10}),
+                )
+                .unwrap();
+                let sampled = ctx.create_message(params).await?;
+                Ok(text_result(serde_json::to_value(&sampled.content).unwrap()["text"].as_str().unwrap_or_default()))
+            },
+        )
         .tool("fail", "a tool error", json!({"type": "object"}), |_args, _ctx| async {
             let mut result = text_result("it failed");
             result.is_error = Some(true);
@@ -228,6 +248,9 @@ async fn one_trace_per_call(era: EraPolicy, version: &str, trace: &str) {
     assert_eq!(attribute(&client.span, "network.transport").as_deref(), Some("tcp"));
     assert!(attribute(&client.span, "mcp.protocol.version").is_some(), "{client:#?}");
     assert!(attribute(&client.span, "jsonrpc.request.id").is_some(), "{client:#?}");
+    let upstream_port = upstream.url().rsplit_once(':').unwrap().1.split('/').next().unwrap().to_owned();
+    assert_eq!(attribute(&client.span, "server.address").as_deref(), Some("127.0.0.1"), "{client:#?}");
+    assert_eq!(attribute(&client.span, "server.port"), Some(upstream_port));
 
     // A tool error is an error of both spans, typed `tool_error`.
     let failing = in_trace(&spans, &failing_trace);
@@ -266,7 +289,73 @@ async fn an_unreachable_collector_costs_no_call() {
         let seen = downstream.call_tool("mcp__up__meta", None, options).await.unwrap();
         assert_ne!(seen.is_error, Some(true), "{seen:?}");
     }
+    // The spans of a failed export are counted (the batches go out every 100 ms).
+    dropped_until(&bridge, "export_failed", |n| n > 0);
     let _ = downstream.close().await;
+    drop(bridge);
+    upstream.shutdown().await;
+}
+
+/// `mcp_bridge_otel_spans_dropped_total{reason}` as the bridge's `/metrics` says it, polled
+/// until `enough` holds of it (within 60 s).
+fn dropped_until(bridge: &ServingBridge, reason: &str, enough: impl Fn(u64) -> bool) -> u64 {
+    let line = format!("mcp_bridge_otel_spans_dropped_total{{reason=\"{reason}\"}} ");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, metrics) = crate::serving::http_get(&bridge.url, "/metrics", None);
+        assert_eq!(status, 200, "{metrics}");
+        let count = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .unwrap_or_else(|| panic!("no {line}in {metrics}"))
+            .trim()
+            .parse()
+            .unwrap();
+        if enough(count) {
+            return count;
+        }
+        assert!(Instant::now() < deadline, "{line}stays at {count}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A collector that accepts and never answers holds the exporter in its first export (its
+/// timeout is ten minutes here); the spans past the queue's bound (4 here) are dropped and
+/// counted, and no call waits for any of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_collector_costs_no_call_and_the_spans_it_drops_are_counted() {
+    let stuck = TcpListener::bind("127.0.0.1:0").unwrap();
+    let stuck_url = format!("http://{}", stuck.local_addr().unwrap());
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let holder = held.clone();
+    std::thread::spawn(move || {
+        for stream in stuck.incoming().flatten() {
+            holder.lock().unwrap().push(stream);
+        }
+    });
+    let upstream = upstream().await;
+    let dir = std::env::temp_dir().join(format!("mcpwire-otel-{}-stuck", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    std::fs::write(&config, format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url())).unwrap();
+    let bridge =
+        ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", &stuck_url], |c| {
+            c.env("OTEL_BSP_SCHEDULE_DELAY", "100")
+                .env("OTEL_BSP_MAX_QUEUE_SIZE", "4")
+                .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4")
+                .env("OTEL_EXPORTER_OTLP_TIMEOUT", "600000")
+                .env_remove("OTEL_SDK_DISABLED");
+        });
+    let downstream = client(&bridge.url, EraPolicy::Legacy).await;
+    for _ in 0..20 {
+        let seen = downstream.call_tool("mcp__up__meta", None, CallOptions::default()).await.unwrap();
+        assert_ne!(seen.is_error, Some(true), "{seen:?}");
+    }
+    // 40 spans: at most 4 in the export that hangs and 4 queued behind it.
+    let dropped = dropped_until(&bridge, "queue_full", |n| n >= 32);
+    assert!(dropped <= 40, "{dropped}");
+    let _ = downstream.close().await;
+    held.lock().unwrap().clear(); // the hanging export fails now, and the bridge stops at once
     drop(bridge);
     upstream.shutdown().await;
 }
@@ -303,4 +392,141 @@ async fn the_http_traceparent_header_is_continued_and_a_stdio_upstream_is_a_pipe
     assert_eq!(client.span.name, "tools/call echo");
     assert_eq!(attribute(&client.span, "network.transport").as_deref(), Some("pipe"));
     assert_eq!(attribute(&server.span, "network.transport").as_deref(), Some("tcp"));
+}
+
+/// A sampling request an upstream makes during a call, relayed to the downstream client, stays
+/// in the call's trace although the upstream propagated nothing: the `_meta.traceparent` the
+/// client receives is the bridge's client span of the relayed request, child of the bridge's
+/// server span of the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampling_request_made_during_a_call_stays_in_its_trace() {
+    let collector = Collector::start();
+    let upstream = upstream().await;
+    let mut bridge = bridge_to(&upstream, "sampling", &collector.url);
+    let asked: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen = asked.clone();
+    let options =
+        ClientOptions::default().with_era(EraPolicy::Legacy).with_sampling(move |p: CreateMessageRequestParams| {
+            seen.lock().unwrap().push(serde_json::to_value(&p.meta).unwrap());
+            async {
+                let answer = json!({"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"});
+                Ok(serde_json::from_value::<CreateMessageResult>(answer).unwrap())
+            }
+        });
+    let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url)).unwrap();
+    let downstream = Client::connect(transport, options).await.unwrap();
+    let trace = "7bf92f3577b34da6a3ce929d0e0e4736";
+    let parent = "20f067aa0ba902b7";
+    let call = CallOptions::default().with_meta("traceparent", json!(format!("00-{trace}-{parent}-01")));
+    let answered = downstream.call_tool("mcp__up__ask", None, call).await.unwrap();
+    assert_eq!(text(&answered), "sampled");
+    let _ = downstream.close().await;
+    bridge.stop();
+
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let traceparent = asked[0]["traceparent"].as_str().unwrap_or_else(|| panic!("no traceparent: {asked:?}"));
+    let fields: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!((fields[0], fields[1]), ("00", trace), "the sampling request is in the call's trace: {traceparent}");
+
+    let in_trace = |spans: &[Received]| -> Vec<Received> {
+        spans.iter().filter(|r| hex(&r.span.trace_id) == trace).cloned().collect()
+    };
+    let spans = collector.spans_when(|spans| in_trace(spans).len() >= 3);
+    let spans = in_trace(&spans);
+    let call_span = spans
+        .iter()
+        .find(|r| r.span.kind == SpanKind::Server as i32 && r.span.name == "tools/call mcp__up__ask")
+        .unwrap_or_else(|| panic!("the call's server span: {spans:#?}"));
+    assert_eq!(hex(&call_span.span.parent_span_id), parent);
+    let relayed = spans
+        .iter()
+        .find(|r| hex(&r.span.span_id) == fields[2])
+        .unwrap_or_else(|| panic!("the span of the traceparent the client got: {spans:#?}"));
+    assert_eq!(relayed.span.kind, SpanKind::Client as i32, "{relayed:#?}");
+    assert_eq!(relayed.span.name, "sampling/createMessage");
+    assert_eq!(attribute(&relayed.span, "mcp.method.name").as_deref(), Some("sampling/createMessage"));
+    assert_eq!(hex(&relayed.span.parent_span_id), hex(&call_span.span.span_id), "child of the call's span");
+    upstream.shutdown().await;
+}
+
+/// The Python SDK's client (mcp 2.3.0, its own instrumentation, exported by the OpenTelemetry
+/// Python SDK) → `mcp-bridge serve` → the Python SDK's server over stdio (likewise): one trace
+/// across the three processes, each span the child of the one before it, the bridge's spans
+/// with the conventions' attributes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_client_the_bridge_and_a_python_server_are_one_trace() {
+    let collector = Collector::start();
+    let python = crate::support::peer("MCP_PYTHON_OTEL");
+    let server = crate::support::repo_path("tests/peers/py_otel_server.py");
+    let dir = std::env::temp_dir().join(format!("mcpwire-otel-{}-python", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    let otel_env = format!(
+        "env = {{ OTEL_EXPORTER_OTLP_ENDPOINT = {:?}, OTEL_SERVICE_NAME = \"py-otel-server\" }}",
+        collector.url
+    );
+    std::fs::write(&config, format!("[mcp_servers.py]\ncommand = {python:?}\nargs = [{server:?}]\n{otel_env}\n"))
+        .unwrap();
+    let mut bridge =
+        ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", &collector.url], |c| {
+            c.env("OTEL_BSP_SCHEDULE_DELAY", "100").env_remove("OTEL_SERVICE_NAME").env_remove("OTEL_SDK_DISABLED");
+        });
+    let client = crate::support::repo_path("tests/peers/py_otel_client.py");
+    let output = std::process::Command::new(&python)
+        .arg(&client)
+        .args([&bridge.url, "mcp__py__echo", "across"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+        .env("OTEL_SERVICE_NAME", "py-otel-client")
+        .env_remove("OTEL_SDK_DISABLED")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let line: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(line["text"], "across", "{line}");
+    let trace = line["trace_id"].as_str().unwrap().to_owned();
+    bridge.stop();
+
+    let of = |spans: &[Received], service: &str, kind: SpanKind, name: &str| -> Option<Received> {
+        spans
+            .iter()
+            .find(|r| {
+                hex(&r.span.trace_id) == trace
+                    && r.service.as_deref() == Some(service)
+                    && r.span.kind == kind as i32
+                    && r.span.name == name
+            })
+            .cloned()
+    };
+    let chain = [
+        ("py-otel-client", SpanKind::Client, "MCP send tools/call mcp__py__echo"),
+        ("mcp-bridge", SpanKind::Server, "tools/call mcp__py__echo"),
+        ("mcp-bridge", SpanKind::Client, "tools/call echo"),
+        ("py-otel-server", SpanKind::Server, "tools/call echo"),
+    ];
+    let spans = collector.spans_when(|spans| chain.iter().all(|(s, k, n)| of(spans, s, *k, n).is_some()));
+    let found: Vec<Received> = chain.iter().map(|(s, k, n)| of(&spans, s, *k, n).unwrap()).collect();
+    let root = line["root_span_id"].as_str().unwrap();
+    assert_eq!(hex(&found[0].span.parent_span_id), root, "the Python client's span is in its root span");
+    for pair in found.windows(2) {
+        assert_eq!(
+            hex(&pair[1].span.parent_span_id),
+            hex(&pair[0].span.span_id),
+            "{} is the child of {}",
+            pair[1].span.name,
+            pair[0].span.name
+        );
+    }
+    let (bridge_server, bridge_client) = (&found[1].span, &found[2].span);
+    assert_eq!(attribute(bridge_server, "mcp.method.name").as_deref(), Some("tools/call"));
+    assert_eq!(attribute(bridge_server, "gen_ai.tool.name").as_deref(), Some("mcp__py__echo"));
+    assert_eq!(attribute(bridge_server, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
+    assert_eq!(attribute(bridge_server, "network.transport").as_deref(), Some("tcp"));
+    assert!(attribute(bridge_server, "mcp.protocol.version").is_some(), "{bridge_server:#?}");
+    assert!(attribute(bridge_server, "jsonrpc.request.id").is_some(), "{bridge_server:#?}");
+    assert_eq!(attribute(bridge_client, "gen_ai.tool.name").as_deref(), Some("echo"));
+    assert_eq!(attribute(bridge_client, "network.transport").as_deref(), Some("pipe"));
+    assert!(attribute(bridge_client, "mcp.protocol.version").is_some(), "{bridge_client:#?}");
+    // The Python server's span, by the SDK's own instrumentation, carries the same conventions.
+    assert_eq!(attribute(&found[3].span, "gen_ai.tool.name").as_deref(), Some("echo"));
 }

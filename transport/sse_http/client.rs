@@ -342,6 +342,13 @@ impl Transport for HttpClientTransport {
         Some("tcp")
     }
 
+    fn server_endpoint(&self) -> Option<(String, u16)> {
+        let url = &self.inner.url;
+        let host = url.host()?.trim_start_matches('[').trim_end_matches(']').to_owned();
+        let port = url.port_u16().unwrap_or(if url.scheme_str() == Some("https") { 443 } else { 80 });
+        Some((host, port))
+    }
+
     fn session_id(&self) -> Option<String> {
         HttpClientTransport::session_id(self)
     }
