@@ -463,6 +463,10 @@ macro_rules! forward_to_inner {
             self.inner.network_transport()
         }
 
+        fn server_endpoint(&self) -> Option<(String, u16)> {
+            self.inner.server_endpoint()
+        }
+
         fn session_id(&self) -> Option<String> {
             self.inner.session_id()
         }
@@ -489,19 +493,6 @@ impl<T: Transport> Transport for RecordingTransport<T> {
     }
 
     forward_to_inner!();
-
-    // What the connection is, for the spans of its requests (the `otel` feature).
-    fn network_transport(&self) -> Option<&'static str> {
-        self.inner.network_transport()
-    }
-
-    fn server_endpoint(&self) -> Option<(String, u16)> {
-        self.inner.server_endpoint()
-    }
-
-    fn session_id(&self) -> Option<String> {
-        self.inner.session_id()
-    }
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;
@@ -673,19 +664,6 @@ impl<T: Transport> Transport for SwitchedRecording<T> {
     }
 
     forward_to_inner!();
-
-    // What the connection is, for the spans of its requests (the `otel` feature).
-    fn network_transport(&self) -> Option<&'static str> {
-        self.inner.network_transport()
-    }
-
-    fn server_endpoint(&self) -> Option<(String, u16)> {
-        self.inner.server_endpoint()
-    }
-
-    fn session_id(&self) -> Option<String> {
-        self.inner.session_id()
-    }
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;
@@ -921,6 +899,10 @@ mod tests {
             Some("tcp")
         }
 
+        fn server_endpoint(&self) -> Option<(String, u16)> {
+            Some(("upstream.example".into(), 8443))
+        }
+
         fn session_id(&self) -> Option<String> {
             Some("s-1".into())
         }
@@ -948,6 +930,7 @@ mod tests {
         assert_eq!(wrapped.admit_tools(&mut tools), [("t".to_owned(), "left out".to_owned())]);
         assert!(tools.is_empty());
         assert_eq!(wrapped.network_transport(), Some("tcp"));
+        assert_eq!(wrapped.server_endpoint(), Some(("upstream.example".into(), 8443)));
         assert_eq!(wrapped.session_id().as_deref(), Some("s-1"));
         assert_eq!(wrapped.child_pid(), Some(42));
     }
