@@ -12,18 +12,16 @@
 //! Not here: what any service answers (`server.rs`, `service.rs`), path patterns or prefixes: a
 //! path is mounted as written.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use super::resource::ProtectedResource;
+use super::server::{serve_listener, RouteFuture};
 use super::service::RequestBody;
-use super::{connection, HttpBody, HttpService, RemoteAddr};
+use super::{HttpBody, HttpService};
 
 /// A listener serving several [`HttpService`]s by path (see the [module](self) docs). Dropping
 /// it does not stop it: call [`MountedServer::shutdown`].
@@ -134,90 +132,16 @@ async fn accept_loop(
     mounted: Arc<Vec<HttpService>>,
     fallback_endpoint: bool,
 ) {
-    let mut stopped = fallback.stopped();
-    let config = &fallback.shared().config;
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let builders = Arc::new(connection::Builders::new(config));
-    #[cfg(feature = "tls")]
-    let tls = config.tls.clone().map(|tls| super::tls::offer_h2(tls, config.http2));
-    loop {
-        let (tcp, remote) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-            _ = stopped.changed() => break,
+    let every: Vec<HttpService> = std::iter::once(fallback.clone()).chain(mounted.iter().cloned()).collect();
+    let lead = fallback.clone();
+    let route = move |req: Request<RequestBody>| -> RouteFuture {
+        let path = req.uri().path();
+        let target = match mounted.iter().find(|s| answers(s, path)) {
+            Some(service) => service,
+            None if !fallback_endpoint && is_endpoint(&fallback, path) => return Box::pin(async { not_found() }),
+            None => &fallback,
         };
-        let _ = tcp.set_nodelay(true);
-        let (fallback, mounted) = (fallback.clone(), mounted.clone());
-        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-            let (mut parts, body) = req.into_parts();
-            parts.extensions.insert(RemoteAddr(remote));
-            let req = Request::from_parts(parts, RequestBody::from(body));
-            let path = req.uri().path();
-            let target = match mounted.iter().find(|s| answers(s, path)) {
-                Some(service) => Some(service),
-                None if !fallback_endpoint && is_endpoint(&fallback, path) => None,
-                None => Some(&fallback),
-            };
-            let answer = target.map(|target| super::server::handle(target.shared().clone(), req));
-            async move {
-                let answer = match answer {
-                    Some(answer) => answer.await,
-                    None => not_found(),
-                };
-                Ok::<Response<HttpBody>, Infallible>(answer)
-            }
-        });
-        let watcher = graceful.watcher();
-        let builders = builders.clone();
-        #[cfg(feature = "tls")]
-        if let Some(tls) = tls.clone() {
-            crate::transport::task::spawn(async move {
-                let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-                let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await else {
-                    return;
-                };
-                serve_connection(stream, service, &builders, watcher).await;
-            });
-            continue;
-        }
-        crate::transport::task::spawn(async move { serve_connection(tcp, service, &builders, watcher).await });
-    }
-    drop(listener);
-    let every: Vec<&HttpService> = std::iter::once(&fallback).chain(mounted.iter()).collect();
-    for service in &every {
-        service.shared().begin_shutdown().await;
-    }
-    let _ = tokio::time::timeout(fallback.shared().config.shutdown_grace, graceful.shutdown()).await;
-    for service in &every {
-        service.stop();
-        service.shared().end_sessions().await;
-    }
-}
-
-/// Serves one connection as HTTP/1.1 or HTTP/2, as its first bytes say (`connection.rs`).
-async fn serve_connection<IO, S>(
-    io: IO,
-    service: S,
-    builders: &connection::Builders,
-    watcher: hyper_util::server::graceful::Watcher,
-) where
-    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = HttpBody> + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let Ok((is_h2, io)) = connection::sniff(io, builders.sniff_timeout).await else { return };
-    match &builders.http2 {
-        Some(http2) if is_h2 => {
-            let _ = watcher.watch(http2.serve_connection(TokioIo::new(io), service)).await;
-        }
-        _ => {
-            let _ = watcher.watch(builders.http1.serve_connection(TokioIo::new(io), service)).await;
-        }
-    }
+        Box::pin(super::server::handle(target.shared().clone(), req))
+    };
+    serve_listener(listener, lead, every, route).await;
 }

@@ -125,13 +125,32 @@ impl HttpServer {
 }
 
 pub(super) async fn accept_loop(listener: TcpListener, service: HttpService) {
-    let mut stopped = service.stopped();
     let shared = service.shared().clone();
+    let route = move |req: Request<RequestBody>| -> RouteFuture { Box::pin(handle(shared.clone(), req)) };
+    serve_listener(listener, service.clone(), vec![service], route).await;
+}
+
+/// What a listener's router returns for one request.
+pub(in crate::transport::sse_http) type RouteFuture =
+    std::pin::Pin<Box<dyn Future<Output = hyper::Response<HttpBody>> + Send>>;
+
+/// Accepts on `listener` until `lead` is stopped (its configuration gives the HTTP and TLS
+/// settings), each connection served as HTTP/1.1 or HTTP/2 and each request, with the peer's
+/// address in its extensions, answered by `route`; then shuts down every one of `services`
+/// gracefully: no new session, the connections given their grace, the sessions ended.
+pub(in crate::transport::sse_http) async fn serve_listener(
+    listener: TcpListener,
+    lead: HttpService,
+    services: Vec<HttpService>,
+    route: impl Fn(Request<RequestBody>) -> RouteFuture + Send + Sync + 'static,
+) {
+    let mut stopped = lead.stopped();
+    let config = &lead.shared().config;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let builders = Arc::new(connection::Builders::new(&shared.config));
+    let builders = Arc::new(connection::Builders::new(config));
     #[cfg(feature = "tls")]
-    let tls =
-        shared.config.tls.clone().map(|config| crate::transport::sse_http::tls::offer_h2(config, shared.config.http2));
+    let tls = config.tls.clone().map(|tls| crate::transport::sse_http::tls::offer_h2(tls, config.http2));
+    let route = Arc::new(route);
     loop {
         let (tcp, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -144,13 +163,12 @@ pub(super) async fn accept_loop(listener: TcpListener, service: HttpService) {
             _ = stopped.changed() => break,
         };
         let _ = tcp.set_nodelay(true);
-        let service_shared = shared.clone();
+        let route = route.clone();
         let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-            let shared = service_shared.clone();
             let (mut parts, body) = req.into_parts();
             parts.extensions.insert(RemoteAddr(remote));
-            let req = Request::from_parts(parts, RequestBody::from(body));
-            async move { Ok::<_, Infallible>(handle(shared, req).await) }
+            let answer = route(Request::from_parts(parts, RequestBody::from(body)));
+            async move { Ok::<_, Infallible>(answer.await) }
         });
         let watcher = graceful.watcher();
         let builders = builders.clone();
@@ -168,13 +186,18 @@ pub(super) async fn accept_loop(listener: TcpListener, service: HttpService) {
         crate::transport::task::spawn(async move { serve_connection(tcp, service, &builders, watcher).await });
     }
     drop(listener);
-    shared.begin_shutdown().await;
-    let _ = tokio::time::timeout(shared.config.shutdown_grace, graceful.shutdown()).await;
-    shared.end_sessions().await;
+    for service in &services {
+        service.shared().begin_shutdown().await;
+    }
+    let _ = tokio::time::timeout(lead.shared().config.shutdown_grace, graceful.shutdown()).await;
+    for service in &services {
+        service.stop();
+        service.shared().end_sessions().await;
+    }
 }
 
 /// Serves one connection as HTTP/1.1 or HTTP/2, as its first bytes say (`connection.rs`).
-pub(super) async fn serve_connection<IO, S>(
+async fn serve_connection<IO, S>(
     io: IO,
     service: S,
     builders: &connection::Builders,
