@@ -151,7 +151,7 @@ enum Command {
     /// Start every configured server and print one status line each, with the source of its
     /// definition (and the definitions it shadows) when there are several sources.
     Check {
-        /// The configuration: .toml (codex [mcp_servers]) or .json (Claude mcpServers, VS Code servers).
+        /// The configuration: .toml (codex `[mcp_servers]`) or .json (Claude mcpServers, VS Code servers).
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
         #[command(flatten)]
@@ -168,7 +168,7 @@ enum Command {
     Login {
         /// The server's name in --config.
         name: String,
-        /// The configuration: .toml (codex [mcp_servers]) or .json (Claude mcpServers, VS Code servers).
+        /// The configuration: .toml (codex `[mcp_servers]`) or .json (Claude mcpServers, VS Code servers).
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
         /// Also open the URL in a browser (xdg-open, or open on macOS).
