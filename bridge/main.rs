@@ -240,7 +240,7 @@ struct Source {
     /// Streamable HTTP endpoint (falling back to legacy SSE).
     #[arg(long, value_name = "URL")]
     url: Option<String>,
-    /// The servers of FILE (.toml: codex [mcp_servers]; .json: Claude mcpServers or VS Code servers).
+    /// The servers of FILE (.toml: codex `[mcp_servers]`; .json: Claude mcpServers or VS Code servers).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// A stdio server: the command and its arguments, after `--`.
