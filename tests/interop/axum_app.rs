@@ -1,10 +1,11 @@
 //! examples/axum.rs (the library's `HttpService` mounted in an axum app beside its own
 //! `GET /hello`, under tower-http CORS and an auth middleware that puts a user into the
 //! request's extensions) driven by the official TypeScript SDK client (handshake era), the
-//! TypeScript SDK v2 client in both of its negotiation modes, the Python SDK client (its default
-//! mode: 2026-07-28 `server/discover`, one POST per request) and the MCP inspector's CLI: the
-//! `whoami` tool sees the user the app's middleware put into the extensions of its own request,
-//! and the peer's address; the app's own route and its refusal answer beside it.
+//! TypeScript SDK v2 client in both of its negotiation modes, the Python SDK client in both eras
+//! (its default mode: 2026-07-28 `server/discover`, one POST per request; and told to use the
+//! handshake era) and the MCP inspector's CLI: the `whoami` tool sees the user the app's
+//! middleware put into the extensions of its own request, and the peer's address; the app's own
+//! route and its refusal answer beside it.
 
 use crate::examples::example_path;
 use crate::http_support::{self, raw, BOTH, JSON, SHORT};
@@ -38,6 +39,18 @@ async fn axum_app() -> (Child, SocketAddr) {
 /// Runs an SDK driver (`tests/peers/SCRIPT`, with `options` before its `--url`) against the app
 /// as `user`; returns its JSON lines.
 async fn drive(program: String, script: &str, options: &[&str], addr: SocketAddr, user: &str) -> Vec<Value> {
+    drive_with(program, script, options, &[], addr, user).await
+}
+
+/// [`drive`] with more environment variables for the driver.
+async fn drive_with(
+    program: String,
+    script: &str,
+    options: &[&str],
+    env: &[(&str, &str)],
+    addr: SocketAddr,
+    user: &str,
+) -> Vec<Value> {
     let driver = support::repo_path(&format!("tests/peers/{script}")).display().to_string();
     let steps = json!([{"call": "whoami", "args": {}}, {"call": "echo", "args": {"text": "through axum"}}]);
     let output = tokio::time::timeout(
@@ -48,6 +61,7 @@ async fn drive(program: String, script: &str, options: &[&str], addr: SocketAddr
             .args(["--url".into(), format!("http://{addr}/mcp")])
             .env("MCP_SCRIPT", steps.to_string())
             .env("MCP_HTTP_HEADERS", json!({"X-User": user}).to_string())
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .output(),
@@ -148,6 +162,17 @@ async fn sdk_clients_reach_the_mounted_service_and_its_tool_sees_the_apps_user()
     let who = called(&py, "whoami");
     assert!(who.starts_with("bob (from 127.0.0.1:"), "{who}");
     assert_eq!(called(&py, "echo"), "through axum");
+
+    // The Python SDK client told to speak the handshake era: one session, initialize first.
+    let legacy = [("MCP_PY_MODE", "legacy")];
+    let py = drive_with(support::peer("MCP_PYTHON"), "py_client.py", &[], &legacy, addr, "bo").await;
+    assert_eq!(
+        (&py[0]["handshake"], &py[0]["protocolVersion"]),
+        (&json!("initialize"), &json!("2025-11-25")),
+        "{py:?}"
+    );
+    let who = called(&py, "whoami");
+    assert!(who.starts_with("bo (from 127.0.0.1:"), "{who}");
 
     // The TypeScript SDK v2 client, in its default mode (initialize) and in `auto` (2026-07-28).
     for (mode, user, era) in [("legacy", "carol", "2025-11-25"), ("auto", "dave", "2026-07-28")] {

@@ -13,7 +13,7 @@ falls back to `initialize` on an error, so the first output line tells which han
 default steps (echo {text}, add {a,b}, a tool that does not exist); step syntax and output lines are
 those of ts_client.mjs. Exit 0 when the script ran (errors from the server are data), 1 when it could
 not connect, 2 on bad usage. With env MCP_HTTP_HEADERS (a JSON object), Streamable HTTP requests carry
-those headers too.
+those headers too. With env MCP_PY_MODE=legacy the client runs the `initialize` handshake only.
 """
 
 import json
@@ -121,7 +121,7 @@ async def main() -> int:
     # cache=None: the default response cache could answer a repeated list/read (on 2026-07-28
     # connections, when the server sends ttlMs hints) without asking the server; every step here
     # must reach the server.
-    client = Client(target, mode="auto", cache=None)
+    client = Client(target, mode=os.environ.get("MCP_PY_MODE", "auto"), cache=None)
     try:
         await client.__aenter__()
     except Exception as e:  # noqa: BLE001 — any failure to connect is exit 1
