@@ -19,7 +19,7 @@ use hyper::{Request, Response};
 use tokio::net::TcpListener;
 
 use super::resource::ProtectedResource;
-use super::server::{serve_listener, RouteFuture};
+use super::server::serve_listener;
 use super::service::RequestBody;
 use super::{HttpBody, HttpService};
 
@@ -134,14 +134,20 @@ async fn accept_loop(
 ) {
     let every: Vec<HttpService> = std::iter::once(fallback.clone()).chain(mounted.iter().cloned()).collect();
     let lead = fallback.clone();
-    let route = move |req: Request<RequestBody>| -> RouteFuture {
+    let route = move |req: Request<RequestBody>| {
         let path = req.uri().path();
         let target = match mounted.iter().find(|s| answers(s, path)) {
-            Some(service) => service,
-            None if !fallback_endpoint && is_endpoint(&fallback, path) => return Box::pin(async { not_found() }),
-            None => &fallback,
+            Some(service) => Some(service),
+            None if !fallback_endpoint && is_endpoint(&fallback, path) => None,
+            None => Some(&fallback),
         };
-        Box::pin(super::server::handle(target.shared().clone(), req))
+        let answer = target.map(|service| super::server::handle(service.shared().clone(), req));
+        async move {
+            match answer {
+                Some(answer) => answer.await,
+                None => not_found(),
+            }
+        }
     };
     serve_listener(listener, lead, every, route).await;
 }

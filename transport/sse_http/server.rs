@@ -121,7 +121,7 @@ pub use listener::HttpServer;
 pub use session::ServerTransport;
 pub use stream::QUEUED_FOR_GET;
 
-pub(super) use listener::{serve_listener, RouteFuture};
+pub(super) use listener::serve_listener;
 pub(super) use registry::Shared;
 pub(super) use router::handle;
 

@@ -126,24 +126,22 @@ impl HttpServer {
 
 pub(super) async fn accept_loop(listener: TcpListener, service: HttpService) {
     let shared = service.shared().clone();
-    let route = move |req: Request<RequestBody>| -> RouteFuture { Box::pin(handle(shared.clone(), req)) };
+    let route = move |req: Request<RequestBody>| handle(shared.clone(), req);
     serve_listener(listener, service.clone(), vec![service], route).await;
 }
-
-/// What a listener's router returns for one request.
-pub(in crate::transport::sse_http) type RouteFuture =
-    std::pin::Pin<Box<dyn Future<Output = hyper::Response<HttpBody>> + Send>>;
 
 /// Accepts on `listener` until `lead` is stopped (its configuration gives the HTTP and TLS
 /// settings), each connection served as HTTP/1.1 or HTTP/2 and each request, with the peer's
 /// address in its extensions, answered by `route`; then shuts down every one of `services`
 /// gracefully: no new session, the connections given their grace, the sessions ended.
-pub(in crate::transport::sse_http) async fn serve_listener(
+pub(in crate::transport::sse_http) async fn serve_listener<Answer>(
     listener: TcpListener,
     lead: HttpService,
     services: Vec<HttpService>,
-    route: impl Fn(Request<RequestBody>) -> RouteFuture + Send + Sync + 'static,
-) {
+    route: impl Fn(Request<RequestBody>) -> Answer + Send + Sync + 'static,
+) where
+    Answer: Future<Output = hyper::Response<HttpBody>> + Send + 'static,
+{
     let mut stopped = lead.stopped();
     let config = &lead.shared().config;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
