@@ -94,11 +94,15 @@
 //!   DELETE), `legacy` (HTTP+SSE), `routes_served`: the handlers.
 //! - `answer`: a POST's answer (202, an SSE stream, one JSON body).
 //! - `session`, `stream`, `cancelled`: one session, its streams, cancelled requests.
+//! - `bookkeeping`: their state and decisions as plain data and pure functions fed `now`
+//!   (resumption targets, idle expiry, streams kept, the queue for a GET, replica relays),
+//!   unit-tested without a runtime.
 //! - `registry`: the sessions' table, admission, idle expiry, shutdown.
 //! - `replicas`: sessions shared with other replicas through a session store.
 //! - `reply`: the small answers and readers the handlers share.
 
 mod answer;
+mod bookkeeping;
 mod cancelled;
 mod config;
 mod decide;
@@ -116,14 +120,17 @@ mod routes_served;
 mod session;
 mod stream;
 
+pub use bookkeeping::QUEUED_FOR_GET;
 pub use config::{HostCheck, HttpServerConfig, OriginCheck, ResponseMode, DEFAULT_MAX_SESSIONS};
 pub use listener::HttpServer;
 pub use session::ServerTransport;
-pub use stream::QUEUED_FOR_GET;
 
 pub(super) use listener::serve_listener;
 pub(super) use registry::Shared;
 pub(super) use router::handle;
+
+#[cfg(test)]
+mod core_tests;
 
 #[cfg(test)]
 mod tests {

@@ -17,9 +17,10 @@ use tokio::sync::mpsc;
 
 use crate::transport::sse_http::event_store::EventId;
 
+use super::bookkeeping::streams_to_forget;
 use super::registry::Shared;
 use super::reply::{rpc_error, SESSION_NOT_FOUND};
-use super::session::{params_progress_token, Session, KEPT_STREAMS, KEPT_STREAM_BYTES};
+use super::session::{params_progress_token, Session};
 use super::stream::Outgoing;
 use crate::proto::envelope;
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
@@ -63,12 +64,9 @@ pub(super) async fn dispatch(
             }
         }
         routes.streams.push_back(stream.clone());
-        let mut kept_bytes: usize = routes.streams.iter().map(|s| s.stored_bytes.load(Ordering::Relaxed)).sum();
-        while routes.streams.len() > KEPT_STREAMS || (kept_bytes > KEPT_STREAM_BYTES && routes.streams.len() > 1) {
-            if let Some(old) = routes.streams.pop_front() {
-                kept_bytes = kept_bytes.saturating_sub(old.stored_bytes.load(Ordering::Relaxed));
-                session.store.remove(&old.key);
-            }
+        let stored: Vec<usize> = routes.streams.iter().map(|s| s.stored_bytes.load(Ordering::Relaxed)).collect();
+        for old in routes.streams.drain(..streams_to_forget(&stored)) {
+            session.store.remove(&old.key);
         }
     }
     let batch = messages.len() > 1;

@@ -15,6 +15,7 @@ use crate::transport::sse_http::event_store::EventId;
 use crate::transport::sse_http::service::RequestBody;
 
 use super::answer::sse_response;
+use super::bookkeeping::{resume_target, Resume};
 use super::decide;
 use super::registry::Shared;
 use super::reply::{rpc_error, session_header_value, store_unavailable, TRANSPORT_ERROR};
@@ -36,21 +37,30 @@ pub(super) async fn get(shared: Arc<Shared>, req: Request<RequestBody>) -> Respo
     };
     session.touch();
     let depth = shared.config.limits.queue_depth.max(1);
-    let resume = decide::header_value(&parts, LAST_EVENT_ID).and_then(EventId::parse);
-    let target = resume.as_ref().and_then(|event| {
-        if event.stream == session.standalone.name {
-            return Some(session.standalone.clone());
+    let (resume, kept) = {
+        let routes = session.routes.lock().expect("session lock");
+        let last_event_id = decide::header_value(&parts, LAST_EVENT_ID);
+        let names = routes.streams.iter().map(|s| s.name.as_str());
+        let shared_store = shared.config.session_store.is_some();
+        let resume = resume_target(last_event_id, &session.standalone.name, names, shared_store);
+        let kept = match &resume {
+            Resume::Here { index: Some(index), .. } => routes.streams.get(*index).cloned(),
+            _ => None,
+        };
+        (resume, kept)
+    };
+    let (attached, standalone) = match resume {
+        Resume::Here { index, seq } => {
+            let stream = match index {
+                None => session.standalone.clone(),
+                Some(_) => kept.expect("the stream found under the same lock"),
+            };
+            (stream.attach(&*session.store, Some(seq), depth).await, stream.standalone)
         }
-        session.routes.lock().expect("session lock").streams.iter().find(|s| s.name == event.stream).cloned()
-    });
-    let (attached, standalone) = match (target, resume) {
-        (Some(stream), Some(event)) => {
-            (stream.attach(&*session.store, Some(event.seq), depth).await, stream.standalone)
+        Resume::Elsewhere { event, standalone } => {
+            (resume_elsewhere(&shared, &session, &event, depth).await, standalone)
         }
-        (None, Some(event)) if shared.config.session_store.is_some() => {
-            (resume_elsewhere(&shared, &session, &event, depth).await, event.stream.ends_with("-0"))
-        }
-        _ => (session.standalone.attach(&*session.store, None, depth).await, true),
+        Resume::Fresh => (session.standalone.attach(&*session.store, None, depth).await, true),
     };
     match attached {
         Ok((replay, live)) => {

@@ -9,10 +9,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
 
 use hyper::Response;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
 use crate::transport::sse_http::event_store::{EventStore, MemoryEventStore};
 use crate::transport::sse_http::failed_tokens::FailedTokens;
@@ -20,11 +20,12 @@ use crate::transport::sse_http::service::RemoteAddr;
 use crate::transport::sse_http::session_caps::{self, SessionCaps};
 
 use super::answer::HoldTimer;
+use super::bookkeeping::{idle_expired, reap_tick, Outbound};
 use super::config::HttpServerConfig;
 use super::decide;
 use super::guards::Authenticated;
 use super::replicas::{end_sessions_ended_elsewhere, restore, take_relayed};
-use super::session::{Forget, Outbound, Routes, ServerTransport, Session};
+use super::session::{Forget, Routes, ServerTransport, Session};
 use super::stream::Stream;
 use crate::transport::drops::Drops;
 use crate::transport::sse_http::{random_id, HttpBody};
@@ -242,20 +243,20 @@ pub(super) fn reserve_session_place(
 pub(super) async fn reap_idle(shared: Weak<Shared>, mut stopped: watch::Receiver<bool>) {
     loop {
         let Some(idle) = shared.upgrade().map(|s| s.config.session_idle_timeout) else { return };
-        let tick = (idle / 4).clamp(Duration::from_millis(20), Duration::from_secs(10));
         tokio::select! {
-            _ = tokio::time::sleep(tick) => {}
+            _ = tokio::time::sleep(reap_tick(idle)) => {}
             _ = stopped.changed() => return,
         }
         let Some(shared) = shared.upgrade() else { return };
+        let now = Instant::now();
         let expired: Vec<Arc<Session>> = shared
             .sessions
             .lock()
             .expect("sessions lock")
             .values()
             .filter(|s| {
-                s.open_connections.load(Ordering::Acquire) == 0
-                    && s.last_active.lock().expect("session lock").elapsed() > idle
+                let last_active = *s.last_active.lock().expect("session lock");
+                idle_expired(s.open_connections.load(Ordering::Acquire), last_active, now, idle)
             })
             .cloned()
             .collect();

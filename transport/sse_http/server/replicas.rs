@@ -15,10 +15,11 @@ use tokio::sync::{mpsc, watch};
 
 use crate::transport::sse_http::session_store::{changes_state, RelayKind, Relayed, StoreError};
 
+use super::bookkeeping::{namespaced, relayed_fate, response_owner, RelayedFate, ResponseOwner};
 use super::config::ResponseMode;
 use super::registry::Shared;
 use super::reply::store_unavailable;
-use super::session::{answered_id, namespaced, Forget, Session};
+use super::session::{answered_id, Forget, Session};
 use crate::proto::jsonrpc::{self, Body, Id, Message};
 use crate::transport::sse_http::{random_id, HttpBody};
 
@@ -65,33 +66,43 @@ pub(super) async fn take_relayed(
         };
         let Some(shared) = shared.upgrade() else { return };
         let replica = &shared.replica;
-        let Some(session) = shared.session(&relayed.session) else {
-            tracing::warn!(%replica, kind = ?relayed.kind, "dropped a relayed message: its session is not held here");
-            continue;
-        };
-        match relayed.kind {
-            RelayKind::Response => {
-                let message = match Message::from_slice(&relayed.message) {
-                    Ok(message) => message,
-                    Err(e) => {
-                        tracing::warn!(%replica, "dropped a relayed response that is not JSON-RPC: {e}");
-                        continue;
-                    }
-                };
-                let sent_here =
-                    answered_id(&message).and_then(namespaced).filter(|(to, _)| to == replica).map(|(_, n)| n);
-                let Some(message) = sent_here.and_then(|n| session.restore_answer(message, n)) else {
-                    tracing::warn!(%replica, "dropped a relayed response that answers no request of its session here");
+        let session = shared.session(&relayed.session);
+        let message = match relayed.kind {
+            RelayKind::Response if session.is_some() => match Message::from_slice(&relayed.message) {
+                Ok(message) => Some(message),
+                Err(e) => {
+                    tracing::warn!(%replica, "dropped a relayed response that is not JSON-RPC: {e}");
                     continue;
-                };
-                tracing::info!(%replica, "a relayed response reached the request waiting for it");
-                session.deliver(vec![message]).await;
+                }
+            },
+            _ => None,
+        };
+        let response_to = match relayed.kind {
+            RelayKind::Response => Some(message.as_ref().and_then(answered_id)),
+            RelayKind::Standalone => None,
+        };
+        let (session, message) = match (relayed_fate(session.is_some(), response_to, replica), session) {
+            (RelayedFate::NotHeld, _) | (_, None) => {
+                tracing::warn!(%replica, kind = ?relayed.kind, "dropped a relayed message: its session is not held here");
+                continue;
             }
-            RelayKind::Standalone => {
+            (RelayedFate::Standalone, Some(session)) => {
                 session.standalone.push(&*session.store, relayed.message, None).await;
                 tracing::info!(%replica, "wrote a relayed message on the standalone stream");
+                continue;
             }
-        }
+            (RelayedFate::Answer(n), Some(session)) => {
+                let answer = message.and_then(|message| session.restore_answer(message, n));
+                (session, answer)
+            }
+            (RelayedFate::AnswersNothing, Some(session)) => (session, None),
+        };
+        let Some(message) = message else {
+            tracing::warn!(%replica, "dropped a relayed response that answers no request of its session here");
+            continue;
+        };
+        tracing::info!(%replica, "a relayed response reached the request waiting for it");
+        session.deliver(vec![message]).await;
     }
 }
 
@@ -114,18 +125,20 @@ pub(super) async fn route_responses(
     let replica = &shared.replica;
     let mut kept = Vec::with_capacity(messages.len());
     for message in messages {
-        let Some((owner, n)) = answered_id(&message).and_then(namespaced) else {
-            kept.push(message);
-            continue;
-        };
-        if owner == replica {
-            match session.restore_answer(message, n) {
-                Some(message) => kept.push(message),
-                None => tracing::warn!(%replica, "dropped a response that answers no request of its session here"),
+        let owner = match response_owner(answered_id(&message), replica) {
+            ResponseOwner::Unnamed => {
+                kept.push(message);
+                continue;
             }
-            continue;
-        }
-        let owner = owner.to_owned();
+            ResponseOwner::Here(n) => {
+                match session.restore_answer(message, n) {
+                    Some(message) => kept.push(message),
+                    None => tracing::warn!(%replica, "dropped a response that answers no request of its session here"),
+                }
+                continue;
+            }
+            ResponseOwner::Replica(owner) => owner.to_owned(),
+        };
         let relayed = Relayed {
             session: session.id.clone(),
             kind: RelayKind::Response,

@@ -8,12 +8,12 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Instant;
 
 use bytes::Bytes;
 use hyper::http::Extensions;
 use hyper::Request;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::transport::sse_http::event_store::EventStore;
 use crate::transport::sse_http::request_context::HttpRequestParts;
@@ -21,6 +21,7 @@ use crate::transport::sse_http::session_caps;
 use crate::transport::sse_http::session_store::{RelayKind, Relayed, SessionRecord};
 
 use super::answer::HoldTimer;
+use super::bookkeeping::{self, Outbound};
 use super::decide::NotHeld;
 use super::guards::Authenticated;
 use super::registry::Shared;
@@ -46,13 +47,6 @@ pub(super) struct Routes {
 
 /// Header names (lowercase) and values, in the order received.
 pub(super) type HeaderPairs = Vec<(String, String)>;
-
-pub(super) const KEPT_STREAMS: usize = 64;
-
-/// The POST streams kept for resumption hold at most about this many bytes of events per
-/// session; the oldest streams go first. Without it, 64 answers of 64 KiB each would keep
-/// 4 MiB per session alive long after the client read them.
-pub(super) const KEPT_STREAM_BYTES: usize = 1 << 20;
 
 pub(super) struct Session {
     pub(super) id: String,
@@ -99,32 +93,6 @@ pub(super) struct Session {
     /// The timer of the first event hold, kept between the session's POSTs (see
     /// [`first_message`]).
     pub(super) hold_timer: HoldTimer,
-}
-
-/// The requests a replica sent to a shared session's client, under ids of its own.
-///
-/// On the wire the id of each is `<replica>-<n>`: unique across replicas, and naming the one
-/// whose application waits for the answer, wherever the client POSTs it. The application's
-/// own id comes back when the answer arrives.
-#[derive(Default)]
-pub(super) struct Outbound {
-    pub(super) next: u64,
-    pub(super) waiting: std::collections::BTreeMap<u64, Id>,
-}
-
-/// Requests kept awaiting an answer per session; beyond, the oldest is forgotten (its answer
-/// would then be dropped, and the application's own timeout ends its wait).
-pub(super) const OUTBOUND_KEPT: usize = 1024;
-
-/// The replica and number of a server-to-client request id `<replica>-<n>`; `None` for an id
-/// no replica issued.
-pub(super) fn namespaced(id: &Id) -> Option<(&str, u64)> {
-    let Id::String(text) = id else { return None };
-    let (replica, n) = text.split_once('-')?;
-    if replica.is_empty() || !replica.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return None;
-    }
-    Some((replica, n.parse().ok()?))
 }
 
 pub(super) fn answered_id(message: &Message) -> Option<&Id> {
@@ -212,7 +180,8 @@ impl Session {
         let ttl = shared.config.session_idle_timeout;
         {
             let mut touched = self.store_touched.lock().expect("session lock");
-            if touched.elapsed() < ttl / 4 || self.record.lock().expect("session lock").is_none() {
+            let due = bookkeeping::store_touch_due(*touched, Instant::now(), ttl);
+            if !due || self.record.lock().expect("session lock").is_none() {
                 return;
             }
             *touched = Instant::now();
@@ -316,13 +285,9 @@ impl Session {
         match message {
             Message::Request(request) => {
                 let mut outbound = self.outbound.lock().expect("session lock");
-                outbound.next += 1;
-                let n = outbound.next;
-                let own = std::mem::replace(&mut request.id, Id::String(format!("{}{n}", self.stream_prefix)));
-                outbound.waiting.insert(n, own);
-                if outbound.waiting.len() > OUTBOUND_KEPT {
-                    outbound.waiting.pop_first();
-                }
+                let own = std::mem::replace(&mut request.id, Id::Number(0));
+                let n = outbound.issue(own);
+                request.id = Id::String(format!("{}{n}", self.stream_prefix));
             }
             Message::Notification(note) if note.method == "notifications/cancelled" => {
                 let Some(raw) = note.params.as_ref().and_then(|p| p.to_raw().ok()) else { return };
@@ -331,10 +296,7 @@ impl Session {
                 else {
                     return;
                 };
-                let wire = {
-                    let outbound = self.outbound.lock().expect("session lock");
-                    outbound.waiting.iter().find(|(_, id)| **id == own).map(|(n, _)| *n)
-                };
+                let wire = self.outbound.lock().expect("session lock").number_of(&own);
                 if let Some(n) = wire {
                     params["requestId"] = serde_json::Value::String(format!("{}{n}", self.stream_prefix));
                     if let Ok(raw) = serde_json::value::to_raw_value(&params) {
@@ -350,7 +312,7 @@ impl Session {
     /// id of that request, once: `None` when this session sent no such request, or it was
     /// answered already.
     pub(super) fn restore_answer(&self, mut answer: Message, n: u64) -> Option<Message> {
-        let own = self.outbound.lock().expect("session lock").waiting.remove(&n)?;
+        let own = self.outbound.lock().expect("session lock").answer(n)?;
         set_answered_id(&mut answer, own);
         Some(answer)
     }

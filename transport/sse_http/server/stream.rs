@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use crate::transport::sse_http::event_store::{EventId, EventStore, StoredEvent};
 use crate::transport::sse_http::session_store::StoreError;
 
+use super::bookkeeping::{queue_for_get, QUEUED_FOR_GET};
 use crate::proto::jsonrpc::Id;
 use crate::transport::drops::Drops;
 
@@ -31,9 +32,6 @@ pub(super) struct StreamInner {
     /// GET (without `Last-Event-ID`).
     pub(super) queued: VecDeque<Outgoing>,
 }
-
-/// How many messages the standalone stream keeps for a GET that is not open yet.
-pub const QUEUED_FOR_GET: usize = 256;
 
 /// The log line when the standalone stream's queue is full.
 pub(super) const GET_QUEUE_FULL: &str =
@@ -112,12 +110,11 @@ impl Stream {
             None => Some(event),
         };
         if let (Some(event), true) = (undelivered, self.standalone) {
-            if inner.queued.len() >= QUEUED_FOR_GET && inner.queued.pop_front().is_some() {
+            if queue_for_get(&mut inner.queued, event) {
                 if let Some(drops) = &self.drops {
                     drops.note(None, GET_QUEUE_FULL, QUEUED_FOR_GET);
                 }
             }
-            inner.queued.push_back(event);
         }
         if let Some(id) = completes {
             inner.pending.remove(id);
