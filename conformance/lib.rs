@@ -11,8 +11,11 @@
 //! - [`matching`]: what may differ between a recording and a live run (the rules, in one place).
 //! - [`replay`]: plays a recording's client side against a live server over a transport.
 //! - [`replay_http`]: plays an HTTP recording's client side as raw HTTP exchanges, checking the
-//!   recorded `http` members (statuses, headers, SSE framing) too.
+//!   recorded `http` members (statuses, headers, SSE framing) too, against a URL or a `tower`
+//!   Service called in process.
 //! - [`serve`]: plays a recording's server side to a live client, reporting its departures.
+//! - [`serve_http`]: `serve --listen`'s server (a recording's server side on mcpwire's HTTP
+//!   server), to bind or to call in process.
 //! - [`serve_stateless`]: the POSTs of a stateless server joined into one transport, so a
 //!   2026-07-28 recording is served as one script.
 //! - [`record_http`]: the HTTP capture proxy between a client and a server.
@@ -42,4 +45,5 @@ pub mod replay_http;
 pub mod report;
 pub mod roundtrip;
 pub mod serve;
+pub mod serve_http;
 pub mod serve_stateless;

@@ -630,61 +630,16 @@ fn serve_http(
 ) -> ExitCode {
     use std::sync::Arc;
 
-    use mcp_conformance::serve_stateless::MergedPosts;
-    use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig};
+    use mcp_conformance::serve_http::{Events, RecordedHttpServer};
+    use mcpwire::transport::sse_http::HttpServer;
 
     let legacy = recording.header.transport == "sse";
-    let stateless = recording.header.protocol_version.as_str() >= "2026-07-28";
-    let recording = Arc::new(recording);
-    let matcher = Arc::new(matcher);
-    let report = Arc::new(report);
-    // The recording is matched against what the client sent, as sent: params stay raw.
-    let config = HttpServerConfig::default().bind(addr).legacy_sse(legacy).stateless(stateless).typed_params(false);
+    let (recording, matcher) = (Arc::new(recording), Arc::new(matcher));
+    let events: Events = Arc::new(move |event: Event<'_>| serve_event(report.as_ref(), event));
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     rt.block_on(async move {
-        // Sessions still running, and a wake-up when one ends.
-        let running = Arc::new((std::sync::atomic::AtomicUsize::new(0), tokio::sync::Notify::new()));
-        // Stateless (2026-07-28): every POST feeds one script (see serve_stateless).
-        let merged = stateless.then(|| Arc::new(MergedPosts::new()));
-        if let Some(merged) = merged.clone() {
-            let (recording, matcher, report, running) =
-                (recording.clone(), matcher.clone(), report.clone(), running.clone());
-            running.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            tokio::spawn(async move {
-                let events = |event: Event<'_>| serve_event(Option::as_ref(&report), event);
-                if let Err(e) = serve_recording(&recording, &*merged, &matcher, &events).await {
-                    eprintln!("mcp-conformance serve: {e}");
-                }
-                running.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                running.1.notify_waiters();
-            });
-        }
-        let sessions = running.clone();
-        let feeds = merged.clone();
-        let app = move |transport: mcpwire::transport::sse_http::ServerTransport| {
-            let recording = recording.clone();
-            let matcher = Matcher::clone(&matcher);
-            let report = report.clone();
-            let running = sessions.clone();
-            let merged = feeds.clone();
-            if merged.is_none() {
-                running.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            }
-            async move {
-                if let Some(merged) = merged {
-                    merged.feed(transport).await;
-                    return;
-                }
-                let events = |event: Event<'_>| serve_event(Option::as_ref(&report), event);
-                if let Err(e) = serve_recording(&recording, &transport, &matcher, &events).await {
-                    eprintln!("mcp-conformance serve: {e}");
-                }
-                let _ = transport.close().await;
-                running.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-                running.1.notify_waiters();
-            }
-        };
-        let server = match HttpServer::bind(config, app).await {
+        let (served, app) = RecordedHttpServer::new(recording, matcher, events);
+        let server = match HttpServer::bind(served.config.clone().bind(addr), app).await {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("mcp-conformance serve: --listen {addr}: {e}");
@@ -694,18 +649,8 @@ fn serve_http(
         println!("{}", if legacy { server.legacy_url() } else { server.url() });
         let _ = tokio::signal::ctrl_c().await;
         server.shutdown().await;
-        if let Some(merged) = &merged {
-            merged.stop();
-        }
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        loop {
-            let ended = running.1.notified();
-            if running.0.load(std::sync::atomic::Ordering::SeqCst) == 0
-                || tokio::time::timeout_at(deadline, ended).await.is_err()
-            {
-                break;
-            }
-        }
+        served.stop();
+        served.running.wait_until(tokio::time::Instant::now() + Duration::from_secs(5)).await;
         ExitCode::SUCCESS
     })
 }

@@ -1,5 +1,7 @@
 //! Replaying an HTTP recording (`streamable-http` or `sse`) as raw HTTP exchanges against a live
-//! server, checking the recorded `http` members as well as the messages.
+//! server, checking the recorded `http` members as well as the messages. The server is at a URL
+//! ([`replay_raw_http`]) or a `tower` Service called in process ([`replay_raw_http_service`]:
+//! the same exchanges and checks without a socket).
 //!
 //! Each recorded `c2s` line is re-issued as the request it was: method, path, the recorded
 //! request headers, the recorded body (our request ids as recorded, the answers to the server's
@@ -254,23 +256,57 @@ pub fn assign_exchanges(entries: &[Entry]) -> Vec<Option<usize>> {
 
 /// Where the server under test is, and the path standing for the recording's first path (when
 /// the URL has one).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Target {
-    endpoint: Endpoint,
+    server: Server,
+    /// What the `Host` header says.
+    authority: String,
     /// Recorded first path → the URL's path.
     path_map: Option<(String, String)>,
 }
+
+/// A server reached over a connection, or called in process.
+#[derive(Clone)]
+enum Server {
+    Url(Endpoint),
+    InProcess(InProcess),
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A response body as the replay reads it, whichever server gave it; its error as text (a
+/// boxed error here trips rustc's check that the exchange's future is `Send`).
+type LiveBody = http_body_util::combinators::UnsyncBoxBody<Bytes, String>;
+
+type Exchanged = std::pin::Pin<Box<dyn std::future::Future<Output = Result<hyper::Response<LiveBody>, String>> + Send>>;
+
+/// A server under test called in process: a request in, its response out.
+type InProcess = std::sync::Arc<dyn Fn(hyper::Request<Full<Bytes>>) -> Exchanged + Send + Sync>;
 
 impl Target {
     fn new(url: &str, recorded_first_path: &str) -> Result<Target, String> {
         let endpoint = Endpoint::parse(url, "--server-url")?;
         let path = endpoint.path.as_str();
         let path_map = (!path.is_empty() && path != "/").then(|| (recorded_first_path.to_owned(), path.to_owned()));
-        Ok(Target { endpoint, path_map })
+        Ok(Target { authority: endpoint.authority.clone(), server: Server::Url(endpoint), path_map })
     }
 
-    async fn connect(&self) -> Result<(SendRequest<Full<Bytes>>, AbortHandle), String> {
-        handshake(self.endpoint.open().await?).await
+    /// Sends `request` (over a connection of its own, whose task goes into `conn_slot`) and
+    /// gives the response head with its body still to read.
+    async fn exchange(
+        &self,
+        request: hyper::Request<Full<Bytes>>,
+        conn_slot: &std::sync::Mutex<Option<AbortHandle>>,
+    ) -> Result<hyper::Response<LiveBody>, String> {
+        match &self.server {
+            Server::Url(endpoint) => {
+                let (mut sender, conn) = handshake(endpoint.open().await?).await?;
+                *conn_slot.lock().expect("connection slot") = Some(conn);
+                let response = sender.send_request(request).await.map_err(|e| format!("request failed: {e}"))?;
+                Ok(response.map(|body| body.map_err(|e| e.to_string()).boxed_unsync()))
+            }
+            Server::InProcess(call) => call(request).await,
+        }
     }
 }
 
@@ -295,18 +331,10 @@ async fn run_exchange(
     tx: mpsc::UnboundedSender<(usize, Update)>,
     conn_slot: std::sync::Arc<std::sync::Mutex<Option<AbortHandle>>>,
 ) {
-    let (mut sender, conn) = match target.connect().await {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = tx.send((key, Update::End(Some(e))));
-            return;
-        }
-    };
-    *conn_slot.lock().expect("connection slot") = Some(conn);
-    let response = match sender.send_request(request).await {
+    let response = match target.exchange(request, &conn_slot).await {
         Ok(r) => r,
         Err(e) => {
-            let _ = tx.send((key, Update::End(Some(format!("request failed: {e}")))));
+            let _ = tx.send((key, Update::End(Some(e))));
             return;
         }
     };
@@ -456,6 +484,48 @@ pub async fn replay_raw_http(
             return vec![Failure { seq: 0, dir: Dir::ClientToServer, what: "connection".into(), detail: e }];
         }
     };
+    replay_against(recording, target, matcher, options).await
+}
+
+/// [`replay_raw_http`] against a server called in process, as a `tower` Service (mcpwire's
+/// `HttpService`, an axum `Router` …) rather than at a URL: the same requests, the same
+/// checks, no socket. Requests carry the recorded paths and `Host: 127.0.0.1`; an abandoned
+/// stream is dropped as its connection would be (its response body is dropped).
+pub async fn replay_raw_http_service<S, B>(
+    recording: &Recording,
+    service: S,
+    matcher: &mut Matcher,
+    options: ReplayOptions,
+) -> Vec<Failure>
+where
+    S: tower_service::Service<hyper::Request<Full<Bytes>>, Response = hyper::Response<B>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: std::fmt::Display,
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let call: InProcess = std::sync::Arc::new(move |request| {
+        let mut service = service.clone();
+        Box::pin(async move {
+            std::future::poll_fn(|cx| service.poll_ready(cx)).await.map_err(|e| format!("service not ready: {e}"))?;
+            let response = service.call(request).await.map_err(|e| format!("request failed: {e}"))?;
+            Ok(response.map(|body| body.map_err(|e| Into::<BoxError>::into(e).to_string()).boxed_unsync()))
+        })
+    });
+    let target = Target { server: Server::InProcess(call), authority: "127.0.0.1".into(), path_map: None };
+    replay_against(recording, target, matcher, options).await
+}
+
+async fn replay_against(
+    recording: &Recording,
+    target: Target,
+    matcher: &mut Matcher,
+    options: ReplayOptions,
+) -> Vec<Failure> {
     let (tx, rx) = mpsc::unbounded_channel();
     let mut replay = RawReplay {
         recording,
@@ -712,7 +782,7 @@ impl RawReplay<'_> {
         let mut builder = hyper::Request::builder()
             .method(method.as_str())
             .uri(self.live_path(&path))
-            .header("host", &self.target.endpoint.authority);
+            .header("host", &self.target.authority);
         for (name, value) in &recorded_headers {
             let Some(value) = value.as_str() else { continue };
             let value = match name.as_str() {

@@ -12,5 +12,6 @@ mod conformance_check;
 mod conformance_client;
 mod conformance_client_http;
 mod conformance_http;
+mod conformance_in_process;
 mod conformance_record_http;
 mod conformance_replay;
