@@ -94,7 +94,13 @@ struct Outcome {
 }
 
 async fn replay_in_process(path: &Path) -> Outcome {
-    let recording = Recording::read(path).unwrap();
+    replay_altered_in_process(path, |_| {}).await
+}
+
+/// [`replay_in_process`] of the recording at `path` changed by `edit`.
+async fn replay_altered_in_process(path: &Path, edit: impl FnOnce(&mut Recording)) -> Outcome {
+    let mut recording = Recording::read(path).unwrap();
+    edit(&mut recording);
     let matcher = || Matcher::new(Rules::for_recording(path).unwrap(), None);
     let served = Arc::new(Mutex::new(Vec::new()));
     let events: Events = {
@@ -155,4 +161,22 @@ async fn every_http_recording_replays_against_the_core_without_a_socket() {
     assert!(unexplained.is_empty(), "{}", unexplained.join("\n"));
     let stale: Vec<_> = SERVERS_DIFFER.iter().zip(&seen).filter(|(_, seen)| !**seen).map(|(entry, _)| entry).collect();
     assert!(stale.is_empty(), "listed differences that no longer show (remove them): {stale:#?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_altered_recording_is_caught_in_process_with_the_field_named() {
+    let core = support::repo_path("conformance/recordings/everything-http-core-2025-11-25.jsonl");
+    // seq 4: the 202 to notifications/initialized recorded as 200.
+    let outcome =
+        replay_altered_in_process(&core, |r| r.entries[3].http.as_mut().unwrap()["status"] = 200.into()).await;
+    let status = "seq 4 c2s notifications/initialized notification: http.status: expected 200, got 202";
+    assert!(outcome.replayed.iter().any(|f| f == status), "{:#?}", outcome.replayed);
+    // seq 11: the ping's answer recorded as a JSON body rather than an SSE event.
+    let outcome = replay_altered_in_process(&core, |r| {
+        r.entries[10].http.as_mut().unwrap()["headers"]["content-type"] = "application/json".into()
+    })
+    .await;
+    let framing =
+        r#"seq 11 s2c ping response: http.headers.content-type: expected "application/json", got "text/event-stream""#;
+    assert!(outcome.replayed.iter().any(|f| f == framing), "{:#?}", outcome.replayed);
 }
