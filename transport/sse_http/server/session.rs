@@ -45,6 +45,62 @@ pub(super) struct Routes {
     pub(super) http_requests: HashMap<Id, Arc<HttpRequestParts>>,
 }
 
+/// Where an outgoing message goes, as decided under the session's lock ([`Routes::destination`]).
+pub(super) enum Destination {
+    /// The response to a request held here: that request's stream, which it completes.
+    Answer(Arc<Stream>, Id),
+    /// The stream of the request the message relates to (named, or by its progress token).
+    Related(Arc<Stream>),
+    /// A message related to no open request, or to one answered in one JSON body (which carries
+    /// responses only): the newest SSE POST stream still waiting for a response, if any (`None`:
+    /// the standalone stream). The standalone stream is preferred when a GET holds it open.
+    Unrelated(Option<Arc<Stream>>),
+    /// The standalone stream: every message of a legacy session, and a response to no request
+    /// held here (answered already, or never asked).
+    Standalone,
+}
+
+impl Routes {
+    /// Where a message goes: `answered` is the id it answers (a response or an error),
+    /// `related` the request it was sent for, `token` its progress token (read only when
+    /// `related` is `None`). An answer forgets its request (its stream, its progress token,
+    /// its HTTP request).
+    pub(super) fn destination(
+        &mut self,
+        answered: Option<Id>,
+        related: Option<&Id>,
+        token: Option<&str>,
+        legacy: bool,
+        stateless: bool,
+    ) -> Destination {
+        if let Some(id) = answered {
+            self.http_requests.remove(&id);
+            return match self.requests.remove(&id) {
+                Some(stream) => {
+                    self.progress.retain(|_, request| *request != id);
+                    Destination::Answer(stream, id)
+                }
+                None => Destination::Standalone,
+            };
+        }
+        if legacy {
+            return Destination::Standalone;
+        }
+        let related = related.or_else(|| token.and_then(|t| self.progress.get(t)));
+        match related.and_then(|id| self.requests.get(id)) {
+            // A JSON answer carries only responses, except in stateless mode, where nothing
+            // else could carry the message (see `json_answer`).
+            Some(stream) if !stream.json || stateless => Destination::Related(stream.clone()),
+            _ => Destination::Unrelated(self.newest_waiting_sse()),
+        }
+    }
+
+    /// The newest SSE POST stream still waiting for a response.
+    fn newest_waiting_sse(&self) -> Option<Arc<Stream>> {
+        self.streams.iter().rev().find(|s| !s.json && self.requests.values().any(|r| Arc::ptr_eq(r, s))).cloned()
+    }
+}
+
 /// Header names (lowercase) and values, in the order received.
 pub(super) type HeaderPairs = Vec<(String, String)>;
 
@@ -376,41 +432,25 @@ impl Session {
             }
             None => message,
         };
-        let mut unrelated = false;
-        let (stream, completes) = {
-            let mut routes = self.routes.lock().expect("session lock");
-            let answered = match &message {
-                Message::Response(r) => Some(r.id.clone()),
-                Message::Error(e) => e.id.clone(),
-                _ => None,
-            };
-            if let Some(id) = &answered {
-                routes.http_requests.remove(id);
-            }
-            if let Some(id) = answered {
-                match routes.requests.remove(&id) {
-                    Some(stream) => {
-                        routes.progress.retain(|_, request| *request != id);
-                        (stream, Some(id))
-                    }
-                    None => (self.standalone.clone(), None),
-                }
-            } else if self.legacy {
-                (self.standalone.clone(), None)
-            } else {
-                let related = related
-                    .cloned()
-                    .or_else(|| progress_token(&message).and_then(|t| routes.progress.get(&t).cloned()));
-                match related.and_then(|id| routes.requests.get(&id).cloned()) {
-                    // A JSON answer carries only responses, except in stateless mode, where
-                    // nothing else could carry the message (see `json_answer`).
-                    Some(stream) if !stream.json || self.is_stateless() => (stream, None),
-                    _ => {
-                        unrelated = true;
-                        (self.fallback_stream(&routes), None)
-                    }
-                }
-            }
+        let answered = answered_id(&message).cloned();
+        // Read only where it decides: a message that answers nothing, outside a legacy
+        // session, with no related request named.
+        let token = match (&answered, self.legacy, related) {
+            (None, false, None) => progress_token(&message),
+            _ => None,
+        };
+        let destination = self.routes.lock().expect("session lock").destination(
+            answered,
+            related,
+            token.as_deref(),
+            self.legacy,
+            self.is_stateless(),
+        );
+        let (stream, completes, unrelated) = match destination {
+            Destination::Answer(stream, id) => (stream, Some(id), false),
+            Destination::Related(stream) => (stream, None, false),
+            Destination::Unrelated(stream) => (stream.unwrap_or_else(|| self.standalone.clone()), None, true),
+            Destination::Standalone => (self.standalone.clone(), None, false),
         };
         // Shared sessions: the standalone stream may be open on another replica; it is
         // preferred there as it is here.
@@ -423,7 +463,7 @@ impl Session {
         }
         let stream = if completes.is_none() && !stream.standalone && self.standalone.has_live().await {
             // A message unrelated to a request prefers the standalone stream when one is open.
-            if related.is_none() && progress_token(&message).is_none() {
+            if related.is_none() && token.is_none() {
                 self.standalone.clone()
             } else {
                 stream
@@ -436,18 +476,6 @@ impl Session {
             self.standalone.push(&*self.store, data, None).await;
         }
         Ok(())
-    }
-
-    /// Where a message unrelated to any request goes when the standalone stream may be closed:
-    /// the newest SSE POST stream still waiting for a response, or the standalone stream.
-    pub(super) fn fallback_stream(&self, routes: &Routes) -> Arc<Stream> {
-        routes
-            .streams
-            .iter()
-            .rev()
-            .find(|s| !s.json && routes.requests.values().any(|r| Arc::ptr_eq(r, s)))
-            .cloned()
-            .unwrap_or_else(|| self.standalone.clone())
     }
 
     /// Ends the session: the application's `recv` sees the end, every stream ends, the id is
@@ -632,5 +660,76 @@ impl Transport for ServerTransport {
     async fn close(&self) -> Result<(), TransportError> {
         self.session.close().await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    fn stream(name: &str, json: bool, waiting: &[i64]) -> Arc<Stream> {
+        Stream::new("s", name.to_owned(), json, waiting.iter().map(|n| Id::Number(*n)).collect::<HashSet<_>>())
+    }
+
+    /// Routes of requests 1 and 2 on SSE stream "1" (2 with progress token `"p"`), request 3
+    /// on JSON stream "2", and the finished SSE stream "0" kept for resumption.
+    fn routes() -> (Routes, [Arc<Stream>; 3]) {
+        let (done, sse, json) = (stream("0", false, &[]), stream("1", false, &[1, 2]), stream("2", true, &[3]));
+        let mut routes = Routes::default();
+        routes.streams.extend([done.clone(), sse.clone(), json.clone()]);
+        routes.requests.insert(Id::Number(1), sse.clone());
+        routes.requests.insert(Id::Number(2), sse.clone());
+        routes.requests.insert(Id::Number(3), json.clone());
+        routes.progress.insert(r#""p""#.to_owned(), Id::Number(2));
+        (routes, [done, sse, json])
+    }
+
+    fn name(destination: &Destination) -> String {
+        match destination {
+            Destination::Answer(stream, id) => format!("answer {id:?} on {}", stream.name),
+            Destination::Related(stream) => format!("related on {}", stream.name),
+            Destination::Unrelated(Some(stream)) => format!("unrelated on {}", stream.name),
+            Destination::Unrelated(None) => "unrelated on the standalone stream".into(),
+            Destination::Standalone => "standalone".into(),
+        }
+    }
+
+    #[test]
+    fn answers_go_to_their_requests_stream_once_and_forget_the_request() {
+        let (mut routes, _) = routes();
+        let answer = routes.destination(Some(Id::Number(2)), None, None, false, false);
+        assert_eq!(name(&answer), "answer Number(2) on 1");
+        assert!(routes.progress.is_empty(), "its progress token is forgotten");
+        assert!(!routes.requests.contains_key(&Id::Number(2)));
+        // Answered already, or never asked: the standalone stream.
+        assert_eq!(name(&routes.destination(Some(Id::Number(2)), None, None, false, false)), "standalone");
+        assert_eq!(name(&routes.destination(Some(Id::Number(9)), None, None, false, false)), "standalone");
+        // The JSON stream's answer goes to it.
+        assert_eq!(name(&routes.destination(Some(Id::Number(3)), None, None, false, false)), "answer Number(3) on 2");
+    }
+
+    #[test]
+    fn other_messages_follow_their_request_or_its_progress_token_else_the_newest_waiting_sse_stream() {
+        let (mut routes, [_, sse, _]) = routes();
+        let one = Id::Number(1);
+        assert_eq!(name(&routes.destination(None, Some(&one), None, false, false)), "related on 1");
+        assert_eq!(name(&routes.destination(None, None, Some(r#""p""#), false, false)), "related on 1");
+        // The named request wins over a token, even one naming another request.
+        assert_eq!(name(&routes.destination(None, Some(&Id::Number(3)), Some(r#""p""#), false, true)), "related on 2");
+        // A request answered in one JSON body: its stream carries responses only, but in
+        // stateless mode, where nothing else could carry the message.
+        let three = Id::Number(3);
+        assert_eq!(name(&routes.destination(None, Some(&three), None, false, false)), "unrelated on 1");
+        assert_eq!(name(&routes.destination(None, Some(&three), None, false, true)), "related on 2");
+        // Unrelated: the newest SSE stream still waiting (not the finished one, not JSON).
+        assert_eq!(name(&routes.destination(None, None, Some(r#""q""#), false, false)), "unrelated on 1");
+        assert_eq!(name(&routes.destination(None, Some(&Id::Number(9)), None, false, false)), "unrelated on 1");
+        // Once stream "1" has answered all it carries, nothing waits but the JSON stream.
+        routes.requests.retain(|_, stream| !Arc::ptr_eq(stream, &sse));
+        assert_eq!(name(&routes.destination(None, None, None, false, false)), "unrelated on the standalone stream");
+        // A legacy session has one stream.
+        assert_eq!(name(&routes.destination(None, Some(&three), None, true, false)), "standalone");
     }
 }
