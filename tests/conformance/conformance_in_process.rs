@@ -25,8 +25,8 @@ use mcp_conformance::serve_http::{Events, RecordedHttpServer};
 use mcpwire::recording::Recording;
 use mcpwire::transport::sse_http::HttpService;
 
-/// Where our server answers a recorded session of another server otherwise, on purpose or as
-/// a known gap: (recording, a part of the difference as the replayer words it, why). Each
+/// Where our server answers a recorded session of another server otherwise, on purpose:
+/// (recording, a part of the difference as the replayer words it, why). Each
 /// must still show (a listed difference that stops showing fails the test: remove it), and
 /// nothing else may. Only everything-http-errors, hand-made requests to the TypeScript SDK's
 /// error paths, has any.
@@ -50,8 +50,9 @@ const SERVERS_DIFFER: [(&str, &str, &str); 10] = [
     (
         "everything-http-errors",
         "s2c initialize response: $.id: expected null, got (missing)",
-        "a known gap: our HTTP-level refusals (406, 415) leave the id member out where JSON-RPC 2.0 \
-         wants \"id\": null (seq 6 and 8)",
+        "on purpose: an error whose request id could not be read leaves the id member out, as MCP \
+         2026-07-28 does (proto/jsonrpc.rs, ErrorResponse); JSON-RPC 2.0 and the TypeScript SDK \
+         write null (the 406 and 415 of seq 6 and 8)",
     ),
     (
         "everything-http-errors",
