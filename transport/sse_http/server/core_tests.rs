@@ -3,7 +3,9 @@
 //! input the core refuses gets the status and JSON-RPC error the wire tests
 //! (`tests/transports/http_server.rs`, `tests/wire/per_request_era.rs`) expect; sessions expire
 //! by advancing the virtual clock past the idle timeout; a DELETE racing a POST of its session
-//! and a resumption with an unknown event id each end in a defined answer. No listener, no
+//! and a resumption with an unknown event id each end in a defined answer; a session shared by
+//! two in-process replicas through the memory stores moves between them (rebuilt, resumed,
+//! stray responses dropped, ended everywhere by one DELETE). No listener, no
 //! sleeps against the wall clock: every wait is on the paused clock, which jumps when the
 //! runtime has nothing else to do, so a hang fails at its (virtual) deadline at once.
 
@@ -337,4 +339,61 @@ async fn a_resumption_with_an_unknown_event_id_opens_the_standalone_stream_afres
     let answer = read_all(get("forged").await).await;
     assert_eq!(answer.error(), (409, -32000, "Conflict: Only one SSE stream is allowed per session".into()));
     drop(fresh);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_shared_by_two_replicas_moves_between_them_without_a_socket() {
+    use std::sync::Arc;
+
+    use crate::transport::sse_http::{EventStore, MemoryEventStore, MemorySessionStore, SessionStore};
+
+    let sessions: Arc<dyn SessionStore> = Arc::new(MemorySessionStore::new());
+    let events: Arc<dyn EventStore> = Arc::new(MemoryEventStore::new(64));
+    let config = || HttpServerConfig::default().session_store(sessions.clone()).event_store(events.clone());
+    let (a, b) = (service(config()).await, service(config()).await);
+    let id = open_session(&a).await;
+    let on = |replica: &HttpService, body: String| {
+        let (replica, id) = (replica.clone(), id.clone());
+        async move { call(&replica, "POST", &[ACCEPT_BOTH, JSON, V2025, ("mcp-session-id", &id)], &body).await }
+    };
+
+    // A ping on A, then one on B, which rebuilds the session from the store.
+    let on_a = on(&a, ping(1)).await;
+    assert_eq!(on_a.sse_messages(), [json!({"jsonrpc": "2.0", "id": 1, "result": {}})]);
+    let on_b = on(&b, ping(2)).await;
+    assert_eq!(on_b.sse_messages(), [json!({"jsonrpc": "2.0", "id": 2, "result": {}})]);
+    let replica_of = |answer: &Answer| answer.sse_ids()[0].split_once('-').expect("a replica's stream").0.to_owned();
+    let (replica_a, replica_b) = (replica_of(&on_a), replica_of(&on_b));
+    assert_ne!(replica_a, replica_b, "each replica names its own streams");
+    assert_eq!((a.session_count(), b.session_count()), (1, 1));
+
+    // A's stream resumed through B, from its priming event: the answer it carried.
+    let priming = on_a.sse_ids()[0].to_owned();
+    let headers = [("accept", "text/event-stream"), ("mcp-session-id", id.as_str()), ("last-event-id", &priming)];
+    let resumed = call(&b, "GET", &headers, "").await;
+    assert_eq!(resumed.sse_messages(), on_a.sse_messages());
+    assert_eq!(resumed.sse_ids(), on_a.sse_ids()[1..]);
+
+    // Responses to requests no replica here sent: to a replica that never was, and to one
+    // of B's own numbers it never used. Both are dropped; the POST is 202 all the same.
+    for id in ["deadbeef-1".to_owned(), format!("{replica_b}-99")] {
+        let stray = json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
+        let answer = on(&b, stray).await;
+        assert_eq!((answer.status, answer.body.as_ref()), (202, &b""[..]), "{id}");
+    }
+
+    // A DELETE through B ends the session everywhere.
+    let delete = call(&b, "DELETE", &[V2025, ("mcp-session-id", id.as_str())], "").await;
+    assert_eq!(delete.status, 200);
+    // A hears of it from the store's announcement, in a task of its own: a bounded number of
+    // turns of the runtime, no clock.
+    for _ in 0..100 {
+        if a.session_count() == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(a.session_count(), 0, "A ended its copy");
+    assert_eq!(on(&a, ping(3)).await.error(), (404, -32001, "Session not found".into()));
+    assert_eq!(on(&b, ping(4)).await.error(), (404, -32001, "Session not found".into()));
 }
