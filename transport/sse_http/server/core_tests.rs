@@ -397,3 +397,40 @@ async fn a_session_shared_by_two_replicas_moves_between_them_without_a_socket() 
     assert_eq!(on(&a, ping(3)).await.error(), (404, -32001, "Session not found".into()));
     assert_eq!(on(&b, ping(4)).await.error(), (404, -32001, "Session not found".into()));
 }
+
+#[tokio::test(start_paused = true)]
+async fn json_response_mode_batches_and_stateless_posts_answer_in_one_body() {
+    use crate::transport::sse_http::server::ResponseMode;
+
+    let service = service(HttpServerConfig::default().response_mode(ResponseMode::Json)).await;
+    let answer = call(&service, "POST", &[ACCEPT_BOTH, JSON], &initialize("2025-03-26")).await;
+    assert_eq!((answer.status, answer.header("content-type")), (200, Some("application/json")));
+    assert_eq!(answer.json()["result"]["protocolVersion"], "2025-03-26");
+    let id = answer.header("mcp-session-id").expect("a session id").to_owned();
+    let session = [ACCEPT_BOTH, JSON, ("mcp-session-id", id.as_str())];
+    let batch = format!("[{},{}]", ping(1), ping(2));
+    let answer = call(&service, "POST", &session, &batch).await;
+    let mut answers = answer.json().as_array().expect("an array for a batch").clone();
+    answers.sort_by_key(|a| a["id"].as_u64());
+    assert_eq!(
+        answers,
+        [json!({"jsonrpc": "2.0", "id": 1, "result": {}}), json!({"jsonrpc": "2.0", "id": 2, "result": {}})]
+    );
+    // One id twice in a batch: refused whole, naming it.
+    let answer = call(&service, "POST", &session, &format!("[{},{}]", ping(3), ping(3))).await;
+    let (status, code, message) = answer.error();
+    assert_eq!((status, code), (400, -32600));
+    assert!(message.contains("carry the id 3"), "{message}");
+
+    // Stateless: each POST answered in one body, no session, no GET.
+    let service = service_stateless().await;
+    let answer = call(&service, "POST", &[ACCEPT_BOTH, JSON, V2025], &ping(4)).await;
+    assert_eq!((answer.status, answer.header("mcp-session-id")), (200, None));
+    assert_eq!(answer.json(), json!({"jsonrpc": "2.0", "id": 4, "result": {}}));
+    assert_eq!(call(&service, "GET", &[("accept", "text/event-stream")], "").await.status, 405);
+    assert_eq!(service.session_count(), 0);
+}
+
+async fn service_stateless() -> HttpService {
+    service(HttpServerConfig::default().stateless(true)).await
+}
