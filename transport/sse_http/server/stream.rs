@@ -33,6 +33,27 @@ pub(super) struct StreamInner {
     pub(super) queued: VecDeque<Outgoing>,
 }
 
+impl StreamInner {
+    /// The number of the next event (from 1: 0 is the priming event); `None` once the stream
+    /// has finished.
+    pub(super) fn next_event(&mut self) -> Option<u64> {
+        if self.done {
+            return None;
+        }
+        self.next_seq += 1;
+        Some(self.next_seq)
+    }
+
+    /// Request `id` is answered on this stream: `true` when it was the last one a POST's
+    /// stream waited for, which has finished from then on (the standalone stream never does).
+    pub(super) fn answered(&mut self, id: &Id, standalone: bool) -> bool {
+        self.pending.remove(id);
+        let finished = self.pending.is_empty() && !standalone;
+        self.done |= finished;
+        finished
+    }
+}
+
 /// The log line when the standalone stream's queue is full.
 pub(super) const GET_QUEUE_FULL: &str =
     "mcpwire: messages for a session's GET stream, not open, past QUEUED_FOR_GET: the oldest dropped";
@@ -89,11 +110,7 @@ impl Stream {
     /// the stream is already finished.
     pub(super) async fn push(&self, store: &dyn EventStore, data: Bytes, completes: Option<&Id>) -> bool {
         let mut inner = self.inner.lock().await;
-        if inner.done {
-            return false;
-        }
-        inner.next_seq += 1;
-        let seq = inner.next_seq;
+        let Some(seq) = inner.next_event() else { return false };
         if !self.json {
             self.stored_bytes.fetch_add(data.len(), Ordering::Relaxed);
             store.append(&self.key, StoredEvent { seq, data: data.clone() });
@@ -117,9 +134,7 @@ impl Stream {
             }
         }
         if let Some(id) = completes {
-            inner.pending.remove(id);
-            if inner.pending.is_empty() && !self.standalone {
-                inner.done = true;
+            if inner.answered(id, self.standalone) {
                 match (self.json, store.flush()) {
                     (false, Some(written)) => {
                         // The stream ends once its events are in the store (see EventStore::flush).
@@ -188,4 +203,34 @@ pub(super) enum AttachError {
     Conflict,
     /// The event store could not be asked for the events to replay.
     Store(StoreError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inner(pending: &[i64]) -> StreamInner {
+        StreamInner {
+            next_seq: 0,
+            live: None,
+            pending: pending.iter().map(|n| Id::Number(*n)).collect(),
+            done: false,
+            queued: VecDeque::new(),
+        }
+    }
+
+    #[test]
+    fn a_post_stream_numbers_its_events_and_finishes_with_its_last_answer() {
+        let mut post = inner(&[1, 2]);
+        assert_eq!((post.next_event(), post.next_event()), (Some(1), Some(2)));
+        assert!(!post.answered(&Id::Number(1), false), "request 2 still waits");
+        assert!(!post.answered(&Id::Number(9), false), "an id it never carried changes nothing");
+        assert_eq!(post.next_event(), Some(3));
+        assert!(post.answered(&Id::Number(2), false));
+        assert_eq!(post.next_event(), None, "finished: nothing more is numbered or sent");
+        // The standalone stream carries answers too (to requests it does not hold) and never ends.
+        let mut standalone = inner(&[]);
+        assert!(!standalone.answered(&Id::Number(1), true));
+        assert_eq!(standalone.next_event(), Some(1));
+    }
 }
