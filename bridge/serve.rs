@@ -242,239 +242,181 @@ async fn run(args: ServeArgs) -> Result<(), String> {
     let set = ConnectionSet::new(config, options);
     let mut interrupt = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut terminate = signal(tokio::signal::unix::SignalKind::terminate())?;
-    let started = tokio::select! {
-        started = set.start() => started,
-        _ = interrupt.recv() => Err(SetError::StartupCancelled { summary: set.summary() }),
-        _ = terminate.recv() => Err(SetError::StartupCancelled { summary: set.summary() }),
-    };
-    if let Err(e) = started {
-        set.shutdown().await;
-        return Err(e.to_string());
-    }
-    let gateway = match Gateway::new(set.clone(), callers, per_session, prefix, args.timeout) {
-        Ok(gateway) => Arc::new(gateway),
-        Err(e) => {
-            set.shutdown().await;
-            return Err(e);
-        }
-    };
-    if let Some(file) = &args.audit_log {
-        let sink = if file.as_os_str() == "-" {
-            Sink::Stderr
-        } else {
-            Sink::File { path: file.clone(), max_bytes: args.audit_max_bytes, keep: args.audit_keep }
+    // Whatever ends the serving (an error at any step, a signal), the upstreams are shut down.
+    let outcome: Result<(), String> = async {
+        let started = tokio::select! {
+            started = set.start() => started,
+            _ = stop_signal(&mut interrupt, &mut terminate) => Err(SetError::StartupCancelled { summary: set.summary() }),
         };
-        let metrics = gateway.metrics().clone();
-        let (log, writer) = match AuditLog::new(sink, move || metrics.audit_dropped.inc([])) {
-            Ok(opened) => opened,
-            Err(e) => {
-                set.shutdown().await;
-                return Err(format!("--audit-log {}: {e}", file.display()));
-            }
-        };
-        tokio::spawn(writer);
-        gateway.set_audit(log.with_arguments(args.audit_arguments.iter().map(Glob::new).collect()));
-    }
-    gateway.set_policy(settings.policy.clone());
-    gateway.set_rate_limits(settings.rate_limits.clone());
-    let builder = || Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
-    let server = gateway.server(builder())?;
-    let mut endpoint_servers = Vec::new();
-    if !settings.endpoints.is_empty() && !matches!(listen, Listen::Http { .. }) {
-        tracing::warn!("[gateway.endpoints] ignored: --listen stdio has one endpoint");
-    }
-    if matches!(listen, Listen::Http { .. }) {
-        for endpoint in &settings.endpoints {
-            match gateway.endpoint_server(endpoint.clone(), builder()) {
-                Ok(served) => endpoint_servers.push((endpoint.clone(), served)),
-                Err(e) => {
-                    set.shutdown().await;
-                    return Err(e);
-                }
-            }
-        }
-    }
-    // As they stand now: those that failed are being retried.
-    for status in &set.summary().servers {
-        tracing::info!(server = %mcpwire::gateway::printable(&status.name), state = %status.state, tools = status.tools, "upstream");
-        gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
-    }
-    tokio::spawn(gateway.clone().follow(events));
-    if let Some(file) = &args.config {
-        tokio::spawn(reload_on_change(
-            gateway.clone(),
-            file.clone(),
-            settings.tokens.clone(),
-            signal(tokio::signal::unix::SignalKind::hangup())?,
-        ));
-    }
-    let listened = listen.clone();
-    let outcome = match listen {
-        Listen::Stdio => {
-            let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
-            let _session = gateway.metrics().session_opened();
-            tokio::select! {
-                served = serve_recorded(server.clone(), BoxTransport::new(transport), recordings.clone(), "stdio") => served,
-                _ = interrupt.recv() => Ok(()),
-                _ = terminate.recv() => Ok(()),
-            }
-        }
-        Listen::Http { addr, path, tls } => {
-            let listener = match tokio::net::TcpListener::bind(addr).await {
-                Ok(listener) => listener,
-                Err(e) => {
-                    set.shutdown().await;
-                    return Err(format!("cannot listen on {addr}: {e}"));
-                }
+        started.map_err(|e| e.to_string())?;
+        let gateway = Arc::new(Gateway::new(set.clone(), callers, per_session, prefix, args.timeout)?);
+        if let Some(file) = &args.audit_log {
+            let sink = if file.as_os_str() == "-" {
+                Sink::Stderr
+            } else {
+                Sink::File { path: file.clone(), max_bytes: args.audit_max_bytes, keep: args.audit_keep }
             };
-            let served_url = format!(
-                "{}://{}{path}",
-                if tls { "https" } else { "http" },
-                listener.local_addr().map_err(|e| e.to_string())?
-            );
-            let mut http = HttpServerConfig::default()
-                .path(path.clone())
-                .bearer_token(token)
-                .named_tokens(named_tokens)
-                .max_sessions(args.max_sessions)
-                .max_sessions_per_address(args.max_sessions_per_address)
-                .max_sessions_per_principal(args.max_sessions_per_principal);
-            http.failed_token_pause = (args.auth_failures > 0).then(|| FailedTokenPause {
-                failures: args.auth_failures,
-                pause: std::time::Duration::from_secs(args.auth_failure_pause),
-            });
-            if !args.allow_origin.is_empty() {
-                http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
+            let metrics = gateway.metrics().clone();
+            let (log, writer) = AuditLog::new(sink, move || metrics.audit_dropped.inc([]))
+                .map_err(|e| format!("--audit-log {}: {e}", file.display()))?;
+            tokio::spawn(writer);
+            gateway.set_audit(log.with_arguments(args.audit_arguments.iter().map(Glob::new).collect()));
+        }
+        gateway.set_policy(settings.policy.clone());
+        gateway.set_rate_limits(settings.rate_limits.clone());
+        let builder = || Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
+        let server = gateway.server(builder())?;
+        let mut endpoint_servers = Vec::new();
+        if !settings.endpoints.is_empty() && !matches!(listen, Listen::Http { .. }) {
+            tracing::warn!("[gateway.endpoints] ignored: --listen stdio has one endpoint");
+        }
+        if matches!(listen, Listen::Http { .. }) {
+            for endpoint in &settings.endpoints {
+                endpoint_servers.push((endpoint.clone(), gateway.endpoint_server(endpoint.clone(), builder())?));
             }
-            if !addr.ip().is_loopback() {
-                // On a network the clients name the host as they reach it (an address, a DNS
-                // name, a proxy's); the loopback-only Host check (against DNS rebinding of a
-                // local server) refused them all with 403. Such a listen always has a token (a
-                // static one or OAuth).
-                http = http.hosts(HostCheck::Any);
-            }
-            // Each virtual server: the listener's settings, its own path, tokens and scopes.
-            let mut endpoint_configs = Vec::new();
-            for (endpoint, _) in &endpoint_servers {
-                let url = format!("{}{}", served_url.strip_suffix(path.as_str()).unwrap_or(&served_url), endpoint.path);
-                match endpoint_http(http.clone(), endpoint, &settings, &listened, &args, &url) {
-                    Ok(config) => endpoint_configs.push(config),
-                    Err(e) => {
-                        set.shutdown().await;
-                        return Err(e);
-                    }
+        }
+        // As they stand now: those that failed are being retried.
+        for status in &set.summary().servers {
+            tracing::info!(server = %mcpwire::gateway::printable(&status.name), state = %status.state, tools = status.tools, "upstream");
+            gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
+        }
+        tokio::spawn(gateway.clone().follow(events));
+        if let Some(file) = &args.config {
+            tokio::spawn(reload_on_change(
+                gateway.clone(),
+                file.clone(),
+                settings.tokens.clone(),
+                signal(tokio::signal::unix::SignalKind::hangup())?,
+            ));
+        }
+        let listened = listen.clone();
+        let outcome = match listen {
+            Listen::Stdio => {
+                let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
+                let _session = gateway.metrics().session_opened();
+                tokio::select! {
+                    served = serve_recorded(server.clone(), BoxTransport::new(transport), recordings.clone(), "stdio") => served,
+                    _ = stop_signal(&mut interrupt, &mut terminate) => Ok(()),
                 }
             }
-            match protected_resource(&args, &served_url) {
-                Ok(Some(resource)) => {
+            Listen::Http { addr, path, tls } => {
+                let listener =
+                    tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                let served_url = format!(
+                    "{}://{}{path}",
+                    if tls { "https" } else { "http" },
+                    listener.local_addr().map_err(|e| e.to_string())?
+                );
+                let mut http = HttpServerConfig::default()
+                    .path(path.clone())
+                    .bearer_token(token)
+                    .named_tokens(named_tokens)
+                    .max_sessions(args.max_sessions)
+                    .max_sessions_per_address(args.max_sessions_per_address)
+                    .max_sessions_per_principal(args.max_sessions_per_principal);
+                http.failed_token_pause = (args.auth_failures > 0).then(|| FailedTokenPause {
+                    failures: args.auth_failures,
+                    pause: std::time::Duration::from_secs(args.auth_failure_pause),
+                });
+                if !args.allow_origin.is_empty() {
+                    http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
+                }
+                if !addr.ip().is_loopback() {
+                    // On a network the clients name the host as they reach it (an address, a DNS
+                    // name, a proxy's); the loopback-only Host check (against DNS rebinding of a
+                    // local server) refused them all with 403. Such a listen always has a token (a
+                    // static one or OAuth).
+                    http = http.hosts(HostCheck::Any);
+                }
+                // Each virtual server: the listener's settings, its own path, tokens and scopes.
+                let mut endpoint_configs = Vec::new();
+                for (endpoint, _) in &endpoint_servers {
+                    let url = format!("{}{}", served_url.strip_suffix(path.as_str()).unwrap_or(&served_url), endpoint.path);
+                    endpoint_configs.push(endpoint_http(http.clone(), endpoint, &settings, &listened, &args, &url)?);
+                }
+                if let Some(resource) = protected_resource(&args, &served_url)? {
                     tracing::info!(issuer = ?args.auth_issuer, audience = %resource.resource(), "OAuth protection");
                     http = http.protected_resource(resource);
                 }
-                Ok(None) => {}
-                Err(e) => {
-                    set.shutdown().await;
-                    return Err(e);
+                http = health_routes(http, &gateway);
+                http = super::ui::routes(http, &gateway, tails.clone(), recordings.clone(), &path);
+                if tls {
+                    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
+                        return Err("an https --listen needs --tls-cert and --tls-key".to_owned());
+                    };
+                    let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+                    let tls = mcpwire::transport::sse_http::tls::server_config_from_pem(&read(cert)?, &read(key)?)
+                        .map_err(|e| format!("TLS: {e}"))?;
+                    http = http.tls(tls);
                 }
-            }
-            http = health_routes(http, &gateway);
-            http = super::ui::routes(http, &gateway, tails.clone(), recordings.clone(), &path);
-            if tls {
-                let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else {
-                    set.shutdown().await;
-                    return Err("an https --listen needs --tls-cert and --tls-key".to_owned());
-                };
-                let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-                let tls = mcpwire::transport::sse_http::tls::server_config_from_pem(&read(cert)?, &read(key)?)
-                    .map_err(|e| format!("TLS: {e}"))?;
-                http = http.tls(tls);
-            }
-            let store_url = args.session_store.clone().or_else(|| std::env::var(SESSION_STORE_ENV).ok());
-            if store_url.as_ref().is_some_and(|u| !u.is_empty()) && !endpoint_servers.is_empty() {
-                set.shutdown().await;
-                return Err("--session-store and [gateway.endpoints] cannot be used together (yet)".to_owned());
-            }
-            if let Some(url) = store_url.filter(|u| !u.is_empty()) {
-                match with_session_store(http, &url).await {
-                    Ok(shared) => http = shared,
-                    Err(e) => {
-                        set.shutdown().await;
-                        return Err(e);
-                    }
+                let store_url = args.session_store.clone().or_else(|| std::env::var(SESSION_STORE_ENV).ok());
+                if store_url.as_ref().is_some_and(|u| !u.is_empty()) && !endpoint_servers.is_empty() {
+                    return Err("--session-store and [gateway.endpoints] cannot be used together (yet)".to_owned());
                 }
-            }
-            let sessions = |serving: Server| {
-                let (metrics, recordings) = (gateway.metrics().clone(), recordings.clone());
-                move |transport: mcpwire::transport::sse_http::ServerTransport| {
-                    let session = metrics.session_opened();
-                    let carrier = if transport.is_legacy() { "sse" } else { "streamable-http" };
-                    let served =
-                        serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone(), carrier);
-                    async move {
-                        if let Err(e) = served.await {
-                            tracing::debug!("a downstream session ended: {e}");
+                if let Some(url) = store_url.filter(|u| !u.is_empty()) {
+                    http = with_session_store(http, &url).await?;
+                }
+                let sessions = |serving: Server| {
+                    let (metrics, recordings) = (gateway.metrics().clone(), recordings.clone());
+                    move |transport: mcpwire::transport::sse_http::ServerTransport| {
+                        let session = metrics.session_opened();
+                        let carrier = if transport.is_legacy() { "sse" } else { "streamable-http" };
+                        let served =
+                            serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone(), carrier);
+                        async move {
+                            if let Err(e) = served.await {
+                                tracing::debug!("a downstream session ended: {e}");
+                            }
+                            drop(session);
                         }
-                        drop(session);
-                    }
-                }
-            };
-            if endpoint_servers.is_empty() {
-                let bound = HttpServer::serve_on(listener, http, sessions(server.clone())).await;
-                match bound {
-                    Ok(http) => {
-                        gateway.observe_http(http.service());
-                        print_banner(&http.url());
-                        tokio::select! {
-                            _ = interrupt.recv() => {}
-                            _ = terminate.recv() => {}
-                        }
-                        http.shutdown().await;
-                        Ok(())
-                    }
-                    Err(e) => Err(format!("cannot listen on {addr}: {e}")),
-                }
-            } else {
-                let mut mounted = Vec::new();
-                for ((_, served), config) in endpoint_servers.iter().zip(endpoint_configs) {
-                    match HttpService::new(config, sessions(served.clone())).await {
-                        Ok(service) => mounted.push(service),
-                        Err(e) => {
-                            set.shutdown().await;
-                            return Err(format!("cannot serve an endpoint: {e}"));
-                        }
-                    }
-                }
-                let fallback = match HttpService::new(http, sessions(server.clone())).await {
-                    Ok(service) => service,
-                    Err(e) => {
-                        set.shutdown().await;
-                        return Err(format!("cannot listen on {addr}: {e}"));
                     }
                 };
-                // The plain endpoint is not served beside virtual servers: a token one of them
-                // refuses would reach everything there.
-                match MountedServer::serve_on(listener, fallback, mounted, false).await {
-                    Ok(http) => {
-                        gateway.observe_http(http.fallback());
-                        for service in http.mounted() {
-                            gateway.observe_http(service);
+                if endpoint_servers.is_empty() {
+                    let bound = HttpServer::serve_on(listener, http, sessions(server.clone())).await;
+                    match bound {
+                        Ok(http) => {
+                            gateway.observe_http(http.service());
+                            print_banner(&http.url());
+                            stop_signal(&mut interrupt, &mut terminate).await;
+                            http.shutdown().await;
+                            Ok(())
                         }
-                        for (endpoint, _) in &endpoint_servers {
-                            print_banner(&http.url(&endpoint.path));
-                        }
-                        tokio::select! {
-                            _ = interrupt.recv() => {}
-                            _ = terminate.recv() => {}
-                        }
-                        http.shutdown().await;
-                        Ok(())
+                        Err(e) => Err(format!("cannot listen on {addr}: {e}")),
                     }
-                    Err(e) => Err(format!("cannot listen on {addr}: {e}")),
+                } else {
+                    let mut mounted = Vec::new();
+                    for ((_, served), config) in endpoint_servers.iter().zip(endpoint_configs) {
+                        let service = HttpService::new(config, sessions(served.clone())).await;
+                        mounted.push(service.map_err(|e| format!("cannot serve an endpoint: {e}"))?);
+                    }
+                    let fallback = HttpService::new(http, sessions(server.clone()))
+                        .await
+                        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                    // The plain endpoint is not served beside virtual servers: a token one of them
+                    // refuses would reach everything there.
+                    match MountedServer::serve_on(listener, fallback, mounted, false).await {
+                        Ok(http) => {
+                            gateway.observe_http(http.fallback());
+                            for service in http.mounted() {
+                                gateway.observe_http(service);
+                            }
+                            for (endpoint, _) in &endpoint_servers {
+                                print_banner(&http.url(&endpoint.path));
+                            }
+                            stop_signal(&mut interrupt, &mut terminate).await;
+                            http.shutdown().await;
+                            Ok(())
+                        }
+                        Err(e) => Err(format!("cannot listen on {addr}: {e}")),
+                    }
                 }
             }
-        }
-    };
-    tracing::info!("shutting down");
-    gateway.per_session().close_all().await;
+        };
+        tracing::info!("shutting down");
+        gateway.per_session().close_all().await;
+        outcome
+    }
+    .await;
     set.shutdown().await;
     outcome
 }
@@ -743,6 +685,14 @@ fn readiness(ready: bool, servers: Option<Vec<serde_json::Value>>) -> RouteRespo
         body["servers"] = serde_json::Value::Array(servers);
     }
     RouteResponse::new(if ready { 200 } else { 503 }, "application/json", body.to_string())
+}
+
+/// Waits for SIGINT or SIGTERM, the signals that stop the bridge.
+async fn stop_signal(interrupt: &mut tokio::signal::unix::Signal, terminate: &mut tokio::signal::unix::Signal) {
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+    }
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal, String> {

@@ -52,6 +52,7 @@ use super::format::Dir;
 use super::record::{header_line, push_entry, Logged, Payload};
 use crate::proto::jsonrpc::{Id, Message};
 use crate::proto::timestamp::utc_rfc3339;
+use crate::transport::forward_queries::forward_queries;
 use crate::transport::{Transport, TransportError};
 
 /// Bytes kept for the header line (its line end included) so that it can be rewritten in
@@ -420,67 +421,6 @@ impl<T> RecordingTransport<T> {
     }
 }
 
-/// The [`Transport`] methods a recording wrapper answers as the transport it wraps does: all
-/// but sending, receiving and closing (which it records). Every one, so that nothing the
-/// layers above ask of a transport (cancel on close, the request a server-to-client request
-/// relates to, the trace attributes, the child process) changes when a session is recorded.
-macro_rules! forward_to_inner {
-    () => {
-        fn is_stateless(&self) -> bool {
-            self.inner.is_stateless()
-        }
-
-        fn outlives_its_input(&self) -> bool {
-            self.inner.outlives_its_input()
-        }
-
-        fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
-            self.inner.param_headers(request)
-        }
-
-        fn principal(&self, request: &Id) -> Option<std::sync::Arc<crate::auth::Principal>> {
-            self.inner.principal(request)
-        }
-
-        #[cfg(feature = "http")]
-        fn http_request(&self, request: &Id) -> Option<std::sync::Arc<crate::transport::sse_http::HttpRequestParts>> {
-            self.inner.http_request(request)
-        }
-
-        fn related_request(&self, incoming: &Id) -> Option<Id> {
-            self.inner.related_request(incoming)
-        }
-
-        fn set_protocol_version(&self, version: Option<crate::proto::version::ProtocolVersion>) {
-            self.inner.set_protocol_version(version)
-        }
-
-        fn admit_tools(&self, tools: &mut Vec<crate::proto::mcp_types::Tool>) -> Vec<(String, String)> {
-            self.inner.admit_tools(tools)
-        }
-
-        fn network_transport(&self) -> Option<&'static str> {
-            self.inner.network_transport()
-        }
-
-        fn server_endpoint(&self) -> Option<(String, u16)> {
-            self.inner.server_endpoint()
-        }
-
-        fn session_id(&self) -> Option<String> {
-            self.inner.session_id()
-        }
-
-        fn child_pid(&self) -> Option<u32> {
-            self.inner.child_pid()
-        }
-
-        fn exit_status(&self) -> Option<std::process::ExitStatus> {
-            self.inner.exit_status()
-        }
-    };
-}
-
 impl<T: Transport> Transport for RecordingTransport<T> {
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         self.record(self.side.received().reverse(), &message);
@@ -492,7 +432,7 @@ impl<T: Transport> Transport for RecordingTransport<T> {
         self.inner.send_related(message, related).await
     }
 
-    forward_to_inner!();
+    forward_queries!(Transport, |this| &this.inner);
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;
@@ -663,7 +603,7 @@ impl<T: Transport> Transport for SwitchedRecording<T> {
         self.inner.send_related(message, related).await
     }
 
-    forward_to_inner!();
+    forward_queries!(Transport, |this| &this.inner);
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
         let received = self.inner.recv().await;

@@ -22,6 +22,7 @@ use std::pin::Pin;
 use std::process::ExitStatus;
 use std::sync::Arc;
 
+use super::forward_queries::forward_queries;
 use super::principal::Principal;
 use super::{Transport, TransportError};
 use crate::proto::jsonrpc::{Id, Message};
@@ -62,58 +63,7 @@ impl<T: Transport> ErasedTransport for T {
         Box::pin(Transport::send_related(self, message, related))
     }
 
-    fn is_stateless(&self) -> bool {
-        Transport::is_stateless(self)
-    }
-
-    fn outlives_its_input(&self) -> bool {
-        Transport::outlives_its_input(self)
-    }
-
-    fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
-        Transport::param_headers(self, request)
-    }
-
-    fn principal(&self, request: &Id) -> Option<Arc<Principal>> {
-        Transport::principal(self, request)
-    }
-
-    #[cfg(feature = "http")]
-    fn http_request(&self, request: &Id) -> Option<Arc<super::sse_http::HttpRequestParts>> {
-        Transport::http_request(self, request)
-    }
-
-    fn related_request(&self, incoming: &Id) -> Option<Id> {
-        Transport::related_request(self, incoming)
-    }
-
-    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
-        Transport::set_protocol_version(self, version)
-    }
-
-    fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)> {
-        Transport::admit_tools(self, tools)
-    }
-
-    fn network_transport(&self) -> Option<&'static str> {
-        Transport::network_transport(self)
-    }
-
-    fn server_endpoint(&self) -> Option<(String, u16)> {
-        Transport::server_endpoint(self)
-    }
-
-    fn session_id(&self) -> Option<String> {
-        Transport::session_id(self)
-    }
-
-    fn child_pid(&self) -> Option<u32> {
-        Transport::child_pid(self)
-    }
-
-    fn exit_status(&self) -> Option<ExitStatus> {
-        Transport::exit_status(self)
-    }
+    forward_queries!(Transport, |this| this);
 
     fn recv(&self) -> BoxFuture<'_, Result<Option<Message>, TransportError>> {
         Box::pin(Transport::recv(self))
@@ -175,58 +125,7 @@ impl Transport for BoxTransport {
         self.0.send_related(message, related).await
     }
 
-    fn is_stateless(&self) -> bool {
-        self.0.is_stateless()
-    }
-
-    fn outlives_its_input(&self) -> bool {
-        self.0.outlives_its_input()
-    }
-
-    fn param_headers(&self, request: &Id) -> Option<Vec<(String, String)>> {
-        self.0.param_headers(request)
-    }
-
-    fn principal(&self, request: &Id) -> Option<Arc<Principal>> {
-        self.0.principal(request)
-    }
-
-    #[cfg(feature = "http")]
-    fn http_request(&self, request: &Id) -> Option<Arc<super::sse_http::HttpRequestParts>> {
-        self.0.http_request(request)
-    }
-
-    fn related_request(&self, incoming: &Id) -> Option<Id> {
-        self.0.related_request(incoming)
-    }
-
-    fn set_protocol_version(&self, version: Option<ProtocolVersion>) {
-        self.0.set_protocol_version(version)
-    }
-
-    fn admit_tools(&self, tools: &mut Vec<Tool>) -> Vec<(String, String)> {
-        self.0.admit_tools(tools)
-    }
-
-    fn network_transport(&self) -> Option<&'static str> {
-        self.0.network_transport()
-    }
-
-    fn server_endpoint(&self) -> Option<(String, u16)> {
-        self.0.server_endpoint()
-    }
-
-    fn session_id(&self) -> Option<String> {
-        self.0.session_id()
-    }
-
-    fn child_pid(&self) -> Option<u32> {
-        self.0.child_pid()
-    }
-
-    fn exit_status(&self) -> Option<ExitStatus> {
-        self.0.exit_status()
-    }
+    forward_queries!(ErasedTransport, |this| &*this.0);
 
     fn recv(&self) -> impl Future<Output = Result<Option<Message>, TransportError>> + Send {
         self.0.recv()

@@ -21,6 +21,7 @@ use crate::proto::version::ProtocolVersion;
 
 pub mod boxed;
 pub(crate) mod drops;
+pub(crate) mod forward_queries;
 pub mod inproc;
 pub mod principal;
 #[cfg(feature = "http")]

@@ -15,10 +15,7 @@ use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-lazy-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("lazy", test)
 }
 
 /// A lazy echo server that appends its pid to `starts` each time it starts, and an eager

@@ -14,10 +14,7 @@ use mcpwire::client::connection_set::{ConnectionSet, ServerState, SetOptions};
 use serde_json::{json, Value};
 
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-sources-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("sources", test)
 }
 
 fn fixture(tools: &[&str]) -> Value {

@@ -35,10 +35,7 @@ fn fixture() -> String {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-check-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("check", name)
 }
 
 /// Runs `mcp-conformance check ARGS` with a hang guard (killed after 5 minutes: a hang, never a

@@ -273,10 +273,7 @@ fn py_fixture_recording_replays_against_serve_of_itself() {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-conformance-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("conformance", name)
 }
 
 #[test]

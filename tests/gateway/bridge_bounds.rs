@@ -21,10 +21,7 @@ use serving::{children_of, ServingBridge};
 const SECRET: &str = "bridge-secret-0f9e8d7c6b5a49382716";
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-bounds-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("bounds", name)
 }
 
 fn echo_server() -> String {

@@ -36,10 +36,7 @@ fn ok(output: Output) -> String {
 }
 
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-config-cli-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("config-cli", test)
 }
 
 const CODEX_CONFIG: &str = r#"# codex settings — keep this comment

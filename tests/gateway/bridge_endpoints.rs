@@ -21,10 +21,7 @@ const DEV_TOKEN: &str = "dev-token-5c1e94";
 const READER_TOKEN: &str = "reader-token-0b7d23";
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-endpoints-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("bridge-endpoints", name)
 }
 
 /// The TOML block of bridge/README.md's "Virtual servers" section, as written.

@@ -25,10 +25,7 @@ const CI_TOKEN: &str = "ci-token-3f9a1c";
 const DEV_TOKEN: &str = "dev-token-77b2e0";
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-policy-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("bridge-policy", name)
 }
 
 fn upstreams() -> String {

@@ -17,10 +17,7 @@ fn child_running(bridge: &ServingBridge, command_part: &str) -> Option<u32> {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-reload-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("bridge-reload", name)
 }
 
 fn everything() -> String {

@@ -16,10 +16,7 @@ use serde_json::{json, Value};
 use serving::{alive, children_of, ServingBridge};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcpwire-bridge-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::scratch_dir("bridge", name)
 }
 
 /// A codex config with server-everything and server-memory over stdio, and `web`: a

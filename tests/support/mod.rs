@@ -143,6 +143,15 @@ pub async fn assert_groups_gone(groups: &[u32]) {
     }
 }
 
+/// A fresh, empty directory for one test: `mcpwire-AREA-PID-NAME` under the system's temporary
+/// directory (emptied first if a previous run of the same process id left it).
+pub fn scratch_dir(area: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpwire-{area}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Polls `done` every 10 ms until it holds, failing after `within` with `what`: waits for
 /// something another task or process makes true, never for a fixed time.
 pub async fn wait_until(within: std::time::Duration, what: &str, mut done: impl FnMut() -> bool) {
