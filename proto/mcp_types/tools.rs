@@ -426,6 +426,11 @@ impl std::error::Error for DecodeError {
 /// # Errors
 /// [`DecodeError`] when `value` does not fit `T`.
 pub fn decode_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, DecodeError> {
+    // A value that fits (nearly every one) is decoded without tracking the path, which clones
+    // every key it passes; only one that does not fit is decoded again to say where.
+    if let Ok(decoded) = T::deserialize(&value) {
+        return Ok(decoded);
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         use serde_path_to_error::Segment;
         let mut path = String::new();
