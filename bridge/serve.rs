@@ -407,8 +407,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 move |transport: mcpwire::transport::sse_http::ServerTransport| {
                     let session = metrics.session_opened();
                     let carrier = if transport.is_legacy() { "sse" } else { "streamable-http" };
-                    let served =
-                        serve_recorded(serving.clone(), transport, recordings.clone(), carrier);
+                    let served = serve_recorded(serving.clone(), transport, recordings.clone(), carrier);
                     async move {
                         if let Err(e) = served.await {
                             tracing::debug!("a downstream session ended: {e}");
