@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
     --n2) N2=${2:?--n2 needs a number}; shift 2 ;;
     --rounds) ROUNDS=${2:?--rounds needs a number}; shift 2 ;;
     --no-alloc) ALLOC=0; shift ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) D=$(realpath "$1"); shift ;;
   esac
 done
