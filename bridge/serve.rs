@@ -295,7 +295,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 let transport = StdioTransport::own_stdio(Limits::default()).with_typed_params(true);
                 let _session = gateway.metrics().session_opened();
                 tokio::select! {
-                    served = serve_recorded(server.clone(), BoxTransport::new(transport), recordings.clone(), "stdio") => served,
+                    served = serve_recorded(server.clone(), transport, recordings.clone(), "stdio") => served,
                     _ = stop_signal(&mut interrupt, &mut terminate) => Ok(()),
                 }
             }
@@ -361,8 +361,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     move |transport: mcpwire::transport::sse_http::ServerTransport| {
                         let session = metrics.session_opened();
                         let carrier = if transport.is_legacy() { "sse" } else { "streamable-http" };
-                        let served =
-                            serve_recorded(serving.clone(), BoxTransport::new(transport), recordings.clone(), carrier);
+                        let served = serve_recorded(serving.clone(), transport, recordings.clone(), carrier);
                         async move {
                             if let Err(e) = served.await {
                                 tracing::debug!("a downstream session ended: {e}");
@@ -596,10 +595,12 @@ fn protected_resource(args: &ServeArgs, served_url: &str) -> Result<Option<Prote
 /// stdio recording); `carrier` (`stdio`, `streamable-http`, `sse`) names what really carried
 /// the session in its `description`. Every session, of any transport, is served over a
 /// `BoxTransport`: the server's dispatch is then compiled once into the binary, not once per
-/// transport.
-async fn serve_recorded(
+/// transport. Only the recording switch is boxed, not the transport under it too: a second box
+/// would allocate another future for every message in each direction (two per call), for one
+/// more copy of the switch's few lines per transport.
+async fn serve_recorded<T: mcpwire::transport::Transport>(
     server: Server,
-    transport: BoxTransport,
+    transport: T,
     sessions: Arc<super::ui::recordings::Sessions>,
     carrier: &'static str,
 ) -> Result<(), String> {

@@ -196,9 +196,40 @@ struct ServedSpan {
 /// peer's answer is not stuck behind the held requests.
 pub const MAX_HELD_REQUESTS: usize = 256;
 
+/// What the session gave out for one operation: the messages to send or the events to
+/// dispatch. Nearly always one (a request, its answer, the message read), which is held without
+/// an allocation; a second and later ones go to a `Vec`.
+struct Few<T> {
+    first: Option<T>,
+    rest: Vec<T>,
+}
+
+impl<T> Few<T> {
+    /// Everything `next` gives until it gives `None`.
+    fn from_fn(mut next: impl FnMut() -> Option<T>) -> Few<T> {
+        let first = next();
+        let rest = if first.is_some() { std::iter::from_fn(next).collect() } else { Vec::new() };
+        Few { first, rest }
+    }
+}
+
+impl<T> From<Vec<T>> for Few<T> {
+    fn from(rest: Vec<T>) -> Few<T> {
+        Few { first: None, rest }
+    }
+}
+
+impl<T> IntoIterator for Few<T> {
+    type Item = T;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<T>, std::vec::IntoIter<T>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
+}
+
 impl Core {
-    fn drain(&mut self) -> Vec<Message> {
-        std::iter::from_fn(|| self.session.poll_transmit()).collect()
+    fn drain(&mut self) -> Few<Message> {
+        Few::from_fn(|| self.session.poll_transmit())
     }
 
     /// Hands held requests to the session while it has room for them.
@@ -330,7 +361,7 @@ impl<T: Transport> Peer<T> {
         self.shared.core.lock().expect("a peer's core is never poisoned: nothing panics while holding it")
     }
 
-    async fn send_all(&self, messages: Vec<Message>) -> Result<(), TransportError> {
+    async fn send_all(&self, messages: Few<Message>) -> Result<(), TransportError> {
         for message in messages {
             self.shared.transport.send(message).await?;
         }
@@ -339,7 +370,7 @@ impl<T: Transport> Peer<T> {
 
     /// Sends `messages`, each related to the peer's request `related` when given
     /// ([`Transport::send_related`]).
-    async fn send_all_related(&self, messages: Vec<Message>, related: Option<&Id>) -> Result<(), TransportError> {
+    async fn send_all_related(&self, messages: Few<Message>, related: Option<&Id>) -> Result<(), TransportError> {
         match related {
             None => self.send_all(messages).await,
             Some(id) => {
@@ -353,7 +384,12 @@ impl<T: Transport> Peer<T> {
 
     /// Sends `messages` from a task of its own (for callers that cannot await, e.g. `Drop`).
     pub fn send_detached(&self, messages: Vec<Message>) {
-        if messages.is_empty() {
+        self.detach(messages.into());
+    }
+
+    /// [`Peer::send_detached`] of what the session gave out.
+    fn detach(&self, messages: Few<Message>) {
+        if messages.first.is_none() && messages.rest.is_empty() {
             return;
         }
         let peer = self.clone();
@@ -745,7 +781,7 @@ impl<T: Transport> Peer<T> {
     }
 
     /// Routes events produced by the session to waiters and to the handler.
-    fn dispatch(&self, events: Vec<Event>) {
+    fn dispatch(&self, events: Few<Event>) {
         for event in events {
             match event {
                 Event::Response { id, result, .. } => self.complete(&id, Ok(result)),
@@ -853,7 +889,7 @@ impl<T: Transport> Peer<T> {
     /// in flight, or others are held before it) and what held requests it now has room for,
     /// then dispatches the events. Returns what the session queued to send, whether requests
     /// are still held, and whether their queue is full.
-    fn hand_over(&self, message: Option<Message>) -> (Vec<Message>, bool, bool) {
+    fn hand_over(&self, message: Option<Message>) -> (Few<Message>, bool, bool) {
         let state = {
             let mut core = self.lock();
             match (message, self.shared.hold_past) {
@@ -874,7 +910,7 @@ impl<T: Transport> Peer<T> {
             if let Some(max) = self.shared.hold_past {
                 core.release_held(max);
             }
-            let events: Vec<Event> = std::iter::from_fn(|| core.session.poll_event()).collect();
+            let events = Few::from_fn(|| core.session.poll_event());
             (core.drain(), events, !core.held.is_empty(), core.held.len() >= MAX_HELD_REQUESTS)
         };
         let (out, events, held, full) = state;
@@ -902,13 +938,13 @@ impl<T: Transport> Peer<T> {
                             let (out, events) = {
                                 let mut core = self.lock();
                                 core.session.handle_timeout(now());
-                                let events: Vec<Event> = std::iter::from_fn(|| core.session.poll_event()).collect();
+                                let events = Few::from_fn(|| core.session.poll_event());
                                 (core.drain(), events)
                             };
                             self.dispatch(events);
                             // Not awaited here: a peer that stops reading would hold the
                             // timer, and with it every later request's timeout.
-                            self.send_detached(out);
+                            self.detach(out);
                         }
                     }
                 }
@@ -935,7 +971,7 @@ fn record_request_outcome(span: &tracing::Span, method: &str, result: &Result<Bo
 pub struct Queued<T: Transport> {
     peer: Peer<T>,
     sent: bool,
-    messages: Vec<Message>,
+    messages: Few<Message>,
 }
 
 impl<T: Transport> Queued<T> {
@@ -969,10 +1005,10 @@ impl<T: Transport> Drop for CancelOnDrop<'_, T> {
             match core.session.cancel(&id, Some("the caller stopped waiting")) {
                 Ok(()) => core.drain(),
                 // Already answered, or initialize (never cancelled): nothing to send.
-                Err(_) => Vec::new(),
+                Err(_) => Few::from(Vec::new()),
             }
         };
-        self.peer.send_detached(messages);
+        self.peer.detach(messages);
     }
 }
 
