@@ -74,7 +74,7 @@ use self::audit::{AuditLog, Entry as AuditEntry, Outcome as AuditOutcome};
 use self::endpoint::{Endpoint, Served};
 use self::live::{Listener, LiveFeed};
 use self::policy::{Decision, Kind, Policy};
-use self::rate_limit::{Limit, RateLimiter};
+use self::rate_limit::{Limit, RateLimiter, SharedBuckets};
 use self::tool_result::ResultCheck;
 
 pub mod audit;
@@ -87,6 +87,8 @@ mod pending;
 mod per_session;
 pub mod policy;
 pub mod rate_limit;
+#[cfg(feature = "redis")]
+pub mod rate_limit_redis;
 mod routing;
 #[cfg(feature = "config")]
 pub mod settings;
@@ -165,6 +167,8 @@ pub struct Gateway {
     policy: RwLock<Option<Arc<Policy>>>,
     /// The limits of [`Gateway::set_rate_limits`] and their buckets; `None`: no limit.
     limiter: RwLock<Option<Arc<RateLimiter>>>,
+    /// The store of [`Gateway::share_rate_limits`]: the buckets shared with other replicas.
+    shared_buckets: OnceLock<Arc<dyn SharedBuckets>>,
     /// The audit log of [`Gateway::set_audit`], if any.
     audit: OnceLock<AuditLog>,
     /// The calls as they end, for [`Gateway::live`].
@@ -246,6 +250,7 @@ impl Gateway {
             metrics: Arc::default(),
             policy: RwLock::new(None),
             limiter: RwLock::new(None),
+            shared_buckets: OnceLock::new(),
             audit: OnceLock::new(),
             live: LiveFeed::default(),
             endpoints: RwLock::default(),
@@ -290,11 +295,38 @@ impl Gateway {
         self.limiter.read().expect("limiter lock").as_ref().map_or_else(Vec::new, |l| l.limits().to_vec())
     }
 
+    /// Keeps the rate limits' buckets in `store`, shared with the other replicas using it,
+    /// from now on (see [`rate_limit::SharedBuckets`]; `rate_limit_redis::RedisBuckets` with
+    /// feature `redis`), instead of in this process's memory. When the store cannot be asked,
+    /// a call is checked against this replica's own buckets instead (fail open to the local
+    /// limit: at worst each replica allows the whole budget), and
+    /// `mcp_bridge_rate_limit_store_errors_total` counts it. Set once: `false` if a store was
+    /// set already.
+    pub fn share_rate_limits(&self, store: Arc<dyn SharedBuckets>) -> bool {
+        self.shared_buckets.set(store).is_ok()
+    }
+
     /// Takes a token for the caller of `context` calling `tool` of `server` from every limit
     /// that applies; the error naming the limit and when to retry when one is empty.
-    fn within_limits(&self, context: &Context, server: &str, tool: &str) -> Result<(), ErrorObject> {
+    async fn within_limits(&self, context: &Context, server: &str, tool: &str) -> Result<(), ErrorObject> {
         let Some(limiter) = self.limiter.read().expect("limiter lock").clone() else { return Ok(()) };
-        let Err(refused) = limiter.check(context.principal(), server, tool, Instant::now()) else { return Ok(()) };
+        let checked = match self.shared_buckets.get() {
+            None => limiter.check(context.principal(), server, tool, Instant::now()),
+            Some(shared) => {
+                let buckets = limiter.claim(context.principal(), server, tool);
+                if buckets.is_empty() {
+                    return Ok(());
+                }
+                match shared.take(buckets).await {
+                    Ok(checked) => checked,
+                    Err(_) => {
+                        self.metrics.rate_limit_store_errors.inc([]);
+                        limiter.check(context.principal(), server, tool, Instant::now())
+                    }
+                }
+            }
+        };
+        let Err(refused) = checked else { return Ok(()) };
         self.metrics.rate_limited(&refused.limit);
         let retry_ms = u64::try_from(refused.retry_after.as_millis()).unwrap_or(u64::MAX).max(1);
         let message = format!(
@@ -693,7 +725,7 @@ impl Gateway {
     ) -> Result<(Body, bool), ErrorObject> {
         let context = context.clone();
         self.permit(scope, &context, Kind::Tool, server, tool, &params.name)?;
-        self.within_limits(&context, server, tool)?;
+        self.within_limits(&context, server, tool).await?;
         let set = self.set_for(server, scope, &context).await?;
         let _caller = self.callers.enter(&context);
         let caller = _caller.id;

@@ -45,6 +45,9 @@ pub struct BridgeMetrics {
     /// `mcp_bridge_rate_limited_total{limit}`: calls refused by a rate limit, by the limit's
     /// name.
     pub rate_limited: Arc<CounterVec<1>>,
+    /// `mcp_bridge_rate_limit_store_errors_total`: calls checked against the replica's own
+    /// buckets because the shared store (Redis) could not be asked.
+    pub rate_limit_store_errors: Arc<CounterVec<0>>,
     /// `mcp_bridge_audit_dropped_total`: audit lines dropped because the writer was behind.
     pub audit_dropped: Arc<CounterVec<0>>,
     /// `mcp_bridge_live_dropped_total`: live traffic items a listener lost because it fell
@@ -138,6 +141,13 @@ impl BridgeMetrics {
         let rate_limited = registry
             .counter("mcp_bridge_rate_limited_total", "Calls refused by a rate limit, by the limit's name.", ["limit"])
             .expect(taken);
+        let rate_limit_store_errors = registry
+            .counter(
+                "mcp_bridge_rate_limit_store_errors_total",
+                "Calls checked against this replica's own rate-limit buckets because the shared store (Redis) could not be asked.",
+                [],
+            )
+            .expect(taken);
         let audit_dropped = registry
             .counter(
                 "mcp_bridge_audit_dropped_total",
@@ -158,6 +168,7 @@ impl BridgeMetrics {
             live_dropped,
             policy_denied,
             rate_limited,
+            rate_limit_store_errors,
             notifications_dropped,
             calls,
             call_errors,
