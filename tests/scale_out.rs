@@ -773,7 +773,20 @@ burst = 5
     });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let ci = session_with_token(&runtime, cluster.balancer, CI_TOKEN);
-    let whoami = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}});
+    let listed = call_with_token(
+        &runtime,
+        cluster.balancer,
+        CI_TOKEN,
+        &ci,
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {}}),
+    );
+    // Its name as the bridge lists it (qualified or not, as the prefix mode says).
+    let name = listed["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().filter_map(|t| t["name"].as_str()).find(|n| n.ends_with("whoami")))
+        .unwrap_or_else(|| panic!("no whoami in {listed}"))
+        .to_owned();
+    let whoami = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});
     let answers: Vec<Value> =
         (1..=15).map(|id| call_with_token(&runtime, cluster.balancer, CI_TOKEN, &ci, &whoami(id))).collect();
     let mut answered_by: Vec<&str> =
