@@ -736,13 +736,12 @@ fn metric(runtime: &tokio::runtime::Runtime, addr: SocketAddr, token: &str, name
         .map_or(0, |v| v.trim().parse().unwrap_or_else(|e| panic!("{name}: {v}: {e}")))
 }
 
-#[test]
-fn mcp_bridge_replicas_share_their_rate_limits_through_redis() {
-    let _nothing_left = LeavesNothing::take(CLEANUP);
+/// `count` mcp-bridge replicas sharing a Redis, each over its own `echo_server --replica rN`,
+/// the tokens ci and dev, and the limit `ci-hourly`: `burst` calls of ci, one an hour regained
+/// (no bucket refills while a test runs). Their config files in `dir`.
+fn limited_bridges(dir: &std::path::Path, count: usize, burst: u32) -> Cluster {
     let echo_server = echo_server_path();
-    let dir = std::env::temp_dir().join(format!("mcpwire-scale-out-limits-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // A burst of 5, one call an hour regained: no bucket refills while the test runs.
+    std::fs::create_dir_all(dir).unwrap();
     let config_for = |n: usize| {
         let config = dir.join(format!("gateway-r{n}.toml"));
         let text = format!(
@@ -758,34 +757,42 @@ dev = {{ env = "DEV_TOKEN" }}
 name = "ci-hourly"
 callers = {{ tokens = ["ci"] }}
 rate = "1/hour"
-burst = 5
+burst = {burst}
 "#,
             command = echo_server.display().to_string()
         );
         std::fs::write(&config, text).unwrap();
         config
     };
-    let cluster = Cluster::start_n("limits", 2, |n, addr, redis| {
+    Cluster::start_n("limits", count, |n, addr, redis| {
         let mut command = Command::new(examples::bin_path("mcp-bridge"));
         command.args(["serve", "--listen", &format!("http://{addr}/mcp"), "--session-store", redis, "--config"]);
         command.arg(config_for(n)).env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN);
         (command, false, "serving MCP on")
-    });
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let ci = session_with_token(&runtime, cluster.balancer, CI_TOKEN);
-    let listed = call_with_token(
-        &runtime,
-        cluster.balancer,
-        CI_TOKEN,
-        &ci,
-        &json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {}}),
-    );
-    // Its name as the bridge lists it (qualified or not, as the prefix mode says).
-    let name = listed["result"]["tools"]
+    })
+}
+
+/// The name under which the bridge behind `addr` lists echo_server's `whoami`, asked in
+/// `session` of ci.
+fn whoami_name(runtime: &tokio::runtime::Runtime, addr: SocketAddr, session: &str) -> String {
+    let list = json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {}});
+    let listed = call_with_token(runtime, addr, CI_TOKEN, session, &list);
+    // Qualified or not, as the prefix mode says.
+    listed["result"]["tools"]
         .as_array()
         .and_then(|tools| tools.iter().filter_map(|t| t["name"].as_str()).find(|n| n.ends_with("whoami")))
         .unwrap_or_else(|| panic!("no whoami in {listed}"))
-        .to_owned();
+        .to_owned()
+}
+
+#[test]
+fn mcp_bridge_replicas_share_their_rate_limits_through_redis() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
+    let dir = std::env::temp_dir().join(format!("mcpwire-scale-out-limits-{}", std::process::id()));
+    let cluster = limited_bridges(&dir, 2, 5);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let ci = session_with_token(&runtime, cluster.balancer, CI_TOKEN);
+    let name = whoami_name(&runtime, cluster.balancer, &ci);
     let whoami = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});
     let answers: Vec<Value> =
         (1..=15).map(|id| call_with_token(&runtime, cluster.balancer, CI_TOKEN, &ci, &whoami(id))).collect();
@@ -822,6 +829,34 @@ burst = 5
     for replica in &cluster.replicas {
         assert_eq!(metric(&runtime, *replica, CI_TOKEN, "mcp_bridge_rate_limit_store_errors_total"), 0);
     }
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Redis stopped under a live session: its calls are checked against the replica's own
+/// buckets (full, as new ones start), refused once those are empty, and counted.
+#[test]
+fn without_redis_a_replica_limits_calls_with_its_own_buckets() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
+    let dir = std::env::temp_dir().join(format!("mcpwire-scale-out-limits-down-{}", std::process::id()));
+    let mut cluster = limited_bridges(&dir, 1, 3);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let replica = cluster.replicas[0];
+    let ci = session_with_token(&runtime, replica, CI_TOKEN);
+    let name = whoami_name(&runtime, replica, &ci);
+    let whoami = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});
+    let call = |id| call_with_token(&runtime, replica, CI_TOKEN, &ci, &whoami(id));
+    // One of the 3 taken in Redis.
+    assert_eq!(text(&call(1)["result"]), "r1");
+    drop(cluster.redis.take());
+    let answers: Vec<Value> = (2..=5).map(call).collect();
+    for answer in &answers[..3] {
+        assert_eq!(text(&answer["result"]), "r1", "the replica's own bucket starts full: {answers:#?}");
+    }
+    assert_eq!(answers[3]["error"]["code"], -32029, "{answers:#?}");
+    assert_eq!(answers[3]["error"]["data"]["limit"], "ci-hourly");
+    assert_eq!(metric(&runtime, replica, CI_TOKEN, "mcp_bridge_rate_limit_store_errors_total"), 4);
+    assert_eq!(metric(&runtime, replica, CI_TOKEN, "mcp_bridge_rate_limited_total{limit=\"ci-hourly\"}"), 1);
     drop(cluster);
     let _ = std::fs::remove_dir_all(&dir);
 }
