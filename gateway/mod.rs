@@ -49,7 +49,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use self::metrics::bridge::{BridgeMetrics, CallOutcome};
+use self::metrics::bridge::{BridgeMetrics, CallOutcome, Ended, Operation};
 use crate::client::config::{InProcess, McpConfig, ServerConfig};
 use crate::client::connection_set::{
     qualify, ConnectionSet, MergedCatalog, ServerState, SetCallOptions, SetError, SetEvent, SetOptions,
@@ -645,8 +645,37 @@ impl Gateway {
         server.resource_updated(&self.view().map_uri(server_name, uri));
     }
 
+    /// A downstream `tools/call`, its duration observed (labelled with the tool's name when
+    /// the view lists it).
     async fn call_tool(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
-        let params: CallToolRequestParams = decode(params, "tools/call")?;
+        let started = Instant::now();
+        let params: CallToolRequestParams = match decode(params, "tools/call") {
+            Ok(params) => params,
+            Err(e) => {
+                let ended = Ended::Error(e.code.0);
+                self.metrics.server_operation(Operation { method: "tools/call", tool: "", ended }, started.elapsed());
+                return Err(e);
+            }
+        };
+        // Borrowed from the view, which outlives the call: no copy of the name per call.
+        let listed = scope.view.tool_routes.get_key_value(&params.name).map_or("", |(name, _)| name.as_str());
+        let outcome = self.call_tool_decoded(scope, params, context).await;
+        let ended = match &outcome {
+            Ok((_, false)) => Ended::Ok,
+            Ok((_, true)) => Ended::ToolError,
+            Err(e) => Ended::Error(e.code.0),
+        };
+        self.metrics.server_operation(Operation { method: "tools/call", tool: listed, ended }, started.elapsed());
+        outcome.map(|(body, _)| body)
+    }
+
+    /// [`Gateway::call_tool`] once decoded: the result, and whether it is a tool's failure.
+    async fn call_tool_decoded(
+        &self,
+        scope: &Scope,
+        params: CallToolRequestParams,
+        context: Context,
+    ) -> Result<(Body, bool), ErrorObject> {
         let view = &scope.view;
         let Some((server, tool)) = view.tool_route(&params.name) else {
             let hidden = self.view().tool_route(&params.name).and_then(|(server, tool)| {
@@ -666,7 +695,7 @@ impl Gateway {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, self.not_found(&params.name)));
         };
         if self.audit.get().is_none() && !self.live.listening() {
-            return self.call_routed(scope, server, tool, params, &context).await.map(|(body, _)| body);
+            return self.call_routed(scope, server, tool, params, &context).await;
         }
         // Only the audit log may keep arguments; the live feed never shows them.
         let arguments = if self.audit.get().is_some() { params.arguments.clone() } else { None };
@@ -689,7 +718,7 @@ impl Gateway {
             Err(e) => outcome_of(e),
         });
         drop(unanswered);
-        outcome.map(|(body, _)| body)
+        outcome
     }
 
     /// Hands a call that ended to the audit log (a `tools/call` routed to a server) and to the
@@ -749,8 +778,16 @@ impl Gateway {
         let passed = outcome.and_then(|body| pass_on(&scope.view, server, body));
         let failed = passed.as_ref().map_or(true, |(_, is_error)| *is_error);
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
-        self.metrics.record_call(server, tool, started.elapsed(), counted);
-        passed.map_err(|e| upstream_error(server, e))
+        let elapsed = started.elapsed();
+        self.metrics.record_call(server, tool, elapsed, counted);
+        let passed = passed.map_err(|e| upstream_error(server, e));
+        let ended = match &passed {
+            Ok((_, false)) => Ended::Ok,
+            Ok((_, true)) => Ended::ToolError,
+            Err(e) => Ended::Error(e.code.0),
+        };
+        self.metrics.client_operation(Operation { method: "tools/call", tool, ended }, elapsed);
+        passed
     }
 
     /// Writes a line for every tool call to `log` from now on (see [`audit`]).
@@ -852,7 +889,11 @@ impl Gateway {
         let caller = self.callers.enter(context);
         // Boxed for the reason given in `call_tool`.
         let request = Box::pin(set.request_on::<M>(server, params));
-        with_caller(caller.id, request).await.map_err(|e| upstream_error(server, e))
+        let started = Instant::now();
+        let answer = with_caller(caller.id, request).await.map_err(|e| upstream_error(server, e));
+        let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
+        self.metrics.client_operation(Operation { method: M::NAME, tool: "", ended }, started.elapsed());
+        answer
     }
 
     async fn complete(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
