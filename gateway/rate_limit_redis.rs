@@ -16,7 +16,6 @@
 //!
 //! Not here: which limits apply and the keys ([`super::rate_limit`]).
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
@@ -66,7 +65,7 @@ pub struct RedisBuckets {
     prefix: String,
     timeout: Duration,
     /// The script's SHA-1 as Redis gave it (`SCRIPT LOAD`), for `EVALSHA`.
-    sha: Mutex<String>,
+    sha: String,
 }
 
 impl std::fmt::Debug for RedisBuckets {
@@ -88,16 +87,15 @@ impl RedisBuckets {
     /// [`StoreUnavailable`]: Redis did not load the script in time.
     pub async fn new(store: &RedisStore) -> Result<RedisBuckets, StoreUnavailable> {
         let options = store.options();
-        let buckets = RedisBuckets {
+        let mut buckets = RedisBuckets {
             connection: store.connection(),
             prefix: format!("{}ratelimit:", options.key_prefix),
             timeout: options.timeout,
-            sha: Mutex::default(),
+            sha: String::new(),
         };
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(SCRIPT);
-        let sha: String = buckets.run(load).await?;
-        *buckets.sha.lock().expect("sha lock") = sha;
+        buckets.sha = buckets.run(load).await?;
         Ok(buckets)
     }
 
@@ -123,9 +121,8 @@ impl RedisBuckets {
             }
             command
         };
-        let sha = self.sha.lock().expect("sha lock").clone();
         let mut connection = self.connection.clone();
-        let by_sha = command("EVALSHA", &sha);
+        let by_sha = command("EVALSHA", &self.sha);
         match tokio::time::timeout(self.timeout, by_sha.query_async::<(i64, i64)>(&mut connection)).await {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(e)) if e.kind() == ErrorKind::NoScriptError => self.run(command("EVAL", SCRIPT)).await,
