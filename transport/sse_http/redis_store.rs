@@ -191,6 +191,7 @@ impl RedisStore {
 
     /// Its connection (a clone shares the one multiplexed connection), for other state kept in
     /// the same Redis (the gateway's shared rate limits).
+    #[cfg(feature = "gateway")]
     pub(crate) fn connection(&self) -> ConnectionManager {
         self.connection.clone()
     }
