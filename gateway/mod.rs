@@ -307,25 +307,40 @@ impl Gateway {
     }
 
     /// Takes a token for the caller of `context` calling `tool` of `server` from every limit
-    /// that applies; the error naming the limit and when to retry when one is empty.
-    async fn within_limits(&self, context: &Context, server: &str, tool: &str) -> Result<(), ErrorObject> {
+    /// that applies, in this process's buckets; the error naming the limit and when to retry
+    /// when one is empty.
+    fn within_limits(&self, context: &Context, server: &str, tool: &str) -> Result<(), ErrorObject> {
         let Some(limiter) = self.limiter.read().expect("limiter lock").clone() else { return Ok(()) };
-        let checked = match self.shared_buckets.get() {
-            None => limiter.check(context.principal(), server, tool, Instant::now()),
-            Some(shared) => {
-                let buckets = limiter.claim(context.principal(), server, tool);
-                if buckets.is_empty() {
-                    return Ok(());
-                }
-                match shared.take(buckets).await {
-                    Ok(checked) => checked,
-                    Err(_) => {
-                        self.metrics.rate_limit_store_errors.inc([]);
-                        limiter.check(context.principal(), server, tool, Instant::now())
-                    }
-                }
+        let checked = limiter.check(context.principal(), server, tool, Instant::now());
+        self.refusal(checked)
+    }
+
+    /// [`Gateway::within_limits`] in the buckets of `shared` (see
+    /// [`Gateway::share_rate_limits`]), or in this process's when `shared` cannot be asked.
+    async fn within_shared_limits(
+        &self,
+        shared: &dyn SharedBuckets,
+        context: &Context,
+        server: &str,
+        tool: &str,
+    ) -> Result<(), ErrorObject> {
+        let Some(limiter) = self.limiter.read().expect("limiter lock").clone() else { return Ok(()) };
+        let buckets = limiter.claim(context.principal(), server, tool);
+        if buckets.is_empty() {
+            return Ok(());
+        }
+        let checked = match shared.take(buckets).await {
+            Ok(checked) => checked,
+            Err(_) => {
+                self.metrics.rate_limit_store_errors.inc([]);
+                limiter.check(context.principal(), server, tool, Instant::now())
             }
         };
+        self.refusal(checked)
+    }
+
+    /// A check's refusal as the error the caller gets, counted.
+    fn refusal(&self, checked: Result<(), rate_limit::Refused>) -> Result<(), ErrorObject> {
         let Err(refused) = checked else { return Ok(()) };
         self.metrics.rate_limited(&refused.limit);
         let retry_ms = u64::try_from(refused.retry_after.as_millis()).unwrap_or(u64::MAX).max(1);
@@ -754,7 +769,11 @@ impl Gateway {
     ) -> Result<(Body, bool), ErrorObject> {
         let context = context.clone();
         self.permit(scope, &context, Kind::Tool, server, tool, &params.name)?;
-        self.within_limits(&context, server, tool).await?;
+        // The check in memory stays synchronous: no await on the path of every call.
+        match self.shared_buckets.get() {
+            None => self.within_limits(&context, server, tool)?,
+            Some(shared) => self.within_shared_limits(shared.as_ref(), &context, server, tool).await?,
+        }
         let set = self.set_for(server, scope, &context).await?;
         let _caller = self.callers.enter(&context);
         let caller = _caller.id;

@@ -48,14 +48,16 @@ impl Forwarding {
     ) -> ForwardFuture {
         // Each method's future is boxed on its own: one future holding every method's states
         // would be as large as the largest, and be moved whole into its box on every call.
-        // `tools/call` observes its own duration (with its tool's name); the others here.
+        if method == "tools/call" {
+            // Observes its own duration (with its tool's name); the others are observed here.
+            return Box::pin(async move { gateway.call_tool(&scope, params, context).await });
+        }
         let started = Instant::now();
         let ended = move |gateway: &Gateway, answer: &Result<Body, ErrorObject>| {
             let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
             gateway.metrics.server_operation(Operation { method, tool: "", ended }, started.elapsed());
         };
         match method {
-            "tools/call" => Box::pin(async move { gateway.call_tool(&scope, params, context).await }),
             "prompts/get" => Box::pin(async move {
                 let answer = gateway.get_prompt(&scope, params, context).await;
                 ended(&gateway, &answer);
