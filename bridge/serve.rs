@@ -354,7 +354,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     return Err("--session-store and [gateway.endpoints] cannot be used together (yet)".to_owned());
                 }
                 if let Some(url) = store_url.filter(|u| !u.is_empty()) {
-                    http = with_session_store(http, &url).await?;
+                    http = with_session_store(http, &url, &gateway).await?;
                 }
                 let sessions = |serving: Server| {
                     let (metrics, recordings) = (gateway.metrics().clone(), recordings.clone());
@@ -609,19 +609,27 @@ async fn serve_recorded<T: mcpwire::transport::Transport>(
     server.serve(BoxTransport::new(switched)).await.map_err(|e| e.to_string())
 }
 
-/// `http` sharing its sessions and streams through the Redis at `url`.
+/// `http` sharing its sessions and streams, and `gateway` its rate limits' buckets, through
+/// the Redis at `url`.
 #[cfg(feature = "redis")]
-async fn with_session_store(http: HttpServerConfig, url: &str) -> Result<HttpServerConfig, String> {
+async fn with_session_store(http: HttpServerConfig, url: &str, gateway: &Gateway) -> Result<HttpServerConfig, String> {
+    use mcpwire::gateway::rate_limit_redis::RedisBuckets;
     use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
     let store = RedisStore::connect(url, RedisOptions::default()).await.map_err(|e| format!("--session-store: {e}"))?;
+    let buckets = RedisBuckets::new(&store).await.map_err(|e| format!("--session-store: {e}"))?;
+    gateway.share_rate_limits(Arc::new(buckets));
     let store = Arc::new(store);
     // Not the URL: it may hold a password.
-    tracing::info!("sessions and streams shared through Redis");
+    tracing::info!("sessions, streams and rate limits shared through Redis");
     Ok(http.session_store(store.clone()).event_store(store))
 }
 
 #[cfg(not(feature = "redis"))]
-async fn with_session_store(_http: HttpServerConfig, _url: &str) -> Result<HttpServerConfig, String> {
+async fn with_session_store(
+    _http: HttpServerConfig,
+    _url: &str,
+    _gateway: &Gateway,
+) -> Result<HttpServerConfig, String> {
     Err("--session-store (or MCP_BRIDGE_SESSION_STORE) needs mcp-bridge built with the `redis` feature".to_owned())
 }
 

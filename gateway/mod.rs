@@ -49,7 +49,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use self::metrics::bridge::{BridgeMetrics, CallOutcome};
+use self::metrics::bridge::{BridgeMetrics, CallOutcome, Ended, Operation};
 use crate::client::config::{InProcess, McpConfig, ServerConfig};
 use crate::client::connection_set::{
     qualify, ConnectionSet, MergedCatalog, ServerState, SetCallOptions, SetError, SetEvent, SetOptions,
@@ -74,7 +74,7 @@ use self::audit::{AuditLog, Entry as AuditEntry, Outcome as AuditOutcome};
 use self::endpoint::{Endpoint, Served};
 use self::live::{Listener, LiveFeed};
 use self::policy::{Decision, Kind, Policy};
-use self::rate_limit::{Limit, RateLimiter};
+use self::rate_limit::{Limit, RateLimiter, SharedBuckets};
 use self::tool_result::ResultCheck;
 
 pub mod audit;
@@ -87,6 +87,8 @@ mod pending;
 mod per_session;
 pub mod policy;
 pub mod rate_limit;
+#[cfg(feature = "redis")]
+pub mod rate_limit_redis;
 mod routing;
 #[cfg(feature = "config")]
 pub mod settings;
@@ -165,6 +167,8 @@ pub struct Gateway {
     policy: RwLock<Option<Arc<Policy>>>,
     /// The limits of [`Gateway::set_rate_limits`] and their buckets; `None`: no limit.
     limiter: RwLock<Option<Arc<RateLimiter>>>,
+    /// The store of [`Gateway::share_rate_limits`]: the buckets shared with other replicas.
+    shared_buckets: OnceLock<Arc<dyn SharedBuckets>>,
     /// The audit log of [`Gateway::set_audit`], if any.
     audit: OnceLock<AuditLog>,
     /// The calls as they end, for [`Gateway::live`].
@@ -246,6 +250,7 @@ impl Gateway {
             metrics: Arc::default(),
             policy: RwLock::new(None),
             limiter: RwLock::new(None),
+            shared_buckets: OnceLock::new(),
             audit: OnceLock::new(),
             live: LiveFeed::default(),
             endpoints: RwLock::default(),
@@ -290,11 +295,53 @@ impl Gateway {
         self.limiter.read().expect("limiter lock").as_ref().map_or_else(Vec::new, |l| l.limits().to_vec())
     }
 
+    /// Keeps the rate limits' buckets in `store`, shared with the other replicas using it,
+    /// from now on (see [`rate_limit::SharedBuckets`]; `rate_limit_redis::RedisBuckets` with
+    /// feature `redis`), instead of in this process's memory. When the store cannot be asked,
+    /// a call is checked against this replica's own buckets instead (fail open to the local
+    /// limit: at worst each replica allows the whole budget), and
+    /// `mcp_bridge_rate_limit_store_errors_total` counts it. Set once: `false` if a store was
+    /// set already.
+    pub fn share_rate_limits(&self, store: Arc<dyn SharedBuckets>) -> bool {
+        self.shared_buckets.set(store).is_ok()
+    }
+
     /// Takes a token for the caller of `context` calling `tool` of `server` from every limit
-    /// that applies; the error naming the limit and when to retry when one is empty.
+    /// that applies, in this process's buckets; the error naming the limit and when to retry
+    /// when one is empty.
     fn within_limits(&self, context: &Context, server: &str, tool: &str) -> Result<(), ErrorObject> {
         let Some(limiter) = self.limiter.read().expect("limiter lock").clone() else { return Ok(()) };
-        let Err(refused) = limiter.check(context.principal(), server, tool, Instant::now()) else { return Ok(()) };
+        let checked = limiter.check(context.principal(), server, tool, Instant::now());
+        self.refusal(checked)
+    }
+
+    /// [`Gateway::within_limits`] in the buckets of `shared` (see
+    /// [`Gateway::share_rate_limits`]), or in this process's when `shared` cannot be asked.
+    async fn within_shared_limits(
+        &self,
+        shared: &dyn SharedBuckets,
+        context: &Context,
+        server: &str,
+        tool: &str,
+    ) -> Result<(), ErrorObject> {
+        let Some(limiter) = self.limiter.read().expect("limiter lock").clone() else { return Ok(()) };
+        let buckets = limiter.claim(context.principal(), server, tool);
+        if buckets.is_empty() {
+            return Ok(());
+        }
+        let checked = match shared.take(buckets).await {
+            Ok(checked) => checked,
+            Err(_) => {
+                self.metrics.rate_limit_store_errors.inc([]);
+                limiter.check(context.principal(), server, tool, Instant::now())
+            }
+        };
+        self.refusal(checked)
+    }
+
+    /// A check's refusal as the error the caller gets, counted.
+    fn refusal(&self, checked: Result<(), rate_limit::Refused>) -> Result<(), ErrorObject> {
+        let Err(refused) = checked else { return Ok(()) };
         self.metrics.rate_limited(&refused.limit);
         let retry_ms = u64::try_from(refused.retry_after.as_millis()).unwrap_or(u64::MAX).max(1);
         let message = format!(
@@ -613,8 +660,37 @@ impl Gateway {
         server.resource_updated(&self.view().map_uri(server_name, uri));
     }
 
+    /// A downstream `tools/call`, its duration observed (labelled with the tool's name when
+    /// the view lists it).
     async fn call_tool(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
-        let params: CallToolRequestParams = decode(params, "tools/call")?;
+        let started = Instant::now();
+        let params: CallToolRequestParams = match decode(params, "tools/call") {
+            Ok(params) => params,
+            Err(e) => {
+                let ended = Ended::Error(e.code.0);
+                self.metrics.server_operation(Operation { method: "tools/call", tool: "", ended }, started.elapsed());
+                return Err(e);
+            }
+        };
+        // Borrowed from the view, which outlives the call: no copy of the name per call.
+        let listed = scope.view.tool_routes.get_key_value(&params.name).map_or("", |(name, _)| name.as_str());
+        let outcome = self.call_tool_decoded(scope, params, context).await;
+        let ended = match &outcome {
+            Ok((_, false)) => Ended::Ok,
+            Ok((_, true)) => Ended::ToolError,
+            Err(e) => Ended::Error(e.code.0),
+        };
+        self.metrics.server_operation(Operation { method: "tools/call", tool: listed, ended }, started.elapsed());
+        outcome.map(|(body, _)| body)
+    }
+
+    /// [`Gateway::call_tool`] once decoded: the result, and whether it is a tool's failure.
+    async fn call_tool_decoded(
+        &self,
+        scope: &Scope,
+        params: CallToolRequestParams,
+        context: Context,
+    ) -> Result<(Body, bool), ErrorObject> {
         let view = &scope.view;
         let Some((server, tool)) = view.tool_route(&params.name) else {
             let hidden = self.view().tool_route(&params.name).and_then(|(server, tool)| {
@@ -634,7 +710,7 @@ impl Gateway {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, self.not_found(&params.name)));
         };
         if self.audit.get().is_none() && !self.live.listening() {
-            return self.call_routed(scope, server, tool, params, &context).await.map(|(body, _)| body);
+            return self.call_routed(scope, server, tool, params, &context).await;
         }
         // Only the audit log may keep arguments; the live feed never shows them.
         let arguments = if self.audit.get().is_some() { params.arguments.clone() } else { None };
@@ -657,7 +733,7 @@ impl Gateway {
             Err(e) => outcome_of(e),
         });
         drop(unanswered);
-        outcome.map(|(body, _)| body)
+        outcome
     }
 
     /// Hands a call that ended to the audit log (a `tools/call` routed to a server) and to the
@@ -693,7 +769,11 @@ impl Gateway {
     ) -> Result<(Body, bool), ErrorObject> {
         let context = context.clone();
         self.permit(scope, &context, Kind::Tool, server, tool, &params.name)?;
-        self.within_limits(&context, server, tool)?;
+        // The check in memory stays synchronous: no await on the path of every call.
+        match self.shared_buckets.get() {
+            None => self.within_limits(&context, server, tool)?,
+            Some(shared) => self.within_shared_limits(shared.as_ref(), &context, server, tool).await?,
+        }
         let set = self.set_for(server, scope, &context).await?;
         let _caller = self.callers.enter(&context);
         let caller = _caller.id;
@@ -717,8 +797,16 @@ impl Gateway {
         let passed = outcome.and_then(|body| pass_on(&scope.view, server, body));
         let failed = passed.as_ref().map_or(true, |(_, is_error)| *is_error);
         let counted = if failed { CallOutcome::Error } else { CallOutcome::Ok };
-        self.metrics.record_call(server, tool, started.elapsed(), counted);
-        passed.map_err(|e| upstream_error(server, e))
+        let elapsed = started.elapsed();
+        self.metrics.record_call(server, tool, elapsed, counted);
+        let passed = passed.map_err(|e| upstream_error(server, e));
+        let ended = match &passed {
+            Ok((_, false)) => Ended::Ok,
+            Ok((_, true)) => Ended::ToolError,
+            Err(e) => Ended::Error(e.code.0),
+        };
+        self.metrics.client_operation(Operation { method: "tools/call", tool, ended }, elapsed);
+        passed
     }
 
     /// Writes a line for every tool call to `log` from now on (see [`audit`]).
@@ -820,7 +908,11 @@ impl Gateway {
         let caller = self.callers.enter(context);
         // Boxed for the reason given in `call_tool`.
         let request = Box::pin(set.request_on::<M>(server, params));
-        with_caller(caller.id, request).await.map_err(|e| upstream_error(server, e))
+        let started = Instant::now();
+        let answer = with_caller(caller.id, request).await.map_err(|e| upstream_error(server, e));
+        let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
+        self.metrics.client_operation(Operation { method: M::NAME, tool: "", ended }, started.elapsed());
+        answer
     }
 
     async fn complete(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {

@@ -12,10 +12,18 @@
 //! one would be), when there are more than [`PRUNE_ABOVE`] of them: memory stays bounded by
 //! the callers active within a refill period.
 //!
-//! Not here: sharing buckets between replicas (Redis), limits on HTTP requests (429), reading
-//! the limits from a file ([`super::settings`]).
+//! Shared by replicas: [`RateLimiter::claim`] names the buckets a call needs (a key per limit
+//! and caller, and tool), and a [`SharedBuckets`] store takes from them all at once for every
+//! replica (`rate_limit_redis`, feature `redis`: one Lua script per call on Redis, its time
+//! Redis's own). [`super::Gateway::share_rate_limits`] puts one in place of the memory.
+//!
+//! Not here: the store's own code, limits on HTTP requests (429), reading the limits from a
+//! file ([`super::settings`]).
 
 use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -88,6 +96,57 @@ impl Bucket {
     }
 }
 
+/// One bucket a call takes a token from, as a store shared between replicas keeps it: its key
+/// (the same on every replica for the same limit, caller and tool) and its limit's figures.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SharedBucket {
+    /// The limit's name.
+    pub limit: Arc<str>,
+    /// `{CALLER}:LIMIT/RATE/BURST` (and `:SERVER/TOOL` per tool): the caller in braces (one
+    /// Redis Cluster hash slot for all of a call's buckets), the rate and burst in it so that
+    /// a limit changed by a reload starts with full buckets, as in memory.
+    pub key: String,
+    /// Calls per second the bucket regains.
+    pub rate: f64,
+    /// The most calls it holds.
+    pub burst: u32,
+}
+
+/// A store of buckets shared by every replica of the gateway.
+pub trait SharedBuckets: Send + Sync {
+    /// Takes a token from each of `buckets`, or, when one of them is empty, from none and says
+    /// which (the one to wait longest for), all in one step that no other replica's call can
+    /// split; a bucket never seen is full.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`]: the store could not be asked (the gateway then counts it and
+    /// falls back to this replica's own buckets).
+    fn take(&self, buckets: Vec<SharedBucket>) -> SharedTake<'_>;
+}
+
+/// The future of [`SharedBuckets::take`].
+pub type SharedTake<'a> = Pin<Box<dyn Future<Output = Result<Result<(), Refused>, StoreUnavailable>> + Send + 'a>>;
+
+/// A [`SharedBuckets`] store that could not be asked, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreUnavailable(pub String);
+
+impl fmt::Display for StoreUnavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rate limit store unavailable: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreUnavailable {}
+
+/// How long until a bucket holding `tokens` at `rate` has one: `Duration::MAX` when it never
+/// will (rate 0).
+pub fn wait_for_token(tokens: f64, rate: f64) -> Duration {
+    let wait = if rate > 0.0 { (1.0 - tokens) / rate } else { f64::MAX };
+    Duration::try_from_secs_f64(wait.max(0.0)).unwrap_or(Duration::MAX)
+}
+
 /// The limits and their buckets.
 #[derive(Debug)]
 pub struct RateLimiter {
@@ -119,6 +178,27 @@ impl RateLimiter {
         &self.limits
     }
 
+    /// The buckets a call of `caller` to `tool` of `server` takes a token from, one per limit
+    /// that applies (none: the call is not limited), keyed for a [`SharedBuckets`] store.
+    pub fn claim(&self, caller: Option<&Principal>, server: &str, tool: &str) -> Vec<SharedBucket> {
+        let target = format!("{server}/{tool}");
+        let mut applying = self.limits.iter().filter(|l| l.applies(caller, &target)).peekable();
+        if applying.peek().is_none() {
+            return Vec::new();
+        }
+        let who = caller_key(caller);
+        applying
+            .map(|limit| {
+                let mut key = format!("{{{who}}}:{}/{}/{}", limit.name, limit.rate, limit.burst);
+                if limit.per == Per::Tool {
+                    key.push(':');
+                    key.push_str(&target);
+                }
+                SharedBucket { limit: limit.name.clone(), key, rate: limit.rate, burst: limit.burst }
+            })
+            .collect()
+    }
+
     /// Takes a token for `caller` calling `tool` of `server` at `now` from the bucket of every
     /// limit that applies; or, when one of them is empty, takes none and says which (the one
     /// to wait longest for).
@@ -144,8 +224,7 @@ impl RateLimiter {
             let key = key(i, limit);
             let tokens = buckets.get(&key).map_or(f64::from(limit.burst), |b| b.refilled(limit, now));
             if tokens < 1.0 {
-                let wait = if limit.rate > 0.0 { (1.0 - tokens) / limit.rate } else { f64::MAX };
-                let retry_after = Duration::try_from_secs_f64(wait).unwrap_or(Duration::MAX);
+                let retry_after = wait_for_token(tokens, limit.rate);
                 if refused.as_ref().is_none_or(|r| r.retry_after < retry_after) {
                     refused = Some(Refused { limit: limit.name.clone(), retry_after });
                 }
@@ -228,6 +307,33 @@ mod tests {
             limiter.check(None, "time", "now", t).unwrap();
         }
         assert!(limiter.check(None, "time", "now", t).is_err());
+    }
+
+    #[test]
+    fn a_claim_names_one_bucket_per_limit_that_applies_the_same_on_every_replica() {
+        let mut per_tool = Limit::new("ci-per-tool", 2.0, 5);
+        per_tool.callers = Callers { tokens: vec![Glob::new("ci")], ..Callers::default() };
+        per_tool.per = Per::Tool;
+        let limiter = RateLimiter::new(vec![per_tool, Limit::new("everyone", 0.5, 3)]);
+        let keys = |caller: Option<&Principal>| {
+            limiter.claim(caller, "echo", "add").into_iter().map(|b| (b.key, b.rate, b.burst)).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            keys(Some(&named("ci"))),
+            [
+                ("{token:ci}:ci-per-tool/2/5:echo/add".to_owned(), 2.0, 5),
+                ("{token:ci}:everyone/0.5/3".to_owned(), 0.5, 3)
+            ]
+        );
+        assert_eq!(keys(None), [("{anonymous}:everyone/0.5/3".to_owned(), 0.5, 3)]);
+        assert!(RateLimiter::new(Vec::new()).claim(None, "echo", "add").is_empty());
+    }
+
+    #[test]
+    fn the_wait_for_a_token_is_what_is_missing_over_the_rate() {
+        assert_eq!(wait_for_token(0.5, 2.0), Duration::from_millis(250));
+        assert_eq!(wait_for_token(0.0, 0.25), Duration::from_secs(4));
+        assert_eq!(wait_for_token(0.0, 0.0), Duration::MAX);
     }
 
     #[test]

@@ -48,12 +48,36 @@ impl Forwarding {
     ) -> ForwardFuture {
         // Each method's future is boxed on its own: one future holding every method's states
         // would be as large as the largest, and be moved whole into its box on every call.
+        if method == "tools/call" {
+            // Observes its own duration (with its tool's name); the others are observed here.
+            return Box::pin(async move { gateway.call_tool(&scope, params, context).await });
+        }
+        let started = Instant::now();
+        let ended = move |gateway: &Gateway, answer: &Result<Body, ErrorObject>| {
+            let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
+            gateway.metrics.server_operation(Operation { method, tool: "", ended }, started.elapsed());
+        };
         match method {
-            "tools/call" => Box::pin(async move { gateway.call_tool(&scope, params, context).await }),
-            "prompts/get" => Box::pin(async move { gateway.get_prompt(&scope, params, context).await }),
-            "resources/read" => Box::pin(async move { gateway.read_resource(&scope, params, context).await }),
-            "completion/complete" => Box::pin(async move { gateway.complete(&scope, params, context).await }),
-            listing => Box::pin(std::future::ready(gateway.listing(&scope, listing, &context))),
+            "prompts/get" => Box::pin(async move {
+                let answer = gateway.get_prompt(&scope, params, context).await;
+                ended(&gateway, &answer);
+                answer
+            }),
+            "resources/read" => Box::pin(async move {
+                let answer = gateway.read_resource(&scope, params, context).await;
+                ended(&gateway, &answer);
+                answer
+            }),
+            "completion/complete" => Box::pin(async move {
+                let answer = gateway.complete(&scope, params, context).await;
+                ended(&gateway, &answer);
+                answer
+            }),
+            listing => {
+                let answer = gateway.listing(&scope, listing, &context);
+                ended(&gateway, &answer);
+                Box::pin(std::future::ready(answer))
+            }
         }
     }
 }

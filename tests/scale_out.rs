@@ -17,6 +17,11 @@
 //!   (both say so in their logs), and the tool's result holds what the client answered.
 //! - A notification made on one replica for the session's standalone stream reaches the
 //!   client's GET stream held by another (relayed through Redis, as both replicas log).
+//! - `mcp-bridge serve --session-store` keeps its rate limits' buckets in Redis: two bridges
+//!   behind the balancer, a burst of 5 never refilled, 15 calls of one caller served by both:
+//!   exactly 5 answered, 10 refused with -32029 and a retry hint; another caller goes on; each
+//!   replica counts its own refusals. The buckets' script directly: shared by two stores,
+//!   refusing with Redis's time, expiring, and failing (not hanging) with Redis stopped.
 //! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
 //!   timeout; restarted on the same port: new sessions are served again.
 //!
@@ -122,12 +127,21 @@ impl Cluster {
     /// Three replicas made by `replica(n, address, redis URL)`: the command, whether its
     /// ready line comes on stderr (else stdout), and that line.
     fn start_with(name: &str, replica: impl Fn(usize, SocketAddr, &str) -> (Command, bool, &'static str)) -> Cluster {
+        Cluster::start_n(name, 3, replica)
+    }
+
+    /// [`Cluster::start_with`] with `count` replicas.
+    fn start_n(
+        name: &str,
+        count: usize,
+        replica: impl Fn(usize, SocketAddr, &str) -> (Command, bool, &'static str),
+    ) -> Cluster {
         let redis_port = free_port();
         let redis = redis_server(redis_port);
         let mut servers = Vec::new();
         let mut logs = Vec::new();
         let mut replicas = Vec::new();
-        for n in 1..=3 {
+        for n in 1..=count {
             let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
             let (command, from_stderr, ready) = replica(n, addr, &format!("redis://127.0.0.1:{redis_port}"));
             let (server, log) = start(command, from_stderr, ready);
@@ -668,6 +682,238 @@ fn a_relay_sent_while_the_receivers_subscription_is_made_again_still_arrives() {
         let arrived = tokio::time::timeout(Duration::from_secs(5), r1.recv()).await;
         assert_eq!(arrived.expect("delivered"), Some(message.clone()));
         assert!(!sender.relay("r2", &message).await.unwrap(), "a replica nobody runs is still told apart");
+    });
+    drop(redis);
+}
+
+const CI_TOKEN: &str = "ci-token-5b17e2";
+const DEV_TOKEN: &str = "dev-token-90c4d8";
+
+/// A handshake-era session of the bearer `token` through `addr`: its id.
+fn session_with_token(runtime: &tokio::runtime::Runtime, addr: SocketAddr, token: &str) -> String {
+    let auth = format!("Bearer {token}");
+    let headers = [BOTH, JSON, ("Authorization", auth.as_str())];
+    let r = runtime.block_on(raw(addr, "POST", "/mcp", &headers, &initialize_body("2025-11-25"), SHORT));
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.header("mcp-session-id").expect("a session id").to_owned();
+    let headers = [BOTH, JSON, ("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let r = runtime.block_on(raw(addr, "POST", "/mcp", &headers, &note, SHORT));
+    assert_eq!(r.status, 202, "{r:?}");
+    session
+}
+
+/// The JSON-RPC answer to `body` posted by the bearer `token` in `session` through `addr`.
+fn call_with_token(
+    runtime: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    token: &str,
+    session: &str,
+    body: &Value,
+) -> Value {
+    let auth = format!("Bearer {token}");
+    let headers = [
+        BOTH,
+        JSON,
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = runtime.block_on(raw(addr, "POST", "/mcp", &headers, &body.to_string(), SHORT));
+    assert_eq!(r.status, 200, "{r:?}");
+    r.sse_messages().pop().unwrap_or_else(|| r.json())
+}
+
+/// The value of the sample `name` (labels and all, as rendered) in the /metrics text of
+/// `addr`, 0 when absent.
+fn metric(runtime: &tokio::runtime::Runtime, addr: SocketAddr, token: &str, name: &str) -> u64 {
+    let auth = format!("Bearer {token}");
+    let r = runtime.block_on(raw(addr, "GET", "/metrics", &[("Authorization", auth.as_str())], "", SHORT));
+    assert_eq!(r.status, 200, "{r:?}");
+    r.body
+        .lines()
+        .find_map(|line| line.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .map_or(0, |v| v.trim().parse().unwrap_or_else(|e| panic!("{name}: {v}: {e}")))
+}
+
+/// `count` mcp-bridge replicas sharing a Redis, each over its own `echo_server --replica rN`,
+/// the tokens ci and dev, and the limit `ci-hourly`: `burst` calls of ci, one an hour regained
+/// (no bucket refills while a test runs). Their config files in `dir`.
+fn limited_bridges(dir: &std::path::Path, count: usize, burst: u32) -> Cluster {
+    let echo_server = echo_server_path();
+    std::fs::create_dir_all(dir).unwrap();
+    let config_for = |n: usize| {
+        let config = dir.join(format!("gateway-r{n}.toml"));
+        let text = format!(
+            r#"[mcp_servers.echo]
+command = {command:?}
+args = ["--replica", "r{n}"]
+
+[gateway.tokens]
+ci = {{ env = "CI_TOKEN" }}
+dev = {{ env = "DEV_TOKEN" }}
+
+[[gateway.rate_limits]]
+name = "ci-hourly"
+callers = {{ tokens = ["ci"] }}
+rate = "1/hour"
+burst = {burst}
+"#,
+            command = echo_server.display().to_string()
+        );
+        std::fs::write(&config, text).unwrap();
+        config
+    };
+    Cluster::start_n("limits", count, |n, addr, redis| {
+        let mut command = Command::new(examples::bin_path("mcp-bridge"));
+        command.args(["serve", "--listen", &format!("http://{addr}/mcp"), "--session-store", redis, "--config"]);
+        command.arg(config_for(n)).env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN);
+        (command, false, "serving MCP on")
+    })
+}
+
+/// The name under which the bridge behind `addr` lists echo_server's `whoami`, asked in
+/// `session` of ci.
+fn whoami_name(runtime: &tokio::runtime::Runtime, addr: SocketAddr, session: &str) -> String {
+    let list = json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {}});
+    let listed = call_with_token(runtime, addr, CI_TOKEN, session, &list);
+    // Qualified or not, as the prefix mode says.
+    listed["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().filter_map(|t| t["name"].as_str()).find(|n| n.ends_with("whoami")))
+        .unwrap_or_else(|| panic!("no whoami in {listed}"))
+        .to_owned()
+}
+
+#[test]
+fn mcp_bridge_replicas_share_their_rate_limits_through_redis() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
+    let dir = std::env::temp_dir().join(format!("mcpwire-scale-out-limits-{}", std::process::id()));
+    let cluster = limited_bridges(&dir, 2, 5);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let ci = session_with_token(&runtime, cluster.balancer, CI_TOKEN);
+    let name = whoami_name(&runtime, cluster.balancer, &ci);
+    let whoami = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});
+    let answers: Vec<Value> =
+        (1..=15).map(|id| call_with_token(&runtime, cluster.balancer, CI_TOKEN, &ci, &whoami(id))).collect();
+    let mut answered_by: Vec<&str> =
+        answers.iter().filter(|a| a.get("result").is_some()).map(|a| text(&a["result"])).collect();
+    assert_eq!(answered_by.len(), 5, "exactly the burst is answered over both replicas: {answers:#?}");
+    answered_by.sort();
+    answered_by.dedup();
+    assert_eq!(answered_by, ["r1", "r2"], "both replicas answered some of the budget");
+    let refused: Vec<&Value> = answers.iter().filter(|a| a.get("error").is_some()).collect();
+    assert_eq!(refused.len(), 10, "{answers:#?}");
+    for answer in &refused {
+        let error = &answer["error"];
+        assert_eq!(error["code"], -32029, "{answer}");
+        assert_eq!(error["data"]["limit"], "ci-hourly", "{answer}");
+        let retry = error["data"]["retryAfterMs"].as_u64().expect("a retry hint in ms");
+        assert!(retry > 60_000 && retry <= 3_600_000, "about an hour: {retry}");
+        assert!(error["message"].as_str().unwrap().contains("retry in"), "{answer}");
+    }
+    // Another caller has buckets of its own (and here no limit at all).
+    let dev = session_with_token(&runtime, cluster.balancer, DEV_TOKEN);
+    for id in 1..=4 {
+        let answer = call_with_token(&runtime, cluster.balancer, DEV_TOKEN, &dev, &whoami(id));
+        assert!(matches!(text(&answer["result"]), "r1" | "r2"), "{answer}");
+    }
+    // Each replica counts the refusals it made; together, every one.
+    let refusals: Vec<u64> = cluster
+        .replicas
+        .iter()
+        .map(|r| metric(&runtime, *r, CI_TOKEN, "mcp_bridge_rate_limited_total{limit=\"ci-hourly\"}"))
+        .collect();
+    assert_eq!(refusals.iter().sum::<u64>(), 10, "{refusals:?}");
+    assert!(refusals.iter().all(|n| *n > 0), "both replicas refused calls: {refusals:?}");
+    for replica in &cluster.replicas {
+        assert_eq!(metric(&runtime, *replica, CI_TOKEN, "mcp_bridge_rate_limit_store_errors_total"), 0);
+    }
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Redis stopped under a live session: its calls are checked against the replica's own
+/// buckets (full, as new ones start), refused once those are empty, and counted.
+#[test]
+fn without_redis_a_replica_limits_calls_with_its_own_buckets() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
+    let dir = std::env::temp_dir().join(format!("mcpwire-scale-out-limits-down-{}", std::process::id()));
+    let mut cluster = limited_bridges(&dir, 1, 3);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let replica = cluster.replicas[0];
+    let ci = session_with_token(&runtime, replica, CI_TOKEN);
+    let name = whoami_name(&runtime, replica, &ci);
+    let whoami = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});
+    let call = |id| call_with_token(&runtime, replica, CI_TOKEN, &ci, &whoami(id));
+    // One of the 3 taken in Redis.
+    assert_eq!(text(&call(1)["result"]), "r1");
+    drop(cluster.redis.take());
+    let answers: Vec<Value> = (2..=5).map(call).collect();
+    for answer in &answers[..3] {
+        assert_eq!(text(&answer["result"]), "r1", "the replica's own bucket starts full: {answers:#?}");
+    }
+    assert_eq!(answers[3]["error"]["code"], -32029, "{answers:#?}");
+    assert_eq!(answers[3]["error"]["data"]["limit"], "ci-hourly");
+    assert_eq!(metric(&runtime, replica, CI_TOKEN, "mcp_bridge_rate_limit_store_errors_total"), 4);
+    assert_eq!(metric(&runtime, replica, CI_TOKEN, "mcp_bridge_rate_limited_total{limit=\"ci-hourly\"}"), 1);
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The buckets' script against Redis, without a gateway: two stores (two replicas) share a
+/// bucket; a refusal names the limit and Redis's wait; a bucket's key expires; with Redis
+/// stopped a take fails within the store's timeout.
+#[test]
+fn redis_buckets_are_shared_refuse_with_a_wait_and_fail_without_redis() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
+    use mcpwire::gateway::rate_limit::{Limit, RateLimiter, SharedBuckets};
+    use mcpwire::gateway::rate_limit_redis::RedisBuckets;
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    let port = free_port();
+    let mut redis = Some(redis_server(port));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let url = format!("redis://127.0.0.1:{port}");
+        let options = RedisOptions::default().key_prefix("rl-test:").timeout(Duration::from_millis(500));
+        let (a, b) = (
+            RedisStore::connect(&url, options.clone()).await.unwrap(),
+            RedisStore::connect(&url, options).await.unwrap(),
+        );
+        let (a, b) = (RedisBuckets::new(&a).await.unwrap(), RedisBuckets::new(&b).await.unwrap());
+        // Two tokens an hour, a burst of 3: taken in turns through both stores.
+        let limiter = RateLimiter::new(vec![Limit::new("hourly", 2.0 / 3600.0, 3)]);
+        let claim = || limiter.claim(None, "echo", "add");
+        for store in [&a, &b, &a] {
+            store.take(claim()).await.unwrap().unwrap();
+        }
+        let refused = b.take(claim()).await.unwrap().unwrap_err();
+        assert_eq!(&*refused.limit, "hourly");
+        // Half an hour for one token, less the little time the calls took.
+        assert!(
+            refused.retry_after > Duration::from_secs(1700) && refused.retry_after <= Duration::from_secs(1800),
+            "{refused:?}"
+        );
+        // The key expires once the bucket would be full again (3 tokens: 90 minutes + 1 s).
+        let mut connection =
+            redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+        let key = format!("rl-test:ratelimit:{}", claim()[0].key);
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query_async(&mut connection).await.unwrap();
+        assert!(ttl > 5_300_000 && ttl <= 5_401_000, "{key}: {ttl} ms");
+        // Redis restarted empty (its scripts forgotten): EVAL loads the script again, and the
+        // buckets start full.
+        drop(redis.take());
+        let failed = a.take(claim()).await;
+        assert!(failed.is_err(), "no Redis: {failed:?}");
+        redis = Some(redis_server(port));
+        let mut taken = None;
+        for _ in 0..20 {
+            if let Ok(answer) = a.take(claim()).await {
+                taken = Some(answer);
+                break;
+            }
+        }
+        assert_eq!(taken, Some(Ok(())), "served again once Redis is back");
     });
     drop(redis);
 }

@@ -1,16 +1,73 @@
 //! The metrics `mcp-bridge serve` records, registered under their names, with one method per
 //! thing that happens: a tool call forwarded (count, errors, latency per `server` and `tool`),
 //! an upstream restarted, an upstream going up or down, an upstream's state and failed tries,
-//! a downstream session opened and closed.
+//! a downstream session opened and closed; and the OpenTelemetry MCP conventions' durations
+//! ([`Operation`]): `mcp_server_operation_duration_seconds` (a downstream request, from the
+//! gateway's forwarding to its answer), `mcp_client_operation_duration_seconds` (the gateway's
+//! request to an upstream) and `mcp_server_session_duration_seconds` (a downstream session),
+//! named as the OpenTelemetry-to-Prometheus rules name `mcp.server.operation.duration` (unit
+//! `s`), with the conventions' bucket boundaries ([`MCP_DURATION_BUCKETS`]) and labels
+//! `mcp_method_name`, `gen_ai_tool_name` (a tool call's) and `error_type` (on failure: the
+//! JSON-RPC error code, or `tool_error` for a result with `isError`).
 //!
 //! Not here: deciding when these happen (the gateway calls them) or serving the text (a
 //! `/metrics` route on the HTTP server renders [`BridgeMetrics::render`]).
 
+use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{CounterVec, GaugeVec, HistogramVec, Registry, LATENCY_BUCKETS};
 use crate::client::connection_set::ServerState;
+
+/// The bucket boundaries, in seconds, the OpenTelemetry MCP conventions advise for the
+/// operation and session durations
+/// ([mcp.md](https://github.com/open-telemetry/semantic-conventions-genai/blob/main/docs/gen-ai/mcp.md#metrics)).
+pub const MCP_DURATION_BUCKETS: [f64; 14] =
+    [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+
+/// How an MCP operation ended, as the conventions' `error.type` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// A result (no `error_type`).
+    Ok,
+    /// A tool result with `isError` (`tool_error`).
+    ToolError,
+    /// A JSON-RPC error with this code (its decimal text).
+    Error(i32),
+}
+
+impl Ended {
+    /// The `error_type` label: empty (absent, to Prometheus) for [`Ended::Ok`].
+    pub fn error_type(self) -> Cow<'static, str> {
+        match self {
+            Ended::Ok => Cow::Borrowed(""),
+            Ended::ToolError => Cow::Borrowed("tool_error"),
+            Ended::Error(code) => match code {
+                -32700 => Cow::Borrowed("-32700"),
+                -32600 => Cow::Borrowed("-32600"),
+                -32601 => Cow::Borrowed("-32601"),
+                -32602 => Cow::Borrowed("-32602"),
+                -32603 => Cow::Borrowed("-32603"),
+                -32003 => Cow::Borrowed("-32003"),
+                -32029 => Cow::Borrowed("-32029"),
+                other => Cow::Owned(other.to_string()),
+            },
+        }
+    }
+}
+
+/// One MCP operation for the duration histograms: its method, its tool (empty when not a
+/// tool call) and how it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operation<'a> {
+    /// `mcp_method_name`.
+    pub method: &'a str,
+    /// `gen_ai_tool_name` (empty: none).
+    pub tool: &'a str,
+    /// `error_type`.
+    pub ended: Ended,
+}
 
 /// The bridge's metrics and the registry they live in (more may be registered there).
 #[derive(Debug)]
@@ -45,6 +102,17 @@ pub struct BridgeMetrics {
     /// `mcp_bridge_rate_limited_total{limit}`: calls refused by a rate limit, by the limit's
     /// name.
     pub rate_limited: Arc<CounterVec<1>>,
+    /// `mcp_bridge_rate_limit_store_errors_total`: calls checked against the replica's own
+    /// buckets because the shared store (Redis) could not be asked.
+    pub rate_limit_store_errors: Arc<CounterVec<0>>,
+    /// `mcp_server_operation_duration_seconds{mcp_method_name,gen_ai_tool_name,error_type}`:
+    /// the downstream requests the gateway forwarded, from forwarding to answer.
+    pub server_operation_duration: Arc<HistogramVec<3>>,
+    /// `mcp_client_operation_duration_seconds{mcp_method_name,gen_ai_tool_name,error_type}`:
+    /// the gateway's requests to upstreams (a tool under its upstream name).
+    pub client_operation_duration: Arc<HistogramVec<3>>,
+    /// `mcp_server_session_duration_seconds`: the downstream sessions that ended.
+    pub server_session_duration: Arc<HistogramVec<0>>,
     /// `mcp_bridge_audit_dropped_total`: audit lines dropped because the writer was behind.
     pub audit_dropped: Arc<CounterVec<0>>,
     /// `mcp_bridge_live_dropped_total`: live traffic items a listener lost because it fell
@@ -138,6 +206,40 @@ impl BridgeMetrics {
         let rate_limited = registry
             .counter("mcp_bridge_rate_limited_total", "Calls refused by a rate limit, by the limit's name.", ["limit"])
             .expect(taken);
+        let rate_limit_store_errors = registry
+            .counter(
+                "mcp_bridge_rate_limit_store_errors_total",
+                "Calls checked against this replica's own rate-limit buckets because the shared store (Redis) could not be asked.",
+                [],
+            )
+            .expect(taken);
+        let operation_labels = ["mcp_method_name", "gen_ai_tool_name", "error_type"];
+        let server_operation_duration = registry
+            .histogram(
+                "mcp_server_operation_duration_seconds",
+                "MCP request duration as observed on the receiver (the gateway, for the downstream requests it forwards) \
+                 from the time it was received until the result was sent (OpenTelemetry mcp.server.operation.duration).",
+                operation_labels,
+                &MCP_DURATION_BUCKETS,
+            )
+            .expect(taken);
+        let client_operation_duration = registry
+            .histogram(
+                "mcp_client_operation_duration_seconds",
+                "MCP request duration as observed on the sender (the gateway, for its requests to upstreams) from the \
+                 time it was sent until the response was received (OpenTelemetry mcp.client.operation.duration).",
+                operation_labels,
+                &MCP_DURATION_BUCKETS,
+            )
+            .expect(taken);
+        let server_session_duration = registry
+            .histogram(
+                "mcp_server_session_duration_seconds",
+                "The duration of the downstream MCP sessions that ended (OpenTelemetry mcp.server.session.duration).",
+                [],
+                &MCP_DURATION_BUCKETS,
+            )
+            .expect(taken);
         let audit_dropped = registry
             .counter(
                 "mcp_bridge_audit_dropped_total",
@@ -158,6 +260,10 @@ impl BridgeMetrics {
             live_dropped,
             policy_denied,
             rate_limited,
+            rate_limit_store_errors,
+            server_operation_duration,
+            client_operation_duration,
+            server_session_duration,
             notifications_dropped,
             calls,
             call_errors,
@@ -184,6 +290,18 @@ impl BridgeMetrics {
             self.call_errors.inc(labels);
         }
         self.call_duration.observe_duration(labels, elapsed);
+    }
+
+    /// A downstream request the gateway forwarded ended, `elapsed` after it was received.
+    pub fn server_operation(&self, operation: Operation<'_>, elapsed: Duration) {
+        let error_type = operation.ended.error_type();
+        self.server_operation_duration.observe_duration([operation.method, operation.tool, &error_type], elapsed);
+    }
+
+    /// A request of the gateway to an upstream ended, `elapsed` after it was sent.
+    pub fn client_operation(&self, operation: Operation<'_>, elapsed: Duration) {
+        let error_type = operation.ended.error_type();
+        self.client_operation_duration.observe_duration([operation.method, operation.tool, &error_type], elapsed);
     }
 
     /// The policy refused a request for a target of `kind`.
@@ -230,7 +348,7 @@ impl BridgeMetrics {
     /// A downstream session opened; the session count goes down again when the guard drops.
     pub fn session_opened(self: &Arc<Self>) -> SessionGuard {
         self.downstream_sessions.with([], |g| g.inc());
-        SessionGuard(self.clone())
+        SessionGuard(self.clone(), Instant::now())
     }
 
     /// Every metric in the text exposition format 0.0.4 (serve it with
@@ -240,13 +358,15 @@ impl BridgeMetrics {
     }
 }
 
-/// Counts one downstream session in `mcp_bridge_downstream_sessions` while it lives.
+/// Counts one downstream session in `mcp_bridge_downstream_sessions` while it lives, and its
+/// duration in `mcp_server_session_duration_seconds` when it drops.
 #[derive(Debug)]
 #[must_use = "the session is counted only while the guard lives"]
-pub struct SessionGuard(Arc<BridgeMetrics>);
+pub struct SessionGuard(Arc<BridgeMetrics>, Instant);
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
         self.0.downstream_sessions.with([], |g| g.dec());
+        self.0.server_session_duration.observe_duration([], self.1.elapsed());
     }
 }

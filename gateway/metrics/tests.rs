@@ -88,6 +88,12 @@ fn the_bridge_metrics_have_their_names() {
     let two = metrics.session_opened();
     drop(one);
     metrics.live_dropped.raise_to([], 6);
+    use super::bridge::{Ended, Operation};
+    let call = |ended| Operation { method: "tools/call", tool: "read_file", ended };
+    metrics.server_operation(call(Ended::Ok), Duration::from_millis(15));
+    metrics.server_operation(call(Ended::ToolError), Duration::from_millis(15));
+    metrics.server_operation(call(Ended::Error(-32029)), Duration::from_millis(1));
+    metrics.client_operation(Operation { method: "prompts/get", tool: "", ended: Ended::Error(-1) }, Duration::ZERO);
     let text = metrics.render();
     let lines: Vec<&str> = text.lines().collect();
     for line in [
@@ -113,6 +119,15 @@ fn the_bridge_metrics_have_their_names() {
         "mcp_bridge_upstream_failed_attempts{server=\"git\"} 3",
         "# TYPE mcp_bridge_live_dropped_total counter",
         "mcp_bridge_live_dropped_total 6",
+        "# TYPE mcp_server_operation_duration_seconds histogram",
+        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"\",le=\"0.01\"} 0",
+        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"\",le=\"0.02\"} 1",
+        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"\",le=\"300\"} 1",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"tool_error\"} 1",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"-32029\"} 1",
+        "mcp_client_operation_duration_seconds_count{mcp_method_name=\"prompts/get\",gen_ai_tool_name=\"\",error_type=\"-1\"} 1",
+        "# TYPE mcp_server_session_duration_seconds histogram",
+        "mcp_server_session_duration_seconds_count 1",
     ] {
         assert!(lines.contains(&line), "{line:?} missing from\n{text}");
     }

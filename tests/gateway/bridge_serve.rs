@@ -472,6 +472,28 @@ fn health_readiness_and_metrics_and_the_token() {
     );
     assert!(metrics.contains(&format!("mcp_bridge_upstream_up{{server=\"{upstream}\"}} 1")), "{metrics}");
     assert!(metrics.contains("mcp_bridge_call_duration_seconds_bucket{"), "{metrics}");
+    // The OpenTelemetry MCP durations: the downstream call (server side) under the name the
+    // client called, the upstream call (client side) under the upstream's; one each ended well,
+    // one with an error (`error_type` its code, or `tool_error`).
+    let upstream_tool = "echo";
+    for side in ["server", "client"] {
+        let series = format!(
+            "mcp_{side}_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{upstream_tool}\",error_type="
+        );
+        let counts: Vec<(&str, &str)> = metrics
+            .lines()
+            .filter_map(|l| l.strip_prefix(series.as_str()))
+            .filter_map(|rest| rest.split_once("} "))
+            .collect();
+        assert_eq!(counts.len(), 2, "{side}: {counts:?}\n{metrics}");
+        assert!(counts.contains(&("\"\"", "1")), "{side}: one ended well: {counts:?}");
+        assert!(
+            counts.iter().any(|(error, n)| *error != "\"\"" && *n == "1"),
+            "{side}: one ended with an error: {counts:?}"
+        );
+        let buckets = format!("mcp_{side}_operation_duration_seconds_bucket{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{upstream_tool}\",error_type=\"\",le=\"300\"}} 1");
+        assert!(metrics.contains(&buckets), "{side}: the conventions' last bucket: {metrics}");
+    }
 
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let output = child.wait_with_output().unwrap();

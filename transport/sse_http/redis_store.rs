@@ -189,6 +189,18 @@ impl RedisStore {
         Ok(RedisStore { client, connection, options, writes, ended })
     }
 
+    /// Its connection (a clone shares the one multiplexed connection), for other state kept in
+    /// the same Redis (the gateway's shared rate limits).
+    #[cfg(feature = "gateway")]
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.connection.clone()
+    }
+
+    /// Its options (the timeout and key prefix other users of its connection keep to).
+    pub fn options(&self) -> &RedisOptions {
+        &self.options
+    }
+
     fn session_key(&self, id: &str) -> String {
         format!("{}session:{id}", self.options.key_prefix)
     }
