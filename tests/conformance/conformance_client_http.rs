@@ -45,22 +45,23 @@ fn failures_of<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
     lines.take_while(|l| l.starts_with("    ")).map(str::trim).collect()
 }
 
+/// The HTTP recordings of conformance/recordings, by name: a recording added or renamed is
+/// seen by both tests that replay them all.
+pub const HTTP_RECORDINGS: [&str; 7] = [
+    "everything-http-core-2025-11-25",
+    "everything-http-errors",
+    "everything-http-resume",
+    "everything-sse-2025-11-25",
+    "pyfixture-http-python-2026-07-28",
+    "pyfixture-http-python",
+    "pyfixture-mrtr-http-2026-07-28",
+];
+
 #[test]
 fn every_http_recording_replays_against_our_http_client() {
     let files = http_recordings();
     let names: Vec<String> = files.iter().map(|f| f.file_stem().unwrap().to_string_lossy().into_owned()).collect();
-    assert_eq!(
-        names,
-        [
-            "everything-http-core-2025-11-25",
-            "everything-http-errors",
-            "everything-http-resume",
-            "everything-sse-2025-11-25",
-            "pyfixture-http-python-2026-07-28",
-            "pyfixture-http-python",
-            "pyfixture-mrtr-http-2026-07-28"
-        ]
-    );
+    assert_eq!(names, HTTP_RECORDINGS);
     let baseline = repo_path("conformance/client-expected-failures.txt");
     let driver = format!("{} --fixtures {{fixtures}} {{recording}}", driver());
     let (ok, stdout) = replay_client(&files, &driver, &["--expected-failures", baseline.to_str().unwrap()]);

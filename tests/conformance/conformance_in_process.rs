@@ -127,19 +127,7 @@ async fn replay_altered_in_process(path: &Path, edit: impl FnOnce(&mut Recording
 async fn every_http_recording_replays_against_the_core_without_a_socket() {
     let files = support::recordings_with_transport(|t| matches!(t, "streamable-http" | "sse"));
     let names: Vec<String> = files.iter().map(|f| f.file_stem().unwrap().to_string_lossy().into_owned()).collect();
-    assert_eq!(
-        names,
-        [
-            "everything-http-core-2025-11-25",
-            "everything-http-errors",
-            "everything-http-resume",
-            "everything-sse-2025-11-25",
-            "pyfixture-http-python-2026-07-28",
-            "pyfixture-http-python",
-            "pyfixture-mrtr-http-2026-07-28",
-        ],
-        "a new HTTP recording is replayed here too"
-    );
+    assert_eq!(names, crate::conformance_client_http::HTTP_RECORDINGS, "a new HTTP recording is replayed here too");
     let mut unexplained = Vec::new();
     let mut seen = vec![false; SERVERS_DIFFER.len()];
     for (file, name) in files.iter().zip(&names) {
