@@ -513,22 +513,35 @@ fn a_notification_made_on_one_replica_reaches_the_get_stream_held_by_another() {
     assert_ne!(relayer, holder);
 }
 
+/// A Redis started on `port`, and a current-thread runtime to talk to it from.
+fn redis_and_runtime(port: u16) -> (Option<Process>, tokio::runtime::Runtime) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    (Some(redis_server(port)), runtime)
+}
+
+/// Two stores on the Redis at `port` (two replicas' views of it), their keys under `prefix`,
+/// each giving up on Redis after 500 ms.
+async fn two_redis_stores(
+    port: u16,
+    prefix: &str,
+) -> (mcpwire::transport::sse_http::redis_store::RedisStore, mcpwire::transport::sse_http::redis_store::RedisStore) {
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    let url = format!("redis://127.0.0.1:{port}");
+    let options = RedisOptions::default().key_prefix(prefix).timeout(Duration::from_millis(500));
+    (RedisStore::connect(&url, options.clone()).await.unwrap(), RedisStore::connect(&url, options).await.unwrap())
+}
+
 /// The store's relays, against a real Redis: a message reaches the replica it names while that
 /// replica listens, and nobody else; with Redis stopped a relay fails within the store's
 /// timeout; restarted, the listener subscribes again by itself and relays arrive again.
 #[test]
 fn the_redis_store_relays_to_the_named_replica_and_recovers_after_an_outage() {
     let _nothing_left = LeavesNothing::take(CLEANUP);
-    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
     use mcpwire::transport::sse_http::{RelayKind, Relayed, SessionStore, StoreError};
     let port = free_port();
-    let mut redis = Some(redis_server(port));
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (mut redis, runtime) = redis_and_runtime(port);
     runtime.block_on(async {
-        let url = format!("redis://127.0.0.1:{port}");
-        let options = RedisOptions::default().key_prefix("t:").timeout(Duration::from_millis(500));
-        let sender = RedisStore::connect(&url, options.clone()).await.unwrap();
-        let receiver = RedisStore::connect(&url, options).await.unwrap();
+        let (sender, receiver) = two_redis_stores(port, "t:").await;
         let message = Relayed {
             session: "s1".into(),
             kind: RelayKind::Response,
@@ -869,17 +882,11 @@ fn redis_buckets_are_shared_refuse_with_a_wait_and_fail_without_redis() {
     let _nothing_left = LeavesNothing::take(CLEANUP);
     use mcpwire::gateway::rate_limit::{Limit, RateLimiter, SharedBuckets};
     use mcpwire::gateway::rate_limit_redis::RedisBuckets;
-    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
     let port = free_port();
-    let mut redis = Some(redis_server(port));
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (mut redis, runtime) = redis_and_runtime(port);
     runtime.block_on(async {
         let url = format!("redis://127.0.0.1:{port}");
-        let options = RedisOptions::default().key_prefix("rl-test:").timeout(Duration::from_millis(500));
-        let (a, b) = (
-            RedisStore::connect(&url, options.clone()).await.unwrap(),
-            RedisStore::connect(&url, options).await.unwrap(),
-        );
+        let (a, b) = two_redis_stores(port, "rl-test:").await;
         let (a, b) = (RedisBuckets::new(&a).await.unwrap(), RedisBuckets::new(&b).await.unwrap());
         // Two tokens an hour, a burst of 3: taken in turns through both stores.
         let limiter = RateLimiter::new(vec![Limit::new("hourly", 2.0 / 3600.0, 3)]);
