@@ -7,11 +7,10 @@ OTLP/HTTP protobuf, for the cross-implementation trace test (tests/gateway/bridg
 The instrumentation is the SDK's own (mcp 2.3.0 ships OpenTelemetry spans, SEP-414: a SERVER span
 per request, continuing the W3C context found in `params._meta`); this script only installs a
 tracer provider that exports, configured the OpenTelemetry way (OTEL_EXPORTER_OTLP_ENDPOINT,
-OTEL_SERVICE_NAME). `opentelemetry-instrumentation-mcp` (0.62.4) cannot instrument mcp 2.x
-(see tests/peers/README.md), so it is not used. Spans are exported as they end (a simple
+OTEL_SERVICE_NAME). Spans are exported as they end (a simple
 processor), so that nothing waits in a batch when the bridge closes our stdin.
 
-Tools: `echo {text}` answers with the text; `fail` answers with a tool error.
+Tools: `echo {text}` answers with the text.
 """
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
