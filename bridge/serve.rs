@@ -350,11 +350,13 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     http = http.tls(tls);
                 }
                 let store_url = args.session_store.clone().or_else(|| std::env::var(SESSION_STORE_ENV).ok());
-                if store_url.as_ref().is_some_and(|u| !u.is_empty()) && !endpoint_servers.is_empty() {
-                    return Err("--session-store and [gateway.endpoints] cannot be used together (yet)".to_owned());
-                }
                 if let Some(url) = store_url.filter(|u| !u.is_empty()) {
-                    http = with_session_store(http, &url, &gateway).await?;
+                    let mut endpoints: Vec<(&str, &mut HttpServerConfig)> = endpoint_servers
+                        .iter()
+                        .map(|(endpoint, _)| endpoint.name.as_str())
+                        .zip(endpoint_configs.iter_mut())
+                        .collect();
+                    http = with_session_store(http, &mut endpoints, &url, &gateway).await?;
                 }
                 let sessions = |serving: Server| {
                     let (metrics, recordings) = (gateway.metrics().clone(), recordings.clone());
@@ -609,16 +611,31 @@ async fn serve_recorded<T: mcpwire::transport::Transport>(
     server.serve(BoxTransport::new(switched)).await.map_err(|e| e.to_string())
 }
 
-/// `http` sharing its sessions and streams, and `gateway` its rate limits' buckets, through
-/// the Redis at `url`.
+/// `http` and each virtual server's configuration in `endpoints` (by name) sharing their
+/// sessions and streams, and `gateway` its rate limits' buckets, through the Redis at `url`.
 #[cfg(feature = "redis")]
-async fn with_session_store(http: HttpServerConfig, url: &str, gateway: &Gateway) -> Result<HttpServerConfig, String> {
+async fn with_session_store(
+    http: HttpServerConfig,
+    endpoints: &mut [(&str, &mut HttpServerConfig)],
+    url: &str,
+    gateway: &Gateway,
+) -> Result<HttpServerConfig, String> {
     use mcpwire::gateway::rate_limit_redis::RedisBuckets;
     use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
-    let store = RedisStore::connect(url, RedisOptions::default()).await.map_err(|e| format!("--session-store: {e}"))?;
+    let connect = |options: RedisOptions| async move {
+        RedisStore::connect(url, options).await.map(Arc::new).map_err(|e| format!("--session-store: {e}"))
+    };
+    let store = connect(RedisOptions::default()).await?;
     let buckets = RedisBuckets::new(&store).await.map_err(|e| format!("--session-store: {e}"))?;
     gateway.share_rate_limits(Arc::new(buckets));
-    let store = Arc::new(store);
+    // Each virtual server's sessions under a prefix of their own: a session id of one endpoint
+    // is unknown at another, whichever replica is asked (as it is without Redis).
+    for (name, config) in endpoints.iter_mut() {
+        let default = RedisOptions::default();
+        let prefix = format!("{}endpoint:{name}:", default.key_prefix);
+        let store = connect(default.key_prefix(prefix)).await?;
+        **config = std::mem::take(*config).session_store(store.clone()).event_store(store);
+    }
     // Not the URL: it may hold a password.
     tracing::info!("sessions, streams and rate limits shared through Redis");
     Ok(http.session_store(store.clone()).event_store(store))
@@ -627,6 +644,7 @@ async fn with_session_store(http: HttpServerConfig, url: &str, gateway: &Gateway
 #[cfg(not(feature = "redis"))]
 async fn with_session_store(
     _http: HttpServerConfig,
+    _endpoints: &mut [(&str, &mut HttpServerConfig)],
     _url: &str,
     _gateway: &Gateway,
 ) -> Result<HttpServerConfig, String> {
