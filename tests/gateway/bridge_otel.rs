@@ -10,10 +10,9 @@
 //! the `_meta` it received, so the context the bridge injected can be compared with the spans
 //! it exported. This process installs no OpenTelemetry layer: that upstream propagates no
 //! context of its own (the sampling it asks for is an uninstrumented upstream's). The Python
-//! peers are traced by the SDK's own instrumentation (tests/peers/py_otel_*.py, mcp 2.3.0,
-//! `MCP_PYTHON_OTEL`) and by OpenLLMetry's `opentelemetry-instrumentation-mcp`
-//! (tests/peers/py_openllmetry_*.py, mcp 1.30.0, `MCP_PYTHON_OPENLLMETRY`), exported by the
-//! OpenTelemetry Python SDK.
+//! peers (tests/peers/py_otel_*.py) are traced by the SDK's own instrumentation (mcp 2.3.0,
+//! `MCP_PYTHON_OTEL`) and by OpenLLMetry's `opentelemetry-instrumentation-mcp` (mcp 1.30.0,
+//! `MCP_PYTHON_OPENLLMETRY`), exported by the OpenTelemetry Python SDK.
 
 use crate::serving::ServingBridge;
 
@@ -452,15 +451,15 @@ async fn a_sampling_request_made_during_a_call_stays_in_its_trace() {
     upstream.shutdown().await;
 }
 
-/// A Python client script → `mcp-bridge serve --otlp-endpoint` → a Python server script over
-/// stdio (upstream `py`), both run by the interpreter of `python_var` in peers.env and exporting
-/// to one collector as `{service}-client` and `{service}-server`; the client calls
-/// `mcp__py__echo {text: "across"}`. Returns the client's JSON line (it checked the answer) and
-/// the collector.
-fn python_call_through_the_bridge(python_var: &str, scripts: &str, service: &str) -> (Value, Collector) {
+/// tests/peers/py_otel_client.py → `mcp-bridge serve --otlp-endpoint` → py_otel_server.py over
+/// stdio (upstream `py`), both run by the interpreter of `python_var` in peers.env (its venv
+/// says who traces them) and exporting to one collector as `{service}-client` and
+/// `{service}-server`; the client calls `mcp__py__echo {text: "across"}`. Returns the client's
+/// JSON line (it checked the answer) and the collector.
+fn python_call_through_the_bridge(python_var: &str, service: &str) -> (Value, Collector) {
     let collector = Collector::start();
     let python = crate::support::peer(python_var);
-    let server = crate::support::repo_path(&format!("tests/peers/{scripts}_server.py"));
+    let server = crate::support::repo_path("tests/peers/py_otel_server.py");
     let dir = std::env::temp_dir().join(format!("mcpwire-otel-{}-{service}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("config.toml");
@@ -474,7 +473,7 @@ fn python_call_through_the_bridge(python_var: &str, scripts: &str, service: &str
         ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", &collector.url], |c| {
             c.env("OTEL_BSP_SCHEDULE_DELAY", "100").env_remove("OTEL_SERVICE_NAME").env_remove("OTEL_SDK_DISABLED");
         });
-    let client = crate::support::repo_path(&format!("tests/peers/{scripts}_client.py"));
+    let client = crate::support::repo_path("tests/peers/py_otel_client.py");
     let output = std::process::Command::new(&python)
         .arg(&client)
         .args([&bridge.url, "mcp__py__echo", "across"])
@@ -539,7 +538,7 @@ fn assert_bridge_call_spans(bridge_server: &Span, bridge_client: &Span) {
 /// with the conventions' attributes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_client_the_bridge_and_a_python_server_are_one_trace() {
-    let (line, collector) = python_call_through_the_bridge("MCP_PYTHON_OTEL", "py_otel", "py-otel");
+    let (line, collector) = python_call_through_the_bridge("MCP_PYTHON_OTEL", "py-otel");
     let found = python_chain(
         &line,
         &collector,
@@ -561,8 +560,7 @@ async fn a_python_client_the_bridge_and_a_python_server_are_one_trace() {
 /// and the server's span of writing the answer, in that order, parent to child.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openllmetry_instrumented_python_peers_and_the_bridge_are_one_trace() {
-    let (line, collector) =
-        python_call_through_the_bridge("MCP_PYTHON_OPENLLMETRY", "py_openllmetry", "py-openllmetry");
+    let (line, collector) = python_call_through_the_bridge("MCP_PYTHON_OPENLLMETRY", "py-openllmetry");
     let found = python_chain(
         &line,
         &collector,
