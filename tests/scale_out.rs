@@ -772,6 +772,21 @@ fn metric(runtime: &tokio::runtime::Runtime, addr: SocketAddr, token: &str, name
 /// the tokens ci and dev, and the limit `ci-hourly`: `burst` calls of ci, one an hour regained
 /// (no bucket refills while a test runs). Their config files in `dir`.
 fn limited_bridges(dir: &std::path::Path, count: usize, burst: u32) -> Cluster {
+    let limit = format!(
+        r#"[[gateway.rate_limits]]
+name = "ci-hourly"
+callers = {{ tokens = ["ci"] }}
+rate = "1/hour"
+burst = {burst}
+"#
+    );
+    bridges("limits", dir, count, &limit)
+}
+
+/// `count` mcp-bridge replicas sharing a Redis, each over its own `echo_server --replica rN`
+/// (upstream `echo`), with the tokens ci and dev and the rest of their config `gateway` (TOML).
+/// Their config files in `dir`.
+fn bridges(name: &str, dir: &std::path::Path, count: usize, gateway: &str) -> Cluster {
     let echo_server = echo_server_path();
     std::fs::create_dir_all(dir).unwrap();
     let config_for = |n: usize| {
@@ -785,18 +800,13 @@ args = ["--replica", "r{n}"]
 ci = {{ env = "CI_TOKEN" }}
 dev = {{ env = "DEV_TOKEN" }}
 
-[[gateway.rate_limits]]
-name = "ci-hourly"
-callers = {{ tokens = ["ci"] }}
-rate = "1/hour"
-burst = {burst}
-"#,
+{gateway}"#,
             command = echo_server.display().to_string()
         );
         std::fs::write(&config, text).unwrap();
         config
     };
-    Cluster::start_n("limits", count, |n, addr, redis| {
+    Cluster::start_n(name, count, |n, addr, redis| {
         let mut command = Command::new(examples::bin_path("mcp-bridge"));
         command.args(["serve", "--listen", &format!("http://{addr}/mcp"), "--session-store", redis, "--config"]);
         command.arg(config_for(n)).env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN);
@@ -952,36 +962,14 @@ fn redis_buckets_are_shared_refuse_with_a_wait_and_fail_without_redis() {
 fn mcp_bridge_replicas_share_each_virtual_servers_sessions_apart() {
     let _nothing_left = LeavesNothing::take(CLEANUP);
     let dir = std::env::temp_dir().join(format!("mcpwire-scale-out-endpoints-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let echo_server = echo_server_path();
-    let config_for = |n: usize| {
-        let config = dir.join(format!("endpoints-r{n}.toml"));
-        let text = format!(
-            r#"[mcp_servers.echo]
-command = {command:?}
-args = ["--replica", "r{n}"]
-
-[gateway.tokens]
-ci = {{ env = "CI_TOKEN" }}
-
-[gateway.endpoints.dev]
+    let endpoints = r#"[gateway.endpoints.dev]
 path = "/mcp/dev"
 
 [gateway.endpoints.readonly]
 path = "/mcp/readonly"
 exclude_tools = ["echo/add"]
-"#,
-            command = echo_server.display().to_string()
-        );
-        std::fs::write(&config, text).unwrap();
-        config
-    };
-    let cluster = Cluster::start_n("endpoints", 2, |n, addr, redis| {
-        let mut command = Command::new(examples::bin_path("mcp-bridge"));
-        command.args(["serve", "--listen", &format!("http://{addr}/mcp"), "--session-store", redis, "--config"]);
-        command.arg(config_for(n)).env("CI_TOKEN", CI_TOKEN);
-        (command, false, "serving MCP on")
-    });
+"#;
+    let cluster = bridges("endpoints", &dir, 2, endpoints);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     for (path, other) in [("/mcp/dev", "/mcp/readonly"), ("/mcp/readonly", "/mcp/dev")] {
         let session = session_at(&runtime, cluster.balancer, path, CI_TOKEN);
