@@ -52,7 +52,9 @@ use mcpwire::server::Server;
 use mcpwire::transport::boxed::BoxTransport;
 use mcpwire::transport::sse_http::failed_tokens::FailedTokenPause;
 use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
-use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, HttpService, MountedServer, RouteResponse};
+use mcpwire::transport::sse_http::{
+    HttpServer, HttpServerConfig, HttpService, MountedServer, RequestLimit, RequestRefused, RouteResponse,
+};
 use mcpwire::transport::stdio::{Stderr, StdioTransport};
 use mcpwire::transport::Limits;
 
@@ -61,6 +63,7 @@ use mcpwire::gateway::audit::{AuditLog, Sink};
 use mcpwire::gateway::console::StderrTails;
 use mcpwire::gateway::endpoint::Endpoint;
 use mcpwire::gateway::policy::Glob;
+use mcpwire::gateway::rate_limit::{Limit, RateLimiter};
 use mcpwire::gateway::settings::Settings;
 use mcpwire::gateway::{Callers, Gateway, PerSession, PrefixMode};
 use mcpwire::transport::sse_http::NamedTokens;
@@ -281,9 +284,11 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
         }
         tokio::spawn(gateway.clone().follow(events));
+        let request_limits = RequestLimits::new(settings.request_limits.clone());
         if let Some(file) = &args.config {
             tokio::spawn(reload_on_change(
                 gateway.clone(),
+                request_limits.clone(),
                 file.clone(),
                 settings.tokens.clone(),
                 signal(tokio::signal::unix::SignalKind::hangup())?,
@@ -320,6 +325,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 });
                 if !args.allow_origin.is_empty() {
                     http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
+                }
+                if args.config.is_some() {
+                    // With a file (even one without them now): a reload may bring them.
+                    http = http.request_limit(request_limits.hook(gateway.clone()));
                 }
                 if !addr.ip().is_loopback() {
                     // On a network the clients name the host as they reach it (an address, a DNS
@@ -759,6 +768,7 @@ fn stamp(file: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
 /// longer reads is logged and changes nothing.
 async fn reload_on_change(
     gateway: Arc<Gateway>,
+    request_limits: RequestLimits,
     file: std::path::PathBuf,
     tokens: Vec<(String, String)>,
     mut hangup: tokio::signal::unix::Signal,
@@ -805,6 +815,9 @@ async fn reload_on_change(
                     tracing::info!(limits = settings.rate_limits.len(), "rate limits reloaded");
                     gateway.set_rate_limits(settings.rate_limits);
                 }
+                if request_limits.replace(settings.request_limits) {
+                    tracing::info!("request rate limits reloaded");
+                }
                 reload_endpoints(&gateway, settings.endpoints);
                 let report = gateway.set().reload(config.clone()).await;
                 tracing::info!(file = %file.display(), %report, "reloaded ({why})");
@@ -842,6 +855,43 @@ fn reload_endpoints(gateway: &Gateway, endpoints: Vec<Endpoint>) {
             Ok(()) => tracing::info!(endpoint = %name, "endpoint reloaded"),
             Err(e) => tracing::warn!(endpoint = %name, "endpoint reload skipped: {}", mcpwire::gateway::printable(&e)),
         }
+    }
+}
+
+/// The limits on HTTP requests (`per = "request"`), asked by the listener for every request
+/// to an MCP endpoint, replaced whole by a reload (the buckets start full again).
+#[derive(Clone)]
+struct RequestLimits(Arc<std::sync::RwLock<Arc<RateLimiter>>>);
+
+impl RequestLimits {
+    fn new(limits: Vec<Limit>) -> RequestLimits {
+        RequestLimits(Arc::new(std::sync::RwLock::new(Arc::new(RateLimiter::new(limits)))))
+    }
+
+    /// Puts `limits` in force if they differ from those in force; whether they did.
+    fn replace(&self, limits: Vec<Limit>) -> bool {
+        let mut current = self.0.write().expect("request limits lock");
+        if current.limits() == limits.as_slice() {
+            return false;
+        }
+        *current = Arc::new(RateLimiter::new(limits));
+        true
+    }
+
+    /// The listener's hook: a request of a caller some limit applies to takes a token from
+    /// each, or is refused (counted in `mcp_bridge_rate_limited_total{limit}`).
+    fn hook(&self, gateway: Arc<Gateway>) -> RequestLimit {
+        let limits = self.0.clone();
+        Arc::new(move |caller| {
+            let limiter = limits.read().expect("request limits lock").clone();
+            if limiter.limits().is_empty() {
+                return Ok(());
+            }
+            limiter.check(caller, "", "", std::time::Instant::now()).map_err(|refused| {
+                gateway.metrics().rate_limited(&refused.limit);
+                RequestRefused { limit: refused.limit.to_string(), retry_after: refused.retry_after }
+            })
+        })
     }
 }
 

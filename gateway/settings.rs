@@ -21,7 +21,9 @@
 //! tools = ["*"]                        # SERVER/TOOL globs; absent: every tool
 //! rate = "100/hour"                    # N/second, N/minute, N/hour or N/day
 //! burst = 10                           # default 1
-//! per = "caller"                       # one bucket per caller (default), or "tool": per caller and tool
+//! per = "caller"                       # one bucket per caller (default), "tool": per caller and
+//!                                      # tool, or "request": per caller, taken by every HTTP
+//!                                      # request to the MCP endpoint (429 when empty; no tools)
 //!
 //!
 //! [gateway.endpoints.readonly]        # a virtual server (see super::endpoint)
@@ -66,6 +68,9 @@ pub struct Settings {
     pub policy: Option<Policy>,
     /// The rate limits on tool calls (`[[gateway.rate_limits]]`), in the order written.
     pub rate_limits: Vec<Limit>,
+    /// The rate limits on HTTP requests (`[[gateway.rate_limits]]` with `per = "request"`), in
+    /// the order written: every request of a caller they apply to takes a token.
+    pub request_limits: Vec<Limit>,
     /// The virtual servers (`[gateway.endpoints.NAME]`), in name order.
     pub endpoints: Vec<Endpoint>,
 }
@@ -142,6 +147,7 @@ struct LimitToml {
 enum PerToml {
     Caller,
     Tool,
+    Request,
 }
 
 /// `N/second` (`minute`, `hour`, `day`) as calls per second.
@@ -278,7 +284,8 @@ impl Settings {
                 format!("{file}: line {}: gateway.rate_limits[{i}]: {what}", line_of(text, spanned.span().start))
             };
             let limit = spanned.get_ref();
-            if limit.name.is_empty() || settings.rate_limits.iter().any(|l| *l.name == *limit.name) {
+            let taken = settings.rate_limits.iter().chain(&settings.request_limits).any(|l| *l.name == *limit.name);
+            if limit.name.is_empty() || taken {
                 return Err(at(format!("name: {:?} is empty or the name of an earlier limit", limit.name)));
             }
             let Some(rate) = per_second(&limit.rate) else {
@@ -297,7 +304,14 @@ impl Settings {
                 Some(PerToml::Tool) => Per::Tool,
                 _ => Per::Caller,
             };
-            settings.rate_limits.push(built);
+            if matches!(limit.per, Some(PerToml::Request)) {
+                if !limit.tools.is_empty() {
+                    return Err(at("tools: a limit per request takes every request, whatever it calls".to_owned()));
+                }
+                settings.request_limits.push(built);
+            } else {
+                settings.rate_limits.push(built);
+            }
         }
         for (name, spanned) in &gateway.endpoints {
             let at = |what: String| {
@@ -471,6 +485,23 @@ resources = ["*"]
             let error = Settings::from_toml(&broken, "gw.toml").unwrap_err();
             assert!(error.contains(field) && error.contains("line "), "{field}: {error}");
         }
+    }
+
+    #[test]
+    fn limits_per_request_are_read_apart_and_take_no_tools() {
+        let text = format!(
+            "{FILE}\n[[gateway.rate_limits]]\nname = \"calls\"\nrate = \"1/second\"\n\n[[gateway.rate_limits]]\nname = \"flood\"\ncallers = {{ tokens = [\"ci\"] }}\nrate = \"5/second\"\nburst = 20\nper = \"request\"\n"
+        );
+        let settings = Settings::from_toml(&text, "gw.toml").unwrap();
+        assert_eq!(settings.rate_limits.iter().map(|l| &*l.name).collect::<Vec<_>>(), ["calls"]);
+        assert_eq!(settings.request_limits.len(), 1);
+        let flood = &settings.request_limits[0];
+        assert_eq!((&*flood.name, flood.rate, flood.burst, flood.tools.len()), ("flood", 5.0, 20, 0));
+        let with_tools = text.replace("per = \"request\"", "per = \"request\"\ntools = [\"echo/*\"]");
+        let error = Settings::from_toml(&with_tools, "gw.toml").unwrap_err();
+        assert!(error.contains("gateway.rate_limits[1]: tools:"), "{error}");
+        let same_name = text.replace("name = \"flood\"", "name = \"calls\"");
+        assert!(Settings::from_toml(&same_name, "gw.toml").unwrap_err().contains("earlier limit"));
     }
 
     #[test]
