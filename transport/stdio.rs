@@ -8,7 +8,9 @@
 //! where waking an idle CPU is slow, as on many virtual machines, that saves the wakeup on each
 //! side of a call that is answered within it. Writing goes through a
 //! bounded queue to one writer task that batches whatever is queued into one write and one
-//! flush, so many concurrent senders cost few system calls.
+//! flush, so many concurrent senders cost few system calls. With many lines at hand from one
+//! read (a batch of the peer's requests), the reader lets the writer run after every few, so
+//! the answers to the first go out while the rest are handled and the peer works meanwhile.
 //!
 //! A child process runs in its own process group, its stderr is read line by line and handed
 //! to a callback (never inherited unless asked for), and it is stopped on [`Transport::close`]
@@ -264,6 +266,8 @@ struct Reader {
     spin: Duration,
     /// Reads left before spinning again (see [`spin_for_input`]).
     spin_off: u32,
+    /// Lines handed out since the reader last yielded (see [`YIELD_EVERY_LINES`]).
+    handed: u32,
 }
 
 /// What the transport and its writer leave for the reader while a `recv` holds it.
@@ -302,6 +306,12 @@ const SPIN_OFF_READS: u32 = 256;
 /// Reads without spinning after a spin in which no input came.
 const SPIN_OFF_AFTER_MISS: u32 = 8;
 
+/// Lines handed out from input at hand before the reader lets the runtime's other tasks run
+/// (the writer among them): what the first of a batch of requests produced goes out while the
+/// rest are handled, so the peer, another process, works on it meanwhile. Only where the read
+/// spins ([`Limits::read_spin`]): an in-process peer on the same thread gains nothing by it.
+const YIELD_EVERY_LINES: u32 = 4;
+
 impl Reader {
     /// The next decoded line, reading more when needed; `None` at the end of input.
     async fn next_line(&mut self) -> Result<Option<Result<Payload, LineError>>, TransportError> {
@@ -317,6 +327,10 @@ impl Reader {
             }
             if let Some(item) = self.stashed.pop_front() {
                 return Ok(Some(item));
+            }
+            if self.handed >= YIELD_EVERY_LINES && !self.spin.is_zero() && !self.buf.is_empty() {
+                self.handed = 0;
+                tokio::task::yield_now().await;
             }
             let item =
                 if self.eof { self.decoder.decode_eof(&mut self.buf) } else { self.decoder.decode(&mut self.buf) };
@@ -356,11 +370,13 @@ impl Reader {
                 }
             }
             if item.is_some() || self.eof {
+                self.handed += 1;
                 return Ok(item);
             }
             // Part of a line at hand: the rest is being written, and comes faster by waiting
             // for it than by polling it in pieces.
             let partial = !self.buf.is_empty();
+            self.handed = 0;
             self.buf.reserve(READ_CHUNK);
             let read = self.io.read_buf(&mut self.buf);
             tokio::pin!(read);
@@ -670,6 +686,7 @@ impl StdioTransport {
                 refusals: writer.clone(),
                 spin: Duration::ZERO,
                 spin_off: 0,
+                handed: 0,
             }),
             local,
             writer,
@@ -1025,6 +1042,44 @@ mod tests {
             }
             other => panic!("expected the internal error, got {other:?}"),
         }
+    }
+
+    /// A batch of the peer's requests at hand (the read spinning, as for another process): what
+    /// is sent for the first of them goes out while the rest are still being handed out, not
+    /// all of it after the last. On a current-thread runtime, the writer runs only when the
+    /// reader lets it.
+    #[tokio::test]
+    async fn what_the_first_of_a_batch_produces_goes_out_before_the_last_is_handed_out() {
+        use tokio::io::AsyncReadExt;
+        let input: String =
+            (0..16).map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n")).collect();
+        let (ours, mut peer) = tokio::io::duplex(64 * 1024);
+        let transport = StdioTransport::from_io(std::io::Cursor::new(input.into_bytes()), ours, Limits::default())
+            .with_read_spin(Duration::from_micros(50));
+        let mut out = vec![0; 64 * 1024];
+        for id in 0..16 {
+            assert_eq!(transport.recv().await.unwrap().unwrap().id(), Some(&Id::Number(id)));
+            if id == 15 {
+                let written = match crate::transport::task::poll_once(std::pin::pin!(peer.read(&mut out))) {
+                    std::task::Poll::Ready(read) => read.unwrap(),
+                    std::task::Poll::Pending => 0,
+                };
+                let lines = out[..written].iter().filter(|b| **b == b'\n').count();
+                assert!(lines >= 8, "{lines} of the first 15 were written before the last was handed out");
+            }
+            transport.send(ping(100 + id)).await.unwrap();
+        }
+        // An in-process peer (no spin): handed out in one go, nothing gained by yielding.
+        let input: String =
+            (0..16).map(|id| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n")).collect();
+        let (ours, mut peer) = tokio::io::duplex(64 * 1024);
+        let transport = StdioTransport::from_io(std::io::Cursor::new(input.into_bytes()), ours, Limits::default());
+        for id in 0..16 {
+            assert_eq!(transport.recv().await.unwrap().unwrap().id(), Some(&Id::Number(id)));
+            transport.send(ping(100 + id)).await.unwrap();
+        }
+        let pending = crate::transport::task::poll_once(std::pin::pin!(peer.read(&mut out)));
+        assert!(pending.is_pending(), "without spinning, the writer has not run yet");
     }
 
     #[tokio::test]
