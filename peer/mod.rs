@@ -538,7 +538,9 @@ impl<T: Transport> Peer<T> {
         let _slot = match &self.shared.slots {
             Some(slots) => match slots.try_acquire() {
                 Ok(permit) => Some(permit),
-                Err(_) => Some(self.wait_for_slot(slots, method, &mut options).await?),
+                // Boxed: the wait (a timer and a semaphore's queue entry) is rare, and would
+                // otherwise make every request's future larger, copied at every layer.
+                Err(_) => Some(Box::pin(self.wait_for_slot(slots, method, &mut options)).await?),
             },
             None => None,
         };
