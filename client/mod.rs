@@ -288,6 +288,9 @@ impl<T: Transport> Client<T> {
 
     /// [`Client::request`] up to the result's decoding: the result body as the transport
     /// delivered it (after any MRTR rounds), or the request's error.
+    // Inlined, as `request_body`: the params (most of a kilobyte for tools/call) then go from
+    // the caller's frame into their `Arc` without a copy per function between.
+    #[inline]
     fn request_undecoded<M>(
         &self,
         params: M::Params,
@@ -321,6 +324,7 @@ impl<T: Transport> Client<T> {
     /// The body of request `M`: `params` as they are, or serialized with the session's `_meta`
     /// added when the session needs it — then also the params as JSON when an MRTR retry may
     /// need them; refused when the server lacks the capability.
+    #[inline]
     fn request_body<M>(&self, params: M::Params) -> Result<(Body, Option<Retained>), ClientError>
     where
         M: Method,

@@ -174,7 +174,9 @@ struct Core {
     /// The peer's requests read while its cap of them was in flight, in order, held back from
     /// the session ([`session::WhenFull::Wait`]); at most [`MAX_HELD_REQUESTS`].
     held: VecDeque<Message>,
-    waiters: HashMap<Id, Waiter>,
+    /// Keyed by ids the session allocated (never by ids the peer chose), so a cheap hasher is
+    /// safe here: nobody outside can pick keys that collide.
+    waiters: HashMap<Id, Waiter, OwnIds>,
     /// The deadline the timer task sleeps until, to wake it only when an earlier one appears.
     timer_deadline: Option<Instant>,
     closed_reason: Option<String>,
@@ -189,6 +191,57 @@ struct Core {
 struct ServedSpan {
     span: tracing::Span,
     method: String,
+}
+
+/// The hasher of maps keyed by ids we allocated ([`Core::waiters`]): a multiply-rotate hash in
+/// the manner of rustc's FxHash, a few instructions where SipHash costs a few hundred. Not for
+/// keys a peer chooses (ids of its requests, tokens): those could be picked to collide, and keep
+/// the standard library's keyed SipHash.
+#[derive(Clone, Copy, Default)]
+struct OwnIds;
+
+impl std::hash::BuildHasher for OwnIds {
+    type Hasher = OwnIdHasher;
+    fn build_hasher(&self) -> OwnIdHasher {
+        OwnIdHasher(0)
+    }
+}
+
+/// The state of [`OwnIds`]' hasher.
+struct OwnIdHasher(u64);
+
+impl OwnIdHasher {
+    /// An odd constant with well-spread bits (FxHash's): multiplying by it is a bijection on
+    /// the low bits the table indexes by, so consecutive ids land in distinct buckets.
+    const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
+    }
+}
+
+impl std::hash::Hasher for OwnIdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("chunks of 8")));
+        }
+        let mut tail = [0u8; 8];
+        tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        self.add(u64::from_le_bytes(tail));
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// The peer's requests held back, past its in-flight cap, before the reader stops reading the
@@ -312,7 +365,7 @@ impl<T: Transport> Peer<T> {
             core: Mutex::new(Core {
                 session: Session::new(role, mode, limits),
                 held: VecDeque::new(),
-                waiters: HashMap::new(),
+                waiters: HashMap::default(),
                 timer_deadline: None,
                 closed_reason: None,
                 #[cfg(feature = "otel")]
@@ -485,7 +538,9 @@ impl<T: Transport> Peer<T> {
         let _slot = match &self.shared.slots {
             Some(slots) => match slots.try_acquire() {
                 Ok(permit) => Some(permit),
-                Err(_) => Some(self.wait_for_slot(slots, method, &mut options).await?),
+                // Boxed: the wait (a timer and a semaphore's queue entry) is rare, and would
+                // otherwise make every request's future larger, copied at every layer.
+                Err(_) => Some(Box::pin(self.wait_for_slot(slots, method, &mut options)).await?),
             },
             None => None,
         };

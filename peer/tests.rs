@@ -431,3 +431,15 @@ async fn a_request_carries_its_caller_while_in_flight_and_no_longer() {
     assert_eq!(client.sole_caller(), None);
     drop(untagged);
 }
+
+#[test]
+fn the_own_id_hasher_puts_consecutive_ids_in_distinct_buckets() {
+    use std::hash::BuildHasher;
+    // The table indexes by the hash's low bits: 1,024 consecutive ids (as the session allocates
+    // them) must fill a table of 1,024 buckets without a collision.
+    let buckets: std::collections::HashSet<u64> = (0..1024).map(|n| OwnIds.hash_one(Id::Number(n)) & 1023).collect();
+    assert_eq!(buckets.len(), 1024);
+    // String ids (never ours, but the type allows them) hash by content.
+    assert_ne!(OwnIds.hash_one(Id::from("a")), OwnIds.hash_one(Id::from("b")));
+    assert_eq!(OwnIds.hash_one(Id::from("a")), OwnIds.hash_one(Id::from("a")));
+}

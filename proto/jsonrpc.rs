@@ -281,17 +281,16 @@ impl Body {
     ///
     /// # Errors
     /// When the body does not fit `T`.
+    // Inlined: the value (tools/call params are most of a kilobyte) is then copied out of the
+    // `Arc` once, straight to where the caller keeps it, rather than once per layer between.
+    #[inline]
     pub fn into_decoded<T: DeserializeOwned + Clone + Send + Sync + 'static>(self) -> Result<T, serde_json::Error> {
         match self {
             Body::Raw(raw) => serde_json::from_str(raw.get()),
-            Body::Typed(value) => {
-                if value.as_any().is::<T>() {
-                    let arc = value.into_any().downcast::<T>().expect("type checked above");
-                    Ok(Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone()))
-                } else {
-                    serde_json::from_str(value.to_raw()?.get())
-                }
+            Body::Typed(value) if value.as_any().is::<T>() => {
+                Ok(Arc::unwrap_or_clone(value.into_any().downcast::<T>().expect("type checked above")))
             }
+            Body::Typed(value) => reencoded(&*value),
         }
     }
 
@@ -313,6 +312,12 @@ impl Body {
             Body::Typed(value) => value.write_json(out),
         }
     }
+}
+
+/// A typed body of another type than asked for, decoded from its JSON (out of line: rare).
+#[inline(never)]
+fn reencoded<T: DeserializeOwned>(value: &dyn TypedBody) -> Result<T, serde_json::Error> {
+    serde_json::from_str(value.to_raw()?.get())
 }
 
 impl From<Box<RawValue>> for Body {

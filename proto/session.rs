@@ -472,6 +472,10 @@ fn result_version(result: &Body) -> Option<ProtocolVersion> {
     serde_json::from_str::<VersionProbe>(raw.get()).ok()?.protocol_version.parse().ok()
 }
 
+/// Whether an incoming request in flight is `initialize`.
+#[derive(Debug, Clone, Copy)]
+struct IsInitialize(bool);
+
 /// One of our requests awaiting a response.
 #[derive(Debug)]
 struct Pending {
@@ -499,8 +503,9 @@ pub struct Session {
     deadlines: BTreeSet<(Instant, i64)>,
     tokens: HashMap<Id, i64>,
     abandoned: BTreeSet<i64>,
-    /// Incoming requests in flight, with their methods.
-    incoming: HashMap<Id, String>,
+    /// Incoming requests in flight, and whether each is `initialize` (all the core asks of
+    /// their methods: a copy of each method's name would cost an allocation per request).
+    incoming: HashMap<Id, IsInitialize>,
     /// Messages received from the peer so far.
     received: u64,
     transmit: VecDeque<Message>,
@@ -738,8 +743,8 @@ impl Session {
         if self.state == State::Closed {
             return false;
         }
-        let Some(method) = self.incoming.remove(id) else { return false };
-        if self.server_handshake() && method == INITIALIZE {
+        let Some(is_initialize) = self.incoming.remove(id) else { return false };
+        if self.server_handshake() && is_initialize.0 {
             self.version = result_version(&result);
             self.initialize_answered = true;
         }
@@ -752,8 +757,8 @@ impl Session {
         if self.state == State::Closed {
             return false;
         }
-        let Some(method) = self.incoming.remove(id) else { return false };
-        if self.server_handshake() && method == INITIALIZE {
+        let Some(is_initialize) = self.incoming.remove(id) else { return false };
+        if self.server_handshake() && is_initialize.0 {
             // The client may try again (e.g. with another version).
             self.state = State::AwaitingInitialize;
         }
@@ -948,7 +953,7 @@ impl Session {
                 return self.answer_error(r.id, ErrorCode::INVALID_REQUEST, message, event);
             }
         }
-        self.incoming.insert(r.id.clone(), r.method.clone());
+        self.incoming.insert(r.id.clone(), IsInitialize(r.method == INITIALIZE));
         self.events.push_back(Event::Request(r));
     }
 
@@ -960,7 +965,7 @@ impl Session {
                 Ok(CancelledParams { request_id: None, .. }) => {}
                 Ok(CancelledParams { request_id: Some(id), reason }) => match self.incoming.get(&id) {
                     None => self.on_subscription_cancelled(id, reason),
-                    Some(m) if m == INITIALIZE => {
+                    Some(IsInitialize(true)) => {
                         self.events.push_back(Event::Protocol(ProtocolEvent::CancelledInitialize { id }));
                     }
                     Some(_) => {

@@ -265,7 +265,9 @@ impl Canceller {
 #[derive(Clone)]
 pub struct Context {
     pub(crate) id: Id,
-    pub(crate) meta: Option<RequestMeta>,
+    /// Boxed: a `RequestMeta` is most of a kilobyte, and the context is moved by value several
+    /// times on its way into the handler's future; most requests have no `_meta`.
+    pub(crate) meta: Option<Box<RequestMeta>>,
     pub(crate) protocol_version: Option<ProtocolVersion>,
     /// What a 2026-07-28 request said of its client in `_meta` (`None` in the handshake era).
     pub(crate) envelope: Option<Arc<Envelope>>,
@@ -327,7 +329,7 @@ impl Context {
 
     /// The request's `_meta`, if it had one.
     pub fn meta(&self) -> Option<&RequestMeta> {
-        self.meta.as_ref()
+        self.meta.as_deref()
     }
 
     /// The protocol version of this request: the one its `_meta` names (2026-07-28), or the

@@ -294,7 +294,7 @@ impl Dispatcher {
         let envelope = era.envelope();
         let context = Context {
             id: id.clone(),
-            meta,
+            meta: meta.map(Box::new),
             protocol_version: envelope.as_ref().map(|e| e.protocol_version).or_else(|| peer.protocol_version()),
             envelope,
             input: None,
