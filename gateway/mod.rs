@@ -49,7 +49,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use self::metrics::bridge::{BridgeMetrics, CallOutcome, Ended, Operation};
+use self::metrics::bridge::{BridgeMetrics, CallOutcome, Ended, Operation, SessionEnd};
 use crate::client::config::{InProcess, McpConfig, ServerConfig};
 use crate::client::connection_set::{
     qualify, ConnectionSet, MergedCatalog, ServerState, SetCallOptions, SetError, SetEvent, SetOptions,
@@ -583,8 +583,13 @@ impl Gateway {
                 SetEvent::Disconnected { server, reason } => {
                     tracing::warn!(server = %printable(&server), reason = %printable(&reason), "upstream disconnected");
                     self.metrics().set_upstream_up(&server, false);
+                    self.metrics().upstream_session_ended(&server, SessionEnd::Disconnected);
                 }
-                SetEvent::Ready { server, .. } => self.metrics().set_upstream_up(&server, true),
+                SetEvent::Ready { server, elapsed, .. } => {
+                    self.metrics().set_upstream_up(&server, true);
+                    self.metrics().upstream_session_started(&server, elapsed);
+                }
+                SetEvent::Disabled { server } => self.metrics().upstream_session_ended(&server, SessionEnd::Closed),
                 SetEvent::Reconnecting { server, attempt, delay } => {
                     let server = printable(&server);
                     tracing::info!(server = %printable(&server), attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
@@ -593,6 +598,7 @@ impl Gateway {
                     tracing::info!(server = %printable(&server), "upstream restarted");
                     self.metrics().upstream_restarted(&server);
                     self.metrics().set_upstream_up(&server, true);
+                    self.metrics().upstream_session_started(&server, Duration::ZERO);
                     self.refresh();
                 }
                 SetEvent::RestartFailed { server, reason } => {
@@ -848,7 +854,7 @@ impl Gateway {
         self.permit(scope, &context, Kind::Resource, &server, &uri, &params.uri)?;
         let asked = std::mem::replace(&mut params.uri, uri.clone());
         params.meta = None;
-        let mut result: ReadResourceResult = self.request::<ReadResource>(scope, &server, params, &context).await?;
+        let mut result: ReadResourceResult = self.request::<ReadResource>(scope, &server, params, &context, "").await?;
         unstamp(&mut result.meta, &mut result.extra);
         if asked != uri {
             for contents in &mut result.contents {
@@ -862,15 +868,43 @@ impl Gateway {
         Ok(Body::typed(result))
     }
 
+    /// A downstream `prompts/get`, its duration observed (labelled with the prompt's name when
+    /// the view lists it).
     async fn get_prompt(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
-        let mut params: GetPromptRequestParams = decode(params, "prompts/get")?;
+        let started = Instant::now();
+        let observe = |prompt: &str, answer: &Result<Body, ErrorObject>| {
+            let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
+            self.metrics.server_operation(Operation { method: "prompts/get", tool: prompt, ended }, started.elapsed());
+        };
+        let params: GetPromptRequestParams = match decode(params, "prompts/get") {
+            Ok(params) => params,
+            Err(e) => {
+                let answer = Err(e);
+                observe("", &answer);
+                return answer;
+            }
+        };
+        // Borrowed from the view, which outlives the call, as in `call_tool`.
+        let listed = scope.view.prompt_routes.get_key_value(&params.name).map_or("", |(name, _)| name.as_str());
+        let answer = self.get_prompt_decoded(scope, params, context).await;
+        observe(listed, &answer);
+        answer
+    }
+
+    async fn get_prompt_decoded(
+        &self,
+        scope: &Scope,
+        mut params: GetPromptRequestParams,
+        context: Context,
+    ) -> Result<Body, ErrorObject> {
         let Some((server, name)) = self.prompt_route(scope, &params.name)? else {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", params.name)));
         };
         self.permit(scope, &context, Kind::Prompt, &server, &name, &params.name)?;
         params.name = name;
         params.meta = None;
-        let mut result = self.request::<GetPrompt>(scope, &server, params, &context).await?;
+        let target = params.name.clone();
+        let mut result = self.request::<GetPrompt>(scope, &server, params, &context, &target).await?;
         unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
     }
@@ -891,13 +925,15 @@ impl Gateway {
     }
 
     /// Sends `params` of method `M` to `server` (its per-session connection when it has one) on
-    /// behalf of `context`, whose client then answers what the upstream asks meanwhile.
+    /// behalf of `context`, whose client then answers what the upstream asks meanwhile;
+    /// `target` is the name its duration is labelled with (a prompt's upstream name), or empty.
     async fn request<M>(
         &self,
         scope: &Scope,
         server: &str,
         params: M::Params,
         context: &Context,
+        target: &str,
     ) -> Result<M::Output, ErrorObject>
     where
         M: crate::proto::mcp_types::Method,
@@ -911,7 +947,7 @@ impl Gateway {
         let started = Instant::now();
         let answer = with_caller(caller.id, request).await.map_err(|e| upstream_error(server, e));
         let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
-        self.metrics.client_operation(Operation { method: M::NAME, tool: "", ended }, started.elapsed());
+        self.metrics.client_operation(Operation { method: M::NAME, tool: target, ended }, started.elapsed());
         answer
     }
 
@@ -946,7 +982,7 @@ impl Gateway {
             }
         };
         params.meta = None;
-        let mut result = self.request::<Complete>(scope, &server, params, &context).await?;
+        let mut result = self.request::<Complete>(scope, &server, params, &context, "").await?;
         unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
     }

@@ -52,17 +52,16 @@ impl Forwarding {
             // Observes its own duration (with its tool's name); the others are observed here.
             return Box::pin(async move { gateway.call_tool(&scope, params, context).await });
         }
+        if method == "prompts/get" {
+            // Observes its own duration too (with its prompt's name).
+            return Box::pin(async move { gateway.get_prompt(&scope, params, context).await });
+        }
         let started = Instant::now();
         let ended = move |gateway: &Gateway, answer: &Result<Body, ErrorObject>| {
             let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
             gateway.metrics.server_operation(Operation { method, tool: "", ended }, started.elapsed());
         };
         match method {
-            "prompts/get" => Box::pin(async move {
-                let answer = gateway.get_prompt(&scope, params, context).await;
-                ended(&gateway, &answer);
-                answer
-            }),
             "resources/read" => Box::pin(async move {
                 let answer = gateway.read_resource(&scope, params, context).await;
                 ended(&gateway, &answer);
