@@ -315,6 +315,14 @@ impl Gateway {
         self.refusal(checked)
     }
 
+    /// [`Gateway::within_limits`] for the limits of the endpoint the call came through, if it
+    /// has any (its own buckets, in memory).
+    fn within_endpoint_limits(&self, scope: &Scope, context: &Context, server: &str, tool: &str) -> Result<(), ErrorObject> {
+        let Some(limiter) = scope.endpoint.as_ref().and_then(|served| served.limiter()) else { return Ok(()) };
+        let checked = limiter.check(context.principal(), server, tool, Instant::now());
+        self.refusal(checked)
+    }
+
     /// [`Gateway::within_limits`] in the buckets of `shared` (see
     /// [`Gateway::share_rate_limits`]), or in this process's when `shared` cannot be asked.
     async fn within_shared_limits(
@@ -507,6 +515,7 @@ impl Gateway {
             let served = Arc::new(Served {
                 name: endpoint.name.clone(),
                 policy: RwLock::new(endpoint.policy.clone().map(Arc::new)),
+                limiter: Served::limiter_of(&endpoint.rate_limits),
                 endpoint: RwLock::new(Arc::new(endpoint)),
                 view: RwLock::new(Arc::new(view)),
                 server: OnceLock::new(),
@@ -775,6 +784,9 @@ impl Gateway {
     ) -> Result<(Body, bool), ErrorObject> {
         let context = context.clone();
         self.permit(scope, &context, Kind::Tool, server, tool, &params.name)?;
+        // The endpoint's limits first: a call they refuse takes nothing from the gateway's,
+        // which every endpoint shares.
+        self.within_endpoint_limits(scope, &context, server, tool)?;
         // The check in memory stays synchronous: no await on the path of every call.
         match self.shared_buckets.get() {
             None => self.within_limits(&context, server, tool)?,
