@@ -735,6 +735,7 @@ impl Gateway {
             gateway: self,
             endpoint: scope.endpoint_name(),
             context: &context,
+            method: "tools/call",
             server,
             tool,
             arguments: arguments.as_ref(),
