@@ -64,7 +64,9 @@ pub(crate) fn metrics_wanted(flag: Option<&str>) -> Option<Endpoint> {
     }
     match flag {
         Some(url) => Some(Endpoint::Flag(signal_url(url, "metrics"))),
-        None if env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").is_some() || env("OTEL_EXPORTER_OTLP_ENDPOINT").is_some() => {
+        None if env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").is_some()
+            || env("OTEL_EXPORTER_OTLP_ENDPOINT").is_some() =>
+        {
             Some(Endpoint::Environment)
         }
         None => None,
@@ -118,9 +120,9 @@ mod enabled {
     use opentelemetry::metrics::{Histogram, Meter, MeterProvider as _};
     use opentelemetry::trace::TracerProvider as _;
     use opentelemetry::KeyValue;
-    use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
     use opentelemetry_otlp::{Protocol, WithExportConfig};
     use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
     use opentelemetry_sdk::trace::{
         BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter, SpanProcessor,
     };
@@ -177,7 +179,8 @@ mod enabled {
     /// # Errors
     /// When the endpoint or the environment's settings do not make an exporter.
     pub(crate) fn meter_provider(endpoint: &Endpoint) -> Result<SdkMeterProvider, String> {
-        let mut exporter = opentelemetry_otlp::MetricExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
+        let mut exporter =
+            opentelemetry_otlp::MetricExporter::builder().with_http().with_protocol(Protocol::HttpBinary);
         if let Endpoint::Flag(url) = endpoint {
             exporter = exporter.with_endpoint(url.clone());
         }
@@ -298,8 +301,7 @@ mod enabled {
         let config = BatchConfigBuilder::default().with_max_queue_size(bound).build();
         let batch = BatchSpanProcessor::builder(exporter).with_batch_config(config).build();
         let processor = Bounded { inner: batch, queued, bound };
-        let provider =
-            SdkTracerProvider::builder().with_span_processor(processor).with_resource(resource()).build();
+        let provider = SdkTracerProvider::builder().with_span_processor(processor).with_resource(resource()).build();
         let tracer = provider.tracer("mcp-bridge");
         let only_ours = Targets::new().with_target(mcpwire::telemetry::TARGET, LevelFilter::DEBUG);
         let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(only_ours);

@@ -317,7 +317,13 @@ impl Gateway {
 
     /// [`Gateway::within_limits`] for the limits of the endpoint the call came through, if it
     /// has any (its own buckets, in memory).
-    fn within_endpoint_limits(&self, scope: &Scope, context: &Context, server: &str, tool: &str) -> Result<(), ErrorObject> {
+    fn within_endpoint_limits(
+        &self,
+        scope: &Scope,
+        context: &Context,
+        server: &str,
+        tool: &str,
+    ) -> Result<(), ErrorObject> {
         let Some(limiter) = scope.endpoint.as_ref().and_then(|served| served.limiter()) else { return Ok(()) };
         let checked = limiter.check(context.principal(), server, tool, Instant::now());
         self.refusal(checked)

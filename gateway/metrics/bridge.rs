@@ -379,7 +379,8 @@ impl BridgeMetrics {
     pub fn upstream_session_started(&self, server: &str, elapsed: Duration) {
         let now = Instant::now();
         let started = now.checked_sub(elapsed).unwrap_or(now);
-        let replaced = self.upstream_sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(server.to_owned(), started);
+        let replaced =
+            self.upstream_sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(server.to_owned(), started);
         if let Some(replaced) = replaced {
             self.client_session_ended(SessionEnd::Closed, now.saturating_duration_since(replaced));
         }

@@ -180,8 +180,12 @@ fn a_durations_sink_gets_the_same_observations_as_the_histograms() {
     metrics.server_operation(Operation { method: "tools/call", tool: "before", ended: Ended::Ok }, Duration::ZERO);
     let seen = Arc::new(Seen::default());
     metrics.set_durations_sink(seen.clone());
-    metrics.server_operation(Operation { method: "tools/call", tool: "t", ended: Ended::ToolError }, Duration::from_millis(2));
-    metrics.client_operation(Operation { method: "prompts/get", tool: "p", ended: Ended::Error(-32602) }, Duration::ZERO);
+    metrics.server_operation(
+        Operation { method: "tools/call", tool: "t", ended: Ended::ToolError },
+        Duration::from_millis(2),
+    );
+    metrics
+        .client_operation(Operation { method: "prompts/get", tool: "p", ended: Ended::Error(-32602) }, Duration::ZERO);
     metrics.upstream_session_started("up", Duration::ZERO);
     metrics.upstream_session_ended("up", SessionEnd::Disconnected);
     drop(metrics.session_opened());

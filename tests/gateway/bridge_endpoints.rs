@@ -184,7 +184,10 @@ async fn an_endpoints_own_rate_limit_leaves_the_other_endpoint_alone() {
     let dev = connect(&format!("{origin}/mcp/dev"), DEV_TOKEN, dev_tx).await;
     let readonly = connect(&format!("{origin}/mcp/readonly"), READER_TOKEN, ro_tx).await;
     for i in 0..5 {
-        assert_eq!(call(&dev, "mcp__echo__echo", json!({"text": format!("dev {i}")})).await.unwrap(), format!("dev {i}"));
+        assert_eq!(
+            call(&dev, "mcp__echo__echo", json!({"text": format!("dev {i}")})).await.unwrap(),
+            format!("dev {i}")
+        );
     }
     let (code, message, data) = rpc_error(call(&dev, "mcp__echo__echo", json!({"text": "sixth"})).await);
     assert_eq!(code, -32029, "{message}");

@@ -370,16 +370,18 @@ async fn the_mcp_durations_are_exported_as_otlp_histograms() {
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("config.toml");
     let prompts = examples::example_path("prompts");
-    let toml = format!("[mcp_servers.up]\nurl = {:?}\n\n[mcp_servers.prompts]\ncommand = {prompts:?}\n", upstream.url());
+    let toml =
+        format!("[mcp_servers.up]\nurl = {:?}\n\n[mcp_servers.prompts]\ncommand = {prompts:?}\n", upstream.url());
     std::fs::write(&config, toml).unwrap();
     // Metrics alone (no traces), exported every 100 ms, cumulative (the SDK's default).
-    let bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", &collector.url], |c| {
-        c.env("OTEL_METRIC_EXPORT_INTERVAL", "100")
-            .env("OTEL_TRACES_EXPORTER", "none")
-            .env_remove("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")
-            .env_remove("OTEL_SERVICE_NAME")
-            .env_remove("OTEL_SDK_DISABLED");
-    });
+    let bridge =
+        ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", &collector.url], |c| {
+            c.env("OTEL_METRIC_EXPORT_INTERVAL", "100")
+                .env("OTEL_TRACES_EXPORTER", "none")
+                .env_remove("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")
+                .env_remove("OTEL_SERVICE_NAME")
+                .env_remove("OTEL_SDK_DISABLED");
+        });
     let downstream = client(&bridge.url, EraPolicy::Legacy).await;
     downstream.call_tool("mcp__up__meta", None, CallOptions::default()).await.unwrap();
     let failed = downstream.call_tool("mcp__up__fail", None, CallOptions::default()).await.unwrap();
@@ -406,7 +408,12 @@ async fn the_mcp_durations_are_exported_as_otlp_histograms() {
     let prompt = |name: &'static str| vec!["mcp.method.name=prompts/get", name];
     let mut expected: Vec<(&str, Vec<String>)> = Vec::new();
     for (side, meta, fail, review) in [
-        ("server", "gen_ai.tool.name=mcp__up__meta", "gen_ai.tool.name=mcp__up__fail", "gen_ai.prompt.name=mcp__prompts__review"),
+        (
+            "server",
+            "gen_ai.tool.name=mcp__up__meta",
+            "gen_ai.tool.name=mcp__up__fail",
+            "gen_ai.prompt.name=mcp__prompts__review",
+        ),
         ("client", "gen_ai.tool.name=meta", "gen_ai.tool.name=fail", "gen_ai.prompt.name=review"),
     ] {
         let metric = if side == "server" { "mcp.server.operation.duration" } else { "mcp.client.operation.duration" };
@@ -428,7 +435,8 @@ async fn the_mcp_durations_are_exported_as_otlp_histograms() {
         assert_eq!(point.unit, "s", "{point:?}");
         assert_eq!(point.bounds, bounds, "the conventions' boundaries: {point:?}");
         assert!(point.count <= 1, "each series was observed once: {point:?}");
-        let known = expected.iter().any(|(metric, attributes)| point.metric == *metric && point.attributes == *attributes);
+        let known =
+            expected.iter().any(|(metric, attributes)| point.metric == *metric && point.attributes == *attributes);
         // The HTTP upstream's session is still open; nothing else was observed.
         assert!(known, "an unexpected series: {point:?}");
     }

@@ -594,8 +594,8 @@ resources = ["everything/*"]
 /// `cancelled`, as a cancelled `tools/call`'s does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_prompt_get_has_its_audit_line() {
-    use mcpwire::proto::mcp_types::GetPromptResult;
     use mcpwire::proto::jsonrpc::ErrorObject;
+    use mcpwire::proto::mcp_types::GetPromptResult;
     use mcpwire::server::{prompt, Server};
     use mcpwire::transport::sse_http::HttpServerConfig;
 
