@@ -37,9 +37,13 @@
 //!   `retryAfterMs`), the caller being the request's verified principal.
 //! - Virtual servers: [`Gateway::endpoint_server`] ([`endpoint`]): more downstream servers over
 //!   the same upstream connections, each offering a part of the view (renamed as it says)
-//!   under its own policy or the gateway's; every request is served through a `Scope`, the
-//!   view and policy of the endpoint it came through.
-//! - Audit: one line per `tools/call`, `prompts/get` and `resources/read` ([`audit`]).
+//!   under its own policy or the gateway's, and its own rate limits besides the gateway's;
+//!   every request is served through a `Scope`, the view, policy and limits of the endpoint it
+//!   came through.
+//! - Audit: one line per `tools/call`, `prompts/get` and `resources/read` ([`audit`]), a
+//!   cancelled one included.
+//! - Metrics: [`BridgeMetrics`] ([`metrics`]), the MCP conventions' operation and session
+//!   durations among them, also handed to a `DurationsSink` when the application sets one.
 //!
 //! Not here: listening, signals, reloading a configuration file, the command line: the
 //! application does that (`mcp-bridge serve` in the `mcp-bridge` package is one).
