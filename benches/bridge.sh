@@ -82,25 +82,6 @@ stop() {
   PIDS=("${left[@]}")
 }
 peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
-# tag PEER: add `peer` and `round` ($ROUND) to each JSON line on stdin, append them to $OUT.
-ROUND=1
-tag() { python3 -c '
-import json, sys
-for line in sys.stdin:
-    line = line.strip()
-    if line.startswith("{"):
-        d = json.loads(line); d["peer"] = sys.argv[1]; d["round"] = int(sys.argv[2]); print(json.dumps(d))' "$1" "$ROUND" >>"$OUT"; }
-
-# The echo tool's name as URL serves it: `echo`, or the one qualified name ending in `__echo`
-# (a gateway may qualify its upstreams' names).
-echo_tool() {
-  "$BRIDGE" tools --json --url "$1" 2>/dev/null | python3 -c '
-import json, sys
-names = [t["name"] for t in json.load(sys.stdin)]
-hits = ["echo"] if "echo" in names else [n for n in names if n.endswith("__echo")]
-print(hits[0] if len(hits) == 1 else "")'
-}
-
 # measure PEER PORT CMD ARGS...: start the target, bench http://127.0.0.1:PORT/mcp, record the
 # target's peak RSS, stop it.
 measure() {

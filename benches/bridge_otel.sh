@@ -75,13 +75,6 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Sink).serve_for
 SINK_PID=$STARTED
 wait_listening "$SINK_PID" "$SINK_PORT" || { log "the sink did not start"; exit 1; }
 
-ROUND=1
-tag() { python3 -c '
-import json, sys
-for line in sys.stdin:
-    line = line.strip()
-    if line.startswith("{"):
-        d = json.loads(line); d["peer"] = sys.argv[1]; d["round"] = int(sys.argv[2]); print(json.dumps(d))' "$1" "$ROUND" >>"$OUT"; }
 
 # measure NAME BRIDGE [ARGS...]: serve echo_server through BRIDGE (ARGS before `--`), bench it.
 measure() {
@@ -98,10 +91,8 @@ measure() {
     exit 1
   fi
   local tool
-  tool=$("$bridge" tools --json --url "$url" | python3 -c '
-import json, sys
-names = [t["name"] for t in json.load(sys.stdin)]
-print("echo" if "echo" in names else [n for n in names if n.endswith("__echo")][0])')
+  tool=$(BRIDGE=$bridge echo_tool "$url")
+  [ -n "$tool" ] || { log "$name: no echo tool at $url"; exit 1; }
   "$BENCH" --http "$url" --tool "$tool" --n "$N" --concurrency 16 --sizes 16 >"$WORK/$name.jsonl" 2>"$WORK/$name.err" ||
     { log "$name: mcp-bench failed: $(tail -3 "$WORK/$name.err")"; exit 1; }
   tag "$name" <"$WORK/$name.jsonl"

@@ -1,9 +1,11 @@
 # benches/processes.sh — sourced by the benchmark scripts (bridge.sh, scaleout.sh, catalog.sh,
 # bridge_instructions.sh): a scratch dir and the processes a run starts, all stopped and removed
-# when the script exits however it exits; a free loopback port; waiting for a listener. It
+# when the script exits however it exits; a free loopback port; waiting for a listener; the echo
+# tool's name behind a gateway; JSON result lines tagged with who was measured and the round. It
 # measures nothing and starts nothing by itself.
 #
-# After sourcing: $WORK (a fresh temporary dir) and PIDS (the pids `start` recorded).
+# After sourcing: $WORK (a fresh temporary dir), PIDS (the pids `start` recorded) and ROUND (1:
+# the caller's round loop sets it).
 
 WORK=$(mktemp -d)
 PIDS=()
@@ -38,4 +40,24 @@ wait_listening() {
     sleep 0.1
   done
   return 1
+}
+
+# tag PEER: add `peer` and `round` ($ROUND) to each JSON line on stdin, append them to $OUT.
+ROUND=1
+tag() { python3 -c '
+import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("{"):
+        d = json.loads(line); d["peer"] = sys.argv[1]; d["round"] = int(sys.argv[2]); print(json.dumps(d))' "$1" "$ROUND" >>"$OUT"; }
+
+# echo_tool URL: the echo tool's name as URL serves it (asked through $BRIDGE's `tools`): `echo`,
+# or the one qualified name ending in `__echo` (a gateway may qualify its upstreams' names);
+# empty if neither.
+echo_tool() {
+  "$BRIDGE" tools --json --url "$1" 2>/dev/null | python3 -c '
+import json, sys
+names = [t["name"] for t in json.load(sys.stdin)]
+hits = ["echo"] if "echo" in names else [n for n in names if n.endswith("__echo")]
+print(hits[0] if len(hits) == 1 else "")'
 }

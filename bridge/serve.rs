@@ -52,7 +52,9 @@ use mcpwire::server::Server;
 use mcpwire::transport::boxed::BoxTransport;
 use mcpwire::transport::sse_http::failed_tokens::FailedTokenPause;
 use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
-use mcpwire::transport::sse_http::{HttpServer, HttpServerConfig, HttpService, MountedServer, RouteResponse};
+use mcpwire::transport::sse_http::{
+    HttpServer, HttpServerConfig, HttpService, MountedServer, RequestLimit, RequestRefused, RouteResponse,
+};
 use mcpwire::transport::stdio::{Stderr, StdioTransport};
 use mcpwire::transport::Limits;
 
@@ -61,6 +63,7 @@ use mcpwire::gateway::audit::{AuditLog, Sink};
 use mcpwire::gateway::console::StderrTails;
 use mcpwire::gateway::endpoint::Endpoint;
 use mcpwire::gateway::policy::Glob;
+use mcpwire::gateway::rate_limit::{Limit, RateLimiter};
 use mcpwire::gateway::settings::Settings;
 use mcpwire::gateway::{Callers, Gateway, PerSession, PrefixMode};
 use mcpwire::transport::sse_http::NamedTokens;
@@ -282,9 +285,11 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
         }
         tokio::spawn(gateway.clone().follow(events));
+        let request_limits = RequestLimits::new(settings.request_limits.clone());
         if let Some(file) = &args.config {
             tokio::spawn(reload_on_change(
                 gateway.clone(),
+                request_limits.clone(),
                 file.clone(),
                 settings.tokens.clone(),
                 signal(tokio::signal::unix::SignalKind::hangup())?,
@@ -322,6 +327,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 if !args.allow_origin.is_empty() {
                     http = http.origins(OriginCheck::Loopback(args.allow_origin.clone()));
                 }
+                if args.config.is_some() {
+                    // With a file (even one without them now): a reload may bring them.
+                    http = http.request_limit(request_limits.hook(gateway.clone()));
+                }
                 if !addr.ip().is_loopback() {
                     // On a network the clients name the host as they reach it (an address, a DNS
                     // name, a proxy's); the loopback-only Host check (against DNS rebinding of a
@@ -351,11 +360,13 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     http = http.tls(tls);
                 }
                 let store_url = args.session_store.clone().or_else(|| std::env::var(SESSION_STORE_ENV).ok());
-                if store_url.as_ref().is_some_and(|u| !u.is_empty()) && !endpoint_servers.is_empty() {
-                    return Err("--session-store and [gateway.endpoints] cannot be used together (yet)".to_owned());
-                }
                 if let Some(url) = store_url.filter(|u| !u.is_empty()) {
-                    http = with_session_store(http, &url, &gateway).await?;
+                    let mut endpoints: Vec<(&str, &mut HttpServerConfig)> = endpoint_servers
+                        .iter()
+                        .map(|(endpoint, _)| endpoint.name.as_str())
+                        .zip(endpoint_configs.iter_mut())
+                        .collect();
+                    http = with_session_store(http, &mut endpoints, &url, &gateway).await?;
                 }
                 let sessions = |serving: Server| {
                     let (metrics, recordings) = (gateway.metrics().clone(), recordings.clone());
@@ -610,16 +621,31 @@ async fn serve_recorded<T: mcpwire::transport::Transport>(
     server.serve(BoxTransport::new(switched)).await.map_err(|e| e.to_string())
 }
 
-/// `http` sharing its sessions and streams, and `gateway` its rate limits' buckets, through
-/// the Redis at `url`.
+/// `http` and each virtual server's configuration in `endpoints` (by name) sharing their
+/// sessions and streams, and `gateway` its rate limits' buckets, through the Redis at `url`.
 #[cfg(feature = "redis")]
-async fn with_session_store(http: HttpServerConfig, url: &str, gateway: &Gateway) -> Result<HttpServerConfig, String> {
+async fn with_session_store(
+    http: HttpServerConfig,
+    endpoints: &mut [(&str, &mut HttpServerConfig)],
+    url: &str,
+    gateway: &Gateway,
+) -> Result<HttpServerConfig, String> {
     use mcpwire::gateway::rate_limit_redis::RedisBuckets;
     use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
-    let store = RedisStore::connect(url, RedisOptions::default()).await.map_err(|e| format!("--session-store: {e}"))?;
+    let connect = |options: RedisOptions| async move {
+        RedisStore::connect(url, options).await.map(Arc::new).map_err(|e| format!("--session-store: {e}"))
+    };
+    let store = connect(RedisOptions::default()).await?;
     let buckets = RedisBuckets::new(&store).await.map_err(|e| format!("--session-store: {e}"))?;
     gateway.share_rate_limits(Arc::new(buckets));
-    let store = Arc::new(store);
+    // Each virtual server's sessions under a prefix of their own: a session id of one endpoint
+    // is unknown at another, whichever replica is asked (as it is without Redis).
+    for (name, config) in endpoints.iter_mut() {
+        let default = RedisOptions::default();
+        let prefix = format!("{}endpoint:{name}:", default.key_prefix);
+        let store = connect(default.key_prefix(prefix)).await?;
+        **config = std::mem::take(*config).session_store(store.clone()).event_store(store);
+    }
     // Not the URL: it may hold a password.
     tracing::info!("sessions, streams and rate limits shared through Redis");
     Ok(http.session_store(store.clone()).event_store(store))
@@ -628,6 +654,7 @@ async fn with_session_store(http: HttpServerConfig, url: &str, gateway: &Gateway
 #[cfg(not(feature = "redis"))]
 async fn with_session_store(
     _http: HttpServerConfig,
+    _endpoints: &mut [(&str, &mut HttpServerConfig)],
     _url: &str,
     _gateway: &Gateway,
 ) -> Result<HttpServerConfig, String> {
@@ -742,6 +769,7 @@ fn stamp(file: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
 /// longer reads is logged and changes nothing.
 async fn reload_on_change(
     gateway: Arc<Gateway>,
+    request_limits: RequestLimits,
     file: std::path::PathBuf,
     tokens: Vec<(String, String)>,
     mut hangup: tokio::signal::unix::Signal,
@@ -788,6 +816,9 @@ async fn reload_on_change(
                     tracing::info!(limits = settings.rate_limits.len(), "rate limits reloaded");
                     gateway.set_rate_limits(settings.rate_limits);
                 }
+                if request_limits.replace(settings.request_limits) {
+                    tracing::info!("request rate limits reloaded");
+                }
                 reload_endpoints(&gateway, settings.endpoints);
                 let report = gateway.set().reload(config.clone()).await;
                 tracing::info!(file = %file.display(), %report, "reloaded ({why})");
@@ -825,6 +856,43 @@ fn reload_endpoints(gateway: &Gateway, endpoints: Vec<Endpoint>) {
             Ok(()) => tracing::info!(endpoint = %name, "endpoint reloaded"),
             Err(e) => tracing::warn!(endpoint = %name, "endpoint reload skipped: {}", mcpwire::gateway::printable(&e)),
         }
+    }
+}
+
+/// The limits on HTTP requests (`per = "request"`), asked by the listener for every request
+/// to an MCP endpoint, replaced whole by a reload (the buckets start full again).
+#[derive(Clone)]
+struct RequestLimits(Arc<std::sync::RwLock<Arc<RateLimiter>>>);
+
+impl RequestLimits {
+    fn new(limits: Vec<Limit>) -> RequestLimits {
+        RequestLimits(Arc::new(std::sync::RwLock::new(Arc::new(RateLimiter::new(limits)))))
+    }
+
+    /// Puts `limits` in force if they differ from those in force; whether they did.
+    fn replace(&self, limits: Vec<Limit>) -> bool {
+        let mut current = self.0.write().expect("request limits lock");
+        if current.limits() == limits.as_slice() {
+            return false;
+        }
+        *current = Arc::new(RateLimiter::new(limits));
+        true
+    }
+
+    /// The listener's hook: a request of a caller some limit applies to takes a token from
+    /// each, or is refused (counted in `mcp_bridge_rate_limited_total{limit}`).
+    fn hook(&self, gateway: Arc<Gateway>) -> RequestLimit {
+        let limits = self.0.clone();
+        Arc::new(move |caller| {
+            let limiter = limits.read().expect("request limits lock").clone();
+            if limiter.limits().is_empty() {
+                return Ok(());
+            }
+            limiter.check(caller, "", "", std::time::Instant::now()).map_err(|refused| {
+                gateway.metrics().rate_limited(&refused.limit);
+                RequestRefused { limit: refused.limit.to_string(), retry_after: refused.retry_after }
+            })
+        })
     }
 }
 

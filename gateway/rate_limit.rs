@@ -17,8 +17,12 @@
 //! replica (`rate_limit_redis`, feature `redis`: one Lua script per call on Redis, its time
 //! Redis's own). [`super::Gateway::share_rate_limits`] puts one in place of the memory.
 //!
-//! Not here: the store's own code, limits on HTTP requests (429), reading the limits from a
-//! file ([`super::settings`]).
+//! The same limiter serves limits on HTTP requests (`mcp-bridge serve`'s `per = "request"`):
+//! asked with no server and tool, every limit without tools applies.
+//!
+//! Not here: the store's own code, the 429 of a refused request (the HTTP server's
+//! [`crate::transport::sse_http::RequestLimit`]), reading the limits from a file
+//! ([`super::settings`]).
 
 use std::collections::HashMap;
 use std::fmt;

@@ -21,7 +21,9 @@
 //! tools = ["*"]                        # SERVER/TOOL globs; absent: every tool
 //! rate = "100/hour"                    # N/second, N/minute, N/hour or N/day
 //! burst = 10                           # default 1
-//! per = "caller"                       # one bucket per caller (default), or "tool": per caller and tool
+//! per = "caller"                       # one bucket per caller (default), "tool": per caller and
+//!                                      # tool, or "request": per caller, taken by every HTTP
+//!                                      # request to the MCP endpoint (429 when empty; no tools)
 //!
 //!
 //! [gateway.endpoints.readonly]        # a virtual server (see super::endpoint)
@@ -70,6 +72,9 @@ pub struct Settings {
     pub policy: Option<Policy>,
     /// The rate limits on tool calls (`[[gateway.rate_limits]]`), in the order written.
     pub rate_limits: Vec<Limit>,
+    /// The rate limits on HTTP requests (`[[gateway.rate_limits]]` with `per = "request"`), in
+    /// the order written: every request of a caller they apply to takes a token.
+    pub request_limits: Vec<Limit>,
     /// The virtual servers (`[gateway.endpoints.NAME]`), in name order.
     pub endpoints: Vec<Endpoint>,
 }
@@ -148,6 +153,7 @@ struct LimitToml {
 enum PerToml {
     Caller,
     Tool,
+    Request,
 }
 
 /// `N/second` (`minute`, `hour`, `day`) as calls per second.
@@ -279,7 +285,9 @@ impl Settings {
             }
             settings.tokens.push((name.clone(), env.clone()));
         }
-        settings.rate_limits = read_limits(&gateway.rate_limits, &settings, text, file, "gateway.rate_limits")?;
+        let (calls, requests) = read_limits(&gateway.rate_limits, &settings, text, file, "gateway.rate_limits", true)?;
+        settings.rate_limits = calls;
+        settings.request_limits = requests;
         for (name, spanned) in &gateway.endpoints {
             let at = |what: String| {
                 format!("{file}: line {}: gateway.endpoints.{name}: {what}", line_of(text, spanned.span().start))
@@ -295,7 +303,7 @@ impl Settings {
                 None => None,
             };
             let table = format!("gateway.endpoints.{name}.rate_limits");
-            let limits = read_limits(&spanned.get_ref().rate_limits, &settings, text, file, &table)?;
+            let (limits, _) = read_limits(&spanned.get_ref().rate_limits, &settings, text, file, &table, false)?;
             settings.endpoints.push(endpoint.policy(policy).rate_limits(limits));
         }
         let Some(policy) = gateway.policy else { return Ok(settings) };
@@ -304,21 +312,23 @@ impl Settings {
     }
 }
 
-/// The rate limits written in `table` (`gateway.rate_limits` or an endpoint's): each named
-/// apart from the others and from the gateway's (their refusals are counted by name).
+/// The rate limits written in `table` (`gateway.rate_limits` or an endpoint's), on calls and
+/// (`per = "request"`, where `requests` allows it) on requests: each named apart from the
+/// others and from the gateway's (their refusals are counted by name).
 fn read_limits(
     written: &[Spanned<LimitToml>],
     settings: &Settings,
     text: &str,
     file: &str,
     table: &str,
-) -> Result<Vec<Limit>, String> {
-    let mut limits: Vec<Limit> = Vec::new();
+    requests: bool,
+) -> Result<(Vec<Limit>, Vec<Limit>), String> {
+    let (mut calls, mut per_request): (Vec<Limit>, Vec<Limit>) = (Vec::new(), Vec::new());
     for (i, spanned) in written.iter().enumerate() {
         let at = |what: String| format!("{file}: line {}: {table}[{i}]: {what}", line_of(text, spanned.span().start));
         let limit = spanned.get_ref();
-        let taken = |l: &Limit| *l.name == *limit.name;
-        if limit.name.is_empty() || limits.iter().any(taken) || settings.rate_limits.iter().any(taken) {
+        let mut known = calls.iter().chain(&per_request).chain(&settings.rate_limits).chain(&settings.request_limits);
+        if limit.name.is_empty() || known.any(|l| *l.name == *limit.name) {
             return Err(at(format!("name: {:?} is empty or the name of an earlier limit", limit.name)));
         }
         let Some(rate) = per_second(&limit.rate) else {
@@ -337,9 +347,22 @@ fn read_limits(
             Some(PerToml::Tool) => Per::Tool,
             _ => Per::Caller,
         };
-        limits.push(built);
+        if matches!(limit.per, Some(PerToml::Request)) {
+            if !requests {
+                return Err(at(
+                    "per: \"request\" limits are the listener's ([[gateway.rate_limits]]), not an endpoint's (yet)"
+                        .to_owned(),
+                ));
+            }
+            if !limit.tools.is_empty() {
+                return Err(at("tools: a limit per request takes every request, whatever it calls".to_owned()));
+            }
+            per_request.push(built);
+        } else {
+            calls.push(built);
+        }
     }
-    Ok(limits)
+    Ok((calls, per_request))
 }
 
 /// The endpoint `name` as written (its policy and rate limits aside).
@@ -518,6 +541,26 @@ resources = ["*"]
         let unknown = text.replace("tokens = [\"ci\"]", "tokens = [\"cj\"]");
         let error = Settings::from_toml(&unknown, "gw.toml").unwrap_err();
         assert!(error.contains("gateway.endpoints.dev.rate_limits[0]") && error.contains("cj"), "{error}");
+        let per_request = text.replace("burst = 2\n", "burst = 2\nper = \"request\"\n");
+        let error = Settings::from_toml(&per_request, "gw.toml").unwrap_err();
+        assert!(error.contains("gateway.endpoints.dev.rate_limits[0]: per:"), "{error}");
+    }
+
+    #[test]
+    fn limits_per_request_are_read_apart_and_take_no_tools() {
+        let text = format!(
+            "{FILE}\n[[gateway.rate_limits]]\nname = \"calls\"\nrate = \"1/second\"\n\n[[gateway.rate_limits]]\nname = \"flood\"\ncallers = {{ tokens = [\"ci\"] }}\nrate = \"5/second\"\nburst = 20\nper = \"request\"\n"
+        );
+        let settings = Settings::from_toml(&text, "gw.toml").unwrap();
+        assert_eq!(settings.rate_limits.iter().map(|l| &*l.name).collect::<Vec<_>>(), ["calls"]);
+        assert_eq!(settings.request_limits.len(), 1);
+        let flood = &settings.request_limits[0];
+        assert_eq!((&*flood.name, flood.rate, flood.burst, flood.tools.len()), ("flood", 5.0, 20, 0));
+        let with_tools = text.replace("per = \"request\"", "per = \"request\"\ntools = [\"echo/*\"]");
+        let error = Settings::from_toml(&with_tools, "gw.toml").unwrap_err();
+        assert!(error.contains("gateway.rate_limits[1]: tools:"), "{error}");
+        let same_name = text.replace("name = \"flood\"", "name = \"calls\"");
+        assert!(Settings::from_toml(&same_name, "gw.toml").unwrap_err().contains("earlier limit"));
     }
 
     #[test]

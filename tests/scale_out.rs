@@ -22,6 +22,8 @@
 //!   exactly 5 answered, 10 refused with -32029 and a retry hint; another caller goes on; each
 //!   replica counts its own refusals. The buckets' script directly: shared by two stores,
 //!   refusing with Redis's time, expiring, and failing (not hanging) with Redis stopped.
+//! - Virtual servers on two bridges sharing a Redis: each endpoint's sessions are served by
+//!   both replicas, and a session id of one endpoint is unknown (404) at the other on both.
 //! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
 //!   timeout; restarted on the same port: new sessions are served again.
 //!
@@ -704,14 +706,19 @@ const DEV_TOKEN: &str = "dev-token-90c4d8";
 
 /// A handshake-era session of the bearer `token` through `addr`: its id.
 fn session_with_token(runtime: &tokio::runtime::Runtime, addr: SocketAddr, token: &str) -> String {
+    session_at(runtime, addr, "/mcp", token)
+}
+
+/// A handshake-era session of the bearer `token` at `path` of `addr`: its id.
+fn session_at(runtime: &tokio::runtime::Runtime, addr: SocketAddr, path: &str, token: &str) -> String {
     let auth = format!("Bearer {token}");
     let headers = [BOTH, JSON, ("Authorization", auth.as_str())];
-    let r = runtime.block_on(raw(addr, "POST", "/mcp", &headers, &initialize_body("2025-11-25"), SHORT));
+    let r = runtime.block_on(raw(addr, "POST", path, &headers, &initialize_body("2025-11-25"), SHORT));
     assert_eq!(r.status, 200, "{r:?}");
     let session = r.header("mcp-session-id").expect("a session id").to_owned();
     let headers = [BOTH, JSON, ("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    let r = runtime.block_on(raw(addr, "POST", "/mcp", &headers, &note, SHORT));
+    let r = runtime.block_on(raw(addr, "POST", path, &headers, &note, SHORT));
     assert_eq!(r.status, 202, "{r:?}");
     session
 }
@@ -724,6 +731,20 @@ fn call_with_token(
     session: &str,
     body: &Value,
 ) -> Value {
+    let r = post_at(runtime, addr, "/mcp", token, session, body);
+    assert_eq!(r.status, 200, "{r:?}");
+    r.sse_messages().pop().unwrap_or_else(|| r.json())
+}
+
+/// `body` posted by the bearer `token` in `session` at `path` of `addr`: the HTTP answer.
+fn post_at(
+    runtime: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    path: &str,
+    token: &str,
+    session: &str,
+    body: &Value,
+) -> Raw {
     let auth = format!("Bearer {token}");
     let headers = [
         BOTH,
@@ -732,9 +753,7 @@ fn call_with_token(
         ("Mcp-Session-Id", session),
         ("MCP-Protocol-Version", "2025-11-25"),
     ];
-    let r = runtime.block_on(raw(addr, "POST", "/mcp", &headers, &body.to_string(), SHORT));
-    assert_eq!(r.status, 200, "{r:?}");
-    r.sse_messages().pop().unwrap_or_else(|| r.json())
+    runtime.block_on(raw(addr, "POST", path, &headers, &body.to_string(), SHORT))
 }
 
 /// The value of the sample `name` (labels and all, as rendered) in the /metrics text of
@@ -753,6 +772,21 @@ fn metric(runtime: &tokio::runtime::Runtime, addr: SocketAddr, token: &str, name
 /// the tokens ci and dev, and the limit `ci-hourly`: `burst` calls of ci, one an hour regained
 /// (no bucket refills while a test runs). Their config files in `dir`.
 fn limited_bridges(dir: &std::path::Path, count: usize, burst: u32) -> Cluster {
+    let limit = format!(
+        r#"[[gateway.rate_limits]]
+name = "ci-hourly"
+callers = {{ tokens = ["ci"] }}
+rate = "1/hour"
+burst = {burst}
+"#
+    );
+    bridges("limits", dir, count, &limit)
+}
+
+/// `count` mcp-bridge replicas sharing a Redis, each over its own `echo_server --replica rN`
+/// (upstream `echo`), with the tokens ci and dev and the rest of their config `gateway` (TOML).
+/// Their config files in `dir`.
+fn bridges(name: &str, dir: &std::path::Path, count: usize, gateway: &str) -> Cluster {
     let echo_server = echo_server_path();
     std::fs::create_dir_all(dir).unwrap();
     let config_for = |n: usize| {
@@ -766,18 +800,13 @@ args = ["--replica", "r{n}"]
 ci = {{ env = "CI_TOKEN" }}
 dev = {{ env = "DEV_TOKEN" }}
 
-[[gateway.rate_limits]]
-name = "ci-hourly"
-callers = {{ tokens = ["ci"] }}
-rate = "1/hour"
-burst = {burst}
-"#,
+{gateway}"#,
             command = echo_server.display().to_string()
         );
         std::fs::write(&config, text).unwrap();
         config
     };
-    Cluster::start_n("limits", count, |n, addr, redis| {
+    Cluster::start_n(name, count, |n, addr, redis| {
         let mut command = Command::new(examples::bin_path("mcp-bridge"));
         command.args(["serve", "--listen", &format!("http://{addr}/mcp"), "--session-store", redis, "--config"]);
         command.arg(config_for(n)).env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN);
@@ -923,4 +952,56 @@ fn redis_buckets_are_shared_refuse_with_a_wait_and_fail_without_redis() {
         assert_eq!(taken, Some(Ok(())), "served again once Redis is back");
     });
     drop(redis);
+}
+
+/// Two `mcp-bridge` replicas sharing a Redis, each with the virtual servers `dev` (`/mcp/dev`)
+/// and `readonly` (`/mcp/readonly`) over its own `echo_server --replica rN`: a session of either
+/// endpoint is served by both replicas through the balancer, and its id is unknown (404) at the
+/// other endpoint on every replica: each endpoint's sessions live under a key prefix of their own.
+#[test]
+fn mcp_bridge_replicas_share_each_virtual_servers_sessions_apart() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
+    let dir = std::env::temp_dir().join(format!("mcpwire-scale-out-endpoints-{}", std::process::id()));
+    let endpoints = r#"[gateway.endpoints.dev]
+path = "/mcp/dev"
+
+[gateway.endpoints.readonly]
+path = "/mcp/readonly"
+exclude_tools = ["echo/add"]
+"#;
+    let cluster = bridges("endpoints", &dir, 2, endpoints);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for (path, other) in [("/mcp/dev", "/mcp/readonly"), ("/mcp/readonly", "/mcp/dev")] {
+        let session = session_at(&runtime, cluster.balancer, path, CI_TOKEN);
+        let list = json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {}});
+        let listed = post_at(&runtime, cluster.balancer, path, CI_TOKEN, &session, &list);
+        assert_eq!(listed.status, 200, "{path}: {listed:?}");
+        let listed = listed.sse_messages().pop().unwrap_or_else(|| listed.json());
+        let names: Vec<&str> =
+            listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+        let whoami = *names.iter().find(|n| n.ends_with("whoami")).unwrap_or_else(|| panic!("{listed}"));
+        // Each endpoint's own view, wherever the request lands.
+        assert_eq!(names.iter().any(|n| n.ends_with("add")), path == "/mcp/dev", "{path}: {names:?}");
+        let mut answered_by: Vec<String> = (1..=6)
+            .map(|id| {
+                let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": whoami, "arguments": {}}});
+                let r = post_at(&runtime, cluster.balancer, path, CI_TOKEN, &session, &call);
+                assert_eq!(r.status, 200, "{path}: {r:?}");
+                let answer = r.sse_messages().pop().unwrap_or_else(|| r.json());
+                text(&answer["result"]).to_owned()
+            })
+            .collect();
+        answered_by.sort();
+        answered_by.dedup();
+        assert_eq!(answered_by, ["r1", "r2"], "{path}: the session is served by both replicas");
+        let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+        for replica in &cluster.replicas {
+            let r = post_at(&runtime, *replica, other, CI_TOKEN, &session, &ping);
+            assert_eq!(r.status, 404, "a session of {path} at {other} of {replica}: {r:?}");
+            let r = post_at(&runtime, *replica, path, CI_TOKEN, &session, &ping);
+            assert_eq!(r.status, 200, "the session at {path} of {replica}: {r:?}");
+        }
+    }
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -11,8 +11,9 @@
 //! the `_meta` it received, so the context the bridge injected can be compared with the spans
 //! it exported. This process installs no OpenTelemetry layer: that upstream propagates no
 //! context of its own (the sampling it asks for is an uninstrumented upstream's). The Python
-//! peers (tests/peers/py_otel_*.py, `MCP_PYTHON_OTEL`) are traced by the SDK's own
-//! instrumentation (mcp 2.3.0), exported by the OpenTelemetry Python SDK.
+//! peers (tests/peers/py_otel_*.py) are traced by the SDK's own instrumentation (mcp 2.3.0,
+//! `MCP_PYTHON_OTEL`) and by OpenLLMetry's `opentelemetry-instrumentation-mcp` (mcp 1.30.0,
+//! `MCP_PYTHON_OPENLLMETRY`), exported by the OpenTelemetry Python SDK.
 
 use crate::examples;
 use crate::serving::{children_of, ServingBridge};
@@ -598,20 +599,20 @@ async fn a_sampling_request_made_during_a_call_stays_in_its_trace() {
     upstream.shutdown().await;
 }
 
-/// The Python SDK's client (mcp 2.3.0, its own instrumentation, exported by the OpenTelemetry
-/// Python SDK) → `mcp-bridge serve` → the Python SDK's server over stdio (likewise): one trace
-/// across the three processes, each span the child of the one before it, the bridge's spans
-/// with the conventions' attributes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_python_client_the_bridge_and_a_python_server_are_one_trace() {
+/// tests/peers/py_otel_client.py → `mcp-bridge serve --otlp-endpoint` → py_otel_server.py over
+/// stdio (upstream `py`), both run by the interpreter of `python_var` in peers.env (its venv
+/// says who traces them) and exporting to one collector as `{service}-client` and
+/// `{service}-server`; the client calls `mcp__py__echo {text: "across"}`. Returns the client's
+/// JSON line (it checked the answer) and the collector.
+fn python_call_through_the_bridge(python_var: &str, service: &str) -> (Value, Collector) {
     let collector = Collector::start();
-    let python = crate::support::peer("MCP_PYTHON_OTEL");
+    let python = crate::support::peer(python_var);
     let server = crate::support::repo_path("tests/peers/py_otel_server.py");
-    let dir = std::env::temp_dir().join(format!("mcpwire-otel-{}-python", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("mcpwire-otel-{}-{service}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("config.toml");
     let otel_env = format!(
-        "env = {{ OTEL_EXPORTER_OTLP_ENDPOINT = {:?}, OTEL_SERVICE_NAME = \"py-otel-server\" }}",
+        "env = {{ OTEL_EXPORTER_OTLP_ENDPOINT = {:?}, OTEL_SERVICE_NAME = \"{service}-server\" }}",
         collector.url
     );
     std::fs::write(&config, format!("[mcp_servers.py]\ncommand = {python:?}\nargs = [{server:?}]\n{otel_env}\n"))
@@ -625,47 +626,49 @@ async fn a_python_client_the_bridge_and_a_python_server_are_one_trace() {
         .arg(&client)
         .args([&bridge.url, "mcp__py__echo", "across"])
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
-        .env("OTEL_SERVICE_NAME", "py-otel-client")
+        .env("OTEL_SERVICE_NAME", format!("{service}-client"))
         .env_remove("OTEL_SDK_DISABLED")
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let line: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(line["text"], "across", "{line}");
-    let trace = line["trace_id"].as_str().unwrap().to_owned();
+    assert_eq!(line["is_error"], false, "{line}");
     bridge.stop();
+    (line, collector)
+}
 
-    let of = |spans: &[Received], service: &str, kind: SpanKind, name: &str| -> Option<Received> {
-        spans
-            .iter()
-            .find(|r| {
-                hex(&r.span.trace_id) == trace
-                    && r.service.as_deref() == Some(service)
-                    && r.span.kind == kind as i32
-                    && r.span.name == name
-            })
-            .cloned()
-    };
-    let chain = [
-        ("py-otel-client", SpanKind::Client, "MCP send tools/call mcp__py__echo"),
-        ("mcp-bridge", SpanKind::Server, "tools/call mcp__py__echo"),
-        ("mcp-bridge", SpanKind::Client, "tools/call echo"),
-        ("py-otel-server", SpanKind::Server, "tools/call echo"),
-    ];
-    let spans = collector.spans_when(|spans| chain.iter().all(|(s, k, n)| of(spans, s, *k, n).is_some()));
-    let found: Vec<Received> = chain.iter().map(|(s, k, n)| of(&spans, s, *k, n).unwrap()).collect();
+/// The spans of `trace` that make `links` (service, kind, name), each the child of the one
+/// before it; the first may have any parent. None until all of them have arrived.
+fn chain_in(spans: &[Received], trace: &str, links: &[(&str, SpanKind, &str)]) -> Option<Vec<Received>> {
+    let mut found: Vec<Received> = Vec::new();
+    for (service, kind, name) in links {
+        let parent = found.last().map(|r| r.span.span_id.clone());
+        let next = spans.iter().find(|r| {
+            hex(&r.span.trace_id) == trace
+                && r.service.as_deref() == Some(*service)
+                && r.span.kind == *kind as i32
+                && r.span.name == *name
+                && parent.as_ref().is_none_or(|p| &r.span.parent_span_id == p)
+        })?;
+        found.push(next.clone());
+    }
+    Some(found)
+}
+
+/// The spans of `links` in the client's trace, once all have arrived (each the child of the one
+/// before), the first being the child of the client's root span.
+fn python_chain(line: &Value, collector: &Collector, links: &[(&str, SpanKind, &str)]) -> Vec<Received> {
+    let trace = line["trace_id"].as_str().unwrap();
+    let spans = collector.spans_when(|spans| chain_in(spans, trace, links).is_some());
+    let found = chain_in(&spans, trace, links).unwrap();
     let root = line["root_span_id"].as_str().unwrap();
     assert_eq!(hex(&found[0].span.parent_span_id), root, "the Python client's span is in its root span");
-    for pair in found.windows(2) {
-        assert_eq!(
-            hex(&pair[1].span.parent_span_id),
-            hex(&pair[0].span.span_id),
-            "{} is the child of {}",
-            pair[1].span.name,
-            pair[0].span.name
-        );
-    }
-    let (bridge_server, bridge_client) = (&found[1].span, &found[2].span);
+    found
+}
+
+/// The bridge's two spans of a call to `mcp__py__echo`, with the conventions' attributes.
+fn assert_bridge_call_spans(bridge_server: &Span, bridge_client: &Span) {
     assert_eq!(attribute(bridge_server, "mcp.method.name").as_deref(), Some("tools/call"));
     assert_eq!(attribute(bridge_server, "gen_ai.tool.name").as_deref(), Some("mcp__py__echo"));
     assert_eq!(attribute(bridge_server, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
@@ -675,6 +678,47 @@ async fn a_python_client_the_bridge_and_a_python_server_are_one_trace() {
     assert_eq!(attribute(bridge_client, "gen_ai.tool.name").as_deref(), Some("echo"));
     assert_eq!(attribute(bridge_client, "network.transport").as_deref(), Some("pipe"));
     assert!(attribute(bridge_client, "mcp.protocol.version").is_some(), "{bridge_client:#?}");
+}
+
+/// The Python SDK's client (mcp 2.3.0, its own instrumentation, exported by the OpenTelemetry
+/// Python SDK) → `mcp-bridge serve` → the Python SDK's server over stdio (likewise): one trace
+/// across the three processes, each span the child of the one before it, the bridge's spans
+/// with the conventions' attributes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_client_the_bridge_and_a_python_server_are_one_trace() {
+    let (line, collector) = python_call_through_the_bridge("MCP_PYTHON_OTEL", "py-otel");
+    let found = python_chain(
+        &line,
+        &collector,
+        &[
+            ("py-otel-client", SpanKind::Client, "MCP send tools/call mcp__py__echo"),
+            ("mcp-bridge", SpanKind::Server, "tools/call mcp__py__echo"),
+            ("mcp-bridge", SpanKind::Client, "tools/call echo"),
+            ("py-otel-server", SpanKind::Server, "tools/call echo"),
+        ],
+    );
+    assert_bridge_call_spans(&found[1].span, &found[2].span);
     // The Python server's span, by the SDK's own instrumentation, carries the same conventions.
     assert_eq!(attribute(&found[3].span, "gen_ai.tool.name").as_deref(), Some("echo"));
+}
+
+/// The same across OpenLLMetry's `opentelemetry-instrumentation-mcp` (0.62.4) on both Python
+/// sides, which instruments the Python SDK 1.x (mcp 1.30.0): its client's tool span, the span of
+/// the request's write (whose context it puts in `_meta`), the bridge's server and client spans,
+/// and the server's span of writing the answer, in that order, parent to child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openllmetry_instrumented_python_peers_and_the_bridge_are_one_trace() {
+    let (line, collector) = python_call_through_the_bridge("MCP_PYTHON_OPENLLMETRY", "py-openllmetry");
+    let found = python_chain(
+        &line,
+        &collector,
+        &[
+            ("py-openllmetry-client", SpanKind::Internal, "mcp__py__echo.tool"),
+            ("py-openllmetry-client", SpanKind::Internal, "ResponseStreamWriter"),
+            ("mcp-bridge", SpanKind::Server, "tools/call mcp__py__echo"),
+            ("mcp-bridge", SpanKind::Client, "tools/call echo"),
+            ("py-openllmetry-server", SpanKind::Internal, "ResponseStreamWriter"),
+        ],
+    );
+    assert_bridge_call_spans(&found[2].span, &found[3].span);
 }

@@ -407,6 +407,82 @@ per = "tool"
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A limit per request (`per = "request"`): every request of ci's to the MCP endpoint takes a
+/// token, whatever it is; past the burst, 429 with `Retry-After` and the JSON-RPC error naming
+/// the limit; dev's requests and the routes go on; the refusals are counted; reloaded without
+/// the limit, ci's live session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_over_a_request_limit_gets_429_while_others_go_on() {
+    use crate::http_support::{initialize_body, raw, Raw, BOTH, JSON, SHORT};
+    let dir = scratch("request-limits");
+    let config = dir.join("gateway.toml");
+    let echo =
+        format!("[mcp_servers.echo]\ncommand = {:?}\n", examples::example_path("echo_server").display().to_string());
+    let tokens = "[gateway.tokens]\nci = { env = \"CI_TOKEN\" }\ndev = { env = \"DEV_TOKEN\" }\n";
+    // One request an hour regained: the bucket cannot refill while the test runs.
+    let limit = "[[gateway.rate_limits]]\nname = \"ci-requests\"\ncallers = { tokens = [\"ci\"] }\nrate = \"1/hour\"\nburst = 4\nper = \"request\"\n";
+    std::fs::write(&config, format!("{echo}\n{tokens}\n{limit}")).unwrap();
+    let bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap()], |command| {
+        command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN);
+    });
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", bridge.port()).parse().unwrap();
+    let post = |token: &'static str, session: Option<String>, body: String| async move {
+        let auth = format!("Bearer {token}");
+        let mut headers = vec![BOTH, JSON, ("Authorization", auth.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+        if let Some(session) = &session {
+            headers.push(("Mcp-Session-Id", session.as_str()));
+        }
+        raw(addr, "POST", "/mcp", &headers, &body, SHORT).await
+    };
+    let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let open = |token: &'static str| {
+        let note = note.clone();
+        async move {
+            let r: Raw = post(token, None, initialize_body("2025-11-25")).await;
+            assert_eq!(r.status, 200, "{r:?}");
+            let session = r.header("mcp-session-id").expect("a session id").to_owned();
+            assert_eq!(post(token, Some(session.clone()), note).await.status, 202);
+            session
+        }
+    };
+    // ci: initialize and initialized are two requests of the four; a list and a ping the rest.
+    let ci = open(CI_TOKEN).await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    assert_eq!(post(CI_TOKEN, Some(ci.clone()), list).await.status, 200);
+    assert_eq!(post(CI_TOKEN, Some(ci.clone()), ping(2)).await.status, 200);
+    let refused = post(CI_TOKEN, Some(ci.clone()), ping(3)).await;
+    assert_eq!(refused.status, 429, "{refused:?}");
+    let retry: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert!(retry > 60 && retry <= 3600, "about an hour: {retry}");
+    let error = &refused.json()["error"];
+    assert_eq!(error["code"], -32029, "{error}");
+    assert_eq!(error["data"]["limit"], "ci-requests", "{error}");
+    assert!(error["message"].as_str().unwrap().contains("ci-requests"), "{error}");
+    // Another caller is not limited; a route is not an MCP request.
+    let dev = open(DEV_TOKEN).await;
+    for id in 10..16 {
+        assert_eq!(post(DEV_TOKEN, Some(dev.clone()), ping(id)).await.status, 200);
+    }
+    let (status, metrics) = http_get(&bridge.url, "/metrics", Some(CI_TOKEN));
+    assert_eq!(status, 200);
+    assert!(metrics.contains("mcp_bridge_rate_limited_total{limit=\"ci-requests\"} 1"), "{metrics}");
+    // Reloaded without the limit: ci's session goes on.
+    std::fs::write(&config, format!("{echo}\n{tokens}")).unwrap();
+    bridge.signal("HUP");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = post(CI_TOKEN, Some(ci.clone()), ping(20)).await;
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 429, "{r:?}");
+        assert!(std::time::Instant::now() < deadline, "the reload lifts the limit within 30 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_has_a_line_per_call_and_no_token() {
     let dir = scratch("audit");

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""py_otel_server.py: a Python SDK (mcp 2.3.0) MCPServer over stdio whose spans are exported over
-OTLP/HTTP protobuf, for the cross-implementation trace test (tests/gateway/bridge_otel.rs).
+"""py_otel_server.py: a Python SDK server over stdio whose spans are exported over OTLP/HTTP
+protobuf, for the cross-implementation trace tests (tests/gateway/bridge_otel.rs).
 
-    $MCP_PYTHON_OTEL py_otel_server.py
+    $MCP_PYTHON_OTEL py_otel_server.py          # mcp 2.3.0's MCPServer, its own spans
+    $MCP_PYTHON_OPENLLMETRY py_otel_server.py   # mcp 1.30.0's FastMCP, OpenLLMetry's spans
 
-The instrumentation is the SDK's own (mcp 2.3.0 ships OpenTelemetry spans, SEP-414: a SERVER span
-per request, continuing the W3C context found in `params._meta`); this script only installs a
-tracer provider that exports, configured the OpenTelemetry way (OTEL_EXPORTER_OTLP_ENDPOINT,
-OTEL_SERVICE_NAME). `opentelemetry-instrumentation-mcp` (0.62.4) cannot instrument mcp 2.x
-(see tests/peers/README.md), so it is not used. Spans are exported as they end (a simple
+Who makes the MCP spans depends on the interpreter's venv:
+- mcp 2.x instruments itself (SEP-414): a SERVER span per request, continuing the W3C context
+  found in `params._meta`;
+- under mcp 1.x, OpenLLMetry's `opentelemetry-instrumentation-mcp` (`McpInstrumentor`) continues
+  the context found in `_meta` and makes a span `ResponseStreamWriter` as each answer is written
+  (its tool spans are for the separate `fastmcp` package, not the SDK's FastMCP used here).
+This script installs a tracer provider that exports, configured the OpenTelemetry way
+(OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME). Spans are exported as they end (a simple
 processor), so that nothing waits in a batch when the bridge closes our stdin.
 
-Tools: `echo {text}` answers with the text; `fail` answers with a tool error.
+Tools: `echo {text}` answers with the text.
 """
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -22,10 +26,20 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 provider = TracerProvider(resource=Resource.create())
 provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
 trace.set_tracer_provider(provider)
+try:
+    from opentelemetry.instrumentation.mcp import McpInstrumentor
+except ImportError:  # mcp 2.x: traced by the SDK itself
+    pass
+else:
+    McpInstrumentor().instrument()
 
-from mcp.server.mcpserver import MCPServer  # noqa: E402  (after the provider, which its tracer uses)
+# After the provider and instrument(), which patches mcp on import.
+try:
+    from mcp.server.mcpserver import MCPServer as Server  # noqa: E402  (mcp 2.x)
+except ImportError:
+    from mcp.server.fastmcp import FastMCP as Server  # noqa: E402  (mcp 1.x)
 
-server = MCPServer("py-otel")
+server = Server("py-otel")
 
 
 @server.tool()

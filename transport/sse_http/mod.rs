@@ -72,7 +72,7 @@ pub use event_store::{EventId, EventStore, Flushed, MemoryEventStore, StoredEven
 pub use mount::MountedServer;
 pub use request_context::HttpRequestParts;
 pub use routes::{RouteRequest, RouteResponse, Streamed};
-pub use server::{HttpServer, HttpServerConfig, ServerTransport};
+pub use server::{HttpServer, HttpServerConfig, RequestLimit, RequestRefused, ServerTransport};
 pub use service::{HttpService, RemoteAddr};
 pub use session_store::{
     MemorySessionStore, RelayKind, Relayed, ReplayedRequest, SessionRecord, SessionStore, StoreError, StoreFuture,

@@ -121,7 +121,9 @@ mod session;
 mod stream;
 
 pub use bookkeeping::QUEUED_FOR_GET;
-pub use config::{HostCheck, HttpServerConfig, OriginCheck, ResponseMode, DEFAULT_MAX_SESSIONS};
+pub use config::{
+    HostCheck, HttpServerConfig, OriginCheck, RequestLimit, RequestRefused, ResponseMode, DEFAULT_MAX_SESSIONS,
+};
 pub use listener::HttpServer;
 pub use session::ServerTransport;
 

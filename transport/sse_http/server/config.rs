@@ -182,6 +182,23 @@ pub struct HttpServerConfig {
     /// OAuth protection of the MCP endpoints and guarded routes (see
     /// [`HttpServerConfig::protected_resource`]): none.
     pub protected_resource: Option<ProtectedResource>,
+    /// The rate limit on each caller's requests to the MCP endpoints (see
+    /// [`HttpServerConfig::request_limit`]): none.
+    pub request_limit: Option<RequestLimit>,
+}
+
+/// Asked once per request to an MCP endpoint (POST, GET, DELETE, the legacy endpoints), with the
+/// request's caller (`None` without authentication): `Err` refuses the request with 429.
+pub type RequestLimit =
+    Arc<dyn Fn(Option<&crate::transport::principal::Principal>) -> Result<(), RequestRefused> + Send + Sync>;
+
+/// A request a [`RequestLimit`] refused: the limit's name and how long until it would pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRefused {
+    /// The limit's name (in the refusal's message and data).
+    pub limit: String,
+    /// How long until the caller's next request would pass.
+    pub retry_after: Duration,
 }
 
 impl Default for HttpServerConfig {
@@ -226,6 +243,7 @@ impl Default for HttpServerConfig {
             max_sessions_per_principal: None,
             routes: Vec::new(),
             protected_resource: None,
+            request_limit: None,
         }
     }
 }
@@ -430,6 +448,16 @@ impl HttpServerConfig {
     /// takes the place of these too.
     pub fn named_tokens(mut self, tokens: NamedTokens) -> Self {
         self.named_tokens = tokens;
+        self
+    }
+
+    /// Limits each caller's requests to the MCP endpoints: `limit` is asked once per request,
+    /// after its token is checked (so with the caller's principal), and a request it refuses gets
+    /// 429 with `Retry-After` (whole seconds, rounded up) and a JSON-RPC error -32029 naming the
+    /// limit (`data`: `limit`, `retryAfterMs`), before anything of it is read or any session
+    /// touched. Routes and the metadata document are not limited.
+    pub fn request_limit(mut self, limit: RequestLimit) -> Self {
+        self.request_limit = Some(limit);
         self
     }
 

@@ -1,5 +1,5 @@
 //! The small answers and request readers every handler shares: plain and JSON-RPC error
-//! responses, the session-id header, the body read under its cap and timeout, the
+//! responses, the 429 of a request over its rate limit, the session-id header, the body read under its cap and timeout, the
 //! `MCP-Protocol-Version` header, JSON-RPC decoding into a 400.
 //!
 //! Not here: which of them a request gets (the handlers).
@@ -11,7 +11,7 @@ use hyper::{Response, StatusCode};
 
 use crate::transport::sse_http::session_store::StoreError;
 
-use super::config::HttpServerConfig;
+use super::config::{HttpServerConfig, RequestRefused};
 use crate::proto::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message};
 use crate::transport::sse_http::{empty, full, HttpBody};
 
@@ -26,6 +26,24 @@ pub(super) fn plain(status: StatusCode, text: &'static str) -> Response<HttpBody
     let mut response = Response::new(full(text));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    response
+}
+
+/// 429 for a request a [`RequestLimit`](super::config::RequestLimit) refused: `Retry-After`
+/// (whole seconds, rounded up) and a JSON-RPC error -32029 naming the limit, as a call over a
+/// rate limit gets (`data`: `limit`, `retryAfterMs`).
+pub(super) fn rate_limited(refused: &RequestRefused) -> Response<HttpBody> {
+    let wait = refused.retry_after;
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let millis = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+    let message = format!("Too Many Requests: over the rate limit {}; retry in {secs} s", refused.limit);
+    let data = serde_json::json!({"limit": refused.limit, "retryAfterMs": millis});
+    let plain_error = ErrorObject::new(ErrorCode(-32029), message);
+    let error = plain_error.clone().with_data(&data).unwrap_or(plain_error);
+    let mut response = Response::new(full(Message::Error(ErrorResponse::new(None, error)).to_vec()));
+    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(hyper::header::RETRY_AFTER, HeaderValue::from(secs));
     response
 }
 

@@ -21,7 +21,7 @@ use super::guards::{auth_refused, authenticate, resource_metadata, unauthorized,
 use super::legacy::{legacy_get, legacy_post};
 use super::post::post;
 use super::registry::Shared;
-use super::reply::{plain, rpc_error, TRANSPORT_ERROR};
+use super::reply::{plain, rate_limited, rpc_error, TRANSPORT_ERROR};
 use super::routes_served::serve_route;
 use crate::transport::sse_http::HttpBody;
 
@@ -73,6 +73,12 @@ pub(in crate::transport::sse_http) async fn handle(
     }
     if shared.shutting_down.load(Ordering::Acquire) {
         return rpc_error(StatusCode::SERVICE_UNAVAILABLE, TRANSPORT_ERROR, "Server shutting down");
+    }
+    if let (Some(limit), false) = (&config.request_limit, matches!(target, Target::Route(_))) {
+        let caller = req.extensions().get::<Authenticated>().map(|a| &*a.0);
+        if let Err(refused) = limit(caller) {
+            return rate_limited(&refused);
+        }
     }
     let token_expires = match &config.protected_resource {
         Some(_) => req.extensions().get::<Authenticated>().and_then(|a| token_expiry::deadline(&a.0)),
