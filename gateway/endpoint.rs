@@ -23,8 +23,9 @@
 //!   first: a call they refuse takes nothing from the gateway's (a call the gateway's refuse
 //!   has taken its token from the endpoint's). A reload that leaves an
 //!   endpoint's limits as they were keeps their buckets; changed limits start full. They are
-//!   kept in this process's memory (the gateway's shared store, `--session-store`, is not used
-//!   with endpoints).
+//!   kept in this process's memory: with replicas sharing a store
+//!   ([`Gateway::share_rate_limits`](super::Gateway::share_rate_limits)) the gateway's limits
+//!   are shared, an endpoint's are per replica (yet).
 //! - **Reload**: [`Gateway::set_endpoint`](super::Gateway::set_endpoint) replaces an endpoint's
 //!   description; its live sessions see the new view on their next list (they are told
 //!   `list_changed`), none is dropped.
