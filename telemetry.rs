@@ -28,7 +28,8 @@
 //! where there is one.
 //!
 //! Not here: the subscriber, the SDK, the exporter or the sampler (the application's), tool
-//! arguments and results as attributes (never recorded), the conventions' metrics.
+//! arguments and results as attributes (never recorded), the conventions' duration metrics
+//! (the gateway's `gateway::metrics::bridge` measures them; `mcp-bridge` exports them).
 
 use std::fmt::Write as _;
 

@@ -409,10 +409,11 @@ pub struct ServeArgs {
     /// MCP_BRIDGE_SESSION_STORE otherwise). Needs a build with the `redis` feature.
     #[arg(long, value_name = "redis://HOST:PORT")]
     pub session_store: Option<String>,
-    /// Export OpenTelemetry traces of every call (the bridge's server and client spans) to the
-    /// OTLP/HTTP collector at this base URL (e.g. http://127.0.0.1:4318); the standard
-    /// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and
-    /// OTEL_TRACES_SAMPLER apply too. Needs a build with the `otel` feature.
+    /// Export OpenTelemetry traces of every call (the bridge's server and client spans) and the
+    /// MCP duration metrics to the OTLP/HTTP collector at this base URL (e.g.
+    /// http://127.0.0.1:4318); the standard OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME,
+    /// OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER, OTEL_METRIC_EXPORT_INTERVAL and
+    /// OTEL_{TRACES,METRICS}_EXPORTER=none apply too. Needs a build with the `otel` feature.
     #[arg(long, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
     /// Upstream: a stdio server, the command and its arguments after `--` (e.g. to serve it over HTTP).
@@ -500,13 +501,14 @@ where
 #[cfg(feature = "otel")]
 fn init_serve_logs(otlp_endpoint: Option<&str>) -> Result<Option<otel::Exporting>, String> {
     use tracing_subscriber::prelude::*;
+    let metrics = otel::metrics_wanted(otlp_endpoint).map(|endpoint| otel::meter_provider(&endpoint)).transpose()?;
     let Some(endpoint) = otel::wanted(otlp_endpoint) else {
         init_logs("info");
-        return Ok(None);
+        return Ok(metrics.is_some().then(|| otel::Exporting::new(None, metrics)));
     };
-    let (traces, exporting) = otel::layer(&endpoint)?;
+    let (traces, provider) = otel::layer(&endpoint)?;
     tracing_subscriber::registry().with(log_layer("info")).with(traces).init();
-    Ok(Some(exporting))
+    Ok(Some(otel::Exporting::new(Some(provider), metrics)))
 }
 
 /// `serve`'s logs; an OTLP endpoint needs the `otel` feature.

@@ -253,6 +253,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         };
         started.map_err(|e| e.to_string())?;
         let gateway = Arc::new(Gateway::new(set.clone(), callers, per_session, prefix, args.timeout)?);
+        crate::otel::attach_durations(gateway.metrics());
         if let Some(file) = &args.audit_log {
             let sink = if file.as_os_str() == "-" {
                 Sink::Stderr

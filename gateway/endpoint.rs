@@ -17,6 +17,15 @@
 //!   refused with -32003 naming the endpoint and why ([`Endpoint::why_hidden`]).
 //! - **Policy**: an endpoint with a policy of its own is governed by it, in place of the
 //!   gateway's; one without is governed by the gateway's.
+//! - **Rate limits**: an endpoint's own limits ([`Endpoint::rate_limits`]) apply to the calls
+//!   through it, with buckets of its own, besides the gateway's limits, which apply to every
+//!   call through any endpoint (one budget for the upstreams). The endpoint's are asked
+//!   first: a call they refuse takes nothing from the gateway's (a call the gateway's refuse
+//!   has taken its token from the endpoint's). A reload that leaves an
+//!   endpoint's limits as they were keeps their buckets; changed limits start full. They are
+//!   kept in this process's memory: with replicas sharing a store
+//!   ([`Gateway::share_rate_limits`](super::Gateway::share_rate_limits)) the gateway's limits
+//!   are shared, an endpoint's are per replica (yet).
 //! - **Reload**: [`Gateway::set_endpoint`](super::Gateway::set_endpoint) replaces an endpoint's
 //!   description; its live sessions see the new view on their next list (they are told
 //!   `list_changed`), none is dropped.
@@ -29,6 +38,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use super::policy::{Glob, Kind, Policy};
+use super::rate_limit::{Limit, RateLimiter};
 use super::View;
 use crate::proto::mcp_types::{Prompt, Tool};
 use crate::server::Server;
@@ -91,8 +101,8 @@ impl Filter {
     }
 }
 
-/// One virtual server: its name and path, what it offers, whom it lets in, its policy (see the
-/// [module](self) docs). Pure data: compared to tell a reload that changed it.
+/// One virtual server: its name and path, what it offers, whom it lets in, its policy and rate
+/// limits (see the [module](self) docs). Pure data: compared to tell a reload that changed it.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Endpoint {
@@ -116,6 +126,8 @@ pub struct Endpoint {
     pub scopes: Vec<String>,
     /// Its own policy, in place of the gateway's (`None`: the gateway's applies).
     pub policy: Option<Policy>,
+    /// Its own rate limits on the calls through it, besides the gateway's.
+    pub rate_limits: Vec<Limit>,
 }
 
 impl Endpoint {
@@ -133,6 +145,7 @@ impl Endpoint {
             tokens: Vec::new(),
             scopes: Vec::new(),
             policy: None,
+            rate_limits: Vec::new(),
         }
     }
 
@@ -169,6 +182,12 @@ impl Endpoint {
     /// Every request needs the OAuth `scopes` too.
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Endpoint {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The calls through it limited by `limits` too (besides the gateway's limits).
+    pub fn rate_limits(mut self, limits: Vec<Limit>) -> Endpoint {
+        self.rate_limits = limits;
         self
     }
 
@@ -308,6 +327,8 @@ pub(crate) struct Served {
     pub(crate) view: RwLock<Arc<View>>,
     /// The endpoint's own policy, shared (not cloned) by the requests that ask it.
     pub(crate) policy: RwLock<Option<Arc<Policy>>>,
+    /// The endpoint's own rate limits and their buckets; `None`: none.
+    pub(crate) limiter: RwLock<Option<Arc<RateLimiter>>>,
     pub(crate) server: OnceLock<Server>,
     /// Distinguishes its sessions from other endpoints' (session numbers are per server).
     pub(crate) ordinal: u64,
@@ -324,6 +345,15 @@ impl Served {
 
     pub(crate) fn view(&self) -> Arc<View> {
         self.view.read().expect("endpoint view lock").clone()
+    }
+
+    pub(crate) fn limiter(&self) -> Option<Arc<RateLimiter>> {
+        self.limiter.read().expect("endpoint limiter lock").clone()
+    }
+
+    /// The limiter of `limits`: `None` without any.
+    pub(crate) fn limiter_of(limits: &[Limit]) -> RwLock<Option<Arc<RateLimiter>>> {
+        RwLock::new((!limits.is_empty()).then(|| Arc::new(RateLimiter::new(limits.to_vec()))))
     }
 
     /// The key of session `session` of this endpoint among every endpoint's sessions.
@@ -344,6 +374,10 @@ impl Served {
         let new = base.restrict(&endpoint)?;
         let policy_changed = policy_changed || endpoint.policy != self.endpoint().policy;
         *self.policy.write().expect("endpoint policy lock") = endpoint.policy.clone().map(Arc::new);
+        if endpoint.rate_limits != self.endpoint().rate_limits {
+            *self.limiter.write().expect("endpoint limiter lock") =
+                Self::limiter_of(&endpoint.rate_limits).into_inner().expect("a new lock");
+        }
         *self.endpoint.write().expect("endpoint lock") = endpoint;
         let old = std::mem::replace(&mut *self.view.write().expect("endpoint view lock"), Arc::new(new));
         let new = self.view();

@@ -37,9 +37,13 @@
 //!   `retryAfterMs`), the caller being the request's verified principal.
 //! - Virtual servers: [`Gateway::endpoint_server`] ([`endpoint`]): more downstream servers over
 //!   the same upstream connections, each offering a part of the view (renamed as it says)
-//!   under its own policy or the gateway's; every request is served through a `Scope`, the
-//!   view and policy of the endpoint it came through.
-//! - Audit: one line per `tools/call`, `prompts/get` and `resources/read` ([`audit`]).
+//!   under its own policy or the gateway's, and its own rate limits besides the gateway's;
+//!   every request is served through a `Scope`, the view, policy and limits of the endpoint it
+//!   came through.
+//! - Audit: one line per `tools/call`, `prompts/get` and `resources/read` ([`audit`]), a
+//!   cancelled one included.
+//! - Metrics: [`BridgeMetrics`] ([`metrics`]), the MCP conventions' operation and session
+//!   durations among them, also handed to a `DurationsSink` when the application sets one.
 //!
 //! Not here: listening, signals, reloading a configuration file, the command line: the
 //! application does that (`mcp-bridge serve` in the `mcp-bridge` package is one).
@@ -49,7 +53,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use self::metrics::bridge::{BridgeMetrics, CallOutcome, Ended, Operation};
+use self::metrics::bridge::{BridgeMetrics, CallOutcome, Ended, Operation, SessionEnd};
 use crate::client::config::{InProcess, McpConfig, ServerConfig};
 use crate::client::connection_set::{
     qualify, ConnectionSet, MergedCatalog, ServerState, SetCallOptions, SetError, SetEvent, SetOptions,
@@ -315,6 +319,20 @@ impl Gateway {
         self.refusal(checked)
     }
 
+    /// [`Gateway::within_limits`] for the limits of the endpoint the call came through, if it
+    /// has any (its own buckets, in memory).
+    fn within_endpoint_limits(
+        &self,
+        scope: &Scope,
+        context: &Context,
+        server: &str,
+        tool: &str,
+    ) -> Result<(), ErrorObject> {
+        let Some(limiter) = scope.endpoint.as_ref().and_then(|served| served.limiter()) else { return Ok(()) };
+        let checked = limiter.check(context.principal(), server, tool, Instant::now());
+        self.refusal(checked)
+    }
+
     /// [`Gateway::within_limits`] in the buckets of `shared` (see
     /// [`Gateway::share_rate_limits`]), or in this process's when `shared` cannot be asked.
     async fn within_shared_limits(
@@ -507,6 +525,7 @@ impl Gateway {
             let served = Arc::new(Served {
                 name: endpoint.name.clone(),
                 policy: RwLock::new(endpoint.policy.clone().map(Arc::new)),
+                limiter: Served::limiter_of(&endpoint.rate_limits),
                 endpoint: RwLock::new(Arc::new(endpoint)),
                 view: RwLock::new(Arc::new(view)),
                 server: OnceLock::new(),
@@ -583,8 +602,13 @@ impl Gateway {
                 SetEvent::Disconnected { server, reason } => {
                     tracing::warn!(server = %printable(&server), reason = %printable(&reason), "upstream disconnected");
                     self.metrics().set_upstream_up(&server, false);
+                    self.metrics().upstream_session_ended(&server, SessionEnd::Disconnected);
                 }
-                SetEvent::Ready { server, .. } => self.metrics().set_upstream_up(&server, true),
+                SetEvent::Ready { server, elapsed, .. } => {
+                    self.metrics().set_upstream_up(&server, true);
+                    self.metrics().upstream_session_started(&server, elapsed);
+                }
+                SetEvent::Disabled { server } => self.metrics().upstream_session_ended(&server, SessionEnd::Closed),
                 SetEvent::Reconnecting { server, attempt, delay } => {
                     let server = printable(&server);
                     tracing::info!(server = %printable(&server), attempt, delay_ms = delay.as_millis() as u64, "restarting upstream")
@@ -593,6 +617,7 @@ impl Gateway {
                     tracing::info!(server = %printable(&server), "upstream restarted");
                     self.metrics().upstream_restarted(&server);
                     self.metrics().set_upstream_up(&server, true);
+                    self.metrics().upstream_session_started(&server, Duration::ZERO);
                     self.refresh();
                 }
                 SetEvent::RestartFailed { server, reason } => {
@@ -720,6 +745,7 @@ impl Gateway {
             gateway: self,
             endpoint: scope.endpoint_name(),
             context: &context,
+            method: "tools/call",
             server,
             tool,
             arguments: arguments.as_ref(),
@@ -769,6 +795,9 @@ impl Gateway {
     ) -> Result<(Body, bool), ErrorObject> {
         let context = context.clone();
         self.permit(scope, &context, Kind::Tool, server, tool, &params.name)?;
+        // The endpoint's limits first: a call they refuse takes nothing from the gateway's,
+        // which every endpoint shares.
+        self.within_endpoint_limits(scope, &context, server, tool)?;
         // The check in memory stays synchronous: no await on the path of every call.
         match self.shared_buckets.get() {
             None => self.within_limits(&context, server, tool)?,
@@ -848,7 +877,7 @@ impl Gateway {
         self.permit(scope, &context, Kind::Resource, &server, &uri, &params.uri)?;
         let asked = std::mem::replace(&mut params.uri, uri.clone());
         params.meta = None;
-        let mut result: ReadResourceResult = self.request::<ReadResource>(scope, &server, params, &context).await?;
+        let mut result: ReadResourceResult = self.request::<ReadResource>(scope, &server, params, &context, "").await?;
         unstamp(&mut result.meta, &mut result.extra);
         if asked != uri {
             for contents in &mut result.contents {
@@ -862,15 +891,43 @@ impl Gateway {
         Ok(Body::typed(result))
     }
 
+    /// A downstream `prompts/get`, its duration observed (labelled with the prompt's name when
+    /// the view lists it).
     async fn get_prompt(&self, scope: &Scope, params: Option<Body>, context: Context) -> Result<Body, ErrorObject> {
-        let mut params: GetPromptRequestParams = decode(params, "prompts/get")?;
+        let started = Instant::now();
+        let observe = |prompt: &str, answer: &Result<Body, ErrorObject>| {
+            let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
+            self.metrics.server_operation(Operation { method: "prompts/get", tool: prompt, ended }, started.elapsed());
+        };
+        let params: GetPromptRequestParams = match decode(params, "prompts/get") {
+            Ok(params) => params,
+            Err(e) => {
+                let answer = Err(e);
+                observe("", &answer);
+                return answer;
+            }
+        };
+        // Borrowed from the view, which outlives the call, as in `call_tool`.
+        let listed = scope.view.prompt_routes.get_key_value(&params.name).map_or("", |(name, _)| name.as_str());
+        let answer = self.get_prompt_decoded(scope, params, context).await;
+        observe(listed, &answer);
+        answer
+    }
+
+    async fn get_prompt_decoded(
+        &self,
+        scope: &Scope,
+        mut params: GetPromptRequestParams,
+        context: Context,
+    ) -> Result<Body, ErrorObject> {
         let Some((server, name)) = self.prompt_route(scope, &params.name)? else {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", params.name)));
         };
         self.permit(scope, &context, Kind::Prompt, &server, &name, &params.name)?;
         params.name = name;
         params.meta = None;
-        let mut result = self.request::<GetPrompt>(scope, &server, params, &context).await?;
+        let target = params.name.clone();
+        let mut result = self.request::<GetPrompt>(scope, &server, params, &context, &target).await?;
         unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
     }
@@ -891,13 +948,15 @@ impl Gateway {
     }
 
     /// Sends `params` of method `M` to `server` (its per-session connection when it has one) on
-    /// behalf of `context`, whose client then answers what the upstream asks meanwhile.
+    /// behalf of `context`, whose client then answers what the upstream asks meanwhile;
+    /// `target` is the name its duration is labelled with (a prompt's upstream name), or empty.
     async fn request<M>(
         &self,
         scope: &Scope,
         server: &str,
         params: M::Params,
         context: &Context,
+        target: &str,
     ) -> Result<M::Output, ErrorObject>
     where
         M: crate::proto::mcp_types::Method,
@@ -911,7 +970,7 @@ impl Gateway {
         let started = Instant::now();
         let answer = with_caller(caller.id, request).await.map_err(|e| upstream_error(server, e));
         let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
-        self.metrics.client_operation(Operation { method: M::NAME, tool: "", ended }, started.elapsed());
+        self.metrics.client_operation(Operation { method: M::NAME, tool: target, ended }, started.elapsed());
         answer
     }
 
@@ -946,7 +1005,7 @@ impl Gateway {
             }
         };
         params.meta = None;
-        let mut result = self.request::<Complete>(scope, &server, params, &context).await?;
+        let mut result = self.request::<Complete>(scope, &server, params, &context, "").await?;
         unstamp(&mut result.meta, &mut result.extra);
         Ok(Body::typed(result))
     }

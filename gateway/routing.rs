@@ -28,11 +28,21 @@ impl Forwarder for Forwarding {
         let observed_context = context.clone();
         let answer = Forwarding::route(gateway.clone(), scope, method, params, context);
         Box::pin(async move {
+            // Observed when it ends, or as cancelled when a cancellation drops this future first.
+            let mut unanswered = Unanswered {
+                gateway: &gateway,
+                endpoint: endpoint.as_deref(),
+                context: &observed_context,
+                method,
+                server: &server,
+                tool: &name,
+                arguments: None,
+                started,
+                ended: None,
+            };
             let answer = answer.await;
-            let outcome = answer.as_ref().map_or_else(outcome_of, |_| AuditOutcome::Ok);
-            let mut entry = observed(&observed_context, method, &server, &name, outcome, started);
-            entry.endpoint = endpoint.as_deref();
-            gateway.observe(&entry);
+            unanswered.ended = Some(answer.as_ref().map_or_else(outcome_of, |_| AuditOutcome::Ok));
+            drop(unanswered);
             answer
         })
     }
@@ -52,17 +62,16 @@ impl Forwarding {
             // Observes its own duration (with its tool's name); the others are observed here.
             return Box::pin(async move { gateway.call_tool(&scope, params, context).await });
         }
+        if method == "prompts/get" {
+            // Observes its own duration too (with its prompt's name).
+            return Box::pin(async move { gateway.get_prompt(&scope, params, context).await });
+        }
         let started = Instant::now();
         let ended = move |gateway: &Gateway, answer: &Result<Body, ErrorObject>| {
             let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
             gateway.metrics.server_operation(Operation { method, tool: "", ended }, started.elapsed());
         };
         match method {
-            "prompts/get" => Box::pin(async move {
-                let answer = gateway.get_prompt(&scope, params, context).await;
-                ended(&gateway, &answer);
-                answer
-            }),
             "resources/read" => Box::pin(async move {
                 let answer = gateway.read_resource(&scope, params, context).await;
                 ended(&gateway, &answer);
@@ -94,12 +103,14 @@ pub(super) fn outcome_of(error: &ErrorObject) -> AuditOutcome {
     }
 }
 
-/// A routed `tools/call` on its way: observed once, when dropped, with how it ended, or as
-/// [`AuditOutcome::Cancelled`] when it never did (its future dropped by a cancellation).
+/// A routed request on its way (`tools/call`, and the others while they are observed):
+/// observed once, when dropped, with how it ended, or as [`AuditOutcome::Cancelled`] when it
+/// never did (its future dropped by a cancellation).
 pub(super) struct Unanswered<'a> {
     pub(super) gateway: &'a Gateway,
     pub(super) endpoint: Option<&'a str>,
     pub(super) context: &'a Context,
+    pub(super) method: &'static str,
     pub(super) server: &'a str,
     pub(super) tool: &'a str,
     pub(super) arguments: Option<&'a serde_json::Map<String, serde_json::Value>>,
@@ -110,7 +121,7 @@ pub(super) struct Unanswered<'a> {
 impl Drop for Unanswered<'_> {
     fn drop(&mut self) {
         let ended = self.ended.unwrap_or(AuditOutcome::Cancelled);
-        let mut entry = observed(self.context, "tools/call", self.server, self.tool, ended, self.started);
+        let mut entry = observed(self.context, self.method, self.server, self.tool, ended, self.started);
         entry.arguments = self.arguments;
         entry.endpoint = self.endpoint;
         self.gateway.observe(&entry);

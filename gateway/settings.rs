@@ -41,6 +41,10 @@
 //!
 //! [gateway.endpoints.readonly.policy]  # its own policy (as [gateway.policy]), in place of
 //! default = "allow"                    # the gateway's
+//!
+//! [[gateway.endpoints.readonly.rate_limits]]  # its own limits (as [[gateway.rate_limits]]),
+//! name = "readonly-calls"              # on the calls through it only, besides the gateway's
+//! rate = "10/minute"
 //! ```
 //!
 //! Never a token in the file: a token is named by the variable that holds it, read when the
@@ -117,6 +121,8 @@ struct EndpointToml {
     #[serde(default)]
     scopes: Vec<String>,
     policy: Option<PolicyToml>,
+    #[serde(default)]
+    rate_limits: Vec<Spanned<LimitToml>>,
 }
 
 #[derive(Deserialize)]
@@ -279,40 +285,9 @@ impl Settings {
             }
             settings.tokens.push((name.clone(), env.clone()));
         }
-        for (i, spanned) in gateway.rate_limits.iter().enumerate() {
-            let at = |what: String| {
-                format!("{file}: line {}: gateway.rate_limits[{i}]: {what}", line_of(text, spanned.span().start))
-            };
-            let limit = spanned.get_ref();
-            let taken = settings.rate_limits.iter().chain(&settings.request_limits).any(|l| *l.name == *limit.name);
-            if limit.name.is_empty() || taken {
-                return Err(at(format!("name: {:?} is empty or the name of an earlier limit", limit.name)));
-            }
-            let Some(rate) = per_second(&limit.rate) else {
-                return Err(at(format!("rate: {:?}: expected N/second, N/minute, N/hour or N/day", limit.rate)));
-            };
-            let burst = limit.burst.unwrap_or(1);
-            if burst == 0 {
-                return Err(at("burst: 0 would refuse every call".to_owned()));
-            }
-            let callers = callers(limit.callers.as_ref());
-            check_tokens(&settings, &callers).map_err(at)?;
-            let mut built = Limit::new(limit.name.as_str(), rate, burst);
-            built.callers = callers;
-            built.tools = limit.tools.iter().map(Glob::new).collect();
-            built.per = match limit.per {
-                Some(PerToml::Tool) => Per::Tool,
-                _ => Per::Caller,
-            };
-            if matches!(limit.per, Some(PerToml::Request)) {
-                if !limit.tools.is_empty() {
-                    return Err(at("tools: a limit per request takes every request, whatever it calls".to_owned()));
-                }
-                settings.request_limits.push(built);
-            } else {
-                settings.rate_limits.push(built);
-            }
-        }
+        let (calls, requests) = read_limits(&gateway.rate_limits, &settings, text, file, "gateway.rate_limits", true)?;
+        settings.rate_limits = calls;
+        settings.request_limits = requests;
         for (name, spanned) in &gateway.endpoints {
             let at = |what: String| {
                 format!("{file}: line {}: gateway.endpoints.{name}: {what}", line_of(text, spanned.span().start))
@@ -327,7 +302,9 @@ impl Settings {
                 }
                 None => None,
             };
-            settings.endpoints.push(endpoint.policy(policy));
+            let table = format!("gateway.endpoints.{name}.rate_limits");
+            let (limits, _) = read_limits(&spanned.get_ref().rate_limits, &settings, text, file, &table, false)?;
+            settings.endpoints.push(endpoint.policy(policy).rate_limits(limits));
         }
         let Some(policy) = gateway.policy else { return Ok(settings) };
         settings.policy = Some(read_policy(&policy, &settings, text, file, "gateway.policy")?);
@@ -335,7 +312,60 @@ impl Settings {
     }
 }
 
-/// The endpoint `name` as written (its policy aside).
+/// The rate limits written in `table` (`gateway.rate_limits` or an endpoint's), on calls and
+/// (`per = "request"`, where `requests` allows it) on requests: each named apart from the
+/// others and from the gateway's (their refusals are counted by name).
+fn read_limits(
+    written: &[Spanned<LimitToml>],
+    settings: &Settings,
+    text: &str,
+    file: &str,
+    table: &str,
+    requests: bool,
+) -> Result<(Vec<Limit>, Vec<Limit>), String> {
+    let (mut calls, mut per_request): (Vec<Limit>, Vec<Limit>) = (Vec::new(), Vec::new());
+    for (i, spanned) in written.iter().enumerate() {
+        let at = |what: String| format!("{file}: line {}: {table}[{i}]: {what}", line_of(text, spanned.span().start));
+        let limit = spanned.get_ref();
+        let mut known = calls.iter().chain(&per_request).chain(&settings.rate_limits).chain(&settings.request_limits);
+        if limit.name.is_empty() || known.any(|l| *l.name == *limit.name) {
+            return Err(at(format!("name: {:?} is empty or the name of an earlier limit", limit.name)));
+        }
+        let Some(rate) = per_second(&limit.rate) else {
+            return Err(at(format!("rate: {:?}: expected N/second, N/minute, N/hour or N/day", limit.rate)));
+        };
+        let burst = limit.burst.unwrap_or(1);
+        if burst == 0 {
+            return Err(at("burst: 0 would refuse every call".to_owned()));
+        }
+        let callers = callers(limit.callers.as_ref());
+        check_tokens(settings, &callers).map_err(at)?;
+        let mut built = Limit::new(limit.name.as_str(), rate, burst);
+        built.callers = callers;
+        built.tools = limit.tools.iter().map(Glob::new).collect();
+        built.per = match limit.per {
+            Some(PerToml::Tool) => Per::Tool,
+            _ => Per::Caller,
+        };
+        if matches!(limit.per, Some(PerToml::Request)) {
+            if !requests {
+                return Err(at(
+                    "per: \"request\" limits are the listener's ([[gateway.rate_limits]]), not an endpoint's (yet)"
+                        .to_owned(),
+                ));
+            }
+            if !limit.tools.is_empty() {
+                return Err(at("tools: a limit per request takes every request, whatever it calls".to_owned()));
+            }
+            per_request.push(built);
+        } else {
+            calls.push(built);
+        }
+    }
+    Ok((calls, per_request))
+}
+
+/// The endpoint `name` as written (its policy and rate limits aside).
 fn endpoint(settings: &Settings, name: &str, written: &EndpointToml) -> Result<Endpoint, String> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
         return Err("an endpoint's name is letters, digits, -, _ and .".to_owned());
@@ -485,6 +515,35 @@ resources = ["*"]
             let error = Settings::from_toml(&broken, "gw.toml").unwrap_err();
             assert!(error.contains(field) && error.contains("line "), "{field}: {error}");
         }
+    }
+
+    #[test]
+    fn an_endpoint_reads_its_own_rate_limits_named_apart_from_the_gateways() {
+        let text = format!(
+            "{FILE}\n[[gateway.rate_limits]]\nname = \"all\"\nrate = \"10/second\"\n\n\
+             [gateway.endpoints.dev]\npath = \"/mcp/dev\"\n\n\
+             [[gateway.endpoints.dev.rate_limits]]\nname = \"dev-calls\"\ncallers = {{ tokens = [\"ci\"] }}\nrate = \"3/minute\"\nburst = 2\n\n\
+             [gateway.endpoints.ops]\npath = \"/mcp/ops\"\n"
+        );
+        let settings = Settings::from_toml(&text, "gw.toml").unwrap();
+        let [dev, ops] = &settings.endpoints[..] else { panic!("{:?}", settings.endpoints) };
+        assert_eq!(settings.rate_limits.len(), 1, "the gateway's limits stay its own");
+        assert_eq!(dev.rate_limits.len(), 1);
+        assert_eq!((&*dev.rate_limits[0].name, dev.rate_limits[0].burst), ("dev-calls", 2));
+        assert!((dev.rate_limits[0].rate - 3.0 / 60.0).abs() < 1e-12);
+        assert!(ops.rate_limits.is_empty());
+        let clash = text.replace("name = \"dev-calls\"", "name = \"all\"");
+        let error = Settings::from_toml(&clash, "gw.toml").unwrap_err();
+        assert!(
+            error.contains("gateway.endpoints.dev.rate_limits[0]: name: \"all\"") && error.contains("line "),
+            "{error}"
+        );
+        let unknown = text.replace("tokens = [\"ci\"]", "tokens = [\"cj\"]");
+        let error = Settings::from_toml(&unknown, "gw.toml").unwrap_err();
+        assert!(error.contains("gateway.endpoints.dev.rate_limits[0]") && error.contains("cj"), "{error}");
+        let per_request = text.replace("burst = 2\n", "burst = 2\nper = \"request\"\n");
+        let error = Settings::from_toml(&per_request, "gw.toml").unwrap_err();
+        assert!(error.contains("gateway.endpoints.dev.rate_limits[0]: per:"), "{error}");
     }
 
     #[test]

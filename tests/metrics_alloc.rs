@@ -1,6 +1,6 @@
 //! Recording into a label set that exists already allocates nothing: a counting global
 //! allocator (counting only on the thread and stretch under test) watches
-//! `BridgeMetrics::record_call` and friends.
+//! `BridgeMetrics::record_call` and friends, the MCP operation durations among them.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire::gateway::metrics::bridge::{BridgeMetrics, CallOutcome};
+use mcpwire::gateway::metrics::bridge::{BridgeMetrics, CallOutcome, Ended, Operation};
 
 struct Counting;
 
@@ -53,12 +53,28 @@ fn recording_an_existing_label_set_does_not_allocate() {
     metrics.set_upstream_up(&server, true);
     metrics.upstream_restarted(&server);
     let guard = metrics.session_opened();
+    // The MCP durations, as the gateway records them on every forwarded call (no sink set:
+    // nothing exported, nothing beyond the Prometheus histograms).
+    let operations = [Ended::Ok, Ended::ToolError, Ended::Error(-32602)].map(|ended| Operation {
+        method: "tools/call",
+        tool: &tool,
+        ended,
+    });
+    let prompt = Operation { method: "prompts/get", tool: "review", ended: Ended::Ok };
+    for operation in operations.iter().chain([&prompt]) {
+        metrics.server_operation(*operation, Duration::ZERO);
+        metrics.client_operation(*operation, Duration::ZERO);
+    }
     let again = allocations(|| {
         for i in 0..100 {
             let outcome = if i % 3 == 0 { CallOutcome::Error } else { CallOutcome::Ok };
             metrics.record_call(&server, &tool, Duration::from_micros(i), outcome);
             metrics.set_upstream_up(&server, i % 2 == 0);
             metrics.upstream_restarted(&server);
+            let operation = operations[i as usize % 3];
+            metrics.server_operation(operation, Duration::from_micros(i));
+            metrics.client_operation(operation, Duration::from_micros(i));
+            metrics.server_operation(prompt, Duration::from_micros(i));
         }
     });
     assert_eq!(again, 0, "recording into existing series allocated");

@@ -4,17 +4,25 @@
 //! a downstream session opened and closed; and the OpenTelemetry MCP conventions' durations
 //! ([`Operation`]): `mcp_server_operation_duration_seconds` (a downstream request, from the
 //! gateway's forwarding to its answer), `mcp_client_operation_duration_seconds` (the gateway's
-//! request to an upstream) and `mcp_server_session_duration_seconds` (a downstream session),
-//! named as the OpenTelemetry-to-Prometheus rules name `mcp.server.operation.duration` (unit
-//! `s`), with the conventions' bucket boundaries ([`MCP_DURATION_BUCKETS`]) and labels
-//! `mcp_method_name`, `gen_ai_tool_name` (a tool call's) and `error_type` (on failure: the
-//! JSON-RPC error code, or `tool_error` for a result with `isError`).
+//! request to an upstream), `mcp_server_session_duration_seconds` (a downstream session) and
+//! `mcp_client_session_duration_seconds` (a session of the shared connection set to an
+//! upstream, from connect to close), named as the OpenTelemetry-to-Prometheus rules name
+//! `mcp.server.operation.duration` (unit `s`), with the conventions' bucket boundaries
+//! ([`MCP_DURATION_BUCKETS`]) and labels `mcp_method_name`, `gen_ai_tool_name` (a tool call's),
+//! `gen_ai_prompt_name` (a `prompts/get`'s) and `error_type` (on failure: the JSON-RPC error
+//! code, or `tool_error` for a result with `isError`; for an upstream session, `disconnected`
+//! when the upstream ended it). The same observations go to a [`DurationsSink`] when one is set
+//! (`mcp-bridge serve` sets one that records them through OpenTelemetry's metrics API): each
+//! duration is measured once and recorded into both.
 //!
-//! Not here: deciding when these happen (the gateway calls them) or serving the text (a
-//! `/metrics` route on the HTTP server renders [`BridgeMetrics::render`]).
+//! Not here: deciding when these happen (the gateway calls them), serving the text (a
+//! `/metrics` route on the HTTP server renders [`BridgeMetrics::render`]), OpenTelemetry itself
+//! (the sink is the bridge's), or the sessions of per-session upstream connections
+//! (`--per-session`): only the shared set's are timed.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::{CounterVec, GaugeVec, HistogramVec, Registry, LATENCY_BUCKETS};
@@ -57,16 +65,50 @@ impl Ended {
     }
 }
 
-/// One MCP operation for the duration histograms: its method, its tool (empty when not a
-/// tool call) and how it ended.
+/// One MCP operation for the duration histograms: its method, what it targets by name (empty
+/// when nothing) and how it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Operation<'a> {
     /// `mcp_method_name`.
     pub method: &'a str,
-    /// `gen_ai_tool_name` (empty: none).
+    /// The name the operation targets: a `tools/call`'s tool (`gen_ai_tool_name`), a
+    /// `prompts/get`'s prompt (`gen_ai_prompt_name`); empty: none. Which label it is follows
+    /// from the method ([`Operation::names`]).
     pub tool: &'a str,
     /// `error_type`.
     pub ended: Ended,
+}
+
+impl<'a> Operation<'a> {
+    /// The `gen_ai_tool_name` and `gen_ai_prompt_name` values: the target under the label its
+    /// method names, the other empty.
+    pub fn names(&self) -> (&'a str, &'a str) {
+        if self.method == "prompts/get" {
+            ("", self.tool)
+        } else {
+            (self.tool, "")
+        }
+    }
+}
+
+/// How a session to an upstream ended, for `mcp_client_session_duration_seconds`' `error_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// Closed by the gateway (a reload replaced or removed the upstream): no `error_type`.
+    Closed,
+    /// The connection ended without the gateway closing it (the process exited, the HTTP
+    /// session expired or the connection broke): `error_type="disconnected"`.
+    Disconnected,
+}
+
+impl SessionEnd {
+    /// The `error_type` label: empty (absent, to Prometheus) for [`SessionEnd::Closed`].
+    pub fn error_type(self) -> &'static str {
+        match self {
+            SessionEnd::Closed => "",
+            SessionEnd::Disconnected => "disconnected",
+        }
+    }
 }
 
 /// The bridge's metrics and the registry they live in (more may be registered there).
@@ -105,14 +147,21 @@ pub struct BridgeMetrics {
     /// `mcp_bridge_rate_limit_store_errors_total`: calls checked against the replica's own
     /// buckets because the shared store (Redis) could not be asked.
     pub rate_limit_store_errors: Arc<CounterVec<0>>,
-    /// `mcp_server_operation_duration_seconds{mcp_method_name,gen_ai_tool_name,error_type}`:
+    /// `mcp_server_operation_duration_seconds{mcp_method_name,gen_ai_tool_name,gen_ai_prompt_name,error_type}`:
     /// the downstream requests the gateway forwarded, from forwarding to answer.
-    pub server_operation_duration: Arc<HistogramVec<3>>,
-    /// `mcp_client_operation_duration_seconds{mcp_method_name,gen_ai_tool_name,error_type}`:
-    /// the gateway's requests to upstreams (a tool under its upstream name).
-    pub client_operation_duration: Arc<HistogramVec<3>>,
+    pub server_operation_duration: Arc<HistogramVec<4>>,
+    /// `mcp_client_operation_duration_seconds{mcp_method_name,gen_ai_tool_name,gen_ai_prompt_name,error_type}`:
+    /// the gateway's requests to upstreams (a tool or prompt under its upstream name).
+    pub client_operation_duration: Arc<HistogramVec<4>>,
     /// `mcp_server_session_duration_seconds`: the downstream sessions that ended.
     pub server_session_duration: Arc<HistogramVec<0>>,
+    /// `mcp_client_session_duration_seconds{error_type}`: the gateway's sessions to its
+    /// upstreams (the shared connection set's) that ended, from connect to close.
+    pub client_session_duration: Arc<HistogramVec<1>>,
+    /// When each upstream's current session started (its connect), by server name.
+    upstream_sessions: Mutex<HashMap<String, Instant>>,
+    /// The same observations for OpenTelemetry, when exporting ([`BridgeMetrics::set_durations_sink`]).
+    durations_sink: OnceLock<Arc<dyn DurationsSink>>,
     /// `mcp_bridge_audit_dropped_total`: audit lines dropped because the writer was behind.
     pub audit_dropped: Arc<CounterVec<0>>,
     /// `mcp_bridge_live_dropped_total`: live traffic items a listener lost because it fell
@@ -213,7 +262,7 @@ impl BridgeMetrics {
                 [],
             )
             .expect(taken);
-        let operation_labels = ["mcp_method_name", "gen_ai_tool_name", "error_type"];
+        let operation_labels = ["mcp_method_name", "gen_ai_tool_name", "gen_ai_prompt_name", "error_type"];
         let server_operation_duration = registry
             .histogram(
                 "mcp_server_operation_duration_seconds",
@@ -237,6 +286,15 @@ impl BridgeMetrics {
                 "mcp_server_session_duration_seconds",
                 "The duration of the downstream MCP sessions that ended (OpenTelemetry mcp.server.session.duration).",
                 [],
+                &MCP_DURATION_BUCKETS,
+            )
+            .expect(taken);
+        let client_session_duration = registry
+            .histogram(
+                "mcp_client_session_duration_seconds",
+                "The duration of the gateway's sessions to its upstream servers that ended, from connect to close \
+                 (OpenTelemetry mcp.client.session.duration); error_type=\"disconnected\" when the upstream ended it.",
+                ["error_type"],
                 &MCP_DURATION_BUCKETS,
             )
             .expect(taken);
@@ -264,6 +322,9 @@ impl BridgeMetrics {
             server_operation_duration,
             client_operation_duration,
             server_session_duration,
+            client_session_duration,
+            upstream_sessions: Mutex::new(HashMap::new()),
+            durations_sink: OnceLock::new(),
             notifications_dropped,
             calls,
             call_errors,
@@ -295,13 +356,56 @@ impl BridgeMetrics {
     /// A downstream request the gateway forwarded ended, `elapsed` after it was received.
     pub fn server_operation(&self, operation: Operation<'_>, elapsed: Duration) {
         let error_type = operation.ended.error_type();
-        self.server_operation_duration.observe_duration([operation.method, operation.tool, &error_type], elapsed);
+        let (tool, prompt) = operation.names();
+        self.server_operation_duration.observe_duration([operation.method, tool, prompt, &error_type], elapsed);
+        if let Some(sink) = self.durations_sink.get() {
+            sink.operation(Side::Server, operation, elapsed);
+        }
     }
 
     /// A request of the gateway to an upstream ended, `elapsed` after it was sent.
     pub fn client_operation(&self, operation: Operation<'_>, elapsed: Duration) {
         let error_type = operation.ended.error_type();
-        self.client_operation_duration.observe_duration([operation.method, operation.tool, &error_type], elapsed);
+        let (tool, prompt) = operation.names();
+        self.client_operation_duration.observe_duration([operation.method, tool, prompt, &error_type], elapsed);
+        if let Some(sink) = self.durations_sink.get() {
+            sink.operation(Side::Client, operation, elapsed);
+        }
+    }
+
+    /// A session to the upstream `server` is connected (`elapsed` ago: connecting and
+    /// initializing took that long). A session of `server` still open is taken as closed by
+    /// the gateway now (a reload replaced it).
+    pub fn upstream_session_started(&self, server: &str, elapsed: Duration) {
+        let now = Instant::now();
+        let started = now.checked_sub(elapsed).unwrap_or(now);
+        let replaced =
+            self.upstream_sessions.lock().unwrap_or_else(|e| e.into_inner()).insert(server.to_owned(), started);
+        if let Some(replaced) = replaced {
+            self.client_session_ended(SessionEnd::Closed, now.saturating_duration_since(replaced));
+        }
+    }
+
+    /// The session to the upstream `server` ended as `end`; nothing when none was open.
+    pub fn upstream_session_ended(&self, server: &str, end: SessionEnd) {
+        let started = self.upstream_sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(server);
+        if let Some(started) = started {
+            self.client_session_ended(end, started.elapsed());
+        }
+    }
+
+    fn client_session_ended(&self, end: SessionEnd, elapsed: Duration) {
+        self.client_session_duration.observe_duration([end.error_type()], elapsed);
+        if let Some(sink) = self.durations_sink.get() {
+            sink.session(Side::Client, end.error_type(), elapsed);
+        }
+    }
+
+    /// Sends every duration observed from now on to `sink` as well (OpenTelemetry's
+    /// histograms, when `mcp-bridge serve` exports metrics); the same observation feeds both,
+    /// the call is timed once. Only the first sink set is kept.
+    pub fn set_durations_sink(&self, sink: Arc<dyn DurationsSink>) {
+        let _ = self.durations_sink.set(sink);
     }
 
     /// The policy refused a request for a target of `kind`.
@@ -366,7 +470,31 @@ pub struct SessionGuard(Arc<BridgeMetrics>, Instant);
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
+        let elapsed = self.1.elapsed();
         self.0.downstream_sessions.with([], |g| g.dec());
-        self.0.server_session_duration.observe_duration([], self.1.elapsed());
+        self.0.server_session_duration.observe_duration([], elapsed);
+        if let Some(sink) = self.0.durations_sink.get() {
+            sink.session(Side::Server, "", elapsed);
+        }
     }
+}
+
+/// Which side of MCP a duration was observed on: the gateway as a server (to its downstream
+/// clients) or as a client (to its upstreams).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// `mcp.server.*`.
+    Server,
+    /// `mcp.client.*`.
+    Client,
+}
+
+/// Where the durations go besides the Prometheus histograms: OpenTelemetry's metrics API,
+/// when `mcp-bridge serve` exports them over OTLP. Called on the call path: record and return,
+/// never wait.
+pub trait DurationsSink: Send + Sync + std::fmt::Debug {
+    /// An operation ended, `elapsed` after it began.
+    fn operation(&self, side: Side, operation: Operation<'_>, elapsed: Duration);
+    /// A session ended, `elapsed` after it began; `error_type` empty when it ended well.
+    fn session(&self, side: Side, error_type: &str, elapsed: Duration);
 }

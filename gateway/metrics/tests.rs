@@ -94,6 +94,14 @@ fn the_bridge_metrics_have_their_names() {
     metrics.server_operation(call(Ended::ToolError), Duration::from_millis(15));
     metrics.server_operation(call(Ended::Error(-32029)), Duration::from_millis(1));
     metrics.client_operation(Operation { method: "prompts/get", tool: "", ended: Ended::Error(-1) }, Duration::ZERO);
+    let review = Operation { method: "prompts/get", tool: "review", ended: Ended::Ok };
+    metrics.server_operation(review, Duration::from_millis(30));
+    // An upstream session: connected 25 ms ago, replaced by a reload (closed by the gateway),
+    // then the new one ends without the gateway closing it.
+    metrics.upstream_session_started("fs", Duration::from_millis(25));
+    metrics.upstream_session_started("fs", Duration::from_millis(25));
+    metrics.upstream_session_ended("fs", super::bridge::SessionEnd::Disconnected);
+    metrics.upstream_session_ended("fs", super::bridge::SessionEnd::Disconnected);
     let text = metrics.render();
     let lines: Vec<&str> = text.lines().collect();
     for line in [
@@ -120,12 +128,20 @@ fn the_bridge_metrics_have_their_names() {
         "# TYPE mcp_bridge_live_dropped_total counter",
         "mcp_bridge_live_dropped_total 6",
         "# TYPE mcp_server_operation_duration_seconds histogram",
-        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"\",le=\"0.01\"} 0",
-        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"\",le=\"0.02\"} 1",
-        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"\",le=\"300\"} 1",
-        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"tool_error\"} 1",
-        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",error_type=\"-32029\"} 1",
-        "mcp_client_operation_duration_seconds_count{mcp_method_name=\"prompts/get\",gen_ai_tool_name=\"\",error_type=\"-1\"} 1",
+        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",gen_ai_prompt_name=\"\",error_type=\"\",le=\"0.01\"} 0",
+        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",gen_ai_prompt_name=\"\",error_type=\"\",le=\"0.02\"} 1",
+        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",gen_ai_prompt_name=\"\",error_type=\"\",le=\"300\"} 1",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",gen_ai_prompt_name=\"\",error_type=\"tool_error\"} 1",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"read_file\",gen_ai_prompt_name=\"\",error_type=\"-32029\"} 1",
+        "mcp_client_operation_duration_seconds_count{mcp_method_name=\"prompts/get\",gen_ai_tool_name=\"\",gen_ai_prompt_name=\"\",error_type=\"-1\"} 1",
+        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"prompts/get\",gen_ai_tool_name=\"\",gen_ai_prompt_name=\"review\",error_type=\"\",le=\"0.02\"} 0",
+        "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"prompts/get\",gen_ai_tool_name=\"\",gen_ai_prompt_name=\"review\",error_type=\"\",le=\"0.05\"} 1",
+        "# TYPE mcp_client_session_duration_seconds histogram",
+        "mcp_client_session_duration_seconds_bucket{error_type=\"\",le=\"0.02\"} 0",
+        "mcp_client_session_duration_seconds_count{error_type=\"\"} 1",
+        "mcp_client_session_duration_seconds_bucket{error_type=\"disconnected\",le=\"0.02\"} 0",
+        "mcp_client_session_duration_seconds_bucket{error_type=\"disconnected\",le=\"300\"} 1",
+        "mcp_client_session_duration_seconds_count{error_type=\"disconnected\"} 1",
         "# TYPE mcp_server_session_duration_seconds histogram",
         "mcp_server_session_duration_seconds_count 1",
     ] {
@@ -143,6 +159,46 @@ fn the_bridge_metrics_have_their_names() {
     assert_eq!(again.unwrap_err(), MetricsError::Duplicate("mcp_bridge_calls_total".into()));
     let sum = metrics.registry().gauge("mcp_bridge_call_duration_seconds_sum", "x", []);
     assert!(matches!(sum, Err(MetricsError::Duplicate(_))), "a histogram's sample names are taken too");
+}
+
+#[test]
+fn a_durations_sink_gets_the_same_observations_as_the_histograms() {
+    use super::bridge::{DurationsSink, Ended, Operation, SessionEnd, Side};
+    use std::sync::{Arc, Mutex};
+    #[derive(Debug, Default)]
+    struct Seen(Mutex<Vec<String>>);
+    impl DurationsSink for Seen {
+        fn operation(&self, side: Side, op: Operation<'_>, elapsed: Duration) {
+            let line = format!("{side:?} {} {:?} {:?} {elapsed:?}", op.method, op.names(), op.ended);
+            self.0.lock().unwrap().push(line);
+        }
+        fn session(&self, side: Side, error_type: &str, _: Duration) {
+            self.0.lock().unwrap().push(format!("{side:?} session {error_type:?}"));
+        }
+    }
+    let metrics = Arc::new(BridgeMetrics::default());
+    metrics.server_operation(Operation { method: "tools/call", tool: "before", ended: Ended::Ok }, Duration::ZERO);
+    let seen = Arc::new(Seen::default());
+    metrics.set_durations_sink(seen.clone());
+    metrics.server_operation(
+        Operation { method: "tools/call", tool: "t", ended: Ended::ToolError },
+        Duration::from_millis(2),
+    );
+    metrics
+        .client_operation(Operation { method: "prompts/get", tool: "p", ended: Ended::Error(-32602) }, Duration::ZERO);
+    metrics.upstream_session_started("up", Duration::ZERO);
+    metrics.upstream_session_ended("up", SessionEnd::Disconnected);
+    drop(metrics.session_opened());
+    assert_eq!(
+        *seen.0.lock().unwrap(),
+        [
+            "Server tools/call (\"t\", \"\") ToolError 2ms",
+            "Client prompts/get (\"\", \"p\") Error(-32602) 0ns",
+            "Client session \"disconnected\"",
+            "Server session \"\"",
+        ],
+        "what was observed before the sink was set is not replayed"
+    );
 }
 
 #[test]

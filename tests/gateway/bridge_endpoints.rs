@@ -4,7 +4,7 @@
 //! and refused naming why, a renamed tool is listed and called under its new name and reaches
 //! the upstream under its own; each endpoint refuses (401) the other's token; `/readyz` lists
 //! both; a reload that changes `readonly` changes what its live session sees, without dropping
-//! it.
+//! it; `dev`'s own rate limit refuses its sixth call while `readonly` goes on.
 
 use crate::examples;
 use crate::serving;
@@ -163,6 +163,47 @@ async fn two_endpoints_over_one_upstream_each_with_its_view_and_tokens() {
     assert!(lines.iter().any(|l| l["endpoint"] == "dev"), "{log}");
     assert!(lines.iter().any(|l| l["name"] == "add" && l["outcome"] == "denied"), "{log}");
     assert!(!log.contains(DEV_TOKEN) && !log.contains(READER_TOKEN));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The README's config: `dev`'s own limit (burst 5) refuses the sixth call through it, naming
+/// itself with a retry hint; `readonly` over the same upstream is not touched by it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoints_own_rate_limit_leaves_the_other_endpoint_alone() {
+    let dir = scratch("limits");
+    let config = dir.join("endpoints.toml");
+    let written = readme_config();
+    assert!(written.contains("[[gateway.endpoints.dev.rate_limits]]"), "{written}");
+    std::fs::write(&config, runnable(&written)).unwrap();
+    let bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap()], |command| {
+        command.env("DEV_TOKEN", DEV_TOKEN).env("READER_TOKEN", READER_TOKEN);
+    });
+    let origin = bridge.url.split("/mcp").next().unwrap().to_owned();
+    let (dev_tx, _dev_notified) = tokio::sync::mpsc::unbounded_channel();
+    let (ro_tx, _ro_notified) = tokio::sync::mpsc::unbounded_channel();
+    let dev = connect(&format!("{origin}/mcp/dev"), DEV_TOKEN, dev_tx).await;
+    let readonly = connect(&format!("{origin}/mcp/readonly"), READER_TOKEN, ro_tx).await;
+    for i in 0..5 {
+        assert_eq!(
+            call(&dev, "mcp__echo__echo", json!({"text": format!("dev {i}")})).await.unwrap(),
+            format!("dev {i}")
+        );
+    }
+    let (code, message, data) = rpc_error(call(&dev, "mcp__echo__echo", json!({"text": "sixth"})).await);
+    assert_eq!(code, -32029, "{message}");
+    assert!(message.contains("dev-calls"), "{message}");
+    assert_eq!(data["limit"], "dev-calls", "{data}");
+    let retry = data["retryAfterMs"].as_u64().unwrap();
+    assert!((1..=60_000).contains(&retry), "a token comes back within a minute at 60/hour: {retry}");
+    // The other endpoint, the same upstream and tool: more calls than dev's burst, all answered.
+    for i in 0..8 {
+        assert_eq!(call(&readonly, "say", json!({"text": format!("ro {i}")})).await.unwrap(), format!("ro {i}"));
+    }
+    let (_, metrics) = http_get(&origin, "/metrics", Some(DEV_TOKEN));
+    assert!(metrics.contains("mcp_bridge_rate_limited_total{limit=\"dev-calls\"} 1\n"), "{metrics}");
+    let _ = dev.close().await;
+    let _ = readonly.close().await;
+    drop(bridge);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -3,7 +3,8 @@
 //! receiver in this test, in both eras; a sampling request an upstream makes during a call is
 //! in that call's trace; an unreachable collector costs no call; and across implementations, a
 //! Python SDK client → the bridge → a Python SDK server, each process exporting to the same
-//! receiver, are one trace.
+//! receiver, are one trace; the four MCP duration histograms reach the receiver over OTLP with
+//! the conventions' names, unit, boundaries and attributes.
 //!
 //! The downstream client is ours and sends `_meta.traceparent` itself (as an instrumented
 //! client would); the upstream is our server in this process, whose `meta` tool answers with
@@ -14,7 +15,8 @@
 //! `MCP_PYTHON_OTEL`) and by OpenLLMetry's `opentelemetry-instrumentation-mcp` (mcp 1.30.0,
 //! `MCP_PYTHON_OPENLLMETRY`), exported by the OpenTelemetry Python SDK.
 
-use crate::serving::ServingBridge;
+use crate::examples;
+use crate::serving::{children_of, ServingBridge};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -25,9 +27,11 @@ use mcpwire::client::{CallOptions, Client, ClientOptions, EraPolicy};
 use mcpwire::proto::mcp_types::{CreateMessageRequestParams, CreateMessageResult};
 use mcpwire::proto::version::ProtocolVersion;
 use mcpwire::transport::sse_http::{HttpClientConfig, HttpClientTransport, HttpServer, HttpServerConfig};
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::metrics::v1::metric::Data as MetricData;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
@@ -41,17 +45,37 @@ struct Received {
 }
 
 /// An OTLP/HTTP receiver on loopback: `POST /v1/traces` with a protobuf
-/// `ExportTraceServiceRequest`, answered 200; every span kept.
+/// `ExportTraceServiceRequest` and `POST /v1/metrics` with an `ExportMetricsServiceRequest`,
+/// answered 200; every span and every histogram point kept.
 struct Collector {
     url: String,
-    received: Arc<(Mutex<Vec<Received>>, Condvar)>,
+    received: Arc<Store>,
+}
+
+/// What a collector received, and a condition variable woken at each export.
+#[derive(Default)]
+struct Store {
+    spans: Mutex<Vec<Received>>,
+    points: Mutex<Vec<Point>>,
+    changed: Condvar,
+}
+
+/// A histogram point as exported: its metric's name and unit, its attributes as sorted
+/// `key=value` strings, its count and its bucket bounds.
+#[derive(Clone, Debug, PartialEq)]
+struct Point {
+    metric: String,
+    unit: String,
+    attributes: Vec<String>,
+    count: u64,
+    bounds: Vec<f64>,
 }
 
 impl Collector {
     fn start() -> Collector {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let received: Arc<(Mutex<Vec<Received>>, Condvar)> = Arc::default();
+        let received: Arc<Store> = Arc::default();
         let store = received.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
@@ -65,18 +89,53 @@ impl Collector {
     /// The spans received so far once `enough` holds of them (within a generous bound, for a
     /// slow machine: the bridge flushes what it queued when it stops).
     fn spans_when(&self, enough: impl Fn(&[Received]) -> bool) -> Vec<Received> {
-        let (lock, changed) = &*self.received;
         let deadline = Instant::now() + Duration::from_secs(60);
-        let mut spans = lock.lock().unwrap();
+        let mut spans = self.received.spans.lock().unwrap();
         while !enough(&spans) {
             let left = deadline.checked_duration_since(Instant::now()).expect("the spans arrive within 60 s");
-            spans = changed.wait_timeout(spans, left).unwrap().0;
+            spans = self.received.changed.wait_timeout(spans, left).unwrap().0;
         }
         spans.clone()
     }
+
+    /// The histogram points received so far (from every export: cumulative counts, so a
+    /// later export repeats a series with its count so far) once `enough` holds of them
+    /// (within 60 s).
+    fn points_when(&self, enough: impl Fn(&[Point]) -> bool) -> Vec<Point> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut points = self.received.points.lock().unwrap();
+        while !enough(&points) {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                panic!("the metrics did not arrive within 60 s: {points:#?}");
+            };
+            points = self.received.changed.wait_timeout(points, left).unwrap().0;
+        }
+        points.clone()
+    }
 }
 
-fn serve_exports(stream: TcpStream, store: &(Mutex<Vec<Received>>, Condvar)) {
+/// The histogram points of a metrics export.
+fn points_of(export: ExportMetricsServiceRequest) -> Vec<Point> {
+    let mut points = Vec::new();
+    for metric in export.resource_metrics.into_iter().flat_map(|r| r.scope_metrics).flat_map(|s| s.metrics) {
+        let Some(MetricData::Histogram(histogram)) = metric.data else { continue };
+        for point in histogram.data_points {
+            let mut attributes: Vec<String> =
+                point.attributes.iter().map(|kv| format!("{}={}", kv.key, string_of(kv).unwrap_or_default())).collect();
+            attributes.sort();
+            points.push(Point {
+                metric: metric.name.clone(),
+                unit: metric.unit.clone(),
+                attributes,
+                count: point.count,
+                bounds: point.explicit_bounds,
+            });
+        }
+    }
+    points
+}
+
+fn serve_exports(stream: TcpStream, store: &Store) {
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
     loop {
@@ -100,6 +159,14 @@ fn serve_exports(stream: TcpStream, store: &(Mutex<Vec<Received>>, Condvar)) {
         }
         let mut body = vec![0; length];
         reader.read_exact(&mut body).unwrap();
+        if request_line.starts_with("POST /v1/metrics ") {
+            let export = ExportMetricsServiceRequest::decode(body.as_slice()).expect("an OTLP protobuf export");
+            store.points.lock().unwrap().extend(points_of(export));
+            store.changed.notify_all();
+            let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+            writer.write_all(answer.as_bytes()).unwrap();
+            continue;
+        }
         assert!(request_line.starts_with("POST /v1/traces "), "{request_line}");
         let export = ExportTraceServiceRequest::decode(body.as_slice()).expect("an OTLP protobuf export");
         let mut spans = Vec::new();
@@ -114,9 +181,8 @@ fn serve_exports(stream: TcpStream, store: &(Mutex<Vec<Received>>, Condvar)) {
                 spans.extend(scope.spans.into_iter().map(|span| Received { service: service.clone(), span }));
             }
         }
-        let (lock, changed) = store;
-        lock.lock().unwrap().extend(spans);
-        changed.notify_all();
+        store.spans.lock().unwrap().extend(spans);
+        store.changed.notify_all();
         let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
         writer.write_all(answer.as_bytes()).unwrap();
     }
@@ -293,6 +359,88 @@ async fn an_unreachable_collector_costs_no_call() {
     // The spans of a failed export are counted (the batches go out every 100 ms).
     dropped_until(&bridge, "export_failed", |n| n > 0);
     let _ = downstream.close().await;
+    drop(bridge);
+    upstream.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_durations_are_exported_as_otlp_histograms() {
+    let collector = Collector::start();
+    let upstream = upstream().await;
+    let dir = std::env::temp_dir().join(format!("mcpwire-otel-{}-metrics", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.toml");
+    let prompts = examples::example_path("prompts");
+    let toml =
+        format!("[mcp_servers.up]\nurl = {:?}\n\n[mcp_servers.prompts]\ncommand = {prompts:?}\n", upstream.url());
+    std::fs::write(&config, toml).unwrap();
+    // Metrics alone (no traces), exported every 100 ms, cumulative (the SDK's default).
+    let bridge =
+        ServingBridge::start_with(&["--config", config.to_str().unwrap(), "--otlp-endpoint", &collector.url], |c| {
+            c.env("OTEL_METRIC_EXPORT_INTERVAL", "100")
+                .env("OTEL_TRACES_EXPORTER", "none")
+                .env_remove("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")
+                .env_remove("OTEL_SERVICE_NAME")
+                .env_remove("OTEL_SDK_DISABLED");
+        });
+    let downstream = client(&bridge.url, EraPolicy::Legacy).await;
+    downstream.call_tool("mcp__up__meta", None, CallOptions::default()).await.unwrap();
+    let failed = downstream.call_tool("mcp__up__fail", None, CallOptions::default()).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    let language = [("language".to_owned(), "rust".to_owned())].into_iter().collect();
+    downstream.get_prompt("mcp__prompts__review", Some(language)).await.unwrap();
+    downstream.get_prompt("mcp__prompts__review", None).await.expect_err("a required argument missing");
+    let _ = downstream.close().await;
+    // The stdio upstream exits: the bridge's session to it ends, not by the bridge's doing.
+    let child: Vec<u32> = children_of(bridge.pid())
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains("examples/prompts"))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(child.len(), 1, "{child:?}");
+    let _ = std::process::Command::new("kill").args(["-KILL", &child[0].to_string()]).status();
+
+    let attributes = |list: &[&str]| -> Vec<String> {
+        let mut list: Vec<String> = list.iter().map(|s| (*s).to_owned()).collect();
+        list.sort();
+        list
+    };
+    let tool = |name: &'static str| vec!["mcp.method.name=tools/call", "gen_ai.operation.name=execute_tool", name];
+    let prompt = |name: &'static str| vec!["mcp.method.name=prompts/get", name];
+    let mut expected: Vec<(&str, Vec<String>)> = Vec::new();
+    for (side, meta, fail, review) in [
+        (
+            "server",
+            "gen_ai.tool.name=mcp__up__meta",
+            "gen_ai.tool.name=mcp__up__fail",
+            "gen_ai.prompt.name=mcp__prompts__review",
+        ),
+        ("client", "gen_ai.tool.name=meta", "gen_ai.tool.name=fail", "gen_ai.prompt.name=review"),
+    ] {
+        let metric = if side == "server" { "mcp.server.operation.duration" } else { "mcp.client.operation.duration" };
+        expected.push((metric, attributes(&tool(meta))));
+        expected.push((metric, attributes(&[tool(fail), vec!["error.type=tool_error"]].concat())));
+        expected.push((metric, attributes(&prompt(review))));
+        let refused = [prompt(review), vec!["error.type=-32602", "rpc.response.status_code=-32602"]].concat();
+        expected.push((metric, attributes(&refused)));
+    }
+    expected.push(("mcp.server.session.duration", Vec::new()));
+    expected.push(("mcp.client.session.duration", vec!["error.type=disconnected".to_owned()]));
+    let found = |points: &[Point], (metric, attributes): &(&str, Vec<String>)| {
+        points.iter().any(|p| p.metric == *metric && p.attributes == *attributes && p.count == 1)
+    };
+    let points = collector.points_when(|points| expected.iter().all(|e| found(points, e)));
+    let bounds = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+    for point in &points {
+        assert!(point.metric.starts_with("mcp."), "only the MCP durations: {point:?}");
+        assert_eq!(point.unit, "s", "{point:?}");
+        assert_eq!(point.bounds, bounds, "the conventions' boundaries: {point:?}");
+        assert!(point.count <= 1, "each series was observed once: {point:?}");
+        let known =
+            expected.iter().any(|(metric, attributes)| point.metric == *metric && point.attributes == *attributes);
+        // The HTTP upstream's session is still open; nothing else was observed.
+        assert!(known, "an unexpected series: {point:?}");
+    }
     drop(bridge);
     upstream.shutdown().await;
 }

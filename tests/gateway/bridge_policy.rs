@@ -665,3 +665,63 @@ resources = ["everything/*"]
     assert!(!text.contains(CI_TOKEN) && !text.contains(DEV_TOKEN), "a token in the audit log");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `prompts/get` the client cancels once the upstream has it: its audit line says
+/// `cancelled`, as a cancelled `tools/call`'s does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_prompt_get_has_its_audit_line() {
+    use mcpwire::proto::jsonrpc::ErrorObject;
+    use mcpwire::proto::mcp_types::GetPromptResult;
+    use mcpwire::server::{prompt, Server};
+    use mcpwire::transport::sse_http::HttpServerConfig;
+
+    let reached = std::sync::Arc::new(tokio::sync::Notify::new());
+    let signal = reached.clone();
+    let upstream = Server::builder()
+        .name("slow")
+        .prompt(prompt("wait", "never answers", vec![]), move |_request| {
+            let signal = signal.clone();
+            async move {
+                signal.notify_one();
+                std::future::pending::<Result<GetPromptResult, ErrorObject>>().await
+            }
+        })
+        .build()
+        .unwrap()
+        .serve_http(HttpServerConfig::default())
+        .await
+        .unwrap();
+    let dir = scratch("audit-cancelled");
+    let config = dir.join("gateway.toml");
+    let audit = dir.join("audit.log");
+    std::fs::write(&config, format!("[mcp_servers.slow]\nurl = {:?}\n", upstream.url())).unwrap();
+    let bridge = ServingBridge::start(&["--config", config.to_str().unwrap(), "--audit-log", audit.to_str().unwrap()]);
+    let transport = HttpClientTransport::new(HttpClientConfig::new(&bridge.url)).unwrap();
+    let client = Client::connect(transport, ClientOptions::default().with_era(EraPolicy::Legacy)).await.unwrap();
+    tokio::select! {
+        answered = client.get_prompt("mcp__slow__wait", None) => panic!("the prompt never answers: {answered:?}"),
+        _ = reached.notified() => {}
+    }
+    // The get's future is dropped: the client sends notifications/cancelled.
+    let line: Value = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let text = std::fs::read_to_string(&audit).unwrap_or_default();
+            if let Some(line) = text.lines().next() {
+                return serde_json::from_str(line).unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("an audit line within 30 s");
+    assert_eq!(
+        (&line["method"], &line["server"], &line["name"], &line["outcome"]),
+        (&json!("prompts/get"), &json!("slow"), &json!("wait"), &json!("cancelled")),
+        "{line}"
+    );
+    assert!(line["latency_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{line}");
+    let _ = client.close().await;
+    drop(bridge);
+    upstream.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -478,7 +478,7 @@ fn health_readiness_and_metrics_and_the_token() {
     let upstream_tool = "echo";
     for side in ["server", "client"] {
         let series = format!(
-            "mcp_{side}_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{upstream_tool}\",error_type="
+            "mcp_{side}_operation_duration_seconds_count{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{upstream_tool}\",gen_ai_prompt_name=\"\",error_type="
         );
         let counts: Vec<(&str, &str)> = metrics
             .lines()
@@ -491,7 +491,7 @@ fn health_readiness_and_metrics_and_the_token() {
             counts.iter().any(|(error, n)| *error != "\"\"" && *n == "1"),
             "{side}: one ended with an error: {counts:?}"
         );
-        let buckets = format!("mcp_{side}_operation_duration_seconds_bucket{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{upstream_tool}\",error_type=\"\",le=\"300\"}} 1");
+        let buckets = format!("mcp_{side}_operation_duration_seconds_bucket{{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{upstream_tool}\",gen_ai_prompt_name=\"\",error_type=\"\",le=\"300\"}} 1");
         assert!(metrics.contains(&buckets), "{side}: the conventions' last bucket: {metrics}");
     }
 
@@ -499,6 +499,65 @@ fn health_readiness_and_metrics_and_the_token() {
     let output = child.wait_with_output().unwrap();
     let logs = String::from_utf8_lossy(&output.stderr);
     assert!(!logs.contains("s3cret"), "the token is never logged: {logs}");
+}
+
+/// `/metrics` of `bridge` (no token) once a line starting with `prefix` is in it, polled until
+/// a deadline.
+fn metrics_once(bridge: &ServingBridge, prefix: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (status, metrics) = serving::http_get(&bridge.url, "/metrics", None);
+        assert_eq!(status, 200, "{metrics}");
+        if metrics.lines().any(|l| l.starts_with(prefix)) {
+            return metrics;
+        }
+        assert!(std::time::Instant::now() < deadline, "no {prefix} in time:\n{metrics}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_mcp_durations_name_the_prompt_and_time_the_upstream_session() {
+    let prompts = examples::example_path("prompts");
+    let bridge = ServingBridge::start(&["--", prompts.to_str().unwrap()]);
+    let script = json!([
+        {"prompt": "review", "args": {"language": "rust"}},
+        {"prompt": "review", "args": {}},
+    ]);
+    let lines = drive(&ts_driver(), &bridge.url, &script, &[]);
+    assert!(ok(&lines[2]).to_string().contains("rust"), "{}", lines[2]);
+    assert_eq!(lines[3]["ok"], false, "a required argument missing: {}", lines[3]);
+    let (_, metrics) = serving::http_get(&bridge.url, "/metrics", None);
+    // Both sides, under the prompt's name (here the same downstream and upstream): one ended
+    // well, one with the upstream's JSON-RPC error.
+    for side in ["server", "client"] {
+        let series = format!(
+            "mcp_{side}_operation_duration_seconds_count{{mcp_method_name=\"prompts/get\",gen_ai_tool_name=\"\",gen_ai_prompt_name=\"review\",error_type="
+        );
+        let mut counts: Vec<(&str, &str)> = metrics
+            .lines()
+            .filter_map(|l| l.strip_prefix(series.as_str()))
+            .filter_map(|rest| rest.split_once("} "))
+            .collect();
+        counts.sort();
+        assert_eq!(counts, [("\"\"", "1"), ("\"-32602\"", "1")], "{side}\n{metrics}");
+    }
+    assert!(
+        !metrics.contains("mcp_client_session_duration_seconds_count"),
+        "the upstream session is open, not yet timed: {metrics}"
+    );
+    // The upstream exits: its session ends without the gateway closing it.
+    let upstream: Vec<u32> =
+        children_of(bridge.pid()).into_iter().filter(|(_, cmd)| cmd.contains("prompts")).map(|(pid, _)| pid).collect();
+    assert_eq!(upstream.len(), 1, "{upstream:?}");
+    let _ = Command::new("kill").args(["-KILL", &upstream[0].to_string()]).status();
+    let ended = "mcp_client_session_duration_seconds_count{error_type=\"disconnected\"} ";
+    let metrics = metrics_once(&bridge, ended);
+    assert!(metrics.contains(&format!("{ended}1\n")), "{metrics}");
+    assert!(
+        metrics.contains("mcp_client_session_duration_seconds_bucket{error_type=\"disconnected\",le=\"300\"} 1\n"),
+        "{metrics}"
+    );
 }
 
 #[test]
