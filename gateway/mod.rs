@@ -671,7 +671,7 @@ impl Gateway {
         self: Arc<Self>,
         scope: Scope,
         params: Option<Body>,
-        context: Context,
+        context: Arc<Context>,
     ) -> Result<Body, ErrorObject> {
         let started = Instant::now();
         let (name, arguments) = match name_and_arguments(params) {
@@ -697,7 +697,7 @@ impl Gateway {
         scope: &Scope,
         name: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
-        context: &Context,
+        context: &Arc<Context>,
     ) -> Result<(Body, bool), ErrorObject> {
         let Some((server, tool)) = scope.view.tool_route(name) else {
             return Err(self.unrouted(scope, name, context));
@@ -780,7 +780,7 @@ impl Gateway {
         tool: &str,
         asked: &str,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
-        context: &Context,
+        context: &Arc<Context>,
     ) -> Result<(Body, bool), ErrorObject> {
         self.permit(scope, context, Kind::Tool, server, tool, asked)?;
         // The check in memory stays synchronous: no await on the path of every call.
@@ -846,7 +846,12 @@ impl Gateway {
         message
     }
 
-    async fn read_resource(&self, scope: &Scope, params: Option<Body>, context: &Context) -> Result<Body, ErrorObject> {
+    async fn read_resource(
+        &self,
+        scope: &Scope,
+        params: Option<Body>,
+        context: &Arc<Context>,
+    ) -> Result<Body, ErrorObject> {
         let mut params: ReadResourceRequestParams = decode(params, "resources/read")?;
         let view = &scope.view;
         let Some((server, uri)) = view.resolve_uri(&params.uri) else {
@@ -872,7 +877,12 @@ impl Gateway {
         Ok(Body::typed(result))
     }
 
-    async fn get_prompt(&self, scope: &Scope, params: Option<Body>, context: &Context) -> Result<Body, ErrorObject> {
+    async fn get_prompt(
+        &self,
+        scope: &Scope,
+        params: Option<Body>,
+        context: &Arc<Context>,
+    ) -> Result<Body, ErrorObject> {
         let mut params: GetPromptRequestParams = decode(params, "prompts/get")?;
         let Some((server, name)) = self.prompt_route(scope, &params.name)? else {
             return Err(ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Prompt {} not found", params.name)));
@@ -907,7 +917,7 @@ impl Gateway {
         scope: &Scope,
         server: &str,
         params: M::Params,
-        context: &Context,
+        context: &Arc<Context>,
     ) -> Result<M::Output, ErrorObject>
     where
         M: crate::proto::mcp_types::Method,
@@ -925,7 +935,7 @@ impl Gateway {
         answer
     }
 
-    async fn complete(&self, scope: &Scope, params: Option<Body>, context: &Context) -> Result<Body, ErrorObject> {
+    async fn complete(&self, scope: &Scope, params: Option<Body>, context: &Arc<Context>) -> Result<Body, ErrorObject> {
         let mut params: CompleteRequestParams = decode(params, "completion/complete")?;
         let view = &scope.view;
         let server = match &mut params.reference {
@@ -1022,50 +1032,15 @@ mod tests {
         std::mem::size_of::<F>()
     }
 
-    /// The size of the future `f` returns, without calling it.
-    fn returned6<A, B, C, D, E, G, F: std::future::Future>(_: fn(A, B, C, D, E, G) -> F) -> usize {
-        std::mem::size_of::<F>()
-    }
-
+    /// A forwarded `tools/call`'s future is moved whole into its box on every call
+    /// (`Forwarding::route`): it stays under 1 KiB, the `Context` and the decoded params held
+    /// by no future of the chain (it was 10.7 KB when each held its own).
     #[test]
-    fn future_sizes() {
-        type G = &'static Gateway;
-        type A = Arc<Gateway>;
-        type S = &'static Scope;
-        type C = &'static Context;
-        type Str = &'static str;
-        type Args = Option<serde_json::Map<String, serde_json::Value>>;
-        eprintln!("Context {}", std::mem::size_of::<Context>());
-        eprintln!("call_tool {}", returned::<A, Scope, Option<Body>, Context, _>(Gateway::call_tool));
-        eprintln!(
-            "call_tool_decoded {}",
-            returned::<(G, S), Str, Args, C, _>(|(g, s), n, a, c| g.call_tool_decoded(s, n, a, c))
-        );
-        eprintln!(
-            "call_routed {}",
-            returned6::<(G, S), Str, Str, Str, Args, C, _>(|(g, s), a, b, n, x, c| g.call_routed(s, a, b, n, x, c))
-        );
-        eprintln!(
-            "set.call_tool_body_with {}",
-            returned::<&'static ConnectionSet, Str, Str, Args, _>(|s, a, b, c| s.call_tool_body_with(
-                a,
-                b,
-                c,
-                SetCallOptions::default()
-            ))
-        );
-        eprintln!(
-            "answer {}",
-            returned::<A, Scope, (Str, Option<Body>), Context, _>(|g, s, (m, p), c| g.answer(s, m, p, c))
-        );
-        eprintln!("get_prompt {}", returned::<G, S, Option<Body>, C, _>(Gateway::get_prompt));
-        eprintln!("read_resource {}", returned::<G, S, Option<Body>, C, _>(Gateway::read_resource));
-        eprintln!("complete {}", returned::<G, S, Option<Body>, C, _>(Gateway::complete));
-        eprintln!(
-            "within_shared_limits {}",
-            returned::<G, &'static dyn SharedBuckets, C, Str, _>(|g, s, c, t| g.within_shared_limits(s, c, t, t))
-        );
-        eprintln!("set_for {}", returned::<G, Str, S, C, _>(|g, a, b, c| g.set_for(a, b, c)));
+    fn a_tool_calls_future_is_under_1_kib() {
+        let call_tool = returned::<Arc<Gateway>, Scope, Option<Body>, Arc<Context>, _>(Gateway::call_tool);
+        assert!(call_tool < 1024, "the future of Gateway::call_tool: {call_tool} bytes");
+        // What it would hold inline, were it given the context itself.
+        assert!(std::mem::size_of::<Context>() > 512);
     }
 
     #[test]

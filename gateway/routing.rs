@@ -52,9 +52,9 @@ impl Forwarding {
         // moved whole into its box on every call.
         match method {
             // Observes its own duration (with its tool's name).
-            "tools/call" => Box::pin(gateway.call_tool(scope, params, context)),
+            "tools/call" => Box::pin(gateway.call_tool(scope, params, Arc::new(context))),
             "prompts/get" | "resources/read" | "completion/complete" => {
-                Box::pin(gateway.answer(scope, method, params, context))
+                Box::pin(gateway.answer(scope, method, params, Arc::new(context)))
             }
             listing => {
                 let started = Instant::now();
@@ -74,7 +74,7 @@ impl Gateway {
         scope: Scope,
         method: &'static str,
         params: Option<Body>,
-        context: Context,
+        context: Arc<Context>,
     ) -> Result<Body, ErrorObject> {
         let started = Instant::now();
         let answer = match method {
@@ -326,7 +326,7 @@ pub(super) enum Relayed {
 /// under the downstream request's own token; and the relay's queue, so that the caller can wait
 /// for every notification to be sent before the result goes out ([`flush`]).
 pub(super) fn relay_progress(
-    context: Context,
+    context: Arc<Context>,
 ) -> (impl Fn(crate::peer::Progress) + Send + Sync + 'static, tokio::sync::mpsc::UnboundedSender<Relayed>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Relayed>();
     crate::transport::task::spawn(async move {
