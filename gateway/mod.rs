@@ -1044,6 +1044,23 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_calls_name_and_arguments_are_those_of_its_params_typed_or_raw() {
+        let json = serde_json::json!({"name": "t", "arguments": {"a": 1}, "_meta": {"progressToken": 3}});
+        let typed: CallToolRequestParams = serde_json::from_value(json.clone()).expect("params");
+        let expected = ("t".to_owned(), json["arguments"].as_object().cloned());
+        let raw = Body::Raw(RawValue::from_string(json.to_string()).expect("JSON"));
+        assert_eq!(name_and_arguments(Some(raw)).expect("raw"), expected);
+        assert_eq!(name_and_arguments(Some(Body::typed(typed.clone()))).expect("typed, one owner"), expected);
+        let shared = Body::typed(typed);
+        let Body::Typed(arc) = &shared else { panic!("typed") };
+        let kept = arc.clone();
+        assert_eq!(name_and_arguments(Some(shared)).expect("typed, shared"), expected);
+        assert!(kept.as_any().downcast_ref::<CallToolRequestParams>().is_some_and(|p| p.name == "t"));
+        let error = name_and_arguments(None).expect_err("no params");
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    }
+
+    #[test]
     fn template_literal_prefix() {
         assert_eq!(literal_prefix("demo://resource/dynamic/{id}"), "demo://resource/dynamic/");
         assert_eq!(literal_prefix("file:///x"), "file:///x");
