@@ -35,7 +35,7 @@ impl Default for Callers {
 /// feature `otel`, what a request relayed to its client on its behalf stays in the trace of).
 #[derive(Clone)]
 pub(super) struct Caller {
-    context: Context,
+    context: Arc<Context>,
     span: tracing::Span,
 }
 
@@ -139,7 +139,7 @@ impl Callers {
     }
 
     /// Registers `context` as a caller for as long as the guard lives.
-    pub(super) fn enter(&self, context: &Context) -> CallerGuard<'_> {
+    pub(super) fn enter(&self, context: &Arc<Context>) -> CallerGuard<'_> {
         let id = CallerId(self.next.fetch_add(1, Ordering::Relaxed));
         let caller = Caller { context: context.clone(), span: tracing::Span::current() };
         self.contexts.lock().expect("callers lock").insert(id, caller);

@@ -56,38 +56,54 @@ impl Forwarding {
         params: Option<Body>,
         context: Context,
     ) -> ForwardFuture {
-        // Each method's future is boxed on its own: one future holding every method's states
-        // would be as large as the largest, and be moved whole into its box on every call.
-        if method == "tools/call" {
-            // Observes its own duration (with its tool's name); the others are observed here.
-            return Box::pin(async move { gateway.call_tool(&scope, params, context).await });
-        }
-        if method == "prompts/get" {
-            // Observes its own duration too (with its prompt's name).
-            return Box::pin(async move { gateway.get_prompt(&scope, params, context).await });
-        }
-        let started = Instant::now();
-        let ended = move |gateway: &Gateway, answer: &Result<Body, ErrorObject>| {
-            let ended = answer.as_ref().map_or_else(|e| Ended::Error(e.code.0), |_| Ended::Ok);
-            gateway.metrics.server_operation(Operation { method, tool: "", ended }, started.elapsed());
-        };
+        // Each kind of method's future is boxed on its own, as the future of an async fn given
+        // everything by value (no async block around it: that would hold its arguments twice):
+        // one future holding every method's states would be as large as the largest, and be
+        // moved whole into its box on every call.
         match method {
-            "resources/read" => Box::pin(async move {
-                let answer = gateway.read_resource(&scope, params, context).await;
-                ended(&gateway, &answer);
-                answer
-            }),
-            "completion/complete" => Box::pin(async move {
-                let answer = gateway.complete(&scope, params, context).await;
-                ended(&gateway, &answer);
-                answer
-            }),
+            // Observes its own duration (with its tool's name).
+            "tools/call" => Box::pin(gateway.call_tool(scope, params, Arc::new(context))),
+            "prompts/get" | "resources/read" | "completion/complete" => {
+                Box::pin(gateway.answer(scope, method, params, Arc::new(context)))
+            }
             listing => {
+                let started = Instant::now();
                 let answer = gateway.listing(&scope, listing, &context);
-                ended(&gateway, &answer);
+                gateway.served(method, started, &answer);
                 Box::pin(std::future::ready(answer))
             }
         }
+    }
+}
+
+impl Gateway {
+    /// The answer to a `prompts/get`, `resources/read` or `completion/complete`, its duration
+    /// observed.
+    pub(super) async fn answer(
+        self: Arc<Self>,
+        scope: Scope,
+        method: &'static str,
+        params: Option<Body>,
+        context: Arc<Context>,
+    ) -> Result<Body, ErrorObject> {
+        if method == "prompts/get" {
+            // Observes its own duration (with its prompt's name).
+            return self.get_prompt(&scope, params, &context).await;
+        }
+        let started = Instant::now();
+        let answer = match method {
+            "resources/read" => self.read_resource(&scope, params, &context).await,
+            _ => self.complete(&scope, params, &context).await,
+        };
+        self.served(method, started, &answer);
+        answer
+    }
+
+    /// Observes the duration of a downstream `method` request other than `tools/call`, which
+    /// got `answer`, `started` then.
+    fn served(&self, method: &'static str, started: Instant, answer: &Result<Body, ErrorObject>) {
+        let ended = Ended::of(answer);
+        self.metrics.server_operation(Operation { method, tool: "", ended }, started.elapsed());
     }
 }
 
@@ -222,6 +238,15 @@ pub(super) fn decode<T: serde::de::DeserializeOwned + Clone + Send + Sync + 'sta
     params.into_decoded().map_err(|e| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}")))
 }
 
+/// The tool a `tools/call`'s `params` name and its arguments: all the gateway forwards of
+/// them (the rest dropped here, not held by the call's future).
+pub(super) fn name_and_arguments(
+    params: Option<Body>,
+) -> Result<(String, Option<serde_json::Map<String, serde_json::Value>>), ErrorObject> {
+    let CallToolRequestParams { name, arguments, .. } = decode(params, "tools/call")?;
+    Ok((name, arguments))
+}
+
 /// `server`'s tool result `body` as the downstream client gets it, and whether it is a tool's
 /// failure (`isError`): passed on as written where only stamps are to go
 /// ([`tool_result::rewrite`]), else decoded and edited ([`edit_typed`]).
@@ -316,7 +341,7 @@ pub(super) enum Relayed {
 /// under the downstream request's own token; and the relay's queue, so that the caller can wait
 /// for every notification to be sent before the result goes out ([`flush`]).
 pub(super) fn relay_progress(
-    context: Context,
+    context: Arc<Context>,
 ) -> (impl Fn(crate::peer::Progress) + Send + Sync + 'static, tokio::sync::mpsc::UnboundedSender<Relayed>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Relayed>();
     crate::transport::task::spawn(async move {

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use super::{CounterVec, GaugeVec, HistogramVec, Registry, LATENCY_BUCKETS};
 use crate::client::connection_set::ServerState;
+use crate::proto::jsonrpc::ErrorObject;
 
 /// The bucket boundaries, in seconds, the OpenTelemetry MCP conventions advise for the
 /// operation and session durations
@@ -61,6 +62,25 @@ impl Ended {
                 -32029 => Cow::Borrowed("-32029"),
                 other => Cow::Owned(other.to_string()),
             },
+        }
+    }
+}
+
+impl Ended {
+    /// How a request that got `answer` ended: [`Ended::Ok`], or its error's code.
+    pub(crate) fn of<T>(answer: &Result<T, ErrorObject>) -> Ended {
+        match answer {
+            Ok(_) => Ended::Ok,
+            Err(e) => Ended::Error(e.code.0),
+        }
+    }
+
+    /// How a tool call that got `outcome` (a result, and whether it is a tool's failure,
+    /// `isError`) ended.
+    pub(crate) fn of_call<T>(outcome: &Result<(T, bool), ErrorObject>) -> Ended {
+        match outcome {
+            Ok((_, true)) => Ended::ToolError,
+            answer => Ended::of(answer),
         }
     }
 }
