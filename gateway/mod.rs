@@ -1098,8 +1098,6 @@ mod tests {
     fn a_tool_calls_future_is_under_1_kib() {
         let call_tool = returned::<Arc<Gateway>, Scope, Option<Body>, Arc<Context>, _>(Gateway::call_tool);
         assert!(call_tool < 1024, "the future of Gateway::call_tool: {call_tool} bytes");
-        // What it would hold inline, were it given the context itself.
-        assert!(std::mem::size_of::<Context>() > 512);
     }
 
     #[test]
