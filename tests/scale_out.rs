@@ -45,7 +45,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use http_support::{initialize_body, raw, raw_session, Raw, BOTH, JSON, SHORT};
+use http_support::{initialize_body, post_with_token, raw, raw_session, Raw, BOTH, JSON, SHORT};
 use reliability::LeavesNothing;
 use serde_json::{json, Value};
 
@@ -711,16 +711,7 @@ fn session_with_token(runtime: &tokio::runtime::Runtime, addr: SocketAddr, token
 
 /// A handshake-era session of the bearer `token` at `path` of `addr`: its id.
 fn session_at(runtime: &tokio::runtime::Runtime, addr: SocketAddr, path: &str, token: &str) -> String {
-    let auth = format!("Bearer {token}");
-    let headers = [BOTH, JSON, ("Authorization", auth.as_str())];
-    let r = runtime.block_on(raw(addr, "POST", path, &headers, &initialize_body("2025-11-25"), SHORT));
-    assert_eq!(r.status, 200, "{r:?}");
-    let session = r.header("mcp-session-id").expect("a session id").to_owned();
-    let headers = [BOTH, JSON, ("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    let r = runtime.block_on(raw(addr, "POST", path, &headers, &note, SHORT));
-    assert_eq!(r.status, 202, "{r:?}");
-    session
+    runtime.block_on(http_support::session_with_token(addr, path, token))
 }
 
 /// The JSON-RPC answer to `body` posted by the bearer `token` in `session` through `addr`.
@@ -745,15 +736,7 @@ fn post_at(
     session: &str,
     body: &Value,
 ) -> Raw {
-    let auth = format!("Bearer {token}");
-    let headers = [
-        BOTH,
-        JSON,
-        ("Authorization", auth.as_str()),
-        ("Mcp-Session-Id", session),
-        ("MCP-Protocol-Version", "2025-11-25"),
-    ];
-    runtime.block_on(raw(addr, "POST", path, &headers, &body.to_string(), SHORT))
+    runtime.block_on(post_with_token(addr, path, token, Some(session), &body.to_string()))
 }
 
 /// The value of the sample `name` (labels and all, as rendered) in the /metrics text of

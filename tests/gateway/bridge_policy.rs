@@ -413,7 +413,7 @@ per = "tool"
 /// the limit, ci's live session goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caller_over_a_request_limit_gets_429_while_others_go_on() {
-    use crate::http_support::{initialize_body, raw, Raw, BOTH, JSON, SHORT};
+    use crate::http_support::{post_with_token, session_with_token};
     let dir = scratch("request-limits");
     let config = dir.join("gateway.toml");
     let echo =
@@ -427,25 +427,10 @@ async fn a_caller_over_a_request_limit_gets_429_while_others_go_on() {
     });
     let addr: std::net::SocketAddr = format!("127.0.0.1:{}", bridge.port()).parse().unwrap();
     let post = |token: &'static str, session: Option<String>, body: String| async move {
-        let auth = format!("Bearer {token}");
-        let mut headers = vec![BOTH, JSON, ("Authorization", auth.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
-        if let Some(session) = &session {
-            headers.push(("Mcp-Session-Id", session.as_str()));
-        }
-        raw(addr, "POST", "/mcp", &headers, &body, SHORT).await
+        post_with_token(addr, "/mcp", token, session.as_deref(), &body).await
     };
     let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    let open = |token: &'static str| {
-        let note = note.clone();
-        async move {
-            let r: Raw = post(token, None, initialize_body("2025-11-25")).await;
-            assert_eq!(r.status, 200, "{r:?}");
-            let session = r.header("mcp-session-id").expect("a session id").to_owned();
-            assert_eq!(post(token, Some(session.clone()), note).await.status, 202);
-            session
-        }
-    };
+    let open = |token: &'static str| session_with_token(addr, "/mcp", token);
     // ci: initialize and initialized are two requests of the four; a list and a ping the rest.
     let ci = open(CI_TOKEN).await;
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
