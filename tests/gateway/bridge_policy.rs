@@ -3,7 +3,7 @@
 //! (mcpwire's echo_server and server-everything, over stdio) each one lists and may use,
 //! through one endpoint. Rules reload with the file (SIGHUP) while sessions stay up; a file
 //! whose rules do not read is refused at start and on reload (the rules in force kept), with
-//! the line and field named.
+//! the line and field named; a reload keeps the buckets of the limits it did not change.
 
 use crate::examples;
 use crate::oauth_support;
@@ -142,13 +142,7 @@ async fn named_tokens_see_their_own_tools_and_reloaded_rules_reach_a_live_sessio
     let mut bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap()], |command| {
         command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN).env("RUST_LOG", "info").stderr(Stdio::piped());
     });
-    let (log_tx, mut log) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let stderr = bridge.take_stderr().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = log_tx.send(line);
-        }
-    });
+    let mut log = log_lines(&mut bridge);
 
     // No token, or another one: refused before MCP.
     assert_eq!(http_get(&bridge.url, "/metrics", None).0, 401);
@@ -242,6 +236,18 @@ async fn named_tokens_see_their_own_tools_and_reloaded_rules_reach_a_live_sessio
     }
     assert!(!rest.contains(CI_TOKEN) && !rest.contains(DEV_TOKEN) && !skipped.contains(CI_TOKEN));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The lines of `bridge`'s log (its stderr, piped), as it writes them.
+fn log_lines(bridge: &mut ServingBridge) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (log_tx, log) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let stderr = bridge.take_stderr().expect("the bridge's stderr piped");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = log_tx.send(line);
+        }
+    });
+    log
 }
 
 /// The next line of the bridge's log holding `needle` (30 s at most).
@@ -465,6 +471,69 @@ async fn a_caller_over_a_request_limit_gets_429_while_others_go_on() {
         assert!(std::time::Instant::now() < deadline, "the reload lifts the limit within 30 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A reload that adds a request limit and leaves another as it was: the unchanged limit keeps
+/// its bucket (a caller who used it up is still refused), the added one starts full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_limit_unchanged_by_a_reload_keeps_its_bucket() {
+    use crate::http_support::{post_with_token, session_with_token, Raw};
+    let dir = scratch("request-limits-reload");
+    let config = dir.join("gateway.toml");
+    let echo =
+        format!("[mcp_servers.echo]\ncommand = {:?}\n", examples::example_path("echo_server").display().to_string());
+    let tokens = "[gateway.tokens]\nci = { env = \"CI_TOKEN\" }\ndev = { env = \"DEV_TOKEN\" }\n";
+    // One request an hour regained: no bucket refills while the test runs.
+    let limit = |name: &str, token: &str, burst: u32| {
+        format!("[[gateway.rate_limits]]\nname = \"{name}\"\ncallers = {{ tokens = [\"{token}\"] }}\nrate = \"1/hour\"\nburst = {burst}\nper = \"request\"\n")
+    };
+    let ci_limit = limit("ci-requests", "ci", 3);
+    std::fs::write(&config, format!("{echo}\n{tokens}\n{ci_limit}")).unwrap();
+    let mut bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap()], |command| {
+        command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN).env("RUST_LOG", "info").stderr(Stdio::piped());
+    });
+    let mut log = log_lines(&mut bridge);
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", bridge.port()).parse().unwrap();
+    let post = |token: &'static str, session: Option<String>, body: String| async move {
+        post_with_token(addr, "/mcp", token, session.as_deref(), &body).await
+    };
+    let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+    let refused_by = |r: &Raw| {
+        assert_eq!(r.status, 429, "{r:?}");
+        r.json()["error"]["data"]["limit"].as_str().expect("the limit named").to_owned()
+    };
+    let open = |token: &'static str| session_with_token(addr, "/mcp", token);
+    // ci: initialize, initialized and a ping use up the burst of 3.
+    let ci = open(CI_TOKEN).await;
+    assert_eq!(post(CI_TOKEN, Some(ci.clone()), ping(1)).await.status, 200);
+    assert_eq!(refused_by(&post(CI_TOKEN, Some(ci.clone()), ping(2)).await), "ci-requests");
+    // dev is not limited yet.
+    let dev = open(DEV_TOKEN).await;
+    for id in 10..14 {
+        assert_eq!(post(DEV_TOKEN, Some(dev.clone()), ping(id)).await.status, 200);
+    }
+
+    // Reloaded with a limit for dev added, ci's as it was.
+    let dev_limit = limit("dev-requests", "dev", 2);
+    std::fs::write(&config, format!("{echo}\n{tokens}\n{dev_limit}\n{ci_limit}")).unwrap();
+    bridge.signal("HUP");
+    let reloaded = wait_for_line(&mut log, "request rate limits reloaded").await;
+    assert!(reloaded.contains("limits=2"), "{reloaded}");
+    // The same reload's closing line: the new limits are in force.
+    wait_for_line(&mut log, "reloaded (").await;
+
+    // ci's bucket is as it was: still empty.
+    assert_eq!(refused_by(&post(CI_TOKEN, Some(ci.clone()), ping(3)).await), "ci-requests");
+    // dev's new limit starts full: two requests, then refused.
+    for id in 20..22 {
+        assert_eq!(post(DEV_TOKEN, Some(dev.clone()), ping(id)).await.status, 200);
+    }
+    assert_eq!(refused_by(&post(DEV_TOKEN, Some(dev.clone()), ping(22)).await), "dev-requests");
+    let (_, metrics) = http_get(&bridge.url, "/metrics", Some(CI_TOKEN));
+    assert!(metrics.contains("mcp_bridge_rate_limited_total{limit=\"ci-requests\"} 2"), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_rate_limited_total{limit=\"dev-requests\"} 1"), "{metrics}");
+    let _ = bridge.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
