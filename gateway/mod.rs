@@ -316,7 +316,8 @@ impl Gateway {
     /// Takes a token for a request of `caller` from every request limit that applies (those
     /// without tools: asked with no server and tool); when one is empty, takes none and says
     /// which, counted in `mcp_bridge_rate_limited_total{limit}`. An HTTP listener's
-    /// `RequestLimit` hook asks this for every request.
+    /// `RequestLimit` hook asks this for every request. Without request limits, one atomic
+    /// load and nothing else.
     ///
     /// # Errors
     /// [`Refused`]: a bucket is empty.

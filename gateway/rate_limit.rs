@@ -33,6 +33,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -279,10 +280,12 @@ impl RateLimiter {
 }
 
 /// The limits in force and their buckets, replaced by a reload that keeps the buckets of the
-/// limits that did not change ([`RateLimiter::reloaded`]). A check runs under the read lock:
-/// no reference count taken.
+/// limits that did not change ([`RateLimiter::reloaded`]). Without any limit, a check is one
+/// atomic load: no lock, no reference count.
 #[derive(Debug, Default)]
 pub(crate) struct LimitsInForce {
+    /// Whether `limiter` holds any limit, read before (and instead of) taking its lock.
+    any: AtomicBool,
     limiter: RwLock<Option<RateLimiter>>,
 }
 
@@ -301,17 +304,24 @@ impl LimitsInForce {
         if held.as_ref().map_or(&[][..], RateLimiter::limits) == limits.as_slice() {
             return false;
         }
+        let any = !limits.is_empty();
         *held = match held.as_ref() {
-            _ if limits.is_empty() => None,
+            _ if !any => None,
             Some(old) => Some(old.reloaded(limits)),
             None => Some(RateLimiter::new(limits)),
         };
+        self.any.store(any, Ordering::Release);
         true
     }
 
     /// The limits in force.
     pub(crate) fn limits(&self) -> Vec<Limit> {
         self.with_limiter(|limiter| limiter.limits().to_vec()).unwrap_or_default()
+    }
+
+    /// Whether no limit is in force.
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
     }
 
     /// [`RateLimiter::check`] against the limits in force (none: `Ok` at once).
@@ -330,8 +340,12 @@ impl LimitsInForce {
         self.with_limiter(|limiter| limiter.claim(caller, server, tool)).unwrap_or_default()
     }
 
-    /// `f` of the limiter in force, under its read lock; `None` without limits.
+    /// `f` of the limiter in force, under its read lock; `None` without limits (the lock not
+    /// taken).
     fn with_limiter<T>(&self, f: impl FnOnce(&RateLimiter) -> T) -> Option<T> {
+        if self.is_empty() {
+            return None;
+        }
         self.limiter.read().expect("limiter lock").as_ref().map(f)
     }
 }
@@ -454,6 +468,34 @@ mod tests {
         }
         assert_eq!(&*limits.check(Some(&named("dev")), "echo", "add", t).unwrap_err().limit, "changed");
         assert_eq!(limits.limits(), [hourly("added", 5), hourly("changed", 3)]);
+    }
+
+    /// Poisons `limits`' lock: whoever takes it afterwards panics.
+    fn poison(limits: &LimitsInForce) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _held = limits.limiter.write().unwrap();
+            panic!("poisoning the lock");
+        }));
+        assert!(limits.limiter.is_poisoned());
+    }
+
+    #[test]
+    fn without_limits_a_check_takes_no_lock() {
+        let limits = LimitsInForce::new(vec![Limit::new("l", 1.0, 1)]);
+        assert!(!limits.is_empty());
+        assert!(limits.set(Vec::new()), "the limits removed");
+        assert!(limits.is_empty());
+        poison(&limits);
+        let t = Instant::now();
+        assert_eq!(limits.check(Some(&named("ci")), "", "", t), Ok(()));
+        assert!(limits.claim(None, "echo", "add").is_empty());
+        assert!(limits.limits().is_empty());
+        // With a limit, the same check takes the lock (and so panics on the poisoned one).
+        let limited = LimitsInForce::new(vec![Limit::new("l", 1.0, 1)]);
+        poison(&limited);
+        let took_the_lock =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| limited.check(None, "", "", t))).is_err();
+        assert!(took_the_lock);
     }
 
     #[test]
