@@ -630,18 +630,16 @@ async fn with_session_store(
 ) -> Result<HttpServerConfig, String> {
     use mcpwire::gateway::rate_limit_redis::RedisBuckets;
     use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
-    let connect = |options: RedisOptions| async move {
-        RedisStore::connect(url, options).await.map(Arc::new).map_err(|e| format!("--session-store: {e}"))
-    };
-    let store = connect(RedisOptions::default()).await?;
+    let unavailable = |e| format!("--session-store: {e}");
+    let store = Arc::new(RedisStore::connect(url, RedisOptions::default()).await.map_err(unavailable)?);
     let buckets = RedisBuckets::new(&store).await.map_err(|e| format!("--session-store: {e}"))?;
     gateway.share_rate_limits(Arc::new(buckets));
     // Each virtual server's sessions under a prefix of their own: a session id of one endpoint
-    // is unknown at another, whichever replica is asked (as it is without Redis).
+    // is unknown at another, whichever replica is asked (as it is without Redis). All on the
+    // store's two connections, however many endpoints.
     for (name, config) in endpoints.iter_mut() {
-        let default = RedisOptions::default();
-        let prefix = format!("{}endpoint:{name}:", default.key_prefix);
-        let store = connect(default.key_prefix(prefix)).await?;
+        let prefix = format!("{}endpoint:{name}:", store.options().key_prefix);
+        let store = Arc::new(store.with_prefix(prefix).await.map_err(unavailable)?);
         **config = std::mem::take(*config).session_store(store.clone()).event_store(store);
     }
     // Not the URL: it may hold a password.
