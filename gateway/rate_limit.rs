@@ -8,9 +8,10 @@
 //! ([`Refused::retry_after`]). Time is passed in ([`RateLimiter::check`] takes `now`), so the
 //! arithmetic is tested without a clock.
 //!
-//! Reloading ([`RateLimiter::reloaded`], [`LimitsInForce::set`]) keeps the buckets of every
-//! limit that did not change (equal in every field), wherever it moved in the list; a limit
-//! added or changed starts with full buckets.
+//! Reloading ([`RateLimiter::reloaded`], and [`super::Gateway::set_rate_limits`] and the
+//! gateway's other setters of limits through it) keeps the buckets of every limit that did not
+//! change (equal in every field), wherever it moved in the list; a limit added or changed
+//! starts with full buckets.
 //!
 //! Buckets of callers that went quiet are dropped once full again (a full bucket is what a new
 //! one would be), when there are more than [`PRUNE_ABOVE`] of them: memory stays bounded by

@@ -41,9 +41,10 @@
 //! every GET and renewed while it stays open, deleted with the session). Every channel of the
 //! stores sharing a connection is on one pub/sub connection, each message handed to its
 //! channel's listeners; when that connection drops it is made again at once, and, while Redis
-//! is away, every [`RedisOptions::timeout`], subscribed again to every channel. A message nobody heard is published again after 50, 100 and
-//! 200 ms ([`RELAY_RETRIES`]), which covers a subscription being made again; what is published
-//! during an outage is lost (pub/sub keeps nothing), as it is for a replica that is gone.
+//! is away, every [`RedisOptions::timeout`], subscribed again to every channel. A message
+//! nobody heard is published again after 50, 100 and 200 ms ([`RELAY_RETRIES`]), which covers
+//! a subscription being made again; what is published during an outage is lost (pub/sub keeps
+//! nothing), as it is for a replica that is gone.
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
