@@ -413,6 +413,20 @@ per = "tool"
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// echo_server as the only upstream, and the named tokens ci and dev.
+fn echo_with_tokens() -> String {
+    let echo = examples::example_path("echo_server").display().to_string();
+    format!("[mcp_servers.echo]\ncommand = {echo:?}\n\n[gateway.tokens]\nci = {{ env = \"CI_TOKEN\" }}\ndev = {{ env = \"DEV_TOKEN\" }}\n")
+}
+
+/// The request limit `name` (`per = "request"`) of the named token `token`: `burst` requests,
+/// one an hour regained (no bucket refills while a test runs).
+fn request_limit(name: &str, token: &str, burst: u32) -> String {
+    format!(
+        "[[gateway.rate_limits]]\nname = \"{name}\"\ncallers = {{ tokens = [\"{token}\"] }}\nrate = \"1/hour\"\nburst = {burst}\nper = \"request\"\n"
+    )
+}
+
 /// A limit per request (`per = "request"`): every request of ci's to the MCP endpoint takes a
 /// token, whatever it is; past the burst, 429 with `Retry-After` and the JSON-RPC error naming
 /// the limit; dev's requests and the routes go on; the refusals are counted; reloaded without
@@ -422,12 +436,7 @@ async fn a_caller_over_a_request_limit_gets_429_while_others_go_on() {
     use crate::http_support::{post_with_token, session_with_token};
     let dir = scratch("request-limits");
     let config = dir.join("gateway.toml");
-    let echo =
-        format!("[mcp_servers.echo]\ncommand = {:?}\n", examples::example_path("echo_server").display().to_string());
-    let tokens = "[gateway.tokens]\nci = { env = \"CI_TOKEN\" }\ndev = { env = \"DEV_TOKEN\" }\n";
-    // One request an hour regained: the bucket cannot refill while the test runs.
-    let limit = "[[gateway.rate_limits]]\nname = \"ci-requests\"\ncallers = { tokens = [\"ci\"] }\nrate = \"1/hour\"\nburst = 4\nper = \"request\"\n";
-    std::fs::write(&config, format!("{echo}\n{tokens}\n{limit}")).unwrap();
+    std::fs::write(&config, format!("{}\n{}", echo_with_tokens(), request_limit("ci-requests", "ci", 4))).unwrap();
     let bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap()], |command| {
         command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN);
     });
@@ -459,7 +468,7 @@ async fn a_caller_over_a_request_limit_gets_429_while_others_go_on() {
     assert_eq!(status, 200);
     assert!(metrics.contains("mcp_bridge_rate_limited_total{limit=\"ci-requests\"} 1"), "{metrics}");
     // Reloaded without the limit: ci's session goes on.
-    std::fs::write(&config, format!("{echo}\n{tokens}")).unwrap();
+    std::fs::write(&config, echo_with_tokens()).unwrap();
     bridge.signal("HUP");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -481,15 +490,8 @@ async fn a_request_limit_unchanged_by_a_reload_keeps_its_bucket() {
     use crate::http_support::{post_with_token, session_with_token, Raw};
     let dir = scratch("request-limits-reload");
     let config = dir.join("gateway.toml");
-    let echo =
-        format!("[mcp_servers.echo]\ncommand = {:?}\n", examples::example_path("echo_server").display().to_string());
-    let tokens = "[gateway.tokens]\nci = { env = \"CI_TOKEN\" }\ndev = { env = \"DEV_TOKEN\" }\n";
-    // One request an hour regained: no bucket refills while the test runs.
-    let limit = |name: &str, token: &str, burst: u32| {
-        format!("[[gateway.rate_limits]]\nname = \"{name}\"\ncallers = {{ tokens = [\"{token}\"] }}\nrate = \"1/hour\"\nburst = {burst}\nper = \"request\"\n")
-    };
-    let ci_limit = limit("ci-requests", "ci", 3);
-    std::fs::write(&config, format!("{echo}\n{tokens}\n{ci_limit}")).unwrap();
+    let ci_limit = request_limit("ci-requests", "ci", 3);
+    std::fs::write(&config, format!("{}\n{ci_limit}", echo_with_tokens())).unwrap();
     let mut bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap()], |command| {
         command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN).env("RUST_LOG", "info").stderr(Stdio::piped());
     });
@@ -515,8 +517,8 @@ async fn a_request_limit_unchanged_by_a_reload_keeps_its_bucket() {
     }
 
     // Reloaded with a limit for dev added, ci's as it was.
-    let dev_limit = limit("dev-requests", "dev", 2);
-    std::fs::write(&config, format!("{echo}\n{tokens}\n{dev_limit}\n{ci_limit}")).unwrap();
+    let dev_limit = request_limit("dev-requests", "dev", 2);
+    std::fs::write(&config, format!("{}\n{dev_limit}\n{ci_limit}", echo_with_tokens())).unwrap();
     bridge.signal("HUP");
     let reloaded = wait_for_line(&mut log, "request rate limits reloaded").await;
     assert!(reloaded.contains("limits=2"), "{reloaded}");
