@@ -63,7 +63,6 @@ use mcpwire::gateway::audit::{AuditLog, Sink};
 use mcpwire::gateway::console::StderrTails;
 use mcpwire::gateway::endpoint::Endpoint;
 use mcpwire::gateway::policy::Glob;
-use mcpwire::gateway::rate_limit::{Limit, RateLimiter};
 use mcpwire::gateway::settings::Settings;
 use mcpwire::gateway::{Callers, Gateway, PerSession, PrefixMode};
 use mcpwire::transport::sse_http::NamedTokens;
@@ -268,6 +267,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
         }
         gateway.set_policy(settings.policy.clone());
         gateway.set_rate_limits(settings.rate_limits.clone());
+        gateway.set_request_limits(settings.request_limits.clone());
         let builder = || Server::builder().name("mcp-bridge").version(env!("CARGO_PKG_VERSION"));
         let server = gateway.server(builder())?;
         let mut endpoint_servers = Vec::new();
@@ -285,11 +285,9 @@ async fn run(args: ServeArgs) -> Result<(), String> {
             gateway.metrics().set_upstream_up(&status.name, status.state == ServerState::Ready);
         }
         tokio::spawn(gateway.clone().follow(events));
-        let request_limits = RequestLimits::new(settings.request_limits.clone());
         if let Some(file) = &args.config {
             tokio::spawn(reload_on_change(
                 gateway.clone(),
-                request_limits.clone(),
                 file.clone(),
                 settings.tokens.clone(),
                 signal(tokio::signal::unix::SignalKind::hangup())?,
@@ -329,7 +327,7 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                 }
                 if args.config.is_some() {
                     // With a file (even one without them now): a reload may bring them.
-                    http = http.request_limit(request_limits.hook(gateway.clone()));
+                    http = http.request_limit(request_limit(gateway.clone()));
                 }
                 if !addr.ip().is_loopback() {
                     // On a network the clients name the host as they reach it (an address, a DNS
@@ -632,18 +630,16 @@ async fn with_session_store(
 ) -> Result<HttpServerConfig, String> {
     use mcpwire::gateway::rate_limit_redis::RedisBuckets;
     use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
-    let connect = |options: RedisOptions| async move {
-        RedisStore::connect(url, options).await.map(Arc::new).map_err(|e| format!("--session-store: {e}"))
-    };
-    let store = connect(RedisOptions::default()).await?;
+    let unavailable = |e| format!("--session-store: {e}");
+    let store = Arc::new(RedisStore::connect(url, RedisOptions::default()).await.map_err(unavailable)?);
     let buckets = RedisBuckets::new(&store).await.map_err(|e| format!("--session-store: {e}"))?;
     gateway.share_rate_limits(Arc::new(buckets));
     // Each virtual server's sessions under a prefix of their own: a session id of one endpoint
-    // is unknown at another, whichever replica is asked (as it is without Redis).
+    // is unknown at another, whichever replica is asked (as it is without Redis). All on the
+    // store's two connections, however many endpoints.
     for (name, config) in endpoints.iter_mut() {
-        let default = RedisOptions::default();
-        let prefix = format!("{}endpoint:{name}:", default.key_prefix);
-        let store = connect(default.key_prefix(prefix)).await?;
+        let prefix = format!("{}endpoint:{name}:", store.options().key_prefix);
+        let store = Arc::new(store.with_prefix(prefix).await.map_err(unavailable)?);
         **config = std::mem::take(*config).session_store(store.clone()).event_store(store);
     }
     // Not the URL: it may hold a password.
@@ -769,7 +765,6 @@ fn stamp(file: &std::path::Path) -> Option<(std::time::SystemTime, u64)> {
 /// longer reads is logged and changes nothing.
 async fn reload_on_change(
     gateway: Arc<Gateway>,
-    request_limits: RequestLimits,
     file: std::path::PathBuf,
     tokens: Vec<(String, String)>,
     mut hangup: tokio::signal::unix::Signal,
@@ -816,8 +811,9 @@ async fn reload_on_change(
                     tracing::info!(limits = settings.rate_limits.len(), "rate limits reloaded");
                     gateway.set_rate_limits(settings.rate_limits);
                 }
-                if request_limits.replace(settings.request_limits) {
-                    tracing::info!("request rate limits reloaded");
+                if settings.request_limits != gateway.request_limits() {
+                    tracing::info!(limits = settings.request_limits.len(), "request rate limits reloaded");
+                    gateway.set_request_limits(settings.request_limits);
                 }
                 reload_endpoints(&gateway, settings.endpoints);
                 let report = gateway.set().reload(config.clone()).await;
@@ -859,41 +855,14 @@ fn reload_endpoints(gateway: &Gateway, endpoints: Vec<Endpoint>) {
     }
 }
 
-/// The limits on HTTP requests (`per = "request"`), asked by the listener for every request
-/// to an MCP endpoint, replaced whole by a reload (the buckets start full again).
-#[derive(Clone)]
-struct RequestLimits(Arc<std::sync::RwLock<Arc<RateLimiter>>>);
-
-impl RequestLimits {
-    fn new(limits: Vec<Limit>) -> RequestLimits {
-        RequestLimits(Arc::new(std::sync::RwLock::new(Arc::new(RateLimiter::new(limits)))))
-    }
-
-    /// Puts `limits` in force if they differ from those in force; whether they did.
-    fn replace(&self, limits: Vec<Limit>) -> bool {
-        let mut current = self.0.write().expect("request limits lock");
-        if current.limits() == limits.as_slice() {
-            return false;
-        }
-        *current = Arc::new(RateLimiter::new(limits));
-        true
-    }
-
-    /// The listener's hook: a request of a caller some limit applies to takes a token from
-    /// each, or is refused (counted in `mcp_bridge_rate_limited_total{limit}`).
-    fn hook(&self, gateway: Arc<Gateway>) -> RequestLimit {
-        let limits = self.0.clone();
-        Arc::new(move |caller| {
-            let limiter = limits.read().expect("request limits lock").clone();
-            if limiter.limits().is_empty() {
-                return Ok(());
-            }
-            limiter.check(caller, "", "", std::time::Instant::now()).map_err(|refused| {
-                gateway.metrics().rate_limited(&refused.limit);
-                RequestRefused { limit: refused.limit.to_string(), retry_after: refused.retry_after }
-            })
-        })
-    }
+/// The listener's hook: every request to an MCP endpoint asks the gateway's request limits
+/// ([`Gateway::within_request_limits`], which counts a refusal); a refused one gets 429.
+fn request_limit(gateway: Arc<Gateway>) -> RequestLimit {
+    Arc::new(move |caller| {
+        gateway
+            .within_request_limits(caller)
+            .map_err(|refused| RequestRefused { limit: refused.limit.to_string(), retry_after: refused.retry_after })
+    })
 }
 
 /// The `[gateway]` table of `file` as it is now (nothing for a JSON file).

@@ -21,8 +21,8 @@
 //!   through it, with buckets of its own, besides the gateway's limits, which apply to every
 //!   call through any endpoint (one budget for the upstreams). The endpoint's are asked
 //!   first: a call they refuse takes nothing from the gateway's (a call the gateway's refuse
-//!   has taken its token from the endpoint's). A reload that leaves an
-//!   endpoint's limits as they were keeps their buckets; changed limits start full. They are
+//!   has taken its token from the endpoint's). A reload keeps the
+//!   buckets of each of an endpoint's limits that did not change; changed limits start full. They are
 //!   kept in this process's memory: with replicas sharing a store
 //!   ([`Gateway::share_rate_limits`](super::Gateway::share_rate_limits)) the gateway's limits
 //!   are shared, an endpoint's are per replica (yet).
@@ -38,7 +38,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use super::policy::{Glob, Kind, Policy};
-use super::rate_limit::{Limit, RateLimiter};
+use super::rate_limit::{Limit, LimitsInForce};
 use super::View;
 use crate::proto::mcp_types::{Prompt, Tool};
 use crate::server::Server;
@@ -327,8 +327,8 @@ pub(crate) struct Served {
     pub(crate) view: RwLock<Arc<View>>,
     /// The endpoint's own policy, shared (not cloned) by the requests that ask it.
     pub(crate) policy: RwLock<Option<Arc<Policy>>>,
-    /// The endpoint's own rate limits and their buckets; `None`: none.
-    pub(crate) limiter: RwLock<Option<Arc<RateLimiter>>>,
+    /// The endpoint's own rate limits and their buckets.
+    pub(crate) limits: LimitsInForce,
     pub(crate) server: OnceLock<Server>,
     /// Distinguishes its sessions from other endpoints' (session numbers are per server).
     pub(crate) ordinal: u64,
@@ -345,15 +345,6 @@ impl Served {
 
     pub(crate) fn view(&self) -> Arc<View> {
         self.view.read().expect("endpoint view lock").clone()
-    }
-
-    pub(crate) fn limiter(&self) -> Option<Arc<RateLimiter>> {
-        self.limiter.read().expect("endpoint limiter lock").clone()
-    }
-
-    /// The limiter of `limits`: `None` without any.
-    pub(crate) fn limiter_of(limits: &[Limit]) -> RwLock<Option<Arc<RateLimiter>>> {
-        RwLock::new((!limits.is_empty()).then(|| Arc::new(RateLimiter::new(limits.to_vec()))))
     }
 
     /// The key of session `session` of this endpoint among every endpoint's sessions.
@@ -374,10 +365,7 @@ impl Served {
         let new = base.restrict(&endpoint)?;
         let policy_changed = policy_changed || endpoint.policy != self.endpoint().policy;
         *self.policy.write().expect("endpoint policy lock") = endpoint.policy.clone().map(Arc::new);
-        if endpoint.rate_limits != self.endpoint().rate_limits {
-            *self.limiter.write().expect("endpoint limiter lock") =
-                Self::limiter_of(&endpoint.rate_limits).into_inner().expect("a new lock");
-        }
+        self.limits.set(endpoint.rate_limits.clone());
         *self.endpoint.write().expect("endpoint lock") = endpoint;
         let old = std::mem::replace(&mut *self.view.write().expect("endpoint view lock"), Arc::new(new));
         let new = self.view();

@@ -34,7 +34,9 @@
 //! - Policy and rate limits: [`Gateway::set_policy`] ([`policy`]: what a caller lists and
 //!   may use, a refusal -32003 naming the rule) and [`Gateway::set_rate_limits`]
 //!   ([`rate_limit`]: token buckets per caller and tool, a refusal -32029 with
-//!   `retryAfterMs`), the caller being the request's verified principal.
+//!   `retryAfterMs`), the caller being the request's verified principal; beside them the
+//!   limits on requests of [`Gateway::set_request_limits`], which an HTTP listener asks
+//!   ([`Gateway::within_request_limits`]) before it reads a request.
 //! - Virtual servers: [`Gateway::endpoint_server`] ([`endpoint`]): more downstream servers over
 //!   the same upstream connections, each offering a part of the view (renamed as it says)
 //!   under its own policy or the gateway's, and its own rate limits besides the gateway's;
@@ -78,7 +80,7 @@ use self::audit::{AuditLog, Entry as AuditEntry, Outcome as AuditOutcome};
 use self::endpoint::{Endpoint, Served};
 use self::live::{Listener, LiveFeed};
 use self::policy::{Decision, Kind, Policy};
-use self::rate_limit::{Limit, RateLimiter, SharedBuckets};
+use self::rate_limit::{Limit, LimitsInForce, Refused, SharedBuckets};
 use self::tool_result::ResultCheck;
 
 pub mod audit;
@@ -169,8 +171,10 @@ pub struct Gateway {
     metrics: Arc<BridgeMetrics>,
     /// The rules of [`Gateway::set_policy`]; `None`: everything allowed, nothing asked.
     policy: RwLock<Option<Arc<Policy>>>,
-    /// The limits of [`Gateway::set_rate_limits`] and their buckets; `None`: no limit.
-    limiter: RwLock<Option<Arc<RateLimiter>>>,
+    /// The limits of [`Gateway::set_rate_limits`] and their buckets.
+    call_limits: LimitsInForce,
+    /// The limits of [`Gateway::set_request_limits`] and their buckets.
+    request_limits: LimitsInForce,
     /// The store of [`Gateway::share_rate_limits`]: the buckets shared with other replicas.
     shared_buckets: OnceLock<Arc<dyn SharedBuckets>>,
     /// The audit log of [`Gateway::set_audit`], if any.
@@ -253,7 +257,8 @@ impl Gateway {
             http: Mutex::default(),
             metrics: Arc::default(),
             policy: RwLock::new(None),
-            limiter: RwLock::new(None),
+            call_limits: LimitsInForce::default(),
+            request_limits: LimitsInForce::default(),
             shared_buckets: OnceLock::new(),
             audit: OnceLock::new(),
             live: LiveFeed::default(),
@@ -283,20 +288,43 @@ impl Gateway {
         }
     }
 
-    /// The rate limits on tool calls from now on (none: no limit). Limits equal to those in
-    /// force keep their buckets (a reload that changed something else does not refill them);
-    /// changed limits start full.
+    /// The rate limits on tool calls from now on (none: no limit). Each limit equal to one in
+    /// force keeps its buckets (a reload that changed another one does not refill them); a
+    /// limit added or changed starts full ([`rate_limit::RateLimiter::reloaded`]).
     pub fn set_rate_limits(&self, limits: Vec<Limit>) {
-        let mut held = self.limiter.write().expect("limiter lock");
-        if held.as_ref().map_or(&[][..], |l| l.limits()) == limits.as_slice() {
-            return;
-        }
-        *held = (!limits.is_empty()).then(|| Arc::new(RateLimiter::new(limits)));
+        self.call_limits.set(limits);
     }
 
     /// The rate limits in force (see [`Gateway::set_rate_limits`]).
     pub fn rate_limits(&self) -> Vec<Limit> {
-        self.limiter.read().expect("limiter lock").as_ref().map_or_else(Vec::new, |l| l.limits().to_vec())
+        self.call_limits.limits()
+    }
+
+    /// The rate limits on requests from now on (none: no limit), asked by
+    /// [`Gateway::within_request_limits`], reloaded as [`Gateway::set_rate_limits`] reloads
+    /// (unchanged limits keep their buckets). Kept in this process's memory, also when the
+    /// call limits are shared ([`Gateway::share_rate_limits`]).
+    pub fn set_request_limits(&self, limits: Vec<Limit>) {
+        self.request_limits.set(limits);
+    }
+
+    /// The rate limits on requests in force (see [`Gateway::set_request_limits`]).
+    pub fn request_limits(&self) -> Vec<Limit> {
+        self.request_limits.limits()
+    }
+
+    /// Takes a token for a request of `caller` from every request limit that applies (those
+    /// without tools: asked with no server and tool); when one is empty, takes none and says
+    /// which, counted in `mcp_bridge_rate_limited_total{limit}`. An HTTP listener's
+    /// `RequestLimit` hook asks this for every request. Without request limits, one atomic
+    /// load and nothing else.
+    ///
+    /// # Errors
+    /// [`Refused`]: a bucket is empty.
+    pub fn within_request_limits(&self, caller: Option<&crate::auth::Principal>) -> Result<(), Refused> {
+        self.request_limits.check(caller, "", "", Instant::now()).inspect_err(|refused| {
+            self.metrics.rate_limited(&refused.limit);
+        })
     }
 
     /// Keeps the rate limits' buckets in `store`, shared with the other replicas using it,
@@ -314,8 +342,7 @@ impl Gateway {
     /// that applies, in this process's buckets; the error naming the limit and when to retry
     /// when one is empty.
     fn within_limits(&self, context: &Context, server: &str, tool: &str) -> Result<(), ErrorObject> {
-        let Some(limiter) = self.limiter.read().expect("limiter lock").clone() else { return Ok(()) };
-        let checked = limiter.check(context.principal(), server, tool, Instant::now());
+        let checked = self.call_limits.check(context.principal(), server, tool, Instant::now());
         self.refusal(checked)
     }
 
@@ -328,8 +355,8 @@ impl Gateway {
         server: &str,
         tool: &str,
     ) -> Result<(), ErrorObject> {
-        let Some(limiter) = scope.endpoint.as_ref().and_then(|served| served.limiter()) else { return Ok(()) };
-        let checked = limiter.check(context.principal(), server, tool, Instant::now());
+        let Some(served) = scope.endpoint.as_ref() else { return Ok(()) };
+        let checked = served.limits.check(context.principal(), server, tool, Instant::now());
         self.refusal(checked)
     }
 
@@ -342,8 +369,7 @@ impl Gateway {
         server: &str,
         tool: &str,
     ) -> Result<(), ErrorObject> {
-        let Some(limiter) = self.limiter.read().expect("limiter lock").clone() else { return Ok(()) };
-        let buckets = limiter.claim(context.principal(), server, tool);
+        let buckets = self.call_limits.claim(context.principal(), server, tool);
         if buckets.is_empty() {
             return Ok(());
         }
@@ -351,14 +377,14 @@ impl Gateway {
             Ok(checked) => checked,
             Err(_) => {
                 self.metrics.rate_limit_store_errors.inc([]);
-                limiter.check(context.principal(), server, tool, Instant::now())
+                self.call_limits.check(context.principal(), server, tool, Instant::now())
             }
         };
         self.refusal(checked)
     }
 
     /// A check's refusal as the error the caller gets, counted.
-    fn refusal(&self, checked: Result<(), rate_limit::Refused>) -> Result<(), ErrorObject> {
+    fn refusal(&self, checked: Result<(), Refused>) -> Result<(), ErrorObject> {
         let Err(refused) = checked else { return Ok(()) };
         self.metrics.rate_limited(&refused.limit);
         let retry_ms = u64::try_from(refused.retry_after.as_millis()).unwrap_or(u64::MAX).max(1);
@@ -525,7 +551,7 @@ impl Gateway {
             let served = Arc::new(Served {
                 name: endpoint.name.clone(),
                 policy: RwLock::new(endpoint.policy.clone().map(Arc::new)),
-                limiter: Served::limiter_of(&endpoint.rate_limits),
+                limits: LimitsInForce::new(endpoint.rate_limits.clone()),
                 endpoint: RwLock::new(Arc::new(endpoint)),
                 view: RwLock::new(Arc::new(view)),
                 server: OnceLock::new(),

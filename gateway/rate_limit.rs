@@ -8,6 +8,11 @@
 //! ([`Refused::retry_after`]). Time is passed in ([`RateLimiter::check`] takes `now`), so the
 //! arithmetic is tested without a clock.
 //!
+//! Reloading ([`RateLimiter::reloaded`], and [`super::Gateway::set_rate_limits`] and the
+//! gateway's other setters of limits through it) keeps the buckets of every limit that did not
+//! change (equal in every field), wherever it moved in the list; a limit added or changed
+//! starts with full buckets.
+//!
 //! Buckets of callers that went quiet are dropped once full again (a full bucket is what a new
 //! one would be), when there are more than [`PRUNE_ABOVE`] of them: memory stays bounded by
 //! the callers active within a refill period.
@@ -17,8 +22,9 @@
 //! replica (`rate_limit_redis`, feature `redis`: one Lua script per call on Redis, its time
 //! Redis's own). [`super::Gateway::share_rate_limits`] puts one in place of the memory.
 //!
-//! The same limiter serves limits on HTTP requests (`mcp-bridge serve`'s `per = "request"`):
-//! asked with no server and tool, every limit without tools applies.
+//! The same limiter serves limits on HTTP requests (`mcp-bridge serve`'s `per = "request"`,
+//! [`super::Gateway::within_request_limits`]): asked with no server and tool, every limit
+//! without tools applies.
 //!
 //! Not here: the store's own code, the 429 of a refused request (the HTTP server's
 //! [`crate::transport::sse_http::RequestLimit`]), reading the limits from a file
@@ -28,7 +34,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::policy::{Callers, Glob};
@@ -182,6 +189,30 @@ impl RateLimiter {
         &self.limits
     }
 
+    /// A limiter of `limits` holding the buckets this one holds for each of them it has too
+    /// (equal in every field, wherever it stands in the list); the others start full.
+    pub fn reloaded(&self, limits: Vec<Limit>) -> RateLimiter {
+        // Where each of this limiter's limits stands in `limits`, if there.
+        let mut taken = vec![false; limits.len()];
+        let moved: Vec<Option<usize>> = self
+            .limits
+            .iter()
+            .map(|old| {
+                let new = (0..limits.len()).find(|&j| !taken[j] && limits[j] == *old)?;
+                taken[new] = true;
+                Some(new)
+            })
+            .collect();
+        let buckets = self
+            .buckets
+            .lock()
+            .expect("buckets lock")
+            .iter()
+            .filter_map(|((i, who), bucket)| Some(((moved[*i]?, who.clone()), *bucket)))
+            .collect();
+        RateLimiter { limits, buckets: Mutex::new(buckets) }
+    }
+
     /// The buckets a call of `caller` to `tool` of `server` takes a token from, one per limit
     /// that applies (none: the call is not limited), keyed for a [`SharedBuckets`] store.
     pub fn claim(&self, caller: Option<&Principal>, server: &str, tool: &str) -> Vec<SharedBucket> {
@@ -246,6 +277,77 @@ impl RateLimiter {
             buckets.insert(key, Bucket { tokens: tokens - 1.0, at: now });
         }
         Ok(())
+    }
+}
+
+/// The limits in force and their buckets, replaced by a reload that keeps the buckets of the
+/// limits that did not change ([`RateLimiter::reloaded`]). Without any limit, a check is one
+/// atomic load: no lock, no reference count.
+#[derive(Debug, Default)]
+pub(crate) struct LimitsInForce {
+    /// Whether `limiter` holds any limit, read before (and instead of) taking its lock.
+    any: AtomicBool,
+    limiter: RwLock<Option<RateLimiter>>,
+}
+
+impl LimitsInForce {
+    /// `limits` in force, every bucket full.
+    pub(crate) fn new(limits: Vec<Limit>) -> LimitsInForce {
+        let held = LimitsInForce::default();
+        held.set(limits);
+        held
+    }
+
+    /// Puts `limits` in force, keeping the buckets of those that were already; whether they
+    /// differ from those in force (`false`: nothing done).
+    pub(crate) fn set(&self, limits: Vec<Limit>) -> bool {
+        let mut held = self.limiter.write().expect("limiter lock");
+        if held.as_ref().map_or(&[][..], RateLimiter::limits) == limits.as_slice() {
+            return false;
+        }
+        let any = !limits.is_empty();
+        *held = match held.as_ref() {
+            _ if !any => None,
+            Some(old) => Some(old.reloaded(limits)),
+            None => Some(RateLimiter::new(limits)),
+        };
+        self.any.store(any, Ordering::Release);
+        true
+    }
+
+    /// The limits in force.
+    pub(crate) fn limits(&self) -> Vec<Limit> {
+        self.with_limiter(|limiter| limiter.limits().to_vec()).unwrap_or_default()
+    }
+
+    /// Whether no limit is in force.
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
+    /// [`RateLimiter::check`] against the limits in force (none: `Ok` at once).
+    pub(crate) fn check(
+        &self,
+        caller: Option<&Principal>,
+        server: &str,
+        tool: &str,
+        now: Instant,
+    ) -> Result<(), Refused> {
+        self.with_limiter(|limiter| limiter.check(caller, server, tool, now)).unwrap_or(Ok(()))
+    }
+
+    /// [`RateLimiter::claim`] of the limits in force (none: no bucket).
+    pub(crate) fn claim(&self, caller: Option<&Principal>, server: &str, tool: &str) -> Vec<SharedBucket> {
+        self.with_limiter(|limiter| limiter.claim(caller, server, tool)).unwrap_or_default()
+    }
+
+    /// `f` of the limiter in force, under its read lock; `None` without limits (the lock not
+    /// taken).
+    fn with_limiter<T>(&self, f: impl FnOnce(&RateLimiter) -> T) -> Option<T> {
+        if self.is_empty() {
+            return None;
+        }
+        self.limiter.read().expect("limiter lock").as_ref().map(f)
     }
 }
 
@@ -338,6 +440,63 @@ mod tests {
         assert_eq!(wait_for_token(0.5, 2.0), Duration::from_millis(250));
         assert_eq!(wait_for_token(0.0, 0.25), Duration::from_secs(4));
         assert_eq!(wait_for_token(0.0, 0.0), Duration::MAX);
+    }
+
+    #[test]
+    fn a_reload_keeps_the_buckets_of_the_limits_that_did_not_change() {
+        let (t, ci) = (Instant::now(), named("ci"));
+        let hourly = |name: &str, burst| Limit::new(name, 1.0 / 3600.0, burst);
+        let limits = LimitsInForce::new(vec![hourly("kept", 2), hourly("changed", 2)]);
+        for _ in 0..2 {
+            limits.check(Some(&ci), "echo", "add", t).unwrap();
+        }
+        assert_eq!(&*limits.check(Some(&ci), "echo", "add", t).unwrap_err().limit, "kept");
+        // The same limits again: nothing done.
+        assert!(!limits.set(vec![hourly("kept", 2), hourly("changed", 2)]));
+        // One added in front, one changed: "kept" moved in the list and is still empty; the
+        // changed one and the new one start full.
+        assert!(limits.set(vec![hourly("added", 5), hourly("kept", 2), hourly("changed", 3)]));
+        assert_eq!(&*limits.check(Some(&ci), "echo", "add", t).unwrap_err().limit, "kept");
+        limits.check(Some(&named("dev")), "echo", "add", t).unwrap();
+        // Without "kept", the others' buckets as they were: "changed" had one call of dev taken.
+        assert!(limits.set(vec![hourly("added", 5), hourly("changed", 3)]));
+        for _ in 0..3 {
+            limits.check(Some(&ci), "echo", "add", t).unwrap();
+        }
+        assert_eq!(&*limits.check(Some(&ci), "echo", "add", t).unwrap_err().limit, "changed");
+        for _ in 0..2 {
+            limits.check(Some(&named("dev")), "echo", "add", t).unwrap();
+        }
+        assert_eq!(&*limits.check(Some(&named("dev")), "echo", "add", t).unwrap_err().limit, "changed");
+        assert_eq!(limits.limits(), [hourly("added", 5), hourly("changed", 3)]);
+    }
+
+    /// Poisons `limits`' lock: whoever takes it afterwards panics.
+    fn poison(limits: &LimitsInForce) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _held = limits.limiter.write().unwrap();
+            panic!("poisoning the lock");
+        }));
+        assert!(limits.limiter.is_poisoned());
+    }
+
+    #[test]
+    fn without_limits_a_check_takes_no_lock() {
+        let limits = LimitsInForce::new(vec![Limit::new("l", 1.0, 1)]);
+        assert!(!limits.is_empty());
+        assert!(limits.set(Vec::new()), "the limits removed");
+        assert!(limits.is_empty());
+        poison(&limits);
+        let t = Instant::now();
+        assert_eq!(limits.check(Some(&named("ci")), "", "", t), Ok(()));
+        assert!(limits.claim(None, "echo", "add").is_empty());
+        assert!(limits.limits().is_empty());
+        // With a limit, the same check takes the lock (and so panics on the poisoned one).
+        let limited = LimitsInForce::new(vec![Limit::new("l", 1.0, 1)]);
+        poison(&limited);
+        let took_the_lock =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| limited.check(None, "", "", t))).is_err();
+        assert!(took_the_lock);
     }
 
     #[test]

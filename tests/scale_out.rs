@@ -23,7 +23,9 @@
 //!   replica counts its own refusals. The buckets' script directly: shared by two stores,
 //!   refusing with Redis's time, expiring, and failing (not hanging) with Redis stopped.
 //! - Virtual servers on two bridges sharing a Redis: each endpoint's sessions are served by
-//!   both replicas, and a session id of one endpoint is unknown (404) at the other on both.
+//!   both replicas, and a session id of one endpoint is unknown (404) at the other on both;
+//!   each bridge has two connections to Redis, however many endpoints (one store lends its
+//!   connections to every endpoint's key prefix, as tested directly too).
 //! - Redis stopped: a new session gets 503 with a JSON-RPC error body within the store's
 //!   timeout; restarted on the same port: new sessions are served again.
 //!
@@ -45,7 +47,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use http_support::{initialize_body, raw, raw_session, Raw, BOTH, JSON, SHORT};
+use http_support::{initialize_body, post_with_token, raw, raw_session, Raw, BOTH, JSON, SHORT};
 use reliability::LeavesNothing;
 use serde_json::{json, Value};
 
@@ -701,6 +703,80 @@ fn a_relay_sent_while_the_receivers_subscription_is_made_again_still_arrives() {
     drop(redis);
 }
 
+/// A connection to the Redis at `port`, for a test's own questions.
+async fn redis_admin(port: u16) -> redis::aio::MultiplexedConnection {
+    let url = format!("redis://127.0.0.1:{port}");
+    redis::Client::open(url.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap()
+}
+
+/// How many clients `admin`'s Redis has (`CLIENT LIST`), `admin` among them.
+async fn redis_clients(admin: &mut redis::aio::MultiplexedConnection) -> usize {
+    let list: String = redis::cmd("CLIENT").arg("LIST").query_async(admin).await.unwrap();
+    list.lines().count()
+}
+
+/// `RedisStore::with_prefix`, as `mcp-bridge serve` gives each virtual server its sessions: the
+/// stores of three prefixes on the two connections of one (as many Redis clients as with one
+/// prefix), each prefix's sessions, removals and relays apart from the others'.
+#[test]
+fn the_redis_stores_of_virtual_servers_share_one_stores_connections() {
+    let _nothing_left = LeavesNothing::take(CLEANUP);
+    use mcpwire::transport::sse_http::redis_store::{RedisOptions, RedisStore};
+    use mcpwire::transport::sse_http::{RelayKind, Relayed, SessionRecord, SessionStore};
+    let port = free_port();
+    let (redis, runtime) = redis_and_runtime(port);
+    runtime.block_on(async {
+        let url = format!("redis://127.0.0.1:{port}");
+        let mut admin = redis_admin(port).await;
+        let root = RedisStore::connect(&url, RedisOptions::default().key_prefix("v:")).await.unwrap();
+        let mut root_relayed = root.relayed("r1").await.unwrap().expect("Redis relays");
+        let one_prefix = redis_clients(&mut admin).await;
+        assert_eq!(one_prefix, 3, "the store's two connections (commands, pub/sub) and the one asking");
+        let dev = root.with_prefix("v:endpoint:dev:").await.unwrap();
+        let readonly = root.with_prefix("v:endpoint:readonly:").await.unwrap();
+        let mut dev_relayed = dev.relayed("r1").await.unwrap().expect("Redis relays");
+        let mut readonly_relayed = readonly.relayed("r1").await.unwrap().expect("Redis relays");
+        assert_eq!(redis_clients(&mut admin).await, one_prefix, "two prefixes more, no connection more");
+
+        // A session of one prefix is unknown under the others.
+        let record = SessionRecord { initialize: "{}".into(), replayed: Vec::new() };
+        dev.save("s1", &record, Duration::from_secs(60)).await.unwrap();
+        assert_eq!(dev.load("s1").await.unwrap(), Some(record));
+        assert_eq!(root.load("s1").await.unwrap(), None);
+        assert_eq!(readonly.load("s1").await.unwrap(), None);
+
+        // A removal is heard by the listeners of its prefix only: all three are on one
+        // connection, in the order published, so a removal of dev's heard by root would come
+        // before root's own.
+        let (mut root_ended, mut dev_ended) = (root.ended_elsewhere().unwrap(), dev.ended_elsewhere().unwrap());
+        SessionStore::remove(&dev, "s1").await.unwrap();
+        SessionStore::remove(&root, "s2").await.unwrap();
+        SessionStore::remove(&dev, "s3").await.unwrap();
+        assert_eq!(root_ended.recv().await.unwrap(), "s2");
+        assert_eq!((dev_ended.recv().await.unwrap(), dev_ended.recv().await.unwrap()), ("s1".into(), "s3".into()));
+
+        // A relay to replica r1 reaches r1 under its prefix only (same reasoning).
+        let relayed = |text: &'static str| Relayed {
+            session: "s1".into(),
+            kind: RelayKind::Response,
+            message: bytes::Bytes::from_static(text.as_bytes()),
+        };
+        assert!(readonly.relay("r1", &relayed("to readonly")).await.unwrap());
+        assert!(dev.relay("r1", &relayed("to dev")).await.unwrap());
+        assert!(root.relay("r1", &relayed("to root")).await.unwrap());
+        assert_eq!(readonly_relayed.recv().await, Some(relayed("to readonly")));
+        assert_eq!(dev_relayed.recv().await, Some(relayed("to dev")));
+        assert_eq!(root_relayed.recv().await, Some(relayed("to root")));
+        assert!(readonly_relayed.try_recv().is_err() && dev_relayed.try_recv().is_err());
+
+        // A prefix's store and listeners dropped: the others go on.
+        drop((dev, dev_relayed, dev_ended));
+        assert!(root.relay("r1", &relayed("again")).await.unwrap());
+        assert_eq!(root_relayed.recv().await, Some(relayed("again")));
+    });
+    drop(redis);
+}
+
 const CI_TOKEN: &str = "ci-token-5b17e2";
 const DEV_TOKEN: &str = "dev-token-90c4d8";
 
@@ -711,16 +787,7 @@ fn session_with_token(runtime: &tokio::runtime::Runtime, addr: SocketAddr, token
 
 /// A handshake-era session of the bearer `token` at `path` of `addr`: its id.
 fn session_at(runtime: &tokio::runtime::Runtime, addr: SocketAddr, path: &str, token: &str) -> String {
-    let auth = format!("Bearer {token}");
-    let headers = [BOTH, JSON, ("Authorization", auth.as_str())];
-    let r = runtime.block_on(raw(addr, "POST", path, &headers, &initialize_body("2025-11-25"), SHORT));
-    assert_eq!(r.status, 200, "{r:?}");
-    let session = r.header("mcp-session-id").expect("a session id").to_owned();
-    let headers = [BOTH, JSON, ("Authorization", auth.as_str()), ("Mcp-Session-Id", session.as_str())];
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    let r = runtime.block_on(raw(addr, "POST", path, &headers, &note, SHORT));
-    assert_eq!(r.status, 202, "{r:?}");
-    session
+    runtime.block_on(http_support::session_with_token(addr, path, token))
 }
 
 /// The JSON-RPC answer to `body` posted by the bearer `token` in `session` through `addr`.
@@ -745,15 +812,7 @@ fn post_at(
     session: &str,
     body: &Value,
 ) -> Raw {
-    let auth = format!("Bearer {token}");
-    let headers = [
-        BOTH,
-        JSON,
-        ("Authorization", auth.as_str()),
-        ("Mcp-Session-Id", session),
-        ("MCP-Protocol-Version", "2025-11-25"),
-    ];
-    runtime.block_on(raw(addr, "POST", path, &headers, &body.to_string(), SHORT))
+    runtime.block_on(post_with_token(addr, path, token, Some(session), &body.to_string()))
 }
 
 /// The value of the sample `name` (labels and all, as rendered) in the /metrics text of
@@ -971,6 +1030,10 @@ exclude_tools = ["echo/add"]
 "#;
     let cluster = bridges("endpoints", &dir, 2, endpoints);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // Each replica's three key prefixes (its own and its two endpoints') on its store's two
+    // connections; the last client is the one asking.
+    let clients = runtime.block_on(async { redis_clients(&mut redis_admin(cluster.redis_port).await).await });
+    assert_eq!(clients, 2 * 2 + 1, "two connections a replica");
     for (path, other) in [("/mcp/dev", "/mcp/readonly"), ("/mcp/readonly", "/mcp/dev")] {
         let session = session_at(&runtime, cluster.balancer, path, CI_TOKEN);
         let list = json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {}});

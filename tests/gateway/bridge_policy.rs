@@ -3,7 +3,7 @@
 //! (mcpwire's echo_server and server-everything, over stdio) each one lists and may use,
 //! through one endpoint. Rules reload with the file (SIGHUP) while sessions stay up; a file
 //! whose rules do not read is refused at start and on reload (the rules in force kept), with
-//! the line and field named.
+//! the line and field named; a reload keeps the buckets of the limits it did not change.
 
 use crate::examples;
 use crate::oauth_support;
@@ -142,13 +142,7 @@ async fn named_tokens_see_their_own_tools_and_reloaded_rules_reach_a_live_sessio
     let mut bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap()], |command| {
         command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN).env("RUST_LOG", "info").stderr(Stdio::piped());
     });
-    let (log_tx, mut log) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let stderr = bridge.take_stderr().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = log_tx.send(line);
-        }
-    });
+    let mut log = log_lines(&mut bridge);
 
     // No token, or another one: refused before MCP.
     assert_eq!(http_get(&bridge.url, "/metrics", None).0, 401);
@@ -242,6 +236,18 @@ async fn named_tokens_see_their_own_tools_and_reloaded_rules_reach_a_live_sessio
     }
     assert!(!rest.contains(CI_TOKEN) && !rest.contains(DEV_TOKEN) && !skipped.contains(CI_TOKEN));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The lines of `bridge`'s log (its stderr, piped), as it writes them.
+fn log_lines(bridge: &mut ServingBridge) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let (log_tx, log) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let stderr = bridge.take_stderr().expect("the bridge's stderr piped");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = log_tx.send(line);
+        }
+    });
+    log
 }
 
 /// The next line of the bridge's log holding `needle` (30 s at most).
@@ -407,45 +413,39 @@ per = "tool"
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// echo_server as the only upstream, and the named tokens ci and dev.
+fn echo_with_tokens() -> String {
+    let echo = examples::example_path("echo_server").display().to_string();
+    format!("[mcp_servers.echo]\ncommand = {echo:?}\n\n[gateway.tokens]\nci = {{ env = \"CI_TOKEN\" }}\ndev = {{ env = \"DEV_TOKEN\" }}\n")
+}
+
+/// The request limit `name` (`per = "request"`) of the named token `token`: `burst` requests,
+/// one an hour regained (no bucket refills while a test runs).
+fn request_limit(name: &str, token: &str, burst: u32) -> String {
+    format!(
+        "[[gateway.rate_limits]]\nname = \"{name}\"\ncallers = {{ tokens = [\"{token}\"] }}\nrate = \"1/hour\"\nburst = {burst}\nper = \"request\"\n"
+    )
+}
+
 /// A limit per request (`per = "request"`): every request of ci's to the MCP endpoint takes a
 /// token, whatever it is; past the burst, 429 with `Retry-After` and the JSON-RPC error naming
 /// the limit; dev's requests and the routes go on; the refusals are counted; reloaded without
 /// the limit, ci's live session goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caller_over_a_request_limit_gets_429_while_others_go_on() {
-    use crate::http_support::{initialize_body, raw, Raw, BOTH, JSON, SHORT};
+    use crate::http_support::{post_with_token, session_with_token};
     let dir = scratch("request-limits");
     let config = dir.join("gateway.toml");
-    let echo =
-        format!("[mcp_servers.echo]\ncommand = {:?}\n", examples::example_path("echo_server").display().to_string());
-    let tokens = "[gateway.tokens]\nci = { env = \"CI_TOKEN\" }\ndev = { env = \"DEV_TOKEN\" }\n";
-    // One request an hour regained: the bucket cannot refill while the test runs.
-    let limit = "[[gateway.rate_limits]]\nname = \"ci-requests\"\ncallers = { tokens = [\"ci\"] }\nrate = \"1/hour\"\nburst = 4\nper = \"request\"\n";
-    std::fs::write(&config, format!("{echo}\n{tokens}\n{limit}")).unwrap();
+    std::fs::write(&config, format!("{}\n{}", echo_with_tokens(), request_limit("ci-requests", "ci", 4))).unwrap();
     let bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap()], |command| {
         command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN);
     });
     let addr: std::net::SocketAddr = format!("127.0.0.1:{}", bridge.port()).parse().unwrap();
     let post = |token: &'static str, session: Option<String>, body: String| async move {
-        let auth = format!("Bearer {token}");
-        let mut headers = vec![BOTH, JSON, ("Authorization", auth.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
-        if let Some(session) = &session {
-            headers.push(("Mcp-Session-Id", session.as_str()));
-        }
-        raw(addr, "POST", "/mcp", &headers, &body, SHORT).await
+        post_with_token(addr, "/mcp", token, session.as_deref(), &body).await
     };
     let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    let open = |token: &'static str| {
-        let note = note.clone();
-        async move {
-            let r: Raw = post(token, None, initialize_body("2025-11-25")).await;
-            assert_eq!(r.status, 200, "{r:?}");
-            let session = r.header("mcp-session-id").expect("a session id").to_owned();
-            assert_eq!(post(token, Some(session.clone()), note).await.status, 202);
-            session
-        }
-    };
+    let open = |token: &'static str| session_with_token(addr, "/mcp", token);
     // ci: initialize and initialized are two requests of the four; a list and a ping the rest.
     let ci = open(CI_TOKEN).await;
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
@@ -468,7 +468,7 @@ async fn a_caller_over_a_request_limit_gets_429_while_others_go_on() {
     assert_eq!(status, 200);
     assert!(metrics.contains("mcp_bridge_rate_limited_total{limit=\"ci-requests\"} 1"), "{metrics}");
     // Reloaded without the limit: ci's session goes on.
-    std::fs::write(&config, format!("{echo}\n{tokens}")).unwrap();
+    std::fs::write(&config, echo_with_tokens()).unwrap();
     bridge.signal("HUP");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -480,6 +480,62 @@ async fn a_caller_over_a_request_limit_gets_429_while_others_go_on() {
         assert!(std::time::Instant::now() < deadline, "the reload lifts the limit within 30 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A reload that adds a request limit and leaves another as it was: the unchanged limit keeps
+/// its bucket (a caller who used it up is still refused), the added one starts full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_limit_unchanged_by_a_reload_keeps_its_bucket() {
+    use crate::http_support::{post_with_token, session_with_token, Raw};
+    let dir = scratch("request-limits-reload");
+    let config = dir.join("gateway.toml");
+    let ci_limit = request_limit("ci-requests", "ci", 3);
+    std::fs::write(&config, format!("{}\n{ci_limit}", echo_with_tokens())).unwrap();
+    let mut bridge = ServingBridge::start_with(&["--config", config.to_str().unwrap()], |command| {
+        command.env("CI_TOKEN", CI_TOKEN).env("DEV_TOKEN", DEV_TOKEN).env("RUST_LOG", "info").stderr(Stdio::piped());
+    });
+    let mut log = log_lines(&mut bridge);
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", bridge.port()).parse().unwrap();
+    let post = |token: &'static str, session: Option<String>, body: String| async move {
+        post_with_token(addr, "/mcp", token, session.as_deref(), &body).await
+    };
+    let ping = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+    let refused_by = |r: &Raw| {
+        assert_eq!(r.status, 429, "{r:?}");
+        r.json()["error"]["data"]["limit"].as_str().expect("the limit named").to_owned()
+    };
+    let open = |token: &'static str| session_with_token(addr, "/mcp", token);
+    // ci: initialize, initialized and a ping use up the burst of 3.
+    let ci = open(CI_TOKEN).await;
+    assert_eq!(post(CI_TOKEN, Some(ci.clone()), ping(1)).await.status, 200);
+    assert_eq!(refused_by(&post(CI_TOKEN, Some(ci.clone()), ping(2)).await), "ci-requests");
+    // dev is not limited yet.
+    let dev = open(DEV_TOKEN).await;
+    for id in 10..14 {
+        assert_eq!(post(DEV_TOKEN, Some(dev.clone()), ping(id)).await.status, 200);
+    }
+
+    // Reloaded with a limit for dev added, ci's as it was.
+    let dev_limit = request_limit("dev-requests", "dev", 2);
+    std::fs::write(&config, format!("{}\n{dev_limit}\n{ci_limit}", echo_with_tokens())).unwrap();
+    bridge.signal("HUP");
+    let reloaded = wait_for_line(&mut log, "request rate limits reloaded").await;
+    assert!(reloaded.contains("limits=2"), "{reloaded}");
+    // The same reload's closing line: the new limits are in force.
+    wait_for_line(&mut log, "reloaded (").await;
+
+    // ci's bucket is as it was: still empty.
+    assert_eq!(refused_by(&post(CI_TOKEN, Some(ci.clone()), ping(3)).await), "ci-requests");
+    // dev's new limit starts full: two requests, then refused.
+    for id in 20..22 {
+        assert_eq!(post(DEV_TOKEN, Some(dev.clone()), ping(id)).await.status, 200);
+    }
+    assert_eq!(refused_by(&post(DEV_TOKEN, Some(dev.clone()), ping(22)).await), "dev-requests");
+    let (_, metrics) = http_get(&bridge.url, "/metrics", Some(CI_TOKEN));
+    assert!(metrics.contains("mcp_bridge_rate_limited_total{limit=\"ci-requests\"} 2"), "{metrics}");
+    assert!(metrics.contains("mcp_bridge_rate_limited_total{limit=\"dev-requests\"} 1"), "{metrics}");
+    let _ = bridge.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -263,6 +263,29 @@ pub fn initialize_body(version: &str) -> String {
     .to_string()
 }
 
+/// `body` POSTed to `path` of `addr` by the bearer `token`, in `session` when given, at
+/// protocol revision 2025-11-25: the HTTP answer as it came.
+pub async fn post_with_token(addr: SocketAddr, path: &str, token: &str, session: Option<&str>, body: &str) -> Raw {
+    let auth = format!("Bearer {token}");
+    let mut headers = vec![BOTH, JSON, ("Authorization", auth.as_str()), ("MCP-Protocol-Version", "2025-11-25")];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+    }
+    raw(addr, "POST", path, &headers, body, SHORT).await
+}
+
+/// A handshake-era session of the bearer `token` at `path` of `addr` (initialize, then
+/// initialized, each asserted): its id.
+pub async fn session_with_token(addr: SocketAddr, path: &str, token: &str) -> String {
+    let r = post_with_token(addr, path, token, None, &initialize_body("2025-11-25")).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.header("mcp-session-id").expect("a session id").to_owned();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let r = post_with_token(addr, path, token, Some(&session), &note).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    session
+}
+
 /// Initializes a session with raw requests; returns its id.
 pub async fn raw_session(addr: SocketAddr, version: &str) -> String {
     let r = raw(addr, "POST", "/mcp", &[BOTH, JSON], &initialize_body(version), SHORT).await;

@@ -27,23 +27,31 @@
 //! listener reconnects after an outage; a removal announced while it was away is missed, and
 //! that replica's copy lives on until it is idle there.
 //!
+//! Several stores on one connection ([`RedisStore::with_prefix`]): a store lends its
+//! connection, its pub/sub connection and its pub/sub listener to another store under another
+//! key prefix, so that N key prefixes (the virtual servers of `mcp-bridge serve`) cost two
+//! connections to Redis, as one does.
+//!
 //! Messages between replicas ([`SessionStore::relay`]): each replica subscribes to the pub/sub
 //! channel `<prefix>replica:<name>`; a relayed message is published there (`PUBLISH`, whose
 //! count of receivers tells whether that replica is alive). Its payload is one byte of kind
 //! (`r` a response, `s` a message for the standalone stream), the session id, a newline, then
 //! the JSON-RPC message. The replica holding a session's standalone GET stream is kept under
 //! `<prefix>stream:<id>` (its name, expiring with the session's idle timeout, replaced at
-//! every GET and renewed while it stays open, deleted with the session). A subscription whose
-//! connection drops is made again at once, and, while Redis is away, every
-//! [`RedisOptions::timeout`]. A message nobody heard is published again after 50, 100 and
-//! 200 ms ([`RELAY_RETRIES`]), which covers a subscription being made again; what is published
-//! during an outage is lost (pub/sub keeps nothing), as it is for a replica that is gone.
+//! every GET and renewed while it stays open, deleted with the session). Every channel of the
+//! stores sharing a connection is on one pub/sub connection, each message handed to its
+//! channel's listeners; when that connection drops it is made again at once, and, while Redis
+//! is away, every [`RedisOptions::timeout`], subscribed again to every channel. A message
+//! nobody heard is published again after 50, 100 and 200 ms ([`RELAY_RETRIES`]), which covers
+//! a subscription being made again; what is published during an outage is lost (pub/sub keeps
+//! nothing), as it is for a replica that is gone.
 
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, PubSubSink, PubSubStream};
 use redis::streams::StreamRangeReply;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -121,8 +129,9 @@ enum Write {
 /// Sessions and events in Redis. One value serves as both stores:
 /// `Arc<RedisStore>` coerces to `Arc<dyn SessionStore>` and to `Arc<dyn EventStore>`.
 pub struct RedisStore {
-    client: redis::Client,
     connection: ConnectionManager,
+    /// The pub/sub connection, shared with the stores of [`RedisStore::with_prefix`].
+    subscriptions: Arc<Subscriptions>,
     options: RedisOptions,
     writes: mpsc::Sender<Write>,
     ended: broadcast::Sender<String>,
@@ -141,7 +150,8 @@ fn unavailable(error: redis::RedisError) -> StoreError {
 }
 
 impl RedisStore {
-    /// Connects to the Redis at `url` (`redis://[user:password@]host:port[/db]`).
+    /// Connects to the Redis at `url` (`redis://[user:password@]host:port[/db]`): one
+    /// multiplexed connection for commands, one for pub/sub.
     ///
     /// # Errors
     /// [`StoreError::Unavailable`] when the URL is not one, or Redis cannot be reached within
@@ -158,18 +168,31 @@ impl RedisStore {
                 .await
                 .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
                 .map_err(unavailable)?;
-        let (writes, queue) = mpsc::channel(options.write_queue.max(1));
-        crate::transport::task::spawn(write_events(connection.clone(), options.clone(), queue));
-        // Subscribed before the store is handed out, so no removal after it goes unheard.
-        let channel = format!("{}ended", options.key_prefix);
-        let subscribed = tokio::time::timeout(options.timeout, async {
-            let mut pubsub = client.get_async_pubsub().await?;
-            pubsub.subscribe(&channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        })
-        .await
-        .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
-        .map_err(unavailable)?;
+        let subscriptions = Subscriptions::start(client, options.timeout).await?;
+        RedisStore::over(connection, subscriptions, options).await
+    }
+
+    /// Another store on this one's connections (commands and pub/sub), its keys and channels
+    /// under `prefix` instead: what it keeps is apart from this store's, as with a connection
+    /// of its own, and no connection is opened. The options other than the prefix are this
+    /// store's.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`]: its channel of ended sessions cannot be subscribed to
+    /// (Redis away) within [`RedisOptions::timeout`].
+    pub async fn with_prefix(&self, prefix: impl Into<String>) -> Result<RedisStore, StoreError> {
+        let options = self.options.clone().key_prefix(prefix);
+        RedisStore::over(self.connection.clone(), self.subscriptions.clone(), options).await
+    }
+
+    /// A store of `options` on these connections: its event writer started, its channel of
+    /// ended sessions subscribed to (before the store is handed out, so that no removal after
+    /// it goes unheard).
+    async fn over(
+        connection: ConnectionManager,
+        subscriptions: Arc<Subscriptions>,
+        options: RedisOptions,
+    ) -> Result<RedisStore, StoreError> {
         let (ended, _) = broadcast::channel(256);
         let weak = ended.downgrade();
         let forward_ended = move |payload: &[u8]| match weak.upgrade() {
@@ -185,8 +208,10 @@ impl RedisStore {
             }
             None => false,
         };
-        crate::transport::task::spawn(listen(client.clone(), channel, options.timeout, subscribed, forward_ended));
-        Ok(RedisStore { client, connection, options, writes, ended })
+        subscriptions.subscribe(format!("{}ended", options.key_prefix), Box::new(forward_ended)).await?;
+        let (writes, queue) = mpsc::channel(options.write_queue.max(1));
+        crate::transport::task::spawn(write_events(connection.clone(), options.clone(), queue));
+        Ok(RedisStore { connection, subscriptions, options, writes, ended })
     }
 
     /// Its connection (a clone shares the one multiplexed connection), for other state kept in
@@ -227,42 +252,146 @@ impl RedisStore {
     }
 }
 
-/// Hands each payload published on `channel` to `deliver` until it answers `false` (its
-/// receiver is gone); after a failure, subscribes again every `pause`.
-async fn listen(
+/// What a listener of a channel is handed each payload published there with; it answers
+/// whether to go on (`false`: its receiver is gone). An empty payload only asks that (after
+/// the pub/sub connection dropped).
+type Deliver = Box<dyn FnMut(&[u8]) -> bool + Send>;
+
+/// One pub/sub connection for every channel of the stores sharing it, each message handed to
+/// the listeners of its channel. A connection that drops is made again at once and, while
+/// Redis is away, every `pause`, subscribed to every channel listened on.
+struct Subscriptions {
     client: redis::Client,
-    channel: String,
     pause: Duration,
-    subscribed: redis::aio::PubSub,
-    mut deliver: impl FnMut(&[u8]) -> bool + Send + 'static,
-) {
-    let mut subscribed = Some(subscribed);
-    loop {
-        let pubsub = match subscribed.take() {
-            Some(pubsub) => Some(pubsub),
-            None => match tokio::time::timeout(pause, client.get_async_pubsub()).await {
-                Ok(Ok(mut pubsub)) => pubsub.subscribe(&channel).await.is_ok().then_some(pubsub),
-                _ => None,
-            },
+    /// The listeners, each with its number (to remove the one whose subscription failed) and
+    /// channel.
+    listeners: Mutex<Vec<(u64, String, Deliver)>>,
+    next_listener: std::sync::atomic::AtomicU64,
+    /// The sink of the connection up now (`None` while it is made again), held while a channel
+    /// is subscribed to or left and while the connection is made again: no channel is missed.
+    sink: tokio::sync::Mutex<Option<PubSubSink>>,
+    /// Dropped with the last store: ends the reading task (and so the connection).
+    _alive: oneshot::Sender<()>,
+}
+
+impl Subscriptions {
+    /// Connected, its reading task started.
+    async fn start(client: redis::Client, pause: Duration) -> Result<Arc<Subscriptions>, StoreError> {
+        let (sink, stream) = tokio::time::timeout(pause, client.get_async_pubsub())
+            .await
+            .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
+            .map_err(unavailable)?
+            .split();
+        let (alive, gone) = oneshot::channel();
+        let subscriptions = Arc::new(Subscriptions {
+            client,
+            pause,
+            listeners: Mutex::default(),
+            next_listener: Default::default(),
+            sink: tokio::sync::Mutex::new(Some(sink)),
+            _alive: alive,
+        });
+        crate::transport::task::spawn(read_subscriptions(Arc::downgrade(&subscriptions), stream, gone));
+        Ok(subscriptions)
+    }
+
+    /// Hands each payload published on `channel` from now on to `deliver`, until it answers
+    /// `false`.
+    async fn subscribe(&self, channel: String, deliver: Deliver) -> Result<(), StoreError> {
+        let mut sink = self.sink.lock().await;
+        let Some(sink) = sink.as_mut() else {
+            return Err(StoreError::Unavailable("Redis is away (its pub/sub connection is being made again)".into()));
         };
-        let was_subscribed = pubsub.is_some();
-        if let Some(pubsub) = pubsub {
-            let mut messages = pubsub.into_on_message();
-            while let Some(message) = messages.next().await {
-                if !deliver(message.get_payload_bytes()) {
-                    return;
-                }
+        let number = self.next_listener.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Listening before subscribed: no message published once subscribed is missed.
+        self.listeners().push((number, channel.clone(), deliver));
+        let subscribed = match tokio::time::timeout(self.pause, sink.subscribe(&channel)).await {
+            Ok(subscribed) => subscribed.map_err(unavailable),
+            Err(_) => Err(StoreError::Unavailable("Redis did not answer in time".into())),
+        };
+        if subscribed.is_err() {
+            self.listeners().retain(|(n, _, _)| *n != number);
+        }
+        subscribed
+    }
+
+    fn listeners(&self) -> std::sync::MutexGuard<'_, Vec<(u64, String, Deliver)>> {
+        self.listeners.lock().expect("listeners lock")
+    }
+
+    /// Hands `payload` to the listeners of `channel`; leaves the channel when none is left.
+    async fn deliver(&self, channel: &str, payload: &[u8]) {
+        let mut gone = false;
+        self.listeners().retain_mut(|(_, heard, deliver)| {
+            let keep = heard != channel || deliver(payload);
+            gone |= !keep;
+            keep
+        });
+        if gone {
+            let mut sink = self.sink.lock().await;
+            let unheard = !self.listeners().iter().any(|(_, heard, _)| heard == channel);
+            if let (true, Some(sink)) = (unheard, sink.as_mut()) {
+                // At worst (no answer) the channel stays subscribed, its messages dropped.
+                let _ = tokio::time::timeout(self.pause, sink.unsubscribe(channel)).await;
             }
         }
-        if !deliver(&[]) {
-            return;
+    }
+
+    /// After the connection dropped: asks every listener whether to go on (an empty payload),
+    /// then connects again and subscribes to the channels of those that do; `None` when Redis
+    /// cannot be reached (or does not answer) within `pause`.
+    async fn reconnect(&self) -> Option<PubSubStream> {
+        let mut sink = self.sink.lock().await;
+        *sink = None;
+        self.listeners().retain_mut(|(_, _, deliver)| deliver(&[]));
+        let (mut new_sink, stream) =
+            tokio::time::timeout(self.pause, self.client.get_async_pubsub()).await.ok()?.ok()?.split();
+        let mut channels: Vec<String> = self.listeners().iter().map(|(_, channel, _)| channel.clone()).collect();
+        channels.sort();
+        channels.dedup();
+        if !channels.is_empty() {
+            tokio::time::timeout(self.pause, new_sink.subscribe(&channels)).await.ok()?.ok()?;
         }
-        // A subscription that was up and dropped is made again at once (what is published
-        // meanwhile is lost: `relay` retries a message nobody heard for that long); while
-        // Redis is away, a pause between attempts, not a synchronisation.
-        if !was_subscribed {
-            tokio::time::sleep(pause).await;
+        *sink = Some(new_sink);
+        Some(stream)
+    }
+}
+
+/// Hands each message of `stream` to its channel's listeners until `subscriptions` is gone;
+/// when the connection drops, makes it again (at once, then every pause while Redis is away).
+async fn read_subscriptions(
+    subscriptions: Weak<Subscriptions>,
+    mut stream: PubSubStream,
+    mut gone: oneshot::Receiver<()>,
+) {
+    loop {
+        loop {
+            let message = tokio::select! {
+                message = stream.next() => message,
+                _ = &mut gone => return,
+            };
+            let Some(message) = message else { break };
+            let Some(subscriptions) = subscriptions.upgrade() else { return };
+            subscriptions.deliver(message.get_channel_name(), message.get_payload_bytes()).await;
         }
+        let mut first = true;
+        stream = loop {
+            let Some(current) = subscriptions.upgrade() else { return };
+            let pause = current.pause;
+            if !first {
+                drop(current);
+                // While Redis is away, a pause between attempts, not a synchronisation.
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = &mut gone => return,
+                }
+            }
+            first = false;
+            let Some(current) = subscriptions.upgrade() else { return };
+            if let Some(stream) = current.reconnect().await {
+                break stream;
+            }
+        };
     }
 }
 
@@ -438,15 +567,6 @@ impl SessionStore for RedisStore {
 
     fn relayed<'a>(&'a self, replica: &'a str) -> StoreFuture<'a, Option<mpsc::Receiver<Relayed>>> {
         Box::pin(async move {
-            let channel = self.replica_channel(replica);
-            let subscribed = tokio::time::timeout(self.options.timeout, async {
-                let mut pubsub = self.client.get_async_pubsub().await?;
-                pubsub.subscribe(&channel).await?;
-                Ok::<_, redis::RedisError>(pubsub)
-            })
-            .await
-            .map_err(|_| StoreError::Unavailable("Redis did not answer in time".into()))?
-            .map_err(unavailable)?;
             let (tx, rx) = mpsc::channel(RELAY_QUEUE);
             let forward = move |payload: &[u8]| {
                 if tx.is_closed() {
@@ -458,13 +578,7 @@ impl SessionStore for RedisStore {
                 }
                 true
             };
-            crate::transport::task::spawn(listen(
-                self.client.clone(),
-                channel,
-                self.options.timeout,
-                subscribed,
-                forward,
-            ));
+            self.subscriptions.subscribe(self.replica_channel(replica), Box::new(forward)).await?;
             Ok(Some(rx))
         })
     }
