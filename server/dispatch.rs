@@ -286,7 +286,7 @@ impl Dispatcher {
         &self,
         peer: &Peer<T>,
         id: &Id,
-        meta: Option<RequestMeta>,
+        meta: Option<Box<RequestMeta>>,
         task: Option<TaskLink>,
         era: &Era,
     ) -> (Context, Canceller) {
@@ -294,7 +294,7 @@ impl Dispatcher {
         let envelope = era.envelope();
         let context = Context {
             id: id.clone(),
-            meta: meta.map(Box::new),
+            meta,
             protocol_version: envelope.as_ref().map(|e| e.protocol_version).or_else(|| peer.protocol_version()),
             envelope,
             input: None,
@@ -823,7 +823,7 @@ impl Dispatcher {
         peer: &Peer<T>,
         id: &Id,
         era: &Era,
-        meta: Option<RequestMeta>,
+        meta: Option<Box<RequestMeta>>,
         request: RoundOf<'_, impl FnOnce() -> Value>,
     ) -> Result<(Context, Canceller, Option<Round>), ErrorObject> {
         let input = self.input_round(era, request)?;
