@@ -35,17 +35,22 @@ pub fn pair(limits: Limits) -> (InprocTransport, InprocTransport) {
 impl Transport for InprocTransport {
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         // While there is room the message goes in under the lock; only a full queue makes us
-        // wait, on a clone of the sender (the lock is never held across an await).
-        let (sender, message) = {
+        // wait, on a clone of the sender (the lock is never held across an await). The wait is
+        // boxed: it is rare, and this future is part of every request's and every answer's
+        // (tokio's send future and a second copy of the message would make it 408 bytes, not 96).
+        let wait = {
             let outgoing = self.outgoing.lock().expect("sender lock");
             let sender = outgoing.as_ref().ok_or(TransportError::Closed)?;
             match sender.try_send(message) {
                 Ok(()) => return Ok(()),
                 Err(TrySendError::Closed(_)) => return Err(TransportError::Closed),
-                Err(TrySendError::Full(message)) => (sender.clone(), message),
+                Err(TrySendError::Full(message)) => {
+                    let sender = sender.clone();
+                    Box::pin(async move { sender.send(message).await })
+                }
             }
         };
-        sender.send(message).await.map_err(|_| TransportError::Closed)
+        wait.await.map_err(|_| TransportError::Closed)
     }
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
