@@ -102,4 +102,27 @@ mod tests {
         b.recv().await.unwrap();
         a.send(msg()).await.unwrap();
     }
+
+    #[tokio::test]
+    async fn a_send_that_waited_for_room_delivers_in_order_and_fails_once_the_peer_is_gone() {
+        use crate::transport::task::poll_once;
+        let (a, b) = pair(Limits::default().with_queue_depth(1));
+        let msg = |n| Message::Response(Response { id: Id::Number(n), result: Body::typed(()) });
+        let id = |m: Option<Message>| match m {
+            Some(Message::Response(r)) => r.id,
+            other => panic!("expected a response, got {other:?}"),
+        };
+        a.send(msg(1)).await.unwrap();
+        let mut second = std::pin::pin!(a.send(msg(2)));
+        assert!(poll_once(second.as_mut()).is_pending(), "the queue is full");
+        assert_eq!(id(b.recv().await.unwrap()), Id::Number(1));
+        second.await.unwrap();
+        assert_eq!(id(b.recv().await.unwrap()), Id::Number(2));
+
+        a.send(msg(3)).await.unwrap();
+        let mut fourth = std::pin::pin!(a.send(msg(4)));
+        assert!(poll_once(fourth.as_mut()).is_pending(), "the queue is full");
+        drop(b);
+        assert!(matches!(fourth.await, Err(TransportError::Closed)));
+    }
 }
