@@ -18,6 +18,9 @@
 //! --inproc  mcpwire's echo server in this process, over the in-process transport (typed
 //!           messages, no JSON) and over a tokio duplex byte pipe (JSON lines, like stdio);
 //!           --inproc-channel / --inproc-duplex for one of the two
+//! --inproc-floor  the thinnest in-process echo pair this runtime allows, for scale: a handle
+//!           sends each call (an id and the argument's text) over a tokio mpsc to one server
+//!           task that answers through the call's oneshot; no MCP, no JSON, no task per call
 //! No target => `--stdio "<dir of this exe>/examples/echo_server" --inproc`
 //!
 //! Per target: `startup` (spawn/connect until `notifications/initialized` is sent,
@@ -50,6 +53,7 @@ enum Target {
     H2c(String),
     InprocChannel,
     InprocDuplex,
+    InprocFloor,
 }
 
 impl Target {
@@ -60,6 +64,7 @@ impl Target {
             Target::H2c(url) => (url.clone(), "h2c"),
             Target::InprocChannel => ("mcpwire echo_server".into(), "inproc-channel"),
             Target::InprocDuplex => ("mcpwire echo_server".into(), "inproc-duplex"),
+            Target::InprocFloor => ("tokio mpsc + oneshot echo".into(), "inproc-floor"),
         }
     }
 }
@@ -70,6 +75,7 @@ enum Connected {
     Http(Client<HttpClientTransport>),
     Channel(Client<inproc::InprocTransport>),
     Duplex(Client<StdioTransport>),
+    Floor(floor::EchoClient),
 }
 
 fn options(era: EraPolicy) -> ClientOptions {
@@ -107,17 +113,26 @@ async fn connect(target: &Target, era: EraPolicy) -> Result<(Connected, Option<u
             let transport = StdioTransport::from_io(client_read, client_write, Limits::default());
             (Connected::Duplex(Client::connect(transport, options(era)).await?), None)
         }
+        Target::InprocFloor => (Connected::Floor(floor::EchoClient::spawn(Limits::default().queue_depth)), None),
     })
 }
 
 impl Connected {
-    async fn call(&self, tool: &str, args: &Map<String, Value>) -> Result<CallToolResult, BoxError> {
+    /// One call of the echo tool: the length of the text echoed, `None` for an error result or
+    /// one that is not text.
+    async fn call(&self, tool: &str, args: &Map<String, Value>) -> Result<Option<usize>, BoxError> {
+        if let Connected::Floor(c) = self {
+            let text = args.get("text").and_then(Value::as_str).ok_or("echo needs a text argument")?;
+            return Ok(Some(c.echo(text.to_owned()).await?.len()));
+        }
         let args = Some(args.clone());
-        Ok(match self {
+        let result = match self {
             Connected::Stdio(c) | Connected::Duplex(c) => c.call_tool(tool, args, Default::default()).await?,
             Connected::Http(c) => c.call_tool(tool, args, Default::default()).await?,
             Connected::Channel(c) => c.call_tool(tool, args, Default::default()).await?,
-        })
+            Connected::Floor(_) => unreachable!("answered above"),
+        };
+        Ok(echoed_len(&result))
     }
 
     async fn has_tool(&self, tool: &str) -> Result<bool, BoxError> {
@@ -125,6 +140,7 @@ impl Connected {
             Connected::Stdio(c) | Connected::Duplex(c) => c.list_tools().await?,
             Connected::Http(c) => c.list_tools().await?,
             Connected::Channel(c) => c.list_tools().await?,
+            Connected::Floor(_) => return Ok(true),
         };
         Ok(tools.iter().any(|t| t.name == tool))
     }
@@ -134,6 +150,8 @@ impl Connected {
             Connected::Stdio(c) | Connected::Duplex(c) => c.close().await,
             Connected::Http(c) => c.close().await,
             Connected::Channel(c) => c.close().await,
+            // The server task ends when the handle's sender is dropped.
+            Connected::Floor(_) => Ok(()),
         };
     }
 }
@@ -180,6 +198,7 @@ fn parse_args() -> Result<Opts, BoxError> {
             "--inproc" => o.targets.extend([Target::InprocChannel, Target::InprocDuplex]),
             "--inproc-channel" => o.targets.push(Target::InprocChannel),
             "--inproc-duplex" => o.targets.push(Target::InprocDuplex),
+            "--inproc-floor" => o.targets.push(Target::InprocFloor),
             // `cargo bench` passes --bench; nothing to do with it.
             "--bench" => {}
             _ => return Err(format!("unknown argument {flag}; see the header of benches/mcp_bench.rs").into()),
@@ -203,13 +222,12 @@ fn echo_args(size: usize) -> Map<String, Value> {
     args
 }
 
-/// Whether `result` echoes `size` bytes of text.
-fn echoed(result: &CallToolResult, size: usize) -> bool {
-    let text_len = match result.content.first() {
-        Some(ContentBlock::Text(t)) => Some(t.text.len()),
+/// The length of the text `result` echoes; `None` for an error or a result that is not text.
+fn echoed_len(result: &CallToolResult) -> Option<usize> {
+    match result.content.first() {
+        Some(ContentBlock::Text(t)) if result.is_error != Some(true) => Some(t.text.len()),
         _ => None,
-    };
-    result.is_error != Some(true) && text_len == Some(size)
+    }
 }
 
 /// `n` calls spread over `concurrency` tasks that each keep one call in flight.
@@ -231,7 +249,7 @@ async fn run_calls(
                 while next.fetch_add(1, Ordering::Relaxed) < n {
                     let t = Instant::now();
                     match client.call(&tool, &args).await {
-                        Ok(result) if echoed(&result, size) => lat.push(t.elapsed()),
+                        Ok(Some(echoed)) if echoed == size => lat.push(t.elapsed()),
                         _ => errors += 1,
                     }
                 }
@@ -333,4 +351,72 @@ async fn run(o: Opts) -> Result<(), BoxError> {
     }
     println!("{}", json!({ "scenario": "bench_peak_rss", "client": "mcp-bench", "kb": peak_rss_kb("self") }));
     Ok(())
+}
+
+/// The thinnest in-process echo pair a tokio program can have, to set our in-process pair's
+/// figures against: what any pair of a caller and a server task pays for a call (one channel
+/// send, one server task woken per batch, one oneshot answer that wakes the caller), and
+/// nothing of MCP (no JSON-RPC ids matched by a reader task, no session, no task per call).
+mod floor {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use tokio::sync::{mpsc, oneshot};
+
+    /// One call: its id, the argument, and where to answer.
+    struct Request {
+        id: u64,
+        text: String,
+        reply: oneshot::Sender<Response>,
+    }
+
+    struct Response {
+        id: u64,
+        text: String,
+    }
+
+    /// The caller's end; calls from many tasks are in flight at once, each awaiting its oneshot.
+    pub struct EchoClient {
+        requests: mpsc::Sender<Request>,
+        next_id: AtomicU64,
+    }
+
+    /// The server ended before it answered.
+    #[derive(Debug)]
+    pub struct Closed;
+
+    impl std::fmt::Display for Closed {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the floor's echo server is gone")
+        }
+    }
+
+    impl std::error::Error for Closed {}
+
+    impl EchoClient {
+        /// A client and its server task (spawned on the current runtime), `depth` requests queued
+        /// at most, as our in-process pair's channel.
+        pub fn spawn(depth: usize) -> Self {
+            let (requests, incoming) = mpsc::channel(depth.max(1));
+            tokio::spawn(serve(incoming));
+            EchoClient { requests, next_id: AtomicU64::new(1) }
+        }
+
+        /// Sends `text` and waits for it to come back.
+        pub async fn echo(&self, text: String) -> Result<String, Closed> {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let (reply, answer) = oneshot::channel();
+            self.requests.send(Request { id, text, reply }).await.map_err(|_| Closed)?;
+            let response = answer.await.map_err(|_| Closed)?;
+            debug_assert_eq!(response.id, id);
+            Ok(response.text)
+        }
+    }
+
+    /// Answers each request in the order it comes, in this task: the echo is the argument moved back.
+    async fn serve(mut incoming: mpsc::Receiver<Request>) {
+        while let Some(Request { id, text, reply }) = incoming.recv().await {
+            // A caller that stopped waiting has nothing to receive.
+            let _ = reply.send(Response { id, text });
+        }
+    }
 }

@@ -7,6 +7,8 @@
 # Instructions do not swing with the VM's modes as calls/s do; one run compares two builds.
 #
 #   benches/per_call_inproc.sh [MCP_BENCH] [N1 N2]
+#   PAIR=inproc-floor benches/per_call_inproc.sh ...   (the floor pair, `mcp-bench --inproc-floor`;
+#                                                        or PAIR=inproc-duplex)
 #
 # MCP_BENCH defaults to target/release/mcp-bench, built with symbols for the split:
 #   cargo build --release -p mcpwire-benches --bin mcp-bench --config profile.release.strip=false \
@@ -17,20 +19,20 @@
 # flight then N at C, so a run at C = 1 makes 2N sequential calls and a run at C = 16 gives the
 # cost at 16 once the sequential half is taken away. One JSON line per concurrency.
 set -euo pipefail
-BENCH=${1:-target/release/mcp-bench}; N1=${2:-2000}; N2=${3:-6000}
+BENCH=${1:-target/release/mcp-bench}; N1=${2:-2000}; N2=${3:-6000}; PAIR=${PAIR:-inproc-channel}
 command -v valgrind >/dev/null || { echo "per_call_inproc.sh: needs valgrind" >&2; exit 1; }
 scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
 for c in 1 16; do
   for n in "$N1" "$N2"; do
     valgrind --tool=callgrind --callgrind-out-file="$scratch/$c-$n.out" \
-      "$BENCH" --inproc-channel --n "$n" --concurrency "$c" --sizes 16 --startup-runs 1 >/dev/null 2>&1
+      "$BENCH" "--$PAIR" --n "$n" --concurrency "$c" --sizes 16 --startup-runs 1 >/dev/null 2>&1
     callgrind_annotate --inclusive=yes "$scratch/$c-$n.out" > "$scratch/$c-$n.incl" 2>/dev/null
     callgrind_annotate --tree=caller "$scratch/$c-$n.out" > "$scratch/$c-$n.tree" 2>/dev/null
   done
 done
-python3 - "$scratch" "$N1" "$N2" <<'PY'
+python3 - "$scratch" "$N1" "$N2" "$PAIR" <<'PY'
 import json, re, sys
-scratch, n1, n2 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+scratch, n1, n2, pair = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 # Inclusive instructions of the functions whose names hold these, summed (none nests in another).
 parts = {
     "copying": [r"__memcpy_\w+", r"__memmove_\w+"],
@@ -72,7 +74,7 @@ def measure(c, n):
 runs = {(c, n): measure(c, n) for c in (1, 16) for n in (n1, n2)}
 dn = n2 - n1
 for conc in (1, 16):
-    row = {"pair": "mcpwire inproc-channel", "concurrency": conc}
+    row = {"pair": ("mcpwire " if pair != "inproc-floor" else "") + pair, "concurrency": conc}
     for key in runs[(1, n1)]:
         seq = (runs[(1, n2)][key] - runs[(1, n1)][key]) / (2 * dn)
         value = seq if conc == 1 else (runs[(16, n2)][key] - runs[(16, n1)][key]) / dn - seq

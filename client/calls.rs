@@ -121,7 +121,7 @@ impl<T: Transport> Client<T> {
         let mut params = CallToolRequestParams { name: name.into(), arguments, ..CallToolRequestParams::default() };
         meta.retain(|key, _| key != "progressToken" && !is_reserved_meta_key(key));
         if !meta.is_empty() {
-            params.meta = Some(RequestMeta { extra: meta, ..RequestMeta::default() });
+            params.meta = Some(Box::new(RequestMeta { extra: meta, ..RequestMeta::default() }));
         }
         let request = RequestOptions { timeout, reset_timeout_on_progress, ..RequestOptions::default() };
         // One future is awaited in place on each branch (an async block holding both, or

@@ -132,7 +132,7 @@ pub fn names_subscription(params: Option<&Body>) -> bool {
 /// `_meta` do not decode.
 fn request_meta(params: &Body) -> Result<Option<RequestMeta>, String> {
     if let Some(call) = params.typed_as::<CallToolRequestParams>() {
-        return Ok(call.meta.clone());
+        return Ok(call.meta.as_deref().cloned());
     }
     #[derive(Deserialize)]
     struct Params {

@@ -286,7 +286,7 @@ impl Dispatcher {
         &self,
         peer: &Peer<T>,
         id: &Id,
-        meta: Option<RequestMeta>,
+        meta: Option<Box<RequestMeta>>,
         task: Option<TaskLink>,
         era: &Era,
     ) -> (Context, Canceller) {
@@ -294,7 +294,7 @@ impl Dispatcher {
         let envelope = era.envelope();
         let context = Context {
             id: id.clone(),
-            meta: meta.map(Box::new),
+            meta,
             protocol_version: envelope.as_ref().map(|e| e.protocol_version).or_else(|| peer.protocol_version()),
             envelope,
             input: None,
@@ -483,30 +483,36 @@ impl Dispatcher {
         // drops the handler and sends nothing; a panic inside the handler is caught and
         // answered -32603.
         let work = Box::pin(async move {
-            let joined = {
-                // The semaphore is never closed.
-                let _permit = semaphore.acquire_owned().await;
-                let round = input.as_ref().map(|(round, _)| round.clone());
-                CatchUnwind(UntilInput { work: handler(args, context), round }).await
+            // The handler's outcome lives in this block only: kept across the answer's await, it
+            // would make this future (boxed per call) past the allocator's small sizes.
+            let answer = {
+                let joined = {
+                    // The semaphore is never closed.
+                    let _permit = semaphore.acquire_owned().await;
+                    let round = input.as_ref().map(|(round, _)| round.clone());
+                    CatchUnwind(UntilInput { work: handler(args, context), round }).await
+                };
+                forget_running(&running, &request_id, serial);
+                let outcome = match joined {
+                    Ok(Some(Ok(result))) => Ok(Some(result)),
+                    Ok(Some(Err(error))) => error.into_outcome(&name).map(Some),
+                    Ok(None) => Ok(None),
+                    Err(payload) => Err(panicked(&name, payload)),
+                };
+                outcome.map(|result| match result {
+                    // Typed as the method's output type, so an in-process client takes it as is.
+                    Some(result) => Body::typed(CallToolOutput::Result(schema::check_output(
+                        &registered.tool,
+                        &registered.schemas,
+                        result,
+                    ))),
+                    None => {
+                        let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
+                        input_required(inner.as_ref().expect("kept with the round"), round, binding)
+                    }
+                })
             };
-            forget_running(&running, &request_id, serial);
-            let outcome = match joined {
-                Ok(Some(Ok(result))) => Ok(result),
-                Ok(Some(Err(error))) => error.into_outcome(&name),
-                Ok(None) => {
-                    let (round, binding) = input.as_ref().expect("only a request with a round stops for input");
-                    let inner = inner.as_ref().expect("kept with the round");
-                    let _ = peer.respond(&request_id, finish.finish(Ok(input_required(inner, round, binding)))).await;
-                    drop(guard);
-                    return;
-                }
-                Err(payload) => Err(panicked(&name, payload)),
-            };
-            // Typed as the method's output type, so an in-process client takes it as is.
-            let outcome = outcome.map(|result| {
-                Body::typed(CallToolOutput::Result(schema::check_output(&registered.tool, &registered.schemas, result)))
-            });
-            let _ = peer.respond(&request_id, finish.finish(outcome)).await;
+            let _ = peer.respond(&request_id, finish.finish(answer)).await;
             drop(guard);
         });
         self.run_cancellable(id, serial, canceller, work);
@@ -823,7 +829,7 @@ impl Dispatcher {
         peer: &Peer<T>,
         id: &Id,
         era: &Era,
-        meta: Option<RequestMeta>,
+        meta: Option<Box<RequestMeta>>,
         request: RoundOf<'_, impl FnOnce() -> Value>,
     ) -> Result<(Context, Canceller, Option<Round>), ErrorObject> {
         let input = self.input_round(era, request)?;

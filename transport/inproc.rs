@@ -35,17 +35,22 @@ pub fn pair(limits: Limits) -> (InprocTransport, InprocTransport) {
 impl Transport for InprocTransport {
     async fn send(&self, message: Message) -> Result<(), TransportError> {
         // While there is room the message goes in under the lock; only a full queue makes us
-        // wait, on a clone of the sender (the lock is never held across an await).
-        let (sender, message) = {
+        // wait, on a clone of the sender (the lock is never held across an await). The wait is
+        // boxed: it is rare, and this future is part of every request's and every answer's
+        // (tokio's send future and a second copy of the message would make it 408 bytes, not 96).
+        let wait = {
             let outgoing = self.outgoing.lock().expect("sender lock");
             let sender = outgoing.as_ref().ok_or(TransportError::Closed)?;
             match sender.try_send(message) {
                 Ok(()) => return Ok(()),
                 Err(TrySendError::Closed(_)) => return Err(TransportError::Closed),
-                Err(TrySendError::Full(message)) => (sender.clone(), message),
+                Err(TrySendError::Full(message)) => {
+                    let sender = sender.clone();
+                    Box::pin(async move { sender.send(message).await })
+                }
             }
         };
-        sender.send(message).await.map_err(|_| TransportError::Closed)
+        wait.await.map_err(|_| TransportError::Closed)
     }
 
     async fn recv(&self) -> Result<Option<Message>, TransportError> {
@@ -96,5 +101,28 @@ mod tests {
         assert!(second.is_err(), "the second send waits for room");
         b.recv().await.unwrap();
         a.send(msg()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_send_that_waited_for_room_delivers_in_order_and_fails_once_the_peer_is_gone() {
+        use crate::transport::task::poll_once;
+        let (a, b) = pair(Limits::default().with_queue_depth(1));
+        let msg = |n| Message::Response(Response { id: Id::Number(n), result: Body::typed(()) });
+        let id = |m: Option<Message>| match m {
+            Some(Message::Response(r)) => r.id,
+            other => panic!("expected a response, got {other:?}"),
+        };
+        a.send(msg(1)).await.unwrap();
+        let mut second = std::pin::pin!(a.send(msg(2)));
+        assert!(poll_once(second.as_mut()).is_pending(), "the queue is full");
+        assert_eq!(id(b.recv().await.unwrap()), Id::Number(1));
+        second.await.unwrap();
+        assert_eq!(id(b.recv().await.unwrap()), Id::Number(2));
+
+        a.send(msg(3)).await.unwrap();
+        let mut fourth = std::pin::pin!(a.send(msg(4)));
+        assert!(poll_once(fourth.as_mut()).is_pending(), "the queue is full");
+        drop(b);
+        assert!(matches!(fourth.await, Err(TransportError::Closed)));
     }
 }

@@ -279,9 +279,10 @@ pub struct CallToolRequestParams {
     /// 2026-07-28: opaque state echoed from a previous `input_required` result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
-    /// `_meta`.
+    /// `_meta`, boxed: a [`RequestMeta`] is most of a kilobyte and most calls have none, so
+    /// the params (moved by value from the client's call to the server's handler) stay small.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<RequestMeta>,
+    pub meta: Option<Box<RequestMeta>>,
     /// Every other member.
     #[serde(flatten)]
     pub extra: Extra,
@@ -326,7 +327,7 @@ deserialize_with_extra!(CallToolRequestParams, "tools/call params",
         task: TaskMetadata = "task",
         input_responses: Map<String, Value> = "inputResponses",
         request_state: String = "requestState",
-        meta: RequestMeta = "_meta",
+        meta: Box<RequestMeta> = "_meta",
     }
 );
 

@@ -185,10 +185,11 @@ impl Dispatcher {
             responses: responses.as_ref().and_then(Value::as_object),
             state: params.request_state.as_deref(),
         };
-        let (context, _, input) = match self.context_with_round(peer, &id, era, params.meta.clone(), round) {
-            Ok(opened) => opened,
-            Err(e) => return self.answer(peer, id, era, Err(e)),
-        };
+        let (context, _, input) =
+            match self.context_with_round(peer, &id, era, params.meta.clone().map(Box::new), round) {
+                Ok(opened) => opened,
+                Err(e) => return self.answer(peer, id, era, Err(e)),
+            };
         let request =
             resources::ResourceRequest { uri: params.uri, variables, meta: params.meta, context: Some(context) };
         self.answer_or_ask(peer, id, era, input, read(request));
@@ -215,10 +216,11 @@ impl Dispatcher {
             responses: responses.as_ref().and_then(Value::as_object),
             state: params.request_state.as_deref(),
         };
-        let (context, _, input) = match self.context_with_round(peer, &id, era, params.meta.clone(), round) {
-            Ok(opened) => opened,
-            Err(e) => return self.answer(peer, id, era, Err(e)),
-        };
+        let (context, _, input) =
+            match self.context_with_round(peer, &id, era, params.meta.clone().map(Box::new), round) {
+                Ok(opened) => opened,
+                Err(e) => return self.answer(peer, id, era, Err(e)),
+            };
         let request =
             prompts::PromptRequest { name: params.name, arguments, meta: params.meta, context: Some(context) };
         let get = entry.get.clone();

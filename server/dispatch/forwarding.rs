@@ -25,7 +25,7 @@ use crate::transport::Transport;
 #[derive(Deserialize, Default, Clone)]
 struct Head {
     #[serde(rename = "_meta", default)]
-    meta: Option<RequestMeta>,
+    meta: Option<Box<RequestMeta>>,
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
