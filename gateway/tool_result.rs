@@ -70,19 +70,14 @@ pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> ResultCheck {
         STAMPS.contains(&key) || (optional && value == "null")
     };
     let mut edited = false;
-    let mut meta = Meta::AsWritten;
+    let (mut meta, mut meta_left) = (Meta::AsWritten, None);
     for &(key, value) in members.as_slice() {
         if dropped(key, value) {
             edited = true;
         } else if key == "_meta" {
-            match without_server_info(value) {
-                None => return ResultCheck::Typed,
-                Some(Meta::AsWritten) => {}
-                Some(without) => {
-                    edited = true;
-                    meta = without;
-                }
-            }
+            let Some((verdict, left)) = without_server_info(value) else { return ResultCheck::Typed };
+            edited |= verdict != Meta::AsWritten;
+            (meta, meta_left) = (verdict, Some(left));
         }
     }
     if !edited {
@@ -98,8 +93,8 @@ pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> ResultCheck {
             out.push(',');
         }
         write_name(key, &mut out);
-        match (&meta, key) {
-            (Meta::Without(inner), "_meta") => write_object(inner.as_slice(), &mut out),
+        match (&meta_left, meta, key) {
+            (Some(left), Meta::Without, "_meta") => write_object(left.as_slice(), &mut out),
             _ => out.push_str(value),
         }
     }
@@ -112,26 +107,28 @@ pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> ResultCheck {
 }
 
 /// A result's `_meta` without the upstream's serverInfo.
-enum Meta<'a> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Meta {
     /// It has none, and other members: as written.
     AsWritten,
     /// Nothing is left: dropped, as the typed result drops it.
     Empty,
-    /// Its other members.
-    Without(Members<'a>),
+    /// Its other members (given beside it).
+    Without,
 }
 
-/// `_meta`'s text without the upstream's serverInfo; `None` when it is not an object (or a
-/// name in it is written twice or with an escape).
-fn without_server_info(meta: &str) -> Option<Meta<'_>> {
+/// `_meta`'s text without the upstream's serverInfo, and its members left; `None` when it is
+/// not an object (or a name in it is written twice or with an escape).
+fn without_server_info(meta: &str) -> Option<(Meta, Members<'_>)> {
     let mut members = members(meta)?;
     let before = members.len;
     members.retain(|(key, _)| *key != SERVER_INFO);
-    Some(match (members.len, before) {
+    let verdict = match (members.len, before) {
         (0, _) => Meta::Empty,
         (left, before) if left == before => Meta::AsWritten,
-        _ => Meta::Without(members),
-    })
+        _ => Meta::Without,
+    };
+    Some((verdict, members))
 }
 
 /// Writes the object of `members` (names without escapes, values as JSON text) to `out`.
