@@ -302,8 +302,8 @@ fn apply(rename: &Rename, name: &mut String, description: &mut Option<String>) {
 }
 
 /// Routes `name` to `upstream` of `server`, unless another already has it.
-fn claim(
-    routes: &mut HashMap<String, (String, String)>,
+fn claim<S: std::hash::BuildHasher>(
+    routes: &mut HashMap<String, (String, String), S>,
     name: &str,
     server: &str,
     upstream: &str,

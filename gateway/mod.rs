@@ -733,24 +733,29 @@ impl Gateway {
                 return Err(e);
             }
         };
-        // Borrowed from the view, which outlives the call: no copy of the name per call.
-        let listed = scope.view.tool_routes.get_key_value(&name).map_or("", |(name, _)| name.as_str());
-        let outcome = self.call_tool_decoded(&scope, &name, arguments, &context).await;
+        // Borrowed from the view, which outlives the call: no copy of the name per call. One
+        // lookup gives the name the duration is labelled with and the route.
+        let listed = scope.view.tool_routes.get_key_value(&name);
+        let route = listed.map(|(_, route)| route);
+        let listed = listed.map_or("", |(name, _)| name.as_str());
+        let outcome = self.call_tool_decoded(&scope, &name, route, arguments, &context).await;
         let ended = Ended::of_call(&outcome);
         self.metrics.server_operation(Operation { method: "tools/call", tool: listed, ended }, started.elapsed());
         outcome.map(|(body, _)| body)
     }
 
-    /// [`Gateway::call_tool`] once decoded (`name`: the tool as the client named it): the
-    /// result, and whether it is a tool's failure.
+    /// [`Gateway::call_tool`] once decoded (`name`: the tool as the client named it, `route`:
+    /// its server and upstream name in `scope`'s view): the result, and whether it is a tool's
+    /// failure.
     async fn call_tool_decoded(
         &self,
         scope: &Scope,
         name: &str,
+        route: Option<&(String, String)>,
         arguments: Option<serde_json::Map<String, serde_json::Value>>,
         context: &Arc<Context>,
     ) -> Result<(Body, bool), ErrorObject> {
-        let Some((server, tool)) = scope.view.tool_route(name) else {
+        let Some((server, tool)) = route else {
             return Err(self.unrouted(scope, name, context));
         };
         if self.audit.get().is_none() && !self.live.listening() {

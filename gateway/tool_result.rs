@@ -9,7 +9,8 @@
 //! and made a `RawValue` without being parsed either.
 //!
 //! [`rewrite`] says when a result cannot be passed on so: not an object with a `content` array,
-//! a member written twice or named with an escape, an `isError`, `resultType` or `_meta` of
+//! a member written twice or named with an escape, more members than the scan holds on the
+//! stack (16, in the result or its `_meta`), an `isError`, `resultType` or `_meta` of
 //! the wrong type (the typed decode then reports the error it always did), or content whose
 //! URIs the gateway maps (its resource links and embedded resources; found by looking for a
 //! `"uri"` key or any `\u` escape in the content's text). The caller then decodes and edits the
@@ -62,34 +63,42 @@ pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> ResultCheck {
     if find("resultType").is_some_and(|t| t != "null" && !t.starts_with('"')) {
         return ResultCheck::Typed;
     }
-    let mut edited = false;
-    let mut kept: Vec<(&str, Value<'_>)> = Vec::with_capacity(members.len());
-    for &(key, value) in &members {
-        // As the typed result: `null` is an absent optional member, and its stamps go.
+    // Which members go: the era's stamps, `null` optional members (absent in the typed result)
+    // and the upstream's serverInfo in `_meta` (the whole `_meta` when nothing else is left).
+    let dropped = |key: &str, value: &str| {
         let optional = matches!(key, "structuredContent" | "isError" | "_meta");
-        if STAMPS.contains(&key) || (optional && value == "null") {
+        STAMPS.contains(&key) || (optional && value == "null")
+    };
+    let mut edited = false;
+    let (mut meta, mut meta_left) = (Meta::AsWritten, None);
+    for &(key, value) in members.as_slice() {
+        if dropped(key, value) {
             edited = true;
-            continue;
+        } else if key == "_meta" {
+            let Some((verdict, left)) = without_server_info(value) else { return ResultCheck::Typed };
+            edited |= verdict != Meta::AsWritten;
+            (meta, meta_left) = (verdict, Some(left));
         }
-        if key == "_meta" {
-            match without_server_info(value) {
-                None => return ResultCheck::Typed,
-                Some(Meta::AsWritten) => kept.push((key, Value::Text(value))),
-                Some(Meta::Empty) => edited = true,
-                Some(Meta::Without(meta)) => {
-                    edited = true;
-                    kept.push((key, Value::Object(meta)));
-                }
-            }
-            continue;
-        }
-        kept.push((key, Value::Text(value)));
     }
     if !edited {
         return ResultCheck::AsWritten { is_error };
     }
     let mut out = String::with_capacity(text.len());
-    write_object(&kept, &mut out);
+    out.push('{');
+    for &(key, value) in members.as_slice() {
+        if dropped(key, value) || (key == "_meta" && matches!(meta, Meta::Empty)) {
+            continue;
+        }
+        if out.len() > 1 {
+            out.push(',');
+        }
+        write_name(key, &mut out);
+        match (&meta_left, meta, key) {
+            (Some(left), Meta::Without, "_meta") => write_object(left.as_slice(), &mut out),
+            _ => out.push_str(value),
+        }
+    }
+    out.push('}');
     // JSON by construction: members of a JSON object, names without escapes.
     match crate::proto::json_write::trusted_raw(&out) {
         Ok(raw) => ResultCheck::Rewritten { raw, is_error },
@@ -98,56 +107,39 @@ pub(crate) fn rewrite(text: &str, uris_mapped: bool) -> ResultCheck {
 }
 
 /// A result's `_meta` without the upstream's serverInfo.
-enum Meta<'a> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Meta {
     /// It has none, and other members: as written.
     AsWritten,
     /// Nothing is left: dropped, as the typed result drops it.
     Empty,
-    /// Its other members.
-    Without(Vec<(&'a str, &'a str)>),
+    /// Its other members (given beside it).
+    Without,
 }
 
-/// `_meta`'s text without the upstream's serverInfo; `None` when it is not an object (or a
-/// name in it is written twice or with an escape).
-fn without_server_info(meta: &str) -> Option<Meta<'_>> {
+/// `_meta`'s text without the upstream's serverInfo, and its members left; `None` when it is
+/// not an object (or a name in it is written twice or with an escape).
+fn without_server_info(meta: &str) -> Option<(Meta, Members<'_>)> {
     let mut members = members(meta)?;
-    let before = members.len();
+    let before = members.len;
     members.retain(|(key, _)| *key != SERVER_INFO);
-    Some(match (members.len(), before) {
+    let verdict = match (members.len, before) {
         (0, _) => Meta::Empty,
         (left, before) if left == before => Meta::AsWritten,
-        _ => Meta::Without(members),
-    })
-}
-
-/// A member's value to write: its text, or an object of members given as text.
-enum Value<'a> {
-    Text(&'a str),
-    Object(Vec<(&'a str, &'a str)>),
+        _ => Meta::Without,
+    };
+    Some((verdict, members))
 }
 
 /// Writes the object of `members` (names without escapes, values as JSON text) to `out`.
-fn write_object(members: &[(&str, Value<'_>)], out: &mut String) {
+fn write_object(members: &[(&str, &str)], out: &mut String) {
     out.push('{');
-    for (i, (key, value)) in members.iter().enumerate() {
+    for (i, (key, text)) in members.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         write_name(key, out);
-        match value {
-            Value::Text(text) => out.push_str(text),
-            Value::Object(inner) => {
-                out.push('{');
-                for (j, (key, text)) in inner.iter().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    write_name(key, out);
-                    out.push_str(text);
-                }
-                out.push('}');
-            }
-        }
+        out.push_str(text);
     }
     out.push('}');
 }
@@ -158,17 +150,56 @@ fn write_name(key: &str, out: &mut String) {
     out.push_str("\":");
 }
 
+/// The most members [`members`] finds in an object: a result (or its `_meta`) with more goes
+/// the typed way. Held on the stack, so that a call's result is scanned without allocating.
+const MAX_MEMBERS: usize = 16;
+
+/// The members of an object, in order: each name and its value's text.
+struct Members<'a> {
+    found: [(&'a str, &'a str); MAX_MEMBERS],
+    len: usize,
+}
+
+impl<'a> Members<'a> {
+    fn as_slice(&self) -> &[(&'a str, &'a str)] {
+        &self.found[..self.len]
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, (&'a str, &'a str)> {
+        self.as_slice().iter()
+    }
+
+    /// Adds a member; `None` when [`MAX_MEMBERS`] are there already.
+    fn push(&mut self, member: (&'a str, &'a str)) -> Option<()> {
+        *self.found.get_mut(self.len)? = member;
+        self.len += 1;
+        Some(())
+    }
+
+    /// Keeps only the members `keep` says yes to.
+    fn retain(&mut self, keep: impl Fn(&(&'a str, &'a str)) -> bool) {
+        let mut kept = 0;
+        for i in 0..self.len {
+            if keep(&self.found[i]) {
+                self.found[kept] = self.found[i];
+                kept += 1;
+            }
+        }
+        self.len = kept;
+    }
+}
+
 /// The members of the JSON object `text`, in order: each name and its value's text. `text` is
-/// JSON (this does not check it); `None` when it is not an object, or a name is written with
-/// an escape or twice.
-fn members(text: &str) -> Option<Vec<(&str, &str)>> {
+/// JSON (this does not check it); `None` when it is not an object, a name is written with an
+/// escape or twice, or it has more than [`MAX_MEMBERS`].
+fn members(text: &str) -> Option<Members<'_>> {
     let bytes = text.as_bytes();
     let mut at = skip_space(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
         return None;
     }
     at = skip_space(bytes, at + 1);
-    let mut members: Vec<(&str, &str)> = Vec::with_capacity(8);
+    let mut members = Members { found: [("", ""); MAX_MEMBERS], len: 0 };
     if bytes.get(at) == Some(&b'}') {
         return Some(members);
     }
@@ -187,7 +218,7 @@ fn members(text: &str) -> Option<Vec<(&str, &str)>> {
         }
         at = skip_space(bytes, at + 1);
         let value_end = value_end(bytes, at)?;
-        members.push((name, &text[at..value_end]));
+        members.push((name, &text[at..value_end]))?;
         at = skip_space(bytes, value_end);
         match bytes.get(at) {
             Some(b',') => at = skip_space(bytes, at + 1),
@@ -330,6 +361,21 @@ mod tests {
         ] {
             assert!(matches!(rewrite(text, false), ResultCheck::Typed), "{text}");
         }
+    }
+
+    #[test]
+    fn an_object_of_more_members_than_the_scan_holds_goes_typed() {
+        let with = |n: usize| {
+            let extra: String = (1..n).map(|i| format!(",\"m{i}\":{i}")).collect();
+            format!(r#"{{"content":[]{extra},"resultType":"complete"}}"#)
+        };
+        // `content`, the extra members and `resultType`: MAX_MEMBERS in all, then one more.
+        let full = with(MAX_MEMBERS - 1);
+        assert_eq!(rewritten(&full), full.replace(r#","resultType":"complete""#, ""));
+        assert!(matches!(rewrite(&with(MAX_MEMBERS), false), ResultCheck::Typed));
+        let meta: String = (0..MAX_MEMBERS).map(|i| format!(r#","k{i}":{i}"#)).collect();
+        let text = format!(r#"{{"content":[],"_meta":{{"io.modelcontextprotocol/serverInfo":{{}}{meta}}}}}"#);
+        assert!(matches!(rewrite(&text, false), ResultCheck::Typed));
     }
 
     #[test]

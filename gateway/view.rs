@@ -7,6 +7,12 @@
 
 use super::*;
 
+/// A `HashMap` with foldhash's hasher (hashbrown's default), for the maps the gateway looks up on
+/// every call: std's SipHash costs several times more on short keys, and its resistance to
+/// colliding keys is not needed where the keys are the gateway's own (routes from the catalog,
+/// caller ids, metric labels of listed tools), never inserted by a client.
+pub(crate) type FastHashMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// How upstream tools and prompts are named downstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PrefixMode {
@@ -22,7 +28,7 @@ pub enum PrefixMode {
 #[derive(Default)]
 pub(crate) struct View {
     pub(crate) tools: Vec<Tool>,
-    pub(super) tool_routes: HashMap<String, (String, String)>,
+    pub(super) tool_routes: FastHashMap<String, (String, String)>,
     pub(crate) prompts: Vec<Prompt>,
     pub(super) prompt_routes: HashMap<String, (String, String)>,
     pub(crate) resources: Vec<Resource>,
@@ -32,7 +38,7 @@ pub(crate) struct View {
     pub(super) template_prefixes: Vec<(String, String)>,
     /// Servers whose URIs are prefixed, by slug; and the slug of each server.
     pub(super) slugs: HashMap<String, String>,
-    pub(super) slug_of: HashMap<String, String>,
+    pub(super) slug_of: FastHashMap<String, String>,
 }
 
 /// A URI scheme prefix for `server`: lowercase letters, digits, `-` and `.`, starting with a

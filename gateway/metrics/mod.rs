@@ -23,7 +23,6 @@
 pub mod bridge;
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -349,7 +348,7 @@ pub struct Family<S: Series, const N: usize> {
     label_names: [&'static str; N],
     options: S::Options,
     max_series: usize,
-    series: RwLock<HashMap<Owned<N>, Arc<S>>>,
+    series: RwLock<super::view::FastHashMap<Owned<N>, Arc<S>>>,
 }
 
 /// Counters with `N` labels.
@@ -605,7 +604,7 @@ impl Registry {
             label_names: labels,
             options,
             max_series: self.max_series,
-            series: RwLock::new(HashMap::new()),
+            series: RwLock::new(super::view::FastHashMap::default()),
         });
         if N == 0 {
             // A metric without labels has its one sample from the start.
