@@ -715,9 +715,9 @@ impl Gateway {
     /// the view lists it).
     ///
     /// The one function of the call's path that owns what it is given; those below borrow it.
-    /// An async fn keeps its arguments for its whole life, so a `Context` (about 1 KB) or the
-    /// decoded params passed down by value would be held again by each future of the chain,
-    /// and this one, the largest, is moved whole into its box on every call.
+    /// An async fn keeps its arguments for its whole life, so a `Context` or the decoded params
+    /// passed down by value would be held again by each future of the chain, and this one, the
+    /// largest, is moved whole into its box on every call.
     pub(super) async fn call_tool(
         self: Arc<Self>,
         scope: Scope,
@@ -728,9 +728,9 @@ impl Gateway {
         let (name, arguments) = match name_and_arguments(params) {
             Ok(call) => call,
             Err(e) => {
-                let ended = Ended::Error(e.code.0);
-                self.metrics.server_operation(Operation { method: "tools/call", tool: "", ended }, started.elapsed());
-                return Err(e);
+                let answer = Err(e);
+                self.served("tools/call", started, &answer);
+                return answer;
             }
         };
         // Borrowed from the view, which outlives the call: no copy of the name per call. One

@@ -99,9 +99,10 @@ impl Gateway {
         answer
     }
 
-    /// Observes the duration of a downstream `method` request other than `tools/call`, which
-    /// got `answer`, `started` then.
-    fn served(&self, method: &'static str, started: Instant, answer: &Result<Body, ErrorObject>) {
+    /// Observes the duration of a downstream `method` request, which got `answer`, `started`
+    /// then, labelled with no tool or prompt (a `tools/call` or `prompts/get` whose target is
+    /// known observes its own, with the name).
+    pub(super) fn served(&self, method: &'static str, started: Instant, answer: &Result<Body, ErrorObject>) {
         let ended = Ended::of(answer);
         self.metrics.server_operation(Operation { method, tool: "", ended }, started.elapsed());
     }
