@@ -392,9 +392,7 @@ impl Gateway {
             "mcp-bridge: rate limit {} reached for this caller; retry in {retry_ms} ms",
             printable(&refused.limit)
         );
-        let error = ErrorObject::new(RATE_LIMITED, message);
-        let data = serde_json::json!({"limit": &*refused.limit, "retryAfterMs": retry_ms});
-        Err(error.clone().with_data(&data).unwrap_or(error))
+        Err(ErrorObject::rate_limited(message, &refused.limit, retry_ms))
     }
 
     /// The rules in force (see [`Gateway::set_policy`]).

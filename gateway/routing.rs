@@ -301,7 +301,7 @@ pub(super) fn denied(kind: Kind, name: &str, decision: &Decision) -> ErrorObject
 pub const DENIED: ErrorCode = ErrorCode(-32003);
 
 /// The code of a call a rate limit refuses (`data`: `limit`, `retryAfterMs`).
-pub const RATE_LIMITED: ErrorCode = ErrorCode(-32029);
+pub const RATE_LIMITED: ErrorCode = ErrorCode::RATE_LIMITED;
 
 /// What a downstream client gets for an upstream failure: the upstream's own JSON-RPC error as
 /// it is, anything else -32603 naming the server.

@@ -92,6 +92,9 @@ impl ErrorCode {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: ErrorCode = ErrorCode(-32021);
     /// MCP 2026-07-28: the request's protocol version is unknown or unsupported.
     pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
+    /// Not MCP's: mcpwire's refusal of a request or call over a rate limit (see
+    /// [`ErrorObject::rate_limited`]), in the server-defined range JSON-RPC leaves open.
+    pub const RATE_LIMITED: ErrorCode = ErrorCode(-32029);
 
     /// The conventional message for a code this crate knows, for building error responses.
     pub fn default_message(self) -> &'static str {
@@ -138,6 +141,20 @@ impl ErrorObject {
     /// The -32601 "Method not found" error: the answer to a request no handler takes.
     pub fn method_not_found() -> Self {
         ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, ErrorCode::METHOD_NOT_FOUND.default_message())
+    }
+
+    /// The -32029 refusal of a request over the rate limit `limit`: `message` as given, `data`
+    /// `{"limit": limit, "retryAfterMs": retry_after_ms}` (what a client reads to wait and retry).
+    pub fn rate_limited(message: impl Into<String>, limit: &str, retry_after_ms: u64) -> Self {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Data<'a> {
+            limit: &'a str,
+            retry_after_ms: u64,
+        }
+        let error = ErrorObject::new(ErrorCode::RATE_LIMITED, message);
+        let data = Data { limit, retry_after_ms };
+        error.clone().with_data(&data).unwrap_or(error)
     }
 
     /// Attaches `data`, serialized once here.
@@ -1131,6 +1148,20 @@ mod tests {
 
     fn round_trip(text: &str) -> String {
         String::from_utf8(Message::from_str(text).unwrap().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_rate_limited_refusal_names_its_limit_and_the_wait() {
+        let error = ErrorObject::rate_limited("over \"calls\"", "per \"caller\"", 1500);
+        let Message::Error(e) = Message::from_str(
+            &String::from_utf8(Message::Error(ErrorResponse::new(Some(Id::Number(3)), error)).to_vec()).unwrap(),
+        )
+        .unwrap() else {
+            panic!("not an error response")
+        };
+        assert_eq!((e.error.code, e.error.message.as_str()), (ErrorCode(-32029), "over \"calls\""));
+        let data: serde_json::Value = serde_json::from_str(e.error.data.unwrap().get()).unwrap();
+        assert_eq!(data, json!({"limit": "per \"caller\"", "retryAfterMs": 1500}));
     }
 
     #[test]

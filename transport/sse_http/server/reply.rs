@@ -37,9 +37,7 @@ pub(super) fn rate_limited(refused: &RequestRefused) -> Response<HttpBody> {
     let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     let millis = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
     let message = format!("Too Many Requests: over the rate limit {}; retry in {secs} s", refused.limit);
-    let data = serde_json::json!({"limit": refused.limit, "retryAfterMs": millis});
-    let plain_error = ErrorObject::new(ErrorCode(-32029), message);
-    let error = plain_error.clone().with_data(&data).unwrap_or(plain_error);
+    let error = ErrorObject::rate_limited(message, &refused.limit, millis);
     let mut response = Response::new(full(Message::Error(ErrorResponse::new(None, error)).to_vec()));
     *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
