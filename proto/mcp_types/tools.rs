@@ -348,9 +348,11 @@ pub struct CallToolResult {
     /// 2026-07-28 `resultType`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// `_meta`.
+    /// `_meta`, boxed: a [`ResultMeta`] holds a server's `Implementation` inline and most
+    /// results have none, so the result (moved by value from the handler to the caller) stays
+    /// small.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+    pub meta: Option<Box<ResultMeta>>,
     /// Every other member.
     #[serde(flatten)]
     pub extra: Extra,
@@ -532,7 +534,7 @@ deserialize_with_extra!(CallToolResult, "a tool result",
         structured_content: Value = "structuredContent",
         is_error: bool = "isError",
         result_type: ResultType = "resultType",
-        meta: ResultMeta = "_meta",
+        meta: Box<ResultMeta> = "_meta",
     }
 );
 
@@ -858,6 +860,30 @@ mod tests {
             assert!(serde_json::from_str::<CallToolResult>(text).is_err(), "{text} must not decode");
             assert!(serde_json::from_str::<CallToolOutput>(text).is_err(), "{text} must not decode as output");
         }
+    }
+
+    #[test]
+    fn a_results_meta_round_trips_boxed_from_text_value_and_output() {
+        let meta = json!({
+            "io.modelcontextprotocol/serverInfo": {"name": "up", "version": "1"},
+            "io.modelcontextprotocol/related-task": {"taskId": "t1"},
+            "x-trace": {"span": 7}
+        });
+        let value = json!({"content": [{"type": "text", "text": "hi"}], "_meta": meta});
+        let r: CallToolResult = round_trip(value.clone());
+        let m = r.meta.as_deref().expect("_meta");
+        assert_eq!(m.server_info.as_ref().map(|i| i.name.as_str()), Some("up"));
+        assert_eq!(m.related_task.as_ref().map(|t| t.task_id.as_str()), Some("t1"));
+        assert_eq!(m.extra["x-trace"], json!({"span": 7}));
+        let from_text: CallToolResult = serde_json::from_str(&value.to_string()).unwrap();
+        assert_eq!(from_text, r);
+        let Ok(CallToolOutput::Result(output)) = serde_json::from_str::<CallToolOutput>(&value.to_string()) else {
+            panic!("a final result")
+        };
+        assert_eq!(output, r);
+        assert_eq!(serde_json::to_value(CallToolOutput::Result(output)).unwrap(), value);
+        // The box keeps the result small: it is moved by value from the handler to the caller.
+        assert!(std::mem::size_of::<CallToolResult>() <= 160, "{}", std::mem::size_of::<CallToolResult>());
     }
 
     #[test]
