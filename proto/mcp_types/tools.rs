@@ -512,8 +512,9 @@ impl CallToolResult {
 pub enum CallToolOutput {
     /// The tool's result.
     Result(CallToolResult),
-    /// The call became a task.
-    Task(CreateTaskResult),
+    /// The call became a task. Boxed: a [`CreateTaskResult`] is several times a final
+    /// result's size, and the output of every call is moved by value on its way to the caller.
+    Task(Box<CreateTaskResult>),
     /// A non-final result of a kind not modelled here, as written.
     Other(Map<String, Value>),
 }
@@ -570,7 +571,7 @@ impl<'de> Deserialize<'de> for CallToolOutput {
                 }
                 match content {
                     Some(content) => result_from_parts(content, rest).map(CallToolOutput::Result),
-                    None if rest.contains_key("task") => decode(rest).map(CallToolOutput::Task),
+                    None if rest.contains_key("task") => decode(rest).map(|t| CallToolOutput::Task(Box::new(t))),
                     None if rest.get("resultType").is_some_and(|t| t != "complete") => Ok(CallToolOutput::Other(rest)),
                     None => Err(A::Error::missing_field("content")),
                 }
@@ -612,7 +613,7 @@ impl From<CallToolResult> for CallToolOutput {
 
 impl From<CreateTaskResult> for CallToolOutput {
     fn from(t: CreateTaskResult) -> Self {
-        CallToolOutput::Task(t)
+        CallToolOutput::Task(Box::new(t))
     }
 }
 
@@ -884,6 +885,7 @@ mod tests {
         assert_eq!(serde_json::to_value(CallToolOutput::Result(output)).unwrap(), value);
         // The box keeps the result small: it is moved by value from the handler to the caller.
         assert!(std::mem::size_of::<CallToolResult>() <= 160, "{}", std::mem::size_of::<CallToolResult>());
+        assert!(std::mem::size_of::<CallToolOutput>() <= 160, "{}", std::mem::size_of::<CallToolOutput>());
     }
 
     #[test]
