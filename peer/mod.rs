@@ -343,6 +343,7 @@ impl<T: Transport> Clone for Peer<T> {
     }
 }
 
+#[cfg(feature = "server")]
 impl<T: Transport> Peer<T> {
     /// What this peer's clones share (one more reference to it).
     pub(crate) fn shared(&self) -> Arc<Shared<T>> {
