@@ -335,7 +335,7 @@ impl<T: Transport> Client<T> {
         }
         params.task = Some(TaskMetadata { ttl: ttl_ms, extra: Default::default() });
         match self.request::<CallTool>(params, RequestOptions::default()).await? {
-            CallToolOutput::Task(task) => Ok(task),
+            CallToolOutput::Task(task) => Ok(*task),
             CallToolOutput::Result(_) | CallToolOutput::Other(_) => Err(ClientError::InvalidResult {
                 method: CallTool::NAME.to_owned(),
                 source: serde::de::Error::custom("expected a task, got a final or partial result"),

@@ -318,9 +318,13 @@ pub(super) fn upstream_error(server: &str, e: SetError) -> ErrorObject {
 
 /// Takes off a result what was the upstream's to say, not ours: its identity (2026-07-28
 /// `_meta` serverInfo) and its era's stamps (`resultType`, `ttlMs`, `cacheScope`); the
-/// downstream server stamps its own where the downstream era has them.
-pub(super) fn unstamp(meta: &mut Option<ResultMeta>, extra: &mut serde_json::Map<String, serde_json::Value>) {
+/// downstream server stamps its own where the downstream era has them. `meta` is a result's `_meta`, inline or boxed (a tool result's).
+pub(super) fn unstamp<M: std::borrow::BorrowMut<ResultMeta>>(
+    meta: &mut Option<M>,
+    extra: &mut serde_json::Map<String, serde_json::Value>,
+) {
     if let Some(m) = meta {
+        let m = m.borrow_mut();
         m.server_info = None;
         if m.related_task.is_none() && m.extra.is_empty() {
             *meta = None;

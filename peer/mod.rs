@@ -312,7 +312,10 @@ impl Core {
     }
 }
 
-struct Shared<T: Transport> {
+/// What the clones of a [`Peer`] share. A handle of another type can be this `Arc` itself
+/// ([`Peer::shared`], [`Peer::from_shared`]): the server's handlers hold the connection as an
+/// `Arc<dyn Outgoing>` of it, without an allocation of their own per request.
+pub(crate) struct Shared<T: Transport> {
     transport: T,
     core: Mutex<Core>,
     /// One permit per outgoing request the session may have in flight, when a request past the
@@ -337,6 +340,19 @@ pub struct Peer<T: Transport> {
 impl<T: Transport> Clone for Peer<T> {
     fn clone(&self) -> Self {
         Peer { shared: self.shared.clone() }
+    }
+}
+
+#[cfg(feature = "server")]
+impl<T: Transport> Peer<T> {
+    /// What this peer's clones share (one more reference to it).
+    pub(crate) fn shared(&self) -> Arc<Shared<T>> {
+        self.shared.clone()
+    }
+
+    /// The peer whose clones share `shared`.
+    pub(crate) fn from_shared(shared: Arc<Shared<T>>) -> Peer<T> {
+        Peer { shared }
     }
 }
 

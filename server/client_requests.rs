@@ -169,6 +169,7 @@ impl Context {
         let waiting = self.task.as_ref().map(|t| t.enter_input_required());
         let outcome = self
             .outgoing
+            .clone()
             .request(method, Body::typed(params), Some(self.id.clone()), self.connection.client_request_timeout)
             .await;
         drop(waiting);
@@ -302,6 +303,7 @@ impl Context {
             extra: Map::new(),
         };
         self.outgoing
+            .clone()
             .notify("notifications/elicitation/complete", Body::typed(params), None)
             .await
             .map_err(ClientRequestError::Request)

@@ -39,53 +39,57 @@ use super::tool::number;
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Sends messages to the client on behalf of a handler, whatever the transport.
+/// Sends messages to the client on behalf of a handler, whatever the transport. Implemented on
+/// what a [`Peer`]'s clones share, so that a handler's `Arc<dyn Outgoing>` is that `Arc` (one
+/// reference more, no allocation); each call takes a reference of its own (`self: Arc<Self>`).
 pub(crate) trait Outgoing: Send + Sync {
     /// A notification about the client's request `related`.
     fn notify(
-        &self,
+        self: Arc<Self>,
         method: &'static str,
         params: Body,
         related: Option<Id>,
-    ) -> BoxFuture<'_, Result<(), RequestError>>;
+    ) -> BoxFuture<'static, Result<(), RequestError>>;
 
     /// A request to the client, made while handling its request `related`.
     fn request(
-        &self,
+        self: Arc<Self>,
         method: &'static str,
         params: Body,
         related: Option<Id>,
         timeout: Option<Duration>,
-    ) -> BoxFuture<'_, Result<Body, RequestError>>;
+    ) -> BoxFuture<'static, Result<Body, RequestError>>;
 }
 
-impl<T: Transport> Outgoing for Peer<T> {
+impl<T: Transport> Outgoing for crate::peer::Shared<T> {
     fn notify(
-        &self,
+        self: Arc<Self>,
         method: &'static str,
         params: Body,
         related: Option<Id>,
-    ) -> BoxFuture<'_, Result<(), RequestError>> {
+    ) -> BoxFuture<'static, Result<(), RequestError>> {
+        let peer = Peer::from_shared(self);
         Box::pin(async move {
             match related {
-                Some(id) => self.notify_related(method, Some(params), &id).await,
-                None => Peer::notify(self, method, Some(params)).await,
+                Some(id) => peer.notify_related(method, Some(params), &id).await,
+                None => peer.notify(method, Some(params)).await,
             }
         })
     }
 
     fn request(
-        &self,
+        self: Arc<Self>,
         method: &'static str,
         params: Body,
         related: Option<Id>,
         timeout: Option<Duration>,
-    ) -> BoxFuture<'_, Result<Body, RequestError>> {
+    ) -> BoxFuture<'static, Result<Body, RequestError>> {
+        let peer = Peer::from_shared(self);
         Box::pin(async move {
             let options = RequestOptions { timeout, ..RequestOptions::default() };
             match related {
-                Some(id) => self.request_related(method, Some(params), options, &id).await,
-                None => Peer::request(self, method, Some(params), options).await,
+                Some(id) => peer.request_related(method, Some(params), options, &id).await,
+                None => peer.request(method, Some(params), options).await,
             }
         })
     }
@@ -448,7 +452,7 @@ impl Context {
             meta: None,
             extra: Map::new(),
         };
-        self.outgoing.notify("notifications/progress", Body::typed(params), Some(self.id.clone())).await
+        self.outgoing.clone().notify("notifications/progress", Body::typed(params), Some(self.id.clone())).await
     }
 
     /// Whether a message at `level` would be sent (the client's `logging/setLevel` threshold;
@@ -482,7 +486,7 @@ impl Context {
             meta: None,
             extra: Map::new(),
         };
-        self.outgoing.notify("notifications/message", Body::typed(params), Some(self.id.clone())).await
+        self.outgoing.clone().notify("notifications/message", Body::typed(params), Some(self.id.clone())).await
     }
 
     /// [`Context::log`] at `info` without a logger name.

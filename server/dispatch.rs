@@ -300,7 +300,7 @@ impl Dispatcher {
             input: None,
             input_key: None,
             task_ask: None,
-            outgoing: Arc::new(peer.clone()),
+            outgoing: peer.shared(),
             connection: self.connection.clone(),
             cancel,
             task,
@@ -343,7 +343,7 @@ impl Dispatcher {
         params: CallToolRequestParams,
         registered: Arc<super::Registered>,
     ) {
-        let outgoing: Arc<dyn Outgoing> = Arc::new(peer.clone());
+        let outgoing: Arc<dyn Outgoing> = peer.shared();
         self.tasks.attach(outgoing);
         let ttl = params.task.as_ref().and_then(|t| t.ttl);
         let (task, link) = self.tasks.create(ttl);

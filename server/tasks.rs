@@ -90,7 +90,7 @@ impl TaskStore {
             crate::transport::task::spawn(async move {
                 while let Some(task) = rx.recv().await {
                     let params = TaskStatusNotificationParams { task, meta: None };
-                    if outgoing.notify("notifications/tasks/status", Body::typed(params), None).await.is_err() {
+                    if outgoing.clone().notify("notifications/tasks/status", Body::typed(params), None).await.is_err() {
                         return;
                     }
                 }

@@ -364,3 +364,48 @@ async fn a_forwarder_answers_the_catalog_methods_in_both_eras_and_is_cancelled_a
     let answer = recv(&client).await;
     assert!(answer.contains(r#""resultType":"complete""#), "{answer}");
 }
+
+/// A tool result's `_meta` (boxed in [`CallToolResult`]) reaches our client whole in each
+/// era: as a Rust value in 2025-06-18 and 2025-11-25 (never serialized in process), and
+/// through the 2026-07-28 stamp, which writes the result as JSON and leaves a `_meta` the
+/// handler set as it was.
+#[cfg(feature = "client")]
+#[tokio::test]
+async fn a_tool_results_meta_reaches_the_client_in_every_era() {
+    use crate::client::{Client, ClientOptions, EraPolicy};
+    use crate::proto::mcp_types::{RelatedTaskMetadata, ResultMeta};
+    use crate::proto::version::ProtocolVersion;
+    let server = Server::builder()
+        .tool("stamped", "a result with _meta", schema(), |_args, _ctx| async move {
+            let mut meta = ResultMeta {
+                related_task: Some(RelatedTaskMetadata { task_id: "t1".into(), extra: Map::new() }),
+                ..ResultMeta::default()
+            };
+            meta.extra.insert("x-trace".into(), json!({"span": 7}));
+            Ok(CallToolResult { meta: Some(Box::new(meta)), ..text_result("ok") })
+        })
+        .tool("plain", "a result without _meta", schema(), |_args, _ctx| async move { Ok(text_result("ok")) })
+        .build()
+        .unwrap();
+    let legacy = || ClientOptions::default().with_era(EraPolicy::Legacy);
+    for (options, era) in [
+        (legacy().with_offered_version_str("2025-06-18"), ProtocolVersion::V2025_06_18),
+        (legacy(), ProtocolVersion::V2025_11_25),
+        (ClientOptions::default(), ProtocolVersion::V2026_07_28),
+    ] {
+        let (a, b) = inproc::pair(Limits::default());
+        let _task = tokio::spawn(server.serve(b));
+        let client = Client::connect(a, options).await.unwrap();
+        assert_eq!(client.protocol_version(), era);
+        let result = client.call_tool("stamped", Some(Map::new()), Default::default()).await.unwrap();
+        let meta = result.meta.expect("the handler's _meta");
+        assert_eq!(meta.related_task.map(|t| t.task_id).as_deref(), Some("t1"), "{era:?}");
+        assert_eq!(meta.extra.get("x-trace"), Some(&json!({"span": 7})), "{era:?}");
+        assert_eq!(meta.server_info, None, "a _meta the handler set is not stamped over: {era:?}");
+        // Without one, only the 2026-07-28 stamp gives the result a `_meta`: the server's identity.
+        let plain = client.call_tool("plain", Some(Map::new()), Default::default()).await.unwrap();
+        let server_info = plain.meta.and_then(|m| m.server_info).map(|info| info.name);
+        let expected = (era == ProtocolVersion::V2026_07_28).then(|| server.info().name.clone());
+        assert_eq!(server_info, expected, "{era:?}");
+    }
+}

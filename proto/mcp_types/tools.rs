@@ -348,9 +348,11 @@ pub struct CallToolResult {
     /// 2026-07-28 `resultType`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// `_meta`.
+    /// `_meta`, boxed: a [`ResultMeta`] holds a server's `Implementation` inline and most
+    /// results have none, so the result (moved by value from the handler to the caller) stays
+    /// small.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+    pub meta: Option<Box<ResultMeta>>,
     /// Every other member.
     #[serde(flatten)]
     pub extra: Extra,
@@ -510,8 +512,9 @@ impl CallToolResult {
 pub enum CallToolOutput {
     /// The tool's result.
     Result(CallToolResult),
-    /// The call became a task.
-    Task(CreateTaskResult),
+    /// The call became a task. Boxed: a [`CreateTaskResult`] is several times a final
+    /// result's size, and the output of every call is moved by value on its way to the caller.
+    Task(Box<CreateTaskResult>),
     /// A non-final result of a kind not modelled here, as written.
     Other(Map<String, Value>),
 }
@@ -532,7 +535,7 @@ deserialize_with_extra!(CallToolResult, "a tool result",
         structured_content: Value = "structuredContent",
         is_error: bool = "isError",
         result_type: ResultType = "resultType",
-        meta: ResultMeta = "_meta",
+        meta: Box<ResultMeta> = "_meta",
     }
 );
 
@@ -568,7 +571,7 @@ impl<'de> Deserialize<'de> for CallToolOutput {
                 }
                 match content {
                     Some(content) => result_from_parts(content, rest).map(CallToolOutput::Result),
-                    None if rest.contains_key("task") => decode(rest).map(CallToolOutput::Task),
+                    None if rest.contains_key("task") => decode(rest).map(|t| CallToolOutput::Task(Box::new(t))),
                     None if rest.get("resultType").is_some_and(|t| t != "complete") => Ok(CallToolOutput::Other(rest)),
                     None => Err(A::Error::missing_field("content")),
                 }
@@ -610,7 +613,7 @@ impl From<CallToolResult> for CallToolOutput {
 
 impl From<CreateTaskResult> for CallToolOutput {
     fn from(t: CreateTaskResult) -> Self {
-        CallToolOutput::Task(t)
+        CallToolOutput::Task(Box::new(t))
     }
 }
 
@@ -858,6 +861,31 @@ mod tests {
             assert!(serde_json::from_str::<CallToolResult>(text).is_err(), "{text} must not decode");
             assert!(serde_json::from_str::<CallToolOutput>(text).is_err(), "{text} must not decode as output");
         }
+    }
+
+    #[test]
+    fn a_results_meta_round_trips_boxed_from_text_value_and_output() {
+        let meta = json!({
+            "io.modelcontextprotocol/serverInfo": {"name": "up", "version": "1"},
+            "io.modelcontextprotocol/related-task": {"taskId": "t1"},
+            "x-trace": {"span": 7}
+        });
+        let value = json!({"content": [{"type": "text", "text": "hi"}], "_meta": meta});
+        let r: CallToolResult = round_trip(value.clone());
+        let m = r.meta.as_deref().expect("_meta");
+        assert_eq!(m.server_info.as_ref().map(|i| i.name.as_str()), Some("up"));
+        assert_eq!(m.related_task.as_ref().map(|t| t.task_id.as_str()), Some("t1"));
+        assert_eq!(m.extra["x-trace"], json!({"span": 7}));
+        let from_text: CallToolResult = serde_json::from_str(&value.to_string()).unwrap();
+        assert_eq!(from_text, r);
+        let Ok(CallToolOutput::Result(output)) = serde_json::from_str::<CallToolOutput>(&value.to_string()) else {
+            panic!("a final result")
+        };
+        assert_eq!(output, r);
+        assert_eq!(serde_json::to_value(CallToolOutput::Result(output)).unwrap(), value);
+        // The box keeps the result small: it is moved by value from the handler to the caller.
+        assert!(std::mem::size_of::<CallToolResult>() <= 160, "{}", std::mem::size_of::<CallToolResult>());
+        assert!(std::mem::size_of::<CallToolOutput>() <= 160, "{}", std::mem::size_of::<CallToolOutput>());
     }
 
     #[test]
