@@ -1,6 +1,6 @@
 //! The answer to a POST whose messages went to the application: 202 for notifications and
 //! responses only, an SSE stream (event ids, keep-alives, the first event's hold) or one JSON
-//! body for requests.
+//! body for requests (JSON mode, or in auto mode a response that came within the hold).
 //!
 //! Not here: which session or stream a message belongs to (`session.rs`).
 
@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use crate::transport::sse_http::event_store::EventId;
 
 use super::bookkeeping::streams_to_forget;
+use super::config::ResponseMode;
 use super::registry::Shared;
 use super::reply::{rpc_error, SESSION_NOT_FOUND};
 use super::session::{params_progress_token, Session};
@@ -46,7 +47,8 @@ pub(super) async fn dispatch(
         return response;
     }
     let pending: HashSet<Id> = requests.iter().map(|r| r.id.clone()).collect();
-    let stream = session.new_post_stream(pending);
+    let may_be_json = shared.config.response_mode == ResponseMode::Auto && messages.len() == 1;
+    let stream = session.new_post_stream(pending, may_be_json);
     let (_, live) = stream
         .attach(&*session.store, None, shared.config.limits.queue_depth.max(1))
         .await
@@ -81,12 +83,27 @@ pub(super) async fn dispatch(
     // it, up to `first_event_hold` for the first message, for the same reason.
     requeue_once().await;
     let (first, live) = first_message(live, shared.config.first_event_hold, &session.hold_timer).await;
+    if may_be_json && stream.answered_in_json().await {
+        return response_in_json(first, live);
+    }
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
         let priming = SseEvent::new("").with_id(EventId::encode(&stream.name, 0)).with_retry(shared.config.retry_ms);
         encode_event(&priming, &mut prelude).expect("event ids are plain ascii");
     }
     sse_response(shared, session.clone(), prelude.freeze(), first, live, false, true)
+}
+
+/// The answer of a POST whose first message, its response, decided JSON
+/// ([`Stream::answered_in_json`](super::stream::Stream::answered_in_json)): that response, which
+/// [`first_message`] took or left in the channel.
+fn response_in_json(first: Vec<Outgoing>, live: Option<mpsc::Receiver<Outgoing>>) -> Response<HttpBody> {
+    let taken = first.into_iter().next().or_else(|| live.and_then(|mut live| live.try_recv().ok()));
+    match taken {
+        Some((_, data)) => json_body(StatusCode::OK, data),
+        // Not reached: the stream's lock orders the response's send before the decision is seen.
+        None => rpc_error(StatusCode::INTERNAL_SERVER_ERROR, jsonrpc::ErrorCode::INTERNAL_ERROR, "no response"),
+    }
 }
 
 /// Waits up to `hold` for the first message of a POST's stream when none is there yet; gives
@@ -222,6 +239,10 @@ pub(super) async fn json_answer(
     } else {
         bodies.pop().expect("one body")
     };
+    json_body(status, body)
+}
+
+fn json_body(status: StatusCode, body: Bytes) -> Response<HttpBody> {
     let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
