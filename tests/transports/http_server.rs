@@ -607,9 +607,11 @@ async fn auto_mode_answers_a_call_answered_within_the_hold_in_one_json_body() {
     let r = raw(addr, "GET", "/mcp", &resume, "", SHORT).await;
     assert_eq!((r.status, r.header("content-type")), (200, Some("text/event-stream")), "{r:?}");
     assert_eq!(r.body, "", "nothing to replay");
-    // A batch keeps its SSE stream.
+    // A batch (2025-03-26) keeps its SSE stream.
+    let old = raw_session(addr, "2025-03-26").await;
+    let headers = [BOTH, JSON, ("Mcp-Session-Id", old.as_str()), ("MCP-Protocol-Version", "2025-03-26")];
     let batch = format!("[{},{}]", ping(4), ping(5));
-    let r = raw(addr, "POST", "/mcp", &in_session(&id), &batch, SHORT).await;
+    let r = raw(addr, "POST", "/mcp", &headers, &batch, SHORT).await;
     assert_eq!(r.header("content-type"), Some("text/event-stream"), "{r:?}");
     assert_eq!(r.sse_messages().len(), 2, "{r:?}");
     server.shutdown().await;
