@@ -51,7 +51,7 @@ use mcpwire::recording::{RecordingDir, Side, SwitchedRecording};
 use mcpwire::server::Server;
 use mcpwire::transport::boxed::BoxTransport;
 use mcpwire::transport::sse_http::failed_tokens::FailedTokenPause;
-use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck};
+use mcpwire::transport::sse_http::server::{HostCheck, OriginCheck, ResponseMode};
 use mcpwire::transport::sse_http::{
     HttpServer, HttpServerConfig, HttpService, MountedServer, RequestLimit, RequestRefused, RouteResponse,
 };
@@ -311,7 +311,10 @@ async fn run(args: ServeArgs) -> Result<(), String> {
                     if tls { "https" } else { "http" },
                     listener.local_addr().map_err(|e| e.to_string())?
                 );
+                // A call answered within the first event hold (most, through a gateway) goes
+                // out as one JSON body: no stream to resume, so nothing stored for it.
                 let mut http = HttpServerConfig::default()
+                    .response_mode(ResponseMode::Auto)
                     .path(path.clone())
                     .bearer_token(token)
                     .named_tokens(named_tokens)

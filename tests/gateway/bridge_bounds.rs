@@ -278,7 +278,7 @@ async fn echo_in_session(addr: std::net::SocketAddr, id: &str, text: &str) -> St
     let headers = [BOTH, JSON, ("Mcp-Session-Id", id), ("MCP-Protocol-Version", "2025-11-25")];
     let r = raw(addr, "POST", "/mcp", &headers, &call.to_string(), SHORT).await;
     assert_eq!(r.status, 200, "{r:?}");
-    let answer = r.sse_messages().into_iter().find(|m| m["id"] == 7).unwrap_or_else(|| panic!("{r:?}"));
+    let answer = r.messages().into_iter().find(|m| m["id"] == 7).unwrap_or_else(|| panic!("{r:?}"));
     answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{answer}")).to_owned()
 }
 

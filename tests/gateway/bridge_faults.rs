@@ -100,7 +100,7 @@ async fn abandoned_elicitations_release_the_session_that_relayed_them() {
     }
     // A client that stays but does not answer gets its call failed, naming the deadline.
     let r = raw(addr, "POST", "/mcp", &session_headers(&session), &call(99, "greet", json!({})), BOUND).await;
-    let answers = r.sse_messages();
+    let answers = r.messages();
     let answer = answers.iter().find(|m| m["id"] == 99).unwrap_or_else(|| panic!("no answer to the call: {r:?}"));
     let text = answer.to_string();
     assert!(text.contains("did not answer elicitation/create within 1000 ms"), "{answer}");
@@ -109,7 +109,7 @@ async fn abandoned_elicitations_release_the_session_that_relayed_them() {
         raw(addr, "POST", "/mcp", &session_headers(&session), &call(100, "echo", json!({"text": "still here"})), BOUND)
             .await;
     assert_eq!(r.status, 200, "{r:?}");
-    let answers = r.sse_messages();
+    let answers = r.messages();
     let answer = answers.iter().find(|m| m["id"] == 100).unwrap_or_else(|| panic!("no answer to the call: {r:?}"));
     assert_eq!(answer["result"]["content"][0]["text"], "still here", "{answer}");
 }
@@ -129,7 +129,7 @@ async fn a_call_just_under_the_body_cap_fails_at_once_naming_the_upstreams_frame
     assert_eq!(body.len(), cap - 200);
     let r = raw(addr, "POST", "/mcp", &session_headers(&session), &body, BOUND).await;
     assert_eq!(r.status, 200, "{}", r.body.chars().take(300).collect::<String>());
-    let answers = r.sse_messages();
+    let answers = r.messages();
     let answer = answers.iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no answer: {r:?}"));
     let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("not an error: {answer}"));
     assert!(message.starts_with("request too large: "), "{message}");
@@ -137,7 +137,7 @@ async fn a_call_just_under_the_body_cap_fails_at_once_naming_the_upstreams_frame
     // The upstream still serves the session.
     let r =
         raw(addr, "POST", "/mcp", &session_headers(&session), &call(2, "echo", json!({"text": "next"})), BOUND).await;
-    let answers = r.sse_messages();
+    let answers = r.messages();
     let answer = answers.iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("no answer: {r:?}"));
     assert_eq!(answer["result"]["content"][0]["text"], "next", "{answer}");
 }
@@ -155,12 +155,7 @@ fn fake(mode: &str) -> [String; 3] {
 async fn answer_to(addr: SocketAddr, session: &str, id: u64, tool: &str, arguments: Value) -> Value {
     let r = raw(addr, "POST", "/mcp", &session_headers(session), &call(id, tool, arguments), BOUND).await;
     assert_eq!(r.status, 200, "{r:?}");
-    let answers = if r.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
-        vec![r.json()]
-    } else {
-        r.sse_messages()
-    };
-    answers.into_iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}"))
+    r.messages().into_iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}"))
 }
 
 #[tokio::test]
@@ -368,7 +363,7 @@ async fn notifications_a_client_cannot_take_are_counted_and_logged_never_lost_si
 async fn tool_names(addr: SocketAddr, id: &str) -> Vec<String> {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
     let r = raw(addr, "POST", "/mcp", &session_headers(id), &list, BOUND).await;
-    let answers = r.sse_messages();
+    let answers = r.messages();
     let answer = answers.iter().find(|m| m["id"] == 1).unwrap_or_else(|| panic!("no answer: {r:?}"));
     let tools = answer["result"]["tools"].as_array().unwrap_or_else(|| panic!("no tools: {answer}"));
     tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
@@ -377,7 +372,7 @@ async fn tool_names(addr: SocketAddr, id: &str) -> Vec<String> {
 /// The answer to `tools/call` of `tool` with `arguments` in session `id`.
 async fn call_in(addr: SocketAddr, id: &str, tool: &str, arguments: Value) -> Value {
     let r = raw(addr, "POST", "/mcp", &session_headers(id), &call(7, tool, arguments), BOUND).await;
-    let answers = r.sse_messages();
+    let answers = r.messages();
     answers.iter().find(|m| m["id"] == 7).unwrap_or_else(|| panic!("no answer: {r:?}")).clone()
 }
 

@@ -47,12 +47,7 @@ async fn session(addr: SocketAddr, version: &str, extra: &[(&str, &str)]) -> Str
 }
 
 fn answer_of(r: &http_support::Raw, id: u64) -> Value {
-    let all = if r.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
-        vec![r.json()]
-    } else {
-        r.sse_messages()
-    };
-    all.into_iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}: {r:?}"))
+    r.messages().into_iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("no answer to {id}: {r:?}"))
 }
 
 #[tokio::test]

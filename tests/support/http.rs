@@ -174,6 +174,18 @@ impl Raw {
             .collect()
     }
 
+    /// The messages of a POST's answer, whichever its framing: the SSE events' (as
+    /// [`Raw::sse_messages`]) or the one JSON body's (a batch's members).
+    pub fn messages(&self) -> Vec<Value> {
+        if !self.header("content-type").is_some_and(|t| t.starts_with("application/json")) {
+            return self.sse_messages();
+        }
+        match self.json() {
+            Value::Array(batch) => batch,
+            one => vec![one],
+        }
+    }
+
     /// The `id` of every SSE event.
     pub fn sse_ids(&self) -> Vec<String> {
         self.body.lines().filter_map(|l| l.strip_prefix("id: ")).map(str::to_owned).collect()

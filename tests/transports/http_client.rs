@@ -29,7 +29,7 @@ fn client(url: String) -> HttpClientTransport {
 
 #[tokio::test]
 async fn round_trip_over_sse_and_json_replies() {
-    for mode in [ResponseMode::Sse, ResponseMode::Json] {
+    for mode in [ResponseMode::Sse, ResponseMode::Json, ResponseMode::Auto] {
         let server = echo_server(HttpServerConfig::default().response_mode(mode)).await;
         let (peer, init) = client_peer(client(server.url()), "2025-11-25").await;
         assert_eq!(init["protocolVersion"], "2025-11-25");

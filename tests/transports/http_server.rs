@@ -574,3 +574,92 @@ async fn read_until(mut tcp: tokio::net::TcpStream, marker: &str) -> (String, to
     }
     (String::from_utf8_lossy(&got).into_owned(), tcp)
 }
+
+/// The headers of a request in session `id` at 2025-11-25.
+fn in_session(id: &str) -> [(&str, &str); 4] {
+    [BOTH, JSON, ("Mcp-Session-Id", id), ("MCP-Protocol-Version", "2025-11-25")]
+}
+
+#[tokio::test]
+async fn auto_mode_answers_a_call_answered_within_the_hold_in_one_json_body() {
+    // A hold far longer than the test: the answer comes within it, whatever the machine's speed.
+    let store = std::sync::Arc::new(CountingStore::default());
+    let config = HttpServerConfig::default()
+        .response_mode(ResponseMode::Auto)
+        .first_event_hold(Duration::from_secs(30))
+        .event_store(store.clone());
+    let server = echo_server(config).await;
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    let r = raw(addr, "POST", "/mcp", &in_session(&id), &call.to_string(), SHORT).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+    assert_eq!(r.header("mcp-session-id"), Some(id.as_str()));
+    assert_eq!(r.json()["id"], 3, "{r:?}");
+    assert_eq!(r.json()["result"]["content"][0]["text"], "hi", "{r:?}");
+    // Nothing was kept to resume: not the initialize answer (stream 1), not the call's (2).
+    assert_eq!(store.bytes(), 0);
+    // A GET naming the event id that call's stream would have started with: the stream is
+    // known and over, with nothing stored, so it ends at once with no event.
+    let resume = [("Accept", "text/event-stream"), ("Mcp-Session-Id", id.as_str()), ("Last-Event-ID", "2_0")];
+    let r = raw(addr, "GET", "/mcp", &resume, "", SHORT).await;
+    assert_eq!((r.status, r.header("content-type")), (200, Some("text/event-stream")), "{r:?}");
+    assert_eq!(r.body, "", "nothing to replay");
+    // A batch (2025-03-26) keeps its SSE stream.
+    let old = raw_session(addr, "2025-03-26").await;
+    let headers = [BOTH, JSON, ("Mcp-Session-Id", old.as_str()), ("MCP-Protocol-Version", "2025-03-26")];
+    let batch = format!("[{},{}]", ping(4), ping(5));
+    let r = raw(addr, "POST", "/mcp", &headers, &batch, SHORT).await;
+    assert_eq!(r.header("content-type"), Some("text/event-stream"), "{r:?}");
+    assert_eq!(r.sse_messages().len(), 2, "{r:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn auto_mode_streams_a_call_that_reports_progress_first_and_resumes_it() {
+    let config =
+        HttpServerConfig::default().response_mode(ResponseMode::Auto).first_event_hold(Duration::from_secs(30));
+    let server = echo_server(config).await;
+    let addr = server.local_addr();
+    let id = raw_session(addr, "2025-11-25").await;
+    let slow = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": "p"}}});
+    let r = raw(addr, "POST", "/mcp", &in_session(&id), &slow.to_string(), SHORT).await;
+    assert_eq!(r.header("content-type"), Some("text/event-stream"), "{r:?}");
+    assert!(r.body.starts_with("id: 2_0\nretry: 1000\ndata: \n\n"), "the priming event first: {:?}", r.body);
+    assert_eq!(r.sse_ids(), ["2_0", "2_1", "2_2", "2_3", "2_4"]);
+    let messages = r.sse_messages();
+    let progress: Vec<u64> = messages.iter().filter_map(|m| m["params"]["progress"].as_u64()).collect();
+    assert_eq!(progress, [1, 2, 3]);
+    assert_eq!(messages.last().unwrap()["result"]["content"][0]["text"], "slow done");
+    // Resumable as any stream: what came after the first progress notification, from the store.
+    let resume = [("Accept", "text/event-stream"), ("Mcp-Session-Id", id.as_str()), ("Last-Event-ID", "2_1")];
+    let rest = raw(addr, "GET", "/mcp", &resume, "", SHORT).await;
+    assert_eq!(rest.sse_ids(), ["2_2", "2_3", "2_4"], "{rest:?}");
+    assert_eq!(rest.sse_messages().last().unwrap()["result"]["content"][0]["text"], "slow done");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn auto_mode_streams_an_answer_that_comes_after_the_hold_and_stores_it() {
+    // The application answers only once the stream's head has come: the hold ended first.
+    let config =
+        HttpServerConfig::default().response_mode(ResponseMode::Auto).first_event_hold(Duration::from_millis(20));
+    let (server, session, mut held, release) = held_pings_server(config).await;
+    let addr = server.local_addr();
+    let tcp = post_held_ping(addr, &session, 7, &mut held).await;
+    let (head, tcp) = read_until(tcp, "data: \n\n").await;
+    assert!(head.contains("content-type: text/event-stream"), "{head:?}");
+    assert!(head.contains("id: 2_0\nretry: 1000\n") && !head.contains(r#""id":7"#), "{head:?}");
+    release.add_permits(1);
+    let (rest, _) = read_until(tcp, "0\r\n\r\n").await;
+    assert!(rest.contains("id: 2_1\ndata: ") && rest.contains(r#""id":7"#), "{rest:?}");
+    // The response was stored: a resumption from the priming event replays it.
+    let resume = [("Accept", "text/event-stream"), ("Mcp-Session-Id", session.as_str()), ("Last-Event-ID", "2_0")];
+    let replay = raw(addr, "GET", "/mcp", &resume, "", SHORT).await;
+    assert_eq!(replay.sse_ids(), ["2_1"], "{replay:?}");
+    assert_eq!(replay.sse_messages()[0]["id"], 7, "{replay:?}");
+    server.shutdown().await;
+}

@@ -1,6 +1,6 @@
 //! The answer to a POST whose messages went to the application: 202 for notifications and
 //! responses only, an SSE stream (event ids, keep-alives, the first event's hold) or one JSON
-//! body for requests.
+//! body for requests (JSON mode, or in auto mode a response that came within the hold).
 //!
 //! Not here: which session or stream a message belongs to (`session.rs`).
 
@@ -17,7 +17,8 @@ use tokio::sync::mpsc;
 
 use crate::transport::sse_http::event_store::EventId;
 
-use super::bookkeeping::streams_to_forget;
+use super::bookkeeping::{streams_to_forget, KEPT_STREAMS, KEPT_STREAM_BYTES};
+use super::config::ResponseMode;
 use super::registry::Shared;
 use super::reply::{rpc_error, SESSION_NOT_FOUND};
 use super::session::{params_progress_token, Session};
@@ -35,9 +36,9 @@ pub(super) async fn dispatch(
     messages: Vec<Message>,
     version: Option<ProtocolVersion>,
 ) -> Response<HttpBody> {
-    let requests: Vec<&jsonrpc::Request> =
-        messages.iter().filter_map(|m| if let Message::Request(r) = m { Some(r) } else { None }).collect();
-    if requests.is_empty() {
+    // Walked where needed rather than collected: one allocation less per POST.
+    let requests = || messages.iter().filter_map(|m| if let Message::Request(r) = m { Some(r) } else { None });
+    if requests().next().is_none() {
         if !session.deliver(messages).await {
             return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
         }
@@ -45,8 +46,9 @@ pub(super) async fn dispatch(
         *response.status_mut() = StatusCode::ACCEPTED;
         return response;
     }
-    let pending: HashSet<Id> = requests.iter().map(|r| r.id.clone()).collect();
-    let stream = session.new_post_stream(pending);
+    let pending: HashSet<Id> = requests().map(|r| r.id.clone()).collect();
+    let may_be_json = shared.config.response_mode == ResponseMode::Auto && messages.len() == 1;
+    let stream = session.new_post_stream(pending, may_be_json);
     let (_, live) = stream
         .attach(&*session.store, None, shared.config.limits.queue_depth.max(1))
         .await
@@ -54,7 +56,7 @@ pub(super) async fn dispatch(
     let live = live.expect("a new stream is not finished");
     {
         let mut routes = session.routes.lock().expect("session lock");
-        for request in &requests {
+        for request in requests() {
             routes.requests.insert(request.id.clone(), stream.clone());
             if let Some(token) = request.params.as_ref().and_then(|p| params_progress_token(p, true)) {
                 routes.progress.insert(token, request.id.clone());
@@ -64,9 +66,13 @@ pub(super) async fn dispatch(
             }
         }
         routes.streams.push_back(stream.clone());
-        let stored: Vec<usize> = routes.streams.iter().map(|s| s.stored_bytes.load(Ordering::Relaxed)).collect();
-        for old in routes.streams.drain(..streams_to_forget(&stored)) {
-            session.store.remove(&old.key);
+        let stored = || routes.streams.iter().map(|s| s.stored_bytes.load(Ordering::Relaxed));
+        // Collected only when some stream is to go (one allocation less per POST otherwise).
+        if routes.streams.len() > KEPT_STREAMS || stored().sum::<usize>() > KEPT_STREAM_BYTES {
+            let stored: Vec<usize> = stored().collect();
+            for old in routes.streams.drain(..streams_to_forget(&stored)) {
+                session.store.remove(&old.key);
+            }
         }
     }
     let batch = messages.len() > 1;
@@ -81,6 +87,9 @@ pub(super) async fn dispatch(
     // it, up to `first_event_hold` for the first message, for the same reason.
     requeue_once().await;
     let (first, live) = first_message(live, shared.config.first_event_hold, &session.hold_timer).await;
+    if may_be_json && stream.answered_in_json().await {
+        return response_in_json(first, live);
+    }
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
         let priming = SseEvent::new("").with_id(EventId::encode(&stream.name, 0)).with_retry(shared.config.retry_ms);
@@ -89,15 +98,27 @@ pub(super) async fn dispatch(
     sse_response(shared, session.clone(), prelude.freeze(), first, live, false, true)
 }
 
+/// The answer of a POST whose first message, its response, decided JSON
+/// ([`Stream::answered_in_json`](super::stream::Stream::answered_in_json)): that response, which
+/// [`first_message`] took or left in the channel.
+fn response_in_json(first: Option<Outgoing>, live: Option<mpsc::Receiver<Outgoing>>) -> Response<HttpBody> {
+    let taken = first.or_else(|| live.and_then(|mut live| live.try_recv().ok()));
+    match taken {
+        Some((_, data)) => json_body(StatusCode::OK, data),
+        // Not reached: the stream's lock orders the response's send before the decision is seen.
+        None => rpc_error(StatusCode::INTERNAL_SERVER_ERROR, jsonrpc::ErrorCode::INTERNAL_ERROR, "no response"),
+    }
+}
+
 /// Waits up to `hold` for the first message of a POST's stream when none is there yet; gives
 /// it (as the start of what the stream replays) and the stream, `None` once the stream ended.
 pub(super) async fn first_message(
     mut live: mpsc::Receiver<Outgoing>,
     hold: Duration,
     timer: &HoldTimer,
-) -> (Vec<Outgoing>, Option<mpsc::Receiver<Outgoing>>) {
+) -> (Option<Outgoing>, Option<mpsc::Receiver<Outgoing>>) {
     if hold.is_zero() || !live.is_empty() {
-        return (Vec::new(), Some(live));
+        return (None, Some(live));
     }
     let mut sleep = timer.take(tokio::time::Instant::now() + hold);
     let first = tokio::select! {
@@ -107,13 +128,13 @@ pub(super) async fn first_message(
     };
     timer.put_back(sleep);
     match first {
-        None => (Vec::new(), Some(live)),
-        Some(None) => (Vec::new(), None),
+        None => (None, Some(live)),
+        Some(None) => (None, None),
         Some(Some(first)) => {
             // The rest of a quick answer (the end of the stream after the response) comes in
             // the same turn: let it, so the terminating chunk joins the same write.
             requeue_once().await;
-            (vec![first], Some(live))
+            (Some(first), Some(live))
         }
     }
 }
@@ -222,6 +243,10 @@ pub(super) async fn json_answer(
     } else {
         bodies.pop().expect("one body")
     };
+    json_body(status, body)
+}
+
+fn json_body(status: StatusCode, body: Bytes) -> Response<HttpBody> {
     let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -248,7 +273,7 @@ pub(super) fn sse_response(
     shared: &Shared,
     session: Arc<Session>,
     prelude: Bytes,
-    replay: Vec<Outgoing>,
+    replay: impl IntoIterator<Item = Outgoing>,
     live: Option<mpsc::Receiver<Outgoing>>,
     close_session_at_end: bool,
     event_ids: bool,

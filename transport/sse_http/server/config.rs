@@ -49,6 +49,18 @@ pub enum ResponseMode {
     /// One `application/json` body with the response (a JSON array for a batch); related
     /// messages go to the standalone stream.
     Json,
+    /// One `application/json` body when the answer is complete as soon as it exists, an SSE
+    /// stream otherwise. JSON when a POST of one request gets its response as the first
+    /// message for it while the answer's head is held (the one turn the application gets,
+    /// then up to [`HttpServerConfig::first_event_hold`]): no stream is left to resume, so no
+    /// priming event, no event id and nothing kept in the event store. The SSE stream of
+    /// [`Sse`](ResponseMode::Sse), as it would have been, for anything else: a batch; a
+    /// progress notification, a log or a request to the client before the response; a
+    /// response that comes after the hold (resumable from the store, as any stream). The spec
+    /// lets a server choose either per POST and requires clients to take both
+    /// ([2025-11-25 transports, "Sending Messages to the Server"](https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#sending-messages-to-the-server)).
+    /// `mcp-bridge serve` uses it: most of a gateway's answers come within the hold.
+    Auto,
 }
 
 /// The default of [`HttpServerConfig::max_sessions`]: 10,000 sessions.
@@ -68,7 +80,8 @@ pub struct HttpServerConfig {
     pub origins: OriginCheck,
     /// `Host` check: loopback names only.
     pub hosts: HostCheck,
-    /// SSE streams (default) or JSON bodies for POSTed requests.
+    /// SSE streams (default), JSON bodies, or either per POST ([`ResponseMode::Auto`]) for
+    /// POSTed requests.
     pub response_mode: ResponseMode,
     /// No sessions at all: every POST gets a fresh transport and a JSON answer, GET is 405.
     /// Default off.

@@ -274,10 +274,12 @@ impl Session {
         true
     }
 
-    pub(super) fn new_post_stream(&self, pending: HashSet<Id>) -> Arc<Stream> {
+    /// A new POST's stream, waiting for `pending`; `may_be_json`: answered in one JSON body if
+    /// its first message is the response ([`ResponseMode::Auto`](super::config::ResponseMode::Auto)).
+    pub(super) fn new_post_stream(&self, pending: HashSet<Id>, may_be_json: bool) -> Arc<Stream> {
         let n = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let name = if self.stream_prefix.is_empty() { n.to_string() } else { format!("{}{n}", self.stream_prefix) };
-        Stream::new(&self.id, name, self.json, pending)
+        Stream::new(&self.id, name, self.json, pending, may_be_json && !self.json)
     }
 
     /// Whether `message` answers a request replayed to rebuild the session (then it is
@@ -670,7 +672,7 @@ mod tests {
     use super::*;
 
     fn stream(name: &str, json: bool, waiting: &[i64]) -> Arc<Stream> {
-        Stream::new("s", name.to_owned(), json, waiting.iter().map(|n| Id::Number(*n)).collect::<HashSet<_>>())
+        Stream::new("s", name.to_owned(), json, waiting.iter().map(|n| Id::Number(*n)).collect::<HashSet<_>>(), false)
     }
 
     /// Routes of requests 1 and 2 on SSE stream "1" (2 with progress token `"p"`), request 3

@@ -1,7 +1,7 @@
 //! One SSE stream of a session ([`Stream`]): the standalone GET stream or the answer to one
 //! POST, with its event ids, the requests it still waits to answer, the messages queued for a
-//! GET not open yet ([`QUEUED_FOR_GET`]), and attaching and replaying a connection from the
-//! event store.
+//! GET not open yet ([`QUEUED_FOR_GET`]), whether a POST's answer is one JSON body after all
+//! ([`Framing`]), and attaching and replaying a connection from the event store.
 //!
 //! Not here: which stream a message goes to (`session.rs`), writing a connection's bytes
 //! (`answer.rs`).
@@ -31,6 +31,22 @@ pub(super) struct StreamInner {
     /// The standalone stream's events sent while no GET connection was attached, for the next
     /// GET (without `Last-Event-ID`).
     pub(super) queued: VecDeque<Outgoing>,
+    /// How the POST's answer goes out ([`ResponseMode::Auto`](super::config::ResponseMode::Auto)).
+    pub(super) framing: Framing,
+}
+
+/// Whether a POST's answer is an SSE stream or one JSON body, decided under the stream's lock
+/// so that a response is never both left out of the event store and sent on a stream a client
+/// could resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Framing {
+    /// Not yet: the POST's handler still holds the head, and nothing has been sent.
+    Undecided,
+    /// One JSON body: the response came first and alone while undecided (nothing stored, no
+    /// event id).
+    Json,
+    /// An SSE stream (or a JSON-mode stream, which never decides).
+    Sse,
 }
 
 impl StreamInner {
@@ -42,6 +58,17 @@ impl StreamInner {
         }
         self.next_seq += 1;
         Some(self.next_seq)
+    }
+
+    /// Decides the framing of an undecided answer as its first message goes out: JSON when
+    /// that message answers the only request the stream waits for (`completes`), SSE when it
+    /// is anything else. Changes nothing once decided.
+    pub(super) fn decide_on_first(&mut self, completes: Option<&Id>) -> Framing {
+        if self.framing == Framing::Undecided {
+            let only_answer = completes.is_some_and(|id| self.pending.len() == 1 && self.pending.contains(id));
+            self.framing = if only_answer && self.next_seq == 0 { Framing::Json } else { Framing::Sse };
+        }
+        self.framing
     }
 
     /// Request `id` is answered on this stream: `true` when it was the last one a POST's
@@ -73,13 +100,16 @@ pub(super) struct Stream {
 }
 
 impl Stream {
-    pub(super) fn new(session: &str, name: String, json: bool, pending: HashSet<Id>) -> Arc<Stream> {
-        Stream::build(session, name, None, json, pending)
+    /// A POST's stream; `may_be_json`: its framing waits for the first message
+    /// ([`Framing::Undecided`]).
+    pub(super) fn new(session: &str, name: String, json: bool, pending: HashSet<Id>, may_be_json: bool) -> Arc<Stream> {
+        let framing = if may_be_json { Framing::Undecided } else { Framing::Sse };
+        Stream::build(session, name, None, json, pending, framing)
     }
 
     /// The session's standalone stream, counting its drops in `drops`.
     pub(super) fn standalone(session: &str, name: String, drops: Arc<Drops>) -> Arc<Stream> {
-        Stream::build(session, name, Some(drops), false, HashSet::new())
+        Stream::build(session, name, Some(drops), false, HashSet::new(), Framing::Sse)
     }
 
     pub(super) fn build(
@@ -88,6 +118,7 @@ impl Stream {
         drops: Option<Arc<Drops>>,
         json: bool,
         pending: HashSet<Id>,
+        framing: Framing,
     ) -> Arc<Stream> {
         Arc::new(Stream {
             key: [session, "/", &name].concat(),
@@ -102,20 +133,26 @@ impl Stream {
                 pending,
                 done: false,
                 queued: VecDeque::new(),
+                framing,
             }),
         })
     }
 
     /// Stores and delivers one message; `completes` is the request it answers. `false` when
-    /// the stream is already finished.
+    /// the stream is already finished. The first message of an undecided answer decides it
+    /// ([`StreamInner::decide_on_first`]); one answered in JSON stores nothing and has no id.
     pub(super) async fn push(&self, store: &dyn EventStore, data: Bytes, completes: Option<&Id>) -> bool {
         let mut inner = self.inner.lock().await;
+        if inner.done {
+            return false;
+        }
+        let json = self.json || inner.decide_on_first(completes) == Framing::Json;
         let Some(seq) = inner.next_event() else { return false };
-        if !self.json {
+        if !json {
             self.stored_bytes.fetch_add(data.len(), Ordering::Relaxed);
             store.append(&self.key, StoredEvent { seq, data: data.clone() });
         }
-        let event = (Some(EventId::encode(&self.name, seq)), data);
+        let event = (if json { None } else { Some(EventId::encode(&self.name, seq)) }, data);
         let undelivered = match inner.live.clone() {
             Some(live) => match live.send(event).await {
                 Ok(()) => None,
@@ -135,7 +172,7 @@ impl Stream {
         }
         if let Some(id) = completes {
             if inner.answered(id, self.standalone) {
-                match (self.json, store.flush()) {
+                match (json, if json { None } else { store.flush() }) {
                     (false, Some(written)) => {
                         // The stream ends once its events are in the store (see EventStore::flush).
                         let live = inner.live.take();
@@ -180,6 +217,17 @@ impl Stream {
         Ok((replay, Some(rx)))
     }
 
+    /// Called by the POST's handler when it stops holding the head: the answer is SSE from now
+    /// on unless its first message decided JSON already (then `true`, and that message, the
+    /// response, is in the live channel or was taken from it).
+    pub(super) async fn answered_in_json(&self) -> bool {
+        let mut inner = self.inner.lock().await;
+        if inner.framing == Framing::Undecided {
+            inner.framing = Framing::Sse;
+        }
+        inner.framing == Framing::Json
+    }
+
     pub(super) async fn has_live(&self) -> bool {
         self.inner.lock().await.live.as_ref().is_some_and(|l| !l.is_closed())
     }
@@ -216,6 +264,7 @@ mod tests {
             pending: pending.iter().map(|n| Id::Number(*n)).collect(),
             done: false,
             queued: VecDeque::new(),
+            framing: Framing::Undecided,
         }
     }
 
@@ -232,5 +281,30 @@ mod tests {
         let mut standalone = inner(&[]);
         assert!(!standalone.answered(&Id::Number(1), true));
         assert_eq!(standalone.next_event(), Some(1));
+    }
+
+    #[test]
+    fn an_undecided_answer_is_json_only_when_its_first_message_is_its_only_response() {
+        let one = Id::Number(1);
+        // The response to its only request, first: JSON, and it stays so.
+        let mut quick = inner(&[1]);
+        assert_eq!(quick.decide_on_first(Some(&one)), Framing::Json);
+        assert_eq!(quick.decide_on_first(None), Framing::Json);
+        // Anything else first (a notification, a request to the client): SSE for good, even
+        // when the response comes next.
+        let mut notified = inner(&[1]);
+        assert_eq!(notified.decide_on_first(None), Framing::Sse);
+        assert_eq!(notified.decide_on_first(Some(&one)), Framing::Sse);
+        // A response to another request than the one it waits for, or to one of two: SSE.
+        assert_eq!(inner(&[1]).decide_on_first(Some(&Id::Number(2))), Framing::Sse);
+        assert_eq!(inner(&[1, 2]).decide_on_first(Some(&one)), Framing::Sse);
+        // Something sent already (the handler's hold ended and the head went out): SSE.
+        let mut started = inner(&[1]);
+        assert_eq!(started.next_event(), Some(1));
+        assert_eq!(started.decide_on_first(Some(&one)), Framing::Sse);
+        // Decided SSE by the handler before any message: the response keeps it SSE.
+        let mut held_out = inner(&[1]);
+        held_out.framing = Framing::Sse;
+        assert_eq!(held_out.decide_on_first(Some(&one)), Framing::Sse);
     }
 }
