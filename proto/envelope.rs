@@ -130,9 +130,12 @@ pub fn names_subscription(params: Option<&Body>) -> bool {
 
 /// The request's `_meta`, when its params are an object that has one; `Err` when the params or
 /// `_meta` do not decode.
-fn request_meta(params: &Body) -> Result<Option<RequestMeta>, String> {
+///
+/// Borrowed from a `tools/call` decoded in the framing pass (the hot path: no copy of the
+/// capabilities and client info only to look at them).
+fn request_meta(params: &Body) -> Result<Option<Cow<'_, RequestMeta>>, String> {
     if let Some(call) = params.typed_as::<CallToolRequestParams>() {
-        return Ok(call.meta.as_deref().cloned());
+        return Ok(call.meta.as_deref().map(Cow::Borrowed));
     }
     #[derive(Deserialize)]
     struct Params {
@@ -143,7 +146,7 @@ fn request_meta(params: &Body) -> Result<Option<RequestMeta>, String> {
     let parsed: Params = serde_json::from_str(raw.get()).map_err(|e| format!("params: {e}"))?;
     match parsed.meta {
         None => Ok(None),
-        Some(meta) => serde_json::from_str(meta.get()).map(Some).map_err(|e| format!("params._meta: {e}")),
+        Some(meta) => serde_json::from_str(meta.get()).map(|m| Some(Cow::Owned(m))).map_err(|e| format!("params._meta: {e}")),
     }
 }
 
@@ -160,11 +163,52 @@ pub fn read(params: Option<&Body>, supported: &[ProtocolVersion]) -> Option<Resu
         return None;
     }
     match request_meta(params) {
-        Ok(Some(meta)) if meta.protocol_version.is_some() => Some(from_meta(meta, supported)),
+        Ok(Some(meta)) if meta.protocol_version.is_some() => Some(from_meta(&meta, supported)),
         Ok(_) => None,
         // Text that mentions the key but does not decode: the 2026 ladder speaks for it.
         Err(e) => Some(Err(invalid_params(format!("Invalid params: {e}")))),
     }
+}
+
+/// As [`read`], answering with `previous` itself when the request's envelope says just what it
+/// says (its version, capabilities, client info and log level compare equal): a client stamps
+/// the same envelope on every request, so a connection keeps the last one it read and its
+/// requests share it, where each would otherwise copy the capabilities and client info into an
+/// envelope of its own. `previous` must have been read with the same `supported`.
+pub fn read_shared(
+    params: Option<&Body>,
+    supported: &[ProtocolVersion],
+    previous: Option<&Arc<Envelope>>,
+) -> Option<Result<Arc<Envelope>, ErrorObject>> {
+    let params = params?;
+    if !mentions_envelope(params) {
+        return None;
+    }
+    match request_meta(params) {
+        Ok(Some(meta)) if meta.protocol_version.is_some() => match previous {
+            Some(previous) if previous.says_what(&meta) => Some(Ok(previous.clone())),
+            _ => Some(from_meta(&meta, supported).map(Arc::new)),
+        },
+        Ok(_) => None,
+        Err(e) => Some(Err(invalid_params(format!("Invalid params: {e}")))),
+    }
+}
+
+impl Envelope {
+    /// Whether `meta` reads as this envelope: the same version string, capabilities, client
+    /// info and log level (an accepted envelope, so the version was one served).
+    fn says_what(&self, meta: &RequestMeta) -> bool {
+        meta.protocol_version.as_deref() == Some(self.protocol_version.as_str())
+            && meta.client_capabilities.as_ref() == Some(&self.client_capabilities)
+            && meta.client_info == self.client_info
+            && meta.log_level.as_deref().and_then(log_level) == self.log_level
+    }
+}
+
+/// The level a `logLevel` string asks for; `None` for one this crate does not know (it asks
+/// for nothing we can honour: no log messages).
+fn log_level(level: &str) -> Option<LoggingLevel> {
+    serde_json::from_value(Value::String(level.to_owned())).ok()
 }
 
 /// The ladder for a request known to be of the 2026 era (over HTTP: its `MCP-Protocol-Version`
@@ -183,7 +227,7 @@ pub fn check(params: Option<&Body>, supported: &[ProtocolVersion]) -> Result<Env
         Some(Err(e)) => return Err(invalid_params(format!("Invalid params: {e}"))),
         Some(Ok(Some(meta))) => meta,
     };
-    from_meta(meta, supported)
+    from_meta(&meta, supported)
 }
 
 /// The whole ladder over Streamable HTTP, in the spec's order: the `_meta` pair (-32602), then
@@ -210,7 +254,7 @@ pub fn check_http<'h>(
     };
     required_pair(&meta)?;
     check_headers(method, params, meta.protocol_version.as_deref().unwrap_or_default(), header)?;
-    from_meta(meta, supported)
+    from_meta(&meta, supported)
 }
 
 /// -32602 unless `_meta` has both a protocol version and client capabilities.
@@ -229,20 +273,18 @@ fn required_pair(meta: &RequestMeta) -> Result<(), ErrorObject> {
     }
 }
 
-fn from_meta(meta: RequestMeta, supported: &[ProtocolVersion]) -> Result<Envelope, ErrorObject> {
-    required_pair(&meta)?;
-    let requested = meta.protocol_version.expect("checked above");
+fn from_meta(meta: &RequestMeta, supported: &[ProtocolVersion]) -> Result<Envelope, ErrorObject> {
+    required_pair(meta)?;
+    let requested = meta.protocol_version.as_deref().expect("checked above");
     let protocol_version = match requested.parse::<ProtocolVersion>() {
         Ok(v) if supported.contains(&v) => v,
-        _ => return Err(unsupported_version(&requested, supported)),
+        _ => return Err(unsupported_version(requested, supported)),
     };
-    // An unknown level asks for nothing we can honour: no log messages.
-    let log_level = meta.log_level.and_then(|l| serde_json::from_value(Value::String(l)).ok());
     Ok(Envelope {
         protocol_version,
-        client_capabilities: meta.client_capabilities.expect("checked above"),
-        client_info: meta.client_info,
-        log_level,
+        client_capabilities: meta.client_capabilities.clone().expect("checked above"),
+        client_info: meta.client_info.clone(),
+        log_level: meta.log_level.as_deref().and_then(log_level),
     })
 }
 
