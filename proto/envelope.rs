@@ -26,8 +26,9 @@ use serde_json::{Map, Value};
 
 use super::jsonrpc::{Body, ErrorCode, ErrorObject};
 use super::mcp_types::{
-    CacheScope, CallToolRequestParams, ClientCapabilities, Implementation, LoggingLevel, RequestMeta,
-    UnsupportedProtocolVersionData, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+    CacheScope, CallToolOutput, CallToolRequestParams, CallToolResult, ClientCapabilities, Implementation,
+    LoggingLevel, RequestMeta, UnsupportedProtocolVersionData, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 use super::request_headers::{param_headers, ParamHeader};
 use super::version::ProtocolVersion;
@@ -146,7 +147,9 @@ fn request_meta(params: &Body) -> Result<Option<Cow<'_, RequestMeta>>, String> {
     let parsed: Params = serde_json::from_str(raw.get()).map_err(|e| format!("params: {e}"))?;
     match parsed.meta {
         None => Ok(None),
-        Some(meta) => serde_json::from_str(meta.get()).map(|m| Some(Cow::Owned(m))).map_err(|e| format!("params._meta: {e}")),
+        Some(meta) => {
+            serde_json::from_str(meta.get()).map(|m| Some(Cow::Owned(m))).map_err(|e| format!("params._meta: {e}"))
+        }
     }
 }
 
@@ -544,6 +547,9 @@ impl ServerInfoMeta {
 /// # Errors
 /// When a typed body cannot be serialized.
 pub fn stamp_result(body: Body, stamp: &ResultStamp) -> Result<Body, serde_json::Error> {
+    if let Some(stamped) = StampedCall::new(&body, stamp) {
+        return Ok(Body::typed(stamped));
+    }
     // A typed result is written with our writer (its string escaper is the fast one), not
     // serde_json's: a 64 KiB tool result is written once here and never again.
     let written;
@@ -592,6 +598,81 @@ pub fn stamp_result(body: Body, stamp: &ResultStamp) -> Result<Body, serde_json:
     Ok(Body::typed(Written(out)))
 }
 
+/// A tool's typed result (a [`CallToolOutput::Result`] none of whose members the stamp adds)
+/// with the stamp's members: written in front of the result's own, in the same pass, by
+/// whichever serializer writes the message. Its members are known from its fields, so there
+/// is no text to write first and scan for them, and nothing is copied.
+struct StampedCall {
+    /// The typed body holding the result.
+    call: Body,
+    ttl_ms: Option<u64>,
+    cache_scope: Option<CacheScope>,
+    server_info: Option<ServerInfoMeta>,
+}
+
+impl StampedCall {
+    /// Members the stamp may add; a result that has one of them goes the general way.
+    const MEMBERS: [&'static str; 4] = ["resultType", "ttlMs", "cacheScope", "_meta"];
+
+    fn new(body: &Body, stamp: &ResultStamp) -> Option<StampedCall> {
+        let CallToolOutput::Result(result) = body.typed_as::<CallToolOutput>()? else { return None };
+        if result.result_type.is_some()
+            || result.meta.is_some()
+            || Self::MEMBERS.iter().any(|member| result.extra.contains_key(*member))
+        {
+            return None;
+        }
+        Some(StampedCall {
+            call: body.clone(),
+            ttl_ms: stamp.ttl_ms,
+            cache_scope: stamp.cache_scope.clone(),
+            server_info: stamp.server_info.clone(),
+        })
+    }
+}
+
+impl serde::Serialize for StampedCall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Stamped<'a> {
+            #[serde(rename = "resultType")]
+            result_type: &'static str,
+            #[serde(rename = "ttlMs", skip_serializing_if = "Option::is_none")]
+            ttl_ms: Option<u64>,
+            #[serde(rename = "cacheScope", skip_serializing_if = "Option::is_none")]
+            cache_scope: Option<&'a CacheScope>,
+            #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+            meta: Option<Verbatim<'a>>,
+            #[serde(flatten)]
+            result: &'a CallToolResult,
+        }
+        let Some(CallToolOutput::Result(result)) = self.call.typed_as::<CallToolOutput>() else {
+            unreachable!("StampedCall::new checked the body")
+        };
+        Stamped {
+            result_type: "complete",
+            ttl_ms: self.ttl_ms,
+            cache_scope: self.cache_scope.as_ref(),
+            meta: self.server_info.as_ref().map(|info| Verbatim(&info.0)),
+            result,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// JSON text serialized verbatim (see [`Written`]).
+struct Verbatim<'a>(&'a str);
+
+impl serde::Serialize for Verbatim<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let token = super::json_write::RAW_VALUE_TOKEN;
+        let mut raw = serializer.serialize_struct(token, 1)?;
+        raw.serialize_field(token, self.0)?;
+        raw.end()
+    }
+}
+
 /// JSON text `stamp_result` put together from valid parts, serialized verbatim, as serde_json's
 /// `RawValue` is (through the private token both writers know): a `RawValue` made from it
 /// would be validated again, a second full scan of a 64 KiB result.
@@ -599,11 +680,7 @@ struct Written(String);
 
 impl serde::Serialize for Written {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let token = super::json_write::RAW_VALUE_TOKEN;
-        let mut raw = serializer.serialize_struct(token, 1)?;
-        raw.serialize_field(token, &self.0)?;
-        raw.end()
+        Verbatim(&self.0).serialize(serializer)
     }
 }
 
@@ -842,5 +919,52 @@ mod tests {
         let out = stamp_result(typed, &ResultStamp::default()).unwrap();
         let back: Value = serde_json::from_str(&text(&out)).unwrap();
         assert_eq!(back, json!({"resultType": "complete", "content": [{"type": "text", "text": "a \"quoted\" é"}]}));
+    }
+
+    #[test]
+    fn a_typed_tool_result_is_stamped_as_its_text_would_be() {
+        let text = |body: &Body| {
+            let mut ours = Vec::new();
+            body.write_json(&mut ours).unwrap();
+            let theirs = body.to_raw().unwrap().get().to_owned();
+            assert_eq!(String::from_utf8(ours).unwrap(), theirs);
+            theirs
+        };
+        let info = ServerInfoMeta::new(&Implementation::new("s", "1")).unwrap();
+        let stamps = [
+            ResultStamp::default(),
+            ResultStamp { server_info: Some(info.clone()), ..Default::default() },
+            ResultStamp { ttl_ms: Some(5), cache_scope: Some(CacheScope::Private), server_info: Some(info) },
+        ];
+        let results: [Value; 5] = [
+            json!({"content": [{"type": "text", "text": "a \"quoted\" é"}], "isError": true, "x-extra": [1]}),
+            json!({"content": [], "structuredContent": {"n": 1}}),
+            // Members the stamp would add, set by the handler: kept, the rest added around them.
+            json!({"content": [], "resultType": "complete"}),
+            json!({"content": [], "_meta": {"k": "v"}}),
+            json!({"content": [], "ttlMs": 9}),
+        ];
+        for stamp in &stamps {
+            for result in &results {
+                let output: CallToolOutput = serde_json::from_value(result.clone()).unwrap();
+                let typed = stamp_result(Body::typed(output.clone()), stamp).unwrap();
+                let as_text = stamp_result(raw(serde_json::to_value(&output).unwrap()), stamp).unwrap();
+                let (typed, as_text) = (text(&typed), text(&as_text));
+                assert!(typed.starts_with(r#"{"resultType":"#), "{typed}");
+                assert_eq!(
+                    serde_json::from_str::<Value>(&typed).unwrap(),
+                    serde_json::from_str::<Value>(&as_text).unwrap()
+                );
+            }
+        }
+        let stamped = stamp_result(
+            Body::typed(serde_json::from_value::<CallToolOutput>(results[1].clone()).unwrap()),
+            &stamps[2],
+        )
+        .unwrap();
+        assert_eq!(
+            text(&stamped),
+            r#"{"resultType":"complete","ttlMs":5,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"content":[],"structuredContent":{"n":1}}"#
+        );
     }
 }
