@@ -912,6 +912,10 @@ impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
 impl<T: Transport> Handler<T> for Dispatcher {
     fn on_request(&self, peer: &Peer<T>, request: Request) {
         let Request { id, method, params } = request;
+        // A handshake-era request is told apart without the lock.
+        if !params.as_ref().is_some_and(envelope::mentions_envelope) {
+            return self.route(peer, id, &method, params, &Era::Handshake);
+        }
         let mut last = self.last_envelope.lock().expect("envelope lock");
         match envelope::read_shared(params.as_ref(), &ProtocolVersion::PER_REQUEST, last.as_ref()) {
             None => {
