@@ -79,15 +79,18 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 /// deserializer the value is decoded as it would be without a memo. Texts longer than
 /// [`Memo::MAX_TEXT`] are decoded and not kept.
 pub(crate) struct Memo<T: 'static> {
-    last: &'static std::thread::LocalKey<std::cell::RefCell<Option<(Box<str>, T)>>>,
+    last: &'static std::thread::LocalKey<MemoSlot<T>>,
 }
+
+/// Where a [`Memo`] keeps its last text and value (a `thread_local!`).
+pub(crate) type MemoSlot<T> = std::cell::RefCell<Option<(Box<str>, T)>>;
 
 impl<T> Memo<T> {
     /// The longest text kept.
     pub(crate) const MAX_TEXT: usize = 4096;
 
     /// A memo kept in `last` (a `thread_local!` of its own for each use).
-    pub(crate) const fn new(last: &'static std::thread::LocalKey<std::cell::RefCell<Option<(Box<str>, T)>>>) -> Self {
+    pub(crate) const fn new(last: &'static std::thread::LocalKey<MemoSlot<T>>) -> Self {
         Memo { last }
     }
 }

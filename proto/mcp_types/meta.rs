@@ -56,10 +56,8 @@ pub struct RequestMeta {
 }
 
 std::thread_local! {
-    static LAST_CLIENT_CAPABILITIES: std::cell::RefCell<Option<(Box<str>, ClientCapabilities)>> =
-        const { std::cell::RefCell::new(None) };
-    static LAST_CLIENT_INFO: std::cell::RefCell<Option<(Box<str>, Implementation)>> =
-        const { std::cell::RefCell::new(None) };
+    static LAST_CLIENT_CAPABILITIES: super::decode::MemoSlot<ClientCapabilities> = const { std::cell::RefCell::new(None) };
+    static LAST_CLIENT_INFO: super::decode::MemoSlot<Implementation> = const { std::cell::RefCell::new(None) };
 }
 
 /// Hand-written, as `decode`'s macro writes them (no `flatten`: no buffering of the whole
@@ -126,8 +124,7 @@ pub struct ResultMeta {
 }
 
 std::thread_local! {
-    static LAST_SERVER_INFO: std::cell::RefCell<Option<(Box<str>, Implementation)>> =
-        const { std::cell::RefCell::new(None) };
+    static LAST_SERVER_INFO: super::decode::MemoSlot<Implementation> = const { std::cell::RefCell::new(None) };
 }
 
 /// Hand-written as [`RequestMeta`]'s: a 2026-07-28 server puts the same `serverInfo` in every
