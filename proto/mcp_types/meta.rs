@@ -62,7 +62,7 @@ std::thread_local! {
 
 /// Hand-written, as `decode`'s macro writes them (no `flatten`: no buffering of the whole
 /// `_meta`), with the client's capabilities and info decoded once per distinct text on a
-/// thread ([`Memo`](super::decode::Memo)): every 2026-07-28 request repeats them.
+/// thread (`decode::Memo`): every 2026-07-28 request repeats them.
 impl<'de> Deserialize<'de> for RequestMeta {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use super::decode::{Key, Memo};
