@@ -26,8 +26,9 @@ use serde_json::{Map, Value};
 
 use super::jsonrpc::{Body, ErrorCode, ErrorObject};
 use super::mcp_types::{
-    CacheScope, CallToolRequestParams, ClientCapabilities, Implementation, LoggingLevel, RequestMeta,
-    UnsupportedProtocolVersionData, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+    CacheScope, CallToolOutput, CallToolRequestParams, CallToolResult, ClientCapabilities, Implementation,
+    LoggingLevel, RequestMeta, UnsupportedProtocolVersionData, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 use super::request_headers::{param_headers, ParamHeader};
 use super::version::ProtocolVersion;
@@ -130,9 +131,12 @@ pub fn names_subscription(params: Option<&Body>) -> bool {
 
 /// The request's `_meta`, when its params are an object that has one; `Err` when the params or
 /// `_meta` do not decode.
-fn request_meta(params: &Body) -> Result<Option<RequestMeta>, String> {
+///
+/// Borrowed from a `tools/call` decoded in the framing pass (the hot path: no copy of the
+/// capabilities and client info only to look at them).
+fn request_meta(params: &Body) -> Result<Option<Cow<'_, RequestMeta>>, String> {
     if let Some(call) = params.typed_as::<CallToolRequestParams>() {
-        return Ok(call.meta.as_deref().cloned());
+        return Ok(call.meta.as_deref().map(Cow::Borrowed));
     }
     #[derive(Deserialize)]
     struct Params {
@@ -143,7 +147,9 @@ fn request_meta(params: &Body) -> Result<Option<RequestMeta>, String> {
     let parsed: Params = serde_json::from_str(raw.get()).map_err(|e| format!("params: {e}"))?;
     match parsed.meta {
         None => Ok(None),
-        Some(meta) => serde_json::from_str(meta.get()).map(Some).map_err(|e| format!("params._meta: {e}")),
+        Some(meta) => {
+            serde_json::from_str(meta.get()).map(|m| Some(Cow::Owned(m))).map_err(|e| format!("params._meta: {e}"))
+        }
     }
 }
 
@@ -160,11 +166,52 @@ pub fn read(params: Option<&Body>, supported: &[ProtocolVersion]) -> Option<Resu
         return None;
     }
     match request_meta(params) {
-        Ok(Some(meta)) if meta.protocol_version.is_some() => Some(from_meta(meta, supported)),
+        Ok(Some(meta)) if meta.protocol_version.is_some() => Some(from_meta(&meta, supported)),
         Ok(_) => None,
         // Text that mentions the key but does not decode: the 2026 ladder speaks for it.
         Err(e) => Some(Err(invalid_params(format!("Invalid params: {e}")))),
     }
+}
+
+/// As [`read`], answering with `previous` itself when the request's envelope says just what it
+/// says (its version, capabilities, client info and log level compare equal): a client stamps
+/// the same envelope on every request, so a connection keeps the last one it read and its
+/// requests share it, where each would otherwise copy the capabilities and client info into an
+/// envelope of its own. `previous` must have been read with the same `supported`.
+pub fn read_shared(
+    params: Option<&Body>,
+    supported: &[ProtocolVersion],
+    previous: Option<&Arc<Envelope>>,
+) -> Option<Result<Arc<Envelope>, ErrorObject>> {
+    let params = params?;
+    if !mentions_envelope(params) {
+        return None;
+    }
+    match request_meta(params) {
+        Ok(Some(meta)) if meta.protocol_version.is_some() => match previous {
+            Some(previous) if previous.says_what(&meta) => Some(Ok(previous.clone())),
+            _ => Some(from_meta(&meta, supported).map(Arc::new)),
+        },
+        Ok(_) => None,
+        Err(e) => Some(Err(invalid_params(format!("Invalid params: {e}")))),
+    }
+}
+
+impl Envelope {
+    /// Whether `meta` reads as this envelope: the same version string, capabilities, client
+    /// info and log level (an accepted envelope, so the version was one served).
+    fn says_what(&self, meta: &RequestMeta) -> bool {
+        meta.protocol_version.as_deref() == Some(self.protocol_version.as_str())
+            && meta.client_capabilities.as_ref() == Some(&self.client_capabilities)
+            && meta.client_info == self.client_info
+            && meta.log_level.as_deref().and_then(log_level) == self.log_level
+    }
+}
+
+/// The level a `logLevel` string asks for; `None` for one this crate does not know (it asks
+/// for nothing we can honour: no log messages).
+fn log_level(level: &str) -> Option<LoggingLevel> {
+    serde_json::from_value(Value::String(level.to_owned())).ok()
 }
 
 /// The ladder for a request known to be of the 2026 era (over HTTP: its `MCP-Protocol-Version`
@@ -183,7 +230,7 @@ pub fn check(params: Option<&Body>, supported: &[ProtocolVersion]) -> Result<Env
         Some(Err(e)) => return Err(invalid_params(format!("Invalid params: {e}"))),
         Some(Ok(Some(meta))) => meta,
     };
-    from_meta(meta, supported)
+    from_meta(&meta, supported)
 }
 
 /// The whole ladder over Streamable HTTP, in the spec's order: the `_meta` pair (-32602), then
@@ -210,7 +257,7 @@ pub fn check_http<'h>(
     };
     required_pair(&meta)?;
     check_headers(method, params, meta.protocol_version.as_deref().unwrap_or_default(), header)?;
-    from_meta(meta, supported)
+    from_meta(&meta, supported)
 }
 
 /// -32602 unless `_meta` has both a protocol version and client capabilities.
@@ -229,20 +276,18 @@ fn required_pair(meta: &RequestMeta) -> Result<(), ErrorObject> {
     }
 }
 
-fn from_meta(meta: RequestMeta, supported: &[ProtocolVersion]) -> Result<Envelope, ErrorObject> {
-    required_pair(&meta)?;
-    let requested = meta.protocol_version.expect("checked above");
+fn from_meta(meta: &RequestMeta, supported: &[ProtocolVersion]) -> Result<Envelope, ErrorObject> {
+    required_pair(meta)?;
+    let requested = meta.protocol_version.as_deref().expect("checked above");
     let protocol_version = match requested.parse::<ProtocolVersion>() {
         Ok(v) if supported.contains(&v) => v,
-        _ => return Err(unsupported_version(&requested, supported)),
+        _ => return Err(unsupported_version(requested, supported)),
     };
-    // An unknown level asks for nothing we can honour: no log messages.
-    let log_level = meta.log_level.and_then(|l| serde_json::from_value(Value::String(l)).ok());
     Ok(Envelope {
         protocol_version,
-        client_capabilities: meta.client_capabilities.expect("checked above"),
-        client_info: meta.client_info,
-        log_level,
+        client_capabilities: meta.client_capabilities.clone().expect("checked above"),
+        client_info: meta.client_info.clone(),
+        log_level: meta.log_level.as_deref().and_then(log_level),
     })
 }
 
@@ -502,6 +547,9 @@ impl ServerInfoMeta {
 /// # Errors
 /// When a typed body cannot be serialized.
 pub fn stamp_result(body: Body, stamp: &ResultStamp) -> Result<Body, serde_json::Error> {
+    if let Some(stamped) = StampedCall::new(&body, stamp) {
+        return Ok(Body::typed(stamped));
+    }
     // A typed result is written with our writer (its string escaper is the fast one), not
     // serde_json's: a 64 KiB tool result is written once here and never again.
     let written;
@@ -550,6 +598,81 @@ pub fn stamp_result(body: Body, stamp: &ResultStamp) -> Result<Body, serde_json:
     Ok(Body::typed(Written(out)))
 }
 
+/// A tool's typed result (a [`CallToolOutput::Result`] none of whose members the stamp adds)
+/// with the stamp's members: written in front of the result's own, in the same pass, by
+/// whichever serializer writes the message. Its members are known from its fields, so there
+/// is no text to write first and scan for them, and nothing is copied.
+struct StampedCall {
+    /// The typed body holding the result.
+    call: Body,
+    ttl_ms: Option<u64>,
+    cache_scope: Option<CacheScope>,
+    server_info: Option<ServerInfoMeta>,
+}
+
+impl StampedCall {
+    /// Members the stamp may add; a result that has one of them goes the general way.
+    const MEMBERS: [&'static str; 4] = ["resultType", "ttlMs", "cacheScope", "_meta"];
+
+    fn new(body: &Body, stamp: &ResultStamp) -> Option<StampedCall> {
+        let CallToolOutput::Result(result) = body.typed_as::<CallToolOutput>()? else { return None };
+        if result.result_type.is_some()
+            || result.meta.is_some()
+            || Self::MEMBERS.iter().any(|member| result.extra.contains_key(*member))
+        {
+            return None;
+        }
+        Some(StampedCall {
+            call: body.clone(),
+            ttl_ms: stamp.ttl_ms,
+            cache_scope: stamp.cache_scope.clone(),
+            server_info: stamp.server_info.clone(),
+        })
+    }
+}
+
+impl serde::Serialize for StampedCall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Stamped<'a> {
+            #[serde(rename = "resultType")]
+            result_type: &'static str,
+            #[serde(rename = "ttlMs", skip_serializing_if = "Option::is_none")]
+            ttl_ms: Option<u64>,
+            #[serde(rename = "cacheScope", skip_serializing_if = "Option::is_none")]
+            cache_scope: Option<&'a CacheScope>,
+            #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+            meta: Option<Verbatim<'a>>,
+            #[serde(flatten)]
+            result: &'a CallToolResult,
+        }
+        let Some(CallToolOutput::Result(result)) = self.call.typed_as::<CallToolOutput>() else {
+            unreachable!("StampedCall::new checked the body")
+        };
+        Stamped {
+            result_type: "complete",
+            ttl_ms: self.ttl_ms,
+            cache_scope: self.cache_scope.as_ref(),
+            meta: self.server_info.as_ref().map(|info| Verbatim(&info.0)),
+            result,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// JSON text serialized verbatim (see [`Written`]).
+struct Verbatim<'a>(&'a str);
+
+impl serde::Serialize for Verbatim<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let token = super::json_write::RAW_VALUE_TOKEN;
+        let mut raw = serializer.serialize_struct(token, 1)?;
+        raw.serialize_field(token, self.0)?;
+        raw.end()
+    }
+}
+
 /// JSON text `stamp_result` put together from valid parts, serialized verbatim, as serde_json's
 /// `RawValue` is (through the private token both writers know): a `RawValue` made from it
 /// would be validated again, a second full scan of a 64 KiB result.
@@ -557,11 +680,7 @@ struct Written(String);
 
 impl serde::Serialize for Written {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let token = super::json_write::RAW_VALUE_TOKEN;
-        let mut raw = serializer.serialize_struct(token, 1)?;
-        raw.serialize_field(token, &self.0)?;
-        raw.end()
+        Verbatim(&self.0).serialize(serializer)
     }
 }
 
@@ -800,5 +919,53 @@ mod tests {
         let out = stamp_result(typed, &ResultStamp::default()).unwrap();
         let back: Value = serde_json::from_str(&text(&out)).unwrap();
         assert_eq!(back, json!({"resultType": "complete", "content": [{"type": "text", "text": "a \"quoted\" é"}]}));
+    }
+
+    #[test]
+    fn a_typed_tool_result_is_stamped_as_its_text_would_be() {
+        let text = |body: &Body| {
+            let mut ours = Vec::new();
+            body.write_json(&mut ours).unwrap();
+            let theirs = body.to_raw().unwrap().get().to_owned();
+            assert_eq!(String::from_utf8(ours).unwrap(), theirs);
+            theirs
+        };
+        let info = ServerInfoMeta::new(&Implementation::new("s", "1")).unwrap();
+        let stamps = [
+            ResultStamp::default(),
+            ResultStamp { server_info: Some(info.clone()), ..Default::default() },
+            ResultStamp { ttl_ms: Some(5), cache_scope: Some(CacheScope::Private), server_info: Some(info) },
+        ];
+        let results: [Value; 5] = [
+            json!({"content": [{"type": "text", "text": "a \"quoted\" é"}], "isError": true, "x-extra": [1]}),
+            json!({"content": [], "structuredContent": {"n": 1}}),
+            // Members the stamp would add, set by the handler: kept, the rest added around them.
+            json!({"content": [], "resultType": "complete"}),
+            json!({"content": [], "_meta": {"k": "v"}}),
+            json!({"content": [], "ttlMs": 9}),
+        ];
+        for stamp in &stamps {
+            for (i, result) in results.iter().enumerate() {
+                let output: CallToolOutput = serde_json::from_value(result.clone()).unwrap();
+                let typed = stamp_result(Body::typed(output.clone()), stamp).unwrap();
+                let as_text = stamp_result(raw(serde_json::to_value(&output).unwrap()), stamp).unwrap();
+                let (typed, as_text) = (text(&typed), text(&as_text));
+                // The first two take the typed way: the stamp's members come first.
+                assert!(i >= 2 || typed.starts_with(r#"{"resultType":"#), "{typed}");
+                assert_eq!(
+                    serde_json::from_str::<Value>(&typed).unwrap(),
+                    serde_json::from_str::<Value>(&as_text).unwrap()
+                );
+            }
+        }
+        let stamped = stamp_result(
+            Body::typed(serde_json::from_value::<CallToolOutput>(results[1].clone()).unwrap()),
+            &stamps[2],
+        )
+        .unwrap();
+        assert_eq!(
+            text(&stamped),
+            r#"{"resultType":"complete","ttlMs":5,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"content":[],"structuredContent":{"n":1}}"#
+        );
     }
 }

@@ -16,13 +16,20 @@
 //! position, because the caller answers any error by decoding again with serde_json, whose
 //! errors are the ones reported. It nests at most [`MAX_DEPTH`] deep (serde_json 128), so
 //! anything deeper goes to serde_json too. Not supported (an error, hence serde_json):
-//! serde_json's `RawValue` inside a typed value, and map keys read as numbers or booleans.
+//! serde_json's `RawValue` inside a typed value, and map keys read as numbers or booleans. One
+//! addition of its own: a decoder may ask for a value's text ([`VALUE_TEXT_TOKEN`]).
 
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Visitor};
 
 use super::json_write::{next_escape_ascii, RAW_VALUE_TOKEN};
+
+/// The newtype name by which a decoder asks this reader for the text of the next value
+/// (checked, as [`Reader::value_text`] reads it, and handed over with `visit_borrowed_str`):
+/// what [`Memo`](super::mcp_types::decode::Memo) keys its decoded values on. Any other
+/// deserializer treats it as the plain newtype it looks like (`visit_newtype_struct`).
+pub(crate) const VALUE_TEXT_TOKEN: &str = "$mcpwire::private::ValueText";
 
 /// How deep arrays and objects may nest in one value read here.
 pub(crate) const MAX_DEPTH: u32 = 100;
@@ -501,6 +508,10 @@ impl<'de> de::Deserializer<'de> for &mut Reader<'de> {
     fn deserialize_newtype_struct<V: Visitor<'de>>(self, name: &'static str, visitor: V) -> Result<V::Value, Error> {
         if name == RAW_VALUE_TOKEN {
             return fail("RawValue is left to serde_json");
+        }
+        if name == VALUE_TEXT_TOKEN {
+            let text = self.value_text()?;
+            return visitor.visit_borrowed_str(text);
         }
         visitor.visit_newtype_struct(self)
     }

@@ -176,6 +176,9 @@ pub(crate) struct Dispatcher {
     tasks: Arc<TaskStore>,
     /// This connection's `subscriptions/listen` requests and their keys in the registry.
     listeners: Mutex<HashMap<Id, u64>>,
+    /// The 2026-07-28 envelope this connection's last such request carried: the next request
+    /// that carries the same one shares it ([`envelope::read_shared`]).
+    last_envelope: Mutex<Option<Arc<Envelope>>>,
     /// The transport serves one exchange (stateless HTTP), or cannot answer once its input has
     /// ended (an HTTP session: [`Transport::outlives_its_input`]): when it ends, the client is
     /// gone and what still runs is cancelled (2026-07-28: closing the stream cancels).
@@ -219,6 +222,7 @@ impl Dispatcher {
             connection,
             tasks: Arc::default(),
             listeners: Mutex::default(),
+            last_envelope: Mutex::default(),
         }
     }
 
@@ -549,7 +553,7 @@ impl Dispatcher {
         id: Id,
         method: &str,
         params: Option<Body>,
-        envelope: Envelope,
+        envelope: Arc<Envelope>,
     ) {
         let hint = self.inner.cache_hints.get(method);
         let stamp = ResultStamp {
@@ -557,7 +561,7 @@ impl Dispatcher {
             cache_scope: hint.map(|h| h.scope.clone()),
             server_info: self.inner.info_meta.clone(),
         };
-        let era = &Era::PerRequest(Arc::new(PerRequest { envelope: Arc::new(envelope), stamp }));
+        let era = &Era::PerRequest(Arc::new(PerRequest { envelope, stamp }));
         self.route(peer, id, method, params, era);
     }
 
@@ -908,10 +912,27 @@ impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
 impl<T: Transport> Handler<T> for Dispatcher {
     fn on_request(&self, peer: &Peer<T>, request: Request) {
         let Request { id, method, params } = request;
-        match envelope::read(params.as_ref(), &ProtocolVersion::PER_REQUEST) {
-            None => self.route(peer, id, &method, params, &Era::Handshake),
-            Some(Err(refused)) => self.answer(peer, id, &Era::Handshake, Err(refused)),
-            Some(Ok(envelope)) => self.per_request(peer, id, &method, params, envelope),
+        // A handshake-era request is told apart without the lock.
+        if !params.as_ref().is_some_and(envelope::mentions_envelope) {
+            return self.route(peer, id, &method, params, &Era::Handshake);
+        }
+        let mut last = self.last_envelope.lock().expect("envelope lock");
+        match envelope::read_shared(params.as_ref(), &ProtocolVersion::PER_REQUEST, last.as_ref()) {
+            None => {
+                drop(last);
+                self.route(peer, id, &method, params, &Era::Handshake)
+            }
+            Some(Err(refused)) => {
+                drop(last);
+                self.answer(peer, id, &Era::Handshake, Err(refused))
+            }
+            Some(Ok(envelope)) => {
+                if !last.as_ref().is_some_and(|last| Arc::ptr_eq(last, &envelope)) {
+                    *last = Some(envelope.clone());
+                }
+                drop(last);
+                self.per_request(peer, id, &method, params, envelope)
+            }
         }
     }
 

@@ -68,6 +68,82 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
     }
 }
 
+/// The last value of one type decoded on this thread, by the text it was decoded from: a
+/// 2026-07-28 client sends the same `clientCapabilities` and `clientInfo` in every request's
+/// `_meta`, and decoding them (through a `Value`, then the derived decoder) cost more than the
+/// rest of a small `tools/call`. A clone of the memo's value stands for decoding equal text
+/// again, which is what decoding is a pure function of, so nothing here can go stale.
+///
+/// Only [`json_read`](crate::proto::json_read)'s reader hands over a value's text
+/// ([`VALUE_TEXT_TOKEN`](crate::proto::json_read::VALUE_TEXT_TOKEN)); with any other
+/// deserializer the value is decoded as it would be without a memo. Texts longer than
+/// [`Memo::MAX_TEXT`] are decoded and not kept.
+pub(crate) struct Memo<T: 'static> {
+    last: &'static std::thread::LocalKey<MemoSlot<T>>,
+}
+
+/// Where a [`Memo`] keeps its last text and value (a `thread_local!`).
+pub(crate) type MemoSlot<T> = std::cell::RefCell<Option<(Box<str>, T)>>;
+
+impl<T> Memo<T> {
+    /// The longest text kept.
+    pub(crate) const MAX_TEXT: usize = 4096;
+
+    /// A memo kept in `last` (a `thread_local!` of its own for each use).
+    pub(crate) const fn new(last: &'static std::thread::LocalKey<MemoSlot<T>>) -> Self {
+        Memo { last }
+    }
+}
+
+impl<T> Clone for Memo<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Memo<T> {}
+
+/// Decodes an optional `T` (a JSON `null` is `None`) through the memo.
+impl<'de, T: serde::de::DeserializeOwned + Clone + 'static> serde::de::DeserializeSeed<'de> for Memo<T> {
+    type Value = Option<T>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+        d.deserialize_newtype_struct(crate::proto::json_read::VALUE_TEXT_TOKEN, self)
+    }
+}
+
+impl<'de, T: serde::de::DeserializeOwned + Clone + 'static> Visitor<'de> for Memo<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a value")
+    }
+
+    /// Any deserializer but ours: the value as it is.
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+        <Option<T> as serde::Deserialize>::deserialize(d)
+    }
+
+    /// Ours: the value's text.
+    fn visit_borrowed_str<E: serde::de::Error>(self, text: &'de str) -> Result<Option<T>, E> {
+        if text == "null" {
+            return Ok(None);
+        }
+        let hit = self.last.with_borrow(|last| match last {
+            Some((last_text, value)) if **last_text == *text => Some(value.clone()),
+            _ => None,
+        });
+        if let Some(value) = hit {
+            return Ok(Some(value));
+        }
+        let value: T = serde_json::from_str(text).map_err(E::custom)?;
+        if text.len() <= Self::MAX_TEXT {
+            self.last.set(Some((text.into(), value.clone())));
+        }
+        Ok(Some(value))
+    }
+}
+
 /// Implements `Deserialize` for a struct with an `extra: Extra` member, without flatten.
 ///
 /// `required` members must be present (their Rust type as is); `optional` members have a Rust

@@ -29,7 +29,7 @@ pub const RELATED_TASK_META_KEY: &str = "io.modelcontextprotocol/related-task";
 /// Up to 2025-11-25 it is optional and holds at most `progressToken`; from 2026-07-28 every
 /// request carries the protocol version, client capabilities and client info here (the
 /// stateless revision has no `initialize`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RequestMeta {
     /// Token the receiver puts on `notifications/progress` for this request.
     #[serde(rename = "progressToken", default, skip_serializing_if = "Option::is_none")]
@@ -55,8 +55,62 @@ pub struct RequestMeta {
     pub extra: Extra,
 }
 
+std::thread_local! {
+    static LAST_CLIENT_CAPABILITIES: super::decode::MemoSlot<ClientCapabilities> = const { std::cell::RefCell::new(None) };
+    static LAST_CLIENT_INFO: super::decode::MemoSlot<Implementation> = const { std::cell::RefCell::new(None) };
+}
+
+/// Hand-written, as `decode`'s macro writes them (no `flatten`: no buffering of the whole
+/// `_meta`), with the client's capabilities and info decoded once per distinct text on a
+/// thread (`decode::Memo`): every 2026-07-28 request repeats them.
+impl<'de> Deserialize<'de> for RequestMeta {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use super::decode::{Key, Memo};
+        use serde::de::Error as _;
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = RequestMeta;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a request's _meta")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RequestMeta, A::Error> {
+                let mut meta = RequestMeta::default();
+                let mut seen = [false; 6];
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    let slot = match key.as_str() {
+                        "progressToken" => 0,
+                        PROTOCOL_VERSION_META_KEY => 1,
+                        CLIENT_CAPABILITIES_META_KEY => 2,
+                        CLIENT_INFO_META_KEY => 3,
+                        LOG_LEVEL_META_KEY => 4,
+                        RELATED_TASK_META_KEY => 5,
+                        _ => {
+                            let value: Value = map.next_value()?;
+                            meta.extra.insert(key.into_string(), value);
+                            continue;
+                        }
+                    };
+                    if std::mem::replace(&mut seen[slot], true) {
+                        return Err(A::Error::custom(format_args!("duplicate field `{}`", key.as_str())));
+                    }
+                    match slot {
+                        0 => meta.progress_token = map.next_value()?,
+                        1 => meta.protocol_version = map.next_value()?,
+                        2 => meta.client_capabilities = map.next_value_seed(Memo::new(&LAST_CLIENT_CAPABILITIES))?,
+                        3 => meta.client_info = map.next_value_seed(Memo::new(&LAST_CLIENT_INFO))?,
+                        4 => meta.log_level = map.next_value()?,
+                        _ => meta.related_task = map.next_value()?,
+                    }
+                }
+                Ok(meta)
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
 /// The typed view of a result's `_meta`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ResultMeta {
     /// 2026-07-28: who the server is (replaces `InitializeResult.serverInfo`).
     #[serde(rename = "io.modelcontextprotocol/serverInfo", default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +121,50 @@ pub struct ResultMeta {
     /// Every other key.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+std::thread_local! {
+    static LAST_SERVER_INFO: super::decode::MemoSlot<Implementation> = const { std::cell::RefCell::new(None) };
+}
+
+/// Hand-written as [`RequestMeta`]'s: a 2026-07-28 server puts the same `serverInfo` in every
+/// result, decoded once per distinct text on a thread.
+impl<'de> Deserialize<'de> for ResultMeta {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use super::decode::{Key, Memo};
+        use serde::de::Error as _;
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = ResultMeta;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a result's _meta")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ResultMeta, A::Error> {
+                let mut meta = ResultMeta::default();
+                let mut seen = [false; 2];
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    let slot = match key.as_str() {
+                        "io.modelcontextprotocol/serverInfo" => 0,
+                        RELATED_TASK_META_KEY => 1,
+                        _ => {
+                            let value: Value = map.next_value()?;
+                            meta.extra.insert(key.into_string(), value);
+                            continue;
+                        }
+                    };
+                    if std::mem::replace(&mut seen[slot], true) {
+                        return Err(A::Error::custom(format_args!("duplicate field `{}`", key.as_str())));
+                    }
+                    match slot {
+                        0 => meta.server_info = map.next_value_seed(Memo::new(&LAST_SERVER_INFO))?,
+                        _ => meta.related_task = map.next_value()?,
+                    }
+                }
+                Ok(meta)
+            }
+        }
+        d.deserialize_map(Fields)
+    }
 }
 
 /// The typed view of a notification's `params._meta`.
@@ -343,6 +441,54 @@ fn members_text(fields: &Map<String, Value>) -> String {
 mod tests {
     use super::*;
     use serde_json::{json, Value};
+
+    /// `text` decoded by our reader (which hands the memo a value's text) and by serde_json
+    /// (which does not), which must agree.
+    fn both_ways<T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(text: &str) -> T {
+        let mut reader = crate::proto::json_read::Reader::new(text.as_bytes());
+        let ours = T::deserialize(&mut reader).unwrap();
+        reader.end().unwrap();
+        let theirs: T = serde_json::from_str(text).unwrap();
+        assert_eq!(ours, theirs, "{text}");
+        ours
+    }
+
+    #[test]
+    fn a_remembered_envelope_is_never_taken_for_another() {
+        let meta = |capabilities: &str, info: &str| {
+            format!(
+                r#"{{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{capabilities},"io.modelcontextprotocol/clientInfo":{info},"x-other":[1]}}"#
+            )
+        };
+        let (sampling, roots) = (r#"{"sampling":{}}"#, r#"{"roots":{"listChanged":true},"x":{"y":1}}"#);
+        let (a, b) = (r#"{"name":"a","version":"1"}"#, r#"{"name":"b","version":"1","title":"B"}"#);
+        for (capabilities, info) in [(sampling, a), (sampling, a), (roots, a), (roots, b), (sampling, b), (sampling, a)]
+        {
+            let decoded: RequestMeta = both_ways(&meta(capabilities, info));
+            let expected: Value = serde_json::from_str(capabilities).unwrap();
+            assert_eq!(serde_json::to_value(decoded.client_capabilities.unwrap()).unwrap(), expected);
+            assert_eq!(decoded.client_info.unwrap(), serde_json::from_str::<Implementation>(info).unwrap());
+            assert_eq!(decoded.progress_token, Some(Id::Number(7)));
+            assert_eq!(decoded.extra.get("x-other"), Some(&json!([1])));
+        }
+        // null is absent; a duplicate known member and a wrong type are errors, as derived.
+        let absent: RequestMeta = both_ways(r#"{"io.modelcontextprotocol/clientCapabilities":null}"#);
+        assert_eq!(absent, RequestMeta::default());
+        for bad in [
+            r#"{"io.modelcontextprotocol/clientInfo":{"name":"a","version":"1"},"io.modelcontextprotocol/clientInfo":{"name":"a","version":"1"}}"#,
+            r#"{"io.modelcontextprotocol/clientCapabilities":{"sampling":1}}"#,
+            r#"{"io.modelcontextprotocol/clientCapabilities":[]}"#,
+        ] {
+            assert!(serde_json::from_str::<RequestMeta>(bad).is_err(), "{bad}");
+            let mut reader = crate::proto::json_read::Reader::new(bad.as_bytes());
+            assert!(RequestMeta::deserialize(&mut reader).is_err(), "{bad}");
+        }
+        let result: ResultMeta =
+            both_ways(r#"{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"},"k":"v"}"#);
+        assert_eq!(result.server_info.unwrap().name, "s");
+        let result: ResultMeta = both_ways(r#"{"io.modelcontextprotocol/serverInfo":{"name":"t","version":"1"}}"#);
+        assert_eq!(result.server_info.unwrap().name, "t");
+    }
 
     fn round_trip<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
         let typed: T = serde_json::from_value(v.clone()).unwrap();

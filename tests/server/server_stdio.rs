@@ -431,3 +431,52 @@ impl Wire {
         self.send(INITIALIZED).await;
     }
 }
+
+/// A 2026-07-28 `tools/call` of `who` carrying `capabilities` and `info` in its `_meta`.
+fn call_2026(id: u32, capabilities: &str, info: &str, log_level: Option<&str>) -> String {
+    let level = log_level.map(|l| format!(r#","io.modelcontextprotocol/logLevel":"{l}""#)).unwrap_or_default();
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/clientCapabilities":{capabilities},"io.modelcontextprotocol/clientInfo":{info},"io.modelcontextprotocol/protocolVersion":"2026-07-28"{level}}},"name":"who","arguments":{{}}}}}}"#
+    )
+}
+
+#[tokio::test]
+async fn per_request_2026_calls_of_one_connection_each_see_their_own_envelope() {
+    // Each request's handler sees what that request's `_meta` says, whatever the requests before
+    // it on the connection said (the server decodes a repeated envelope once and shares it).
+    let server = Server::builder()
+        .name("test-who")
+        .version("1")
+        .tool("who", "Says who the client is", json!({"type": "object"}), |_args, ctx| async move {
+            let info = ctx.client_info().map(|i| i.name).unwrap_or_default();
+            let meta_info = ctx.meta().and_then(|m| m.client_info.as_ref()).map(|i| i.name.clone()).unwrap_or_default();
+            let capabilities = serde_json::to_string(&ctx.client_capabilities()).unwrap();
+            Ok(text_result(format!("{info}/{meta_info} {capabilities} {:?}", ctx.log_level())))
+        })
+        .build()
+        .unwrap();
+    let (mut wire, task) = Wire::in_memory(&server);
+    let (sampling, elicitation) = (r#"{"sampling":{}}"#, r#"{"elicitation":{"form":{}}}"#);
+    let (a, b) = (r#"{"name":"a","version":"1"}"#, r#"{"name":"b","version":"2"}"#);
+    let answer = |id: u32, text: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"complete","_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"test-who","version":"1"}}}},"content":[{{"type":"text","text":{}}}]}}}}"#,
+            serde_json::to_string(text).unwrap()
+        )
+    };
+    let asked = [
+        (sampling, a, None, r#"a/a {"sampling":{}} None"#),
+        (sampling, a, None, r#"a/a {"sampling":{}} None"#),
+        (elicitation, b, Some("info"), r#"b/b {"elicitation":{"form":{}}} Some(Info)"#),
+        (sampling, a, None, r#"a/a {"sampling":{}} None"#),
+        // Only the client info changes; then only the log level.
+        (sampling, b, None, r#"b/b {"sampling":{}} None"#),
+        (sampling, b, Some("error"), r#"b/b {"sampling":{}} Some(Error)"#),
+        (elicitation, a, Some("error"), r#"a/a {"elicitation":{"form":{}}} Some(Error)"#),
+    ];
+    for (id, (capabilities, info, level, said)) in (1..).zip(asked) {
+        assert_eq!(wire.ask(&call_2026(id, capabilities, info, level)).await, answer(id, said), "request {id}");
+    }
+    wire.finish().await;
+    task.await.unwrap().unwrap();
+}
