@@ -19,7 +19,7 @@ pub const DEFAULT_CLIENT_REQUEST_DEADLINE: Duration = Duration::from_secs(120);
 /// within a deadline ([`DEFAULT_CLIENT_REQUEST_DEADLINE`] unless set).
 pub struct Callers {
     next: AtomicU64,
-    contexts: Mutex<super::view::FastHashMap<CallerId, Caller>>,
+    contexts: Mutex<super::view::OwnKeyMap<CallerId, Caller>>,
     deadline: Duration,
     pending: Arc<pending::Pending>,
     max_pending: usize,

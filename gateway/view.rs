@@ -7,11 +7,10 @@
 
 use super::*;
 
-/// A `HashMap` with foldhash's hasher (hashbrown's default), for the maps the gateway looks up on
-/// every call: std's SipHash costs several times more on short keys, and its resistance to
-/// colliding keys is not needed where the keys are the gateway's own (routes from the catalog,
-/// caller ids, metric labels of listed tools), never inserted by a client.
-pub(crate) type FastHashMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+/// The maps the gateway looks up on every call are keyed by its own names (routes from the
+/// catalog, caller ids, metric labels of listed tools), never by what a client inserts: they
+/// take the cheap hasher of [`OwnKeyMap`].
+pub(crate) use crate::server::own_keys::OwnKeyMap;
 
 /// How upstream tools and prompts are named downstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +27,7 @@ pub enum PrefixMode {
 #[derive(Default)]
 pub(crate) struct View {
     pub(crate) tools: Vec<Tool>,
-    pub(super) tool_routes: FastHashMap<String, (String, String)>,
+    pub(super) tool_routes: OwnKeyMap<String, (String, String)>,
     pub(crate) prompts: Vec<Prompt>,
     pub(super) prompt_routes: HashMap<String, (String, String)>,
     pub(crate) resources: Vec<Resource>,
@@ -38,7 +37,7 @@ pub(crate) struct View {
     pub(super) template_prefixes: Vec<(String, String)>,
     /// Servers whose URIs are prefixed, by slug; and the slug of each server.
     pub(super) slugs: HashMap<String, String>,
-    pub(super) slug_of: FastHashMap<String, String>,
+    pub(super) slug_of: OwnKeyMap<String, String>,
 }
 
 /// A URI scheme prefix for `server`: lowercase letters, digits, `-` and `.`, starting with a

@@ -119,6 +119,7 @@ mod dispatch;
 mod form;
 pub mod forward;
 mod method_table;
+pub(crate) mod own_keys;
 mod pagination;
 pub mod prompts;
 mod registry;

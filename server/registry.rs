@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::completion::CompleteFn;
+use super::own_keys::OwnKeyMap;
 use super::prompts::PromptEntry;
 use super::resources::{ResourceEntry, TemplateEntry};
 use super::{Registered, Server};
@@ -37,75 +38,12 @@ pub const NOTIFY_QUEUE: usize = 1024;
 /// Items by key, in the order they were first added; replacing keeps the place.
 pub(crate) struct Registrations<T> {
     items: Vec<(String, Arc<T>)>,
-    index: HashMap<String, usize, Names>,
+    index: OwnKeyMap<String, usize>,
 }
 
 impl<T> Default for Registrations<T> {
     fn default() -> Self {
-        Registrations { items: Vec::new(), index: HashMap::default() }
-    }
-}
-
-/// The hasher of a catalog's index ([`Registrations`]), looked up by name on every `tools/call`,
-/// where SipHash cost about 150 instructions. The keys are the names the application
-/// registered; a peer's name only looks one up. A multiply whose 128-bit product is folded
-/// (foldhash's core: every input bit reaches the low bits the table indexes by), a few
-/// instructions per 8 bytes, from a seed drawn per catalog from the standard library's random
-/// keys, so that names cannot be lined up to collide without knowing it. The standard library's
-/// SipHash stays wherever a peer chooses the keys that go in (ids of its requests).
-#[derive(Clone)]
-pub(crate) struct Names {
-    seed: u64,
-}
-
-impl Default for Names {
-    fn default() -> Self {
-        use std::hash::BuildHasher;
-        Names { seed: std::hash::RandomState::new().hash_one(0u64) }
-    }
-}
-
-impl std::hash::BuildHasher for Names {
-    type Hasher = NameHasher;
-    fn build_hasher(&self) -> NameHasher {
-        NameHasher(self.seed)
-    }
-}
-
-/// The state of [`Names`]' hasher.
-pub(crate) struct NameHasher(u64);
-
-impl NameHasher {
-    /// An odd constant with well-spread bits (the fractional part of pi, as foldhash's).
-    const K: u64 = 0x243f_6a88_85a3_08d3;
-
-    fn add(&mut self, word: u64) {
-        let product = u128::from(self.0 ^ word) * u128::from(Self::K);
-        self.0 = (product as u64) ^ ((product >> 64) as u64);
-    }
-}
-
-impl std::hash::Hasher for NameHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.add(bytes.len() as u64);
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("chunks of 8")));
-        }
-        if !chunks.remainder().is_empty() {
-            let mut tail = [0u8; 8];
-            tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-            self.add(u64::from_le_bytes(tail));
-        }
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
+        Registrations { items: Vec::new(), index: OwnKeyMap::default() }
     }
 }
 
@@ -482,26 +420,7 @@ impl Server {
 
 #[cfg(test)]
 mod tests {
-    use std::hash::BuildHasher;
-
     use super::*;
-
-    #[test]
-    fn names_alike_but_for_one_place_spread_over_the_buckets() {
-        // The table indexes by the hash's low bits: 1,024 names that differ only at their end,
-        // their start, or past their first 8 bytes must fill most of 1,024 buckets (random
-        // hashes fill about 647), whatever the seed.
-        let alike: [fn(u32) -> String; 3] =
-            [|n| format!("tool_{n:04}"), |n| format!("{n:04}_tool"), |n| format!("a_long_prefix_{n:04}_x")];
-        for seed in [0, 1, 0x8000_0000_0000_0000, u64::MAX] {
-            let names = Names { seed };
-            for make in alike {
-                let buckets: HashSet<u64> = (0..1024).map(|n| names.hash_one(make(n)) & 1023).collect();
-                assert!(buckets.len() > 560, "{} of 1,024 buckets for {:?}, seed {seed}", buckets.len(), make(0));
-            }
-        }
-        assert_ne!(Names { seed: 0 }.hash_one("a"), Names { seed: 1 }.hash_one("a"), "the seed keys the hash");
-    }
 
     #[test]
     fn registrations_find_what_they_hold_in_the_order_first_added() {

@@ -348,7 +348,7 @@ pub struct Family<S: Series, const N: usize> {
     label_names: [&'static str; N],
     options: S::Options,
     max_series: usize,
-    series: RwLock<super::view::FastHashMap<Owned<N>, Arc<S>>>,
+    series: RwLock<super::view::OwnKeyMap<Owned<N>, Arc<S>>>,
 }
 
 /// Counters with `N` labels.
@@ -604,7 +604,7 @@ impl Registry {
             label_names: labels,
             options,
             max_series: self.max_series,
-            series: RwLock::new(super::view::FastHashMap::default()),
+            series: RwLock::new(super::view::OwnKeyMap::default()),
         });
         if N == 0 {
             // A metric without labels has its one sample from the start.
