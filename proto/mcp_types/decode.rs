@@ -362,6 +362,16 @@ mod tests {
     }
 
     #[test]
+    fn nesting_counts_brackets_outside_strings_only() {
+        use super::nests_at_most;
+        assert!(nests_at_most(r#"{"a":[{"b":"[[[[{{"}]}"#, 3));
+        assert!(!nests_at_most(r#"{"a":[{"b":"[[[[{{"}]}"#, 2));
+        assert!(nests_at_most(r#"{"a\"[[[":"\\"}"#, 1));
+        assert!(!nests_at_most(r#"{"a\\":[[1]]}"#, 2));
+        assert!(nests_at_most("1", 0));
+    }
+
+    #[test]
     fn a_type_decoded_through_a_value_still_rejects_what_its_derive_rejects() {
         let missing = serde_json::from_str::<InitializeRequestParams>(
             r#"{"capabilities":{},"clientInfo":{"name":"c","version":"1"}}"#,
