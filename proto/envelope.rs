@@ -634,39 +634,31 @@ impl StampedCall {
 }
 
 impl serde::Serialize for StampedCall {
-    /// One object: the stamp's members, then the result's own in the order its derive writes
-    /// them (`content`, `structuredContent`, `isError`, then `extra`), entry by entry: no
-    /// flattened struct, whose members serde would pass through a map adapter each.
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
+        #[derive(serde::Serialize)]
+        struct Stamped<'a> {
+            #[serde(rename = "resultType")]
+            result_type: &'static str,
+            #[serde(rename = "ttlMs", skip_serializing_if = "Option::is_none")]
+            ttl_ms: Option<u64>,
+            #[serde(rename = "cacheScope", skip_serializing_if = "Option::is_none")]
+            cache_scope: Option<&'a CacheScope>,
+            #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+            meta: Option<Verbatim<'a>>,
+            #[serde(flatten)]
+            result: &'a CallToolResult,
+        }
         let Some(CallToolOutput::Result(result)) = self.call.typed_as::<CallToolOutput>() else {
             unreachable!("StampedCall::new checked the body")
         };
-        // `StampedCall::new` took only results without `resultType` and `_meta`, whose `extra`
-        // holds none of the stamp's members.
-        let CallToolResult { content, structured_content, is_error, result_type: _, meta: _, extra } = result;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("resultType", "complete")?;
-        if let Some(ttl) = self.ttl_ms {
-            map.serialize_entry("ttlMs", &ttl)?;
+        Stamped {
+            result_type: "complete",
+            ttl_ms: self.ttl_ms,
+            cache_scope: self.cache_scope.as_ref(),
+            meta: self.server_info.as_ref().map(|info| Verbatim(&info.0)),
+            result,
         }
-        if let Some(scope) = &self.cache_scope {
-            map.serialize_entry("cacheScope", scope)?;
-        }
-        if let Some(info) = &self.server_info {
-            map.serialize_entry("_meta", &Verbatim(&info.0))?;
-        }
-        map.serialize_entry("content", content)?;
-        if let Some(structured) = structured_content {
-            map.serialize_entry("structuredContent", structured)?;
-        }
-        if let Some(failed) = is_error {
-            map.serialize_entry("isError", failed)?;
-        }
-        for (key, value) in extra {
-            map.serialize_entry(key, value)?;
-        }
-        map.end()
+        .serialize(serializer)
     }
 }
 
