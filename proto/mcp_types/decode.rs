@@ -79,7 +79,9 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 /// Only [`json_read`](crate::proto::json_read)'s reader hands over a value's text
 /// ([`VALUE_TEXT_TOKEN`](crate::proto::json_read::VALUE_TEXT_TOKEN)); with any other
 /// deserializer the value is decoded as it would be without a memo. Texts longer than
-/// [`Memo::MAX_TEXT`] are decoded and not kept.
+/// [`Memo::MAX_TEXT`] are decoded and not kept. When the input begins with the remembered
+/// text (an object or array: it ends where its text does), the reader takes those bytes
+/// without checking them again, the check being what it already made of the same bytes.
 pub(crate) struct Memo<T: 'static> {
     last: &'static std::thread::LocalKey<MemoSlot<T>>,
 }

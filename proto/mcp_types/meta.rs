@@ -493,7 +493,9 @@ mod tests {
     #[test]
     fn a_remembered_text_is_taken_from_the_input_only_as_a_whole_value() {
         let meta = |capabilities: &str| {
-            format!(r#"{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{capabilities}}}"#)
+            format!(
+                r#"{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{capabilities}}}"#
+            )
         };
         let decode = |text: &str| {
             let mut reader = crate::proto::json_read::Reader::new(text.as_bytes());
@@ -515,7 +517,8 @@ mod tests {
         // The remembered text's first bytes, but another value: read, not taken.
         let longer: RequestMeta = both_ways(&meta(r#"{"roots":{"listChanged":true},"sampling":{}}"#));
         assert!(longer.client_capabilities.unwrap().sampling.is_some());
-        let other: RequestMeta = both_ways(&meta(r#"{"roots":{"listChanged":true}}"#.replace("true", "false").as_str()));
+        let other: RequestMeta =
+            both_ways(&meta(r#"{"roots":{"listChanged":true}}"#.replace("true", "false").as_str()));
         assert_eq!(other.client_capabilities.unwrap().roots.unwrap().list_changed, Some(false));
         // Nested deeper than a known span may be: remembered, never taken unchecked.
         let deep = format!(r#"{{"experimental":{{"x":{}1{}}}}}"#, "[".repeat(20), "]".repeat(20));
