@@ -211,7 +211,9 @@ impl Envelope {
 /// The level a `logLevel` string asks for; `None` for one this crate does not know (it asks
 /// for nothing we can honour: no log messages).
 fn log_level(level: &str) -> Option<LoggingLevel> {
-    serde_json::from_value(Value::String(level.to_owned())).ok()
+    // The set is closed and its wire names are `as_str`'s: no decoder (and no copy of the
+    // string into a `Value`) on every request that names a level.
+    LoggingLevel::ALL.into_iter().find(|known| known.as_str() == level)
 }
 
 /// The ladder for a request known to be of the 2026 era (over HTTP: its `MCP-Protocol-Version`
@@ -766,6 +768,17 @@ mod tests {
         assert!(envelope.client_capabilities.elicitation.is_some());
         assert_eq!(envelope.client_info.unwrap().name, "c");
         assert_eq!(envelope.log_level, Some(LoggingLevel::Info));
+    }
+
+    #[test]
+    fn a_log_level_is_read_as_its_decoder_reads_it() {
+        for level in LoggingLevel::ALL {
+            assert_eq!(log_level(level.as_str()), Some(level));
+        }
+        for unknown in ["", "Info", "INFO", "info ", "verbose", "\"info\""] {
+            assert_eq!(log_level(unknown), None, "{unknown}");
+            assert!(serde_json::from_value::<LoggingLevel>(Value::String(unknown.to_owned())).is_err());
+        }
     }
 
     #[test]

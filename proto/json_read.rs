@@ -25,11 +25,17 @@ use serde::de::{self, DeserializeSeed, Visitor};
 
 use super::json_write::{next_escape_ascii, RAW_VALUE_TOKEN};
 
-/// The newtype name by which a decoder asks this reader for the text of the next value
-/// (checked, as [`Reader::value_text`] reads it, and handed over with `visit_borrowed_str`):
-/// what [`Memo`](super::mcp_types::decode::Memo) keys its decoded values on. Any other
-/// deserializer treats it as the plain newtype it looks like (`visit_newtype_struct`).
+/// The newtype name by which a decoder asks this reader for the text of the next value: what
+/// [`Memo`](super::mcp_types::decode::Memo) keys its decoded values on. This reader answers
+/// with `visit_seq` of two elements ([`ValueText`]): the input from the value on, then the
+/// value's text. Any other deserializer treats it as the plain newtype it looks like
+/// (`visit_newtype_struct`).
 pub(crate) const VALUE_TEXT_TOKEN: &str = "$mcpwire::private::ValueText";
+
+/// How deep a value taken as a known span ([`ValueText`]) may nest: the reader takes one only
+/// where that much depth is left, so skipping its check never lets through what the check
+/// would have refused as nested too deep.
+pub(crate) const KNOWN_SPAN_MAX_NESTING: u32 = 16;
 
 /// How deep arrays and objects may nest in one value read here.
 pub(crate) const MAX_DEPTH: u32 = 100;
@@ -510,8 +516,8 @@ impl<'de> de::Deserializer<'de> for &mut Reader<'de> {
             return fail("RawValue is left to serde_json");
         }
         if name == VALUE_TEXT_TOKEN {
-            let text = self.value_text()?;
-            return visitor.visit_borrowed_str(text);
+            self.peek();
+            return visitor.visit_seq(ValueText { reader: self });
         }
         visitor.visit_newtype_struct(self)
     }
@@ -679,6 +685,66 @@ impl<'de> de::Deserializer<'de> for Key<'_, 'de> {
 
     serde::forward_to_deserialize_any! {
         char str string unit unit_struct seq tuple tuple_struct map struct identifier ignored_any
+    }
+}
+
+/// The two elements a [`VALUE_TEXT_TOKEN`] decoder reads, in this order:
+/// 1. as `&[u8]`: the input from the value's first byte to the end, unchecked (to compare with
+///    a text seen before);
+/// 2. as `&str`: the value's text, checked as [`Reader::value_text`] reads it; or, asked for
+///    with `deserialize_tuple(len)`, the next `len` bytes taken as they are, when the decoder
+///    knows them to be a value this reader checked before (the same bytes) and they end an
+///    object or array (so the value cannot go on past them) nesting at most
+///    [`KNOWN_SPAN_MAX_NESTING`] deep. Anything else is checked.
+struct ValueText<'a, 'de> {
+    reader: &'a mut Reader<'de>,
+}
+
+impl<'de> de::SeqAccess<'de> for ValueText<'_, 'de> {
+    type Error = Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
+        seed.deserialize(ValuePart { reader: &mut *self.reader }).map(Some)
+    }
+}
+
+/// One element of [`ValueText`].
+struct ValuePart<'a, 'de> {
+    reader: &'a mut Reader<'de>,
+}
+
+impl<'de> de::Deserializer<'de> for ValuePart<'_, 'de> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_borrowed_str(self.reader.value_text()?)
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let reader = self.reader;
+        visitor.visit_borrowed_bytes(&reader.bytes[reader.pos.min(reader.bytes.len())..])
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, Error> {
+        let reader = self.reader;
+        let start = reader.pos;
+        let known = (reader.depth + KNOWN_SPAN_MAX_NESTING <= MAX_DEPTH)
+            .then(|| reader.bytes.get(start..start.saturating_add(len)))
+            .flatten()
+            .filter(|span| matches!(span.last(), Some(b'}' | b']')))
+            .and_then(|span| std::str::from_utf8(span).ok());
+        match known {
+            Some(text) => {
+                reader.pos += len;
+                visitor.visit_borrowed_str(text)
+            }
+            None => visitor.visit_borrowed_str(reader.value_text()?),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string byte_buf option unit
+        unit_struct newtype_struct seq tuple_struct map struct enum identifier ignored_any
     }
 }
 

@@ -801,14 +801,14 @@ impl Dispatcher {
     fn input_round(
         &self,
         era: &Era,
-        request: RoundOf<'_, impl FnOnce() -> Value>,
+        request: RoundOf<'_, impl FnOnce(&mut Vec<u8>)>,
     ) -> Result<Option<Round>, ErrorObject> {
         if matches!(era, Era::Handshake) {
             return Ok(None);
         }
         // Read only in the per-request era: the handshake era's hot path copies nothing here.
         let RoundOf { method, target, arguments, responses, state } = request;
-        let binding = Binding::new(method, target, arguments());
+        let binding = Binding::new(method, target, arguments);
         let mut answers = match state {
             Some(token) => self.inner.state_key.open(token, &binding, SystemTime::now()).map_err(invalid_params)?,
             None => Map::new(),
@@ -834,7 +834,7 @@ impl Dispatcher {
         id: &Id,
         era: &Era,
         meta: Option<Box<RequestMeta>>,
-        request: RoundOf<'_, impl FnOnce() -> Value>,
+        request: RoundOf<'_, impl FnOnce(&mut Vec<u8>)>,
     ) -> Result<(Context, Canceller, Option<Round>), ErrorObject> {
         let input = self.input_round(era, request)?;
         let (mut context, canceller) = self.context(peer, id, meta, None, era);
@@ -851,7 +851,7 @@ type Round = (Arc<InputRound>, Binding);
 /// round to it (the method, its target, its arguments, read only in the per-request era) and
 /// the answers it brings (`inputResponses`, `requestState`).
 struct RoundOf<'a, F> {
-    method: &'a str,
+    method: &'static str,
     target: &'a str,
     arguments: F,
     responses: Option<&'a Map<String, Value>>,
@@ -863,15 +863,21 @@ impl<'a> RoundOf<'a, ()> {
     fn call(
         params: &'a CallToolRequestParams,
         arguments: &'a Map<String, Value>,
-    ) -> RoundOf<'a, impl FnOnce() -> Value + 'a> {
+    ) -> RoundOf<'a, impl FnOnce(&mut Vec<u8>) + 'a> {
         RoundOf {
             method: "tools/call",
             target: &params.name,
-            arguments: || Value::Object(arguments.clone()),
+            arguments: |out: &mut Vec<u8>| write_arguments(out, arguments),
             responses: params.input_responses.as_ref(),
             state: params.request_state.as_deref(),
         }
     }
+}
+
+/// Writes `arguments` as the JSON a round's binding digests ([`Binding::new`]).
+fn write_arguments<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, arguments: &T) {
+    // Maps of JSON values (or of strings) always serialize, and a Vec takes every write.
+    let _ = crate::proto::json_write::to_writer(out, arguments);
 }
 
 /// Removes `id` from the running calls if the entry is still the one numbered `serial` (the

@@ -38,30 +38,51 @@ pub(crate) struct StateKey {
     key: hmac::Key,
 }
 
-/// What a `requestState` is bound to: the request it was issued for. The arguments are digested
-/// only when a state is sealed or opened: a 2026-07-28 call whose handler asks nothing (most of
-/// them) pays for no serialization and no SHA-256 of its arguments.
+/// What a `requestState` is bound to: the request it was issued for. The arguments are kept
+/// as the JSON text they digest (a `serde_json::Map` writes its keys in order, so equal
+/// arguments write equally), written beside the target in one buffer: a 2026-07-28 call whose
+/// handler asks nothing (most of them) pays for one small write, not a copy of its arguments'
+/// tree, and no SHA-256 (made only when a state is sealed or opened).
 #[derive(Debug)]
 pub(crate) struct Binding {
-    pub(crate) method: String,
-    pub(crate) target: String,
-    arguments: Value,
+    pub(crate) method: &'static str,
+    /// The target (tool or prompt name, resource URI), then the arguments' JSON.
+    target_and_arguments: String,
+    target_len: usize,
     digest: std::sync::OnceLock<String>,
 }
 
 impl Binding {
-    /// The binding of `method` on `target` with these arguments.
-    pub(crate) fn new(method: &str, target: &str, arguments: Value) -> Binding {
-        Binding { method: method.to_owned(), target: target.to_owned(), arguments, digest: Default::default() }
+    /// The binding of `method` on `target` with the arguments `write_arguments` writes as JSON
+    /// (keys in order).
+    pub(crate) fn new(method: &'static str, target: &str, write_arguments: impl FnOnce(&mut Vec<u8>)) -> Binding {
+        let mut text = Vec::with_capacity(target.len() + 64);
+        text.extend_from_slice(target.as_bytes());
+        write_arguments(&mut text);
+        // The target is a `str` and both writers write UTF-8; a writer that failed midway
+        // (never, into a Vec) would leave a digest no other request matches.
+        let target_and_arguments = String::from_utf8(text).unwrap_or_default();
+        Binding { method, target_len: target.len(), target_and_arguments, digest: Default::default() }
     }
 
-    /// A digest of the arguments' JSON (a `serde_json::Map` writes its keys in order, so equal
-    /// arguments digest equally), made on first use.
+    /// The binding of `method` on `target` with `arguments`.
+    #[cfg(test)]
+    pub(crate) fn of_value(method: &'static str, target: &str, arguments: &Value) -> Binding {
+        Binding::new(method, target, |out| {
+            let _ = crate::proto::json_write::to_writer(out, arguments);
+        })
+    }
+
+    /// The tool or prompt name, or the resource URI.
+    pub(crate) fn target(&self) -> &str {
+        self.target_and_arguments.get(..self.target_len).unwrap_or_default()
+    }
+
+    /// A digest of the arguments' JSON, made on first use.
     pub(crate) fn arguments_digest(&self) -> &str {
         self.digest.get_or_init(|| {
-            let mut text = Vec::new();
-            let _ = crate::proto::json_write::to_writer(&mut text, &self.arguments);
-            encode_base64(digest::digest(&digest::SHA256, &text).as_ref())
+            let text = self.target_and_arguments.as_bytes().get(self.target_len..).unwrap_or_default();
+            encode_base64(digest::digest(&digest::SHA256, text).as_ref())
         })
     }
 }
@@ -124,8 +145,8 @@ impl StateKey {
     /// Seals `answers` for `binding`, valid until `now` + [`STATE_LIFETIME`].
     pub(crate) fn seal(&self, binding: &Binding, answers: &Map<String, Value>, now: SystemTime) -> String {
         let payload = Payload {
-            method: binding.method.clone(),
-            target: binding.target.clone(),
+            method: binding.method.to_owned(),
+            target: binding.target().to_owned(),
             arguments_digest: binding.arguments_digest().to_owned(),
             expires: seconds(now + STATE_LIFETIME),
             answers: answers.clone(),
@@ -151,7 +172,7 @@ impl StateKey {
         hmac::verify(&self.key, &text, &tag).map_err(|_| StateError::Tampered)?;
         let payload: Payload = serde_json::from_slice(&text).map_err(|_| StateError::Malformed)?;
         if payload.method != binding.method
-            || payload.target != binding.target
+            || payload.target != binding.target()
             || payload.arguments_digest != binding.arguments_digest()
         {
             return Err(StateError::Foreign);
@@ -176,15 +197,15 @@ mod tests {
     fn a_sealed_state_opens_for_its_request_only() {
         let key = StateKey::from_secret(b"a secret of the deployment");
         let now = SystemTime::now();
-        let binding = Binding::new("tools/call", "greet", json!({"a": 1}));
+        let binding = Binding::of_value("tools/call", "greet", &json!({"a": 1}));
         let token = key.seal(&binding, &answers(), now);
         assert_eq!(key.open(&token, &binding, now), Ok(answers()));
         // The same secret in another process opens it too.
         assert_eq!(StateKey::from_secret(b"a secret of the deployment").open(&token, &binding, now), Ok(answers()));
 
-        let other_tool = Binding::new("tools/call", "other", json!({"a": 1}));
+        let other_tool = Binding::of_value("tools/call", "other", &json!({"a": 1}));
         assert_eq!(key.open(&token, &other_tool, now), Err(StateError::Foreign));
-        let other_args = Binding::new("tools/call", "greet", json!({"a": 2}));
+        let other_args = Binding::of_value("tools/call", "greet", &json!({"a": 2}));
         assert_eq!(key.open(&token, &other_args, now), Err(StateError::Foreign));
         let later = now + STATE_LIFETIME + Duration::from_secs(2);
         assert_eq!(key.open(&token, &binding, later), Err(StateError::Expired));
@@ -195,7 +216,7 @@ mod tests {
     fn an_altered_state_is_refused() {
         let key = StateKey::generate();
         let now = SystemTime::now();
-        let binding = Binding::new("prompts/get", "p", json!({}));
+        let binding = Binding::of_value("prompts/get", "p", &json!({}));
         let token = key.seal(&binding, &answers(), now);
         let (text, tag) = token.split_once('.').unwrap();
         let mut payload: Value = serde_json::from_slice(&decode_base64_strict(text).unwrap()).unwrap();

@@ -24,6 +24,8 @@ use std::fmt;
 
 use serde::de::{Deserializer, Visitor};
 
+use crate::proto::json_read::KNOWN_SPAN_MAX_NESTING;
+
 /// An object key, borrowed from the input when it holds no escapes.
 pub(crate) enum Key<'de> {
     Borrowed(&'de str),
@@ -77,13 +79,25 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 /// Only [`json_read`](crate::proto::json_read)'s reader hands over a value's text
 /// ([`VALUE_TEXT_TOKEN`](crate::proto::json_read::VALUE_TEXT_TOKEN)); with any other
 /// deserializer the value is decoded as it would be without a memo. Texts longer than
-/// [`Memo::MAX_TEXT`] are decoded and not kept.
+/// [`Memo::MAX_TEXT`] are decoded and not kept. When the input begins with the remembered
+/// text (an object or array: it ends where its text does), the reader takes those bytes
+/// without checking them again, the check being what it already made of the same bytes.
 pub(crate) struct Memo<T: 'static> {
     last: &'static std::thread::LocalKey<MemoSlot<T>>,
 }
 
 /// Where a [`Memo`] keeps its last text and value (a `thread_local!`).
-pub(crate) type MemoSlot<T> = std::cell::RefCell<Option<(Box<str>, T)>>;
+pub(crate) type MemoSlot<T> = std::cell::RefCell<Option<Remembered<T>>>;
+
+/// A memo's last text and the value decoded from it.
+pub(crate) struct Remembered<T> {
+    text: Box<str>,
+    value: T,
+    /// `text` may be taken from the input without its check when the input begins with it
+    /// (see `json_read::ValueText`): an object or array nesting at most
+    /// `KNOWN_SPAN_MAX_NESTING` deep.
+    known_span: bool,
+}
 
 impl<T> Memo<T> {
     /// The longest text kept.
@@ -124,13 +138,32 @@ impl<'de, T: serde::de::DeserializeOwned + Clone + 'static> Visitor<'de> for Mem
         <Option<T> as serde::Deserialize>::deserialize(d)
     }
 
-    /// Ours: the value's text.
+    /// Ours (`json_read::ValueText`): the input from the value on, then the value's text. When
+    /// the input begins with the remembered text (an object or array, which ends where its
+    /// text does), the reader is told to take those bytes without checking them again: they
+    /// are the very bytes it checked when the memo kept them.
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut value: A) -> Result<Option<T>, A::Error> {
+        use serde::de::Error as _;
+        let rest: &'de [u8] = value.next_element()?.ok_or_else(|| A::Error::custom("no input"))?;
+        let known = self.last.with_borrow(|last| {
+            last.as_ref()
+                .filter(|last| last.known_span && rest.starts_with(last.text.as_bytes()))
+                .map(|last| last.text.len())
+        });
+        let text = match known {
+            Some(len) => value.next_element_seed(KnownSpan(len))?,
+            None => value.next_element::<&'de str>()?,
+        };
+        self.visit_borrowed_str(text.ok_or_else(|| A::Error::custom("no value"))?)
+    }
+
+    /// The value's text.
     fn visit_borrowed_str<E: serde::de::Error>(self, text: &'de str) -> Result<Option<T>, E> {
         if text == "null" {
             return Ok(None);
         }
         let hit = self.last.with_borrow(|last| match last {
-            Some((last_text, value)) if **last_text == *text => Some(value.clone()),
+            Some(last) if *last.text == *text => Some(last.value.clone()),
             _ => None,
         });
         if let Some(value) = hit {
@@ -138,10 +171,62 @@ impl<'de, T: serde::de::DeserializeOwned + Clone + 'static> Visitor<'de> for Mem
         }
         let value: T = serde_json::from_str(text).map_err(E::custom)?;
         if text.len() <= Self::MAX_TEXT {
-            self.last.set(Some((text.into(), value.clone())));
+            let known_span = text.ends_with(['}', ']']) && nests_at_most(text, KNOWN_SPAN_MAX_NESTING);
+            self.last.set(Some(Remembered { text: text.into(), value: value.clone(), known_span }));
         }
         Ok(Some(value))
     }
+}
+
+/// Asks [`json_read`](crate::proto::json_read)'s reader for the next `len` bytes as a value's
+/// text (`deserialize_tuple(len)` in its value-text protocol).
+struct KnownSpan(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KnownSpan {
+    type Value = &'de str;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<&'de str, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = &'de str;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a value's text")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, text: &'de str) -> Result<&'de str, E> {
+                Ok(text)
+            }
+        }
+        d.deserialize_tuple(self.0, Text)
+    }
+}
+
+/// Whether the arrays and objects of JSON `text` nest at most `max` deep (brackets inside
+/// strings do not count).
+fn nests_at_most(text: &str, max: u32) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0u32, false, false);
+    for &byte in text.as_bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max {
+                    return false;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Implements `Deserialize` for a struct with an `extra: Extra` member, without flatten.
@@ -276,6 +361,16 @@ mod tests {
         // Unknown members and numbers survive, as with the derived decoder on the text.
         assert_eq!(from_text.capabilities.extra["x-vendor"], json!({"a": [1, 2.5]}));
         assert_eq!(serde_json::to_value(&from_text).unwrap(), value);
+    }
+
+    #[test]
+    fn nesting_counts_brackets_outside_strings_only() {
+        use super::nests_at_most;
+        assert!(nests_at_most(r#"{"a":[{"b":"[[[[{{"}]}"#, 3));
+        assert!(!nests_at_most(r#"{"a":[{"b":"[[[[{{"}]}"#, 2));
+        assert!(nests_at_most(r#"{"a\"[[[":"\\"}"#, 1));
+        assert!(!nests_at_most(r#"{"a\\":[[1]]}"#, 2));
+        assert!(nests_at_most("1", 0));
     }
 
     #[test]

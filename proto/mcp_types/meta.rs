@@ -490,6 +490,44 @@ mod tests {
         assert_eq!(result.server_info.unwrap().name, "t");
     }
 
+    #[test]
+    fn a_remembered_text_is_taken_from_the_input_only_as_a_whole_value() {
+        let meta = |capabilities: &str| {
+            format!(
+                r#"{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{capabilities}}}"#
+            )
+        };
+        let decode = |text: &str| {
+            let mut reader = crate::proto::json_read::Reader::new(text.as_bytes());
+            RequestMeta::deserialize(&mut reader).and_then(|meta| reader.end().map(|()| meta))
+        };
+        let remembered = r#"{"roots":{"listChanged":true}}"#;
+        let first: RequestMeta = both_ways(&meta(remembered));
+        // Begins with the remembered text, then goes on: what follows is read, and must be right.
+        for broken in [
+            format!(r#"{{"io.modelcontextprotocol/clientCapabilities":{remembered}x}}"#),
+            format!(r#"{{"io.modelcontextprotocol/clientCapabilities":{remembered}}}"#).replace("}}}", "}}"),
+            format!(r#"{{"io.modelcontextprotocol/clientCapabilities":{remembered}, }}"#),
+        ] {
+            assert!(decode(&broken).is_err(), "{broken}");
+            assert!(serde_json::from_str::<RequestMeta>(&broken).is_err(), "{broken}");
+        }
+        let spaced: RequestMeta = both_ways(&meta(&format!("  {remembered}  ")));
+        assert_eq!(spaced, first);
+        // The remembered text's first bytes, but another value: read, not taken.
+        let longer: RequestMeta = both_ways(&meta(r#"{"roots":{"listChanged":true},"sampling":{}}"#));
+        assert!(longer.client_capabilities.unwrap().sampling.is_some());
+        let other: RequestMeta =
+            both_ways(&meta(r#"{"roots":{"listChanged":true}}"#.replace("true", "false").as_str()));
+        assert_eq!(other.client_capabilities.unwrap().roots.unwrap().list_changed, Some(false));
+        // Nested deeper than a known span may be: remembered, never taken unchecked.
+        let deep = format!(r#"{{"experimental":{{"x":{}1{}}}}}"#, "[".repeat(20), "]".repeat(20));
+        for _ in 0..2 {
+            let decoded: RequestMeta = both_ways(&meta(&deep));
+            assert!(decoded.client_capabilities.unwrap().experimental.is_some());
+        }
+    }
+
     fn round_trip<T: Serialize + serde::de::DeserializeOwned>(v: Value) -> T {
         let typed: T = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(serde_json::to_value(&typed).unwrap(), v);

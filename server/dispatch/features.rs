@@ -13,7 +13,7 @@
 use std::future::Future;
 use std::sync::{Arc, RwLock};
 
-use super::{input_required, invalid_params, params_or_default, Dispatcher, Era, Round, RoundOf};
+use super::{input_required, invalid_params, params_or_default, write_arguments, Dispatcher, Era, Round, RoundOf};
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, ErrorCode, ErrorObject, Id};
 use crate::proto::mcp_types::{
@@ -181,7 +181,7 @@ impl Dispatcher {
         let round = RoundOf {
             method: "resources/read",
             target: &params.uri,
-            arguments: || serde_json::json!({}),
+            arguments: |out: &mut Vec<u8>| out.extend_from_slice(b"{}"),
             responses: responses.as_ref().and_then(Value::as_object),
             state: params.request_state.as_deref(),
         };
@@ -212,7 +212,8 @@ impl Dispatcher {
         let round = RoundOf {
             method: "prompts/get",
             target: &params.name,
-            arguments: || serde_json::to_value(&arguments).unwrap_or_default(),
+            // Through a `Value`, whose map writes its keys in order.
+            arguments: |out: &mut Vec<u8>| write_arguments(out, &serde_json::to_value(&arguments).unwrap_or_default()),
             responses: responses.as_ref().and_then(Value::as_object),
             state: params.request_state.as_deref(),
         };

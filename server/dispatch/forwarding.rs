@@ -12,7 +12,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{forget_running, input_required, invalid_params, panicked, CatchUnwind, Dispatcher, Era, RoundOf};
+use super::{
+    forget_running, input_required, invalid_params, panicked, write_arguments, CatchUnwind, Dispatcher, Era, RoundOf,
+};
 use crate::peer::Peer;
 use crate::proto::jsonrpc::{Body, Id};
 use crate::proto::mcp_types::{CallToolRequestParams, RequestMeta};
@@ -75,11 +77,11 @@ impl Dispatcher {
             },
         };
         let target = typed_name.or(head.name.as_deref()).or(head.uri.as_deref()).unwrap_or_default();
-        let bound = || match typed_call {
-            Some(call) => Value::Object(call.arguments.clone().unwrap_or_default()),
+        let bound = |out: &mut Vec<u8>| match typed_call {
+            Some(call) => write_arguments(out, call.arguments.as_ref().unwrap_or(&Map::new())),
             None => {
                 let bound = params.as_ref().and_then(|p| p.decode::<Bound>().ok()).unwrap_or_default();
-                bound.arguments.unwrap_or_else(|| Value::Object(Map::new()))
+                write_arguments(out, &bound.arguments.unwrap_or_else(|| Value::Object(Map::new())))
             }
         };
         let round = RoundOf {
