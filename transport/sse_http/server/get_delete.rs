@@ -40,9 +40,9 @@ pub(super) async fn get(shared: Arc<Shared>, req: Request<RequestBody>) -> Respo
     let (resume, kept) = {
         let routes = session.routes.lock().expect("session lock");
         let last_event_id = decide::header_value(&parts, LAST_EVENT_ID);
-        let names = routes.streams.iter().map(|s| s.name.as_str());
+        let names = routes.streams.iter().map(|s| s.name());
         let shared_store = shared.config.session_store.is_some();
-        let resume = resume_target(last_event_id, &session.standalone.name, names, shared_store);
+        let resume = resume_target(last_event_id, session.standalone.name(), names, shared_store);
         let kept = match &resume {
             Resume::Here { index: Some(index), .. } => routes.streams.get(*index).cloned(),
             _ => None,

@@ -168,7 +168,7 @@ impl Shared {
         let prefix = if id.is_empty() || legacy { String::new() } else { self.stream_prefix.clone() };
         let (tx, rx) = mpsc::channel(self.config.limits.queue_depth.max(1));
         let session = Arc::new(Session {
-            standalone: Stream::standalone(&id, format!("{prefix}0"), self.standalone_drops.clone()),
+            standalone: Stream::standalone(&id, format_args!("{prefix}0"), self.standalone_drops.clone()),
             id: id.clone(),
             caps: Mutex::new(None),
             legacy,
