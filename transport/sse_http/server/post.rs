@@ -21,7 +21,7 @@ use super::guards::check_scopes;
 use super::per_request::per_request_post;
 use super::registry::{reserve_session_place, Shared};
 use super::replicas::{record_changes, route_responses};
-use super::reply::{read_body, session_header_value, store_unavailable};
+use super::reply::{read_body, store_unavailable};
 use super::session::{Forget, Session};
 use crate::proto::jsonrpc::Message;
 use crate::transport::sse_http::{HttpBody, PROTOCOL_VERSION, SESSION_ID};
@@ -87,7 +87,7 @@ async fn session_post(shared: &Arc<Shared>, head: Parts, bytes: &[u8]) -> Respon
     let cancelled = cancelled::cancelled_ids(&messages);
     let mut response = dispatch(shared, &session, messages, version).await;
     session.end_cancelled(cancelled).await;
-    response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
+    response.headers_mut().insert(SESSION_ID, session.id_header.clone());
     response
 }
 
@@ -127,7 +127,7 @@ async fn opening_post(shared: &Arc<Shared>, head: Parts, bytes: &[u8]) -> Respon
     session.hold_requests(head, &messages);
     let mut response = dispatch(shared, &session, messages, requested).await;
     if response.status().is_success() {
-        response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
+        response.headers_mut().insert(SESSION_ID, session.id_header.clone());
     } else {
         session.close().await;
     }

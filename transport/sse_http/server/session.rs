@@ -107,6 +107,9 @@ pub(super) type HeaderPairs = Vec<(String, String)>;
 
 pub(super) struct Session {
     pub(super) id: String,
+    /// `id` as the `Mcp-Session-Id` value of its answers, built once: each answer takes a
+    /// count of it, not a copy.
+    pub(super) id_header: hyper::header::HeaderValue,
     /// Its places under the per-address and per-principal caps, given back when it ends.
     pub(super) caps: Mutex<Option<session_caps::Held>>,
     pub(super) legacy: bool,
