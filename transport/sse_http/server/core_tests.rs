@@ -435,7 +435,8 @@ async fn json_response_mode_batches_and_stateless_posts_answer_in_one_body() {
 async fn a_post_answered_in_one_json_body_is_not_kept_for_resumption() {
     use crate::transport::sse_http::server::ResponseMode;
 
-    let config = HttpServerConfig::default().response_mode(ResponseMode::Auto).keep_alive(Some(Duration::from_secs(15)));
+    let config =
+        HttpServerConfig::default().response_mode(ResponseMode::Auto).keep_alive(Some(Duration::from_secs(15)));
     let service = service(config).await;
     let answer = call(&service, "POST", &[ACCEPT_BOTH, JSON], &initialize("2025-11-25")).await;
     assert_eq!(answer.header("content-type"), Some("application/json"));
