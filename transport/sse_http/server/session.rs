@@ -39,7 +39,8 @@ pub(super) struct Routes {
     pub(super) requests: HashMap<Id, Arc<Stream>>,
     /// Progress token (as JSON text) → request id.
     pub(super) progress: HashMap<String, Id>,
-    /// POST streams, oldest first, kept for resumption (at most [`KEPT_STREAMS`]).
+    /// POST streams, oldest first, kept for resumption (at most [`KEPT_STREAMS`]); one
+    /// answered in one JSON body leaves once answered ([`Session::forget_stream`]).
     pub(super) streams: VecDeque<Arc<Stream>>,
     /// Request id → the HTTP request that carried it (with its verified principal), until it
     /// is answered.
