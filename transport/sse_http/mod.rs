@@ -166,8 +166,10 @@ pub(crate) fn is_media(content_type: &str, media: &str) -> bool {
 /// machine's loopback.
 pub(crate) fn is_loopback_host(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
+    // The suffix compared in place (no lowercased copy of the host per request).
+    let suffix = host.len().checked_sub(".localhost".len()).map(|at| &host.as_bytes()[at..]);
     host.eq_ignore_ascii_case("localhost")
-        || host.to_ascii_lowercase().ends_with(".localhost")
+        || suffix.is_some_and(|tail| tail.eq_ignore_ascii_case(b".localhost"))
         || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
@@ -205,10 +207,13 @@ mod tests {
 
     #[test]
     fn loopback_hosts() {
-        for host in ["localhost:3000", "127.0.0.1:1", "[::1]:80", "127.0.0.2", "a.localhost"] {
+        for host in
+            ["localhost:3000", "127.0.0.1:1", "[::1]:80", "127.0.0.2", "a.localhost", "A.LocalHost", "é.localhost"]
+        {
             assert!(is_loopback_host(host_of_authority(host)), "{host}");
         }
-        for host in ["example.com", "evil.com:80", "10.0.0.1", "localhost.evil.com"] {
+        for host in ["example.com", "evil.com:80", "10.0.0.1", "localhost.evil.com", "evillocalhost", "host", "éééééé"]
+        {
             assert!(!is_loopback_host(host_of_authority(host)), "{host}");
         }
     }

@@ -34,15 +34,15 @@ use crate::transport::principal::Principal;
 /// whatever number of peer requests it carried.
 #[derive(Debug)]
 pub struct HttpRequestParts {
-    head: Arc<Request<()>>,
+    head: Request<()>,
     principal: Option<Arc<Principal>>,
 }
 
 impl HttpRequestParts {
     /// `head` (already without `Authorization` when the server checked it itself), with the
     /// principal of its token.
-    pub(crate) fn of(head: &Arc<Request<()>>, principal: Option<Arc<Principal>>) -> Self {
-        HttpRequestParts { head: head.clone(), principal }
+    pub(crate) fn of(head: Request<()>, principal: Option<Arc<Principal>>) -> Self {
+        HttpRequestParts { head, principal }
     }
 
     /// The request's method (`POST` for every request a handler sees today).

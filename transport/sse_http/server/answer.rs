@@ -4,7 +4,7 @@
 //!
 //! Not here: which session or stream a message belongs to (`session.rs`).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -22,10 +22,10 @@ use super::config::ResponseMode;
 use super::registry::Shared;
 use super::reply::{rpc_error, SESSION_NOT_FOUND};
 use super::session::{params_progress_token, Session};
-use super::stream::Outgoing;
+use super::stream::{Outgoing, Pending};
 use crate::proto::envelope;
 use crate::proto::framing::{encode_comment, encode_data_event, encode_event, SseEvent};
-use crate::proto::jsonrpc::{self, ErrorCode, Id, Message};
+use crate::proto::jsonrpc::{self, ErrorCode, Message};
 use crate::proto::version::ProtocolVersion;
 use crate::transport::sse_http::{empty, full, requeue_once, ChannelBody, HttpBody};
 
@@ -46,7 +46,7 @@ pub(super) async fn dispatch(
         *response.status_mut() = StatusCode::ACCEPTED;
         return response;
     }
-    let pending: HashSet<Id> = requests().map(|r| r.id.clone()).collect();
+    let pending: Pending = requests().map(|r| r.id.clone()).collect();
     let may_be_json = shared.config.response_mode == ResponseMode::Auto && messages.len() == 1;
     let stream = session.new_post_stream(pending, may_be_json);
     let (_, live) = stream
@@ -80,7 +80,11 @@ pub(super) async fn dispatch(
         return rpc_error(StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found");
     }
     if stream.json {
-        return json_answer(shared, session, live, batch).await;
+        let response = json_answer(shared, session, live, batch).await;
+        if !is_event_stream(&response) {
+            session.forget_stream(&stream);
+        }
+        return response;
     }
     // One turn for the application, so that an answer it gives at once goes out in the same
     // write as the response head and the priming event (one TCP segment instead of two); past
@@ -88,11 +92,12 @@ pub(super) async fn dispatch(
     requeue_once().await;
     let (first, live) = first_message(live, shared.config.first_event_hold, &session.hold_timer).await;
     if may_be_json && stream.answered_in_json().await {
+        session.forget_stream(&stream);
         return response_in_json(first, live);
     }
     let mut prelude = BytesMut::new();
     if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
-        let priming = SseEvent::new("").with_id(EventId::encode(&stream.name, 0)).with_retry(shared.config.retry_ms);
+        let priming = SseEvent::new("").with_id(EventId::encode(stream.name(), 0)).with_retry(shared.config.retry_ms);
         encode_event(&priming, &mut prelude).expect("event ids are plain ascii");
     }
     sse_response(shared, session.clone(), prelude.freeze(), first, live, false, true)

@@ -431,6 +431,30 @@ async fn json_response_mode_batches_and_stateless_posts_answer_in_one_body() {
     assert_eq!(service.session_count(), 0);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_post_answered_in_one_json_body_is_not_kept_for_resumption() {
+    use crate::transport::sse_http::server::ResponseMode;
+
+    let config =
+        HttpServerConfig::default().response_mode(ResponseMode::Auto).keep_alive(Some(Duration::from_secs(15)));
+    let service = service(config).await;
+    let answer = call(&service, "POST", &[ACCEPT_BOTH, JSON], &initialize("2025-11-25")).await;
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    let id = answer.header("mcp-session-id").expect("a session id").to_owned();
+    let session = [ACCEPT_BOTH, JSON, V2025, ("mcp-session-id", id.as_str())];
+    for n in 1..=2 {
+        let answer = call(&service, "POST", &session, &ping(n)).await;
+        assert_eq!(answer.header("content-type"), Some("application/json"));
+        assert_eq!(answer.json(), json!({"jsonrpc": "2.0", "id": n, "result": {}}));
+    }
+    // The pings' streams (named 2 and 3) gave no event ids and were not kept: an id naming
+    // one resumes nothing, and opens the standalone stream afresh, as an unknown id does.
+    let headers = [("accept", "text/event-stream"), ("mcp-session-id", id.as_str()), ("last-event-id", "2_0")];
+    let mut fresh = head(&service, "GET", &headers, "").await;
+    assert_eq!(fresh.status().as_u16(), 200);
+    assert_eq!(first_chunk(fresh.body_mut()).await, ": keep-alive\n");
+}
+
 async fn service_stateless() -> HttpService {
     service(HttpServerConfig::default().stateless(true)).await
 }

@@ -242,8 +242,9 @@ pub(super) enum PostEra {
     PerRequest,
     /// Stateless mode: a transport of its own for this POST, in the handshake era.
     Stateless,
-    /// A POST naming its session.
-    InSession(String),
+    /// A POST naming its session (in its `Mcp-Session-Id`, read again where it is looked up:
+    /// no copy of it per POST).
+    InSession,
     /// No session yet: must be `initialize`.
     Opening,
 }
@@ -261,7 +262,7 @@ pub(super) fn post_era(config: &HttpServerConfig, parts: &Parts, body: &[u8]) ->
     }
     match (config.stateless, session_id) {
         (true, _) => PostEra::Stateless,
-        (false, Some(id)) => PostEra::InSession(id.to_owned()),
+        (false, Some(_)) => PostEra::InSession,
         (false, None) => PostEra::Opening,
     }
 }

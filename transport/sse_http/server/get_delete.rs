@@ -18,7 +18,7 @@ use super::answer::sse_response;
 use super::bookkeeping::{resume_target, Resume};
 use super::decide;
 use super::registry::Shared;
-use super::reply::{rpc_error, session_header_value, store_unavailable, TRANSPORT_ERROR};
+use super::reply::{rpc_error, store_unavailable, TRANSPORT_ERROR};
 use super::session::Session;
 use super::stream::{AttachError, Outgoing};
 use crate::transport::sse_http::{empty, HttpBody, LAST_EVENT_ID, SESSION_ID};
@@ -40,9 +40,9 @@ pub(super) async fn get(shared: Arc<Shared>, req: Request<RequestBody>) -> Respo
     let (resume, kept) = {
         let routes = session.routes.lock().expect("session lock");
         let last_event_id = decide::header_value(&parts, LAST_EVENT_ID);
-        let names = routes.streams.iter().map(|s| s.name.as_str());
+        let names = routes.streams.iter().map(|s| s.name());
         let shared_store = shared.config.session_store.is_some();
-        let resume = resume_target(last_event_id, &session.standalone.name, names, shared_store);
+        let resume = resume_target(last_event_id, session.standalone.name(), names, shared_store);
         let kept = match &resume {
             Resume::Here { index: Some(index), .. } => routes.streams.get(*index).cloned(),
             _ => None,
@@ -77,7 +77,7 @@ pub(super) async fn get(shared: Arc<Shared>, req: Request<RequestBody>) -> Respo
                 crate::transport::task::spawn(keep_holding(Arc::downgrade(&shared), Arc::downgrade(&session), hold));
             }
             let mut response = sse_response(&shared, session.clone(), Bytes::new(), replay, live, false, true);
-            response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
+            response.headers_mut().insert(SESSION_ID, session.id_header.clone());
             response
         }
         Err(AttachError::Store(e)) => store_unavailable(&e),

@@ -15,7 +15,6 @@ use crate::transport::sse_http::session_caps;
 use super::answer::sse_response;
 use super::decide;
 use super::guards::check_scopes;
-use super::post::shared_head;
 use super::registry::{reserve_session_place, Shared};
 use super::reply::{plain, read_body};
 use crate::proto::framing::{encode_event, SseEvent};
@@ -68,7 +67,8 @@ pub(super) async fn legacy_post(shared: Arc<Shared>, req: Request<RequestBody>) 
     if let Err(refused) = decide::legacy_post_media(&parts) {
         return refused;
     }
-    let req_head = shared_head(&shared, parts);
+    // Without `Authorization` when the server checked the token itself: never handed on.
+    let req_head = decide::handed_on_head(&shared.config, parts);
     let bytes = match read_body(&shared.config, body).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
@@ -77,7 +77,7 @@ pub(super) async fn legacy_post(shared: Arc<Shared>, req: Request<RequestBody>) 
         Ok(m) => m,
         Err(response) => return response,
     };
-    if let Err(response) = check_scopes(&shared, req_head.extensions(), &messages) {
+    if let Err(response) = check_scopes(&shared, &req_head.extensions, &messages) {
         return response;
     }
     for message in &messages {
@@ -88,7 +88,7 @@ pub(super) async fn legacy_post(shared: Arc<Shared>, req: Request<RequestBody>) 
         }
     }
     session.touch();
-    session.hold_requests(&req_head, &messages);
+    session.hold_requests(req_head, &messages);
     if !session.deliver(messages).await {
         return plain(StatusCode::NOT_FOUND, "Session not found");
     }

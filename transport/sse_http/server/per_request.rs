@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use hyper::http::request::Parts;
-use hyper::{Request, Response};
+use hyper::Response;
 
 use super::answer::{dispatch, is_event_stream};
 use super::decide;
@@ -38,12 +38,11 @@ pub(super) async fn per_request_post(shared: &Arc<Shared>, head: Parts, bytes: &
         Err(refused) => return refused,
     };
     let request_id = request.id.clone();
-    let req = Arc::new(Request::from_parts(head, ()));
     let (session, transport) = shared.unkept_session(true);
     *session.version.lock().expect("session lock") = Some(version);
     *session.param_headers.lock().expect("session lock") = Some((request_id, param_headers));
-    session.bind_principal(req.extensions());
-    session.hold_requests(&req, std::slice::from_ref(&message));
+    session.bind_principal(&head.extensions);
+    session.hold_requests(head, std::slice::from_ref(&message));
     crate::transport::task::spawn((shared.app)(transport));
     // A client that goes away before the answer cancels its request (2026-07-28
     // "Cancellation"): hyper drops this future, and the guard ends the session.

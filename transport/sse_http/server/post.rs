@@ -21,7 +21,7 @@ use super::guards::check_scopes;
 use super::per_request::per_request_post;
 use super::registry::{reserve_session_place, Shared};
 use super::replicas::{record_changes, route_responses};
-use super::reply::{read_body, session_header_value, store_unavailable};
+use super::reply::{read_body, store_unavailable};
 use super::session::{Forget, Session};
 use crate::proto::jsonrpc::Message;
 use crate::transport::sse_http::{HttpBody, PROTOCOL_VERSION, SESSION_ID};
@@ -40,13 +40,14 @@ pub(super) async fn post(shared: Arc<Shared>, req: Request<RequestBody>) -> Resp
     match era {
         PostEra::PerRequest => per_request_post(&shared, head, &bytes).await,
         PostEra::Stateless => stateless_post(&shared, head, &bytes).await,
-        PostEra::InSession(id) => session_post(&shared, &id, head, &bytes).await,
+        PostEra::InSession => session_post(&shared, head, &bytes).await,
         PostEra::Opening => opening_post(&shared, head, &bytes).await,
     }
 }
 
 /// A POST naming its session: the messages go to that session's transport.
-async fn session_post(shared: &Arc<Shared>, id: &str, head: Parts, bytes: &[u8]) -> Response<HttpBody> {
+async fn session_post(shared: &Arc<Shared>, head: Parts, bytes: &[u8]) -> Response<HttpBody> {
+    let id = decide::header_value(&head, SESSION_ID).unwrap_or_default();
     let found = match shared.find_session(id).await {
         Ok(found) => found,
         Err(response) => return response,
@@ -82,11 +83,11 @@ async fn session_post(shared: &Arc<Shared>, id: &str, head: Parts, bytes: &[u8])
         session.imply_initialized(&mut messages);
     }
     session.touch();
-    session.hold_requests(&Arc::new(Request::from_parts(head, ())), &messages);
+    session.hold_requests(head, &messages);
     let cancelled = cancelled::cancelled_ids(&messages);
     let mut response = dispatch(shared, &session, messages, version).await;
     session.end_cancelled(cancelled).await;
-    response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
+    response.headers_mut().insert(SESSION_ID, session.id_header.clone());
     response
 }
 
@@ -123,21 +124,14 @@ async fn opening_post(shared: &Arc<Shared>, head: Parts, bytes: &[u8]) -> Respon
         *session.record.lock().expect("session lock") = Some(record);
     }
     crate::transport::task::spawn((shared.app)(transport));
-    session.hold_requests(&Arc::new(Request::from_parts(head, ())), &messages);
+    session.hold_requests(head, &messages);
     let mut response = dispatch(shared, &session, messages, requested).await;
     if response.status().is_success() {
-        response.headers_mut().insert(SESSION_ID, session_header_value(&session.id));
+        response.headers_mut().insert(SESSION_ID, session.id_header.clone());
     } else {
         session.close().await;
     }
     response
-}
-
-/// The head of a POST, kept for the handlers of the requests it carries
-/// ([`HttpRequestParts`]): without `Authorization` when the server checked the token itself,
-/// so that the token is never handed on.
-pub(super) fn shared_head(shared: &Shared, parts: hyper::http::request::Parts) -> Arc<Request<()>> {
-    Arc::new(Request::from_parts(decide::handed_on_head(&shared.config, parts), ()))
 }
 
 /// A POST in stateless mode: a transport of its own for this POST alone, in the handshake era.
@@ -157,7 +151,7 @@ async fn stateless_post(shared: &Arc<Shared>, head: Parts, bytes: &[u8]) -> Resp
     *session.version.lock().expect("session lock") = Some(version);
     session.bind_principal(&head.extensions);
     crate::transport::task::spawn((shared.app)(transport));
-    session.hold_requests(&Arc::new(Request::from_parts(head, ())), &messages);
+    session.hold_requests(head, &messages);
     let response = dispatch(shared, &session, messages, Some(version)).await;
     // An SSE answer ends the session when its stream ends.
     if !is_event_stream(&response) {

@@ -25,6 +25,7 @@ use super::config::HttpServerConfig;
 use super::decide;
 use super::guards::Authenticated;
 use super::replicas::{end_sessions_ended_elsewhere, restore, take_relayed};
+use super::reply::session_header_value;
 use super::session::{Forget, Routes, ServerTransport, Session};
 use super::stream::Stream;
 use crate::transport::drops::Drops;
@@ -168,7 +169,8 @@ impl Shared {
         let prefix = if id.is_empty() || legacy { String::new() } else { self.stream_prefix.clone() };
         let (tx, rx) = mpsc::channel(self.config.limits.queue_depth.max(1));
         let session = Arc::new(Session {
-            standalone: Stream::standalone(&id, format!("{prefix}0"), self.standalone_drops.clone()),
+            standalone: Stream::standalone(&id, format_args!("{prefix}0"), self.standalone_drops.clone()),
+            id_header: session_header_value(&id),
             id: id.clone(),
             caps: Mutex::new(None),
             legacy,

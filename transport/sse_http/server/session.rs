@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
+use hyper::http::request::Parts;
 use hyper::http::Extensions;
 use hyper::Request;
 use tokio::sync::mpsc;
@@ -25,7 +26,7 @@ use super::bookkeeping::{self, Outbound};
 use super::decide::NotHeld;
 use super::guards::Authenticated;
 use super::registry::Shared;
-use super::stream::Stream;
+use super::stream::{Pending, Stream};
 use crate::proto::jsonrpc::{self, Body, Id, Message};
 use crate::proto::mcp_types::CallToolRequestParams;
 use crate::proto::version::ProtocolVersion;
@@ -38,7 +39,8 @@ pub(super) struct Routes {
     pub(super) requests: HashMap<Id, Arc<Stream>>,
     /// Progress token (as JSON text) → request id.
     pub(super) progress: HashMap<String, Id>,
-    /// POST streams, oldest first, kept for resumption (at most [`KEPT_STREAMS`]).
+    /// POST streams, oldest first, kept for resumption (at most [`KEPT_STREAMS`]); one
+    /// answered in one JSON body leaves once answered ([`Session::forget_stream`]).
     pub(super) streams: VecDeque<Arc<Stream>>,
     /// Request id → the HTTP request that carried it (with its verified principal), until it
     /// is answered.
@@ -106,6 +108,9 @@ pub(super) type HeaderPairs = Vec<(String, String)>;
 
 pub(super) struct Session {
     pub(super) id: String,
+    /// `id` as the `Mcp-Session-Id` value of its answers, built once: each answer takes a
+    /// count of it, not a copy.
+    pub(super) id_header: hyper::header::HeaderValue,
     /// Its places under the per-address and per-principal caps, given back when it ends.
     pub(super) caps: Mutex<Option<session_caps::Held>>,
     pub(super) legacy: bool,
@@ -207,12 +212,13 @@ impl Session {
     /// Keeps `req` (its head, with the principal of its token) as the HTTP request of each
     /// request in `messages` until it is answered: a handler then sees the request and the
     /// token its own request came with, not the latest ones of its session.
-    pub(super) fn hold_requests(&self, req: &Arc<Request<()>>, messages: &[Message]) {
+    pub(super) fn hold_requests(&self, head: Parts, messages: &[Message]) {
         if !messages.iter().any(|m| matches!(m, Message::Request(_))) {
             return;
         }
-        let principal = req.extensions().get::<Authenticated>().map(|a| a.0.clone());
-        let parts = Arc::new(HttpRequestParts::of(req, principal));
+        let principal = head.extensions.get::<Authenticated>().map(|a| a.0.clone());
+        // One allocation for the head and its principal, shared by a batch's requests.
+        let parts = Arc::new(HttpRequestParts::of(Request::from_parts(head, ()), principal));
         let mut routes = self.routes.lock().expect("session lock");
         for message in messages {
             if let Message::Request(request) = message {
@@ -276,10 +282,21 @@ impl Session {
 
     /// A new POST's stream, waiting for `pending`; `may_be_json`: answered in one JSON body if
     /// its first message is the response ([`ResponseMode::Auto`](super::config::ResponseMode::Auto)).
-    pub(super) fn new_post_stream(&self, pending: HashSet<Id>, may_be_json: bool) -> Arc<Stream> {
+    pub(super) fn new_post_stream(&self, pending: Pending, may_be_json: bool) -> Arc<Stream> {
         let n = self.next_stream.fetch_add(1, Ordering::Relaxed);
-        let name = if self.stream_prefix.is_empty() { n.to_string() } else { format!("{}{n}", self.stream_prefix) };
+        let name = format_args!("{}{n}", self.stream_prefix);
         Stream::new(&self.id, name, self.json, pending, may_be_json && !self.json)
+    }
+
+    /// Drops a POST stream answered in one JSON body from the streams kept for resumption:
+    /// it has no event ids and stored nothing, so nothing can resume it, and keeping it would
+    /// push out the resumable streams (and cost every later POST a walk over the 64 kept).
+    pub(super) fn forget_stream(&self, stream: &Arc<Stream>) {
+        let mut routes = self.routes.lock().expect("session lock");
+        // The newest, or nearly: searched from the back.
+        if let Some(at) = routes.streams.iter().rposition(|kept| Arc::ptr_eq(kept, stream)) {
+            routes.streams.remove(at);
+        }
     }
 
     /// Whether `message` answers a request replayed to rebuild the session (then it is
@@ -667,12 +684,10 @@ impl Transport for ServerTransport {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashSet;
-
     use super::*;
 
     fn stream(name: &str, json: bool, waiting: &[i64]) -> Arc<Stream> {
-        Stream::new("s", name.to_owned(), json, waiting.iter().map(|n| Id::Number(*n)).collect::<HashSet<_>>(), false)
+        Stream::new("s", format_args!("{name}"), json, waiting.iter().map(|n| Id::Number(*n)).collect(), false)
     }
 
     /// Routes of requests 1 and 2 on SSE stream "1" (2 with progress token `"p"`), request 3
@@ -690,9 +705,9 @@ mod tests {
 
     fn name(destination: &Destination) -> String {
         match destination {
-            Destination::Answer(stream, id) => format!("answer {id:?} on {}", stream.name),
-            Destination::Related(stream) => format!("related on {}", stream.name),
-            Destination::Unrelated(Some(stream)) => format!("unrelated on {}", stream.name),
+            Destination::Answer(stream, id) => format!("answer {id:?} on {}", stream.name()),
+            Destination::Related(stream) => format!("related on {}", stream.name()),
+            Destination::Unrelated(Some(stream)) => format!("unrelated on {}", stream.name()),
             Destination::Unrelated(None) => "unrelated on the standalone stream".into(),
             Destination::Standalone => "standalone".into(),
         }

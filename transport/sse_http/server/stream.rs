@@ -26,7 +26,7 @@ pub(super) type Outgoing = (Option<String>, Bytes);
 pub(super) struct StreamInner {
     pub(super) next_seq: u64,
     pub(super) live: Option<mpsc::Sender<Outgoing>>,
-    pub(super) pending: HashSet<Id>,
+    pub(super) pending: Pending,
     pub(super) done: bool,
     /// The standalone stream's events sent while no GET connection was attached, for the next
     /// GET (without `Last-Event-ID`).
@@ -81,15 +81,67 @@ impl StreamInner {
     }
 }
 
+/// The requests a POST's stream still waits to answer. A POST carries one request but in a
+/// batch: that one is held inline, without a hashed set's table and hashing; a batch's ids
+/// take a set, so that answering each costs the same however many it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Pending {
+    /// None or one.
+    One(Option<Id>),
+    /// Any number (a batch's).
+    Many(HashSet<Id>),
+}
+
+impl Pending {
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Pending::One(one) => usize::from(one.is_some()),
+            Pending::Many(ids) => ids.len(),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(super) fn contains(&self, id: &Id) -> bool {
+        match self {
+            Pending::One(one) => one.as_ref() == Some(id),
+            Pending::Many(ids) => ids.contains(id),
+        }
+    }
+
+    /// Forgets `id`; `true` when it was waited for.
+    pub(super) fn remove(&mut self, id: &Id) -> bool {
+        match self {
+            Pending::One(one) if one.as_ref() == Some(id) => one.take().is_some(),
+            Pending::One(_) => false,
+            Pending::Many(ids) => ids.remove(id),
+        }
+    }
+}
+
+impl FromIterator<Id> for Pending {
+    fn from_iter<I: IntoIterator<Item = Id>>(ids: I) -> Self {
+        let mut ids = ids.into_iter();
+        let Some(first) = ids.next() else { return Pending::One(None) };
+        match ids.next() {
+            None => Pending::One(Some(first)),
+            Some(second) => Pending::Many([first, second].into_iter().chain(ids).collect()),
+        }
+    }
+}
+
 /// The log line when the standalone stream's queue is full.
 pub(super) const GET_QUEUE_FULL: &str =
     "mcpwire: messages for a session's GET stream, not open, past QUEUED_FOR_GET: the oldest dropped";
 
 /// One SSE stream of a session: the standalone one (`0`) or the answer to one POST.
 pub(super) struct Stream {
-    pub(super) name: String,
-    /// Key in the event store: `<session>/<name>`.
+    /// Key in the event store: `<session>/<name>`, the name from `name_at` on (one string
+    /// for both: one allocation per POST, not two).
     pub(super) key: String,
+    name_at: usize,
     pub(super) standalone: bool,
     pub(super) json: bool,
     /// Bytes of this stream's events in the event store.
@@ -100,29 +152,47 @@ pub(super) struct Stream {
 }
 
 impl Stream {
+    /// The stream's name, as its event ids begin (`<name>_<seq>`).
+    pub(super) fn name(&self) -> &str {
+        &self.key[self.name_at..]
+    }
+
     /// A POST's stream; `may_be_json`: its framing waits for the first message
     /// ([`Framing::Undecided`]).
-    pub(super) fn new(session: &str, name: String, json: bool, pending: HashSet<Id>, may_be_json: bool) -> Arc<Stream> {
+    pub(super) fn new(
+        session: &str,
+        name: std::fmt::Arguments<'_>,
+        json: bool,
+        pending: Pending,
+        may_be_json: bool,
+    ) -> Arc<Stream> {
         let framing = if may_be_json { Framing::Undecided } else { Framing::Sse };
         Stream::build(session, name, None, json, pending, framing)
     }
 
     /// The session's standalone stream, counting its drops in `drops`.
-    pub(super) fn standalone(session: &str, name: String, drops: Arc<Drops>) -> Arc<Stream> {
-        Stream::build(session, name, Some(drops), false, HashSet::new(), Framing::Sse)
+    pub(super) fn standalone(session: &str, name: std::fmt::Arguments<'_>, drops: Arc<Drops>) -> Arc<Stream> {
+        Stream::build(session, name, Some(drops), false, Pending::One(None), Framing::Sse)
     }
 
     pub(super) fn build(
         session: &str,
-        name: String,
+        name: std::fmt::Arguments<'_>,
         drops: Option<Arc<Drops>>,
         json: bool,
-        pending: HashSet<Id>,
+        pending: Pending,
         framing: Framing,
     ) -> Arc<Stream> {
+        use std::fmt::Write as _;
+        // Room for a session id, a replica's prefix and a 20-digit number: written once.
+        let mut key = String::with_capacity(session.len() + 32);
+        key.push_str(session);
+        key.push('/');
+        let name_at = key.len();
+        key.write_fmt(name).expect("a String takes any text");
         Arc::new(Stream {
-            key: [session, "/", &name].concat(),
-            name,
+            key,
+            name_at,
             standalone: drops.is_some(),
             json,
             stored_bytes: AtomicUsize::new(0),
@@ -152,17 +222,16 @@ impl Stream {
             self.stored_bytes.fetch_add(data.len(), Ordering::Relaxed);
             store.append(&self.key, StoredEvent { seq, data: data.clone() });
         }
-        let event = (if json { None } else { Some(EventId::encode(&self.name, seq)) }, data);
-        let undelivered = match inner.live.clone() {
-            Some(live) => match live.send(event).await {
-                Ok(()) => None,
-                Err(mpsc::error::SendError(event)) => {
-                    inner.live = None;
-                    Some(event)
-                }
-            },
+        let event = (if json { None } else { Some(EventId::encode(self.name(), seq)) }, data);
+        // Sent through the stream's own sender (no clone of it per message: the lock is held
+        // across the send anyway).
+        let undelivered = match &inner.live {
+            Some(live) => live.send(event).await.err().map(|mpsc::error::SendError(event)| event),
             None => Some(event),
         };
+        if undelivered.is_some() {
+            inner.live = None;
+        }
         if let (Some(event), true) = (undelivered, self.standalone) {
             if queue_for_get(&mut inner.queued, event) {
                 if let Some(drops) = &self.drops {
@@ -205,7 +274,7 @@ impl Stream {
                 let stored = store.replay(&self.key, seq).await.map_err(AttachError::Store)?;
                 // What was queued is in the store too; the resumption replays it from there.
                 inner.queued.clear();
-                stored.into_iter().map(|e| (Some(EventId::encode(&self.name, e.seq)), e.data)).collect()
+                stored.into_iter().map(|e| (Some(EventId::encode(self.name(), e.seq)), e.data)).collect()
             }
             None => inner.queued.drain(..).collect(),
         };
@@ -266,6 +335,25 @@ mod tests {
             queued: VecDeque::new(),
             framing: Framing::Undecided,
         }
+    }
+
+    #[test]
+    fn pending_holds_one_id_inline_and_a_batch_in_a_set() {
+        let ids = |ns: &[i64]| ns.iter().map(|n| Id::Number(*n)).collect::<Pending>();
+        assert_eq!(ids(&[]), Pending::One(None));
+        let mut one = ids(&[7]);
+        assert_eq!(one, Pending::One(Some(Id::Number(7))));
+        assert!(one.contains(&Id::Number(7)) && !one.contains(&Id::Number(8)));
+        assert!(!one.remove(&Id::Number(8)), "another id leaves it waiting");
+        assert_eq!(one.len(), 1);
+        assert!(one.remove(&Id::Number(7)));
+        assert!(one.is_empty() && !one.remove(&Id::Number(7)));
+        let mut batch = ids(&[1, 2, 3]);
+        assert!(matches!(batch, Pending::Many(_)));
+        assert_eq!(batch.len(), 3);
+        assert!(batch.remove(&Id::Number(2)) && !batch.contains(&Id::Number(2)));
+        assert!(batch.remove(&Id::Number(1)) && batch.remove(&Id::Number(3)));
+        assert!(batch.is_empty());
     }
 
     #[test]
