@@ -29,6 +29,7 @@
 //! Not here: MCP semantics (what to answer to `initialize`, `ping`, `tools/call` …): the layers
 //! above implement [`Handler`].
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
@@ -484,7 +485,7 @@ impl<T: Transport> Peer<T> {
     ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
         // Not an `async fn` wrapping the inner one: that would copy the arguments and the inner
         // future into a second, larger future on every call.
-        self.request_inner(method, params, options, None, None, None)
+        self.request_inner(Cow::Owned(method.to_owned()), params, options, None, None, None)
     }
 
     /// Like [`Peer::request`], calling `on_id` with the request's id once it is allocated and
@@ -504,7 +505,7 @@ impl<T: Transport> Peer<T> {
         options: RequestOptions,
         on_id: IdCallback,
     ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
-        self.request_inner(method, params, options, None, None, Some(on_id))
+        self.request_inner(Cow::Owned(method.to_owned()), params, options, None, None, Some(on_id))
     }
 
     /// Like [`Peer::request`], routing progress notifications for it to `on_progress`.
@@ -518,7 +519,21 @@ impl<T: Transport> Peer<T> {
         options: RequestOptions,
         on_progress: Option<ProgressCallback>,
     ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
-        self.request_inner(method, params, options, on_progress, None, None)
+        self.request_inner(Cow::Owned(method.to_owned()), params, options, on_progress, None, None)
+    }
+
+    /// [`Peer::request_with_progress`] of a method named by a `&'static str` (the layers above
+    /// name every method they send so): the session keeps that name for the request in flight
+    /// rather than a copy of it, one allocation fewer a request.
+    #[cfg(feature = "client")]
+    pub(crate) fn request_static(
+        &self,
+        method: &'static str,
+        params: Option<Body>,
+        options: RequestOptions,
+        on_progress: Option<ProgressCallback>,
+    ) -> impl Future<Output = Result<Body, RequestError>> + '_ {
+        self.request_inner(Cow::Borrowed(method), params, options, on_progress, None, None)
     }
 
     /// Like [`Peer::request`], for a request made on behalf of the peer's request `related`
@@ -537,12 +552,12 @@ impl<T: Transport> Peer<T> {
         options: RequestOptions,
         related: &'a Id,
     ) -> impl Future<Output = Result<Body, RequestError>> + 'a {
-        self.request_inner(method, params, options, None, Some(related), None)
+        self.request_inner(Cow::Owned(method.to_owned()), params, options, None, Some(related), None)
     }
 
     async fn request_inner(
         &self,
-        method: &str,
+        method: Cow<'static, str>,
         params: Option<Body>,
         options: RequestOptions,
         on_progress: Option<ProgressCallback>,
@@ -556,14 +571,16 @@ impl<T: Transport> Peer<T> {
                 Ok(permit) => Some(permit),
                 // Boxed: the wait (a timer and a semaphore's queue entry) is rare, and would
                 // otherwise make every request's future larger, copied at every layer.
-                Err(_) => Some(Box::pin(self.wait_for_slot(slots, method, &mut options)).await?),
+                Err(_) => Some(Box::pin(self.wait_for_slot(slots, &method, &mut options)).await?),
             },
             None => None,
         };
         let timeout = options.timeout;
         let caller = current_caller();
         #[cfg(feature = "otel")]
-        let span = crate::telemetry::client_span(method, params.as_ref(), || self.telemetry_connection());
+        let span = crate::telemetry::client_span(&method, params.as_ref(), || self.telemetry_connection());
+        #[cfg(feature = "otel")]
+        let method_for_span = method.clone();
         #[cfg(feature = "otel")]
         let params = crate::telemetry::inject_params(&span, params);
         let (done, outcome) = oneshot::channel();
@@ -623,7 +640,7 @@ impl<T: Transport> Peer<T> {
         let mut guard = guard;
         guard.id = None;
         #[cfg(feature = "otel")]
-        record_request_outcome(&span, method, &result);
+        record_request_outcome(&span, &method_for_span, &result);
         result
     }
 
@@ -859,7 +876,7 @@ impl<T: Transport> Peer<T> {
                 Event::ErrorResponse { id, error, .. } => self.complete(&id, Err(RequestError::Rpc(error))),
                 Event::TimedOut { id, method } => {
                     let after = self.lock().waiters.get(&id).and_then(|w| w.timeout);
-                    self.complete(&id, Err(RequestError::Timeout { method, after }));
+                    self.complete(&id, Err(RequestError::Timeout { method: method.into_owned(), after }));
                 }
                 Event::Progress { request_id, progress, total, message } => {
                     let core = self.lock();
