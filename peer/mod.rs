@@ -41,6 +41,7 @@ use serde_json::{Number, Value};
 use tokio::sync::{oneshot, Notify};
 
 mod caller;
+mod slots;
 
 pub use caller::{current_caller, with_caller, CallerId};
 #[cfg(feature = "client")]
@@ -49,6 +50,7 @@ pub(crate) use caller::{sync_with_caller_opt, with_caller_opt};
 use crate::proto::jsonrpc::{Body, ErrorObject, ErrorResponse, Id, Message, Notification, Request};
 use crate::proto::session::{self, Event, Mode, ProtocolEvent, RequestOptions, Role, Session, SessionError};
 use crate::transport::{Transport, TransportError};
+use slots::{SlotTaken, Slots};
 
 /// Progress reported on one of our requests.
 #[derive(Debug, Clone, PartialEq)]
@@ -319,9 +321,9 @@ impl Core {
 pub(crate) struct Shared<T: Transport> {
     transport: T,
     core: Mutex<Core>,
-    /// One permit per outgoing request the session may have in flight, when a request past the
+    /// One slot per outgoing request the session may have in flight, when a request past the
     /// cap waits ([`session::WhenFull::Wait`]); `None` when it is refused.
-    slots: Option<tokio::sync::Semaphore>,
+    slots: Option<Slots>,
     /// The peer's cap, when its requests past it are held ([`Core::held`]) rather than refused.
     hold_past: Option<usize>,
     /// Told when an answer may have made room for held requests.
@@ -370,9 +372,7 @@ impl<T: Transport> Peer<T> {
         limits: session::SessionLimits,
         handler: impl Handler<T>,
     ) -> Peer<T> {
-        let slots = (limits.when_full == session::WhenFull::Wait).then(|| {
-            tokio::sync::Semaphore::new(limits.max_outgoing_in_flight.min(tokio::sync::Semaphore::MAX_PERMITS))
-        });
+        let slots = (limits.when_full == session::WhenFull::Wait).then(|| Slots::new(limits.max_outgoing_in_flight));
         let hold_past = (limits.when_full == session::WhenFull::Wait).then_some(limits.max_incoming_in_flight);
         let shared = Arc::new(Shared {
             transport,
@@ -567,11 +567,11 @@ impl<T: Transport> Peer<T> {
         let mut options = options;
         // Past the in-flight cap, wait for a slot: the wait counts against the request's timeout.
         let _slot = match &self.shared.slots {
-            Some(slots) => match slots.try_acquire() {
-                Ok(permit) => Some(permit),
+            Some(slots) => match slots.try_take() {
+                Some(slot) => Some(slot),
                 // Boxed: the wait (a timer and a semaphore's queue entry) is rare, and would
                 // otherwise make every request's future larger, copied at every layer.
-                Err(_) => Some(Box::pin(self.wait_for_slot(slots, &method, &mut options)).await?),
+                None => Some(Box::pin(self.wait_for_slot(slots, &method, &mut options)).await?),
             },
             None => None,
         };
@@ -708,18 +708,17 @@ impl<T: Transport> Peer<T> {
     /// is then shortened by the time waited.
     async fn wait_for_slot<'s>(
         &self,
-        slots: &'s tokio::sync::Semaphore,
+        slots: &'s Slots,
         method: &str,
         options: &mut RequestOptions,
-    ) -> Result<tokio::sync::SemaphorePermit<'s>, RequestError> {
+    ) -> Result<SlotTaken<'s>, RequestError> {
         let started = tokio::time::Instant::now();
-        let acquired = match options.timeout {
-            Some(limit) => tokio::time::timeout(limit, slots.acquire()).await.ok(),
-            None => Some(slots.acquire().await),
+        let taken = match options.timeout {
+            Some(limit) => tokio::time::timeout(limit, slots.take()).await.ok(),
+            None => Some(slots.take().await),
         };
-        let permit = acquired
-            .ok_or_else(|| RequestError::Timeout { method: method.to_owned(), after: options.timeout })?
-            .expect("the slots are never closed");
+        let permit =
+            taken.ok_or_else(|| RequestError::Timeout { method: method.to_owned(), after: options.timeout })?;
         if let Some(limit) = &mut options.timeout {
             *limit = limit.saturating_sub(started.elapsed());
         }
