@@ -1385,7 +1385,7 @@ mod tests {
         p.drive();
         match p.client_event() {
             Event::ErrorResponse { id: got, method, error } => {
-                assert_eq!((got, method.as_str(), error.code), (id, "tools/list", ErrorCode::INTERNAL_ERROR));
+                assert_eq!((got, &*method, error.code), (id, "tools/list", ErrorCode::INTERNAL_ERROR));
             }
             e => panic!("{e:?}"),
         }
@@ -2025,7 +2025,7 @@ mod tests {
         p.client.handle_incoming(cancel(&listen), p.now);
         match p.client.poll_event() {
             Some(Event::ErrorResponse { id, method, error }) => {
-                assert_eq!((id, method.as_str()), (listen.clone(), LISTEN));
+                assert_eq!((id, &*method), (listen.clone(), LISTEN));
                 assert_eq!(error.code, ErrorCode::INTERNAL_ERROR);
                 assert_eq!(error.message, "the server ended the subscription: shutting down");
             }
