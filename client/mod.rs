@@ -453,8 +453,7 @@ impl<T: Transport> Client<T> {
         options.progress_token = Some(token);
         let body = Body::serialized(&value).map_err(invalid)?;
         let peer = &self.inner.peer;
-        let outcome =
-            peer.request_static(M::NAME, Some(body), options.clone(), Some(Box::new(on_progress))).await;
+        let outcome = peer.request_static(M::NAME, Some(body), options.clone(), Some(Box::new(on_progress))).await;
         if self.inner.session_meta.is_none() || !may_need_input(M::NAME) {
             return settle(peer, M::NAME, outcome, Some(&self.inner.closed_by_us)).await;
         }

@@ -660,7 +660,11 @@ impl Session {
             self.state = State::Initializing;
             self.initialize_answered = false;
         }
-        self.transmit.push_back(Message::Request(Request { id: Id::Number(n), method: String::from(&*method), params }));
+        self.transmit.push_back(Message::Request(Request {
+            id: Id::Number(n),
+            method: String::from(&*method),
+            params,
+        }));
         self.pending.insert(n, Pending { method, token, after: self.received, sent: now, deadline, options });
         Ok(Id::Number(n))
     }
