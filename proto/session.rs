@@ -1316,6 +1316,33 @@ mod tests {
     }
 
     #[test]
+    fn a_method_sent_as_a_static_str_comes_back_borrowed_and_a_string_owned() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let by_name = p.client.send_request("tools/list", None, p.now, None).unwrap();
+        let by_string = p.client.send_request(String::from("tools/call"), None, p.now, None).unwrap();
+        p.drive();
+        let requests: Vec<Request> = (0..2).map(|_| p.server_request()).collect();
+        assert_eq!(requests.iter().map(|r| r.method.as_str()).collect::<Vec<_>>(), ["tools/list", "tools/call"]);
+        for r in &requests {
+            assert!(p.server.respond(&r.id, raw(json!({}))));
+        }
+        p.drive();
+        match p.client_event() {
+            Event::Response { id, method: Cow::Borrowed(method), .. } => {
+                assert_eq!((id, method), (by_name, "tools/list"))
+            }
+            e => panic!("expected the name borrowed: {e:?}"),
+        }
+        match p.client_event() {
+            Event::Response { id, method: Cow::Owned(method), .. } => {
+                assert_eq!((id, method.as_str()), (by_string, "tools/call"))
+            }
+            e => panic!("expected the string kept: {e:?}"),
+        }
+    }
+
+    #[test]
     fn an_error_without_id_ends_the_requests_it_may_answer() {
         let mut p = Pair::new(Mode::Handshake);
         p.handshake();
