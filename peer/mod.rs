@@ -613,7 +613,10 @@ impl<T: Transport> Peer<T> {
         // safe, the message is queued whole or not at all.
         let sending = self.send_all_related(messages, related);
         tokio::pin!(sending);
+        // Biased (the send first, as it is nearly always done at its first poll): an unbiased
+        // select draws a random number on every poll.
         let early = tokio::select! {
+            biased;
             sent = &mut sending => match sent {
                 Ok(()) => None,
                 Err(e) => {
