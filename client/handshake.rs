@@ -194,7 +194,7 @@ pub(super) async fn discover<T: Transport>(
         PerRequestMeta::new(version, &options.client_info, declared).write_into(&mut params).map_err(invalid)?;
         let body = Body::serialized(&params).map_err(invalid)?;
         let request_options = RequestOptions { timeout: Some(timeout), ..RequestOptions::default() };
-        let result = match peer.request(Discover::NAME, Some(body), request_options).await {
+        let result = match peer.request_static(Discover::NAME, Some(body), request_options, None).await {
             Ok(body) => match body.into_decoded::<crate::proto::mcp_types::DiscoverResult>() {
                 Ok(result) => result,
                 Err(_) => return Ok(None),

@@ -310,7 +310,7 @@ impl<T: Transport> Client<T> {
             let (body, retry) = prepared?;
             // Boxed, as the loop below: a handshake-era call's future grows by a pointer only.
             let retry = retry.map(|original| Box::new((original, options.clone())));
-            let outcome = self.inner.peer.request(M::NAME, Some(body), options).await;
+            let outcome = self.inner.peer.request_static(M::NAME, Some(body), options, None).await;
             match retry {
                 None => settle(&self.inner.peer, M::NAME, outcome, Some(&self.inner.closed_by_us)).await,
                 Some(retry) => {
@@ -453,8 +453,7 @@ impl<T: Transport> Client<T> {
         options.progress_token = Some(token);
         let body = Body::serialized(&value).map_err(invalid)?;
         let peer = &self.inner.peer;
-        let outcome =
-            peer.request_with_progress(M::NAME, Some(body), options.clone(), Some(Box::new(on_progress))).await;
+        let outcome = peer.request_static(M::NAME, Some(body), options.clone(), Some(Box::new(on_progress))).await;
         if self.inner.session_meta.is_none() || !may_need_input(M::NAME) {
             return settle(peer, M::NAME, outcome, Some(&self.inner.closed_by_us)).await;
         }
@@ -492,7 +491,7 @@ where
     M::Params: Send + Sync + 'static,
     M::Output: Clone + Send + Sync + 'static,
 {
-    let outcome = peer.request(M::NAME, Some(Body::typed(params)), options).await;
+    let outcome = peer.request_static(M::NAME, Some(Body::typed(params)), options, None).await;
     decode_outcome::<T, M>(peer, outcome, closed_by_us).await
 }
 

@@ -60,6 +60,7 @@
 //! Spec (2025-11-25): `basic/lifecycle`, `basic/utilities/cancellation`,
 //! `basic/utilities/progress`, `basic/utilities/ping`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -220,8 +221,8 @@ pub enum Event {
     Response {
         /// Our request's id.
         id: Id,
-        /// Our request's method.
-        method: String,
+        /// Our request's method (borrowed when it was sent as a `&'static str`).
+        method: Cow<'static, str>,
         /// The result as written.
         result: Body,
     },
@@ -229,8 +230,8 @@ pub enum Event {
     ErrorResponse {
         /// Our request's id.
         id: Id,
-        /// Our request's method.
-        method: String,
+        /// Our request's method (borrowed when it was sent as a `&'static str`).
+        method: Cow<'static, str>,
         /// What the peer said.
         error: ErrorObject,
     },
@@ -257,8 +258,8 @@ pub enum Event {
     TimedOut {
         /// Our request's id.
         id: Id,
-        /// Our request's method.
-        method: String,
+        /// Our request's method (borrowed when it was sent as a `&'static str`).
+        method: Cow<'static, str>,
     },
     /// Server only: `notifications/initialized` arrived, the handshake is complete.
     Initialized,
@@ -479,7 +480,8 @@ struct IsInitialize(bool);
 /// One of our requests awaiting a response.
 #[derive(Debug)]
 struct Pending {
-    method: String,
+    /// A method sent as a `&'static str` (every method the client layer sends) is not copied.
+    method: Cow<'static, str>,
     token: Option<Id>,
     /// How many messages the peer had sent when this went out (see `on_error_without_id`).
     after: u64,
@@ -604,7 +606,7 @@ impl Session {
     /// See [`Session::send_request_with`].
     pub fn send_request(
         &mut self,
-        method: impl Into<String>,
+        method: impl Into<Cow<'static, str>>,
         params: Option<Body>,
         now: Instant,
         timeout: Option<Duration>,
@@ -621,7 +623,7 @@ impl Session {
     /// [`SessionError::DuplicateProgressToken`]; [`SessionError::IdsExhausted`].
     pub fn send_request_with(
         &mut self,
-        method: impl Into<String>,
+        method: impl Into<Cow<'static, str>>,
         params: Option<Body>,
         now: Instant,
         options: RequestOptions,
@@ -634,8 +636,8 @@ impl Session {
         if client_initialize && self.state != State::AwaitingInitialize {
             return Err(SessionError::InitializeAgain);
         }
-        if self.mode == Mode::Handshake && !self.operational() && GATED_REQUESTS.contains(&method.as_str()) {
-            return Err(SessionError::NotInitialized { method });
+        if self.mode == Mode::Handshake && !self.operational() && GATED_REQUESTS.contains(&&*method) {
+            return Err(SessionError::NotInitialized { method: method.into_owned() });
         }
         if self.pending.len() >= self.limits.max_outgoing_in_flight {
             return Err(SessionError::TooManyInFlight { limit: self.limits.max_outgoing_in_flight });
@@ -658,7 +660,11 @@ impl Session {
             self.state = State::Initializing;
             self.initialize_answered = false;
         }
-        self.transmit.push_back(Message::Request(Request { id: Id::Number(n), method: method.clone(), params }));
+        self.transmit.push_back(Message::Request(Request {
+            id: Id::Number(n),
+            method: String::from(&*method),
+            params,
+        }));
         self.pending.insert(n, Pending { method, token, after: self.received, sent: now, deadline, options });
         Ok(Id::Number(n))
     }
@@ -1215,7 +1221,7 @@ mod tests {
             assert!(self.server.respond(&r.id, raw(result)));
             self.drive();
             match self.client_event() {
-                Event::Response { id: got, method, .. } => assert_eq!((got, method.as_str()), (id, INITIALIZE)),
+                Event::Response { id: got, method, .. } => assert_eq!((got, &*method), (id, INITIALIZE)),
                 e => panic!("{e:?}"),
             }
             self.client.initialized().unwrap();
@@ -1310,6 +1316,33 @@ mod tests {
     }
 
     #[test]
+    fn a_method_sent_as_a_static_str_comes_back_borrowed_and_a_string_owned() {
+        let mut p = Pair::new(Mode::Handshake);
+        p.handshake();
+        let by_name = p.client.send_request("tools/list", None, p.now, None).unwrap();
+        let by_string = p.client.send_request(String::from("tools/call"), None, p.now, None).unwrap();
+        p.drive();
+        let requests: Vec<Request> = (0..2).map(|_| p.server_request()).collect();
+        assert_eq!(requests.iter().map(|r| r.method.as_str()).collect::<Vec<_>>(), ["tools/list", "tools/call"]);
+        for r in &requests {
+            assert!(p.server.respond(&r.id, raw(json!({}))));
+        }
+        p.drive();
+        match p.client_event() {
+            Event::Response { id, method: Cow::Borrowed(method), .. } => {
+                assert_eq!((id, method), (by_name, "tools/list"))
+            }
+            e => panic!("expected the name borrowed: {e:?}"),
+        }
+        match p.client_event() {
+            Event::Response { id, method: Cow::Owned(method), .. } => {
+                assert_eq!((id, method.as_str()), (by_string, "tools/call"))
+            }
+            e => panic!("expected the string kept: {e:?}"),
+        }
+    }
+
+    #[test]
     fn an_error_without_id_ends_the_requests_it_may_answer() {
         let mut p = Pair::new(Mode::Handshake);
         p.handshake();
@@ -1383,7 +1416,7 @@ mod tests {
         p.drive();
         match p.client_event() {
             Event::ErrorResponse { id: got, method, error } => {
-                assert_eq!((got, method.as_str(), error.code), (id, "tools/list", ErrorCode::INTERNAL_ERROR));
+                assert_eq!((got, &*method, error.code), (id, "tools/list", ErrorCode::INTERNAL_ERROR));
             }
             e => panic!("{e:?}"),
         }
@@ -2023,7 +2056,7 @@ mod tests {
         p.client.handle_incoming(cancel(&listen), p.now);
         match p.client.poll_event() {
             Some(Event::ErrorResponse { id, method, error }) => {
-                assert_eq!((id, method.as_str()), (listen.clone(), LISTEN));
+                assert_eq!((id, &*method), (listen.clone(), LISTEN));
                 assert_eq!(error.code, ErrorCode::INTERNAL_ERROR);
                 assert_eq!(error.message, "the server ended the subscription: shutting down");
             }
