@@ -105,8 +105,12 @@ impl Dispatcher {
         let finish = era.clone();
         let work = Box::pin(async move {
             let joined = {
-                let _permit = match semaphore {
-                    Some(semaphore) => Some(semaphore.acquire_owned().await),
+                // Tried first, as for a plain call (`Dispatcher::route`).
+                let _permit = match &semaphore {
+                    Some(semaphore) => Some(match semaphore.try_acquire() {
+                        Ok(permit) => permit,
+                        Err(_) => semaphore.acquire().await.expect("the semaphore is never closed"),
+                    }),
                     None => None,
                 };
                 let round = input.as_ref().map(|(round, _)| round.clone());
